@@ -1,0 +1,83 @@
+/*
+ * The whole C surface of tlsaudit: OpenSSL 3 headers plus one-line wrappers for
+ * what Swift cannot import (function-like macros, variadic functions, unions).
+ * Every wrapper is prefixed `tlsaudit_` and does nothing but forward.
+ */
+#ifndef TLSAUDIT_COPENSSL_SHIM_H
+#define TLSAUDIT_COPENSSL_SHIM_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/ocsp.h>
+
+static const uint64_t tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT = SSL_OP_LEGACY_SERVER_CONNECT;
+static const uint64_t tlsaudit_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
+
+/* Name printing flags: XN_FLAG_RFC2253 is dropped by the importer. */
+static const unsigned long tlsaudit_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
+
+/* --- SSL_CTX / SSL macros --- */
+static inline int tlsaudit_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_min_proto_version(ctx, v); }
+static inline int tlsaudit_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_max_proto_version(ctx, v); }
+static inline int tlsaudit_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }
+static inline long tlsaudit_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long tlsaudit_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
+static inline int tlsaudit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+static inline int tlsaudit_SSL_get_peer_tmp_key(SSL *ssl, EVP_PKEY **key) { return (int)SSL_get_peer_tmp_key(ssl, key); }
+static inline int tlsaudit_SSL_get_negotiated_group(SSL *ssl) { return (int)SSL_get_negotiated_group(ssl); }
+static inline int tlsaudit_SSL_get_peer_signature_nid(SSL *ssl, int *nid) { return (int)SSL_get_peer_signature_nid(ssl, nid); }
+static inline void tlsaudit_SSL_set_msg_callback_arg(SSL *ssl, void *arg) { SSL_set_msg_callback_arg(ssl, arg); }
+static inline int tlsaudit_SSL_set_app_data(SSL *ssl, void *arg) { return SSL_set_app_data(ssl, arg); }
+static inline void *tlsaudit_SSL_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
+static inline long tlsaudit_SSL_CTX_set0_tmp_dh_pkey(SSL_CTX *ctx, EVP_PKEY *dh) { return SSL_CTX_set0_tmp_dh_pkey(ctx, dh); }
+static inline long tlsaudit_SSL_get_tlsext_status_ocsp_resp(SSL *ssl, const unsigned char **resp) { return SSL_get_tlsext_status_ocsp_resp(ssl, resp); }
+static inline long tlsaudit_SSL_set_tlsext_status_type(SSL *ssl, int type) { return SSL_set_tlsext_status_type(ssl, type); }
+
+/* --- X509_STORE_CTX app data (ex_data index 0) --- */
+static inline int tlsaudit_X509_STORE_CTX_set_app_data(X509_STORE_CTX *ctx, void *arg) { return X509_STORE_CTX_set_app_data(ctx, arg); }
+static inline void *tlsaudit_X509_STORE_CTX_get_app_data(X509_STORE_CTX *ctx) { return X509_STORE_CTX_get_app_data(ctx); }
+
+/* --- BIO and memory --- */
+static inline long tlsaudit_BIO_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
+static inline void tlsaudit_OPENSSL_free(void *p) { OPENSSL_free(p); }
+
+/* --- Key generation (variadic EVP_PKEY_Q_keygen behind macros) --- */
+static inline EVP_PKEY *tlsaudit_generate_rsa(unsigned int bits) { return EVP_RSA_gen(bits); }
+static inline EVP_PKEY *tlsaudit_generate_ec(const char *curve) { return EVP_EC_gen(curve); }
+static inline EVP_PKEY *tlsaudit_generate_ed25519(void) { return EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"); }
+
+/* --- Stacks (sk_* are macros over OPENSSL_sk_*) --- */
+static inline int tlsaudit_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
+static inline X509 *tlsaudit_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline STACK_OF(X509) *tlsaudit_sk_X509_new_null(void) { return sk_X509_new_null(); }
+static inline int tlsaudit_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
+static inline void tlsaudit_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+static inline void tlsaudit_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
+
+static inline int tlsaudit_sk_GENERAL_NAME_num(const GENERAL_NAMES *sk) { return sk_GENERAL_NAME_num(sk); }
+static inline GENERAL_NAME *tlsaudit_sk_GENERAL_NAME_value(const GENERAL_NAMES *sk, int i) { return sk_GENERAL_NAME_value(sk, i); }
+static inline void tlsaudit_GENERAL_NAMES_free(GENERAL_NAMES *names) { GENERAL_NAMES_free(names); }
+static inline int tlsaudit_GENERAL_NAME_type(const GENERAL_NAME *name) { return name->type; }
+/* The string behind a dNSName, rfc822Name, URI or iPAddress entry (all ASN1_STRING). */
+static inline const ASN1_STRING *tlsaudit_GENERAL_NAME_string(const GENERAL_NAME *name) {
+    switch (name->type) {
+    case GEN_DNS: return name->d.dNSName;
+    case GEN_EMAIL: return name->d.rfc822Name;
+    case GEN_URI: return name->d.uniformResourceIdentifier;
+    case GEN_IPADD: return name->d.iPAddress;
+    default: return NULL;
+    }
+}
+
+static inline int tlsaudit_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { return sk_ASN1_OBJECT_num(sk); }
+static inline ASN1_OBJECT *tlsaudit_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }
+static inline void tlsaudit_EXTENDED_KEY_USAGE_free(EXTENDED_KEY_USAGE *eku) { EXTENDED_KEY_USAGE_free(eku); }
+
+#endif

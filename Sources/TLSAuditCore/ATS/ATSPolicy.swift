@@ -1,0 +1,126 @@
+/// The outcome of one ATS rule.
+public enum RuleOutcome: String, Codable, Sendable {
+    case pass
+    case fail
+}
+
+/// App Transport Security verdict for one address: every rule, and the overall answer.
+public struct ATSVerdict: Hashable, Codable, Sendable {
+    /// True when an iOS app with default ATS settings would accept this server.
+    public var compliant: Bool
+    /// `ats.tls-version` etc. to pass / fail.
+    public var rules: [String: RuleOutcome]
+    /// The failing rule ids, in a fixed order.
+    public var failedRules: [String]
+
+    public init(compliant: Bool, rules: [String: RuleOutcome], failedRules: [String]) {
+        self.compliant = compliant
+        self.rules = rules
+        self.failedRules = failedRules
+    }
+}
+
+/// Apple's App Transport Security, as documented (../shared/ATS.md section 1): TLS 1.2+,
+/// a forward-secret suite from Apple's list, SHA-2 signatures and RSA >= 2048 / ECC >= 256 keys
+/// on the leaf and issuing CAs, and a trusted chain with a matching name.
+public enum ATSPolicy {
+    /// The rules in reporting order.
+    public static let rules: [FindingID] = [
+        .atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsSignatureHash, .atsKeySize, .atsTrust, .atsHandshake,
+    ]
+
+    /// Apple's documented forward-secret TLS 1.2 suites (IANA names).
+    public static let documentedTLS12Suites: Set<String> = [
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+    ]
+
+    /// Signature digests ATS accepts ("SHA-256 or stronger").
+    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
+
+    /// Rule findings for one completed handshake. `trustFindings` come from `TrustEvaluator`.
+    public static func evaluate(observation: HandshakeObservation, presented: [CertificateSummary],
+                                building: PathBuildingResult, trustFindings: [Finding],
+                                atsClientRefusal: String?) -> [Finding] {
+        var findings: [Finding] = []
+        if let refusal = atsClientRefusal {
+            findings.append(Finding(.atsHandshake, .error,
+                "The server refused a ClientHello like an iOS app's (TLS 1.2+, ATS suites): \(refusal). The values below come from a permissive client."))
+        }
+        if observation.protocolVersion < .tls1_2 {
+            findings.append(Finding(.atsTLSVersion, .error,
+                "Negotiated \(observation.protocolVersion.displayName); ATS requires TLS 1.2 or later."))
+        }
+        if !observation.keyExchange.forwardSecrecy {
+            findings.append(Finding(.atsForwardSecrecy, .error,
+                "No forward secrecy: \(observation.cipher.iana) uses the server's static \(observation.cipher.keyExchange) key, with no ephemeral key exchange."))
+        } else if observation.protocolVersion != .tls1_3, !documentedTLS12Suites.contains(observation.cipher.iana) {
+            findings.append(Finding(.atsCipherSuite, .error,
+                "\(observation.cipher.iana) is forward secret but not on Apple's ATS suite list (ECDHE with AES-GCM or AES-CBC)."))
+        }
+        let judged = certificatesToJudge(presented: presented, building: building)
+        for (depth, certificate) in judged {
+            checkSignatureHash(certificate, depth: depth, into: &findings)
+            checkKeySize(certificate, depth: depth, into: &findings)
+        }
+        let trustErrors = trustFindings.filter { $0.severity == .error }
+        if !trustErrors.isEmpty {
+            let ids = Set(trustErrors.map(\.id.rawValue)).sorted().joined(separator: ", ")
+            findings.append(Finding(.atsTrust, .error, "The chain is not trusted: \(ids)."))
+        }
+        return findings
+    }
+
+    /// The verdict from all findings of an address.
+    public static func verdict(from findings: [Finding]) -> ATSVerdict {
+        var outcomes: [String: RuleOutcome] = [:]
+        var failed: [String] = []
+        for rule in rules {
+            let fails = findings.contains { $0.id == rule && $0.severity == .error }
+            outcomes[rule.rawValue] = fails ? .fail : .pass
+            if fails { failed.append(rule.rawValue) }
+        }
+        return ATSVerdict(compliant: failed.isEmpty, rules: outcomes, failedRules: failed)
+    }
+
+    /// The leaf and every issuing CA; the trust anchor itself is exempt (its signature is not relied on).
+    static func certificatesToJudge(presented: [CertificateSummary], building: PathBuildingResult) -> [(Int, CertificateSummary)] {
+        let certificates = building.path.isEmpty ? presented : building.path.map(\.certificate)
+        var judged = Array(certificates.enumerated())
+        if judged.count > 1, let last = judged.last, last.element.isSelfSigned || building.anchored {
+            judged.removeLast()
+        }
+        return judged.map { ($0.offset, $0.element) }
+    }
+
+    static func checkSignatureHash(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding]) {
+        // Ed25519 / Ed448 carry no separate digest and are not weak.
+        if certificate.signatureHash == nil, certificate.signatureAlgorithm.uppercased().hasPrefix("ED") { return }
+        guard let hash = certificate.signatureHash, acceptedHashes.contains(hash) else {
+            let role = depth == 0 ? "The leaf" : "The CA certificate"
+            findings.appendUnique(Finding(.atsSignatureHash, .error, depth: depth,
+                "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); ATS requires SHA-256 or stronger."))
+            return
+        }
+    }
+
+    static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding]) {
+        let key = certificate.publicKey
+        let role = depth == 0 ? "The leaf" : "The CA certificate"
+        let problem: String?
+        if key.isRSA {
+            problem = key.bits < 2048 ? "an RSA key of \(key.bits) bits; ATS requires at least 2048" : nil
+        } else if key.isEC || key.type.hasPrefix("ED") || key.type.hasPrefix("Ed") {
+            problem = key.bits < 256 ? "an ECC key of \(key.bits) bits; ATS requires at least 256" : nil
+        } else {
+            problem = "a \(key.type) key; ATS accepts RSA (2048+) and ECC (256+) keys only"
+        }
+        if let problem {
+            findings.appendUnique(Finding(.atsKeySize, .error, depth: depth, "\(role) \(certificate.displayName) has \(problem)."))
+        }
+    }
+}

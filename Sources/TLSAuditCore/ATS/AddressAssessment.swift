@@ -1,0 +1,50 @@
+/// Turns what was observed at one address into findings and a verdict. Pure: the same
+/// observation judged at the same time always gives the same answer, so stored
+/// observations can be judged again later.
+public enum AddressAssessment {
+    /// Findings for a completed handshake, most severe first, and the ATS verdict.
+    public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
+                              building: PathBuildingResult, context: TrustContext,
+                              atsClientRefusal: String?) -> (findings: [Finding], verdict: ATSVerdict) {
+        let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+        var findings = ATSPolicy.evaluate(observation: observation, presented: presented, building: building,
+                                          trustFindings: trust, atsClientRefusal: atsClientRefusal)
+        findings += trust
+        findings += handshakeFindings(observation)
+        let sorted = sort(findings)
+        return (sorted, ATSPolicy.verdict(from: sorted))
+    }
+
+    /// Findings for a chain seen without a completed handshake (e.g. before the server asked
+    /// for a client certificate). The verdict is never compliant: the scan did not complete.
+    public static func assessChainOnly(presented: [CertificateSummary], building: PathBuildingResult,
+                                       context: TrustContext) -> [Finding] {
+        guard !presented.isEmpty else { return [] }
+        return sort(TrustEvaluator.evaluate(presented: presented, building: building, context: context))
+    }
+
+    /// The verdict of an address that could not be scanned.
+    public static let notScanned = ATSVerdict(compliant: false, rules: [:], failedRules: [])
+
+    static func handshakeFindings(_ observation: HandshakeObservation) -> [Finding] {
+        var findings: [Finding] = []
+        if let key = observation.keyExchange.ephemeralKey, key.type == "DH", key.bits < 2048 {
+            findings.append(Finding(.tlsWeakDH, .warning,
+                "The server's ephemeral Diffie-Hellman group has \(key.bits) bits; below 2048 it is within reach of precomputation (Logjam)."))
+        }
+        if observation.clientCertificateRequested {
+            findings.append(Finding(.tlsClientCertificateRequested, .info,
+                "The server asks for a client certificate (mutual TLS)."))
+        }
+        return findings
+    }
+
+    /// Most severe first, then by depth and id, so output is stable.
+    static func sort(_ findings: [Finding]) -> [Finding] {
+        findings.sorted {
+            if $0.severity != $1.severity { return $0.severity > $1.severity }
+            if ($0.depth ?? -1) != ($1.depth ?? -1) { return ($0.depth ?? -1) < ($1.depth ?? -1) }
+            return $0.id.rawValue < $1.id.rawValue
+        }
+    }
+}

@@ -1,0 +1,137 @@
+public import Foundation
+
+/// A public key as found in a certificate or a key exchange.
+public struct PublicKeyDescription: Hashable, Codable, Sendable {
+    /// `RSA`, `EC`, `Ed25519`, `Ed448`, `DSA`, `X25519`, `DH`, ...
+    public var type: String
+    /// Key size in bits (for EC: the curve's order size, e.g. 256 for P-256).
+    public var bits: Int
+    /// Curve or group name for EC and finite-field keys (`prime256v1`, `secp384r1`, ...).
+    public var curve: String?
+
+    public init(type: String, bits: Int, curve: String? = nil) {
+        self.type = type
+        self.bits = bits
+        self.curve = curve
+    }
+
+    public var isRSA: Bool { type == "RSA" || type == "RSA-PSS" }
+    public var isEC: Bool { type == "EC" }
+
+    /// `RSA 2048`, `EC 256 (prime256v1)`.
+    public var summary: String {
+        if let curve { return "\(type) \(bits) (\(curve))" }
+        return "\(type) \(bits)"
+    }
+}
+
+/// The basicConstraints extension.
+public struct BasicConstraints: Hashable, Codable, Sendable {
+    public var isCA: Bool
+    /// pathLenConstraint; `nil` when absent (unlimited).
+    public var pathLength: Int?
+    public var critical: Bool
+
+    public init(isCA: Bool, pathLength: Int?, critical: Bool) {
+        self.isCA = isCA
+        self.pathLength = pathLength
+        self.critical = critical
+    }
+}
+
+/// The subjectAltName entries tlsaudit uses.
+public struct SubjectAlternativeNames: Hashable, Codable, Sendable {
+    public var dns: [String] = []
+    /// Textual IPv4 / IPv6 addresses.
+    public var ip: [String] = []
+    public var email: [String] = []
+    public var uri: [String] = []
+    /// Entries of other kinds (directoryName, otherName, ...), counted, not interpreted.
+    public var other: Int = 0
+
+    public init(dns: [String] = [], ip: [String] = [], email: [String] = [], uri: [String] = [], other: Int = 0) {
+        self.dns = dns
+        self.ip = ip
+        self.email = email
+        self.uri = uri
+        self.other = other
+    }
+
+    public var isEmpty: Bool { dns.isEmpty && ip.isEmpty && email.isEmpty && uri.isEmpty && other == 0 }
+}
+
+/// Everything tlsaudit reads from one X.509 certificate, with the DER kept.
+public struct CertificateSummary: Hashable, Codable, Sendable {
+    /// RFC 2253 distinguished names.
+    public var subject: String
+    public var issuer: String
+    /// The subject's commonName, when there is one (for display only: never used for name matching).
+    public var commonName: String?
+    /// Serial number, uppercase hex.
+    public var serial: String
+    public var version: Int
+    public var notBefore: Date
+    public var notAfter: Date
+    /// OpenSSL's long name, e.g. `sha256WithRSAEncryption`, `ecdsa-with-SHA384`, `ED25519`.
+    public var signatureAlgorithm: String
+    /// The signature's digest (`SHA256`, `SHA1`, `MD5`), or `nil` for algorithms without a
+    /// separate digest (Ed25519) or when unknown.
+    public var signatureHash: String?
+    public var publicKey: PublicKeyDescription
+    public var basicConstraints: BasicConstraints?
+    /// keyUsage bits by RFC 5280 name (`digitalSignature`, `keyCertSign`, ...); `nil` when absent.
+    public var keyUsage: [String]?
+    /// extendedKeyUsage by short name (`serverAuth`) or dotted OID; `nil` when absent.
+    public var extendedKeyUsage: [String]?
+    public var subjectAlternativeNames: SubjectAlternativeNames
+    /// Object identifiers of critical extensions OpenSSL does not support.
+    public var unhandledCriticalExtensions: [String]
+    /// True when subject equals issuer and the certificate's signature verifies with its own key.
+    public var isSelfSigned: Bool
+    /// SHA-256 of the DER, lowercase hex.
+    public var sha256Fingerprint: String
+    /// Base64 SHA-256 of the SubjectPublicKeyInfo: the HPKP / NSPinnedDomains pin.
+    public var spkiSHA256: String
+    public var der: Data
+
+    public init(subject: String, issuer: String, commonName: String?, serial: String, version: Int,
+                notBefore: Date, notAfter: Date, signatureAlgorithm: String, signatureHash: String?,
+                publicKey: PublicKeyDescription, basicConstraints: BasicConstraints?, keyUsage: [String]?,
+                extendedKeyUsage: [String]?, subjectAlternativeNames: SubjectAlternativeNames,
+                unhandledCriticalExtensions: [String], isSelfSigned: Bool, sha256Fingerprint: String,
+                spkiSHA256: String, der: Data) {
+        self.subject = subject
+        self.issuer = issuer
+        self.commonName = commonName
+        self.serial = serial
+        self.version = version
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.signatureAlgorithm = signatureAlgorithm
+        self.signatureHash = signatureHash
+        self.publicKey = publicKey
+        self.basicConstraints = basicConstraints
+        self.keyUsage = keyUsage
+        self.extendedKeyUsage = extendedKeyUsage
+        self.subjectAlternativeNames = subjectAlternativeNames
+        self.unhandledCriticalExtensions = unhandledCriticalExtensions
+        self.isSelfSigned = isSelfSigned
+        self.sha256Fingerprint = sha256Fingerprint
+        self.spkiSHA256 = spkiSHA256
+        self.der = der
+    }
+
+    /// True when the certificate may act as a CA (basicConstraints cA = TRUE).
+    public var isCA: Bool { basicConstraints?.isCA ?? false }
+
+    /// Whole days from `date` until notAfter (negative once expired).
+    public func daysLeft(at date: Date) -> Int {
+        Int((notAfter.timeIntervalSince(date) / 86_400).rounded(.down))
+    }
+
+    /// A short name for messages: the CN when present, else the whole subject.
+    public var displayName: String {
+        if let commonName, !commonName.isEmpty { return commonName }
+        return subject.isEmpty ? "(empty subject)" : subject
+    }
+}

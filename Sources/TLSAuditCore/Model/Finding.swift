@@ -1,0 +1,95 @@
+/// How much a finding matters.
+public enum Severity: String, Codable, Sendable, Comparable, CaseIterable {
+    /// Worth knowing; never changes a verdict.
+    case info
+    /// A weakness that does not, by itself, break ATS or trust.
+    case warning
+    /// Breaks trust or an ATS rule: a client following the rules refuses the connection.
+    case error
+
+    private var rank: Int {
+        switch self {
+        case .info: 0
+        case .warning: 1
+        case .error: 2
+        }
+    }
+
+    public static func < (lhs: Severity, rhs: Severity) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// A stable finding identifier. Users script against these strings: never rename one.
+/// The full list, with meanings, is in `docs/findings.md`.
+public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    // ATS rules (../shared/ATS.md section 1).
+    public static let atsTLSVersion: FindingID = "ats.tls-version"
+    public static let atsForwardSecrecy: FindingID = "ats.forward-secrecy"
+    public static let atsCipherSuite: FindingID = "ats.cipher-suite"
+    public static let atsSignatureHash: FindingID = "ats.signature-hash"
+    public static let atsKeySize: FindingID = "ats.key-size"
+    public static let atsTrust: FindingID = "ats.trust"
+    /// The server refused a ClientHello shaped like an Apple client's.
+    public static let atsHandshake: FindingID = "ats.handshake"
+
+    // Chain trust.
+    public static let trustExpired: FindingID = "trust.expired"
+    public static let trustNotYetValid: FindingID = "trust.not-yet-valid"
+    public static let trustSelfSigned: FindingID = "trust.self-signed"
+    public static let trustUntrustedRoot: FindingID = "trust.untrusted-root"
+    public static let trustHostnameMismatch: FindingID = "trust.hostname-mismatch"
+    public static let trustIncompleteChain: FindingID = "trust.incomplete-chain"
+    public static let trustIssuerNotCA: FindingID = "trust.issuer-not-ca"
+    public static let trustPathLengthExceeded: FindingID = "trust.path-length-exceeded"
+    public static let trustEKU: FindingID = "trust.eku"
+    public static let trustKeyUsage: FindingID = "trust.key-usage"
+    public static let trustBadSignature: FindingID = "trust.bad-signature"
+    public static let trustNameConstraints: FindingID = "trust.name-constraints"
+    public static let trustUnknownCriticalExtension: FindingID = "trust.unknown-critical-extension"
+    public static let trustLeafIsCA: FindingID = "trust.leaf-is-ca"
+    public static let trustInvalid: FindingID = "trust.invalid"
+    public static let trustNoCertificate: FindingID = "trust.no-certificate"
+
+    // Handshake observations that are not ATS rules.
+    public static let tlsWeakDH: FindingID = "tls.weak-dh"
+    public static let tlsClientCertificateRequested: FindingID = "tls.client-certificate-requested"
+    public static let chainOrder: FindingID = "chain.order"
+    public static let chainExtraCertificates: FindingID = "chain.extra-certificates"
+    public static let chainRootSent: FindingID = "chain.root-sent"
+}
+
+/// One problem (or observation) about a probed address.
+public struct Finding: Hashable, Codable, Sendable {
+    /// Stable identifier, e.g. `trust.expired`.
+    public var id: FindingID
+    public var severity: Severity
+    /// Position in the certificate path (0 = leaf) when the finding is about one certificate.
+    public var depth: Int?
+    /// One plain sentence for a human.
+    public var message: String
+
+    public init(_ id: FindingID, _ severity: Severity, depth: Int? = nil, _ message: String) {
+        self.id = id
+        self.severity = severity
+        self.depth = depth
+        self.message = message
+    }
+}
+
+extension Array where Element == Finding {
+    /// Appends `finding` unless one with the same id and depth is already present
+    /// (two sources, OpenSSL and tlsaudit's own checks, may see the same problem).
+    mutating func appendUnique(_ finding: Finding) {
+        guard !contains(where: { $0.id == finding.id && $0.depth == finding.depth }) else { return }
+        append(finding)
+    }
+}

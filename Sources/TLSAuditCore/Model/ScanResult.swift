@@ -1,0 +1,156 @@
+public import Foundation
+
+/// What a server presented and the path tlsaudit built from it.
+public struct ChainReport: Hashable, Codable, Sendable {
+    /// Exactly as sent, in the order sent.
+    public var presented: [CertificateSummary]
+    /// Leaf to anchor, as built against the trust store.
+    public var path: [PathElement]
+    /// True when the path ends in a trusted anchor (other problems may still exist: see findings).
+    public var anchored: Bool
+    /// `system` or `ca-file:/path`.
+    public var trustStore: String
+
+    public init(presented: [CertificateSummary], path: [PathElement], anchored: Bool, trustStore: String) {
+        self.presented = presented
+        self.path = path
+        self.anchored = anchored
+        self.trustStore = trustStore
+    }
+}
+
+/// The result for one address of a target.
+public struct AddressScanResult: Hashable, Codable, Sendable {
+    public enum Status: String, Codable, Sendable {
+        /// A handshake was observed.
+        case completed
+        /// No handshake could be observed (see `error`); some data (a chain) may still be present.
+        case failed
+    }
+
+    public var address: String
+    public var family: String
+    public var port: Int
+    public var status: Status
+    public var startedAt: Date
+    public var durationMs: Int
+    public var handshake: HandshakeObservation?
+    public var error: ProbeFailure?
+    public var chain: ChainReport?
+    /// Every finding, most severe first.
+    public var findings: [Finding]
+    public var ats: ATSVerdict
+
+    public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
+                handshake: HandshakeObservation?, error: ProbeFailure?, chain: ChainReport?, findings: [Finding],
+                ats: ATSVerdict) {
+        self.address = address
+        self.family = family
+        self.port = port
+        self.status = status
+        self.startedAt = startedAt
+        self.durationMs = durationMs
+        self.handshake = handshake
+        self.error = error
+        self.chain = chain
+        self.findings = findings
+        self.ats = ats
+    }
+}
+
+/// The result for one target (a name or address and a port).
+public struct TargetScanResult: Hashable, Codable, Sendable {
+    /// As the user wrote it.
+    public var target: String
+    public var host: String
+    public var port: Int
+    /// The server name sent (nil for IP literals without `--sni`).
+    public var sni: String?
+    /// The address connected to instead of resolving `host`, when `--connect-to` was given.
+    public var connectTo: String?
+    /// Set when the target could not be resolved at all.
+    public var error: ProbeFailure?
+    public var addresses: [AddressScanResult]
+
+    public init(target: String, host: String, port: Int, sni: String?, connectTo: String?, error: ProbeFailure?,
+                addresses: [AddressScanResult]) {
+        self.target = target
+        self.host = host
+        self.port = port
+        self.sni = sni
+        self.connectTo = connectTo
+        self.error = error
+        self.addresses = addresses
+    }
+}
+
+/// Counts over a whole scan.
+public struct ScanSummary: Hashable, Codable, Sendable {
+    public var targets: Int
+    public var addresses: Int
+    public var compliant: Int
+    public var notCompliant: Int
+    public var failed: Int
+}
+
+/// The whole output of `tlsaudit scan`, versioned (see docs/scan-json.md).
+public struct ScanReport: Codable, Sendable {
+    /// Bumped on any incompatible change to this structure.
+    public static let schemaVersion = "tlsaudit.scan/1"
+
+    public var schema: String
+    public var toolVersion: String
+    public var generatedAt: Date
+    public var trustStore: String
+    public var timeoutSeconds: Double
+    public var targets: [TargetScanResult]
+    public var summary: ScanSummary
+    /// The process exit code this report implies (see `exitCode(for:)`).
+    public var exitCode: Int32
+
+    public init(toolVersion: String, generatedAt: Date, trustStore: String, timeoutSeconds: Double,
+                targets: [TargetScanResult]) {
+        schema = Self.schemaVersion
+        self.toolVersion = toolVersion
+        self.generatedAt = generatedAt
+        self.trustStore = trustStore
+        self.timeoutSeconds = timeoutSeconds
+        self.targets = targets
+        let addresses = targets.flatMap(\.addresses)
+        let failed = addresses.filter { $0.status == .failed }.count + targets.filter { $0.error != nil }.count
+        let compliant = addresses.filter { $0.status == .completed && $0.ats.compliant }.count
+        summary = ScanSummary(targets: targets.count, addresses: addresses.count, compliant: compliant,
+                              notCompliant: addresses.filter { $0.status == .completed && !$0.ats.compliant }.count,
+                              failed: failed)
+        exitCode = Self.exitCode(for: summary)
+    }
+
+    /// 0 every address compliant; 1 something not compliant; 2 something could not be scanned
+    /// (2 wins over 1: an unscanned address could hide anything).
+    public static func exitCode(for summary: ScanSummary) -> Int32 {
+        if summary.failed > 0 { return 2 }
+        if summary.notCompliant > 0 { return 1 }
+        return 0
+    }
+}
+
+extension JSONEncoder {
+    /// The encoder for every JSON document tlsaudit writes: snake_case keys, ISO 8601 dates, sorted keys.
+    public static var tlsaudit: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+extension JSONDecoder {
+    /// Reads what `JSONEncoder.tlsaudit` writes.
+    public static var tlsaudit: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// A target as the user names it: `example.com`, `example.com:8443`, `[2001:db8::1]:443`,
+/// a bare IPv6 literal, or an `https://` URL (scheme and path are ignored).
+public struct ScanTarget: Hashable, Sendable {
+    /// The text as given, for display.
+    public var original: String
+    public var host: String
+    public var port: Int
+    /// Server name to send; defaults to `host` unless `host` is an IP literal.
+    public var sni: String?
+    /// Address (IP literal or name) to connect to instead of resolving `host`.
+    public var connectTo: String?
+    /// Port to connect to with `connectTo` (defaults to `port`).
+    public var connectPort: Int?
+
+    public struct ParseError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    public init(original: String, host: String, port: Int, sni: String?, connectTo: String? = nil, connectPort: Int? = nil) {
+        self.original = original
+        self.host = host
+        self.port = port
+        self.sni = sni
+        self.connectTo = connectTo
+        self.connectPort = connectPort
+    }
+
+    /// Parses `host[:port]`.
+    public static func parse(_ text: String, defaultPort: Int = 443) throws(ParseError) -> ScanTarget {
+        var rest = text.trimmingCharacters(in: .whitespaces)
+        if let scheme = rest.range(of: "://") { rest = String(rest[scheme.upperBound...]) }
+        if let slash = rest.firstIndex(of: "/") { rest = String(rest[..<slash]) }
+        guard !rest.isEmpty else { throw ParseError(description: "empty target") }
+        let (host, port) = try splitHostPort(rest, defaultPort: defaultPort, whole: text)
+        let sni = HostnameMatcher.canonicalIPAddress(host) == nil ? host : nil
+        return ScanTarget(original: text, host: host, port: port, sni: sni)
+    }
+
+    /// Splits `host:port`, `[v6]:port`, `[v6]`, a bare IPv6 literal, or `host`.
+    public static func splitHostPort(_ text: String, defaultPort: Int, whole: String? = nil) throws(ParseError) -> (String, Int) {
+        let shown = whole ?? text
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw ParseError(description: "\(shown): missing ']'") }
+            let host = String(text[text.index(after: text.startIndex)..<close])
+            let after = text[text.index(after: close)...]
+            if after.isEmpty { return (host, defaultPort) }
+            guard after.hasPrefix(":") else { throw ParseError(description: "\(shown): expected ':PORT' after ']'") }
+            return (host, try port(String(after.dropFirst()), in: shown))
+        }
+        let colons = text.filter { $0 == ":" }.count
+        if colons == 1, let colon = text.firstIndex(of: ":") {
+            let host = String(text[..<colon])
+            guard !host.isEmpty else { throw ParseError(description: "\(shown): missing host") }
+            return (host, try port(String(text[text.index(after: colon)...]), in: shown))
+        }
+        if colons > 1, HostnameMatcher.canonicalIPAddress(text) == nil {
+            throw ParseError(description: "\(shown): write IPv6 addresses with a port as [ADDRESS]:PORT")
+        }
+        guard text.allSatisfy({ $0.isLetter || $0.isNumber || "-._:*".contains($0) }) else {
+            throw ParseError(description: "\(shown): not a host name or address")
+        }
+        return (text, defaultPort)
+    }
+
+    private static func port(_ text: String, in shown: String) throws(ParseError) -> Int {
+        guard let port = Int(text), (1...65535).contains(port) else {
+            throw ParseError(description: "\(shown): '\(text)' is not a port (1-65535)")
+        }
+        return port
+    }
+
+    /// `example.com:443`, `[::1]:443`.
+    public var displayName: String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment.
+    public static func parseList(_ text: String, defaultPort: Int = 443) throws(ParseError) -> [ScanTarget] {
+        var targets: [ScanTarget] = []
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first
+                .map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+            guard !line.isEmpty else { continue }
+            do {
+                targets.append(try parse(line, defaultPort: defaultPort))
+            } catch {
+                throw ParseError(description: "line \(number + 1): \(error.description)")
+            }
+        }
+        return targets
+    }
+}

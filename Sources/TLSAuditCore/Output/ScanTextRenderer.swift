@@ -1,0 +1,128 @@
+public import Foundation
+
+/// Renders a scan report as readable text: one block per target and address, the chain,
+/// then findings, most severe first. ANSI colour only when asked (the CLI asks on a TTY).
+public struct ScanTextRenderer: Sendable {
+    public var colour: Bool
+    /// Print every certificate of the chain, not just the path summary.
+    public var showChain: Bool
+
+    public init(colour: Bool, showChain: Bool = true) {
+        self.colour = colour
+        self.showChain = showChain
+    }
+
+    public func render(_ report: ScanReport) -> String {
+        var out = ""
+        for target in report.targets {
+            render(target, at: report.generatedAt, into: &out)
+        }
+        let summary = report.summary
+        out += "\(summary.targets) target(s), \(summary.addresses) address(es): "
+        out += paint("\(summary.compliant) ATS compliant", .green) + ", "
+        out += paint("\(summary.notCompliant) not compliant", summary.notCompliant > 0 ? .red : .plain) + ", "
+        out += paint("\(summary.failed) could not be scanned", summary.failed > 0 ? .yellow : .plain) + "\n"
+        return out
+    }
+
+    private func render(_ target: TargetScanResult, at time: Date, into out: inout String) {
+        var heading = paint(target.target, .bold)
+        if let sni = target.sni, sni != target.host { heading += "  SNI \(sni)" }
+        if let connectTo = target.connectTo { heading += "  via \(connectTo)" }
+        out += heading + "\n"
+        if let error = target.error {
+            out += "  " + paint("COULD NOT SCAN", .yellow) + "  \(error.category.phrase): \(error.message)\n\n"
+            return
+        }
+        for address in target.addresses {
+            render(address, at: time, into: &out)
+        }
+        out += "\n"
+    }
+
+    private func render(_ result: AddressScanResult, at time: Date, into out: inout String) {
+        let shownAddress = result.family == "ipv6" ? "[\(result.address)]:\(result.port)" : "\(result.address):\(result.port)"
+        let verdict: String
+        if result.status == .failed {
+            verdict = paint("COULD NOT SCAN", .yellow)
+        } else if result.ats.compliant {
+            verdict = paint("ATS COMPLIANT", .green)
+        } else {
+            verdict = paint("NOT ATS COMPLIANT", .red) + " (" + result.ats.failedRules.joined(separator: ", ") + ")"
+        }
+        out += "  \(shownAddress)  \(verdict)  [\(result.durationMs) ms]\n"
+        if let error = result.error {
+            out += "    \(error.category.phrase) [\(error.category.rawValue)]: \(error.message)\n"
+        }
+        if let handshake = result.handshake {
+            let cipher = handshake.cipher
+            out += "    \(handshake.protocolVersion.displayName)  \(cipher.iana) (\(cipher.openssl))\n"
+            let kx = handshake.keyExchange
+            var exchange = "key exchange \(cipher.keyExchange)"
+            if let group = kx.group { exchange += ", group \(group)" }
+            if let key = kx.ephemeralKey { exchange += ", ephemeral \(key.type) \(key.bits) bits" } else { exchange += ", no ephemeral key" }
+            exchange += kx.forwardSecrecy ? ", forward secret" : ", NOT forward secret"
+            if handshake.clientProfile == .permissive { exchange += "  (permissive client)" }
+            out += "    \(exchange)\n"
+        }
+        if let chain = result.chain {
+            let anchor = chain.anchored ? "anchored in \(chain.trustStore)" : "not anchored in \(chain.trustStore)"
+            out += "    chain: \(chain.presented.count) sent, path of \(chain.path.count), \(anchor)\n"
+            if showChain {
+                for (depth, element) in chain.path.enumerated() {
+                    render(element.certificate, label: "path \(depth)", source: element.source, at: time, into: &out)
+                }
+                let pathPrints = Set(chain.path.map(\.certificate.sha256Fingerprint))
+                for (index, certificate) in chain.presented.enumerated() where !pathPrints.contains(certificate.sha256Fingerprint) {
+                    render(certificate, label: "sent #\(index), not in path", source: .presented, at: time, into: &out)
+                }
+            }
+        }
+        for finding in result.findings {
+            let depth = finding.depth.map { " [depth \($0)]" } ?? ""
+            let label: String = switch finding.severity {
+            case .error: paint("ERROR", .red)
+            case .warning: paint("WARN ", .yellow)
+            case .info: paint("INFO ", .plain)
+            }
+            out += "    \(label) \(finding.id)\(depth): \(finding.message)\n"
+        }
+    }
+
+    private func render(_ certificate: CertificateSummary, label: String, source: CertificateSource, at time: Date,
+                        into out: inout String) {
+        let days = certificate.daysLeft(at: time)
+        let expiry = days < 0 ? paint("expired \(-days) d ago", .red) : "\(days) d left"
+        var flags: [String] = []
+        if let constraints = certificate.basicConstraints {
+            flags.append(constraints.isCA ? "CA" + (constraints.pathLength.map { " pathlen \($0)" } ?? "") : "CA:FALSE")
+        }
+        if certificate.isSelfSigned { flags.append("self-signed") }
+        if source == .trustStore { flags.append("from trust store") }
+        let flagText = flags.isEmpty ? "" : "  [" + flags.joined(separator: ", ") + "]"
+        out += "      \(label): \(certificate.subject)\(flagText)\n"
+        out += "        issuer \(certificate.issuer)\n"
+        out += "        \(certificate.publicKey.summary), \(certificate.signatureAlgorithm), "
+            + "\(Timestamp.formatDay(certificate.notBefore)) to \(Timestamp.formatDay(certificate.notAfter)) (\(expiry))\n"
+        let names = certificate.subjectAlternativeNames
+        if !names.dns.isEmpty || !names.ip.isEmpty {
+            let all = names.dns + names.ip
+            out += "        SAN " + all.prefix(8).joined(separator: ", ") + (all.count > 8 ? ", ... (\(all.count))" : "") + "\n"
+        }
+        out += "        sha256 \(certificate.sha256Fingerprint)\n"
+        out += "        pin-sha256 \(certificate.spkiSHA256)\n"
+    }
+
+    private enum Style: String {
+        case plain = ""
+        case bold = "1"
+        case red = "31"
+        case green = "32"
+        case yellow = "33"
+    }
+
+    private func paint(_ text: String, _ style: Style) -> String {
+        guard colour, style != .plain else { return text }
+        return "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m"
+    }
+}

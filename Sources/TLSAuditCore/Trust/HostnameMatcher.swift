@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// RFC 6125 name matching as Apple applies it: subjectAltName only (the CN is never used),
+/// case-insensitive, and a wildcard only as the whole left-most label covering exactly one label.
+public enum HostnameMatcher {
+    /// Whether `host` (a DNS name or an IP literal) is covered by the certificate's SANs.
+    public static func matches(host: String, names: SubjectAlternativeNames) -> Bool {
+        if let address = canonicalIPAddress(host) {
+            return names.ip.contains { canonicalIPAddress($0) == address }
+        }
+        let hostname = normalize(host)
+        return names.dns.contains { dnsNameMatches(pattern: $0, hostname: hostname) }
+    }
+
+    /// Whether one SAN dNSName entry matches a normalized host name.
+    public static func dnsNameMatches(pattern rawPattern: String, hostname: String) -> Bool {
+        let pattern = normalize(rawPattern)
+        guard !pattern.isEmpty, !hostname.isEmpty else { return false }
+        guard pattern.contains("*") else { return pattern == hostname }
+        let patternLabels = pattern.split(separator: ".", omittingEmptySubsequences: false)
+        let hostLabels = hostname.split(separator: ".", omittingEmptySubsequences: false)
+        // Only `*` as the entire left-most label, and no other `*` anywhere.
+        guard patternLabels.first == "*", !patternLabels.dropFirst().contains(where: { $0.contains("*") }) else { return false }
+        // `*.com` would cover a whole top-level domain: require at least two labels after the wildcard.
+        guard patternLabels.count >= 3, hostLabels.count == patternLabels.count else { return false }
+        guard let first = hostLabels.first, !first.isEmpty else { return false }
+        return Array(hostLabels.dropFirst()) == Array(patternLabels.dropFirst())
+    }
+
+    /// Lowercase, without a trailing dot.
+    static func normalize(_ name: String) -> String {
+        var lowered = name.lowercased()
+        if lowered.hasSuffix(".") { lowered.removeLast() }
+        return lowered
+    }
+
+    /// The canonical text form of an IPv4 or IPv6 literal (brackets allowed), or `nil` for a name.
+    public static func canonicalIPAddress(_ text: String) -> String? {
+        var literal = text
+        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            return format(family: AF_INET, &v4, length: INET_ADDRSTRLEN)
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, literal, &v6) == 1 {
+            return format(family: AF_INET6, &v6, length: INET6_ADDRSTRLEN)
+        }
+        return nil
+    }
+
+    private static func format<T>(family: Int32, _ address: inout T, length: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(length))
+        guard inet_ntop(family, &address, &buffer, socklen_t(length)) != nil else { return nil }
+        return buffer.nulTerminatedString
+    }
+}

@@ -1,0 +1,182 @@
+public import Foundation
+
+/// What trust evaluation needs to know besides the path.
+public struct TrustContext: Sendable {
+    /// The name the client asked for (SNI or the target host); `nil` skips the name check.
+    public var hostname: String?
+    /// The moment the chain is judged at.
+    public var time: Date
+
+    public init(hostname: String?, time: Date) {
+        self.hostname = hostname
+        self.time = time
+    }
+}
+
+/// tlsaudit's own chain checks on top of OpenSSL's path building. OpenSSL alone accepts
+/// too much (CN fallback, partial wildcards, missing serverAuth, exclusive notAfter), so
+/// every rule Apple and RFC 5280 apply is checked here again on the built path.
+public enum TrustEvaluator {
+    /// All trust findings for a presented chain and the path built from it.
+    public static func evaluate(presented: [CertificateSummary], building: PathBuildingResult,
+                                context: TrustContext) -> [Finding] {
+        var findings: [Finding] = []
+        let path = building.path.map(\.certificate)
+        guard let leaf = path.first ?? presented.first else {
+            findings.append(Finding(.trustNoCertificate, .error, "The server sent no certificate."))
+            return findings
+        }
+
+        for issue in building.issues {
+            findings.appendUnique(finding(for: issue, path: path))
+        }
+        checkDates(path, at: context.time, into: &findings)
+        checkIssuers(path, into: &findings)
+        checkExtendedKeyUsage(path, anchored: building.anchored, into: &findings)
+        if let hostname = context.hostname {
+            checkHostname(hostname, leaf: leaf, into: &findings)
+        }
+        for (depth, certificate) in path.enumerated() where !certificate.unhandledCriticalExtensions.isEmpty {
+            findings.appendUnique(Finding(.trustUnknownCriticalExtension, .error, depth: depth,
+                "\(certificate.displayName) has critical extensions no client understands: \(certificate.unhandledCriticalExtensions.joined(separator: ", "))."))
+        }
+        checkPresentation(presented: presented, building: building, into: &findings)
+        return findings
+    }
+
+    static func finding(for issue: PathBuildingIssue, path: [CertificateSummary]) -> Finding {
+        let name = issue.depth < path.count ? path[issue.depth].displayName : "certificate at depth \(issue.depth)"
+        switch issue.kind {
+        case .selfSignedLeaf:
+            return Finding(.trustSelfSigned, .error, depth: issue.depth,
+                           "\(name) is self-signed and is not a trusted anchor.")
+        case .untrustedRoot:
+            return Finding(.trustUntrustedRoot, .error, depth: issue.depth,
+                           "The chain ends in \(name), a root that is not trusted.")
+        case .missingIssuer where issue.depth == 0:
+            let issuer = path.first?.issuer ?? "its issuer"
+            return Finding(.trustIncompleteChain, .error, depth: 0,
+                           "The issuer of \(name) (\(issuer)) was not sent and is not a trusted anchor: the server does not send its intermediate certificate, or the issuer is unknown.")
+        case .missingIssuer:
+            let issuer = issue.depth < path.count ? path[issue.depth].issuer : "its issuer"
+            return Finding(.trustUntrustedRoot, .error, depth: issue.depth,
+                           "The chain ends at \(name), whose issuer (\(issuer)) is not a trusted root.")
+        case .badSignature:
+            return Finding(.trustBadSignature, .error, depth: issue.depth,
+                           "The signature on \(name) does not verify with its issuer's key.")
+        case .issuerNotCA:
+            return issuerNotCA(depth: issue.depth, name: name)
+        case .pathLengthExceeded:
+            return Finding(.trustPathLengthExceeded, .error, depth: issue.depth,
+                           "\(name) has a pathLenConstraint that the certificates below it exceed.")
+        case .nameConstraintViolation:
+            return Finding(.trustNameConstraints, .error, depth: issue.depth,
+                           "A name in the chain violates a CA's name constraints: \(issue.detail).")
+        case .unknownCriticalExtension:
+            return Finding(.trustUnknownCriticalExtension, .error, depth: issue.depth,
+                           "\(name) has a critical extension no client understands.")
+        case .keyUsage:
+            return Finding(.trustKeyUsage, .error, depth: issue.depth,
+                           "\(name) may not sign certificates (keyUsage lacks keyCertSign).")
+        case .other:
+            return Finding(.trustInvalid, .error, depth: issue.depth,
+                           "\(name): \(issue.detail) (OpenSSL verify error \(issue.code)).")
+        }
+    }
+
+    private static func issuerNotCA(depth: Int, name: String) -> Finding {
+        Finding(.trustIssuerNotCA, .error, depth: depth,
+                "\(name) issued the certificate below it but is not a CA (basicConstraints cA is not TRUE).")
+    }
+
+    /// notBefore <= now <= notAfter for every certificate of the path (notAfter inclusive, RFC 5280).
+    static func checkDates(_ path: [CertificateSummary], at time: Date, into findings: inout [Finding]) {
+        for (depth, certificate) in path.enumerated() {
+            if time < certificate.notBefore {
+                findings.appendUnique(Finding(.trustNotYetValid, .error, depth: depth,
+                    "\(certificate.displayName) is not valid before \(Timestamp.format(certificate.notBefore))."))
+            }
+            if time > certificate.notAfter {
+                findings.appendUnique(Finding(.trustExpired, .error, depth: depth,
+                    "\(certificate.displayName) expired on \(Timestamp.format(certificate.notAfter)) (\(-certificate.daysLeft(at: time)) days ago)."))
+            }
+        }
+    }
+
+    /// Every issuer is a CA that may sign certificates, and pathLen constraints hold.
+    static func checkIssuers(_ path: [CertificateSummary], into findings: inout [Finding]) {
+        for depth in path.indices.dropFirst() {
+            let issuer = path[depth]
+            if !issuer.isCA {
+                findings.appendUnique(issuerNotCA(depth: depth, name: issuer.displayName))
+            }
+            if let usage = issuer.keyUsage, !usage.contains("keyCertSign") {
+                findings.appendUnique(Finding(.trustKeyUsage, .error, depth: depth,
+                    "\(issuer.displayName) may not sign certificates (keyUsage lacks keyCertSign)."))
+            }
+            if let limit = issuer.basicConstraints?.pathLength {
+                // Intermediate CAs between this CA and the leaf, self-issued ones excepted.
+                let following = path[1..<depth].filter { $0.subject != $0.issuer }.count
+                if following > limit {
+                    findings.appendUnique(Finding(.trustPathLengthExceeded, .error, depth: depth,
+                        "\(issuer.displayName) allows \(limit) intermediate CA(s) below it (pathLenConstraint) but \(following) follow."))
+                }
+            }
+        }
+        if path.count > 1, let leaf = path.first, leaf.isCA {
+            findings.appendUnique(Finding(.trustLeafIsCA, .warning, depth: 0,
+                "The leaf \(leaf.displayName) is marked CA:TRUE; a server certificate should not be a CA."))
+        }
+    }
+
+    /// serverAuth on the leaf, and on every intermediate that restricts its EKU.
+    static func checkExtendedKeyUsage(_ path: [CertificateSummary], anchored: Bool, into findings: inout [Finding]) {
+        // A trust anchor's own EKU is not enforced (it is trusted by configuration).
+        let checked = anchored && path.count > 1 ? path.dropLast() : path[...]
+        for (depth, certificate) in checked.enumerated() {
+            guard let usages = certificate.extendedKeyUsage else { continue }
+            if usages.contains("serverAuth") || usages.contains("anyExtendedKeyUsage") { continue }
+            let listed = usages.isEmpty ? "an empty list" : usages.joined(separator: ", ")
+            findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
+                "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
+        }
+    }
+
+    static func checkHostname(_ hostname: String, leaf: CertificateSummary, into findings: inout [Finding]) {
+        let names = leaf.subjectAlternativeNames
+        if names.dns.isEmpty && names.ip.isEmpty {
+            let cn = leaf.commonName.map { " (the CN \"\($0)\" is not used for name matching)" } ?? ""
+            findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
+                "The leaf has no DNS or IP subjectAltName\(cn), so it matches no host name."))
+            return
+        }
+        guard !HostnameMatcher.matches(host: hostname, names: names) else { return }
+        let listed = (names.dns + names.ip).prefix(10).joined(separator: ", ")
+        let more = names.dns.count + names.ip.count > 10 ? ", ..." : ""
+        findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
+            "\(hostname) does not match the leaf's subjectAltNames (\(listed)\(more))."))
+    }
+
+    /// How the server presents its chain: order, extras, a root sent along.
+    static func checkPresentation(presented: [CertificateSummary], building: PathBuildingResult,
+                                  into findings: inout [Finding]) {
+        let pathFingerprints = building.path.map(\.certificate.sha256Fingerprint)
+        let presentedInPath = presented.filter { pathFingerprints.contains($0.sha256Fingerprint) }.map(\.sha256Fingerprint)
+        let expectedOrder = pathFingerprints.filter { presentedInPath.contains($0) }
+        if presentedInPath != expectedOrder {
+            findings.append(Finding(.chainOrder, .warning,
+                "The server sends its chain out of order; some clients fail to build the path."))
+        }
+        let extras = presented.enumerated().filter { !pathFingerprints.contains($0.element.sha256Fingerprint) }
+        if !extras.isEmpty, building.anchored {
+            let names = extras.map { "#\($0.offset) \($0.element.displayName)" }.joined(separator: ", ")
+            findings.append(Finding(.chainExtraCertificates, .info,
+                "The server sends certificates that are not part of the path: \(names)."))
+        }
+        if building.anchored, presented.count > 1, let root = building.path.last,
+           root.presentedIndex != nil, root.certificate.isSelfSigned {
+            findings.append(Finding(.chainRootSent, .info, depth: building.path.count - 1,
+                "The server sends the root certificate \(root.certificate.displayName); clients ignore it."))
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import COpenSSL
+public import Foundation
+public import TLSAuditCore
+
+/// Key types the lab can generate.
+public enum LabKeyType: Sendable, Hashable {
+    case rsa(bits: Int)
+    /// OpenSSL curve name: `P-256`, `P-384`, `P-521`, `secp224r1`, ...
+    case ec(curve: String)
+    case ed25519
+}
+
+/// Digests the lab can sign with (SHA-1 and MD5 exist to make bad certificates).
+public enum LabDigest: String, Sendable {
+    case sha1, sha256, sha384, sha512, md5
+}
+
+/// A private key generated in the lab. Immutable after init.
+public final class LabPrivateKey: @unchecked Sendable {
+    // @unchecked: the EVP_PKEY is never modified after generation.
+    let pointer: OpaquePointer
+    public let type: LabKeyType
+
+    public init(_ type: LabKeyType) throws {
+        let key: OpaquePointer? = switch type {
+        case .rsa(let bits): tlsaudit_generate_rsa(UInt32(bits))
+        case .ec(let curve): tlsaudit_generate_ec(curve)
+        case .ed25519: tlsaudit_generate_ed25519()
+        }
+        guard let key else { throw OpenSSLFailure("cannot generate a \(type) key") }
+        pointer = key
+        self.type = type
+    }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    /// PKCS#8 PEM, unencrypted.
+    public var pem: String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        PEM_write_bio_PrivateKey(bio, pointer, nil, nil, 0, nil, nil)
+        return MemoryBIO.string(bio)
+    }
+}
+
+/// What to put in a lab certificate. Defaults make a valid one-year TLS server leaf.
+public struct LabCertificateRequest: Sendable {
+    public var commonName: String
+    public var dnsNames: [String]
+    public var ipAddresses: [String]
+    public var notBefore: Date
+    public var notAfter: Date
+    /// `nil` leaves basicConstraints out entirely.
+    public var isCA: Bool?
+    public var pathLength: Int?
+    /// OpenSSL extension syntax, e.g. `critical,keyCertSign,cRLSign`; `nil` leaves it out.
+    public var keyUsage: String?
+    /// e.g. `serverAuth`, `clientAuth`; `nil` leaves it out.
+    public var extendedKeyUsage: String?
+    public var digest: LabDigest
+    public var key: LabKeyType
+    /// Further extensions as (OID or short name, OpenSSL value syntax), e.g. `("1.2.3.4", "critical,DER:05:00")`.
+    public var extraExtensions: [ExtraExtension]
+
+    public struct ExtraExtension: Sendable {
+        public var name: String
+        public var value: String
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public init(commonName: String, dnsNames: [String] = [], ipAddresses: [String] = [],
+                notBefore: Date = Date().addingTimeInterval(-86_400), notAfter: Date = Date().addingTimeInterval(365 * 86_400),
+                isCA: Bool? = false, pathLength: Int? = nil, keyUsage: String? = "critical,digitalSignature,keyEncipherment",
+                extendedKeyUsage: String? = "serverAuth", digest: LabDigest = .sha256, key: LabKeyType = .ec(curve: "P-256"),
+                extraExtensions: [ExtraExtension] = []) {
+        self.commonName = commonName
+        self.dnsNames = dnsNames
+        self.ipAddresses = ipAddresses
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.isCA = isCA
+        self.pathLength = pathLength
+        self.keyUsage = keyUsage
+        self.extendedKeyUsage = extendedKeyUsage
+        self.digest = digest
+        self.key = key
+        self.extraExtensions = extraExtensions
+    }
+
+    /// A CA certificate (root or intermediate).
+    public static func authority(_ commonName: String, pathLength: Int? = nil, key: LabKeyType = .ec(curve: "P-256"),
+                                 digest: LabDigest = .sha256) -> LabCertificateRequest {
+        LabCertificateRequest(commonName: commonName, notBefore: Date().addingTimeInterval(-30 * 86_400),
+                              notAfter: Date().addingTimeInterval(10 * 365 * 86_400), isCA: true, pathLength: pathLength,
+                              keyUsage: "critical,keyCertSign,cRLSign", extendedKeyUsage: nil, digest: digest, key: key)
+    }
+
+    /// A TLS server leaf for `names` (DNS names; IP literals go to iPAddress SANs).
+    public static func server(_ names: [String], key: LabKeyType = .ec(curve: "P-256"),
+                              digest: LabDigest = .sha256) -> LabCertificateRequest {
+        let ips = names.filter { HostnameMatcher.canonicalIPAddress($0) != nil }
+        let dns = names.filter { HostnameMatcher.canonicalIPAddress($0) == nil }
+        return LabCertificateRequest(commonName: names.first ?? "server", dnsNames: dns, ipAddresses: ips, digest: digest, key: key)
+    }
+}
+
+/// A certificate made in the lab, with its private key.
+public final class LabCertificate: @unchecked Sendable {
+    // @unchecked: immutable after issuance.
+    let certificate: X509Certificate
+    public let key: LabPrivateKey
+
+    init(certificate: X509Certificate, key: LabPrivateKey) {
+        self.certificate = certificate
+        self.key = key
+    }
+
+    public var der: [UInt8] { certificate.der }
+
+    public var pem: String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        PEM_write_bio_X509(bio, certificate.pointer)
+        return MemoryBIO.string(bio)
+    }
+
+    public var summary: CertificateSummary { certificate.summary() }
+
+    /// Issues a certificate signed by this one (which need not be a CA: the lab makes bad chains too).
+    public func issue(_ request: LabCertificateRequest) throws -> LabCertificate {
+        try LabCertificateAuthority.issue(request, issuer: self)
+    }
+}
+
+/// Makes certificates with OpenSSL, for tests, the demo and benchmarks.
+public enum LabCertificateAuthority {
+    /// A self-signed certificate.
+    public static func selfSigned(_ request: LabCertificateRequest) throws -> LabCertificate {
+        try issue(request, issuer: nil)
+    }
+
+    static func issue(_ request: LabCertificateRequest, issuer: LabCertificate?) throws -> LabCertificate {
+        let key = try LabPrivateKey(request.key)
+        guard let x509 = X509_new() else { throw OpenSSLFailure("cannot allocate a certificate") }
+        let certificate = X509Certificate(takingOwnershipOf: x509)
+        X509_set_version(x509, 2)
+        ASN1_INTEGER_set(X509_get_serialNumber(x509), Int.random(in: 1..<Int.max))
+        ASN1_TIME_set(X509_getm_notBefore(x509), time_t(request.notBefore.timeIntervalSince1970))
+        ASN1_TIME_set(X509_getm_notAfter(x509), time_t(request.notAfter.timeIntervalSince1970))
+        X509_set_pubkey(x509, key.pointer)
+
+        guard let name = X509_NAME_new() else { throw OpenSSLFailure("cannot allocate a name") }
+        defer { X509_NAME_free(name) }
+        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, request.commonName, -1, -1, 0)
+        X509_set_subject_name(x509, name)
+        X509_set_issuer_name(x509, issuer.map { X509_get_subject_name($0.certificate.pointer) } ?? name)
+
+        var context = X509V3_CTX()
+        X509V3_set_ctx(&context, issuer?.certificate.pointer ?? x509, x509, nil, nil, 0)
+        var extensions: [(String, String)] = []
+        if let isCA = request.isCA {
+            var value = isCA ? "critical,CA:TRUE" : "critical,CA:FALSE"
+            if isCA, let pathLength = request.pathLength { value += ",pathlen:\(pathLength)" }
+            extensions.append(("basicConstraints", value))
+        }
+        if let keyUsage = request.keyUsage { extensions.append(("keyUsage", keyUsage)) }
+        if let eku = request.extendedKeyUsage { extensions.append(("extendedKeyUsage", eku)) }
+        let sans = request.dnsNames.map { "DNS:\($0)" } + request.ipAddresses.map { "IP:\($0)" }
+        if !sans.isEmpty { extensions.append(("subjectAltName", sans.joined(separator: ","))) }
+        extensions.append(("subjectKeyIdentifier", "hash"))
+        extensions.append(("authorityKeyIdentifier", "keyid:always"))
+        extensions += request.extraExtensions.map { ($0.name, $0.value) }
+        for (extensionName, value) in extensions {
+            guard let ext = X509V3_EXT_nconf(nil, &context, extensionName, value) else {
+                throw OpenSSLFailure("cannot build extension \(extensionName)=\(value)")
+            }
+            X509_add_ext(x509, ext, -1)
+            X509_EXTENSION_free(ext)
+        }
+
+        let signingKey = issuer?.key ?? key
+        let digest: OpaquePointer? = if case .ed25519 = signingKey.type { nil } else {
+            switch request.digest {
+            case .sha1: EVP_sha1()
+            case .sha256: EVP_sha256()
+            case .sha384: EVP_sha384()
+            case .sha512: EVP_sha512()
+            case .md5: EVP_md5()
+            }
+        }
+        guard X509_sign(x509, signingKey.pointer, digest) > 0 else { throw OpenSSLFailure("cannot sign \(request.commonName)") }
+        return LabCertificate(certificate: certificate, key: key)
+    }
+}

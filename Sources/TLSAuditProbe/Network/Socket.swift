@@ -1,0 +1,206 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+public import TLSAuditCore
+
+/// A point in time on the monotonic clock, by which an operation must be done.
+struct Deadline: Sendable {
+    let instant: ContinuousClock.Instant
+
+    init(after seconds: Double) {
+        instant = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
+    }
+
+    /// Milliseconds left, never negative, capped for poll(2).
+    var remainingMilliseconds: Int32 {
+        let left = ContinuousClock.now.duration(to: instant)
+        let millis = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+        return Int32(max(0, min(millis, Int64(Int32.max))))
+    }
+
+    var hasPassed: Bool { ContinuousClock.now >= instant }
+}
+
+/// An IPv4 or IPv6 socket address.
+public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
+    public enum Family: String, Sendable, Codable {
+        case ipv4
+        case ipv6
+    }
+
+    /// The raw sockaddr bytes (sockaddr_in or sockaddr_in6).
+    let storage: [UInt8]
+    public let family: Family
+    public let host: String
+    public let port: Int
+
+    init?(_ address: UnsafePointer<sockaddr>, length: socklen_t) {
+        storage = Array(UnsafeRawBufferPointer(start: address, count: Int(length)))
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            var v4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee }
+            inet_ntop(AF_INET, &v4.sin_addr, &buffer, socklen_t(buffer.count))
+            family = .ipv4
+            port = Int(UInt16(bigEndian: v4.sin_port))
+        case AF_INET6:
+            var v6 = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee }
+            inet_ntop(AF_INET6, &v6.sin6_addr, &buffer, socklen_t(buffer.count))
+            family = .ipv6
+            port = Int(UInt16(bigEndian: v6.sin6_port))
+        default:
+            return nil
+        }
+        host = buffer.nulTerminatedString
+    }
+
+    /// `127.0.0.1:443` or `[::1]:443`.
+    public var description: String { family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    var socketFamily: Int32 { family == .ipv6 ? AF_INET6 : AF_INET }
+
+    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        storage.withUnsafeBytes { raw in
+            body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(storage.count))
+        }
+    }
+}
+
+/// Name resolution with a deadline (getaddrinfo itself has none).
+public enum Resolver {
+    /// Every distinct IPv4 and IPv6 address of `host`, in resolver order.
+    public static func resolve(host: String, port: Int, timeout: Double) throws(ProbeFailure) -> [SocketAddress] {
+        let result = ResolutionBox()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            result.set(lookup(host: host, port: port))
+            done.signal()
+        }
+        thread.start()
+        guard done.wait(timeout: .now() + timeout) == .success else {
+            throw ProbeFailure(.dnsFailure, "resolving \(host) took longer than \(formatSeconds(timeout))")
+        }
+        return try result.get().get()
+    }
+
+    private static func lookup(host: String, port: Int) -> Result<[SocketAddress], ProbeFailure> {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_protocol = Int32(IPPROTO_TCP)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &list)
+        guard status == 0 else {
+            let reason = String(cString: gai_strerror(status))
+            return .failure(ProbeFailure(.dnsFailure, "cannot resolve \(host): \(reason)"))
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [SocketAddress] = []
+        var cursor = list
+        while let entry = cursor {
+            if let raw = entry.pointee.ai_addr, let address = SocketAddress(raw, length: entry.pointee.ai_addrlen),
+               !addresses.contains(address) {
+                addresses.append(address)
+            }
+            cursor = entry.pointee.ai_next
+        }
+        guard !addresses.isEmpty else { return .failure(ProbeFailure(.dnsFailure, "\(host) has no IPv4 or IPv6 address")) }
+        return .success(addresses)
+    }
+
+    /// Parses an IP literal (no lookup).
+    public static func numericAddress(_ text: String, port: Int) -> SocketAddress? {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        var literal = text
+        if literal.hasPrefix("["), literal.hasSuffix("]") { literal = String(literal.dropFirst().dropLast()) }
+        guard getaddrinfo(literal, String(port), &hints, &list) == 0, let first = list else { return nil }
+        defer { freeaddrinfo(list) }
+        return first.pointee.ai_addr.flatMap { SocketAddress($0, length: first.pointee.ai_addrlen) }
+    }
+
+    /// A lock-protected slot: the lookup thread may outlive a timed-out wait.
+    private final class ResolutionBox: @unchecked Sendable {
+        // @unchecked: every access goes through `lock`.
+        private let lock = NSLock()
+        private var value: Result<[SocketAddress], ProbeFailure>?
+        func set(_ newValue: Result<[SocketAddress], ProbeFailure>) { lock.withLock { value = newValue } }
+        func get() -> Result<[SocketAddress], ProbeFailure> {
+            lock.withLock { value ?? .failure(ProbeFailure(.internalError, "no resolution result")) }
+        }
+    }
+}
+
+/// A non-blocking TCP socket, closed on deinit. Every syscall's errno is read right after the call.
+final class TCPSocket {
+    let descriptor: Int32
+
+    private init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { close(descriptor) }
+
+    /// Connects within the deadline.
+    static func connect(to address: SocketAddress, deadline: Deadline, timeout: Double) throws(ProbeFailure) -> TCPSocket {
+        let fd = socket(address.socketFamily, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw ProbeFailure(.internalError, "socket(): \(errnoText(errno))") }
+        let connection = TCPSocket(descriptor: fd)
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let status = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        if status == 0 { return connection }
+        let started = errno
+        guard started == EINPROGRESS || started == EINTR else { throw failure(connecting: address, errno: started) }
+        switch connection.wait(for: Int16(POLLOUT), until: deadline) {
+        case .ready:
+            var error: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length)
+            if error != 0 { throw failure(connecting: address, errno: error) }
+            return connection
+        case .timedOut:
+            throw ProbeFailure(.connectTimeout, "no answer to the TCP connection from \(address) within \(formatSeconds(timeout))")
+        case .failed(let code):
+            throw failure(connecting: address, errno: code)
+        }
+    }
+
+    private static func failure(connecting address: SocketAddress, errno code: Int32) -> ProbeFailure {
+        switch code {
+        case ECONNREFUSED:
+            return ProbeFailure(.connectionRefused, "\(address) refused the connection (nothing listens on that port)")
+        case ETIMEDOUT:
+            return ProbeFailure(.connectTimeout, "the TCP connection to \(address) timed out")
+        case ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL, EAFNOSUPPORT:
+            return ProbeFailure(.networkUnreachable, "\(address) cannot be reached from here: \(errnoText(code))")
+        default:
+            return ProbeFailure(.connectionRefused, "connecting to \(address) failed: \(errnoText(code))")
+        }
+    }
+
+    enum WaitOutcome: Equatable {
+        case ready
+        case timedOut
+        case failed(Int32)
+    }
+
+    /// Waits for `events` (POLLIN / POLLOUT) until the deadline; retries on EINTR.
+    func wait(for events: Int16, until deadline: Deadline) -> WaitOutcome {
+        while true {
+            var entry = pollfd(fd: descriptor, events: events, revents: 0)
+            let status = poll(&entry, 1, deadline.remainingMilliseconds)
+            if status > 0 { return .ready } // POLLERR / POLLHUP also wake us: the next read or write tells.
+            if status == 0 { return .timedOut }
+            if errno != EINTR { return .failed(errno) }
+        }
+    }
+}
+
+func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
+
+/// `10 s`, `0.5 s`.
+func formatSeconds(_ seconds: Double) -> String {
+    seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+}

@@ -1,0 +1,57 @@
+import COpenSSL
+import Foundation
+
+/// One entry of OpenSSL's thread-local error queue, classified by library and reason code.
+struct OpenSSLErrorEntry: Sendable, CustomStringConvertible {
+    var library: Int32
+    var reason: Int32
+    var text: String
+
+    var description: String { text }
+
+    /// The TLS alert number when this entry reports an alert received from the peer.
+    /// OpenSSL encodes received alerts as reason SSL_AD_REASON_OFFSET (1000) + alert number.
+    var receivedAlert: Int32? {
+        guard library == ERR_LIB_SSL, reason >= 1000, reason < 1256 else { return nil }
+        return reason - 1000
+    }
+}
+
+enum OpenSSLErrors {
+    /// Empties the calling thread's error queue into values.
+    static func drain() -> [OpenSSLErrorEntry] {
+        var entries: [OpenSSLErrorEntry] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            entries.append(OpenSSLErrorEntry(library: ERR_GET_LIB(code), reason: ERR_GET_REASON(code),
+                                             text: buffer.nulTerminatedString))
+        }
+        return entries
+    }
+
+    /// Clears the queue before an operation whose errors will be read.
+    static func clear() { ERR_clear_error() }
+
+    /// A short description of the last failure, for messages.
+    static func describeAndClear(_ fallback: String) -> String {
+        let entries = drain()
+        guard let last = entries.last else { return fallback }
+        return "\(fallback): \(last.text)"
+    }
+
+    /// RFC name of a TLS alert number, e.g. `handshake_failure`.
+    static func alertName(_ alert: Int32) -> String {
+        let long = String(cString: SSL_alert_desc_string_long(alert))
+        if long == "unknown" { return "alert \(alert)" }
+        return long.lowercased().replacingOccurrences(of: " ", with: "_")
+    }
+}
+
+/// An error raised by tlsaudit's own use of OpenSSL (bad input files, failed allocation).
+public struct OpenSSLFailure: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ what: String) { description = OpenSSLErrors.describeAndClear(what) }
+}

@@ -1,0 +1,309 @@
+import COpenSSL
+import Foundation
+import TLSAuditCore
+
+/// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
+final class X509Certificate: @unchecked Sendable {
+    // @unchecked: the X509 is never mutated after init, and OpenSSL's X509 reads are thread-safe.
+    let pointer: OpaquePointer
+
+    /// Adopts a reference the caller owns (e.g. from `d2i_X509` or `X509_dup`).
+    init(takingOwnershipOf pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Takes a new reference to a certificate someone else owns (e.g. from `SSL_get_peer_cert_chain`).
+    convenience init(borrowing pointer: OpaquePointer) {
+        X509_up_ref(pointer)
+        self.init(takingOwnershipOf: pointer)
+    }
+
+    /// Parses one DER certificate.
+    convenience init(der: [UInt8]) throws {
+        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &cursor, buffer.count)
+        }
+        guard let parsed else { throw OpenSSLFailure("not a DER X.509 certificate") }
+        self.init(takingOwnershipOf: parsed)
+    }
+
+    deinit { X509_free(pointer) }
+
+    /// The DER encoding.
+    var der: [UInt8] {
+        let length = i2d_X509(pointer, nil)
+        guard length > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            _ = i2d_X509(pointer, &cursor)
+        }
+        return bytes
+    }
+
+    /// Everything tlsaudit records about this certificate.
+    func summary() -> CertificateSummary {
+        let derBytes = der
+        let (signatureAlgorithm, signatureHash) = signature()
+        return CertificateSummary(
+            subject: Self.rfc2253(X509_get_subject_name(pointer)),
+            issuer: Self.rfc2253(X509_get_issuer_name(pointer)),
+            commonName: commonName(),
+            serial: serialHex(),
+            version: Int(X509_get_version(pointer)) + 1,
+            notBefore: Self.date(X509_get0_notBefore(pointer)),
+            notAfter: Self.date(X509_get0_notAfter(pointer)),
+            signatureAlgorithm: signatureAlgorithm,
+            signatureHash: signatureHash,
+            publicKey: publicKeyDescription(),
+            basicConstraints: basicConstraints(),
+            keyUsage: keyUsage(),
+            extendedKeyUsage: extendedKeyUsage(),
+            subjectAlternativeNames: subjectAlternativeNames(),
+            unhandledCriticalExtensions: unhandledCriticalExtensions(),
+            isSelfSigned: X509_self_signed(pointer, 1) == 1,
+            sha256Fingerprint: Digest.sha256(derBytes).hex,
+            spkiSHA256: Digest.sha256(spkiDER()).base64,
+            der: Data(derBytes))
+    }
+
+    /// DER of the SubjectPublicKeyInfo (the input of an SPKI pin).
+    func spkiDER() -> [UInt8] {
+        guard let spki = X509_get_X509_PUBKEY(pointer) else { return [] }
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = i2d_X509_PUBKEY(spki, &out)
+        guard length > 0, let out else { return [] }
+        defer { tlsaudit_OPENSSL_free(out) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+    }
+
+    // MARK: - Fields
+
+    static func rfc2253(_ name: OpaquePointer?) -> String {
+        guard let name, let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        X509_NAME_print_ex(bio, name, 0, tlsaudit_XN_FLAG_RFC2253)
+        return MemoryBIO.string(bio)
+    }
+
+    private func commonName() -> String? {
+        guard let name = X509_get_subject_name(pointer) else { return nil }
+        let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
+        guard index >= 0, let entry = X509_NAME_get_entry(name, index),
+              let data = X509_NAME_ENTRY_get_data(entry) else { return nil }
+        return ASN1Text.utf8(UnsafePointer(data))
+    }
+
+    private func serialHex() -> String {
+        guard let serial = X509_get_serialNumber(pointer),
+              let bignum = ASN1_INTEGER_to_BN(serial, nil) else { return "" }
+        defer { BN_free(bignum) }
+        guard let hex = BN_bn2hex(bignum) else { return "" }
+        defer { tlsaudit_OPENSSL_free(hex) }
+        return String(cString: hex)
+    }
+
+    static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date {
+        var moment = tm()
+        guard let time, ASN1_TIME_to_tm(time, &moment) == 1 else { return .distantPast }
+        return Date(timeIntervalSince1970: TimeInterval(timegm(&moment)))
+    }
+
+    private func signature() -> (algorithm: String, hash: String?) {
+        let nid = X509_get_signature_nid(pointer)
+        let algorithm = String(cString: OBJ_nid2ln(nid))
+        var digestNID: Int32 = NID_undef
+        var keyNID: Int32 = NID_undef
+        var bits: Int32 = 0
+        var flags: UInt32 = 0
+        guard X509_get_signature_info(pointer, &digestNID, &keyNID, &bits, &flags) == 1, digestNID != NID_undef else {
+            return (algorithm, Self.hashFromAlgorithmName(algorithm))
+        }
+        return (algorithm, String(cString: OBJ_nid2sn(digestNID)).uppercased().replacingOccurrences(of: "-", with: ""))
+    }
+
+    /// Fallback for algorithms OpenSSL cannot describe (e.g. signed with a digest compiled out).
+    static func hashFromAlgorithmName(_ name: String) -> String? {
+        let upper = name.uppercased()
+        for digest in ["SHA512", "SHA384", "SHA256", "SHA224", "SHA1", "MD5", "MD4", "MD2"] where upper.contains(digest) {
+            return digest
+        }
+        if upper.contains("SHA-1") || upper.hasSuffix("SHA") { return "SHA1" }
+        return nil
+    }
+
+    private func publicKeyDescription() -> PublicKeyDescription {
+        guard let key = X509_get0_pubkey(pointer) else { return PublicKeyDescription(type: "unknown", bits: 0) }
+        return PublicKeyInfo.describe(key)
+    }
+
+    private var extensionFlags: UInt32 { X509_get_extension_flags(pointer) }
+
+    private func basicConstraints() -> BasicConstraints? {
+        guard extensionFlags & UInt32(EXFLAG_BCONS) != 0 else { return nil }
+        let index = X509_get_ext_by_NID(pointer, NID_basic_constraints, -1)
+        let critical = index >= 0 && X509_EXTENSION_get_critical(X509_get_ext(pointer, index)) == 1
+        let isCA = extensionFlags & UInt32(EXFLAG_CA) != 0
+        let pathLength = X509_get_pathlen(pointer)
+        return BasicConstraints(isCA: isCA, pathLength: isCA && pathLength >= 0 ? Int(pathLength) : nil, critical: critical)
+    }
+
+    private static let keyUsageNames: [(UInt32, String)] = [
+        (UInt32(KU_DIGITAL_SIGNATURE), "digitalSignature"), (UInt32(KU_NON_REPUDIATION), "nonRepudiation"),
+        (UInt32(KU_KEY_ENCIPHERMENT), "keyEncipherment"), (UInt32(KU_DATA_ENCIPHERMENT), "dataEncipherment"),
+        (UInt32(KU_KEY_AGREEMENT), "keyAgreement"), (UInt32(KU_KEY_CERT_SIGN), "keyCertSign"),
+        (UInt32(KU_CRL_SIGN), "cRLSign"), (UInt32(KU_ENCIPHER_ONLY), "encipherOnly"),
+        (UInt32(KU_DECIPHER_ONLY), "decipherOnly"),
+    ]
+
+    private func keyUsage() -> [String]? {
+        guard extensionFlags & UInt32(EXFLAG_KUSAGE) != 0 else { return nil }
+        let bits = X509_get_key_usage(pointer)
+        return Self.keyUsageNames.filter { bits & $0.0 != 0 }.map(\.1)
+    }
+
+    private func extendedKeyUsage() -> [String]? {
+        var critical: Int32 = 0
+        guard let raw = X509_get_ext_d2i(pointer, NID_ext_key_usage, &critical, nil) else {
+            // Present but unparsable is reported as an empty list: it grants nothing.
+            return X509_get_ext_by_NID(pointer, NID_ext_key_usage, -1) >= 0 ? [] : nil
+        }
+        let stack = OpaquePointer(raw)
+        defer { tlsaudit_EXTENDED_KEY_USAGE_free(stack) }
+        var usages: [String] = []
+        for index in 0..<tlsaudit_sk_ASN1_OBJECT_num(stack) {
+            guard let object = tlsaudit_sk_ASN1_OBJECT_value(stack, index) else { continue }
+            usages.append(ObjectIdentifier.name(object))
+        }
+        return usages
+    }
+
+    private func subjectAlternativeNames() -> SubjectAlternativeNames {
+        var names = SubjectAlternativeNames()
+        guard let raw = X509_get_ext_d2i(pointer, NID_subject_alt_name, nil, nil) else { return names }
+        let stack = OpaquePointer(raw)
+        defer { tlsaudit_GENERAL_NAMES_free(stack) }
+        for index in 0..<tlsaudit_sk_GENERAL_NAME_num(stack) {
+            guard let entry = tlsaudit_sk_GENERAL_NAME_value(stack, index) else { continue }
+            let value = tlsaudit_GENERAL_NAME_string(entry)
+            switch tlsaudit_GENERAL_NAME_type(entry) {
+            case GEN_DNS: names.dns.append(value.map(ASN1Text.latin1) ?? "")
+            case GEN_EMAIL: names.email.append(value.map(ASN1Text.latin1) ?? "")
+            case GEN_URI: names.uri.append(value.map(ASN1Text.latin1) ?? "")
+            case GEN_IPADD: names.ip.append(value.map(ASN1Text.ipAddress) ?? "")
+            default: names.other += 1
+            }
+        }
+        return names
+    }
+
+    /// Critical extensions OpenSSL does not know how to enforce.
+    private func unhandledCriticalExtensions() -> [String] {
+        var oids: [String] = []
+        for index in 0..<X509_get_ext_count(pointer) {
+            guard let ext = X509_get_ext(pointer, index), X509_EXTENSION_get_critical(ext) == 1,
+                  X509_supported_extension(ext) == 0,
+                  let object = X509_EXTENSION_get_object(ext) else { continue }
+            oids.append(ObjectIdentifier.dotted(object))
+        }
+        return oids
+    }
+}
+
+/// Describes keys (certificate keys and ephemeral key-exchange keys).
+enum PublicKeyInfo {
+    static func describe(_ key: OpaquePointer) -> PublicKeyDescription {
+        let bits = Int(EVP_PKEY_get_bits(key))
+        let typeName = EVP_PKEY_get0_type_name(key).map { String(cString: $0) } ?? String(cString: OBJ_nid2sn(EVP_PKEY_get_base_id(key)))
+        var curve: String?
+        var buffer = [CChar](repeating: 0, count: 80)
+        var length = 0
+        if EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, &buffer, buffer.count, &length) == 1 {
+            curve = buffer.nulTerminatedString
+        }
+        return PublicKeyDescription(type: typeName, bits: bits, curve: curve)
+    }
+}
+
+enum ObjectIdentifier {
+    /// `serverAuth` for known OIDs, the dotted form otherwise.
+    static func name(_ object: OpaquePointer) -> String {
+        let nid = OBJ_obj2nid(object)
+        if nid != NID_undef, let short = OBJ_nid2sn(nid) { return String(cString: short) }
+        return dotted(object)
+    }
+
+    static func dotted(_ object: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 128)
+        OBJ_obj2txt(&buffer, Int32(buffer.count), object, 1)
+        return buffer.nulTerminatedString
+    }
+}
+
+/// Reading ASN.1 strings.
+enum ASN1Text {
+    static func utf8(_ string: UnsafePointer<ASN1_STRING>) -> String? {
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = ASN1_STRING_to_UTF8(&out, string)
+        guard length >= 0, let out else { return nil }
+        defer { tlsaudit_OPENSSL_free(out) }
+        return String(decoding: UnsafeBufferPointer(start: out, count: Int(length)), as: UTF8.self)
+    }
+
+    /// IA5String content as is (non-ASCII bytes kept visible, never dropped).
+    static func latin1(_ string: UnsafePointer<ASN1_STRING>) -> String {
+        bytes(string).map { byte in
+            (0x20..<0x7f).contains(byte) ? String(UnicodeScalar(byte)) : String(format: "\\x%02x", byte)
+        }.joined()
+    }
+
+    static func ipAddress(_ string: UnsafePointer<ASN1_STRING>) -> String {
+        let raw = bytes(string)
+        switch raw.count {
+        case 4: return raw.map(String.init).joined(separator: ".")
+        case 16:
+            var address = in6_addr()
+            withUnsafeMutableBytes(of: &address) { $0.copyBytes(from: raw) }
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count))
+            return buffer.nulTerminatedString
+        default: return raw.map { String(format: "%02x", $0) }.joined()
+        }
+    }
+
+    static func bytes(_ string: UnsafePointer<ASN1_STRING>) -> [UInt8] {
+        let length = Int(ASN1_STRING_length(string))
+        guard length > 0, let data = ASN1_STRING_get0_data(string) else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: length))
+    }
+}
+
+/// Reading a memory BIO.
+enum MemoryBIO {
+    static func string(_ bio: OpaquePointer) -> String {
+        String(decoding: bytes(bio), as: UTF8.self)
+    }
+
+    static func bytes(_ bio: OpaquePointer) -> [UInt8] {
+        var data: UnsafeMutablePointer<CChar>?
+        let length = tlsaudit_BIO_get_mem_data(bio, &data)
+        guard length > 0, let data else { return [] }
+        return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+}
+
+/// SHA-256 through OpenSSL.
+enum Digest {
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        _ = EVP_Digest(bytes, bytes.count, &out, &length, EVP_sha256(), nil)
+        return out
+    }
+}
+
+extension Array where Element == UInt8 {
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    var base64: String { Data(self).base64EncodedString() }
+}

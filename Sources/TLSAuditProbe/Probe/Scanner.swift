@@ -1,0 +1,230 @@
+import COpenSSL
+public import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+public import TLSAuditCore
+
+/// Which resolved addresses to probe.
+public enum AddressSelection: String, Sendable, CaseIterable {
+    case all
+    case ipv4
+    case ipv6
+}
+
+/// How a scan connects and what it trusts.
+public struct ScanOptions: Sendable {
+    /// Bound, in seconds, on each of: name resolution, TCP connect, TLS handshake.
+    public var timeout: Double
+    /// Addresses probed at once.
+    public var concurrency: Int
+    public var trustStore: TrustStore
+    public var clientCredentials: ClientCredentials?
+    public var addresses: AddressSelection
+    /// The moment certificates are judged at; `nil` means the time of each probe.
+    public var evaluationTime: Date?
+
+    public init(timeout: Double = 10, concurrency: Int = 64, trustStore: TrustStore,
+                clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
+                evaluationTime: Date? = nil) {
+        self.timeout = timeout
+        self.concurrency = concurrency
+        self.trustStore = trustStore
+        self.clientCredentials = clientCredentials
+        self.addresses = addresses
+        self.evaluationTime = evaluationTime
+    }
+}
+
+/// Scans targets: resolves each name to all its addresses, probes every address with an
+/// ATS-shaped ClientHello (and a permissive one when that is refused), builds and judges the chain.
+public final class TLSScanner: Sendable {
+    public let options: ScanOptions
+    private let atsContext: ClientContext
+    private let permissiveContext: ClientContext
+
+    public init(options: ScanOptions) throws {
+        ignoreSIGPIPE
+        self.options = options
+        atsContext = try ClientContext(profile: .ats, credentials: options.clientCredentials)
+        permissiveContext = try ClientContext(profile: .permissive, credentials: options.clientCredentials)
+    }
+
+    /// Scans every target, `options.concurrency` addresses at a time. `progress` is called
+    /// (from worker threads) after each address with the number done and the total known so far.
+    public func scan(_ targets: [ScanTarget], progress: (@Sendable (Int, Int) -> Void)? = nil) -> [TargetScanResult] {
+        // Phase 1: resolve every target (bounded by the timeout each).
+        let resolutions = WorkerPool.map(targets, concurrency: options.concurrency) { self.addresses(for: $0) }
+        // Phase 2: one job per address.
+        var jobs: [(target: Int, address: SocketAddress)] = []
+        for (index, resolution) in resolutions.enumerated() {
+            if case .success(let addresses) = resolution {
+                jobs += addresses.map { (index, $0) }
+            }
+        }
+        let total = jobs.count
+        let done = Atomic<Int>(0)
+        let probed = WorkerPool.map(jobs, concurrency: options.concurrency) { job in
+            let result = self.probe(job.address, target: targets[job.target])
+            let count = done.add(1, ordering: .relaxed).newValue
+            progress?(count, total)
+            return result
+        }
+        var results: [TargetScanResult] = targets.enumerated().map { index, target in
+            let failure: ProbeFailure? = if case .failure(let error) = resolutions[index] { error } else { nil }
+            return TargetScanResult(target: target.original, host: target.host, port: target.port, sni: target.sni,
+                                    connectTo: target.connectTo, error: failure, addresses: [])
+        }
+        for (job, result) in zip(jobs, probed) {
+            results[job.target].addresses.append(result)
+        }
+        return results
+    }
+
+    /// Scans one target.
+    public func scan(_ target: ScanTarget) -> TargetScanResult {
+        scan([target])[0]
+    }
+
+    /// The addresses to probe: `connectTo` when given, else every A and AAAA record.
+    func addresses(for target: ScanTarget) -> Result<[SocketAddress], ProbeFailure> {
+        let port = target.connectPort ?? target.port
+        let host = target.connectTo ?? target.host
+        do {
+            let all: [SocketAddress]
+            if let literal = Resolver.numericAddress(host, port: port) {
+                all = [literal]
+            } else {
+                all = try Resolver.resolve(host: host, port: port, timeout: options.timeout)
+            }
+            let selected = all.filter { address in
+                switch options.addresses {
+                case .all: true
+                case .ipv4: address.family == .ipv4
+                case .ipv6: address.family == .ipv6
+                }
+            }
+            guard !selected.isEmpty else {
+                return .failure(ProbeFailure(.dnsFailure, "\(host) has no \(options.addresses.rawValue) address"))
+            }
+            return .success(selected)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// Probes one address: connect, ATS handshake, permissive fallback when refused, judge.
+    public func probe(_ address: SocketAddress, target: ScanTarget) -> AddressScanResult {
+        let started = Date()
+        let clock = ContinuousClock.now
+        let timeout = options.timeout
+        var attempt: HandshakeAttempt
+        var atsRefusal: String?
+        // The handshake deadline starts after connect: connect and handshake are each bounded.
+        var handshakeDeadline = Deadline(after: timeout)
+        do {
+            let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+            handshakeDeadline = Deadline(after: timeout)
+            attempt = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: atsContext,
+                                               deadline: handshakeDeadline, timeout: timeout)
+        } catch {
+            attempt = .failed(error)
+        }
+        if attempt.observation == nil, let failure = attempt.failure, Self.worthRetryingPermissively(failure) {
+            // An iOS-like ClientHello was refused: find out what the server does accept, within the same deadline.
+            do {
+                let socket = try TCPSocket.connect(to: address, deadline: handshakeDeadline, timeout: timeout)
+                let permissive = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni,
+                                                          context: permissiveContext, deadline: handshakeDeadline,
+                                                          timeout: timeout)
+                if permissive.observation != nil {
+                    atsRefusal = failure.description
+                    attempt = permissive
+                } else if let second = permissive.failure {
+                    var combined = second
+                    combined.message += " (an ATS-shaped ClientHello also failed: \(failure.description))"
+                    attempt = HandshakeAttempt(observation: nil, failure: combined,
+                                               presented: permissive.presented.isEmpty ? attempt.presented : permissive.presented)
+                }
+            } catch {
+                // The server went away between attempts: report the first failure.
+            }
+        }
+        let elapsed = ContinuousClock.now - clock
+        let durationMs = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        return judge(attempt, address: address, target: target, atsRefusal: atsRefusal, started: started,
+                     durationMs: durationMs)
+    }
+
+    /// Only refusals are retried: timeouts, refused connections and non-TLS peers would fail again.
+    static func worthRetryingPermissively(_ failure: ProbeFailure) -> Bool {
+        switch failure.category {
+        case .tlsAlert, .handshakeFailed, .closedDuringHandshake: true
+        default: false
+        }
+    }
+
+    private func judge(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, atsRefusal: String?,
+                       started: Date, durationMs: Int) -> AddressScanResult {
+        let presented = attempt.presented.map { $0.summary() }
+        let context = TrustContext(hostname: target.sni ?? target.host, time: options.evaluationTime ?? started)
+        var chain: ChainReport?
+        var building = PathBuildingResult(path: [], anchored: false, issues: [])
+        if !attempt.presented.isEmpty {
+            building = PathBuilder.build(presented: attempt.presented, store: options.trustStore)
+            chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
+                                trustStore: options.trustStore.label)
+        }
+        var findings: [Finding]
+        var verdict: ATSVerdict
+        if let observation = attempt.observation {
+            (findings, verdict) = AddressAssessment.assess(observation: observation, presented: presented,
+                                                           building: building, context: context,
+                                                           atsClientRefusal: atsRefusal)
+        } else {
+            findings = AddressAssessment.assessChainOnly(presented: presented, building: building, context: context)
+            verdict = AddressAssessment.notScanned
+        }
+        if attempt.failure != nil { verdict = AddressAssessment.notScanned }
+        return AddressScanResult(address: address.host, family: address.family.rawValue, port: address.port,
+                                 status: attempt.failure == nil ? .completed : .failed, startedAt: started,
+                                 durationMs: durationMs, handshake: attempt.observation, error: attempt.failure,
+                                 chain: chain, findings: findings, ats: verdict)
+    }
+}
+
+/// A write to a socket the peer closed raises SIGPIPE, whose default action kills the process:
+/// OpenSSL's socket BIO does not pass MSG_NOSIGNAL. Ignored once, before the first connection.
+private let ignoreSIGPIPE: Void = {
+    signal(SIGPIPE, SIG_IGN)
+}()
+
+/// Runs blocking jobs on a fixed number of threads (each job waits in poll(2), so the
+/// thread count, not the CPU count, bounds how many connections are in flight).
+enum WorkerPool {
+    static func map<Input: Sendable, Output: Sendable>(_ inputs: [Input], concurrency: Int,
+                                                        _ body: @escaping @Sendable (Input) -> Output) -> [Output] {
+        guard !inputs.isEmpty else { return [] }
+        let results = Mutex<[Output?]>(Array(repeating: nil, count: inputs.count))
+        let next = Atomic<Int>(0)
+        let group = DispatchGroup()
+        let workers = max(1, min(concurrency, inputs.count))
+        for _ in 0..<workers {
+            group.enter()
+            let thread = Thread {
+                while true {
+                    let index = next.add(1, ordering: .relaxed).oldValue
+                    guard index < inputs.count else { break }
+                    let output = body(inputs[index])
+                    results.withLock { $0[index] = output }
+                }
+                group.leave()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+        group.wait()
+        return results.withLock { $0.map { $0! } }
+    }
+}

@@ -1,0 +1,149 @@
+public import ArgumentParser
+import Foundation
+import TLSAuditCore
+import TLSAuditProbe
+
+/// `tlsaudit scan`: probe targets and judge them against ATS.
+struct ScanCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Handshake with every address of each target and judge what it shows against ATS.",
+        discussion: """
+            Exit status: 0 every address is ATS compliant, 1 some address is not, 2 some address \
+            or name could not be scanned (2 wins over 1), 64 usage error.
+            """
+    )
+
+    @Argument(help: "Targets: HOST, HOST:PORT, [IPV6]:PORT or https://HOST[:PORT].")
+    var targets: [String] = []
+
+    @Option(name: .customLong("targets-file"), help: "File with one HOST[:PORT] per line; '#' starts a comment.")
+    var targetsFile: String?
+
+    @Option(help: "Server name to send (SNI) and to check the certificate against, instead of the target's host.")
+    var sni: String?
+
+    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host; SNI and name checks still use the host.")
+    var connectTo: String?
+
+    @Option(name: .customLong("ca-file"), help: "PEM file of trust anchors to use instead of the system store.")
+    var caFile: String?
+
+    @Option(help: "Seconds allowed for each of name resolution, TCP connect and TLS handshake.")
+    var timeout: Double = 10
+
+    @Option(help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    @Option(help: "Addresses probed at once.")
+    var concurrency: Int = 64
+
+    @Option(help: "Which resolved addresses to probe: all, ipv4 or ipv6.")
+    var addresses: AddressSelection = .all
+
+    @Option(name: .customLong("client-cert"), help: "PEM client certificate for servers that require mutual TLS.")
+    var clientCert: String?
+
+    @Option(name: .customLong("client-key"), help: "PEM private key of --client-cert.")
+    var clientKey: String?
+
+    @Option(help: "Judge certificate dates at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
+    var at: String?
+
+    @Flag(name: .customLong("no-color"), help: "Never colour the text output (also: NO_COLOR set).")
+    var noColor = false
+
+    func validate() throws {
+        guard !targets.isEmpty || targetsFile != nil else {
+            throw ValidationError("Give at least one target, or --targets-file.")
+        }
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds.") }
+        guard concurrency >= 1, concurrency <= 4096 else { throw ValidationError("--concurrency must be between 1 and 4096.") }
+        guard (clientCert == nil) == (clientKey == nil) else {
+            throw ValidationError("--client-cert and --client-key go together.")
+        }
+        if let at, Timestamp.parse(at) == nil {
+            throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
+        }
+    }
+
+    func run() throws {
+        let parsedTargets = try loadTargets()
+        let trustStore: TrustStore
+        do {
+            trustStore = try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let credentials = clientCert.flatMap { cert in clientKey.map { ClientCredentials(certificatePath: cert, keyPath: $0) } }
+        let options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
+                                  clientCredentials: credentials, addresses: addresses,
+                                  evaluationTime: at.flatMap(Timestamp.parse))
+        let scanner: TLSScanner
+        do {
+            scanner = try TLSScanner(options: options)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let progress = ProgressLine(enabled: parsedTargets.count > 1 && Terminal.isTTY(STDERR_FILENO))
+        let started = Date()
+        let results = scanner.scan(parsedTargets) { done, total in progress.update(done: done, total: total) }
+        progress.finish()
+        let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
+                                trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
+        switch format {
+        case .json:
+            let data = try JSONEncoder.tlsaudit.encode(report)
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        case .text:
+            let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
+            print(ScanTextRenderer(colour: colour).render(report), terminator: "")
+        }
+        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+
+    private func loadTargets() throws -> [ScanTarget] {
+        var parsed: [ScanTarget] = []
+        do {
+            for text in targets { parsed.append(try ScanTarget.parse(text)) }
+            if let targetsFile {
+                guard let contents = try? String(contentsOfFile: targetsFile, encoding: .utf8) else {
+                    throw ValidationError("cannot read --targets-file \(targetsFile)")
+                }
+                parsed += try ScanTarget.parseList(contents).map { target in
+                    var target = target
+                    target.original = target.displayName
+                    return target
+                }
+            }
+        } catch let error as ScanTarget.ParseError {
+            throw ValidationError(error.description)
+        }
+        guard !parsed.isEmpty else { throw ValidationError("no targets (the targets file is empty)") }
+        var connectHost: String?
+        var connectPort: Int?
+        if let connectTo {
+            do {
+                let (host, port) = try ScanTarget.splitHostPort(connectTo, defaultPort: 0)
+                connectHost = host
+                connectPort = port == 0 ? nil : port
+            } catch {
+                throw ValidationError("--connect-to: \(error.description)")
+            }
+        }
+        return parsed.map { target in
+            var target = target
+            if let sni { target.sni = sni }
+            target.connectTo = connectHost
+            target.connectPort = connectPort
+            return target
+        }
+    }
+}
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case text
+    case json
+}
+
+extension AddressSelection: ExpressibleByArgument {}
