@@ -55,7 +55,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditScanTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe"],
+            // Depends on the executable so that `swift test` builds the binary the tests run.
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
     ],

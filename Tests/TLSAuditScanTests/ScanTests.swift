@@ -1,1 +1,398 @@
+import Foundation
 import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// End-to-end: real OpenSSL servers on 127.0.0.1 port 0, scanned by the built `tlsaudit` binary.
+@Suite("tlsaudit scan against loopback servers")
+struct ScanTests {
+    let pki = TestPKI.shared
+
+    /// Starts a server with `chain`, scans it, stops it.
+    func scan(_ configuration: LabServerConfiguration, host: String = TestPKI.hostname,
+              extra: [String] = []) throws -> (CLI.Output, AddressScanResult) {
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port, host: host, extra: extra)
+        let result = try output.report().single
+        return (output, result)
+    }
+
+    // MARK: Compliant servers
+
+    @Test("good RSA-2048 chain: compliant, exit 0, everything recorded")
+    func goodRSAChain() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 0, "stderr: \(output.stderr)")
+        #expect(result.status == .completed)
+        #expect(result.ats.compliant)
+        #expect(result.errorIDs.isEmpty, "\(result.findings)")
+        let handshake = try #require(result.handshake)
+        #expect(handshake.protocolVersion == .tls1_3)
+        #expect(handshake.keyExchange.forwardSecrecy)
+        #expect(handshake.keyExchange.group == "x25519")
+        #expect(handshake.clientProfile == .ats)
+        let chain = try #require(result.chain)
+        #expect(chain.presented.count == 2)
+        #expect(chain.path.count == 3)
+        #expect(chain.anchored)
+        #expect(chain.path.last?.source == .trustStore)
+        let recorded = chain.presented[0]
+        #expect(recorded.publicKey.type == "RSA" && recorded.publicKey.bits == 2048)
+        #expect(recorded.signatureHash == "SHA256")
+        #expect(recorded.subjectAlternativeNames.dns == [TestPKI.hostname])
+        #expect(recorded.extendedKeyUsage == ["serverAuth"])
+        #expect(recorded.basicConstraints?.isCA == false)
+        #expect(recorded.der == Data(leaf.der))
+        #expect(recorded.sha256Fingerprint.count == 64)
+        #expect(recorded.spkiSHA256.count == 44)
+        #expect(chain.presented[1].basicConstraints?.isCA == true)
+    }
+
+    @Test("ECDSA P-256 and P-384 leaves: compliant, curve recorded", arguments: [("P-256", 256), ("P-384", 384)])
+    func ecdsaLeaves(curve: String, bits: Int) throws {
+        let leaf = try pki.leaf(key: .ec(curve: curve))
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 0)
+        #expect(result.ats.compliant)
+        let key = try #require(result.chain?.presented.first?.publicKey)
+        #expect(key.type == "EC" && key.bits == bits)
+        #expect(key.curve == (bits == 256 ? "prime256v1" : "secp384r1"))
+    }
+
+    @Test("TLS 1.3 only: compliant, TLS 1.3 recorded")
+    func tls13Only() throws {
+        let leaf = try pki.leaf(key: .ec(curve: "P-256"))
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_3))
+        #expect(output.status == 0)
+        #expect(result.handshake?.protocolVersion == .tls1_3)
+        #expect(result.handshake?.cipher.iana.hasPrefix("TLS_AES_") == true || result.handshake?.cipher.iana.hasPrefix("TLS_CHACHA20") == true)
+        #expect(result.ats.compliant)
+    }
+
+    @Test("TLS 1.2 ECDHE-RSA-AES128-GCM: compliant, suite names recorded")
+    func tls12ECDHE() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                               cipherList: "ECDHE-RSA-AES128-GCM-SHA256"))
+        #expect(output.status == 0)
+        let handshake = try #require(result.handshake)
+        #expect(handshake.protocolVersion == .tls1_2)
+        #expect(handshake.cipher.iana == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+        #expect(handshake.cipher.openssl == "ECDHE-RSA-AES128-GCM-SHA256")
+        #expect(handshake.cipher.code == "0xC02F")
+        #expect(handshake.keyExchange.ephemeralKey?.type == "X25519")
+        #expect(result.ats.compliant)
+    }
+
+    // MARK: Weak keys, digests, protocols
+
+    @Test("RSA-1024 leaf: ats.key-size at depth 0")
+    func rsa1024Leaf() throws {
+        let leaf = try pki.leaf(key: .rsa(bits: 1024))
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(!result.ats.compliant)
+        #expect(result.ats.failedRules == ["ats.key-size"])
+        #expect(result.finding("ats.key-size")?.depth == 0)
+    }
+
+    @Test("SHA-1-signed leaf: ats.signature-hash at depth 0")
+    func sha1Leaf() throws {
+        let leaf = try pki.leaf(digest: .sha1)
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(result.ats.failedRules == ["ats.signature-hash"])
+        #expect(result.finding("ats.signature-hash")?.depth == 0)
+        #expect(result.chain?.presented.first?.signatureHash == "SHA1")
+    }
+
+    @Test("TLS 1.0/1.1 only: ats.tls-version, recorded through the permissive fallback")
+    func oldProtocolsOnly() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0,
+                                                               maxVersion: .tls1_1,
+                                                               cipherList: "ECDHE-RSA-AES128-SHA:AES128-SHA"))
+        #expect(output.status == 1)
+        #expect(result.handshake?.protocolVersion == .tls1_1)
+        #expect(result.handshake?.clientProfile == .permissive)
+        #expect(result.errorIDs == ["ats.tls-version", "ats.handshake"])
+    }
+
+    @Test("static RSA key exchange only: ats.forward-secrecy, no ephemeral key")
+    func staticRSAOnly() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                               cipherList: "AES128-GCM-SHA256:AES256-SHA"))
+        #expect(output.status == 1)
+        let handshake = try #require(result.handshake)
+        #expect(handshake.keyExchange.forwardSecrecy == false)
+        #expect(handshake.keyExchange.ephemeralKey == nil)
+        #expect(handshake.cipher.keyExchange == "RSA")
+        #expect(result.errorIDs == ["ats.forward-secrecy", "ats.handshake"])
+    }
+
+    @Test("DHE with a 1024-bit group: tls.weak-dh, DHE is not an ATS suite")
+    func weakDHE() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                               cipherList: "DHE-RSA-AES128-GCM-SHA256", dhGroup: .weak1024))
+        #expect(output.status == 1)
+        let handshake = try #require(result.handshake)
+        #expect(handshake.keyExchange.ephemeralKey?.type == "DH")
+        #expect(handshake.keyExchange.ephemeralKey?.bits == 1024)
+        #expect(handshake.keyExchange.forwardSecrecy)
+        #expect(result.finding("tls.weak-dh")?.severity == .warning)
+        #expect(result.errorIDs == ["ats.cipher-suite", "ats.handshake"])
+    }
+
+    // MARK: Trust
+
+    @Test("expired leaf: trust.expired at depth 0 and ats.trust")
+    func expired() throws {
+        let leaf = try pki.leaf { request in
+            request.notBefore = Date().addingTimeInterval(-100 * 86_400)
+            request.notAfter = Date().addingTimeInterval(-2 * 86_400)
+        }
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.expired", "ats.trust"])
+        #expect(result.finding("trust.expired")?.depth == 0)
+        #expect(result.ats.failedRules == ["ats.trust"])
+    }
+
+    @Test("not yet valid leaf: trust.not-yet-valid")
+    func notYetValid() throws {
+        let leaf = try pki.leaf { request in
+            request.notBefore = Date().addingTimeInterval(5 * 86_400)
+            request.notAfter = Date().addingTimeInterval(100 * 86_400)
+        }
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.not-yet-valid", "ats.trust"])
+        #expect(result.finding("trust.not-yet-valid")?.depth == 0)
+    }
+
+    @Test("--at moves the evaluation time: a valid leaf judged after its notAfter is expired")
+    func evaluationTime() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]),
+                                        extra: ["--at", Timestamp.format(Date().addingTimeInterval(400 * 86_400))])
+        #expect(output.status == 1)
+        #expect(result.finding("trust.expired")?.depth == 0)
+    }
+
+    @Test("self-signed leaf: trust.self-signed; trusted when it is the --ca-file anchor")
+    func selfSigned() throws {
+        var request = LabCertificateRequest.server([TestPKI.hostname], key: .rsa(bits: 2048))
+        request.isCA = nil
+        let leaf = try LabCertificateAuthority.selfSigned(request)
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf]))
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port)
+        let result = try output.report().single
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.self-signed", "ats.trust"])
+        #expect(result.finding("trust.self-signed")?.depth == 0)
+
+        // The operator's own anchor for a self-signed deployment.
+        let anchorFile = pki.directory.appendingPathComponent("self-signed-\(server.port).pem").path
+        try leaf.pem.write(toFile: anchorFile, atomically: true, encoding: .utf8)
+        let pinned = try CLI.run(["scan", "--format", "json", "--ca-file", anchorFile, "--connect-to", "127.0.0.1",
+                                  "\(TestPKI.hostname):\(server.port)"])
+        #expect(pinned.status == 0, "\(pinned.stdout)")
+        #expect(try pinned.report().single.ats.compliant)
+    }
+
+    @Test("wrong host name: trust.hostname-mismatch")
+    func wrongHostname() throws {
+        let leaf = try pki.leaf("other.tlsaudit.test")
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.hostname-mismatch", "ats.trust"])
+        #expect(result.finding("trust.hostname-mismatch")?.message.contains("other.tlsaudit.test") == true)
+    }
+
+    @Test("no SAN, name only in the CN: no CN fallback")
+    func commonNameOnly() throws {
+        let leaf = try pki.leaf { request in request.dnsNames = [] }
+        let (_, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(result.errorIDs.contains("trust.hostname-mismatch"))
+        #expect(result.finding("trust.hostname-mismatch")?.message.contains("CN") == true)
+    }
+
+    @Test("wildcard: covers exactly one label", arguments: [
+        ("a.wild.tlsaudit.test", true), ("b.a.wild.tlsaudit.test", false), ("wild.tlsaudit.test", false),
+    ])
+    func wildcard(host: String, matches: Bool) throws {
+        let leaf = try pki.leaf("*.wild.tlsaudit.test")
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]), host: host)
+        #expect(output.status == (matches ? 0 : 1))
+        #expect(result.errorIDs.contains("trust.hostname-mismatch") == !matches)
+    }
+
+    @Test("partial wildcard f*.example is never honoured")
+    func partialWildcard() throws {
+        let leaf = try pki.leaf("f*.wild.tlsaudit.test")
+        let (_, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]), host: "foo.wild.tlsaudit.test")
+        #expect(result.errorIDs.contains("trust.hostname-mismatch"))
+    }
+
+    @Test("leaf sent without its intermediate: trust.incomplete-chain at depth 0")
+    func missingIntermediate() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.incomplete-chain", "ats.trust"])
+        #expect(result.finding("trust.incomplete-chain")?.depth == 0)
+        #expect(result.chain?.anchored == false)
+    }
+
+    @Test("leaf signed by a CA:FALSE certificate: trust.issuer-not-ca at depth 1")
+    func leafSignedByLeaf() throws {
+        let signer = try pki.leaf("signer.tlsaudit.test") { request in request.keyUsage = nil }
+        let victim = try signer.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+        let (output, result) = try scan(LabServerConfiguration(chain: [victim, signer, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.issuer-not-ca", "ats.trust"])
+        #expect(result.finding("trust.issuer-not-ca")?.depth == 1)
+        #expect(result.chain?.path.count == 4)
+    }
+
+    @Test("pathLen 0 violated by a sub-CA: trust.path-length-exceeded at depth 2")
+    func pathLengthViolation() throws {
+        let constrained = try pki.root.issue(.authority("constrained CA", pathLength: 0, key: .rsa(bits: 2048)))
+        let subCA = try constrained.issue(.authority("sub CA beyond pathLen", key: .rsa(bits: 2048)))
+        let leaf = try subCA.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, subCA, constrained]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.path-length-exceeded", "ats.trust"])
+        #expect(result.finding("trust.path-length-exceeded")?.depth == 2)
+    }
+
+    @Test("untrusted root sent along: trust.untrusted-root at the root's depth")
+    func untrustedRootSent() throws {
+        let leaf = try pki.otherIntermediate.issue(.server([TestPKI.hostname]))
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.otherIntermediate, pki.otherRoot]))
+        #expect(output.status == 1)
+        #expect(result.errorIDs == ["trust.untrusted-root", "ats.trust"])
+        #expect(result.finding("trust.untrusted-root")?.depth == 2)
+    }
+
+    @Test("untrusted root not sent: trust.untrusted-root at the last intermediate")
+    func untrustedRootNotSent() throws {
+        let leaf = try pki.otherIntermediate.issue(.server([TestPKI.hostname]))
+        let (_, result) = try scan(LabServerConfiguration(chain: [leaf, pki.otherIntermediate]))
+        #expect(result.errorIDs == ["trust.untrusted-root", "ats.trust"])
+        #expect(result.finding("trust.untrusted-root")?.depth == 1)
+    }
+
+    @Test("leaf whose EKU is clientAuth only: trust.eku")
+    func wrongEKU() throws {
+        let leaf = try pki.leaf { request in request.extendedKeyUsage = "clientAuth" }
+        let (_, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(result.errorIDs == ["trust.eku", "ats.trust"])
+        #expect(result.finding("trust.eku")?.depth == 0)
+    }
+
+    @Test("chain sent out of order and with an extra certificate: still trusted, reported")
+    func disorderedChain() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.otherRoot, pki.intermediate]))
+        #expect(output.status == 0)
+        #expect(result.finding("chain.extra-certificates") != nil)
+        #expect(result.chain?.presented.count == 3)
+        #expect(result.chain?.path.count == 3)
+    }
+
+    // MARK: Mutual TLS
+
+    @Test("client certificate required: named, chain still recorded", arguments: [TLSVersion.tls1_2, .tls1_3])
+    func clientCertificateRequired(version: TLSVersion) throws {
+        let leaf = try pki.leaf()
+        let configuration = LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: version, maxVersion: version,
+                                                   clientCertificates: .required(trusting: pki.clientAuthority))
+        let (output, result) = try scan(configuration)
+        #expect(output.status == 2)
+        #expect(result.status == .failed)
+        #expect(result.error?.category == .clientCertificateRequired, "\(String(describing: result.error))")
+        #expect(result.chain?.presented.count == 2, "the server's chain is recorded even though the scan failed")
+
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let withCertificate = try CLI.scan(port: server.port, extra: ["--client-cert", pki.clientCertificateFile,
+                                                                      "--client-key", pki.clientKeyFile])
+        let completed = try withCertificate.report().single
+        #expect(withCertificate.status == 0, "\(withCertificate.stdout)")
+        #expect(completed.status == .completed)
+        #expect(completed.handshake?.clientCertificateRequested == true)
+    }
+
+    // MARK: IPv6 and several targets
+
+    @Test("IPv6 loopback: [::1]:PORT is scanned over IPv6")
+    func ipv6() throws {
+        let leaf = try pki.leaf()
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], bindAddress: "::1"))
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port, connectTo: "::1")
+        let result = try output.report().single
+        #expect(output.status == 0, "\(output.stdout) \(output.stderr)")
+        #expect(result.family == "ipv6")
+        #expect(result.address == "::1")
+    }
+
+    @Test("a targets file with comments, scanned concurrently; text output with a summary")
+    func targetsFile() throws {
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        let weak = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(key: .rsa(bits: 1024)), pki.intermediate]))
+        defer {
+            good.stop()
+            weak.stop()
+        }
+        let file = pki.directory.appendingPathComponent("targets-\(good.port).txt")
+        try """
+            # the fleet
+            \(TestPKI.hostname):\(good.port)   # good
+
+            \(TestPKI.hostname):\(weak.port)
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let output = try CLI.run(["scan", "--targets-file", file.path, "--ca-file", pki.rootFile,
+                                  "--connect-to", "127.0.0.1", "--concurrency", "2"])
+        #expect(output.status == 1)
+        #expect(output.stdout.contains("ATS COMPLIANT"))
+        #expect(output.stdout.contains("NOT ATS COMPLIANT (ats.key-size)"))
+        #expect(output.stdout.contains("2 target(s), 2 address(es): 1 ATS compliant, 1 not compliant, 0 could not be scanned"))
+        #expect(!output.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
+    }
+
+    @Test("a name that resolves to both 127.0.0.1 and ::1 is probed on each address")
+    func everyAddress() throws {
+        // "localhost" resolves to both loopback addresses here; serve on both, one of them badly.
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf("localhost"), pki.intermediate]))
+        defer { good.stop() }
+        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "localhost:\(good.port)"])
+        let report = try output.report()
+        let addresses = try #require(report.targets.first?.addresses)
+        #expect(addresses.contains { $0.address == "127.0.0.1" && $0.status == .completed })
+        if addresses.count > 1 {
+            // ::1 has no server on that port: the stale backend is reported, not hidden.
+            #expect(addresses.contains { $0.family == "ipv6" && $0.error?.category == .connectionRefused })
+            #expect(output.status == 2)
+        }
+    }
+
+    // MARK: Usage
+
+    @Test("usage errors exit 64")
+    func usageErrors() throws {
+        #expect(try CLI.run(["scan"]).status == 64)
+        #expect(try CLI.run(["scan", "--timeout", "0", "example.test"]).status == 64)
+        #expect(try CLI.run(["scan", "bad host name!"]).status == 64)
+        #expect(try CLI.run(["scan", "host:99999"]).status == 64)
+        let missing = try CLI.run(["scan", "--ca-file", "/nonexistent/anchors.pem", "example.test"])
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("/nonexistent/anchors.pem"))
+    }
+}

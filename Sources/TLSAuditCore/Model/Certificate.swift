@@ -32,6 +32,11 @@ public struct BasicConstraints: Hashable, Codable, Sendable {
     public var pathLength: Int?
     public var critical: Bool
 
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`is_ca`).
+    enum CodingKeys: String, CodingKey {
+        case isCA = "isCa", pathLength, critical
+    }
+
     public init(isCA: Bool, pathLength: Int?, critical: Bool) {
         self.isCA = isCA
         self.pathLength = pathLength
@@ -93,6 +98,13 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     /// Base64 SHA-256 of the SubjectPublicKeyInfo: the HPKP / NSPinnedDomains pin.
     public var spkiSHA256: String
     public var der: Data
+
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`spki_sha256`).
+    enum CodingKeys: String, CodingKey {
+        case subject, issuer, commonName, serial, version, notBefore, notAfter, signatureAlgorithm, signatureHash
+        case publicKey, basicConstraints, keyUsage, extendedKeyUsage, subjectAlternativeNames
+        case unhandledCriticalExtensions, isSelfSigned, sha256Fingerprint, spkiSHA256 = "spkiSha256", der
+    }
 
     public init(subject: String, issuer: String, commonName: String?, serial: String, version: Int,
                 notBefore: Date, notAfter: Date, signatureAlgorithm: String, signatureHash: String?,

@@ -53,6 +53,11 @@ public struct CipherSuiteDescription: Hashable, Codable, Sendable {
     public var isAEAD: Bool
     public var strengthBits: Int
 
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`is_aead`).
+    enum CodingKeys: String, CodingKey {
+        case iana, openssl, code, keyExchange, authentication, isAEAD = "isAead", strengthBits
+    }
+
     public init(iana: String, openssl: String, code: String, keyExchange: String, authentication: String,
                 isAEAD: Bool, strengthBits: Int) {
         self.iana = iana

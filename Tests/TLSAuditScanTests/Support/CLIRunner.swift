@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+import TLSAuditCore
+
+/// Runs the built `tlsaudit` binary, the way a user does.
+enum CLI {
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var seconds: Double
+
+        /// The JSON report of `scan --format json`.
+        func report(sourceLocation: SourceLocation = #_sourceLocation) throws -> ScanReport {
+            do {
+                return try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(stdout.utf8))
+            } catch {
+                Issue.record("stdout is not a scan report: \(error)\nstdout: \(stdout.prefix(2000))\nstderr: \(stderr)",
+                             sourceLocation: sourceLocation)
+                throw error
+            }
+        }
+    }
+
+    /// The binary next to the test bundle (same build directory), or `TLSAUDIT_BINARY`.
+    static let binary: String = {
+        if let explicit = ProcessInfo.processInfo.environment["TLSAUDIT_BINARY"] { return explicit }
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent().appendingPathComponent("tlsaudit").path
+    }()
+
+    /// Runs `tlsaudit ARGS`, killing it if it outlives `limit` seconds.
+    static func run(_ arguments: [String], limit: Double = 60, environment: [String: String] = [:]) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let started = ContinuousClock.now
+        try process.run()
+        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
+        // Read both pipes before waiting, so a large output cannot block the child.
+        let group = DispatchGroup()
+        nonisolated(unsafe) var stdoutData = Data()
+        nonisolated(unsafe) var stderrData = Data()
+        DispatchQueue.global().async(group: group) { stdoutData = out.fileHandleForReading.readDataToEndOfFile() }
+        DispatchQueue.global().async(group: group) { stderrData = err.fileHandleForReading.readDataToEndOfFile() }
+        process.waitUntilExit()
+        group.wait()
+        killer.cancel()
+        let elapsed = ContinuousClock.now - started
+        return Output(status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
+                      stderr: String(decoding: stderrData, as: UTF8.self),
+                      seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    /// `tlsaudit scan --format json --ca-file ROOT --connect-to 127.0.0.1 HOST:PORT ...`.
+    static func scan(port: Int, host: String = TestPKI.hostname, connectTo: String = "127.0.0.1",
+                     extra: [String] = []) throws -> Output {
+        try run(["scan", "--format", "json", "--ca-file", TestPKI.shared.rootFile, "--connect-to", connectTo,
+                 "--timeout", "5", "\(host):\(port)"] + extra)
+    }
+}
+
+extension ScanReport {
+    /// The only address of the only target.
+    var single: AddressScanResult {
+        get throws {
+            let target = try #require(targets.first)
+            return try #require(target.addresses.first)
+        }
+    }
+}
+
+extension AddressScanResult {
+    /// Error-severity finding ids.
+    var errorIDs: Set<String> { Set(findings.filter { $0.severity == .error }.map(\.id.rawValue)) }
+
+    func finding(_ id: String) -> Finding? { findings.first { $0.id.rawValue == id } }
+}

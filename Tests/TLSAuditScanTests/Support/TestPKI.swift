@@ -1,0 +1,47 @@
+import Foundation
+import TLSAuditCore
+import TLSAuditProbe
+
+/// The test PKI: one trusted root and intermediate, plus a second, untrusted root.
+/// Generated once per test run with the lab CA (real OpenSSL certificates).
+struct TestPKI: Sendable {
+    static let shared: TestPKI = try! TestPKI()
+
+    let root: LabCertificate
+    let intermediate: LabCertificate
+    let otherRoot: LabCertificate
+    let otherIntermediate: LabCertificate
+    /// A directory with root.pem (the trusted anchor) and client credentials.
+    let directory: URL
+    var rootFile: String { directory.appendingPathComponent("root.pem").path }
+    var clientCertificateFile: String { directory.appendingPathComponent("client.pem").path }
+    var clientKeyFile: String { directory.appendingPathComponent("client-key.pem").path }
+    let clientAuthority: LabCertificate
+
+    private init() throws {
+        root = try LabCertificateAuthority.selfSigned(.authority("tlsaudit test root", key: .rsa(bits: 2048)))
+        intermediate = try root.issue(.authority("tlsaudit test intermediate", key: .rsa(bits: 2048)))
+        otherRoot = try LabCertificateAuthority.selfSigned(.authority("untrusted test root"))
+        otherIntermediate = try otherRoot.issue(.authority("untrusted test intermediate"))
+        clientAuthority = try LabCertificateAuthority.selfSigned(.authority("client test CA"))
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-tests-\(getpid())-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try root.pem.write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
+        var clientRequest = LabCertificateRequest(commonName: "test client")
+        clientRequest.extendedKeyUsage = "clientAuth"
+        let client = try clientAuthority.issue(clientRequest)
+        try client.pem.write(to: directory.appendingPathComponent("client.pem"), atomically: true, encoding: .utf8)
+        try client.key.pem.write(to: directory.appendingPathComponent("client-key.pem"), atomically: true, encoding: .utf8)
+    }
+
+    /// A leaf for `name` issued by the trusted intermediate.
+    func leaf(_ name: String = TestPKI.hostname, key: LabKeyType = .rsa(bits: 2048), digest: LabDigest = .sha256,
+              adjust: (inout LabCertificateRequest) -> Void = { _ in }) throws -> LabCertificate {
+        var request = LabCertificateRequest.server([name], key: key, digest: digest)
+        adjust(&request)
+        return try intermediate.issue(request)
+    }
+
+    /// The name every test server answers as.
+    static let hostname = "server.tlsaudit.test"
+}
