@@ -19,7 +19,7 @@ struct DemoCommand: ParsableCommand {
         let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store))
         let targets = lab.servers.map { name, server in
             ScanTarget(original: "\(name) (\(server.endpoint))", host: "demo.tlsaudit.test", port: server.port,
-                       sni: "demo.tlsaudit.test", connectTo: "127.0.0.1")
+                       sni: "demo.tlsaudit.test", connectTo: [ConnectAddress(host: "127.0.0.1")])
         }
         let results = scanner.scan(targets)
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: Date(), trustStore: store.label,

@@ -23,8 +23,10 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Server name to send (SNI) and to check the certificate against, instead of the target's host.")
     var sni: String?
 
-    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host; SNI and name checks still use the host.")
-    var connectTo: String?
+    @Option(name: .customLong("connect-to"), help: ArgumentHelp(
+        "Connect to this ADDRESS[:PORT] instead of resolving the host; SNI and name checks still use the host.",
+        discussion: "Repeat it to probe several addresses, as if the name resolved to all of them."))
+    var connectTo: [String] = []
 
     @Option(name: .customLong("ca-file"), help: "PEM file of trust anchors to use instead of the system store.")
     var caFile: String?
@@ -120,22 +122,16 @@ struct ScanCommand: ParsableCommand {
             throw ValidationError(error.description)
         }
         guard !parsed.isEmpty else { throw ValidationError("no targets (the targets file is empty)") }
-        var connectHost: String?
-        var connectPort: Int?
-        if let connectTo {
-            do {
-                let (host, port) = try ScanTarget.splitHostPort(connectTo, defaultPort: 0)
-                connectHost = host
-                connectPort = port == 0 ? nil : port
-            } catch {
-                throw ValidationError("--connect-to: \(error.description)")
-            }
+        let destinations: [ConnectAddress]
+        do {
+            destinations = try connectTo.map { text throws(ScanTarget.ParseError) in try ConnectAddress.parse(text) }
+        } catch {
+            throw ValidationError("--connect-to: \(error.description)")
         }
         return parsed.map { target in
             var target = target
             if let sni { target.sni = sni }
-            target.connectTo = connectHost
-            target.connectPort = connectPort
+            target.connectTo = destinations
             return target
         }
     }

@@ -367,20 +367,43 @@ struct ScanTests {
         #expect(!output.stdout.contains("\u{1B}["), "no colour when stdout is not a terminal")
     }
 
-    @Test("a name that resolves to both 127.0.0.1 and ::1 is probed on each address")
+    @Test("a name is resolved through the system resolver")
+    func systemResolver() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf("localhost"), pki.intermediate]))
+        defer { server.stop() }
+        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--addresses", "ipv4",
+                                  "localhost:\(server.port)"])
+        let result = try output.report().single
+        #expect(output.status == 0, "\(output.stdout)")
+        #expect(result.address == "127.0.0.1")
+    }
+
+    @Test("several addresses behind one name are each probed: a stale backend is not hidden")
     func everyAddress() throws {
-        // "localhost" resolves to both loopback addresses here; serve on both, one of them badly.
-        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf("localhost"), pki.intermediate]))
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
         defer { good.stop() }
-        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "localhost:\(good.port)"])
-        let report = try output.report()
-        let addresses = try #require(report.targets.first?.addresses)
-        #expect(addresses.contains { $0.address == "127.0.0.1" && $0.status == .completed })
-        if addresses.count > 1 {
-            // ::1 has no server on that port: the stale backend is reported, not hidden.
-            #expect(addresses.contains { $0.family == "ipv6" && $0.error?.category == .connectionRefused })
-            #expect(output.status == 2)
+        let expiredLeaf = try pki.leaf { request in
+            request.notBefore = Date().addingTimeInterval(-100 * 86_400)
+            request.notAfter = Date().addingTimeInterval(-1 * 86_400)
         }
+        // The stale backend listens on the same port on ::1.
+        let stale = try LabTLSServer(LabServerConfiguration(chain: [expiredLeaf, pki.intermediate], bindAddress: "::1",
+                                                            port: good.port))
+        defer { stale.stop() }
+        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "--connect-to", "::1", "\(TestPKI.hostname):\(good.port)"])
+        let addresses = try #require(try output.report().targets.first?.addresses)
+        #expect(output.status == 1)
+        #expect(addresses.count == 2)
+        #expect(addresses.first { $0.address == "127.0.0.1" }?.ats.compliant == true)
+        let backend = try #require(addresses.first { $0.address == "::1" })
+        #expect(backend.ats.compliant == false)
+        #expect(backend.errorIDs.contains("trust.expired"))
+
+        let v4only = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "--connect-to", "::1", "--addresses", "ipv4", "\(TestPKI.hostname):\(good.port)"])
+        #expect(v4only.status == 0)
+        #expect(try v4only.report().targets.first?.addresses.count == 1)
     }
 
     // MARK: Usage

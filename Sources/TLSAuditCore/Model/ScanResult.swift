@@ -66,13 +66,13 @@ public struct TargetScanResult: Hashable, Codable, Sendable {
     public var port: Int
     /// The server name sent (nil for IP literals without `--sni`).
     public var sni: String?
-    /// The address connected to instead of resolving `host`, when `--connect-to` was given.
-    public var connectTo: String?
+    /// The addresses connected to instead of resolving `host`, when `--connect-to` was given.
+    public var connectTo: [String]?
     /// Set when the target could not be resolved at all.
     public var error: ProbeFailure?
     public var addresses: [AddressScanResult]
 
-    public init(target: String, host: String, port: Int, sni: String?, connectTo: String?, error: ProbeFailure?,
+    public init(target: String, host: String, port: Int, sni: String?, connectTo: [String]?, error: ProbeFailure?,
                 addresses: [AddressScanResult]) {
         self.target = target
         self.host = host

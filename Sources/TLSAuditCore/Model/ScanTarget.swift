@@ -9,22 +9,19 @@ public struct ScanTarget: Hashable, Sendable {
     public var port: Int
     /// Server name to send; defaults to `host` unless `host` is an IP literal.
     public var sni: String?
-    /// Address (IP literal or name) to connect to instead of resolving `host`.
-    public var connectTo: String?
-    /// Port to connect to with `connectTo` (defaults to `port`).
-    public var connectPort: Int?
+    /// Addresses to connect to instead of resolving `host` (each probed separately).
+    public var connectTo: [ConnectAddress]
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String
     }
 
-    public init(original: String, host: String, port: Int, sni: String?, connectTo: String? = nil, connectPort: Int? = nil) {
+    public init(original: String, host: String, port: Int, sni: String?, connectTo: [ConnectAddress] = []) {
         self.original = original
         self.host = host
         self.port = port
         self.sni = sni
         self.connectTo = connectTo
-        self.connectPort = connectPort
     }
 
     /// Parses `host[:port]`.
@@ -90,5 +87,28 @@ public struct ScanTarget: Hashable, Sendable {
             }
         }
         return targets
+    }
+}
+
+/// An address given with `--connect-to ADDRESS[:PORT]`: an IP literal or a name, and an
+/// optional port (the target's port when absent).
+public struct ConnectAddress: Hashable, Sendable, CustomStringConvertible {
+    public var host: String
+    public var port: Int?
+
+    public init(host: String, port: Int? = nil) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `ADDRESS`, `ADDRESS:PORT`, `[IPV6]:PORT` or a bare IPv6 literal.
+    public static func parse(_ text: String) throws(ScanTarget.ParseError) -> ConnectAddress {
+        let (host, port) = try ScanTarget.splitHostPort(text, defaultPort: 0)
+        return ConnectAddress(host: host, port: port == 0 ? nil : port)
+    }
+
+    public var description: String {
+        let shownHost = host.contains(":") && port != nil ? "[\(host)]" : host
+        return port.map { "\(shownHost):\($0)" } ?? shownHost
     }
 }

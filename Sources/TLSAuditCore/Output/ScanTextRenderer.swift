@@ -28,7 +28,7 @@ public struct ScanTextRenderer: Sendable {
     private func render(_ target: TargetScanResult, at time: Date, into out: inout String) {
         var heading = paint(target.target, .bold)
         if let sni = target.sni, sni != target.host { heading += "  SNI \(sni)" }
-        if let connectTo = target.connectTo { heading += "  via \(connectTo)" }
+        if let connectTo = target.connectTo, !connectTo.isEmpty { heading += "  via " + connectTo.joined(separator: ", ") }
         out += heading + "\n"
         if let error = target.error {
             out += "  " + paint("COULD NOT SCAN", .yellow) + "  \(error.category.phrase): \(error.message)\n\n"

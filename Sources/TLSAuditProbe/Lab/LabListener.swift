@@ -15,14 +15,14 @@ final class LabListener: Sendable {
 
     /// Binds `address` (`127.0.0.1` or `::1`) on port 0. With `accepting == false` the socket
     /// listens with a backlog of 0 and never accepts (see `LabHostileServer.Behavior.blackhole`).
-    init(address: String, backlog: Int32 = 128, accepting: Bool = true,
+    init(address: String, port requestedPort: Int = 0, backlog: Int32 = 128, accepting: Bool = true,
          handler: @escaping @Sendable (Int32) -> Void) throws {
         let family = address.contains(":") ? AF_INET6 : AF_INET
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw LabError("socket(): \(errnoText(errno))") }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        guard let bindAddress = Resolver.numericAddress(address, port: 0) else {
+        guard let bindAddress = Resolver.numericAddress(address, port: requestedPort) else {
             close(fd)
             throw LabError("not an IP address: \(address)")
         }

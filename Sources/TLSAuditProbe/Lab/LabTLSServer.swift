@@ -39,11 +39,13 @@ public struct LabServerConfiguration: Sendable {
     public var serverPreference: Bool
     /// `127.0.0.1` or `::1`.
     public var bindAddress: String
+    /// 0 for an ephemeral port.
+    public var port: Int
 
     public init(chain: [LabCertificate], minVersion: TLSVersion? = nil, maxVersion: TLSVersion? = nil,
                 cipherList: String? = nil, tls13Suites: String? = nil, groups: String? = nil,
                 dhGroup: LabDHGroup? = nil, clientCertificates: LabClientCertificateMode = .none,
-                serverPreference: Bool = true, bindAddress: String = "127.0.0.1") {
+                serverPreference: Bool = true, bindAddress: String = "127.0.0.1", port: Int = 0) {
         self.chain = chain
         self.minVersion = minVersion
         self.maxVersion = maxVersion
@@ -54,6 +56,7 @@ public struct LabServerConfiguration: Sendable {
         self.clientCertificates = clientCertificates
         self.serverPreference = serverPreference
         self.bindAddress = bindAddress
+        self.port = port
     }
 }
 
@@ -70,7 +73,7 @@ public final class LabTLSServer: Sendable {
         let context = try ServerContext(configuration)
         self.context = context
         address = configuration.bindAddress
-        listener = try LabListener(address: configuration.bindAddress) { fd in
+        listener = try LabListener(address: configuration.bindAddress, port: configuration.port) { fd in
             Self.serve(fd, context: context)
         }
         port = listener.port

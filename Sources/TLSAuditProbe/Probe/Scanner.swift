@@ -74,7 +74,7 @@ public final class TLSScanner: Sendable {
         var results: [TargetScanResult] = targets.enumerated().map { index, target in
             let failure: ProbeFailure? = if case .failure(let error) = resolutions[index] { error } else { nil }
             return TargetScanResult(target: target.original, host: target.host, port: target.port, sni: target.sni,
-                                    connectTo: target.connectTo, error: failure, addresses: [])
+                                    connectTo: target.connectTo.isEmpty ? nil : target.connectTo.map(\.description), error: failure, addresses: [])
         }
         for (job, result) in zip(jobs, probed) {
             results[job.target].addresses.append(result)
@@ -87,16 +87,20 @@ public final class TLSScanner: Sendable {
         scan([target])[0]
     }
 
-    /// The addresses to probe: `connectTo` when given, else every A and AAAA record.
+    /// The addresses to probe: the `connectTo` addresses when given, else every A and AAAA record.
     func addresses(for target: ScanTarget) -> Result<[SocketAddress], ProbeFailure> {
-        let port = target.connectPort ?? target.port
-        let host = target.connectTo ?? target.host
+        let destinations = target.connectTo.isEmpty ? [ConnectAddress(host: target.host)] : target.connectTo
         do {
-            let all: [SocketAddress]
-            if let literal = Resolver.numericAddress(host, port: port) {
-                all = [literal]
-            } else {
-                all = try Resolver.resolve(host: host, port: port, timeout: options.timeout)
+            var all: [SocketAddress] = []
+            for destination in destinations {
+                let port = destination.port ?? target.port
+                let found: [SocketAddress]
+                if let literal = Resolver.numericAddress(destination.host, port: port) {
+                    found = [literal]
+                } else {
+                    found = try Resolver.resolve(host: destination.host, port: port, timeout: options.timeout)
+                }
+                all += found.filter { !all.contains($0) }
             }
             let selected = all.filter { address in
                 switch options.addresses {
@@ -106,11 +110,14 @@ public final class TLSScanner: Sendable {
                 }
             }
             guard !selected.isEmpty else {
-                return .failure(ProbeFailure(.dnsFailure, "\(host) has no \(options.addresses.rawValue) address"))
+                let names = destinations.map(\.host).joined(separator: ", ")
+                return .failure(ProbeFailure(.dnsFailure, "\(names) has no \(options.addresses.rawValue) address"))
             }
             return .success(selected)
+        } catch let failure as ProbeFailure {
+            return .failure(failure)
         } catch {
-            return .failure(error)
+            return .failure(ProbeFailure(.internalError, "\(error)"))
         }
     }
 
