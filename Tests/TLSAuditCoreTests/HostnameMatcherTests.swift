@@ -1,1 +1,73 @@
 import Testing
+import TLSAuditCore
+
+@Suite("host name matching (SAN only, one-label wildcards)")
+struct HostnameMatcherTests {
+    @Test("exact names match case-insensitively, trailing dot ignored", arguments: [
+        ("example.com", "example.com", true), ("EXAMPLE.com", "example.COM", true), ("example.com.", "example.com", true),
+        ("www.example.com", "example.com", false),
+    ])
+    func exact(host: String, san: String, matches: Bool) {
+        #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
+    }
+
+    @Test("a wildcard covers exactly one whole left-most label", arguments: [
+        ("a.example.com", "*.example.com", true),
+        ("example.com", "*.example.com", false),
+        ("a.b.example.com", "*.example.com", false),
+        ("foo.example.com", "f*.example.com", false),
+        ("foo.example.com", "*o.example.com", false),
+        ("a.example.com", "a.*.com", false),
+        ("example.com", "*.com", false),
+        ("a.com", "*.com", false),
+        (".example.com", "*.example.com", false),
+    ])
+    func wildcard(host: String, san: String, matches: Bool) {
+        #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
+    }
+
+    @Test("IP targets match iPAddress SANs only, in canonical form")
+    func ipAddresses() {
+        let names = SubjectAlternativeNames(dns: ["127.0.0.1"], ip: ["::1", "10.0.0.1"])
+        #expect(HostnameMatcher.matches(host: "10.0.0.1", names: names))
+        #expect(HostnameMatcher.matches(host: "0:0:0:0:0:0:0:1", names: names))
+        #expect(HostnameMatcher.matches(host: "[::1]", names: names))
+        #expect(!HostnameMatcher.matches(host: "127.0.0.1", names: names), "an IP in a dNSName does not count")
+    }
+}
+
+@Suite("target parsing")
+struct ScanTargetTests {
+    @Test("host, host:port, [v6]:port, bare v6, URL")
+    func forms() throws {
+        let plain = try ScanTarget.parse("example.com")
+        #expect(plain.host == "example.com" && plain.port == 443 && plain.sni == "example.com")
+        let withPort = try ScanTarget.parse("example.com:8443")
+        #expect(withPort.port == 8443)
+        let v6 = try ScanTarget.parse("[2001:db8::1]:444")
+        #expect(v6.host == "2001:db8::1" && v6.port == 444 && v6.sni == nil)
+        let bare = try ScanTarget.parse("2001:db8::1")
+        #expect(bare.host == "2001:db8::1" && bare.port == 443)
+        let url = try ScanTarget.parse("https://example.com:9443/path?q")
+        #expect(url.host == "example.com" && url.port == 9443)
+        #expect(try ScanTarget.parse("10.0.0.1:443").sni == nil, "no SNI for IP literals")
+    }
+
+    @Test("bad targets are refused with the reason", arguments: ["", "host:0", "host:70000", "host:abc", "[::1", "a b"])
+    func bad(text: String) {
+        #expect(throws: ScanTarget.ParseError.self) { try ScanTarget.parse(text) }
+    }
+
+    @Test("targets files: comments, blank lines, line numbers in errors")
+    func list() throws {
+        let targets = try ScanTarget.parseList("# fleet\na.example:1\n\n  b.example   # trailing\n")
+        #expect(targets.map(\.host) == ["a.example", "b.example"])
+        #expect(targets.map(\.port) == [1, 443])
+        do {
+            _ = try ScanTarget.parseList("ok.example\nbad:port\n")
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description.hasPrefix("line 2:"))
+        }
+    }
+}

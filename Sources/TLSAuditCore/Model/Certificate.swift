@@ -98,12 +98,14 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     /// Base64 SHA-256 of the SubjectPublicKeyInfo: the HPKP / NSPinnedDomains pin.
     public var spkiSHA256: String
     public var der: Data
+    /// Whole days from the evaluation time to notAfter (negative once expired); set when judged.
+    public var daysLeft: Int?
 
     // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`spki_sha256`).
     enum CodingKeys: String, CodingKey {
         case subject, issuer, commonName, serial, version, notBefore, notAfter, signatureAlgorithm, signatureHash
         case publicKey, basicConstraints, keyUsage, extendedKeyUsage, subjectAlternativeNames
-        case unhandledCriticalExtensions, isSelfSigned, sha256Fingerprint, spkiSHA256 = "spkiSha256", der
+        case unhandledCriticalExtensions, isSelfSigned, sha256Fingerprint, spkiSHA256 = "spkiSha256", der, daysLeft
     }
 
     public init(subject: String, issuer: String, commonName: String?, serial: String, version: Int,
@@ -139,6 +141,13 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     /// Whole days from `date` until notAfter (negative once expired).
     public func daysLeft(at date: Date) -> Int {
         Int((notAfter.timeIntervalSince(date) / 86_400).rounded(.down))
+    }
+
+    /// This summary with `daysLeft` set for `date`.
+    public func judged(at date: Date) -> CertificateSummary {
+        var copy = self
+        copy.daysLeft = daysLeft(at: date)
+        return copy
     }
 
     /// A short name for messages: the CN when present, else the whole subject.

@@ -91,6 +91,14 @@ public struct ScanSummary: Hashable, Codable, Sendable {
     public var compliant: Int
     public var notCompliant: Int
     public var failed: Int
+
+    public init(targets: Int, addresses: Int, compliant: Int, notCompliant: Int, failed: Int) {
+        self.targets = targets
+        self.addresses = addresses
+        self.compliant = compliant
+        self.notCompliant = notCompliant
+        self.failed = failed
+    }
 }
 
 /// The whole output of `tlsaudit scan`, versioned (see docs/scan-json.md).

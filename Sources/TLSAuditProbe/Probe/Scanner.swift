@@ -174,12 +174,15 @@ public final class TLSScanner: Sendable {
 
     private func judge(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, atsRefusal: String?,
                        started: Date, durationMs: Int) -> AddressScanResult {
-        let presented = attempt.presented.map { $0.summary() }
         let context = TrustContext(hostname: target.sni ?? target.host, time: options.evaluationTime ?? started)
+        let presented = attempt.presented.map { $0.summary().judged(at: context.time) }
         var chain: ChainReport?
         var building = PathBuildingResult(path: [], anchored: false, issues: [])
         if !attempt.presented.isEmpty {
             building = PathBuilder.build(presented: attempt.presented, store: options.trustStore)
+            for index in building.path.indices {
+                building.path[index].certificate = building.path[index].certificate.judged(at: context.time)
+            }
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
                                 trustStore: options.trustStore.label)
         }

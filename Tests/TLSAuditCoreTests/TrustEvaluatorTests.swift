@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import TLSAuditCore
+
+/// Rule logic on hand-made summaries; the end-to-end tests cover the same rules on real chains.
+@Suite("trust rules")
+struct TrustEvaluatorTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func certificate(_ name: String, issuer: String, ca: Bool?, pathLength: Int? = nil,
+                            notAfter: Date = now.addingTimeInterval(86_400), eku: [String]? = nil) -> CertificateSummary {
+        CertificateSummary(subject: "CN=\(name)", issuer: "CN=\(issuer)", commonName: name, serial: "01", version: 3,
+                           notBefore: now.addingTimeInterval(-86_400), notAfter: notAfter,
+                           signatureAlgorithm: "sha256WithRSAEncryption", signatureHash: "SHA256",
+                           publicKey: PublicKeyDescription(type: "RSA", bits: 2048),
+                           basicConstraints: ca.map { BasicConstraints(isCA: $0, pathLength: pathLength, critical: true) },
+                           keyUsage: nil, extendedKeyUsage: eku,
+                           subjectAlternativeNames: SubjectAlternativeNames(dns: ["host.test"]),
+                           unhandledCriticalExtensions: [], isSelfSigned: name == issuer,
+                           sha256Fingerprint: name, spkiSHA256: name, der: Data())
+    }
+
+    /// The trust.* findings (the helper presents the root too, which chain.root-sent notes).
+    static func evaluate(_ path: [CertificateSummary], at time: Date = now) -> [Finding] {
+        let building = PathBuildingResult(path: path.enumerated().map {
+            PathElement(certificate: $0.element, source: .presented, presentedIndex: $0.offset)
+        }, anchored: true, issues: [])
+        return TrustEvaluator.evaluate(presented: path, building: building,
+                                       context: TrustContext(hostname: "host.test", time: time))
+            .filter { $0.id.rawValue.hasPrefix("trust.") }
+    }
+
+    @Test("a good path has no findings")
+    func good() {
+        let path = [Self.certificate("leaf", issuer: "int", ca: false, eku: ["serverAuth"]),
+                    Self.certificate("int", issuer: "root", ca: true, pathLength: 0),
+                    Self.certificate("root", issuer: "root", ca: true)]
+        #expect(Self.evaluate(path).isEmpty)
+    }
+
+    @Test("notAfter is inclusive (RFC 5280): valid at notAfter, expired one second later")
+    func notAfterInclusive() {
+        let leaf = Self.certificate("leaf", issuer: "leaf", ca: nil, notAfter: Self.now)
+        #expect(Self.evaluate([leaf], at: Self.now).isEmpty)
+        #expect(Self.evaluate([leaf], at: Self.now.addingTimeInterval(1)).map(\.id) == [.trustExpired])
+    }
+
+    @Test("an issuer without basicConstraints is not a CA")
+    func issuerWithoutConstraints() {
+        let path = [Self.certificate("leaf", issuer: "signer", ca: false),
+                    Self.certificate("signer", issuer: "root", ca: nil),
+                    Self.certificate("root", issuer: "root", ca: true)]
+        let findings = Self.evaluate(path)
+        #expect(findings.map(\.id) == [.trustIssuerNotCA])
+        #expect(findings.first?.depth == 1)
+    }
+
+    @Test("pathLen counts intermediates below the CA, self-issued ones excepted")
+    func pathLength() {
+        let twoBelow = [Self.certificate("leaf", issuer: "a", ca: false),
+                        Self.certificate("a", issuer: "b", ca: true),
+                        Self.certificate("b", issuer: "c", ca: true),
+                        Self.certificate("c", issuer: "root", ca: true, pathLength: 1),
+                        Self.certificate("root", issuer: "root", ca: true)]
+        let findings = Self.evaluate(twoBelow)
+        #expect(findings.map(\.id) == [.trustPathLengthExceeded])
+        #expect(findings.first?.depth == 3)
+        let selfIssuedBelow = [Self.certificate("leaf", issuer: "a", ca: false),
+                               Self.certificate("a", issuer: "a", ca: true),
+                               Self.certificate("a2", issuer: "root", ca: true, pathLength: 0),
+                               Self.certificate("root", issuer: "root", ca: true)]
+        #expect(!Self.evaluate(selfIssuedBelow).contains { $0.id == .trustPathLengthExceeded })
+    }
+
+    @Test("EKU: serverAuth or anyExtendedKeyUsage pass; clientAuth only or empty fail", arguments: [
+        (["serverAuth"], true), (["anyExtendedKeyUsage"], true), (["clientAuth"], false), ([], false),
+    ])
+    func extendedKeyUsage(usages: [String], passes: Bool) {
+        let path = [Self.certificate("leaf", issuer: "root", ca: false, eku: usages),
+                    Self.certificate("root", issuer: "root", ca: true)]
+        #expect(Self.evaluate(path).contains { $0.id == .trustEKU } == !passes)
+    }
+}
+
+@Suite("ATS rules")
+struct ATSPolicyTests {
+    static func observation(_ version: TLSVersion, iana: String, forwardSecret: Bool) -> HandshakeObservation {
+        HandshakeObservation(clientProfile: .ats, protocolVersion: version,
+                             cipher: CipherSuiteDescription(iana: iana, openssl: iana, code: "0x0000", keyExchange: forwardSecret ? "ECDHE" : "RSA",
+                                                            authentication: "RSA", isAEAD: true, strengthBits: 128),
+                             keyExchange: KeyExchangeDescription(group: nil, ephemeralKey: nil, forwardSecrecy: forwardSecret),
+                             serverSignatureHash: nil, clientCertificateRequested: false)
+    }
+
+    @Test("suite rules", arguments: [
+        (TLSVersion.tls1_2, "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", true, [String]()),
+        (.tls1_2, "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", true, ["ats.cipher-suite"]), // missing from Apple's list
+        (.tls1_2, "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", true, []),
+        (.tls1_2, "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", true, ["ats.cipher-suite"]),
+        (.tls1_2, "TLS_RSA_WITH_AES_128_GCM_SHA256", false, ["ats.forward-secrecy"]),
+        (.tls1_3, "TLS_CHACHA20_POLY1305_SHA256", true, []),
+        (.tls1_1, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", true, ["ats.tls-version"]),
+    ])
+    func suites(version: TLSVersion, iana: String, forwardSecret: Bool, failing: [String]) {
+        let findings = ATSPolicy.evaluate(observation: Self.observation(version, iana: iana, forwardSecret: forwardSecret),
+                                          presented: [], building: PathBuildingResult(path: [], anchored: false, issues: []),
+                                          trustFindings: [], atsClientRefusal: nil)
+        #expect(findings.map(\.id.rawValue) == failing)
+        #expect(ATSPolicy.verdict(from: findings).compliant == failing.isEmpty)
+    }
+}

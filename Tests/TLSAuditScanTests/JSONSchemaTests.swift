@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// The JSON output matches its documented schema (docs/scan.schema.json), checked by an
+/// independent validator (Python's jsonschema), on a report mixing every kind of result.
+@Suite("scan JSON schema")
+struct JSONSchemaTests {
+    static let schemaPath = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/scan.schema.json").path
+
+    /// Validates `json` against the schema; returns the validator's complaint, or nil when valid.
+    static func validate(_ json: String) throws -> String? {
+        let document = FileManager.default.temporaryDirectory.appendingPathComponent("scan-\(UUID().uuidString).json")
+        try json.write(to: document, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: document) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            errors = list(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))))
+            for e in errors[:5]: print(list(e.absolute_path), e.message)
+            sys.exit(1 if errors else 0)
+            """, schemaPath, document.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        if output.contains("No module named") {
+            Issue.record("python3 jsonschema is missing (.ci/run installs it): \(output)")
+        }
+        return process.terminationStatus == 0 ? nil : output
+    }
+
+    @Test("a report with compliant, non-compliant, failed and unresolvable targets validates")
+    func mixedReport() throws {
+        let pki = TestPKI.shared
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        let weak = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(key: .rsa(bits: 1024))], maxVersion: .tls1_0,
+                                                           cipherList: "AES128-SHA", dhGroup: nil))
+        let mutual = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate],
+                                                             clientCertificates: .required(trusting: pki.clientAuthority)))
+        let tarpit = try LabHostileServer(.tarpit)
+        defer {
+            good.stop()
+            weak.stop()
+            mutual.stop()
+            tarpit.stop()
+        }
+        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "--timeout", "1", "\(TestPKI.hostname):\(good.port)", "\(TestPKI.hostname):\(weak.port)",
+                                  "\(TestPKI.hostname):\(mutual.port)", "\(TestPKI.hostname):\(tarpit.port)"])
+        #expect(output.status == 2)
+        let report = try output.report()
+        #expect(report.summary == ScanSummary(targets: 4, addresses: 4, compliant: 1, notCompliant: 1, failed: 2))
+        #expect(try Self.validate(output.stdout) == nil)
+
+        let unresolved = try CLI.run(["scan", "--format", "json", "--timeout", "1", "no-such-host.invalid"])
+        #expect(try Self.validate(unresolved.stdout) == nil)
+    }
+
+    @Test("the validator does reject a report that breaks the schema")
+    func rejectsDrift() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try TestPKI.shared.leaf(), TestPKI.shared.intermediate]))
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port)
+        #expect(try Self.validate(output.stdout) == nil)
+        let drifted = output.stdout.replacingOccurrences(of: "\"compliant\" : true", with: "\"compliant\" : \"yes\"")
+        #expect(drifted != output.stdout)
+        #expect(try Self.validate(drifted) != nil)
+    }
+}
