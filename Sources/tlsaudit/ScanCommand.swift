@@ -37,6 +37,9 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @Option(help: "Policy to judge against: ats (documented), ats-runtime (suites current Apple clients offer) or apple-trust.")
+    var policy: CompliancePolicy = .ats
+
     @Option(help: "Addresses probed at once.")
     var concurrency: Int = 64
 
@@ -131,6 +134,7 @@ struct ScanCommand: ParsableCommand {
         return parsed.map { target in
             var target = target
             if let sni { target.sni = sni }
+            target.policy = policy
             target.connectTo = destinations
             return target
         }
@@ -143,3 +147,4 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension AddressSelection: ExpressibleByArgument {}
+extension CompliancePolicy: ExpressibleByArgument {}

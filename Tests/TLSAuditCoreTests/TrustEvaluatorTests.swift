@@ -102,10 +102,10 @@ struct ATSPolicyTests {
         (.tls1_1, "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", true, ["ats.tls-version"]),
     ])
     func suites(version: TLSVersion, iana: String, forwardSecret: Bool, failing: [String]) {
-        let findings = ATSPolicy.evaluate(observation: Self.observation(version, iana: iana, forwardSecret: forwardSecret),
+        let findings = CompliancePolicy.ats.evaluate(observation: Self.observation(version, iana: iana, forwardSecret: forwardSecret),
                                           presented: [], building: PathBuildingResult(path: [], anchored: false, issues: []),
                                           trustFindings: [], atsClientRefusal: nil)
         #expect(findings.map(\.id.rawValue) == failing)
-        #expect(ATSPolicy.verdict(from: findings).compliant == failing.isEmpty)
+        #expect(CompliancePolicy.ats.verdict(from: findings).compliant == failing.isEmpty)
     }
 }

@@ -147,6 +147,38 @@ struct ScanTests {
         #expect(result.errorIDs == ["ats.cipher-suite", "ats.handshake"])
     }
 
+    // MARK: Policies
+
+    @Test("only ECDHE-RSA-AES128-SHA256: passes documented ATS, fails ats-runtime")
+    func runtimeSuites() throws {
+        let leaf = try pki.leaf()
+        let configuration = LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "ECDHE-RSA-AES128-SHA256")
+        let (documented, result) = try scan(configuration)
+        #expect(documented.status == 0)
+        #expect(result.ats.policy == .ats && result.ats.compliant)
+        let (runtime, runtimeResult) = try scan(configuration, extra: ["--policy", "ats-runtime"])
+        #expect(runtime.status == 1)
+        #expect(runtimeResult.ats.policy == .atsRuntime)
+        #expect(runtimeResult.errorIDs == ["ats.cipher-suite", "ats.handshake"])
+    }
+
+    @Test("apple-trust ignores protocol and suite rules but not the chain")
+    func appleTrustPolicy() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_0,
+                                                               cipherList: "AES128-SHA"), extra: ["--policy", "apple-trust"])
+        #expect(output.status == 0, "\(result.findings)")
+        #expect(result.ats.policy == .appleTrust)
+        #expect(result.ats.rules.keys.sorted() == ["ats.key-size", "ats.signature-hash", "ats.trust"])
+        #expect(result.handshake?.clientProfile == .permissive)
+        let weak = try pki.leaf(key: .rsa(bits: 1024))
+        let (weakOutput, weakResult) = try scan(LabServerConfiguration(chain: [weak, pki.intermediate]),
+                                                extra: ["--policy", "apple-trust"])
+        #expect(weakOutput.status == 1)
+        #expect(weakResult.ats.failedRules == ["ats.key-size"])
+    }
+
     // MARK: Trust
 
     @Test("expired leaf: trust.expired at depth 0 and ats.trust")

@@ -6,6 +6,8 @@ public enum RuleOutcome: String, Codable, Sendable {
 
 /// App Transport Security verdict for one address: every rule, and the overall answer.
 public struct ATSVerdict: Hashable, Codable, Sendable {
+    /// The policy judged against (`ats`, `ats-runtime`, `apple-trust`).
+    public var policy: CompliancePolicy
     /// True when an iOS app with default ATS settings would accept this server.
     public var compliant: Bool
     /// `ats.tls-version` etc. to pass / fail.
@@ -13,39 +15,59 @@ public struct ATSVerdict: Hashable, Codable, Sendable {
     /// The failing rule ids, in a fixed order.
     public var failedRules: [String]
 
-    public init(compliant: Bool, rules: [String: RuleOutcome], failedRules: [String]) {
+    public init(policy: CompliancePolicy, compliant: Bool, rules: [String: RuleOutcome], failedRules: [String]) {
+        self.policy = policy
         self.compliant = compliant
         self.rules = rules
         self.failedRules = failedRules
     }
 }
 
-/// Apple's App Transport Security, as documented (../shared/ATS.md section 1): TLS 1.2+,
-/// a forward-secret suite from Apple's list, SHA-2 signatures and RSA >= 2048 / ECC >= 256 keys
-/// on the leaf and issuing CAs, and a trusted chain with a matching name.
-public enum ATSPolicy {
-    /// The rules in reporting order.
-    public static let rules: [FindingID] = [
-        .atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsSignatureHash, .atsKeySize, .atsTrust, .atsHandshake,
-    ]
+/// The policies an address can be judged under. Raw values are stable config and CLI names.
+public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
+    /// Apple's App Transport Security as documented (../shared/ATS.md section 1): TLS 1.2+, a
+    /// forward-secret suite from Apple's documented list, SHA-2 signatures and RSA >= 2048 /
+    /// ECC >= 256 keys on the leaf and issuing CAs, and a trusted chain with a matching name.
+    case ats
+    /// ATS with the suites current Apple clients actually offer (no CBC-SHA256/SHA384, plus
+    /// CHACHA20): a server whose only TLS 1.2 suite is ECDHE-RSA-AES128-SHA256 passes `ats` but fails here.
+    case atsRuntime = "ats-runtime"
+    /// Apple's trust rules for all TLS since iOS 13 (an app with ATS exceptions still meets
+    /// them): SHA-2 signatures, RSA >= 2048, a trusted chain with the name in a SAN.
+    case appleTrust = "apple-trust"
 
-    /// Apple's documented forward-secret TLS 1.2 suites (IANA names).
-    public static let documentedTLS12Suites: Set<String> = [
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-    ]
+    /// The rules this policy checks, in reporting order.
+    public var rules: [FindingID] {
+        switch self {
+        case .ats, .atsRuntime:
+            [.atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsSignatureHash, .atsKeySize, .atsTrust, .atsHandshake]
+        case .appleTrust:
+            [.atsSignatureHash, .atsKeySize, .atsTrust]
+        }
+    }
 
-    /// Signature digests ATS accepts ("SHA-256 or stronger").
-    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
+    /// The TLS 1.2 suites the policy accepts (IANA names); TLS 1.3 suites always pass.
+    public var tls12Suites: Set<String> {
+        switch self {
+        case .ats, .appleTrust: ATSPolicy.documentedTLS12Suites
+        case .atsRuntime: ATSPolicy.runtimeTLS12Suites
+        }
+    }
 
-    /// Rule findings for one completed handshake. `trustFindings` come from `TrustEvaluator`.
-    public static func evaluate(observation: HandshakeObservation, presented: [CertificateSummary],
-                                building: PathBuildingResult, trustFindings: [Finding],
-                                atsClientRefusal: String?) -> [Finding] {
+    /// The ClientHello to try first: the one an app under this policy sends.
+    public var clientProfile: ClientProfile {
+        switch self {
+        case .ats: .ats
+        case .atsRuntime: .atsRuntime
+        case .appleTrust: .permissive
+        }
+    }
+
+    /// Rule findings for one completed handshake. `trustFindings` come from `TrustEvaluator`;
+    /// `atsClientRefusal` is set when the policy's ClientHello was refused and a permissive one was used.
+    public func evaluate(observation: HandshakeObservation, presented: [CertificateSummary],
+                         building: PathBuildingResult, trustFindings: [Finding],
+                         atsClientRefusal: String?) -> [Finding] {
         var findings: [Finding] = []
         if let refusal = atsClientRefusal {
             findings.append(Finding(.atsHandshake, .error,
@@ -58,25 +80,27 @@ public enum ATSPolicy {
         if !observation.keyExchange.forwardSecrecy {
             findings.append(Finding(.atsForwardSecrecy, .error,
                 "No forward secrecy: \(observation.cipher.iana) uses the server's static \(observation.cipher.keyExchange) key, with no ephemeral key exchange."))
-        } else if observation.protocolVersion != .tls1_3, !documentedTLS12Suites.contains(observation.cipher.iana) {
+        } else if observation.protocolVersion != .tls1_3, !tls12Suites.contains(observation.cipher.iana) {
+            let list = self == .atsRuntime ? "the suites current Apple clients offer" : "Apple's documented ATS suite list"
             findings.append(Finding(.atsCipherSuite, .error,
-                "\(observation.cipher.iana) is forward secret but not on Apple's ATS suite list (ECDHE with AES-GCM or AES-CBC)."))
+                "\(observation.cipher.iana) is forward secret but not on \(list)."))
         }
-        let judged = certificatesToJudge(presented: presented, building: building)
+        let judged = ATSPolicy.certificatesToJudge(presented: presented, building: building)
         for (depth, certificate) in judged {
-            checkSignatureHash(certificate, depth: depth, into: &findings)
-            checkKeySize(certificate, depth: depth, into: &findings)
+            ATSPolicy.checkSignatureHash(certificate, depth: depth, into: &findings)
+            ATSPolicy.checkKeySize(certificate, depth: depth, into: &findings)
         }
         let trustErrors = trustFindings.filter { $0.severity == .error }
         if !trustErrors.isEmpty {
             let ids = Set(trustErrors.map(\.id.rawValue)).sorted().joined(separator: ", ")
             findings.append(Finding(.atsTrust, .error, "The chain is not trusted: \(ids)."))
         }
-        return findings
+        let applicable = Set(rules)
+        return findings.filter { applicable.contains($0.id) }
     }
 
     /// The verdict from all findings of an address.
-    public static func verdict(from findings: [Finding]) -> ATSVerdict {
+    public func verdict(from findings: [Finding]) -> ATSVerdict {
         var outcomes: [String: RuleOutcome] = [:]
         var failed: [String] = []
         for rule in rules {
@@ -84,8 +108,33 @@ public enum ATSPolicy {
             outcomes[rule.rawValue] = fails ? .fail : .pass
             if fails { failed.append(rule.rawValue) }
         }
-        return ATSVerdict(compliant: failed.isEmpty, rules: outcomes, failedRules: failed)
+        return ATSVerdict(policy: self, compliant: failed.isEmpty, rules: outcomes, failedRules: failed)
     }
+}
+
+/// Apple's suite lists and the certificate checks shared by every policy.
+public enum ATSPolicy {
+    /// Apple's documented forward-secret TLS 1.2 suites (IANA names).
+    public static let documentedTLS12Suites: Set<String> = [
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+    ]
+
+    /// The TLS 1.2 suites current Apple clients offer (Security source, about iOS 18.4).
+    public static let runtimeTLS12Suites: Set<String> = [
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+    ]
+
+    /// Signature digests ATS accepts ("SHA-256 or stronger").
+    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
 
     /// The leaf and every issuing CA; the trust anchor itself is exempt (its signature is not relied on).
     static func certificatesToJudge(presented: [CertificateSummary], building: PathBuildingResult) -> [(Int, CertificateSummary)] {

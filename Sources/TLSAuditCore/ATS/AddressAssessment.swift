@@ -4,15 +4,15 @@
 public enum AddressAssessment {
     /// Findings for a completed handshake, most severe first, and the ATS verdict.
     public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
-                              building: PathBuildingResult, context: TrustContext,
+                              building: PathBuildingResult, context: TrustContext, policy: CompliancePolicy,
                               atsClientRefusal: String?) -> (findings: [Finding], verdict: ATSVerdict) {
         let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
-        var findings = ATSPolicy.evaluate(observation: observation, presented: presented, building: building,
-                                          trustFindings: trust, atsClientRefusal: atsClientRefusal)
+        var findings = policy.evaluate(observation: observation, presented: presented, building: building,
+                                       trustFindings: trust, atsClientRefusal: atsClientRefusal)
         findings += trust
         findings += handshakeFindings(observation)
         let sorted = sort(findings)
-        return (sorted, ATSPolicy.verdict(from: sorted))
+        return (sorted, policy.verdict(from: sorted))
     }
 
     /// Findings for a chain seen without a completed handshake (e.g. before the server asked
@@ -24,7 +24,9 @@ public enum AddressAssessment {
     }
 
     /// The verdict of an address that could not be scanned.
-    public static let notScanned = ATSVerdict(compliant: false, rules: [:], failedRules: [])
+    public static func notScanned(_ policy: CompliancePolicy) -> ATSVerdict {
+        ATSVerdict(policy: policy, compliant: false, rules: [:], failedRules: [])
+    }
 
     static func handshakeFindings(_ observation: HandshakeObservation) -> [Finding] {
         var findings: [Finding] = []

@@ -90,6 +90,8 @@ public struct KeyExchangeDescription: Hashable, Codable, Sendable {
 public enum ClientProfile: String, Codable, Sendable {
     /// TLS 1.2 and 1.3 with Apple's documented ATS suites and curves: what an iOS app offers.
     case ats
+    /// TLS 1.2 and 1.3 with the suites current Apple clients actually offer.
+    case atsRuntime = "ats-runtime"
     /// Every version and suite this libssl can offer, security level 0: used when the ATS
     /// ClientHello is refused, so that what the server does accept is still recorded.
     case permissive

@@ -11,6 +11,10 @@ public struct ScanTarget: Hashable, Sendable {
     public var sni: String?
     /// Addresses to connect to instead of resolving `host` (each probed separately).
     public var connectTo: [ConnectAddress]
+    /// The policy the target is judged under.
+    public var policy: CompliancePolicy = .ats
+    /// Overrides the scanner's timeout for this target.
+    public var timeout: Double?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -45,10 +45,10 @@ public struct ScanTextRenderer: Sendable {
         let verdict: String
         if result.status == .failed {
             verdict = paint("COULD NOT SCAN", .yellow)
-        } else if result.ats.compliant {
-            verdict = paint("ATS COMPLIANT", .green)
         } else {
-            verdict = paint("NOT ATS COMPLIANT", .red) + " (" + result.ats.failedRules.joined(separator: ", ") + ")"
+            let name = result.ats.policy == .ats ? "ATS COMPLIANT" : "COMPLIANT (\(result.ats.policy.rawValue))"
+            verdict = result.ats.compliant ? paint(name, .green)
+                : paint("NOT " + name, .red) + " (" + result.ats.failedRules.joined(separator: ", ") + ")"
         }
         out += "  \(shownAddress)  \(verdict)  [\(result.durationMs) ms]\n"
         if let error = result.error {

@@ -32,6 +32,15 @@ final class ClientContext: @unchecked Sendable {
         "ECDHE-ECDSA-AES128-SHA",
     ].joined(separator: ":")
 
+    /// The TLS 1.2 suites current Apple clients offer, by OpenSSL name.
+    static let atsRuntimeCipherList = [
+        "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+        "ECDHE-ECDSA-AES256-SHA", "ECDHE-RSA-AES256-SHA",
+        "ECDHE-ECDSA-AES128-SHA", "ECDHE-RSA-AES128-SHA",
+    ].joined(separator: ":")
+
     init(profile: ClientProfile, credentials: ClientCredentials?) throws {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLFailure("cannot create a TLS client context") }
         pointer = context
@@ -44,9 +53,10 @@ final class ClientContext: @unchecked Sendable {
         _ = tlsaudit_SSL_CTX_set_max_proto_version(context, TLS1_3_VERSION)
         let ok: Bool
         switch profile {
-        case .ats:
+        case .ats, .atsRuntime:
+            let suites = profile == .ats ? Self.atsCipherList : Self.atsRuntimeCipherList
             ok = tlsaudit_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1
-                && SSL_CTX_set_cipher_list(context, Self.atsCipherList + ":@SECLEVEL=0") == 1
+                && SSL_CTX_set_cipher_list(context, suites + ":@SECLEVEL=0") == 1
                 && SSL_CTX_set_ciphersuites(context, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1
                 && tlsaudit_SSL_CTX_set1_groups_list(context, "X25519:P-256:P-384:P-521") == 1
         case .permissive:

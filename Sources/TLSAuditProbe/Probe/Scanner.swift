@@ -41,14 +41,17 @@ public struct ScanOptions: Sendable {
 /// ATS-shaped ClientHello (and a permissive one when that is refused), builds and judges the chain.
 public final class TLSScanner: Sendable {
     public let options: ScanOptions
-    private let atsContext: ClientContext
-    private let permissiveContext: ClientContext
+    /// One configured client context per ClientHello profile.
+    private let contexts: [ClientProfile: ClientContext]
 
     public init(options: ScanOptions) throws {
         ignoreSIGPIPE
         self.options = options
-        atsContext = try ClientContext(profile: .ats, credentials: options.clientCredentials)
-        permissiveContext = try ClientContext(profile: .permissive, credentials: options.clientCredentials)
+        var contexts: [ClientProfile: ClientContext] = [:]
+        for profile in [ClientProfile.ats, .atsRuntime, .permissive] {
+            contexts[profile] = try ClientContext(profile: profile, credentials: options.clientCredentials)
+        }
+        self.contexts = contexts
     }
 
     /// Scans every target, `options.concurrency` addresses at a time. `progress` is called
@@ -121,11 +124,13 @@ public final class TLSScanner: Sendable {
         }
     }
 
-    /// Probes one address: connect, ATS handshake, permissive fallback when refused, judge.
-    public func probe(_ address: SocketAddress, target: ScanTarget) -> AddressScanResult {
+    /// Probes one address: connect, the policy's handshake, permissive fallback when refused, judge.
+    /// `trustStore` overrides the scanner's anchors for this target.
+    public func probe(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore? = nil) -> AddressScanResult {
         let started = Date()
         let clock = ContinuousClock.now
-        let timeout = options.timeout
+        let timeout = target.timeout ?? options.timeout
+        let firstProfile = target.policy.clientProfile
         var attempt: HandshakeAttempt
         var atsRefusal: String?
         // The handshake deadline starts after connect: connect and handshake are each bounded.
@@ -133,17 +138,18 @@ public final class TLSScanner: Sendable {
         do {
             let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
             handshakeDeadline = Deadline(after: timeout)
-            attempt = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: atsContext,
+            attempt = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: contexts[firstProfile]!,
                                                deadline: handshakeDeadline, timeout: timeout)
         } catch {
             attempt = .failed(error)
         }
-        if attempt.observation == nil, let failure = attempt.failure, Self.worthRetryingPermissively(failure) {
+        if attempt.observation == nil, firstProfile != .permissive, let failure = attempt.failure,
+           Self.worthRetryingPermissively(failure) {
             // An iOS-like ClientHello was refused: find out what the server does accept, within the same deadline.
             do {
                 let socket = try TCPSocket.connect(to: address, deadline: handshakeDeadline, timeout: timeout)
                 let permissive = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni,
-                                                          context: permissiveContext, deadline: handshakeDeadline,
+                                                          context: contexts[.permissive]!, deadline: handshakeDeadline,
                                                           timeout: timeout)
                 if permissive.observation != nil {
                     atsRefusal = failure.description
@@ -160,8 +166,8 @@ public final class TLSScanner: Sendable {
         }
         let elapsed = ContinuousClock.now - clock
         let durationMs = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        return judge(attempt, address: address, target: target, atsRefusal: atsRefusal, started: started,
-                     durationMs: durationMs)
+        return judge(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
+                     atsRefusal: atsRefusal, started: started, durationMs: durationMs)
     }
 
     /// Only refusals are retried: timeouts, refused connections and non-TLS peers would fail again.
@@ -172,31 +178,31 @@ public final class TLSScanner: Sendable {
         }
     }
 
-    private func judge(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, atsRefusal: String?,
-                       started: Date, durationMs: Int) -> AddressScanResult {
+    private func judge(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, trustStore: TrustStore,
+                       atsRefusal: String?, started: Date, durationMs: Int) -> AddressScanResult {
         let context = TrustContext(hostname: target.sni ?? target.host, time: options.evaluationTime ?? started)
         let presented = attempt.presented.map { $0.summary().judged(at: context.time) }
         var chain: ChainReport?
         var building = PathBuildingResult(path: [], anchored: false, issues: [])
         if !attempt.presented.isEmpty {
-            building = PathBuilder.build(presented: attempt.presented, store: options.trustStore)
+            building = PathBuilder.build(presented: attempt.presented, store: trustStore)
             for index in building.path.indices {
                 building.path[index].certificate = building.path[index].certificate.judged(at: context.time)
             }
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                trustStore: options.trustStore.label)
+                                trustStore: trustStore.label)
         }
         var findings: [Finding]
         var verdict: ATSVerdict
         if let observation = attempt.observation {
             (findings, verdict) = AddressAssessment.assess(observation: observation, presented: presented,
-                                                           building: building, context: context,
+                                                           building: building, context: context, policy: target.policy,
                                                            atsClientRefusal: atsRefusal)
         } else {
             findings = AddressAssessment.assessChainOnly(presented: presented, building: building, context: context)
-            verdict = AddressAssessment.notScanned
+            verdict = AddressAssessment.notScanned(target.policy)
         }
-        if attempt.failure != nil { verdict = AddressAssessment.notScanned }
+        if attempt.failure != nil { verdict = AddressAssessment.notScanned(target.policy) }
         return AddressScanResult(address: address.host, family: address.family.rawValue, port: address.port,
                                  status: attempt.failure == nil ? .completed : .failed, startedAt: started,
                                  durationMs: durationMs, handshake: attempt.observation, error: attempt.failure,
