@@ -17,6 +17,10 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
     ],
     targets: [
         // OpenSSL 3 headers and libraries, plus inline wrappers for the macros Swift cannot import.
@@ -38,12 +42,32 @@ let package = Package(
             dependencies: ["COpenSSL", "TLSAuditCore"],
             swiftSettings: swiftSettings
         ),
+        // History in SQLite (GRDB): observations, certificates by fingerprint, verdicts, current state.
+        .target(
+            name: "TLSAuditStore",
+            dependencies: ["TLSAuditCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        // The service: YAML configuration, the Dispatch scheduler, lifecycle and sd_notify.
+        .target(
+            name: "TLSAuditService",
+            dependencies: [
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The command-line front end: argument parsing and presentation only.
         .executableTarget(
             name: "tlsaudit",
             dependencies: [
                 "TLSAuditCore",
                 "TLSAuditProbe",
+                "TLSAuditStore",
+                "TLSAuditService",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -51,6 +75,11 @@ let package = Package(
         .testTarget(
             name: "TLSAuditCoreTests",
             dependencies: ["TLSAuditCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TLSAuditServiceTests",
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditService", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

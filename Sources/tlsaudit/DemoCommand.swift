@@ -1,48 +1,78 @@
 import ArgumentParser
 import Foundation
+import Logging
+import ServiceLifecycle
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditService
+import TLSAuditStore
 
-/// `tlsaudit demo`: real scans of local TLS servers, with no network and no configuration.
-struct DemoCommand: ParsableCommand {
+/// `tlsaudit demo`: the service, for real, against TLS servers it starts on loopback. No network,
+/// no configuration file needed.
+struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start a few loopback TLS servers in-process (good, expired, weak, ...) and scan them for real."
+        abstract: "Run the real service for a few cycles against loopback TLS servers it starts in-process, then print the status table.",
+        discussion: """
+            The servers: a good chain, an expired leaf, a weak server (TLS 1.0, static RSA, RSA-1024, \
+            SHA-1), a wrong-name leaf sent without its intermediate, and a port where nothing listens. \
+            The service scans each every 2 seconds and stores the scans in SQLite.
+            """
     )
 
-    @Option(help: "Output format: text or json.")
-    var format: OutputFormat = .text
+    @Option(help: "The SQLite database (default: a fresh file in a temporary directory).")
+    var database: String?
 
-    func run() throws {
+    @Option(help: "Scan cycles to run (2 s each).")
+    var cycles: Int = 3
+
+    @Flag(help: "Show the service's log lines on stderr.")
+    var verbose = false
+
+    func validate() throws {
+        guard (1...100).contains(cycles) else { throw ValidationError("--cycles must be between 1 and 100.") }
+    }
+
+    func run() async throws {
+        LogSetup.bootstrap(level: verbose ? "info" : "warning")
         let lab = try DemoLab()
-        let store = try TrustStore(caFile: lab.caFile)
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store))
-        let targets = lab.servers.map { name, server in
-            ScanTarget(original: "\(name) (\(server.endpoint))", host: "demo.tlsaudit.test", port: server.port,
-                       sni: "demo.tlsaudit.test", connectTo: [ConnectAddress(host: "127.0.0.1")])
+        defer { lab.stop() }
+        let directory = lab.directory
+        let configuration = ServiceConfiguration(
+            database: database ?? directory.appendingPathComponent("tlsaudit-demo.sqlite").path,
+            concurrency: 8, perHostConcurrency: 8, retention: 86_400, maxBackoff: 8, logLevel: "info",
+            targets: lab.targets(interval: 2))
+        print("tlsaudit demo: \(lab.servers.count) TLS servers on 127.0.0.1 and one closed port; database \(configuration.database)")
+        print("running the service for \(cycles) cycle(s) of 2 s...\n")
+        let service = try ScanService(configuration: configuration, configurationPath: nil,
+                                      logger: Logger(label: "tlsaudit"), shutdownGrace: 5)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "tlsaudit")))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                try await Task.sleep(for: .seconds(Double(cycles) * 2 + 1))
+                await group.triggerGracefulShutdown()
+            }
+            try await tasks.waitForAll()
         }
-        let results = scanner.scan(targets)
-        let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: Date(), trustStore: store.label,
-                                timeoutSeconds: 5, targets: results)
-        switch format {
-        case .json:
-            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(report) + Data("\n".utf8))
-        case .text:
-            print("tlsaudit demo: \(targets.count) TLS servers on 127.0.0.1, trusting the demo's own root CA\n")
-            let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && isatty(STDOUT_FILENO) == 1
-            print(ScanTextRenderer(colour: colour, showChain: false).render(report), terminator: "")
-        }
-        for (_, server) in lab.servers { server.stop() }
+        let store = try SQLiteScanStore(path: configuration.database, create: false)
+        print(StatusTable.render(try store.status(), now: Date()))
+        print("See one target's scans:  tlsaudit history --database \(configuration.database) expired")
     }
 }
 
 /// The demo's servers: a small PKI and one loopback server per situation.
 struct DemoLab {
-    let servers: [(String, LabTLSServer)]
+    let servers: [(name: String, server: LabTLSServer)]
+    let closedPort: Int
+    let directory: URL
     let caFile: String
+    static let hostname = "demo.tlsaudit.test"
 
     init() throws {
-        let name = "demo.tlsaudit.test"
+        let name = Self.hostname
         let root = try LabCertificateAuthority.selfSigned(.authority("tlsaudit demo root"))
         let intermediate = try root.issue(.authority("tlsaudit demo intermediate", pathLength: 0))
         let good = try intermediate.issue(.server([name]))
@@ -55,13 +85,27 @@ struct DemoLab {
         servers = [
             ("good", try LabTLSServer(LabServerConfiguration(chain: [good, intermediate]))),
             ("expired", try LabTLSServer(LabServerConfiguration(chain: [expired, intermediate]))),
-            ("weak: RSA-1024, SHA-1, TLS 1.0, static RSA",
-             try LabTLSServer(LabServerConfiguration(chain: [weak, intermediate], maxVersion: .tls1_0, cipherList: "AES128-SHA"))),
-            ("wrong name, no intermediate", try LabTLSServer(LabServerConfiguration(chain: [wrongName]))),
+            ("weak", try LabTLSServer(LabServerConfiguration(chain: [weak, intermediate], maxVersion: .tls1_0, cipherList: "AES128-SHA"))),
+            ("wrong-name", try LabTLSServer(LabServerConfiguration(chain: [wrongName]))),
         ]
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-demo-\(getpid())")
+        closedPort = try LabPorts.unusedPort()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-demo-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        caFile = directory.appendingPathComponent("root.pem").path
+        caFile = directory.appendingPathComponent("demo-root.pem").path
         try root.pem.write(toFile: caFile, atomically: true, encoding: .utf8)
+    }
+
+    /// One service target per server, named after it, trusting the demo root.
+    func targets(interval: Double) -> [TargetConfiguration] {
+        let ports = servers.map { ($0.name, $0.server.port) } + [("closed-port", closedPort)]
+        return ports.map { name, port in
+            TargetConfiguration(key: name, host: Self.hostname, port: port, sni: Self.hostname,
+                                addresses: .list(["127.0.0.1"]), interval: interval, timeout: 3, policy: .ats,
+                                trust: .caFile(caFile), tags: ["demo"], group: nil)
+        }
+    }
+
+    func stop() {
+        for (_, server) in servers { server.stop() }
     }
 }

@@ -2,13 +2,14 @@ import ArgumentParser
 
 /// The `tlsaudit` root command.
 @main
-struct TLSAuditCommand: ParsableCommand {
+struct TLSAuditCommand: AsyncParsableCommand {
     static let version = "0.1.0"
 
     static let configuration = CommandConfiguration(
         commandName: "tlsaudit",
         abstract: "TLS handshake inspector and certificate auditor: what each handshake really shows, judged against App Transport Security.",
         version: version,
-        subcommands: [ScanCommand.self, DemoCommand.self]
+        subcommands: [ScanCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
+                      HistoryCommand.self, DemoCommand.self]
     )
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Turns what was observed at one address into findings and a verdict. Pure: the same
 /// observation judged at the same time always gives the same answer, so stored
 /// observations can be judged again later.
@@ -21,6 +23,21 @@ public enum AddressAssessment {
                                        context: TrustContext) -> [Finding] {
         guard !presented.isEmpty else { return [] }
         return sort(TrustEvaluator.evaluate(presented: presented, building: building, context: context))
+    }
+
+    /// Judges a stored result again, under `policy` at `time`, from its raw observations
+    /// (handshake, chain as presented, path as built, path-building issues): no rescan.
+    /// The name checked is the one the scan sent (`sni`, else `host`).
+    public static func rejudge(_ result: AddressScanResult, hostname: String, policy: CompliancePolicy,
+                               at time: Date) -> (findings: [Finding], verdict: ATSVerdict) {
+        let context = TrustContext(hostname: hostname, time: time)
+        let presented = result.chain?.presented ?? []
+        let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
+        guard let handshake = result.handshake, result.error == nil else {
+            return (assessChainOnly(presented: presented, building: building, context: context), notScanned(policy))
+        }
+        return assess(observation: handshake, presented: presented, building: building, context: context,
+                      policy: policy, atsClientRefusal: result.atsClientRefusal)
     }
 
     /// The verdict of an address that could not be scanned.

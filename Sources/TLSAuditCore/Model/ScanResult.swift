@@ -10,13 +10,20 @@ public struct ChainReport: Hashable, Codable, Sendable {
     public var anchored: Bool
     /// `system` or `ca-file:/path`.
     public var trustStore: String
+    /// What the path builder reported (raw: kept so the chain can be judged again later).
+    public var issues: [PathBuildingIssue]
 
-    public init(presented: [CertificateSummary], path: [PathElement], anchored: Bool, trustStore: String) {
+    public init(presented: [CertificateSummary], path: [PathElement], anchored: Bool, trustStore: String,
+                issues: [PathBuildingIssue]) {
         self.presented = presented
         self.path = path
         self.anchored = anchored
         self.trustStore = trustStore
+        self.issues = issues
     }
+
+    /// The path building result this report was made from.
+    public var building: PathBuildingResult { PathBuildingResult(path: path, anchored: anchored, issues: issues) }
 }
 
 /// The result for one address of a target.
@@ -35,6 +42,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var startedAt: Date
     public var durationMs: Int
     public var handshake: HandshakeObservation?
+    /// Why the policy's own ClientHello was refused, when the handshake comes from the permissive fallback.
+    public var atsClientRefusal: String?
     public var error: ProbeFailure?
     public var chain: ChainReport?
     /// Every finding, most severe first.
@@ -42,8 +51,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var ats: ATSVerdict
 
     public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
-                handshake: HandshakeObservation?, error: ProbeFailure?, chain: ChainReport?, findings: [Finding],
-                ats: ATSVerdict) {
+                handshake: HandshakeObservation?, atsClientRefusal: String? = nil, error: ProbeFailure?,
+                chain: ChainReport?, findings: [Finding], ats: ATSVerdict) {
         self.address = address
         self.family = family
         self.port = port
@@ -51,6 +60,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
         self.startedAt = startedAt
         self.durationMs = durationMs
         self.handshake = handshake
+        self.atsClientRefusal = atsClientRefusal
         self.error = error
         self.chain = chain
         self.findings = findings

@@ -90,8 +90,10 @@ public final class TLSScanner: Sendable {
         scan([target])[0]
     }
 
-    /// The addresses to probe: the `connectTo` addresses when given, else every A and AAAA record.
-    func addresses(for target: ScanTarget) -> Result<[SocketAddress], ProbeFailure> {
+    /// The addresses to probe: the `connectTo` addresses when given, else every A and AAAA record,
+    /// filtered by `selection` (default: the scanner's option).
+    public func addresses(for target: ScanTarget, selection: AddressSelection? = nil) -> Result<[SocketAddress], ProbeFailure> {
+        let selection = selection ?? options.addresses
         let destinations = target.connectTo.isEmpty ? [ConnectAddress(host: target.host)] : target.connectTo
         do {
             var all: [SocketAddress] = []
@@ -101,12 +103,12 @@ public final class TLSScanner: Sendable {
                 if let literal = Resolver.numericAddress(destination.host, port: port) {
                     found = [literal]
                 } else {
-                    found = try Resolver.resolve(host: destination.host, port: port, timeout: options.timeout)
+                    found = try Resolver.resolve(host: destination.host, port: port, timeout: target.timeout ?? options.timeout)
                 }
                 all += found.filter { !all.contains($0) }
             }
             let selected = all.filter { address in
-                switch options.addresses {
+                switch selection {
                 case .all: true
                 case .ipv4: address.family == .ipv4
                 case .ipv6: address.family == .ipv6
@@ -114,7 +116,7 @@ public final class TLSScanner: Sendable {
             }
             guard !selected.isEmpty else {
                 let names = destinations.map(\.host).joined(separator: ", ")
-                return .failure(ProbeFailure(.dnsFailure, "\(names) has no \(options.addresses.rawValue) address"))
+                return .failure(ProbeFailure(.dnsFailure, "\(names) has no \(selection.rawValue) address"))
             }
             return .success(selected)
         } catch let failure as ProbeFailure {
@@ -190,7 +192,7 @@ public final class TLSScanner: Sendable {
                 building.path[index].certificate = building.path[index].certificate.judged(at: context.time)
             }
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                trustStore: trustStore.label)
+                                trustStore: trustStore.label, issues: building.issues)
         }
         var findings: [Finding]
         var verdict: ATSVerdict
@@ -205,7 +207,8 @@ public final class TLSScanner: Sendable {
         if attempt.failure != nil { verdict = AddressAssessment.notScanned(target.policy) }
         return AddressScanResult(address: address.host, family: address.family.rawValue, port: address.port,
                                  status: attempt.failure == nil ? .completed : .failed, startedAt: started,
-                                 durationMs: durationMs, handshake: attempt.observation, error: attempt.failure,
+                                 durationMs: durationMs, handshake: attempt.observation,
+                                 atsClientRefusal: attempt.observation == nil ? nil : atsRefusal, error: attempt.failure,
                                  chain: chain, findings: findings, ats: verdict)
     }
 }

@@ -1,0 +1,491 @@
+public import Foundation
+public import TLSAuditCore
+import Yams
+
+/// Which addresses of a target to probe.
+public enum AddressSetting: Sendable, Hashable {
+    case all, ipv4, ipv6
+    /// Exactly these IP addresses (the name is still sent as SNI and checked).
+    case list([String])
+}
+
+/// What a target's chain is verified against.
+public enum TrustSetting: Sendable, Hashable {
+    case system
+    case caFile(String)
+
+    public var label: String {
+        switch self {
+        case .system: "system"
+        case .caFile(let path): "ca-file:\(path)"
+        }
+    }
+}
+
+/// One target of the service, with every setting resolved (defaults, group, target).
+public struct TargetConfiguration: Sendable, Hashable {
+    /// The target's key in the database and in `status`: its `name`, or `host:port`.
+    public var key: String
+    public var host: String
+    public var port: Int
+    public var sni: String?
+    public var addresses: AddressSetting
+    /// Seconds between scans.
+    public var interval: Double
+    /// Seconds allowed for each of resolution, connect and handshake.
+    public var timeout: Double
+    public var policy: CompliancePolicy
+    public var trust: TrustSetting
+    public var tags: [String]
+    public var group: String?
+
+    public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
+                timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?) {
+        self.key = key
+        self.host = host
+        self.port = port
+        self.sni = sni
+        self.addresses = addresses
+        self.interval = interval
+        self.timeout = timeout
+        self.policy = policy
+        self.trust = trust
+        self.tags = tags
+        self.group = group
+    }
+
+    /// The scanner's view of this target.
+    public var scanTarget: ScanTarget {
+        var target = ScanTarget(original: key, host: host, port: port, sni: sni)
+        if case .list(let list) = addresses { target.connectTo = list.map { ConnectAddress(host: $0) } }
+        target.policy = policy
+        target.timeout = timeout
+        return target
+    }
+}
+
+/// The whole service configuration (`tlsaudit.yaml`), validated.
+public struct ServiceConfiguration: Sendable, Hashable {
+    /// The SQLite file.
+    public var database: String
+    /// Scans in flight at once, over all targets.
+    public var concurrency: Int
+    /// Scans in flight at once against one host.
+    public var perHostConcurrency: Int
+    /// Scans older than this many seconds are deleted (the latest of each address is kept).
+    public var retention: Double
+    /// Longest wait between attempts at an unreachable target, in seconds.
+    public var maxBackoff: Double
+    /// swift-log level: trace, debug, info, notice, warning, error, critical.
+    public var logLevel: String
+    public var targets: [TargetConfiguration]
+
+    public init(database: String, concurrency: Int, perHostConcurrency: Int, retention: Double, maxBackoff: Double,
+                logLevel: String, targets: [TargetConfiguration]) {
+        self.database = database
+        self.concurrency = concurrency
+        self.perHostConcurrency = perHostConcurrency
+        self.retention = retention
+        self.maxBackoff = maxBackoff
+        self.logLevel = logLevel
+        self.targets = targets
+    }
+
+    /// Where the database goes when the configuration does not say: `$STATE_DIRECTORY`
+    /// (systemd's StateDirectory=) or the working directory.
+    public static var defaultDatabase: String {
+        let directory = ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            ?? FileManager.default.currentDirectoryPath
+        return URL(fileURLWithPath: directory).appendingPathComponent("tlsaudit.sqlite").path
+    }
+
+    /// Reads and validates a YAML file. Every problem is reported, each with file, line and what was expected.
+    public static func load(path: String) throws(ConfigurationErrors) -> ServiceConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationErrors([ConfigurationError(file: path, line: nil, message: "cannot read the file")])
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationErrors([ConfigurationError(file: path, line: nil, message: "the file is not UTF-8 text")])
+        }
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try parse(yaml: text, file: path, baseDirectory: directory)
+    }
+
+    /// Parses YAML text. Relative `ca_file` paths are taken from `baseDirectory`; a relative
+    /// `database` from `$STATE_DIRECTORY` or the working directory.
+    public static func parse(yaml: String, file: String, baseDirectory: String) throws(ConfigurationErrors) -> ServiceConfiguration {
+        var parser = ConfigurationParser(file: file, baseDirectory: baseDirectory)
+        let configuration = parser.parse(yaml)
+        if !parser.errors.isEmpty || configuration == nil {
+            throw ConfigurationErrors(parser.errors)
+        }
+        return configuration!
+    }
+}
+
+/// One problem in a configuration file.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var message: String
+
+    public var description: String {
+        line.map { "\(file):\($0): \(message)" } ?? "\(file): \(message)"
+    }
+}
+
+/// Every problem found in a configuration file.
+public struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
+    public var errors: [ConfigurationError]
+    public init(_ errors: [ConfigurationError]) { self.errors = errors }
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}
+
+/// Walks the YAML node tree by hand so that every error carries its line, and an unknown key
+/// is an error (a typo must not silently disable a check).
+struct ConfigurationParser {
+    let file: String
+    let baseDirectory: String
+    var errors: [ConfigurationError] = []
+
+    init(file: String, baseDirectory: String) {
+        self.file = file
+        self.baseDirectory = baseDirectory
+    }
+
+    static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
+                               "log_level", "defaults", "groups", "targets"]
+    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins"]
+    static let targetKeys = ["host", "name"] + settingKeys
+    static let groupKeys = ["name", "targets"] + settingKeys
+    static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// Settings a target inherits; every field optional until resolved.
+    struct Settings {
+        var port: Int?
+        var sni: String?
+        var addresses: AddressSetting?
+        var interval: Double?
+        var timeout: Double?
+        var policy: CompliancePolicy?
+        var trust: TrustSetting?
+        var tags: [String] = []
+
+        /// `self` with `other`'s values where `other` sets them (tags accumulate).
+        func overridden(by other: Settings) -> Settings {
+            Settings(port: other.port ?? port, sni: other.sni ?? sni, addresses: other.addresses ?? addresses,
+                     interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
+                     policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags)
+        }
+    }
+
+    mutating func parse(_ yaml: String) -> ServiceConfiguration? {
+        let root: Node?
+        do {
+            root = try Yams.compose(yaml: yaml)
+        } catch let error as YamlError {
+            report(nil, yamlMessage(error))
+            return nil
+        } catch {
+            report(nil, "not valid YAML: \(error)")
+            return nil
+        }
+        guard let root, case .mapping(let mapping) = root else {
+            report(root, "the file must be a YAML mapping with a 'targets' list")
+            return nil
+        }
+        checkKeys(mapping, allowed: Self.topLevelKeys, in: "the top level")
+        var configuration = ServiceConfiguration(database: ServiceConfiguration.defaultDatabase, concurrency: 64,
+                                                 perHostConcurrency: 4, retention: 90 * 86_400, maxBackoff: 3600,
+                                                 logLevel: "info", targets: [])
+        if let node = mapping["database"], let path = string(node, "a file path") {
+            configuration.database = path.hasPrefix("/") ? path
+                : URL(fileURLWithPath: ServiceConfiguration.defaultDatabase).deletingLastPathComponent().appendingPathComponent(path).path
+        }
+        if let node = mapping["concurrency"], let value = integer(node, in: 1...4096) { configuration.concurrency = value }
+        if let node = mapping["per_host_concurrency"], let value = integer(node, in: 1...256) { configuration.perHostConcurrency = value }
+        if let node = mapping["retention"], let value = duration(node, minimum: 3600) { configuration.retention = value }
+        if let node = mapping["max_backoff"], let value = duration(node, minimum: 1) { configuration.maxBackoff = value }
+        if let node = mapping["log_level"], let level = string(node, "a log level") {
+            if Self.logLevels.contains(level) {
+                configuration.logLevel = level
+            } else {
+                report(node, "log_level '\(level)' is not one of \(Self.logLevels.joined(separator: ", "))")
+            }
+        }
+        let builtIn = Settings(port: 443, addresses: .all, interval: 300, timeout: 10, policy: .ats, trust: .system)
+        var defaults = builtIn
+        if let node = mapping["defaults"] {
+            if case .mapping(let defaultsMapping) = node {
+                checkKeys(defaultsMapping, allowed: Self.settingKeys, in: "defaults")
+                defaults = builtIn.overridden(by: settings(defaultsMapping))
+            } else {
+                report(node, "'defaults' must be a mapping of target settings")
+            }
+        }
+        var targets: [TargetConfiguration] = []
+        if let node = mapping["groups"] {
+            targets += groups(node, defaults: defaults)
+        }
+        if let node = mapping["targets"] {
+            targets += targetList(node, inherited: defaults, group: nil)
+        }
+        if mapping["targets"] == nil && mapping["groups"] == nil {
+            report(root, "no targets: add a 'targets' list (or 'groups')")
+        }
+        var seen: [String: Int] = [:]
+        for (index, target) in targets.enumerated() {
+            if let first = seen[target.key] {
+                report(nil, "target '\(target.key)' is defined twice (entries \(first + 1) and \(index + 1)); give one a distinct 'name'")
+            } else {
+                seen[target.key] = index
+            }
+        }
+        configuration.targets = targets
+        return configuration
+    }
+
+    // MARK: - Sections
+
+    private mutating func groups(_ node: Node, defaults: Settings) -> [TargetConfiguration] {
+        guard case .sequence(let sequence) = node else {
+            report(node, "'groups' must be a list of groups, each with a 'name' and 'targets'")
+            return []
+        }
+        var targets: [TargetConfiguration] = []
+        for entry in sequence {
+            guard case .mapping(let group) = entry else {
+                report(entry, "a group must be a mapping with 'name' and 'targets'")
+                continue
+            }
+            checkKeys(group, allowed: Self.groupKeys, in: "a group")
+            let name = group["name"].flatMap { string($0, "a group name") }
+            if name == nil, group["name"] == nil { report(entry, "a group needs a 'name'") }
+            let inherited = defaults.overridden(by: settings(group))
+            if let list = group["targets"] {
+                targets += targetList(list, inherited: inherited, group: name)
+            } else {
+                report(entry, "group '\(name ?? "?")' has no 'targets'")
+            }
+        }
+        return targets
+    }
+
+    private mutating func targetList(_ node: Node, inherited: Settings, group: String?) -> [TargetConfiguration] {
+        guard case .sequence(let sequence) = node else {
+            report(node, "'targets' must be a list of HOST[:PORT] strings or mappings with a 'host'")
+            return []
+        }
+        return sequence.compactMap { target($0, inherited: inherited, group: group) }
+    }
+
+    private mutating func target(_ node: Node, inherited: Settings, group: String?) -> TargetConfiguration? {
+        var own = Settings()
+        var host: String
+        var name: String?
+        switch node {
+        case .scalar(let scalar):
+            do {
+                // Port 0 stands for "not given": the inherited port applies.
+                let (parsedHost, port) = try ScanTarget.splitHostPort(scalar.string, defaultPort: 0)
+                host = parsedHost
+                if port != 0 { own.port = port }
+            } catch {
+                report(node, "target '\(scalar.string)': \(error.description)")
+                return nil
+            }
+        case .mapping(let mapping):
+            checkKeys(mapping, allowed: Self.targetKeys, in: "a target")
+            guard let hostNode = mapping["host"] else {
+                report(node, "a target needs a 'host'")
+                return nil
+            }
+            guard let value = string(hostNode, "a host name or IP address") else { return nil }
+            do {
+                _ = try ScanTarget.splitHostPort(value, defaultPort: 443)
+            } catch {
+                report(hostNode, "host '\(value)': \(error.description)")
+                return nil
+            }
+            host = value.hasPrefix("[") && value.hasSuffix("]") ? String(value.dropFirst().dropLast()) : value
+            name = mapping["name"].flatMap { string($0, "a target name") }
+            own = settings(mapping)
+        default:
+            report(node, "a target must be 'HOST[:PORT]' or a mapping with a 'host'")
+            return nil
+        }
+        let resolved = inherited.overridden(by: own)
+        let port = resolved.port ?? 443
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let sni = resolved.sni ?? (HostnameMatcher.canonicalIPAddress(host) == nil ? host : nil)
+        return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
+                                   addresses: resolved.addresses ?? .all, interval: resolved.interval ?? 300,
+                                   timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .ats,
+                                   trust: resolved.trust ?? .system, tags: resolved.tags, group: group)
+    }
+
+    /// The target settings present in a mapping (defaults, a group or a target).
+    private mutating func settings(_ mapping: Node.Mapping) -> Settings {
+        var settings = Settings()
+        if let node = mapping["port"] { settings.port = integer(node, in: 1...65535) }
+        if let node = mapping["sni"] { settings.sni = string(node, "a server name") }
+        if let node = mapping["interval"] { settings.interval = duration(node, minimum: 1) }
+        if let node = mapping["timeout"] {
+            settings.timeout = duration(node, minimum: 0.1)
+            if let timeout = settings.timeout, timeout > 300 { report(node, "timeout must be at most 5m"); settings.timeout = nil }
+        }
+        if let node = mapping["policy"], let name = string(node, "a policy") {
+            settings.policy = CompliancePolicy(rawValue: name)
+            if settings.policy == nil {
+                report(node, "policy '\(name)' is not one of \(CompliancePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        if let node = mapping["addresses"] { settings.addresses = addresses(node) }
+        if let node = mapping["trust"] { settings.trust = trust(node) }
+        if let node = mapping["tags"] {
+            if case .sequence(let sequence) = node {
+                settings.tags = sequence.compactMap { string($0, "a tag") }
+            } else if let tag = string(node, "a tag or a list of tags") {
+                settings.tags = [tag]
+            }
+        }
+        if let node = mapping["pins"] {
+            report(node, "'pins' is not supported yet: pin checking arrives with the pins-and-alerts work; remove the key for now")
+        }
+        return settings
+    }
+
+    private mutating func addresses(_ node: Node) -> AddressSetting? {
+        switch node {
+        case .scalar(let scalar):
+            switch scalar.string {
+            case "all": return .all
+            case "ipv4": return .ipv4
+            case "ipv6": return .ipv6
+            default:
+                report(node, "addresses must be all, ipv4, ipv6 or a list of IP addresses, not '\(scalar.string)'")
+                return nil
+            }
+        case .sequence(let sequence):
+            var list: [String] = []
+            for entry in sequence {
+                guard let text = string(entry, "an IP address") else { continue }
+                if HostnameMatcher.canonicalIPAddress(text) == nil {
+                    report(entry, "'\(text)' is not an IP address")
+                } else {
+                    list.append(text)
+                }
+            }
+            if list.isEmpty { report(node, "the address list is empty") }
+            return list.isEmpty ? nil : .list(list)
+        default:
+            report(node, "addresses must be all, ipv4, ipv6 or a list of IP addresses")
+            return nil
+        }
+    }
+
+    private mutating func trust(_ node: Node) -> TrustSetting? {
+        switch node {
+        case .scalar(let scalar) where scalar.string == "system":
+            return .system
+        case .mapping(let mapping):
+            checkKeys(mapping, allowed: ["ca_file"], in: "trust")
+            guard let fileNode = mapping["ca_file"], let path = string(fileNode, "a PEM file path") else {
+                report(node, "trust must be 'system' or a mapping with 'ca_file'")
+                return nil
+            }
+            let absolute = path.hasPrefix("/") ? path : URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
+            if !FileManager.default.isReadableFile(atPath: absolute) {
+                report(fileNode, "ca_file \(absolute) cannot be read")
+            }
+            return .caFile(absolute)
+        default:
+            report(node, "trust must be 'system' or a mapping with 'ca_file'")
+            return nil
+        }
+    }
+
+    // MARK: - Scalars
+
+    private mutating func string(_ node: Node, _ expected: String) -> String? {
+        guard case .scalar(let scalar) = node, !scalar.string.isEmpty else {
+            report(node, "expected \(expected)")
+            return nil
+        }
+        return scalar.string
+    }
+
+    private mutating func integer(_ node: Node, in range: ClosedRange<Int>) -> Int? {
+        guard case .scalar(let scalar) = node, let value = Int(scalar.string), range.contains(value) else {
+            report(node, "expected a whole number from \(range.lowerBound) to \(range.upperBound)")
+            return nil
+        }
+        return value
+    }
+
+    /// `30`, `30s`, `5m`, `2h`, `7d` (or `500ms`): seconds.
+    private mutating func duration(_ node: Node, minimum: Double) -> Double? {
+        guard case .scalar(let scalar) = node, let seconds = Self.seconds(scalar.string) else {
+            report(node, "expected a duration like 30s, 5m, 2h or 7d")
+            return nil
+        }
+        guard seconds >= minimum else {
+            report(node, "expected a duration of at least \(minimum < 1 ? "\(Int(minimum * 1000))ms" : "\(Int(minimum))s")")
+            return nil
+        }
+        return seconds
+    }
+
+    static func seconds(_ text: String) -> Double? {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        // "ms" comes before "s" and "m" so that "500ms" is not read as "500m" + "s".
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            if let number = Double(text.dropLast(suffix.count)), number >= 0 { return number * factor }
+        }
+        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
+    }
+
+    // MARK: - Errors
+
+    private mutating func checkKeys(_ mapping: Node.Mapping, allowed: [String], in place: String) {
+        for (key, _) in mapping {
+            let name = key.scalar?.string ?? "?"
+            guard !allowed.contains(name) else { continue }
+            var message = "unknown key '\(name)' in \(place)"
+            if let suggestion = allowed.min(by: { Self.distance($0, name) < Self.distance($1, name) }),
+               Self.distance(suggestion, name) <= 2 {
+                message += " (did you mean '\(suggestion)'?)"
+            }
+            report(key, message + "; expected one of: \(allowed.joined(separator: ", "))")
+        }
+    }
+
+    private mutating func report(_ node: Node?, _ message: String) {
+        errors.append(ConfigurationError(file: file, line: node?.mark?.line, message: message))
+    }
+
+    private func yamlMessage(_ error: YamlError) -> String {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _):
+            return "line \(mark.line), column \(mark.column): not valid YAML: \(problem)"
+        default:
+            return "not valid YAML: \(error)"
+        }
+    }
+
+    /// Levenshtein distance, for "did you mean".
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty else { return b.count }
+        guard !b.isEmpty else { return a.count }
+        var previous = Array(0...b.count)
+        for i in 1...a.count {
+            var current = [i] + Array(repeating: 0, count: b.count)
+            for j in 1...b.count {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            previous = current
+        }
+        return previous[b.count]
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Logging
+import TLSAuditCore
+import TLSAuditStore
+
+/// Stores scan results in batches on its own serial queue. When the store fails (disk full,
+/// read-only file, locked), results stay queued in memory and are retried with backoff: the
+/// service keeps scanning and resumes storing when it can. A result is logged as "stored" only
+/// after its transaction committed.
+final class ResultWriter: @unchecked Sendable {
+    // @unchecked: `pending`, `retryDelay` and `failing` are only touched on `queue`.
+    private let queue = DispatchQueue(label: "tlsaudit.writer")
+    private let store: any ScanStore
+    private let logger: Logger
+    private var pending: [StoredScan] = []
+    private var flushScheduled = false
+    private var retryDelay: Double = 0
+    private var failing = false
+    /// Results kept in memory at most while the store is failing; beyond this the oldest are dropped (and logged).
+    private let capacity: Int
+    /// Called on `queue` after each successful commit with what was stored.
+    var onStored: (@Sendable ([StoredScan]) -> Void)?
+
+    init(store: any ScanStore, logger: Logger, capacity: Int = 100_000) {
+        self.store = store
+        self.logger = logger
+        self.capacity = capacity
+    }
+
+    /// Queues results; they are committed within ~50 ms (together with whatever else arrived).
+    func submit(_ scans: [StoredScan]) {
+        queue.async {
+            self.pending += scans
+            if self.pending.count > self.capacity {
+                let dropped = self.pending.count - self.capacity
+                self.pending.removeFirst(dropped)
+                self.logger.critical("dropped scan results: the store has been failing and the in-memory queue is full",
+                                     metadata: ["dropped": "\(dropped)"])
+            }
+            self.scheduleFlush(after: self.failing ? self.retryDelay : 0.05)
+        }
+    }
+
+    private func scheduleFlush(after delay: Double) {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        queue.asyncAfter(deadline: .now() + delay) {
+            self.flushScheduled = false
+            self.flushNow()
+        }
+    }
+
+    /// Writes everything pending; on failure keeps it and schedules a retry.
+    private func flushNow() {
+        guard !pending.isEmpty else { return }
+        let batch = pending
+        do {
+            try store.record(batch)
+            pending.removeFirst(batch.count)
+            if failing {
+                logger.notice("storing works again", metadata: ["stored": "\(batch.count)"])
+            }
+            failing = false
+            retryDelay = 0
+            for scan in batch {
+                logger.info("stored scan", metadata: [
+                    "target": "\(scan.target)", "address": "\(scan.result.address)",
+                    "started_at": "\(scan.result.startedAt.timeIntervalSince1970)",
+                    "status": "\(scan.result.status.rawValue)", "compliant": "\(scan.result.ats.compliant)",
+                ])
+            }
+            onStored?(batch)
+        } catch {
+            retryDelay = min(60, max(1, retryDelay * 2))
+            let kind = (error as? StoreError)?.kind
+            let advice: String = switch kind {
+            case .full?: "free disk space; results are kept in memory and stored when space returns"
+            case .readOnly?: "make the database writable; results are kept in memory meanwhile"
+            default: "results are kept in memory and retried"
+            }
+            logger.error("cannot store scan results: \(error)", metadata: [
+                "pending": "\(pending.count)", "retry_in_s": "\(Int(retryDelay))", "advice": "\(advice)",
+            ])
+            failing = true
+            scheduleFlush(after: retryDelay)
+        }
+    }
+
+    /// Writes what is pending now and waits (for shutdown). Returns the number left unstored.
+    @discardableResult
+    func flush() -> Int {
+        queue.sync {
+            flushNow()
+            return pending.count
+        }
+    }
+
+    /// Runs `body` on the writer's queue (so it is ordered with writes), waiting for it.
+    func perform<T>(_ body: () throws -> T) rethrows -> T {
+        try queue.sync(execute: body)
+    }
+}

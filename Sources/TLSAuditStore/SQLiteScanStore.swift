@@ -1,0 +1,305 @@
+public import Foundation
+import GRDB
+public import TLSAuditCore
+
+/// The embedded store: one SQLite file in WAL mode (readers never block the writer, so `status`
+/// works while the service runs), synchronous=FULL (a commit survives power loss, not only a
+/// killed process), a busy timeout, and append-only migrations.
+public final class SQLiteScanStore: ScanStore, Sendable {
+    private let pool: DatabasePool
+    public let path: String
+
+    /// Opens (creating when `create` is true) and migrates the database at `path`.
+    public init(path: String, create: Bool = true, busyTimeout: Double = 10) throws {
+        self.path = path
+        if !create, !FileManager.default.fileExists(atPath: path) {
+            throw StoreError(.unavailable, "no database at \(path) (has the service run yet?)")
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.label = "tlsaudit"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        do {
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            if create { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            pool = try DatabasePool(path: path, configuration: configuration)
+            try StoreMigrations.migrator.migrate(pool)
+        } catch {
+            throw Self.storeError(error, doing: "opening \(path)")
+        }
+    }
+
+    /// Runs `PRAGMA integrity_check`; returns "ok" when the file is sound.
+    public func integrityCheck() throws -> String {
+        try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
+    }
+
+    /// The migrations applied so far, in order.
+    public func appliedMigrations() throws -> [String] {
+        try pool.read { db in try StoreMigrations.migrator.appliedMigrations(db) }
+    }
+
+    // MARK: - Writing
+
+    public func record(_ scans: [StoredScan]) throws {
+        guard !scans.isEmpty else { return }
+        do {
+            try pool.write { db in
+                for scan in scans { try Self.insert(scan, into: db) }
+            }
+        } catch {
+            throw Self.storeError(error, doing: "storing \(scans.count) scan(s)")
+        }
+    }
+
+    private static func insert(_ scan: StoredScan, into db: Database) throws {
+        let result = scan.result
+        let chain = result.chain
+        for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? []) {
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO certificate (fingerprint, der, subject, issuer, not_before, not_after, spki_sha256, summary, first_seen)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [certificate.sha256Fingerprint, certificate.der, certificate.subject, certificate.issuer,
+                                 certificate.notBefore.timeIntervalSince1970, certificate.notAfter.timeIntervalSince1970,
+                                 certificate.spkiSHA256, try json(stripped(certificate)), result.startedAt.timeIntervalSince1970])
+        }
+        try db.execute(sql: """
+            INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
+                failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
+                             result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
+                             result.error?.category.rawValue, result.error?.message, result.error?.alert,
+                             try result.handshake.map(json), result.atsClientRefusal, chain?.trustStore,
+                             chain.map { $0.anchored ? 1 : 0 }, try chain.map { try json($0.issues) }])
+        let observationID = db.lastInsertedRowID
+        for (position, certificate) in (chain?.presented ?? []).enumerated() {
+            try db.execute(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'presented', ?, ?, NULL)",
+                           arguments: [observationID, position, certificate.sha256Fingerprint])
+        }
+        for (position, element) in (chain?.path ?? []).enumerated() {
+            try db.execute(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'path', ?, ?, ?)",
+                           arguments: [observationID, position, element.certificate.sha256Fingerprint, element.source.rawValue])
+        }
+        try db.execute(sql: """
+            INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings)
+            VALUES (?, ?, ?, ?, ?, ?)
+            """, arguments: [observationID, result.ats.policy.rawValue, result.startedAt.timeIntervalSince1970,
+                             result.ats.compliant ? 1 : 0, try json(result.ats.failedRules), try json(result.findings)])
+
+        let certificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
+        let earliest = certificates.map(\.notAfter).min()
+        let leaf = chain?.presented.first
+        let failed = result.status == .failed
+        try db.execute(sql: """
+            INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
+                compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
+                consecutive_failures, last_success_at, pin_state)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'none')
+            ON CONFLICT (target, address) DO UPDATE SET
+                host = excluded.host, port = excluded.port,
+                last_observation_id = excluded.last_observation_id, last_scan_at = excluded.last_scan_at,
+                status = excluded.status, policy = excluded.policy, compliant = excluded.compliant,
+                failed_rules = excluded.failed_rules, earliest_expiry = excluded.earliest_expiry,
+                leaf_fingerprint = coalesce(excluded.leaf_fingerprint, target_state.leaf_fingerprint),
+                leaf_spki = coalesce(excluded.leaf_spki, target_state.leaf_spki),
+                failure_category = excluded.failure_category,
+                consecutive_failures = CASE WHEN excluded.status = 'failed' THEN target_state.consecutive_failures + 1 ELSE 0 END,
+                last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at)
+            """, arguments: [scan.target, result.address, scan.host, scan.port, observationID,
+                             result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
+                             result.ats.compliant ? 1 : 0, try json(result.ats.failedRules),
+                             earliest?.timeIntervalSince1970, leaf?.sha256Fingerprint, leaf?.spkiSHA256,
+                             result.error?.category.rawValue, failed ? 1 : 0,
+                             failed ? nil : result.startedAt.timeIntervalSince1970])
+    }
+
+    // MARK: - Reading
+
+    public func status() throws -> [TargetStatus] {
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM target_state ORDER BY target, address").map { row in
+                    TargetStatus(
+                        target: row["target"], address: row["address"], host: row["host"], port: row["port"],
+                        lastScanAt: Date(timeIntervalSince1970: row["last_scan_at"]),
+                        lastObservationID: row["last_observation_id"],
+                        status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
+                        policy: CompliancePolicy(rawValue: row["policy"] ?? "ats") ?? .ats,
+                        compliant: row["compliant"] == 1,
+                        failedRules: try Self.decode([String].self, row["failed_rules"]) ?? [],
+                        earliestExpiry: (row["earliest_expiry"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                        leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
+                        failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
+                        consecutiveFailures: row["consecutive_failures"],
+                        lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
+                        pinState: row["pin_state"] ?? "none")
+                }
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading the status")
+        }
+    }
+
+    public func history(target: String, limit: Int) throws -> [HistoryEntry] {
+        do {
+            return try pool.read { db in
+                let rows = try Row.fetchAll(db, sql: """
+                    SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings,
+                        (SELECT c.fingerprint FROM observation_certificate c WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf,
+                        (SELECT cert.spki_sha256 FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
+                            WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf_spki
+                    FROM observation o JOIN verdict v ON v.observation_id = o.id
+                    WHERE o.target = ? OR o.host = ? OR (o.host || ':' || o.port) = ?
+                    ORDER BY o.started_at DESC, o.id DESC LIMIT ?
+                    """, arguments: [target, target, target, limit])
+                return try rows.map { row in
+                    let handshake = try Self.decode(HandshakeObservation.self, row["handshake"])
+                    return HistoryEntry(
+                        observationID: row["id"], target: row["target"], address: row["address"],
+                        startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
+                        status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
+                        failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
+                        failureMessage: row["failure_message"], protocolVersion: handshake?.protocolVersion,
+                        cipher: handshake?.cipher.iana, leafFingerprint: row["leaf"], leafSPKI: row["leaf_spki"],
+                        policy: CompliancePolicy(rawValue: row["policy"]) ?? .ats, compliant: row["compliant"] == 1,
+                        failedRules: try Self.decode([String].self, row["failed_rules"]) ?? [],
+                        findings: try Self.decode([Finding].self, row["findings"]) ?? [])
+                }
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading the history of \(target)")
+        }
+    }
+
+    public func result(observationID: Int64) throws -> AddressScanResult? {
+        do {
+            return try pool.read { db in
+                guard let row = try Row.fetchOne(db, sql: """
+                    SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings FROM observation o
+                    JOIN verdict v ON v.observation_id = o.id WHERE o.id = ? ORDER BY v.judged_at DESC LIMIT 1
+                    """, arguments: [observationID]) else { return nil }
+                let certificates = try Row.fetchAll(db, sql: """
+                    SELECT c.role, c.position, c.source, cert.der, cert.summary FROM observation_certificate c
+                    JOIN certificate cert ON cert.fingerprint = c.fingerprint
+                    WHERE c.observation_id = ? ORDER BY c.role, c.position
+                    """, arguments: [observationID])
+                var presented: [CertificateSummary] = []
+                var path: [PathElement] = []
+                for entry in certificates {
+                    guard var summary = try Self.decode(CertificateSummary.self, entry["summary"]) else { continue }
+                    summary.der = entry["der"]
+                    if entry["role"] == "presented" {
+                        presented.append(summary)
+                    } else {
+                        let index = presented.firstIndex { $0.sha256Fingerprint == summary.sha256Fingerprint }
+                        path.append(PathElement(certificate: summary,
+                                                source: CertificateSource(rawValue: entry["source"] ?? "") ?? .presented,
+                                                presentedIndex: index))
+                    }
+                }
+                // 'path' rows sort before 'presented' ones: fill in the presented indexes now.
+                for index in path.indices {
+                    path[index].presentedIndex = presented.firstIndex { $0.sha256Fingerprint == path[index].certificate.sha256Fingerprint }
+                }
+                let trustStore: String? = row["trust_store"]
+                let chain = trustStore.map { store in
+                    ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: store,
+                                issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [])
+                }
+                let category = (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:))
+                let policy = CompliancePolicy(rawValue: row["policy"]) ?? .ats
+                let failedRules = try Self.decode([String].self, row["failed_rules"]) ?? []
+                let findings = try Self.decode([Finding].self, row["findings"]) ?? []
+                let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
+                    ($0.rawValue, failedRules.contains($0.rawValue) ? RuleOutcome.fail : .pass)
+                })
+                let status = AddressScanResult.Status(rawValue: row["status"]) ?? .failed
+                return AddressScanResult(
+                    address: row["address"], family: row["family"], port: row["port"], status: status,
+                    startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
+                    handshake: try Self.decode(HandshakeObservation.self, row["handshake"]),
+                    atsClientRefusal: row["ats_refusal"],
+                    error: category.map { ProbeFailure($0, row["failure_message"] ?? "", alert: row["failure_alert"]) },
+                    chain: chain, findings: findings,
+                    ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
+                                    rules: status == .failed ? [:] : rules, failedRules: failedRules))
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading observation \(observationID)")
+        }
+    }
+
+    public func prune(olderThan cutoff: Date) throws -> PruneResult {
+        do {
+            return try pool.write { db in
+                try db.execute(sql: """
+                    DELETE FROM observation WHERE started_at < ?
+                    AND id NOT IN (SELECT last_observation_id FROM target_state)
+                    """, arguments: [cutoff.timeIntervalSince1970])
+                let observations = db.changesCount
+                try db.execute(sql: """
+                    DELETE FROM certificate WHERE fingerprint NOT IN (SELECT DISTINCT fingerprint FROM observation_certificate)
+                    """)
+                return PruneResult(observations: observations, certificates: db.changesCount)
+            }
+        } catch {
+            throw Self.storeError(error, doing: "pruning history")
+        }
+    }
+
+    // MARK: - Helpers
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    private static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        return decoder
+    }()
+
+    static func json<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+        guard let text else { return nil }
+        return try decoder.decode(type, from: Data(text.utf8))
+    }
+
+    /// The summary without its DER (kept once, in its own column) and without evaluation-time data.
+    static func stripped(_ certificate: CertificateSummary) -> CertificateSummary {
+        var copy = certificate
+        copy.der = Data()
+        copy.daysLeft = nil
+        return copy
+    }
+
+    /// Classifies SQLite failures so the service can say what is wrong in plain words.
+    static func storeError(_ error: any Error, doing what: String) -> StoreError {
+        if let store = error as? StoreError { return store }
+        guard let database = error as? DatabaseError else { return StoreError(.other, "\(what): \(error)") }
+        switch database.resultCode {
+        case .SQLITE_FULL:
+            return StoreError(.full, "\(what): the disk (or database) is full")
+        case .SQLITE_READONLY:
+            return StoreError(.readOnly, "\(what): the database is read-only")
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+            return StoreError(.corrupt, "\(what): the database file is damaged or not a database")
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
+            return StoreError(.unavailable, "\(what): cannot open the database (\(database.message ?? "permission denied"))")
+        case .SQLITE_IOERR:
+            return StoreError(.unavailable, "\(what): I/O error (\(database.message ?? "disk?"))")
+        default:
+            return StoreError(.other, "\(what): \(database.message ?? "\(database)")")
+        }
+    }
+}

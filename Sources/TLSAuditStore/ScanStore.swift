@@ -1,0 +1,144 @@
+public import Foundation
+public import TLSAuditCore
+
+/// One probed address, ready to be stored: the result plus the target it belongs to.
+public struct StoredScan: Sendable {
+    /// The target's key (its configured name, or `host:port`).
+    public var target: String
+    public var host: String
+    public var port: Int
+    public var sni: String?
+    public var result: AddressScanResult
+
+    public init(target: String, host: String, port: Int, sni: String?, result: AddressScanResult) {
+        self.target = target
+        self.host = host
+        self.port = port
+        self.sni = sni
+        self.result = result
+    }
+}
+
+/// The current state of one target address: its last scan and what follows from it.
+public struct TargetStatus: Sendable, Codable, Hashable {
+    public var target: String
+    public var address: String
+    public var host: String
+    public var port: Int
+    public var lastScanAt: Date
+    public var lastObservationID: Int64
+    public var status: AddressScanResult.Status
+    public var policy: CompliancePolicy
+    public var compliant: Bool
+    public var failedRules: [String]
+    /// The earliest notAfter over the chain (path as built, else as presented).
+    public var earliestExpiry: Date?
+    public var leafFingerprint: String?
+    public var leafSPKI: String?
+    public var failureCategory: ProbeFailureCategory?
+    public var consecutiveFailures: Int
+    public var lastSuccessAt: Date?
+    /// Pin state: `none` until pins are configured for the target.
+    public var pinState: String
+
+    public init(target: String, address: String, host: String, port: Int, lastScanAt: Date, lastObservationID: Int64,
+                status: AddressScanResult.Status, policy: CompliancePolicy, compliant: Bool, failedRules: [String],
+                earliestExpiry: Date?, leafFingerprint: String?, leafSPKI: String?, failureCategory: ProbeFailureCategory?,
+                consecutiveFailures: Int, lastSuccessAt: Date?, pinState: String) {
+        self.target = target
+        self.address = address
+        self.host = host
+        self.port = port
+        self.lastScanAt = lastScanAt
+        self.lastObservationID = lastObservationID
+        self.status = status
+        self.policy = policy
+        self.compliant = compliant
+        self.failedRules = failedRules
+        self.earliestExpiry = earliestExpiry
+        self.leafFingerprint = leafFingerprint
+        self.leafSPKI = leafSPKI
+        self.failureCategory = failureCategory
+        self.consecutiveFailures = consecutiveFailures
+        self.lastSuccessAt = lastSuccessAt
+        self.pinState = pinState
+    }
+}
+
+/// One stored scan of a target address, as `history` lists it.
+public struct HistoryEntry: Sendable, Codable, Hashable {
+    public var observationID: Int64
+    public var target: String
+    public var address: String
+    public var startedAt: Date
+    public var durationMs: Int
+    public var status: AddressScanResult.Status
+    public var failureCategory: ProbeFailureCategory?
+    public var failureMessage: String?
+    public var protocolVersion: TLSVersion?
+    public var cipher: String?
+    public var leafFingerprint: String?
+    public var leafSPKI: String?
+    public var policy: CompliancePolicy
+    public var compliant: Bool
+    public var failedRules: [String]
+    public var findings: [Finding]
+
+    public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
+                status: AddressScanResult.Status, failureCategory: ProbeFailureCategory?, failureMessage: String?,
+                protocolVersion: TLSVersion?, cipher: String?, leafFingerprint: String?, leafSPKI: String?,
+                policy: CompliancePolicy, compliant: Bool, failedRules: [String], findings: [Finding]) {
+        self.observationID = observationID
+        self.target = target
+        self.address = address
+        self.startedAt = startedAt
+        self.durationMs = durationMs
+        self.status = status
+        self.failureCategory = failureCategory
+        self.failureMessage = failureMessage
+        self.protocolVersion = protocolVersion
+        self.cipher = cipher
+        self.leafFingerprint = leafFingerprint
+        self.leafSPKI = leafSPKI
+        self.policy = policy
+        self.compliant = compliant
+        self.failedRules = failedRules
+        self.findings = findings
+    }
+}
+
+/// What the retention job removed.
+public struct PruneResult: Sendable, Hashable {
+    public var observations: Int
+    public var certificates: Int
+}
+
+/// Where scan history lives. The one interface the service, `status`, `history` and reports use:
+/// SQLite is the embedded default; another backend (PostgreSQL for fleets of scanners) implements
+/// the same protocol.
+public protocol ScanStore: Sendable {
+    /// Stores scans in one transaction; when it returns they are durable.
+    func record(_ scans: [StoredScan]) throws
+    /// The current state of every target address, ordered by target and address.
+    func status() throws -> [TargetStatus]
+    /// The newest scans of a target (by key, host or `host:port`), newest first.
+    func history(target: String, limit: Int) throws -> [HistoryEntry]
+    /// A stored result, rebuilt from its raw observations (for re-judging under another policy).
+    func result(observationID: Int64) throws -> AddressScanResult?
+    /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
+    /// no scan refers to any more.
+    func prune(olderThan cutoff: Date) throws -> PruneResult
+}
+
+/// Errors from the store, with a plain message. `isFull` / `isReadOnly` let the service say
+/// what is wrong and keep going.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable { case full, readOnly, corrupt, unavailable, other }
+    public var kind: Kind
+    public var description: String
+
+    public init(_ kind: Kind, _ description: String) {
+        self.kind = kind
+        self.description = description
+    }
+}

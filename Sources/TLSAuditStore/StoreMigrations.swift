@@ -1,0 +1,101 @@
+import GRDB
+
+/// The schema, as append-only named migrations: a released migration is never edited, only
+/// followed by a new one, so a database made by any earlier version upgrades in place.
+enum StoreMigrations {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-initial", migrate: createInitialSchema)
+        migrator.registerMigration("v2-pin-state", migrate: addPinState)
+        return migrator
+    }
+
+    /// Certificates stored once by fingerprint; raw observations apart from verdicts; the
+    /// current state per target address for change detection.
+    static func createInitialSchema(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE certificate (
+                fingerprint TEXT PRIMARY KEY,          -- SHA-256 of the DER, lowercase hex
+                der BLOB NOT NULL,
+                subject TEXT NOT NULL,
+                issuer TEXT NOT NULL,
+                not_before REAL NOT NULL,              -- Unix seconds
+                not_after REAL NOT NULL,
+                spki_sha256 TEXT NOT NULL,             -- base64 SPKI pin
+                summary TEXT NOT NULL,                 -- JSON CertificateSummary without the DER
+                first_seen REAL NOT NULL
+            );
+            CREATE INDEX certificate_not_after ON certificate(not_after);
+
+            -- What a probe saw, independent of any policy.
+            CREATE TABLE observation (
+                id INTEGER PRIMARY KEY,
+                target TEXT NOT NULL,
+                host TEXT NOT NULL,
+                port INTEGER NOT NULL,
+                sni TEXT,
+                address TEXT NOT NULL,
+                family TEXT NOT NULL,
+                started_at REAL NOT NULL,
+                duration_ms INTEGER NOT NULL,
+                status TEXT NOT NULL,                  -- completed | failed
+                failure_category TEXT,
+                failure_message TEXT,
+                failure_alert TEXT,
+                handshake TEXT,                        -- JSON HandshakeObservation
+                ats_refusal TEXT,
+                trust_store TEXT,
+                anchored INTEGER,
+                path_issues TEXT                       -- JSON [PathBuildingIssue]
+            );
+            CREATE INDEX observation_target_time ON observation(target, started_at);
+            CREATE INDEX observation_time ON observation(started_at);
+
+            CREATE TABLE observation_certificate (
+                observation_id INTEGER NOT NULL REFERENCES observation(id) ON DELETE CASCADE,
+                role TEXT NOT NULL,                    -- presented | path
+                position INTEGER NOT NULL,
+                fingerprint TEXT NOT NULL REFERENCES certificate(fingerprint),
+                source TEXT,                           -- path only: presented | trust-store
+                PRIMARY KEY (observation_id, role, position)
+            );
+            CREATE INDEX observation_certificate_fingerprint ON observation_certificate(fingerprint);
+
+            -- A judgement of an observation under one policy; recomputable from the observation.
+            CREATE TABLE verdict (
+                observation_id INTEGER NOT NULL REFERENCES observation(id) ON DELETE CASCADE,
+                policy TEXT NOT NULL,
+                judged_at REAL NOT NULL,
+                compliant INTEGER NOT NULL,
+                failed_rules TEXT NOT NULL,            -- JSON [String]
+                findings TEXT NOT NULL,                -- JSON [Finding]
+                PRIMARY KEY (observation_id, policy)
+            );
+
+            CREATE TABLE target_state (
+                target TEXT NOT NULL,
+                address TEXT NOT NULL,
+                host TEXT NOT NULL,
+                port INTEGER NOT NULL,
+                last_observation_id INTEGER NOT NULL,
+                last_scan_at REAL NOT NULL,
+                status TEXT NOT NULL,
+                policy TEXT,
+                compliant INTEGER,
+                failed_rules TEXT,
+                earliest_expiry REAL,
+                leaf_fingerprint TEXT,
+                leaf_spki TEXT,
+                failure_category TEXT,
+                consecutive_failures INTEGER NOT NULL DEFAULT 0,
+                last_success_at REAL,
+                PRIMARY KEY (target, address)
+            );
+            """)
+    }
+
+    /// The pin state shown by `status` (pins themselves come with the pin configuration).
+    static func addPinState(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE target_state ADD COLUMN pin_state TEXT NOT NULL DEFAULT 'none'")
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import TLSAuditCore
+import TLSAuditStore
+
+/// Plain fixed-width tables for the terminal.
+enum TextTable {
+    static func render(header: [String], rows: [[String]]) -> String {
+        let widths = header.indices.map { column in
+            ([header[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0
+        }
+        func line(_ cells: [String]) -> String {
+            cells.enumerated().map { index, cell in
+                index == cells.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ") + "\n"
+        }
+        return line(header) + rows.map(line).joined()
+    }
+
+    /// `42s ago`, `5m ago`, `3h ago`, `2d ago`.
+    static func age(_ date: Date, now: Date) -> String {
+        let seconds = max(0, Int(now.timeIntervalSince(date)))
+        switch seconds {
+        case ..<120: return "\(seconds)s ago"
+        case ..<7200: return "\(seconds / 60)m ago"
+        case ..<172_800: return "\(seconds / 3600)h ago"
+        default: return "\(seconds / 86_400)d ago"
+        }
+    }
+}
+
+enum StatusTable {
+    static func render(_ rows: [TargetStatus], now: Date) -> String {
+        guard !rows.isEmpty else { return "no scans stored yet\n" }
+        let body = rows.map { row -> [String] in
+            let verdict: String
+            if row.status == .failed {
+                verdict = "UNREACHABLE (\(row.failureCategory?.rawValue ?? "failed"), \(row.consecutiveFailures)x)"
+            } else if row.compliant {
+                verdict = "COMPLIANT"
+            } else {
+                verdict = "NOT COMPLIANT (" + row.failedRules.joined(separator: ",") + ")"
+            }
+            let expiry = row.earliestExpiry.map { "\(Int((($0.timeIntervalSince(now)) / 86_400).rounded(.down)))" } ?? "-"
+            return [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState]
+        }
+        let compliant = rows.filter { $0.status == .completed && $0.compliant }.count
+        let unreachable = rows.filter { $0.status == .failed }.count
+        return TextTable.render(header: ["TARGET", "ADDRESS", "LAST SCAN", "POLICY", "VERDICT", "EXPIRES (d)", "PIN"], rows: body)
+            + "\n\(rows.count) address(es): \(compliant) compliant, \(rows.count - compliant - unreachable) not compliant, \(unreachable) unreachable\n"
+    }
+}
+
+enum HistoryTable {
+    static func render(_ entries: [HistoryEntry]) -> String {
+        let body = entries.map { entry -> [String] in
+            let outcome: String
+            if entry.status == .failed {
+                outcome = "FAILED \(entry.failureCategory?.rawValue ?? "")"
+            } else {
+                outcome = entry.compliant ? "COMPLIANT" : "NOT COMPLIANT (" + entry.failedRules.joined(separator: ",") + ")"
+            }
+            let handshake = [entry.protocolVersion?.rawValue, entry.cipher].compactMap { $0 }.joined(separator: " ")
+            return [Timestamp.format(entry.startedAt), entry.address, outcome, handshake.isEmpty ? "-" : handshake,
+                    entry.leafFingerprint.map { String($0.prefix(16)) } ?? "-"]
+        }
+        return TextTable.render(header: ["TIME", "ADDRESS", "OUTCOME", "HANDSHAKE", "LEAF SHA-256"], rows: body)
+    }
+}
