@@ -79,7 +79,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditService", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditService", "tlsaudit",
+                           .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -117,7 +117,10 @@ public struct ServiceConfiguration: Sendable, Hashable {
         var parser = ConfigurationParser(file: file, baseDirectory: baseDirectory)
         let configuration = parser.parse(yaml)
         if !parser.errors.isEmpty || configuration == nil {
-            throw ConfigurationErrors(parser.errors)
+            // In file order; file-level problems (no line) last.
+            throw ConfigurationErrors(parser.errors.enumerated().sorted {
+                ($0.element.line ?? Int.max, $0.offset) < ($1.element.line ?? Int.max, $1.offset)
+            }.map(\.element))
         }
         return configuration!
     }
@@ -147,6 +150,8 @@ struct ConfigurationParser {
     let file: String
     let baseDirectory: String
     var errors: [ConfigurationError] = []
+    /// The line of each target parsed so far, in order (for duplicate reports).
+    private var targetLines: [Int?] = []
 
     init(file: String, baseDirectory: String) {
         self.file = file
@@ -236,7 +241,10 @@ struct ConfigurationParser {
         var seen: [String: Int] = [:]
         for (index, target) in targets.enumerated() {
             if let first = seen[target.key] {
-                report(nil, "target '\(target.key)' is defined twice (entries \(first + 1) and \(index + 1)); give one a distinct 'name'")
+                let line = targetLines[index]
+                let firstLine = targetLines[first].map { "line \($0)" } ?? "an earlier entry"
+                errors.append(ConfigurationError(file: file, line: line,
+                    message: "target '\(target.key)' is already defined at \(firstLine); give one of them a distinct 'name'"))
             } else {
                 seen[target.key] = index
             }
@@ -314,6 +322,7 @@ struct ConfigurationParser {
             report(node, "a target must be 'HOST[:PORT]' or a mapping with a 'host'")
             return nil
         }
+        targetLines.append(node.mark?.line)
         let resolved = inherited.overridden(by: own)
         let port = resolved.port ?? 443
         let shownHost = host.contains(":") ? "[\(host)]" : host
@@ -329,7 +338,7 @@ struct ConfigurationParser {
         var settings = Settings()
         if let node = mapping["port"] { settings.port = integer(node, in: 1...65535) }
         if let node = mapping["sni"] { settings.sni = string(node, "a server name") }
-        if let node = mapping["interval"] { settings.interval = duration(node, minimum: 1) }
+        if let node = mapping["interval"] { settings.interval = duration(node, minimum: 0.1) }
         if let node = mapping["timeout"] {
             settings.timeout = duration(node, minimum: 0.1)
             if let timeout = settings.timeout, timeout > 300 { report(node, "timeout must be at most 5m"); settings.timeout = nil }
@@ -456,7 +465,8 @@ struct ConfigurationParser {
                Self.distance(suggestion, name) <= 2 {
                 message += " (did you mean '\(suggestion)'?)"
             }
-            report(key, message + "; expected one of: \(allowed.joined(separator: ", "))")
+            let listed = allowed.filter { $0 != "pins" } // accepted only to say it is not supported yet
+            report(key, message + "; expected one of: \(listed.joined(separator: ", "))")
         }
     }
 

@@ -4,13 +4,14 @@ import TLSAuditCore
 import TLSAuditStore
 
 /// Stores scan results in batches on its own serial queue. When the store fails (disk full,
-/// read-only file, locked), results stay queued in memory and are retried with backoff: the
-/// service keeps scanning and resumes storing when it can. A result is logged as "stored" only
-/// after its transaction committed.
+/// read-only file, missing directory), results stay queued in memory and are retried with
+/// backoff, reopening the database when it could not be written: the service keeps scanning and
+/// resumes storing when it can. A result is logged as "stored" only after its transaction committed.
 final class ResultWriter: @unchecked Sendable {
-    // @unchecked: `pending`, `retryDelay` and `failing` are only touched on `queue`.
+    // @unchecked: `store`, `pending`, `retryDelay` and `failing` are only touched on `queue`.
     private let queue = DispatchQueue(label: "tlsaudit.writer")
-    private let store: any ScanStore
+    private let openStore: @Sendable () throws -> any ScanStore
+    private var store: (any ScanStore)?
     private let logger: Logger
     private var pending: [StoredScan] = []
     private var flushScheduled = false
@@ -21,10 +22,29 @@ final class ResultWriter: @unchecked Sendable {
     /// Called on `queue` after each successful commit with what was stored.
     var onStored: (@Sendable ([StoredScan]) -> Void)?
 
-    init(store: any ScanStore, logger: Logger, capacity: Int = 100_000) {
-        self.store = store
+    /// `openStore` opens (and migrates) the database; it is called again after failures that a
+    /// fresh connection may cure (read-only, unavailable).
+    init(openStore: @escaping @Sendable () throws -> any ScanStore, logger: Logger, capacity: Int = 100_000) {
+        self.openStore = openStore
         self.logger = logger
         self.capacity = capacity
+        queue.async {
+            // Open early so a problem shows at start-up; a failure here counts as failing.
+            if (try? self.currentStore()) == nil { self.failing = true }
+        }
+    }
+
+    /// The open store, opening it when needed (on `queue`).
+    private func currentStore() throws -> any ScanStore {
+        if let store { return store }
+        do {
+            let opened = try openStore()
+            store = opened
+            return opened
+        } catch {
+            logger.error("cannot open the database: \(error)")
+            throw error
+        }
     }
 
     /// Queues results; they are committed within ~50 ms (together with whatever else arrived).
@@ -55,7 +75,7 @@ final class ResultWriter: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let batch = pending
         do {
-            try store.record(batch)
+            try currentStore().record(batch)
             pending.removeFirst(batch.count)
             if failing {
                 logger.notice("storing works again", metadata: ["stored": "\(batch.count)"])
@@ -73,9 +93,12 @@ final class ResultWriter: @unchecked Sendable {
         } catch {
             retryDelay = min(60, max(1, retryDelay * 2))
             let kind = (error as? StoreError)?.kind
+            if kind == .readOnly || kind == .unavailable || kind == .corrupt {
+                store = nil // A new connection sees a file made writable (or a directory created) meanwhile.
+            }
             let advice: String = switch kind {
             case .full?: "free disk space; results are kept in memory and stored when space returns"
-            case .readOnly?: "make the database writable; results are kept in memory meanwhile"
+            case .readOnly?: "make the database and its -wal and -shm files writable; results are kept in memory meanwhile"
             default: "results are kept in memory and retried"
             }
             logger.error("cannot store scan results: \(error)", metadata: [
@@ -95,8 +118,8 @@ final class ResultWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on the writer's queue (so it is ordered with writes), waiting for it.
-    func perform<T>(_ body: () throws -> T) rethrows -> T {
-        try queue.sync(execute: body)
+    /// Runs `body` with the store on the writer's queue (so it is ordered with writes), waiting for it.
+    func perform<T>(_ body: (any ScanStore) throws -> T) throws -> T {
+        try queue.sync { try body(try currentStore()) }
     }
 }

@@ -14,7 +14,6 @@ public final class ScanService: Service, @unchecked Sendable {
     private let configurationPath: String?
     private var configuration: ServiceConfiguration
     private let logger: Logger
-    private let store: SQLiteScanStore
     private let writer: ResultWriter
     private let scheduler: ScanScheduler
     private let notifier = SystemdNotifier()
@@ -31,8 +30,8 @@ public final class ScanService: Service, @unchecked Sendable {
         self.configurationPath = configurationPath
         self.logger = logger
         self.shutdownGrace = shutdownGrace
-        store = try SQLiteScanStore(path: configuration.database)
-        writer = ResultWriter(store: store, logger: logger)
+        let database = configuration.database
+        writer = ResultWriter(openStore: { try SQLiteScanStore(path: database) }, logger: logger)
         let scanner = try TLSScanner(options: ScanOptions(trustStore: try TrustStore.system()))
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)
@@ -55,9 +54,6 @@ public final class ScanService: Service, @unchecked Sendable {
         get { scheduler.onScanCompleted }
         set { scheduler.onScanCompleted = newValue }
     }
-
-    /// The store the service writes to.
-    public var scanStore: any ScanStore { store }
 
     public func run() async throws {
         logger.info("tlsaudit service starting", metadata: [
@@ -174,7 +170,7 @@ public final class ScanService: Service, @unchecked Sendable {
     private func applyRetention() {
         let cutoff = Date().addingTimeInterval(-configuration.retention)
         do {
-            let pruned = try writer.perform { try store.prune(olderThan: cutoff) }
+            let pruned = try writer.perform { try $0.prune(olderThan: cutoff) }
             if pruned.observations > 0 || pruned.certificates > 0 {
                 logger.info("retention applied", metadata: [
                     "observations_deleted": "\(pruned.observations)", "certificates_deleted": "\(pruned.certificates)",

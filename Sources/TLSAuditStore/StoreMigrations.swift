@@ -1,9 +1,9 @@
-import GRDB
+package import GRDB
 
 /// The schema, as append-only named migrations: a released migration is never edited, only
 /// followed by a new one, so a database made by any earlier version upgrades in place.
-enum StoreMigrations {
-    static var migrator: DatabaseMigrator {
+package enum StoreMigrations {
+    package static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-initial", migrate: createInitialSchema)
         migrator.registerMigration("v2-pin-state", migrate: addPinState)

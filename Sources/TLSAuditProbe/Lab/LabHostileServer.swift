@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,6 +23,21 @@ public final class LabHostileServer: Sendable {
 
     public let port: Int
     private let listener: LabListener
+    private let connections = Connections()
+
+    /// Counts connections being served, and the most ever at once.
+    private final class Connections: Sendable {
+        private let state = Mutex<(current: Int, peak: Int, total: Int)>((0, 0, 0))
+        func opened() { state.withLock { $0.current += 1; $0.total += 1; $0.peak = max($0.peak, $0.current) } }
+        func closed() { state.withLock { $0.current -= 1 } }
+        var peak: Int { state.withLock { $0.peak } }
+        var total: Int { state.withLock { $0.total } }
+    }
+
+    /// The most connections this server held open at the same time.
+    public var peakConnections: Int { connections.peak }
+    /// Connections accepted so far.
+    public var totalConnections: Int { connections.total }
     /// Connections that fill the backlog of a blackhole listener.
     private let fillers: [Int32]
 
@@ -32,8 +48,11 @@ public final class LabHostileServer: Sendable {
             fillers = Self.fillBacklog(address: bindAddress, port: listener.port)
             return
         }
+        let connections = self.connections
         listener = try LabListener(address: bindAddress) { fd in
+            connections.opened()
             Self.misbehave(behavior, fd: fd)
+            connections.closed()
         }
         port = listener.port
         fillers = []

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A full disk and a read-only filesystem, for real: the database lives on a small tmpfs that the
+/// test fills, remounts read-only, then frees. (Mounting needs root, as in CI.)
+@Suite("storage failures", .serialized)
+struct DurabilityTests {
+    let lab = ServiceLab.shared
+
+    func mount(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/mount")
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw HarnessError(message: "mount \(arguments.joined(separator: " ")) failed (this test needs root)")
+        }
+    }
+
+    func writeConfig(_ workspace: URL, database: String, servers: [LabTLSServer]) throws -> String {
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
+                              interval: "100ms").write(toFile: config, atomically: true, encoding: .utf8)
+        return config
+    }
+
+    /// Every scan the log reports stored is in the database, and the file is sound.
+    func expectNothingLost(_ service: ServiceProcess, database: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let store = try SQLiteScanStore(path: database, create: false)
+        #expect(try store.integrityCheck() == "ok", sourceLocation: sourceLocation)
+        let logged = service.storedScans
+        var storedTimes: [String: [Double]] = [:]
+        for target in Set(logged.map(\.target)) {
+            storedTimes[target] = try store.history(target: target, limit: 100_000).map(\.startedAt.timeIntervalSince1970)
+        }
+        let missing = logged.filter { scan in !(storedTimes[scan.target] ?? []).contains { abs($0 - scan.startedAt) < 0.001 } }
+        #expect(!logged.isEmpty, sourceLocation: sourceLocation)
+        #expect(missing.isEmpty, "\(missing.count) scans logged as stored are missing", sourceLocation: sourceLocation)
+    }
+
+    @Test("a full disk: a clear error, the service keeps running, nothing stored is lost, storing resumes")
+    func fullDisk() throws {
+        let servers = try (0..<4).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("disk")
+        let disk = workspace.appendingPathComponent("disk")
+        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
+        try mount(["-t", "tmpfs", "-o", "size=400k", "tmpfs", disk.path])
+        defer {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = ["--lazy", disk.path]
+            try? umount.run()
+            umount.waitUntilExit()
+        }
+        let database = disk.appendingPathComponent("db.sqlite").path
+        let service = try ServiceProcess(config: try writeConfig(workspace, database: database, servers: servers),
+                                         workspace: workspace)
+
+        service.wait("the disk to fill", timeout: 60) { !service.lines(containing: "disk (or database) is full").isEmpty }
+        #expect(service.process.isRunning)
+        Thread.sleep(forTimeInterval: 0.5)
+        let storedWhileFull = service.storedScans.count
+        Thread.sleep(forTimeInterval: 1)
+        #expect(service.storedScans.count == storedWhileFull, "nothing is claimed stored while the disk is full")
+
+        try mount(["-o", "remount,size=64m", disk.path])
+        service.wait("storing to resume") { !service.lines(containing: "storing works again").isEmpty }
+        service.wait("new scans stored") { service.storedScans.count > storedWhileFull + 8 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        try expectNothingLost(service, database: database)
+    }
+
+    @Test("a read-only database: a clear error, the service keeps running, storing resumes once it is writable")
+    func readOnlyDatabase() throws {
+        let servers = try (0..<2).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("readonly")
+        chmod(workspace.path, 0o777)
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        _ = try SQLiteScanStore(path: database) // An existing, migrated database...
+        chown(database, 65534, 65534)
+        chmod(database, 0o444)                   // ...that the service's user may not write.
+        let config = try writeConfig(workspace, database: database, servers: servers)
+        chmod(config, 0o644)
+        // Root ignores file modes: run the service as nobody, as systemd's DynamicUser would.
+        let service = try ServiceProcess(config: config, workspace: workspace,
+                                         launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        service.wait("the read-only error") { !service.lines(containing: "the database is read-only").isEmpty }
+        #expect(service.process.isRunning)
+        #expect(service.storedScans.isEmpty)
+        // What an operator does: make the database and its WAL files writable (SQLite gives the
+        // -shm file the database's mode when it creates it).
+        for suffix in ["", "-wal", "-shm"] { chmod(database + suffix, 0o644) }
+        service.wait("storing to resume", timeout: 30) { !service.lines(containing: "storing works again").isEmpty }
+        service.wait("scans stored") { service.storedScans.count >= 4 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        try expectNothingLost(service, database: database)
+    }
+}

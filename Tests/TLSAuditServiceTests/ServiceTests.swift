@@ -1,0 +1,245 @@
+import Foundation
+import GRDB
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditService
+@testable import TLSAuditStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The built binary running as the service against loopback servers.
+@Suite("tlsaudit serve end to end", .serialized)
+struct ServiceTests {
+    let lab = ServiceLab.shared
+
+    func status(_ database: String) throws -> [TargetStatus] {
+        try SQLiteScanStore(path: database, create: false).status()
+    }
+
+    @Test("scans land on schedule; status and history read them while the service runs; SIGTERM exits 0")
+    func scansOnSchedule() throws {
+        let good = try lab.goodServer()
+        let expired = try lab.expiredServer()
+        defer { good.stop(); expired.stop() }
+        let workspace = try lab.workspace("schedule")
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: [("good", good.port), ("expired", expired.port)])
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("four scans of each target") {
+            let scans = service.storedScans
+            return scans.filter { $0.target == "good" }.count >= 4 && scans.filter { $0.target == "expired" }.count >= 4
+        }
+
+        // Read while the service runs.
+        let statusRun = try Binary.run(["status", "--database", database, "--format", "json"])
+        #expect(statusRun.status == 1, "one target is not compliant: \(statusRun.stderr)")
+        #expect(statusRun.stdout.contains("\"target\" : \"good\""))
+        let text = try Binary.run(["status", "--config", config])
+        #expect(text.stdout.contains("COMPLIANT"))
+        #expect(text.stdout.contains("NOT COMPLIANT (ats.trust)"))
+        let rows = try status(database)
+        #expect(rows.count == 2)
+        #expect(rows.first { $0.target == "good" }?.compliant == true)
+        let expiredRow = try #require(rows.first { $0.target == "expired" })
+        #expect(expiredRow.compliant == false)
+        #expect((expiredRow.earliestExpiry ?? .distantFuture) < Date(), "days to expiry is negative for the expired leaf")
+
+        let history = try Binary.run(["history", "--database", database, "good", "--format", "json"])
+        #expect(history.status == 0)
+        let entries = try SQLiteScanStore(path: database, create: false).history(target: "good", limit: 100)
+        #expect(entries.count >= 4)
+        // On schedule: consecutive scans of one target about one interval (1 s) apart, never overlapping.
+        let times = entries.map(\.startedAt).sorted()
+        let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
+        #expect(gaps.allSatisfy { $0 > 0.8 && $0 < 3 }, "gaps: \(gaps)")
+        let textHistory = try Binary.run(["history", "--database", database, "expired"])
+        #expect(textHistory.stdout.contains("NOT COMPLIANT (ats.trust)"))
+
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        #expect(!service.lines(containing: "tlsaudit service stopped").isEmpty)
+        #expect(try SQLiteScanStore(path: database, create: false).integrityCheck() == "ok")
+    }
+
+    @Test("sd_notify: READY, WATCHDOG, RELOADING on SIGHUP, STOPPING on SIGTERM")
+    func systemdNotifications() throws {
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("notify")
+        let notify = try NotifySocket(directory: workspace)
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("good", good.port)])
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace,
+                                         environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "1000000"])
+        var messages = notify.messages(for: 2)
+        #expect(messages.contains { $0.hasPrefix("READY=1") })
+        #expect(messages.filter { $0 == "WATCHDOG=1" }.count >= 2)
+        service.signal(SIGHUP)
+        messages = notify.messages(for: 1)
+        #expect(messages.contains { $0.hasPrefix("RELOADING=1\nMONOTONIC_USEC=") })
+        #expect(messages.contains { $0.hasPrefix("READY=1") })
+        service.signal(SIGTERM)
+        messages = notify.messages(for: 1)
+        #expect(messages.contains("STOPPING=1"))
+        #expect(service.waitForExit(timeout: 10) == 0)
+    }
+
+    @Test("SIGHUP applies a valid configuration and refuses an invalid one, which keeps the old running")
+    func reload() throws {
+        let good = try lab.goodServer()
+        let expired = try lab.expiredServer()
+        defer { good.stop(); expired.stop() }
+        let workspace = try lab.workspace("reload")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: [("good", good.port)]).write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a first scan") { !service.storedScans.isEmpty }
+
+        try lab.configuration(database: database, targets: [("good", good.port), ("added", expired.port)])
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        service.signal(SIGHUP)
+        service.wait("the added target to be scanned") { service.storedScans.contains { $0.target == "added" } }
+        #expect(!service.lines(containing: "configuration reloaded").isEmpty)
+
+        try "targets:\n  - host: x\n    intervall: 5s\n".write(toFile: config, atomically: true, encoding: .utf8)
+        service.signal(SIGHUP)
+        service.wait("the refusal") { !service.lines(containing: "reload refused").isEmpty }
+        #expect(service.lines(containing: "unknown key 'intervall'").count == 1, "the log names the error and its line")
+        let before = service.storedScans.filter { $0.target == "added" }.count
+        service.wait("scans to go on under the old configuration") {
+            service.storedScans.filter { $0.target == "added" }.count >= before + 2
+        }
+        #expect(service.process.isRunning)
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+    }
+
+    @Test("SIGKILL loses no scan that was logged as stored; the database is intact and the service restarts")
+    func killedProcess() throws {
+        let servers = try (0..<4).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("kill")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
+                              interval: "300ms").write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("twenty stored scans") { service.storedScans.count >= 20 }
+        service.signal(SIGKILL)
+        #expect(service.waitForExit(timeout: 5) != nil)
+        let logged = service.storedScans
+
+        let store = try SQLiteScanStore(path: database, create: false)
+        #expect(try store.integrityCheck() == "ok")
+        var stored: [String: [Double]] = [:]
+        for target in Set(logged.map(\.target)) {
+            stored[target] = try store.history(target: target, limit: 10_000).map(\.startedAt.timeIntervalSince1970)
+        }
+        let missing = logged.filter { scan in !(stored[scan.target] ?? []).contains { abs($0 - scan.startedAt) < 0.001 } }
+        #expect(missing.isEmpty, "logged as stored but not in the database: \(missing)")
+
+        let restarted = try ServiceProcess(config: config, workspace: workspace)
+        restarted.wait("scans after the restart") { restarted.storedScans.count >= 4 }
+        restarted.signal(SIGTERM)
+        #expect(restarted.waitForExit(timeout: 10) == 0)
+        #expect(try store.history(target: "t0", limit: 10_000).count > stored["t0", default: []].count)
+    }
+
+    @Test("unreachable targets back off exponentially")
+    func backoff() throws {
+        let port = try LabPorts.unusedPort()
+        let workspace = try lab.workspace("backoff")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: [("closed", port)], interval: "250ms")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("four attempts", timeout: 15) { service.storedScans.count >= 4 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        let times = service.storedScans.map(\.startedAt).sorted()
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        // 0.5 s, 1 s, 2 s: each wait doubles.
+        #expect(gaps.count >= 3)
+        #expect(zip(gaps.dropFirst(), gaps).allSatisfy { $0 > $1 * 1.6 }, "gaps: \(gaps)")
+        let row = try #require(try status(database).first)
+        #expect(row.status == .failed && row.failureCategory == .connectionRefused)
+        #expect(row.consecutiveFailures >= 4)
+    }
+
+    @Test("the per-host cap holds: ten targets on one tarpit host, at most two connections at once")
+    func perHostCap() throws {
+        let tarpit = try LabHostileServer(.tarpit)
+        defer { tarpit.stop() }
+        let workspace = try lab.workspace("cap")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        var yaml = lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path,
+                                     targets: (0..<10).map { ("tarpit\($0)", tarpit.port) }, interval: "1s", timeout: "1s")
+        yaml = yaml.replacingOccurrences(of: "per_host_concurrency: 8", with: "per_host_concurrency: 2")
+        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("six tarpit scans", timeout: 20) { tarpit.totalConnections >= 6 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        #expect(tarpit.peakConnections <= 2, "peak \(tarpit.peakConnections)")
+        #expect(tarpit.peakConnections == 2)
+    }
+
+    @Test("first runs are spread out, not a burst at start")
+    func spreadStart() throws {
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("spread")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path,
+                              targets: (0..<20).map { ("t\($0)", good.port) }, interval: "10s")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a first scan of each target") { Set(service.storedScans.map(\.target)).count == 20 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        let firsts = Dictionary(grouping: service.storedScans, by: \.target).values.map { $0.map(\.startedAt).min()! }
+        let span = firsts.max()! - firsts.min()!
+        #expect(span > 1.0 && span < 3.0, "first runs spread over \(span) s")
+    }
+
+    @Test("a database made by the first schema is upgraded in place, its scans kept")
+    func migrationFromFirstSchema() throws {
+        let workspace = try lab.workspace("migration")
+        let path = workspace.appendingPathComponent("old.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try StoreMigrations.migrator.migrate(queue, upTo: "v1-initial")
+        try queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO observation (id, target, host, port, sni, address, family, started_at, duration_ms, status,
+                    failure_category, failure_message)
+                VALUES (1, 'legacy', 'legacy.example', 443, 'legacy.example', '192.0.2.1', 'ipv4', 1700000000, 12, 'failed',
+                    'connect-timeout', 'no answer')
+                """)
+            try db.execute(sql: "INSERT INTO verdict VALUES (1, 'ats', 1700000000, 0, '[]', '[]')")
+            try db.execute(sql: """
+                INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
+                    compliant, failed_rules, failure_category, consecutive_failures)
+                VALUES ('legacy', '192.0.2.1', 'legacy.example', 443, 1, 1700000000, 'failed', 'ats', 0, '[]', 'connect-timeout', 3)
+                """)
+        }
+        #expect(try queue.read { try StoreMigrations.migrator.appliedMigrations($0) } == ["v1-initial"])
+        try queue.close()
+
+        let output = try Binary.run(["status", "--database", path])
+        #expect(output.status == 2, "\(output.stderr)")
+        #expect(output.stdout.contains("legacy"))
+        #expect(output.stdout.contains("UNREACHABLE (connect-timeout, 3x)"))
+        let store = try SQLiteScanStore(path: path, create: false)
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state"])
+        #expect(try store.status().first?.pinState == "none")
+        #expect(try store.history(target: "legacy", limit: 10).count == 1)
+        #expect(try store.integrityCheck() == "ok")
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PKI and servers for the service tests.
+struct ServiceLab: Sendable {
+    static let shared: ServiceLab = try! ServiceLab()
+    static let hostname = "service.tlsaudit.test"
+
+    let root: LabCertificate
+    let intermediate: LabCertificate
+    let good: LabCertificate
+    let expired: LabCertificate
+    let directory: URL
+    var rootFile: String { directory.appendingPathComponent("root.pem").path }
+
+    private init() throws {
+        root = try LabCertificateAuthority.selfSigned(.authority("service test root"))
+        intermediate = try root.issue(.authority("service test intermediate"))
+        good = try intermediate.issue(.server([Self.hostname]))
+        var request = LabCertificateRequest.server([Self.hostname])
+        request.notBefore = Date().addingTimeInterval(-90 * 86_400)
+        request.notAfter = Date().addingTimeInterval(-86_400)
+        expired = try intermediate.issue(request)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-service-tests-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try root.pem.write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
+    }
+
+    func goodServer() throws -> LabTLSServer { try LabTLSServer(LabServerConfiguration(chain: [good, intermediate])) }
+    func expiredServer() throws -> LabTLSServer { try LabTLSServer(LabServerConfiguration(chain: [expired, intermediate])) }
+
+    /// A fresh directory for one test.
+    func workspace(_ name: String) throws -> URL {
+        let url = directory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// YAML for targets `name: port` on 127.0.0.1, trusting the lab root.
+    func configuration(database: String, targets: [(String, Int)], interval: String = "1s", timeout: String = "2s",
+                       extra: String = "") -> String {
+        var yaml = """
+            database: \(database)
+            concurrency: 16
+            per_host_concurrency: 8
+            max_backoff: 30s
+            log_level: info
+            \(extra)
+            defaults:
+              interval: \(interval)
+              timeout: \(timeout)
+              sni: \(Self.hostname)
+              addresses: [127.0.0.1]
+              trust:
+                ca_file: \(rootFile)
+            targets:
+
+            """
+        for (name, port) in targets {
+            yaml += "  - {host: \(Self.hostname), port: \(port), name: \(name)}\n"
+        }
+        return yaml
+    }
+}
+
+/// The built binary, next to the test bundle.
+enum Binary {
+    static let path: String = {
+        if let explicit = ProcessInfo.processInfo.environment["TLSAUDIT_BINARY"] { return explicit }
+        return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+            .deletingLastPathComponent().appendingPathComponent("tlsaudit").path
+    }()
+
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// Runs `tlsaudit ARGS` to completion.
+    static func run(_ arguments: [String]) throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let group = DispatchGroup()
+        nonisolated(unsafe) var stdout = Data()
+        nonisolated(unsafe) var stderr = Data()
+        DispatchQueue.global().async(group: group) { stdout = out.fileHandleForReading.readDataToEndOfFile() }
+        DispatchQueue.global().async(group: group) { stderr = err.fileHandleForReading.readDataToEndOfFile() }
+        process.waitUntilExit()
+        group.wait()
+        return Output(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+/// A `tlsaudit serve` process with its log in a file.
+final class ServiceProcess: @unchecked Sendable {
+    let process = Process()
+    let logFile: URL
+
+    /// `launcher` runs the binary through another program (e.g. setpriv to drop privileges).
+    init(config: String, workspace: URL, environment: [String: String] = [:], extraArguments: [String] = [],
+         launcher: [String] = []) throws {
+        logFile = workspace.appendingPathComponent("service-\(UUID().uuidString.prefix(6)).log")
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let command = launcher + [Binary.path, "serve", "--config", config] + extraArguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "NOTIFY_SOCKET")
+        env.merge(environment) { $1 }
+        process.environment = env
+        process.standardError = try FileHandle(forWritingTo: logFile)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Log lines containing `text`.
+    func lines(containing text: String) -> [String] {
+        log.split(separator: "\n").map(String.init).filter { $0.contains(text) }
+    }
+
+    /// Waits until `condition` holds (polling), or fails the test after `timeout` seconds.
+    @discardableResult
+    func wait(_ what: String, timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
+              until condition: () throws -> Bool) rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        Issue.record("timed out waiting for \(what); log:\n\(log.suffix(3000))", sourceLocation: sourceLocation)
+        return false
+    }
+
+    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Waits for the process to exit; returns its status, or nil if it outlived `timeout`.
+    func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        guard !process.isRunning else { return nil }
+        return process.terminationStatus
+    }
+
+    /// (target, address, started_at) of every "stored scan" log line.
+    var storedScans: [(target: String, address: String, startedAt: Double)] {
+        lines(containing: "stored scan").compactMap { line in
+            func value(_ key: String) -> String? {
+                guard let range = line.range(of: "\(key)=") else { return nil }
+                return String(line[range.upperBound...].prefix { $0 != " " })
+            }
+            guard let target = value("target"), let address = value("address"),
+                  let started = value("started_at").flatMap(Double.init) else { return nil }
+            return (target, address, started)
+        }
+    }
+}
+
+/// A unix datagram socket standing in for systemd's NOTIFY_SOCKET.
+final class NotifySocket: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+
+    init(directory: URL) throws {
+        path = directory.appendingPathComponent("notify.sock").path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let status = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard status == 0 else { throw HarnessError(message: "cannot bind \(path): errno \(errno)") }
+    }
+
+    deinit { close(fd) }
+
+    /// Every message received within `seconds`.
+    func messages(for seconds: Double) -> [String] {
+        var received: [String] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) > 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 { received.append(String(decoding: buffer[..<count], as: UTF8.self)) }
+        }
+        return received
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
