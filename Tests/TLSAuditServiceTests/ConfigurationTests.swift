@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditService
+
+@Suite("configuration")
+struct ConfigurationTests {
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    func parse(_ yaml: String) throws -> ServiceConfiguration {
+        try ServiceConfiguration.parse(yaml: yaml, file: "test.yaml", baseDirectory: "/tmp")
+    }
+
+    func errors(_ yaml: String) -> [ConfigurationError] {
+        do {
+            _ = try parse(yaml)
+            Issue.record("expected errors")
+            return []
+        } catch let error as ConfigurationErrors {
+            return error.errors
+        } catch {
+            Issue.record("unexpected error \(error)")
+            return []
+        }
+    }
+
+    @Test("the sample config/tlsaudit.yaml is valid, through the binary")
+    func sample() throws {
+        let output = try Binary.run(["check-config", Self.packageRoot.appendingPathComponent("config/tlsaudit.yaml").path])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stdout.contains("OK: 6 target(s) in 2 group(s)"))
+    }
+
+    @Test("defaults, groups and targets merge; tags accumulate")
+    func inheritance() throws {
+        let configuration = try parse("""
+            database: /var/lib/x.sqlite
+            defaults: {interval: 10m, timeout: 5s, tags: [all]}
+            groups:
+              - name: api
+                interval: 1m
+                policy: ats-runtime
+                tags: [api]
+                targets:
+                  - a.example
+                  - {host: b.example, port: 8443, interval: 30s, tags: [b]}
+            targets:
+              - "[2001:db8::1]:444"
+              - {host: c.example, addresses: [10.0.0.1, "2001:db8::2"], name: c}
+            """)
+        #expect(configuration.targets.map(\.key) == ["a.example:443", "b.example:8443", "[2001:db8::1]:444", "c"])
+        let a = configuration.targets[0]
+        #expect(a.interval == 60 && a.timeout == 5 && a.policy == .atsRuntime && a.tags == ["all", "api"] && a.group == "api")
+        let b = configuration.targets[1]
+        #expect(b.interval == 30 && b.port == 8443 && b.tags == ["all", "api", "b"])
+        let v6 = configuration.targets[2]
+        #expect(v6.host == "2001:db8::1" && v6.port == 444 && v6.sni == nil && v6.interval == 600 && v6.policy == .ats)
+        #expect(configuration.targets[3].addresses == .list(["10.0.0.1", "2001:db8::2"]))
+        #expect(configuration.database == "/var/lib/x.sqlite")
+    }
+
+    @Test("every error is reported with its line; unknown keys suggest the right one")
+    func errorsWithLines() {
+        let problems = errors("""
+            concurency: 4
+            defaults:
+              timeout: forever
+            targets:
+              - host: ok.example
+                intervall: 5m
+              - {port: 5}
+              - ok.example
+            """)
+        #expect(problems.map(\.line) == [1, 3, 6, 7, 8])
+        #expect(problems[0].message.contains("did you mean 'concurrency'"))
+        #expect(problems[1].message.contains("expected a duration"))
+        #expect(problems[2].message.contains("unknown key 'intervall'"))
+        #expect(problems[3].message.contains("needs a 'host'"))
+        #expect(problems[4].message.contains("already defined at line 5"))
+        #expect(problems.allSatisfy { $0.description.hasPrefix("test.yaml:") })
+    }
+
+    @Test("bad YAML names the line")
+    func badYAML() {
+        let problems = errors("targets:\n  - a.example\n  - [unclosed\n")
+        #expect(problems.count == 1)
+        #expect(problems.first?.message.contains("not valid YAML") == true)
+        #expect(problems.first?.message.contains("line") == true)
+    }
+
+    @Test("check-config exits 64 and prints file:line for each error")
+    func checkConfigBinary() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml")
+        try "targets:\n  - host: a.example\n    policy: strict\n".write(to: file, atomically: true, encoding: .utf8)
+        let output = try Binary.run(["check-config", file.path])
+        #expect(output.status == 64)
+        #expect(output.stderr.contains("\(file.path):3: policy 'strict' is not one of ats, ats-runtime, apple-trust"))
+    }
+
+    @Test("durations", arguments: [("500ms", 0.5), ("30s", 30.0), ("5m", 300.0), ("2h", 7200.0), ("7d", 604_800.0), ("45", 45.0)])
+    func durations(text: String, seconds: Double) throws {
+        let configuration = try parse("targets:\n  - {host: a.example, interval: \(text)}\n")
+        #expect(configuration.targets[0].interval == seconds)
+    }
+}
+
+@Suite("systemd unit")
+struct SystemdUnitTests {
+    /// The unit with ExecStart pointing at the built binary (systemd-analyze checks that it exists).
+    func unitFile() throws -> URL {
+        let source = ConfigurationTests.packageRoot.appendingPathComponent("systemd/tlsaudit.service")
+        let text = try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/tlsaudit", with: Binary.path)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unit-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let unit = directory.appendingPathComponent("tlsaudit.service")
+        try text.write(to: unit, atomically: true, encoding: .utf8)
+        return unit
+    }
+
+    func run(_ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    @Test("systemd-analyze verify accepts the unit; its security exposure is 2.0 or lower")
+    func unit() throws {
+        let unit = try unitFile()
+        let (verifyStatus, verifyOutput) = try run(["verify", unit.path])
+        #expect(verifyStatus == 0, "\(verifyOutput)")
+        let (_, security) = try run(["security", "--offline=yes", unit.path])
+        let line = try #require(security.split(separator: "\n").first { $0.contains("Overall exposure level") })
+        let score = try #require(line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) })
+        #expect(score <= 2.0, "\(line)")
+        let text = try String(contentsOf: unit, encoding: .utf8)
+        for directive in ["Type=notify", "DynamicUser=yes", "StateDirectory=tlsaudit", "ProtectSystem=strict",
+                          "NoNewPrivileges=yes", "PrivateTmp=yes", "RestrictAddressFamilies=", "CapabilityBoundingSet=\n",
+                          "SystemCallFilter=@system-service"] {
+            #expect(text.contains(directive), "missing \(directive)")
+        }
+    }
+}
+
+@Suite("demo")
+struct DemoTests {
+    @Test("tlsaudit demo runs the real service and prints the status table")
+    func demo() throws {
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("demo-\(UUID().uuidString).sqlite").path
+        let output = try Binary.run(["demo", "--cycles", "2", "--database", database])
+        #expect(output.status == 0, "\(output.stderr)")
+        for line in ["good ", "expired ", "weak ", "wrong-name ", "closed-port "] {
+            #expect(output.stdout.contains(line))
+        }
+        #expect(output.stdout.contains("NOT COMPLIANT (ats.trust)"))
+        #expect(output.stdout.contains("UNREACHABLE (connection-refused"))
+        #expect(output.stdout.contains("5 address(es): 1 compliant, 3 not compliant, 1 unreachable"))
+        let history = try Binary.run(["history", "--database", database, "good"])
+        #expect(history.status == 0)
+        #expect(history.stdout.split(separator: "\n").count >= 3, "at least two scans of 'good' plus the header")
+    }
+}
