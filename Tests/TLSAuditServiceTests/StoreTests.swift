@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditStore
+
+/// The SQLite store on real scan results (from real loopback handshakes).
+@Suite("SQLite store")
+struct StoreTests {
+    let lab = ServiceLab.shared
+
+    /// A real scan of a loopback server, with `startedAt` moved to `date`.
+    func scan(_ server: LabTLSServer, at date: Date, policy: CompliancePolicy = .ats) throws -> AddressScanResult {
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: lab.rootFile)))
+        var target = ScanTarget(original: "t", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
+                                connectTo: [ConnectAddress(host: "127.0.0.1")])
+        target.policy = policy
+        var result = scanner.scan(target).addresses[0]
+        result.startedAt = date
+        return result
+    }
+
+    func newStore() throws -> SQLiteScanStore {
+        try SQLiteScanStore(path: try lab.workspace("store").appendingPathComponent("db.sqlite").path)
+    }
+
+    @Test("a stored result comes back whole, and can be judged again under another policy without rescanning")
+    func roundTripAndRejudge() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server([ServiceLab.hostname], key: .rsa(bits: 2048))), lab.intermediate],
+                                                             maxVersion: .tls1_0, cipherList: "AES128-SHA"))
+        defer { server.stop() }
+        let store = try newStore()
+        let original = try scan(server, at: Date())
+        #expect(original.ats.failedRules.contains("ats.tls-version"))
+        try store.record([StoredScan(target: "weak", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
+                                     result: original)])
+        let id = try #require(try store.status().first?.lastObservationID)
+        let loaded = try #require(try store.result(observationID: id))
+        #expect(loaded.handshake == original.handshake)
+        #expect(loaded.chain?.presented.map(\.der) == original.chain?.presented.map(\.der))
+        #expect(loaded.chain?.path.map(\.certificate.sha256Fingerprint) == original.chain?.path.map(\.certificate.sha256Fingerprint))
+        #expect(loaded.chain?.issues == original.chain?.issues)
+        #expect(loaded.findings == original.findings)
+        #expect(loaded.ats == original.ats)
+
+        // Same verdict when judged again under the same policy at the same time...
+        let again = AddressAssessment.rejudge(loaded, hostname: ServiceLab.hostname, policy: .ats, at: original.startedAt)
+        #expect(again.verdict == original.ats)
+        // ...and apple-trust ignores the protocol rules.
+        let appleTrust = AddressAssessment.rejudge(loaded, hostname: ServiceLab.hostname, policy: .appleTrust, at: original.startedAt)
+        #expect(appleTrust.verdict.compliant)
+        // Judged two years later, the leaf has expired.
+        let later = AddressAssessment.rejudge(loaded, hostname: ServiceLab.hostname, policy: .appleTrust,
+                                              at: original.startedAt.addingTimeInterval(730 * 86_400))
+        #expect(later.verdict.failedRules == ["ats.trust"])
+        #expect(later.findings.contains { $0.id == .trustExpired })
+    }
+
+    @Test("certificates are stored once; retention keeps each address's latest scan and drops orphaned certificates")
+    func retention() throws {
+        let first = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate]))
+        let second = try LabTLSServer(LabServerConfiguration(chain: [lab.expired, lab.intermediate]))
+        let rotated = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server([ServiceLab.hostname])),
+                                                                      lab.intermediate]))
+        defer { first.stop(); second.stop(); rotated.stop() }
+        let store = try newStore()
+        let old = Date().addingTimeInterval(-200 * 86_400)
+        // Ten old scans of "a" with its first leaf; "b" scanned once, long ago; then "a" with a renewed leaf.
+        for day in 0..<10 {
+            try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: first.port, sni: nil,
+                                         result: try scan(first, at: old.addingTimeInterval(Double(day) * 86_400)))])
+        }
+        try store.record([StoredScan(target: "b", host: ServiceLab.hostname, port: second.port, sni: nil,
+                                     result: try scan(second, at: old))])
+        try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: rotated.port, sni: nil,
+                                     result: try scan(rotated, at: Date()))])
+        #expect(try store.history(target: "a", limit: 100).count == 11)
+        #expect(Set(try store.history(target: "a", limit: 100).compactMap(\.leafFingerprint)).count == 2,
+                "ten scans share one stored leaf")
+
+        let pruned = try store.prune(olderThan: Date().addingTimeInterval(-90 * 86_400))
+        #expect(pruned.observations == 10, "a's old scans go; b's only scan is its latest and stays")
+        #expect(pruned.certificates == 1, "a's first leaf is no longer referenced")
+        #expect(try store.history(target: "a", limit: 100).count == 1)
+        #expect(try store.history(target: "b", limit: 100).count == 1)
+        #expect(try store.integrityCheck() == "ok")
+    }
+}
