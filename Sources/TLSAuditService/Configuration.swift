@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditCore
+import TLSAuditProbe
 import Yams
 
 /// Which addresses of a target to probe.
@@ -38,9 +39,12 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var trust: TrustSetting
     public var tags: [String]
     public var group: String?
+    /// Pins checked on every scan; nil when the target has none.
+    public var pins: PinPolicy?
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
-                timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?) {
+                timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
+                pins: PinPolicy? = nil) {
         self.key = key
         self.host = host
         self.port = port
@@ -52,6 +56,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.trust = trust
         self.tags = tags
         self.group = group
+        self.pins = pins
     }
 
     /// The scanner's view of this target.
@@ -60,6 +65,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         if case .list(let list) = addresses { target.connectTo = list.map { ConnectAddress(host: $0) } }
         target.policy = policy
         target.timeout = timeout
+        target.pins = pins
         return target
     }
 }
@@ -79,9 +85,13 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// swift-log level: trace, debug, info, notice, warning, error, critical.
     public var logLevel: String
     public var targets: [TargetConfiguration]
+    /// When alerts are raised and where they go (default: the log only).
+    public var alerts: AlertConfiguration
+    /// Advice that does not make the file invalid (e.g. a single pin with no backup).
+    public var warnings: [ConfigurationError] = []
 
     public init(database: String, concurrency: Int, perHostConcurrency: Int, retention: Double, maxBackoff: Double,
-                logLevel: String, targets: [TargetConfiguration]) {
+                logLevel: String, targets: [TargetConfiguration], alerts: AlertConfiguration = AlertConfiguration()) {
         self.database = database
         self.concurrency = concurrency
         self.perHostConcurrency = perHostConcurrency
@@ -89,6 +99,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
         self.maxBackoff = maxBackoff
         self.logLevel = logLevel
         self.targets = targets
+        self.alerts = alerts
     }
 
     /// Where the database goes when the configuration does not say: `$STATE_DIRECTORY`
@@ -150,6 +161,7 @@ struct ConfigurationParser {
     let file: String
     let baseDirectory: String
     var errors: [ConfigurationError] = []
+    var warnings: [ConfigurationError] = []
     /// The line of each target parsed so far, in order (for duplicate reports).
     private var targetLines: [Int?] = []
 
@@ -159,7 +171,10 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "defaults", "groups", "targets"]
+                               "log_level", "alerts", "defaults", "groups", "targets"]
+    static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
+    static let alertKeys = ["unreachable_after", "expiry_thresholds", "sinks"]
+    static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
@@ -175,12 +190,14 @@ struct ConfigurationParser {
         var policy: CompliancePolicy?
         var trust: TrustSetting?
         var tags: [String] = []
+        var pins: PinPolicy?
 
-        /// `self` with `other`'s values where `other` sets them (tags accumulate).
+        /// `self` with `other`'s values where `other` sets them (tags accumulate; pins replace).
         func overridden(by other: Settings) -> Settings {
             Settings(port: other.port ?? port, sni: other.sni ?? sni, addresses: other.addresses ?? addresses,
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
-                     policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags)
+                     policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
+                     pins: other.pins ?? pins)
         }
     }
 
@@ -228,6 +245,7 @@ struct ConfigurationParser {
                 report(node, "'defaults' must be a mapping of target settings")
             }
         }
+        if let node = mapping["alerts"] { configuration.alerts = alerts(node) }
         var targets: [TargetConfiguration] = []
         if let node = mapping["groups"] {
             targets += groups(node, defaults: defaults)
@@ -250,6 +268,7 @@ struct ConfigurationParser {
             }
         }
         configuration.targets = targets
+        configuration.warnings = warnings
         return configuration
     }
 
@@ -330,7 +349,8 @@ struct ConfigurationParser {
         return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? 300,
                                    timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .ats,
-                                   trust: resolved.trust ?? .system, tags: resolved.tags, group: group)
+                                   trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
+                                   pins: resolved.pins)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -358,10 +378,178 @@ struct ConfigurationParser {
                 settings.tags = [tag]
             }
         }
-        if let node = mapping["pins"] {
-            report(node, "'pins' is not supported yet: pin checking arrives with the pins-and-alerts work; remove the key for now")
-        }
+        if let node = mapping["pins"] { settings.pins = pins(node) }
         return settings
+    }
+
+    /// `pins:` in AFNetworking form (mode, pins, flags) or Apple's (leaf_identities, ca_identities).
+    private mutating func pins(_ node: Node) -> PinPolicy? {
+        guard case .mapping(let mapping) = node else {
+            report(node, "pins must be a mapping: mode, pins, allow_invalid_certificates, validates_domain_name (AFNetworking) or leaf_identities, ca_identities (NSPinnedDomains)")
+            return nil
+        }
+        checkKeys(mapping, allowed: Self.pinKeys, in: "pins")
+        var policy = PinPolicy()
+        var explicitMode: PinMode?
+        if let modeNode = mapping["mode"], let text = string(modeNode, "a pinning mode") {
+            explicitMode = PinMode(rawValue: text)
+            if explicitMode == nil {
+                report(modeNode, "mode '\(text)' is not one of \(PinMode.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        if let flag = mapping["allow_invalid_certificates"] { policy.allowInvalidCertificates = boolean(flag) ?? false }
+        if let flag = mapping["validates_domain_name"] { policy.validatesDomainName = boolean(flag) ?? true }
+        if let list = mapping["pins"] {
+            policy.pins = pinValues(list, mode: explicitMode)
+            if explicitMode == nil {
+                let allSPKI = policy.pins.allSatisfy { if case .spki = $0 { true } else { false } }
+                explicitMode = policy.pins.isEmpty ? PinMode.none : allSPKI ? .publicKey : .certificate
+            }
+        }
+        policy.mode = explicitMode ?? .none
+        for (key, keyPath) in [("leaf_identities", \PinPolicy.leafIdentities), ("ca_identities", \PinPolicy.caIdentities)] {
+            guard let list = mapping[key] else { continue }
+            guard case .sequence(let sequence) = list, !sequence.isEmpty else {
+                report(list, "\(key) must be a non-empty list of SPKI pins (base64 SHA-256): an empty list pins nothing")
+                continue
+            }
+            policy[keyPath: keyPath] = sequence.compactMap { entry in
+                guard let text = string(entry, "an SPKI pin"), case .spki(let value)? = PinValue.parse(text) else {
+                    report(entry, "\(key) entries must be SPKI pins: 44 characters of base64 (optionally 'sha256/...')")
+                    return nil
+                }
+                return value
+            }
+        }
+        for problem in policy.problems { report(node, "pins: \(problem)") }
+        for warning in policy.warnings { warnings.append(ConfigurationError(file: file, line: node.mark?.line, message: "pins: \(warning)")) }
+        return policy.problems.isEmpty ? policy : nil
+    }
+
+    /// Pin values: pin strings, or `{file: cert.pem}` (PEM, DER .cer/.crt; every certificate in the file).
+    private mutating func pinValues(_ node: Node, mode: PinMode?) -> [PinValue] {
+        guard case .sequence(let sequence) = node else {
+            report(node, "pins must be a list of 'sha256/BASE64=' SPKI pins, SHA-256 hex fingerprints or {file: PATH}")
+            return []
+        }
+        var values: [PinValue] = []
+        for entry in sequence {
+            switch entry {
+            case .scalar(let scalar):
+                if let value = PinValue.parse(scalar.string) {
+                    values.append(value)
+                } else {
+                    report(entry, "'\(scalar.string)' is not a pin: expected 'sha256/' + 44 base64 characters, or a 64-digit SHA-256 hex fingerprint (colons allowed)")
+                }
+            case .mapping(let mapping):
+                checkKeys(mapping, allowed: ["file"], in: "a pin")
+                guard let fileNode = mapping["file"], let path = string(fileNode, "a certificate file") else { continue }
+                let absolute = path.hasPrefix("/") ? path : URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
+                do {
+                    for certificate in try CertificateFile.summaries(path: absolute) {
+                        values.append(mode == .certificate ? .certificate(certificate.sha256Fingerprint) : .spki(certificate.spkiSHA256))
+                    }
+                } catch {
+                    report(fileNode, "cannot read a certificate from \(absolute): \(error)")
+                }
+            default:
+                report(entry, "a pin must be a string or {file: PATH}")
+            }
+        }
+        return values
+    }
+
+    private mutating func alerts(_ node: Node) -> AlertConfiguration {
+        var configuration = AlertConfiguration()
+        guard case .mapping(let mapping) = node else {
+            report(node, "alerts must be a mapping: unreachable_after, expiry_thresholds, sinks")
+            return configuration
+        }
+        checkKeys(mapping, allowed: Self.alertKeys, in: "alerts")
+        if let value = mapping["unreachable_after"], let count = integer(value, in: 1...10_000) {
+            configuration.rules.unreachableAfter = count
+        }
+        if let value = mapping["expiry_thresholds"] {
+            if case .sequence(let sequence) = value, !sequence.isEmpty {
+                configuration.rules.expiryThresholds = sequence.compactMap { integer($0, in: 0...3650) }
+            } else {
+                report(value, "expiry_thresholds must be a list of days, e.g. [30, 14, 7, 1]")
+            }
+        }
+        if let value = mapping["sinks"] {
+            guard case .sequence(let sequence) = value else {
+                report(value, "sinks must be a list")
+                return configuration
+            }
+            configuration.sinks = []
+            for (index, entry) in sequence.enumerated() {
+                guard let sink = sink(entry, index: index) else { continue }
+                if configuration.sinks.contains(where: { $0.name == sink.name }) {
+                    report(entry, "two sinks are named '\(sink.name)'; give one a distinct 'name'")
+                } else {
+                    configuration.sinks.append(sink)
+                }
+            }
+        }
+        return configuration
+    }
+
+    private mutating func sink(_ node: Node, index: Int) -> SinkConfiguration? {
+        guard case .mapping(let mapping) = node else {
+            report(node, "a sink must be a mapping with a 'type' (log, webhook, command)")
+            return nil
+        }
+        checkKeys(mapping, allowed: Self.sinkKeys, in: "a sink")
+        guard let typeNode = mapping["type"], let type = string(typeNode, "a sink type") else {
+            report(node, "a sink needs a 'type': log, webhook or command")
+            return nil
+        }
+        let timeout = mapping["timeout"].flatMap { duration($0, minimum: 0.1) } ?? 10
+        var minimum = AlertSeverity.info
+        if let severityNode = mapping["min_severity"], let text = string(severityNode, "a severity") {
+            if let severity = AlertSeverity(rawValue: text) {
+                minimum = severity
+            } else {
+                report(severityNode, "min_severity must be one of \(AlertSeverity.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        let kind: SinkConfiguration.Kind
+        switch type {
+        case "log":
+            kind = .log
+        case "webhook":
+            guard let urlNode = mapping["url"], let text = string(urlNode, "a URL"), let url = URL(string: text),
+                  ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                report(node, "a webhook sink needs a 'url' (http:// or https://)")
+                return nil
+            }
+            kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout)
+        case "command":
+            guard let argvNode = mapping["argv"], case .sequence(let sequence) = argvNode, !sequence.isEmpty else {
+                report(node, "a command sink needs 'argv': a list, program first (run without a shell)")
+                return nil
+            }
+            kind = .command(argv: sequence.compactMap { string($0, "an argument") }, timeout: timeout)
+        default:
+            report(typeNode, "sink type '\(type)' is not one of log, webhook, command")
+            return nil
+        }
+        let name = mapping["name"].flatMap { string($0, "a sink name") } ?? (index == 0 ? type : "\(type)-\(index + 1)")
+        return SinkConfiguration(name: name, kind: kind, minimumSeverity: minimum)
+    }
+
+    private mutating func boolean(_ node: Node) -> Bool? {
+        guard case .scalar(let scalar) = node else {
+            report(node, "expected true or false")
+            return nil
+        }
+        switch scalar.string.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default:
+            report(node, "expected true or false, not '\(scalar.string)'")
+            return nil
+        }
     }
 
     private mutating func addresses(_ node: Node) -> AddressSetting? {
@@ -465,8 +653,7 @@ struct ConfigurationParser {
                Self.distance(suggestion, name) <= 2 {
                 message += " (did you mean '\(suggestion)'?)"
             }
-            let listed = allowed.filter { $0 != "pins" } // accepted only to say it is not supported yet
-            report(key, message + "; expected one of: \(listed.joined(separator: ", "))")
+            report(key, message + "; expected one of: \(allowed.joined(separator: ", "))")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import TLSAuditCore
 import TLSAuditStore
 
@@ -19,13 +20,17 @@ final class ResultWriter: @unchecked Sendable {
     private var failing = false
     /// Results kept in memory at most while the store is failing; beyond this the oldest are dropped (and logged).
     private let capacity: Int
-    /// Called on `queue` after each successful commit with what was stored.
-    var onStored: (@Sendable ([StoredScan]) -> Void)?
+    /// Called on `queue` after each successful commit with the alerts it raised.
+    var onAlerts: (@Sendable ([Alert]) -> Void)?
+    /// How alerts are raised; replaced on reload.
+    private let alerting: Mutex<AlertSettings>
 
     /// `openStore` opens (and migrates) the database; it is called again after failures that a
     /// fresh connection may cure (read-only, unavailable).
-    init(openStore: @escaping @Sendable () throws -> any ScanStore, logger: Logger, capacity: Int = 100_000) {
+    init(openStore: @escaping @Sendable () throws -> any ScanStore, alerting: AlertSettings, logger: Logger,
+         capacity: Int = 100_000) {
         self.openStore = openStore
+        self.alerting = Mutex(alerting)
         self.logger = logger
         self.capacity = capacity
         queue.async {
@@ -75,7 +80,7 @@ final class ResultWriter: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let batch = pending
         do {
-            try currentStore().record(batch)
+            let alerts = try currentStore().record(batch, alerting: alerting.withLock { $0 })
             pending.removeFirst(batch.count)
             if failing {
                 logger.notice("storing works again", metadata: ["stored": "\(batch.count)"])
@@ -89,7 +94,7 @@ final class ResultWriter: @unchecked Sendable {
                     "status": "\(scan.result.status.rawValue)", "compliant": "\(scan.result.ats.compliant)",
                 ])
             }
-            onStored?(batch)
+            if !alerts.isEmpty { onAlerts?(alerts) }
         } catch {
             retryDelay = min(60, max(1, retryDelay * 2))
             let kind = (error as? StoreError)?.kind
@@ -108,6 +113,9 @@ final class ResultWriter: @unchecked Sendable {
             scheduleFlush(after: retryDelay)
         }
     }
+
+    /// Replaces the alert settings (reload).
+    func apply(_ settings: AlertSettings) { alerting.withLock { $0 = settings } }
 
     /// Writes what is pending now and waits (for shutdown). Returns the number left unstored.
     @discardableResult

@@ -15,6 +15,7 @@ public final class ScanService: Service, @unchecked Sendable {
     private var configuration: ServiceConfiguration
     private let logger: Logger
     private let writer: ResultWriter
+    private let dispatcher: AlertDispatcher
     private let scheduler: ScanScheduler
     private let notifier = SystemdNotifier()
     private let control = DispatchQueue(label: "tlsaudit.service")
@@ -31,7 +32,17 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let database = configuration.database
-        writer = ResultWriter(openStore: { try SQLiteScanStore(path: database) }, logger: logger)
+        writer = ResultWriter(openStore: { try SQLiteScanStore(path: database) }, alerting: configuration.alerts.settings,
+                              logger: logger)
+        dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
+        writer.onAlerts = { [dispatcher, logger] alerts in
+            for alert in alerts {
+                logger.notice("alert raised", metadata: ["alert": "\(alert.id)", "kind": "\(alert.kind.rawValue)",
+                                                        "severity": "\(alert.severity.rawValue)", "target": "\(alert.target)",
+                                                        "address": "\(alert.address)"])
+            }
+            dispatcher.poke()
+        }
         let scanner = try TLSScanner(options: ScanOptions(trustStore: try TrustStore.system()))
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)
@@ -61,6 +72,7 @@ public final class ScanService: Service, @unchecked Sendable {
             "config": "\(configurationPath ?? "(built in)")",
         ])
         scheduler.start()
+        dispatcher.start()
         startHousekeeping()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
@@ -74,6 +86,7 @@ public final class ScanService: Service, @unchecked Sendable {
             scheduler.stop(deadline: Date().addingTimeInterval(shutdownGrace))
         }
         let unstored = await Self.onThread { [writer] in writer.flush() }
+        dispatcher.stop()
         if unstored > 0 {
             logger.error("stopped with scan results that could not be stored", metadata: ["unstored": "\(unstored)"])
         }
@@ -125,6 +138,8 @@ public final class ScanService: Service, @unchecked Sendable {
             var applied = candidate
             applied.database = configuration.database
             scheduler.apply(applied, trustStores: stores)
+            writer.apply(applied.alerts.settings)
+            dispatcher.apply(applied.alerts)
             configuration = applied
             logger.notice("configuration reloaded", metadata: ["targets": "\(applied.targets.count)"])
         }

@@ -44,18 +44,22 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Writing
 
-    public func record(_ scans: [StoredScan]) throws {
-        guard !scans.isEmpty else { return }
+    public func record(_ scans: [StoredScan], alerting: AlertSettings?) throws -> [Alert] {
+        guard !scans.isEmpty else { return [] }
         do {
-            try pool.write { db in
-                for scan in scans { try Self.insert(scan, into: db) }
+            return try pool.write { db in
+                var alerts: [Alert] = []
+                for scan in scans { alerts += try Self.insert(scan, alerting: alerting, into: db) }
+                return alerts
             }
         } catch {
             throw Self.storeError(error, doing: "storing \(scans.count) scan(s)")
         }
     }
 
-    private static func insert(_ scan: StoredScan, into db: Database) throws {
+    /// Stores one scan, detects transitions against the remembered state, stores the alerts and
+    /// their pending deliveries, and updates the state: all in the caller's transaction.
+    private static func insert(_ scan: StoredScan, alerting: AlertSettings?, into db: Database) throws -> [Alert] {
         let result = scan.result
         let chain = result.chain
         for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? []) {
@@ -85,36 +89,149 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                            arguments: [observationID, position, element.certificate.sha256Fingerprint, element.source.rawValue])
         }
         try db.execute(sql: """
-            INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings)
-            VALUES (?, ?, ?, ?, ?, ?)
+            INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings, pin)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             """, arguments: [observationID, result.ats.policy.rawValue, result.startedAt.timeIntervalSince1970,
-                             result.ats.compliant ? 1 : 0, try json(result.ats.failedRules), try json(result.findings)])
+                             result.ats.compliant ? 1 : 0, try json(result.ats.failedRules), try json(result.findings),
+                             try result.pin.map(json)])
+
+        // Change detection against what is remembered of this address.
+        let previous = try memory(target: scan.target, address: result.address, in: db)
+        let (alerts, memory) = AlertDetector.detect(previous: previous, result: result, target: scan.target, host: scan.host,
+                                                    port: scan.port, rules: alerting?.rules ?? AlertRules(),
+                                                    observationID: observationID)
+        for mark in memory.expiryMarks.subtracting(previous?.expiryMarks ?? []) {
+            try db.execute(sql: "INSERT OR IGNORE INTO expiry_alert (target, address, mark, created_at) VALUES (?, ?, ?, ?)",
+                           arguments: [scan.target, result.address, mark, result.startedAt.timeIntervalSince1970])
+        }
+        for alert in alerts {
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
+                                 alert.severity.rawValue, alert.summary, try json(alert), observationID])
+            for sink in alerting?.sinks ?? [] where alert.severity >= sink.minimumSeverity {
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at)
+                    VALUES (?, ?, 'pending', 0, ?)
+                    """, arguments: [alert.id, sink.name, alert.createdAt.timeIntervalSince1970])
+            }
+        }
 
         let certificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
         let earliest = certificates.map(\.notAfter).min()
-        let leaf = chain?.presented.first
         let failed = result.status == .failed
         try db.execute(sql: """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
                 compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
-                consecutive_failures, last_success_at, pin_state)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'none')
+                consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (target, address) DO UPDATE SET
                 host = excluded.host, port = excluded.port,
                 last_observation_id = excluded.last_observation_id, last_scan_at = excluded.last_scan_at,
                 status = excluded.status, policy = excluded.policy, compliant = excluded.compliant,
-                failed_rules = excluded.failed_rules, earliest_expiry = excluded.earliest_expiry,
-                leaf_fingerprint = coalesce(excluded.leaf_fingerprint, target_state.leaf_fingerprint),
-                leaf_spki = coalesce(excluded.leaf_spki, target_state.leaf_spki),
+                failed_rules = excluded.failed_rules,
+                earliest_expiry = coalesce(excluded.earliest_expiry, target_state.earliest_expiry),
+                leaf_fingerprint = excluded.leaf_fingerprint, leaf_spki = excluded.leaf_spki,
                 failure_category = excluded.failure_category,
-                consecutive_failures = CASE WHEN excluded.status = 'failed' THEN target_state.consecutive_failures + 1 ELSE 0 END,
-                last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at)
+                consecutive_failures = excluded.consecutive_failures,
+                last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at),
+                pin_state = excluded.pin_state,
+                pin_message = coalesce(excluded.pin_message, target_state.pin_message),
+                ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
+                unreachable_alerted = excluded.unreachable_alerted
             """, arguments: [scan.target, result.address, scan.host, scan.port, observationID,
                              result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
                              result.ats.compliant ? 1 : 0, try json(result.ats.failedRules),
-                             earliest?.timeIntervalSince1970, leaf?.sha256Fingerprint, leaf?.spkiSHA256,
-                             result.error?.category.rawValue, failed ? 1 : 0,
-                             failed ? nil : result.startedAt.timeIntervalSince1970])
+                             earliest?.timeIntervalSince1970, memory.leafFingerprint, memory.leafSPKI,
+                             result.error?.category.rawValue, memory.consecutiveFailures,
+                             failed ? nil : result.startedAt.timeIntervalSince1970,
+                             (memory.pinState ?? .none).rawValue, result.pin?.message,
+                             memory.atsCompliant.map { $0 ? 1 : 0 }, memory.trusted.map { $0 ? 1 : 0 },
+                             memory.unreachableAlerted ? 1 : 0])
+        return alerts
+    }
+
+    /// What is remembered of a target address, or nil before its first scan.
+    private static func memory(target: String, address: String, in db: Database) throws -> AddressMemory? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM target_state WHERE target = ? AND address = ?",
+                                         arguments: [target, address]) else { return nil }
+        let marks = try String.fetchAll(db, sql: "SELECT mark FROM expiry_alert WHERE target = ? AND address = ?",
+                                        arguments: [target, address])
+        return AddressMemory(
+            pinState: (row["pin_state"] as String?).flatMap(PinEvaluation.State.init(rawValue:)),
+            leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
+            atsCompliant: (row["ats_compliant"] as Int?).map { $0 == 1 },
+            failedRules: try decode([String].self, row["failed_rules"]) ?? [],
+            trusted: (row["trusted"] as Int?).map { $0 == 1 },
+            consecutiveFailures: row["consecutive_failures"], unreachableAlerted: row["unreachable_alerted"] == 1,
+            expiryMarks: Set(marks))
+    }
+
+    // MARK: - Alerts
+
+    public func pendingDeliveries(dueBy time: Date, limit: Int) throws -> [PendingDelivery] {
+        do {
+            return try pool.read { db in
+                try Row.fetchAll(db, sql: """
+                    SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= ?
+                    ORDER BY a.created_at, a.id LIMIT ?
+                    """, arguments: [time.timeIntervalSince1970, limit]).compactMap { row in
+                    guard let alert = try Self.decode(Alert.self, row["document"]) else { return nil }
+                    return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
+                }
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading pending alerts")
+        }
+    }
+
+    public func markDelivered(alertID: String, sink: String, at time: Date) throws {
+        do {
+            try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE alert_delivery SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL
+                    WHERE alert_id = ? AND sink = ?
+                    """, arguments: [time.timeIntervalSince1970, alertID, sink])
+            }
+        } catch {
+            throw Self.storeError(error, doing: "recording a delivery")
+        }
+    }
+
+    public func markFailed(alertID: String, sink: String, error message: String, retryAt: Date) throws {
+        do {
+            try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE alert_delivery SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
+                    WHERE alert_id = ? AND sink = ?
+                    """, arguments: [message, retryAt.timeIntervalSince1970, alertID, sink])
+            }
+        } catch {
+            throw Self.storeError(error, doing: "recording a failed delivery")
+        }
+    }
+
+    public func alerts(limit: Int) throws -> [StoredAlert] {
+        do {
+            return try pool.read { db in
+                let rows = try Row.fetchAll(db, sql: "SELECT id, document FROM alert ORDER BY created_at DESC, id LIMIT ?",
+                                            arguments: [limit])
+                return try rows.compactMap { row in
+                    guard let alert = try Self.decode(Alert.self, row["document"]) else { return nil }
+                    let deliveries = try Row.fetchAll(db, sql: """
+                        SELECT sink, state, attempts, last_error FROM alert_delivery WHERE alert_id = ? ORDER BY sink
+                        """, arguments: [alert.id]).map { delivery in
+                        StoredAlert.Delivery(sink: delivery["sink"], state: delivery["state"], attempts: delivery["attempts"],
+                                             lastError: delivery["last_error"])
+                    }
+                    return StoredAlert(alert: alert, deliveries: deliveries)
+                }
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading alerts")
+        }
     }
 
     // MARK: - Reading
@@ -241,6 +358,10 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     AND id NOT IN (SELECT last_observation_id FROM target_state)
                     """, arguments: [cutoff.timeIntervalSince1970])
                 let observations = db.changesCount
+                try db.execute(sql: """
+                    DELETE FROM alert WHERE created_at < ?
+                    AND NOT EXISTS (SELECT 1 FROM alert_delivery d WHERE d.alert_id = alert.id AND d.state = 'pending')
+                    """, arguments: [cutoff.timeIntervalSince1970])
                 try db.execute(sql: """
                     DELETE FROM certificate WHERE fingerprint NOT IN (SELECT DISTINCT fingerprint FROM observation_certificate)
                     """)

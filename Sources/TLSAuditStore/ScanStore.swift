@@ -117,8 +117,15 @@ public struct PruneResult: Sendable, Hashable {
 /// SQLite is the embedded default; another backend (PostgreSQL for fleets of scanners) implements
 /// the same protocol.
 public protocol ScanStore: Sendable {
-    /// Stores scans in one transaction; when it returns they are durable.
-    func record(_ scans: [StoredScan]) throws
+    /// Stores scans in one transaction, with the alerts their transitions raise and a pending
+    /// delivery per sink; when it returns all of it is durable. Returns the new alerts.
+    func record(_ scans: [StoredScan], alerting: AlertSettings?) throws -> [Alert]
+    /// Deliveries not yet made whose next attempt is due, oldest alert first.
+    func pendingDeliveries(dueBy time: Date, limit: Int) throws -> [PendingDelivery]
+    func markDelivered(alertID: String, sink: String, at time: Date) throws
+    func markFailed(alertID: String, sink: String, error: String, retryAt: Date) throws
+    /// The newest alerts with their delivery state.
+    func alerts(limit: Int) throws -> [StoredAlert]
     /// The current state of every target address, ordered by target and address.
     func status() throws -> [TargetStatus]
     /// The newest scans of a target (by key, host or `host:port`), newest first.
@@ -141,4 +148,45 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         self.kind = kind
         self.description = description
     }
+}
+
+/// Where alerts go and when they are raised, as the store needs it.
+public struct AlertSettings: Sendable {
+    public struct Sink: Sendable, Hashable {
+        public var name: String
+        public var minimumSeverity: AlertSeverity
+        public init(name: String, minimumSeverity: AlertSeverity) {
+            self.name = name
+            self.minimumSeverity = minimumSeverity
+        }
+    }
+
+    public var rules: AlertRules
+    public var sinks: [Sink]
+
+    public init(rules: AlertRules, sinks: [Sink]) {
+        self.rules = rules
+        self.sinks = sinks
+    }
+}
+
+/// An alert still to be delivered to one sink.
+public struct PendingDelivery: Sendable {
+    public var alert: Alert
+    public var sink: String
+    public var attempts: Int
+}
+
+/// An alert as stored, with its delivery state per sink.
+public struct StoredAlert: Sendable, Codable {
+    public struct Delivery: Sendable, Codable, Hashable {
+        public var sink: String
+        /// `pending` or `delivered`.
+        public var state: String
+        public var attempts: Int
+        public var lastError: String?
+    }
+
+    public var alert: Alert
+    public var deliveries: [Delivery]
 }

@@ -7,6 +7,7 @@ package enum StoreMigrations {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-initial", migrate: createInitialSchema)
         migrator.registerMigration("v2-pin-state", migrate: addPinState)
+        migrator.registerMigration("v3-alerts", migrate: addAlerts)
         return migrator
     }
 
@@ -97,5 +98,50 @@ package enum StoreMigrations {
     /// The pin state shown by `status` (pins themselves come with the pin configuration).
     static func addPinState(_ db: Database) throws {
         try db.execute(sql: "ALTER TABLE target_state ADD COLUMN pin_state TEXT NOT NULL DEFAULT 'none'")
+    }
+
+    /// Alerts with their delivery state per sink, expiry alerts already raised, and what change
+    /// detection remembers of each address.
+    static func addAlerts(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE alert (
+                id TEXT PRIMARY KEY,                   -- stable: receivers deduplicate on it
+                created_at REAL NOT NULL,
+                target TEXT NOT NULL,
+                address TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                severity TEXT NOT NULL,
+                summary TEXT NOT NULL,
+                document TEXT NOT NULL,                -- JSON Alert
+                observation_id INTEGER
+            );
+            CREATE INDEX alert_time ON alert(created_at);
+
+            CREATE TABLE alert_delivery (
+                alert_id TEXT NOT NULL REFERENCES alert(id) ON DELETE CASCADE,
+                sink TEXT NOT NULL,
+                state TEXT NOT NULL,                   -- pending | delivered
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at REAL NOT NULL,
+                last_error TEXT,
+                delivered_at REAL,
+                PRIMARY KEY (alert_id, sink)
+            );
+            CREATE INDEX alert_delivery_due ON alert_delivery(state, next_attempt_at);
+
+            CREATE TABLE expiry_alert (
+                target TEXT NOT NULL,
+                address TEXT NOT NULL,
+                mark TEXT NOT NULL,                    -- certificate fingerprint # threshold
+                created_at REAL NOT NULL,
+                PRIMARY KEY (target, address, mark)
+            );
+
+            ALTER TABLE target_state ADD COLUMN pin_message TEXT;
+            ALTER TABLE target_state ADD COLUMN ats_compliant INTEGER;
+            ALTER TABLE target_state ADD COLUMN trusted INTEGER;
+            ALTER TABLE target_state ADD COLUMN unreachable_alerted INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE verdict ADD COLUMN pin TEXT;
+            """)
     }
 }

@@ -54,6 +54,7 @@ struct ServeCommand: AsyncParsableCommand {
         if let database { configuration.database = database }
         LogSetup.bootstrap(level: configuration.logLevel)
         let logger = Logger(label: "tlsaudit")
+        for warning in configuration.warnings { logger.warning("configuration: \(warning)") }
         let service: ScanService
         do {
             service = try ScanService(configuration: configuration, configurationPath: config, logger: logger,
@@ -78,6 +79,9 @@ struct CheckConfigCommand: ParsableCommand {
 
     func run() throws {
         let configuration = try loadConfiguration(file)
+        for warning in configuration.warnings {
+            FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
+        }
         let groups = Set(configuration.targets.compactMap(\.group))
         print("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(configuration.database)")
     }

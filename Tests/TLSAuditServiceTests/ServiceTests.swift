@@ -237,7 +237,7 @@ struct ServiceTests {
         #expect(output.stdout.contains("legacy"))
         #expect(output.stdout.contains("UNREACHABLE (connect-timeout, 3x)"))
         let store = try SQLiteScanStore(path: path, create: false)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts"])
         #expect(try store.status().first?.pinState == "none")
         #expect(try store.history(target: "legacy", limit: 10).count == 1)
         #expect(try store.integrityCheck() == "ok")

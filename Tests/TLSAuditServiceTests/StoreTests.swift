@@ -32,8 +32,8 @@ struct StoreTests {
         let store = try newStore()
         let original = try scan(server, at: Date())
         #expect(original.ats.failedRules.contains("ats.tls-version"))
-        try store.record([StoredScan(target: "weak", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
-                                     result: original)])
+        _ = try store.record([StoredScan(target: "weak", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
+                                     result: original)], alerting: nil)
         let id = try #require(try store.status().first?.lastObservationID)
         let loaded = try #require(try store.result(observationID: id))
         #expect(loaded.handshake == original.handshake)
@@ -67,13 +67,13 @@ struct StoreTests {
         let old = Date().addingTimeInterval(-200 * 86_400)
         // Ten old scans of "a" with its first leaf; "b" scanned once, long ago; then "a" with a renewed leaf.
         for day in 0..<10 {
-            try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: first.port, sni: nil,
-                                         result: try scan(first, at: old.addingTimeInterval(Double(day) * 86_400)))])
+            _ = try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: first.port, sni: nil,
+                                         result: try scan(first, at: old.addingTimeInterval(Double(day) * 86_400)))], alerting: nil)
         }
-        try store.record([StoredScan(target: "b", host: ServiceLab.hostname, port: second.port, sni: nil,
-                                     result: try scan(second, at: old))])
-        try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: rotated.port, sni: nil,
-                                     result: try scan(rotated, at: Date()))])
+        _ = try store.record([StoredScan(target: "b", host: ServiceLab.hostname, port: second.port, sni: nil,
+                                     result: try scan(second, at: old))], alerting: nil)
+        _ = try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: rotated.port, sni: nil,
+                                     result: try scan(rotated, at: Date()))], alerting: nil)
         #expect(try store.history(target: "a", limit: 100).count == 11)
         #expect(Set(try store.history(target: "a", limit: 100).compactMap(\.leafFingerprint)).count == 2,
                 "ten scans share one stored leaf")

@@ -59,6 +59,9 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let trustInvalid: FindingID = "trust.invalid"
     public static let trustNoCertificate: FindingID = "trust.no-certificate"
 
+    // Pinning.
+    public static let pinMismatch: FindingID = "pin.mismatch"
+
     // Handshake observations that are not ATS rules.
     public static let tlsWeakDH: FindingID = "tls.weak-dh"
     public static let tlsClientCertificateRequested: FindingID = "tls.client-certificate-requested"

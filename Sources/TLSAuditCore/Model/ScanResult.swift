@@ -49,10 +49,12 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     /// Every finding, most severe first.
     public var findings: [Finding]
     public var ats: ATSVerdict
+    /// The pin check, when the target has pins.
+    public var pin: PinEvaluation?
 
     public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
                 handshake: HandshakeObservation?, atsClientRefusal: String? = nil, error: ProbeFailure?,
-                chain: ChainReport?, findings: [Finding], ats: ATSVerdict) {
+                chain: ChainReport?, findings: [Finding], ats: ATSVerdict, pin: PinEvaluation? = nil) {
         self.address = address
         self.family = family
         self.port = port
@@ -65,6 +67,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
         self.chain = chain
         self.findings = findings
         self.ats = ats
+        self.pin = pin
     }
 }
 
@@ -101,6 +104,8 @@ public struct ScanSummary: Hashable, Codable, Sendable {
     public var compliant: Int
     public var notCompliant: Int
     public var failed: Int
+    /// Addresses whose pins did not match.
+    public var pinMismatches: Int = 0
 
     public init(targets: Int, addresses: Int, compliant: Int, notCompliant: Int, failed: Int) {
         self.targets = targets
@@ -140,14 +145,15 @@ public struct ScanReport: Codable, Sendable {
         summary = ScanSummary(targets: targets.count, addresses: addresses.count, compliant: compliant,
                               notCompliant: addresses.filter { $0.status == .completed && !$0.ats.compliant }.count,
                               failed: failed)
+        summary.pinMismatches = addresses.filter { $0.pin?.state == .mismatch }.count
         exitCode = Self.exitCode(for: summary)
     }
 
-    /// 0 every address compliant; 1 something not compliant; 2 something could not be scanned
-    /// (2 wins over 1: an unscanned address could hide anything).
+    /// 0 every address compliant (and its pins match); 1 something not compliant or a pin
+    /// mismatch; 2 something could not be scanned (2 wins over 1: an unscanned address could hide anything).
     public static func exitCode(for summary: ScanSummary) -> Int32 {
         if summary.failed > 0 { return 2 }
-        if summary.notCompliant > 0 { return 1 }
+        if summary.notCompliant > 0 || summary.pinMismatches > 0 { return 1 }
         return 0
     }
 }
@@ -159,6 +165,15 @@ extension JSONEncoder {
         encoder.keyEncodingStrategy = .convertToSnakeCase
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
+
+extension JSONEncoder {
+    /// Like `tlsaudit`, on one line (alert bodies: one document per line for command sinks).
+    public static var tlsauditCompact: JSONEncoder {
+        let encoder = JSONEncoder.tlsaudit
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 }

@@ -15,6 +15,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var policy: CompliancePolicy = .ats
     /// Overrides the scanner's timeout for this target.
     public var timeout: Double?
+    /// The target's pins, checked on every handshake.
+    public var pins: PinPolicy?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

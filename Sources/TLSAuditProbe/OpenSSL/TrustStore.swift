@@ -9,6 +9,9 @@ public final class TrustStore: @unchecked Sendable {
     let pointer: OpaquePointer
     /// `system` or `ca-file:/path`.
     public let label: String
+    /// Accept a path that ends in any certificate of the store, not only a self-signed root
+    /// (how AFNetworking's certificate pinning treats pinned certificates as anchors).
+    let partialChain: Bool
 
     /// The system store (`/etc/ssl/certs` on Debian, OpenSSL's default paths).
     public static func system() throws -> TrustStore {
@@ -34,11 +37,23 @@ public final class TrustStore: @unchecked Sendable {
         OpenSSLErrors.clear()
         pointer = store
         label = "ca-file:\(path)"
+        partialChain = false
+    }
+
+    /// A store holding exactly `anchors`, each trusted on its own (partial chains allowed).
+    init(pinnedAnchors anchors: [X509Certificate]) throws {
+        guard let store = X509_STORE_new() else { throw OpenSSLFailure("cannot allocate a trust store") }
+        for certificate in anchors { X509_STORE_add_cert(store, certificate.pointer) }
+        OpenSSLErrors.clear()
+        pointer = store
+        label = "pinned-certificate"
+        partialChain = true
     }
 
     private init(pointer: OpaquePointer, label: String) {
         self.pointer = pointer
         self.label = label
+        partialChain = false
     }
 
     deinit { X509_STORE_free(pointer) }
@@ -98,7 +113,7 @@ enum PathBuilder {
             return PathBuildingResult(path: [], anchored: false, issues: [])
         }
         // Dates are checked by TrustEvaluator (inclusive notAfter, injectable time).
-        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME))
+        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | (store.partialChain ? UInt(X509_V_FLAG_PARTIAL_CHAIN) : 0))
         let collector = Collector()
         let unmanaged = Unmanaged.passRetained(collector)
         defer { unmanaged.release() }

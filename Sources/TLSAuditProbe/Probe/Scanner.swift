@@ -172,6 +172,22 @@ public final class TLSScanner: Sendable {
                      atsRefusal: atsRefusal, started: started, durationMs: durationMs)
     }
 
+    /// The pin check. For certificate pinning the chain must validate with the pinned certificate
+    /// as its only anchor (unless invalid certificates are allowed), as in AFNetworking.
+    static func evaluate(_ pins: PinPolicy, attempt: HandshakeAttempt, presented: [CertificateSummary],
+                         building: PathBuildingResult, findings: [Finding], context: TrustContext) -> PinEvaluation {
+        let trustErrors = findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
+        return pins.evaluate(presented: presented, path: building.path, trustErrors: trustErrors) { pinned in
+            guard let anchor = try? X509Certificate(der: Array(pinned.der)),
+                  let store = try? TrustStore(pinnedAnchors: [anchor]) else { return false }
+            let pinnedBuilding = PathBuilder.build(presented: attempt.presented, store: store)
+            let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
+            let errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
+                .filter { $0.severity == .error }
+            return pinnedBuilding.anchored && errors.isEmpty
+        }
+    }
+
     /// Only refusals are retried: timeouts, refused connections and non-TLS peers would fail again.
     static func worthRetryingPermissively(_ failure: ProbeFailure) -> Bool {
         switch failure.category {
@@ -205,11 +221,20 @@ public final class TLSScanner: Sendable {
             verdict = AddressAssessment.notScanned(target.policy)
         }
         if attempt.failure != nil { verdict = AddressAssessment.notScanned(target.policy) }
+        var pin: PinEvaluation?
+        if let pins = target.pins, !presented.isEmpty || attempt.failure == nil {
+            let evaluation = Self.evaluate(pins, attempt: attempt, presented: presented, building: building, findings: findings,
+                                           context: context)
+            pin = evaluation
+            if evaluation.state == .mismatch {
+                findings.insert(Finding(.pinMismatch, .error, "A pinned client refuses this server: \(evaluation.message)."), at: 0)
+            }
+        }
         return AddressScanResult(address: address.host, family: address.family.rawValue, port: address.port,
                                  status: attempt.failure == nil ? .completed : .failed, startedAt: started,
                                  durationMs: durationMs, handshake: attempt.observation,
                                  atsClientRefusal: attempt.observation == nil ? nil : atsRefusal, error: attempt.failure,
-                                 chain: chain, findings: findings, ats: verdict)
+                                 chain: chain, findings: findings, ats: verdict, pin: pin)
     }
 }
 

@@ -1,0 +1,175 @@
+public import Foundation
+
+/// What the store remembers of a target address between scans (the inputs of change detection).
+public struct AddressMemory: Hashable, Sendable {
+    public var pinState: PinEvaluation.State?
+    public var leafFingerprint: String?
+    public var leafSPKI: String?
+    /// Verdict of the last completed scan (failed scans do not change it).
+    public var atsCompliant: Bool?
+    public var failedRules: [String]
+    /// Trust of the last completed scan.
+    public var trusted: Bool?
+    public var consecutiveFailures: Int
+    public var unreachableAlerted: Bool
+    /// `fingerprint#level` marks of expiry alerts already raised.
+    public var expiryMarks: Set<String>
+
+    public init(pinState: PinEvaluation.State? = nil, leafFingerprint: String? = nil, leafSPKI: String? = nil,
+                atsCompliant: Bool? = nil, failedRules: [String] = [], trusted: Bool? = nil, consecutiveFailures: Int = 0,
+                unreachableAlerted: Bool = false, expiryMarks: Set<String> = []) {
+        self.pinState = pinState
+        self.leafFingerprint = leafFingerprint
+        self.leafSPKI = leafSPKI
+        self.atsCompliant = atsCompliant
+        self.failedRules = failedRules
+        self.trusted = trusted
+        self.consecutiveFailures = consecutiveFailures
+        self.unreachableAlerted = unreachableAlerted
+        self.expiryMarks = expiryMarks
+    }
+}
+
+/// When to alert.
+public struct AlertRules: Hashable, Sendable {
+    /// Consecutive failed scans before `target.unreachable`.
+    public var unreachableAfter: Int
+    /// Days-left thresholds for `certificate.expiring`, any order.
+    public var expiryThresholds: [Int]
+
+    public init(unreachableAfter: Int = 3, expiryThresholds: [Int] = [30, 14, 7, 1]) {
+        self.unreachableAfter = unreachableAfter
+        self.expiryThresholds = expiryThresholds
+    }
+}
+
+/// Alerts on transitions, never on every scan: compares what the store remembers of an address
+/// with a new result, and returns the alerts plus what to remember next. Pure, so the store can
+/// run it inside the transaction that records the scan (a crash loses neither or both).
+public enum AlertDetector {
+    public static func detect(previous: AddressMemory?, result: AddressScanResult, target: String, host: String, port: Int,
+                              rules: AlertRules, observationID: Int64) -> (alerts: [Alert], memory: AddressMemory) {
+        var memory = previous ?? AddressMemory()
+        var alerts: [Alert] = []
+        func raise(_ kind: AlertKind, _ severity: AlertSeverity, _ summary: String, _ changes: [String: String],
+                   discriminator: String = "") {
+            let id = stableID("\(target)|\(result.address)|\(kind.rawValue)|\(observationID)|\(discriminator)")
+            alerts.append(Alert(id: id, kind: kind, severity: severity, target: target, host: host, port: port,
+                                address: result.address, createdAt: result.startedAt, summary: summary, changes: changes))
+        }
+
+        let reachable = result.status == .completed || result.chain != nil
+        if !reachable {
+            memory.consecutiveFailures += 1
+            if memory.consecutiveFailures >= rules.unreachableAfter, !memory.unreachableAlerted {
+                memory.unreachableAlerted = true
+                raise(.unreachable, .error,
+                      "unreachable for \(memory.consecutiveFailures) consecutive scans: \(result.error?.description ?? "scan failed")",
+                      ["failures": "\(memory.consecutiveFailures)", "category": result.error?.category.rawValue ?? "unknown"])
+            }
+            return (alerts, memory)
+        }
+        if memory.unreachableAlerted {
+            raise(.reachable, .info, "reachable again after \(memory.consecutiveFailures) failed scans",
+                  ["failures": "\(memory.consecutiveFailures)"])
+        }
+        memory.consecutiveFailures = 0
+        memory.unreachableAlerted = false
+
+        let leaf = result.chain?.presented.first
+        // Pins.
+        if let pin = result.pin, pin.state != .none {
+            var changes = ["new_leaf_sha256": leaf?.sha256Fingerprint ?? "", "new_leaf_spki": leaf?.spkiSHA256 ?? "",
+                           "old_leaf_sha256": memory.leafFingerprint ?? "", "old_leaf_spki": memory.leafSPKI ?? ""]
+            if let matched = pin.matched { changes["matched_pin"] = matched }
+            if pin.state == .mismatch, memory.pinState != .mismatch {
+                raise(.pinMismatch, .critical, "pin mismatch: \(pin.message)", changes)
+            } else if pin.state == .match, memory.pinState == .mismatch {
+                raise(.pinRestored, .info, "pins match again: \(pin.message)", changes)
+            }
+            memory.pinState = pin.state
+        } else if result.status == .completed {
+            memory.pinState = PinEvaluation.State.none
+        }
+        // Leaf changes.
+        if let leaf {
+            if let old = memory.leafFingerprint, old != leaf.sha256Fingerprint {
+                let sameKey = memory.leafSPKI == leaf.spkiSHA256
+                raise(.certificateChanged, sameKey ? .info : .warning,
+                      sameKey ? "new leaf certificate with the same key (a renewal): \(leaf.displayName), valid to \(Timestamp.formatDay(leaf.notAfter))"
+                              : "new leaf certificate with a NEW key: \(leaf.displayName), valid to \(Timestamp.formatDay(leaf.notAfter))",
+                      ["old_leaf_sha256": old, "new_leaf_sha256": leaf.sha256Fingerprint,
+                       "old_leaf_spki": memory.leafSPKI ?? "", "new_leaf_spki": leaf.spkiSHA256,
+                       "same_key": sameKey ? "true" : "false", "new_not_after": Timestamp.format(leaf.notAfter)])
+            }
+            memory.leafFingerprint = leaf.sha256Fingerprint
+            memory.leafSPKI = leaf.spkiSHA256
+        }
+        // Trust (judged from what the chain showed, even when the handshake did not complete).
+        let trustErrors = result.findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
+        let trusted = trustErrors.isEmpty
+        if memory.trusted == true, !trusted {
+            raise(.trustBroken, .critical,
+                  "the chain is no longer trusted: " + trustErrors.map { "\($0.id)\($0.depth.map { " at depth \($0)" } ?? "")" }.joined(separator: ", "),
+                  ["findings": trustErrors.map(\.id.rawValue).joined(separator: ","), "new_leaf_sha256": leaf?.sha256Fingerprint ?? ""])
+        } else if memory.trusted == false, trusted {
+            raise(.trustRestored, .info, "the chain is trusted again", ["new_leaf_sha256": leaf?.sha256Fingerprint ?? ""])
+        }
+        memory.trusted = trusted
+        // ATS verdict, on completed handshakes only.
+        if result.status == .completed {
+            let compliant = result.ats.compliant
+            if memory.atsCompliant == true, !compliant {
+                raise(.atsRegressed, .error, "no longer ATS compliant (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", "),
+                      ["failed_rules": result.ats.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])
+            } else if memory.atsCompliant == false, compliant {
+                raise(.atsRecovered, .info, "ATS compliant again (\(result.ats.policy.rawValue))",
+                      ["old_failed_rules": memory.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])
+            }
+            memory.atsCompliant = compliant
+            memory.failedRules = result.ats.failedRules
+        }
+        // Expiry of every certificate of the chain (path as built, else as presented).
+        let certificates = result.chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
+        let thresholds = rules.expiryThresholds.sorted()
+        for (depth, certificate) in certificates.enumerated() {
+            let days = certificate.daysLeft(at: result.startedAt)
+            let level: String
+            if days < 0 {
+                level = "expired"
+            } else if let threshold = thresholds.first(where: { days <= $0 }) {
+                level = "\(threshold)"
+            } else {
+                continue
+            }
+            let mark = "\(certificate.sha256Fingerprint)#\(level)"
+            guard !memory.expiryMarks.contains(mark) else { continue }
+            memory.expiryMarks.insert(mark)
+            let role = depth == 0 ? "the leaf" : "the CA certificate at depth \(depth)"
+            let changes = ["certificate_sha256": certificate.sha256Fingerprint, "subject": certificate.subject,
+                           "not_after": Timestamp.format(certificate.notAfter), "days_left": "\(days)", "depth": "\(depth)"]
+            if days < 0 {
+                raise(.certificateExpired, .critical, "\(role) \(certificate.displayName) expired \(-days) day(s) ago", changes,
+                      discriminator: mark)
+            } else {
+                raise(.certificateExpiring, days <= 7 ? .error : .warning,
+                      "\(role) \(certificate.displayName) expires in \(days) day(s), on \(Timestamp.formatDay(certificate.notAfter))",
+                      changes, discriminator: mark)
+            }
+        }
+        return (alerts, memory)
+    }
+
+    /// A stable, unique alert id (hex FNV-1a over the identifying fields, twice for 128 bits).
+    static func stableID(_ text: String) -> String {
+        func fnv(_ seed: UInt64) -> UInt64 {
+            var hash = seed
+            for byte in text.utf8 {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01b3
+            }
+            return hash
+        }
+        return String(format: "%016llx%016llx", fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4))
+    }
+}

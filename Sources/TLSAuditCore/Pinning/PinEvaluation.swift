@@ -1,0 +1,98 @@
+/// The outcome of checking one handshake against a target's pins.
+public struct PinEvaluation: Hashable, Codable, Sendable {
+    public enum State: String, Codable, Sendable {
+        /// The pins match (and, where the policy requires it, the chain is trusted).
+        case match
+        /// No pin matches, or the policy's trust requirement fails: a pinned client refuses the server.
+        case mismatch
+        /// The target has no pins.
+        case none
+    }
+
+    public var state: State
+    /// One sentence: what matched, or what the server showed instead.
+    public var message: String
+    /// The pin that matched, when one did.
+    public var matched: String?
+    /// The leaf's SPKI pin and fingerprint as seen, for alerts.
+    public var leafSPKI: String?
+    public var leafFingerprint: String?
+
+    public init(state: State, message: String, matched: String? = nil, leafSPKI: String? = nil, leafFingerprint: String? = nil) {
+        self.state = state
+        self.message = message
+        self.matched = matched
+        self.leafSPKI = leafSPKI
+        self.leafFingerprint = leafFingerprint
+    }
+}
+
+extension PinPolicy {
+    /// Judges a chain the way the pinned client would.
+    ///
+    /// - `trustErrors`: tlsaudit's trust findings of severity error for the chain (with the name
+    ///   check); hostname mismatches are ignored when `validatesDomainName` is false.
+    /// - `certificateModeTrusted`: for certificate mode, whether the chain validates with the
+    ///   matched pinned certificate as its only anchor (AFNetworking sets the pinned certificates
+    ///   as anchors); computed by the caller, who can verify signatures.
+    public func evaluate(presented: [CertificateSummary], path: [PathElement], trustErrors: [Finding],
+                         certificateModeTrusted: (CertificateSummary) -> Bool) -> PinEvaluation {
+        let leaf = presented.first
+        func result(_ state: PinEvaluation.State, _ message: String, matched: String? = nil) -> PinEvaluation {
+            PinEvaluation(state: state, message: message, matched: matched, leafSPKI: leaf?.spkiSHA256,
+                          leafFingerprint: leaf?.sha256Fingerprint)
+        }
+        guard pinsSomething else { return result(.none, "no pins configured") }
+        guard let leaf else { return result(.mismatch, "the server presented no certificate") }
+        let relevantErrors = trustErrors.filter { validatesDomainName || $0.id != .trustHostnameMismatch }
+        // Every certificate the client sees: as presented, plus the anchor the path ends in.
+        var chain = presented
+        for element in path where !chain.contains(where: { $0.sha256Fingerprint == element.certificate.sha256Fingerprint }) {
+            chain.append(element.certificate)
+        }
+        let seen = "leaf SPKI sha256/\(leaf.spkiSHA256), leaf certificate \(leaf.sha256Fingerprint)"
+
+        if !leafIdentities.isEmpty || !caIdentities.isEmpty {
+            // NSPinnedDomains: pinning adds to normal trust.
+            if !relevantErrors.isEmpty {
+                return result(.mismatch, "the chain is not trusted (\(Set(relevantErrors.map(\.id.rawValue)).sorted().joined(separator: ", "))), so pinning fails too")
+            }
+            if !leafIdentities.isEmpty, !leafIdentities.contains(leaf.spkiSHA256) {
+                return result(.mismatch, "the leaf's SPKI is not in NSPinnedLeafIdentities: \(seen)")
+            }
+            let cas = chain.dropFirst()
+            if !caIdentities.isEmpty {
+                guard let ca = cas.first(where: { caIdentities.contains($0.spkiSHA256) }) else {
+                    let shown = cas.map { "\($0.displayName) sha256/\($0.spkiSHA256)" }.joined(separator: "; ")
+                    return result(.mismatch, "no CA of the chain is in NSPinnedCAIdentities (CAs seen: \(shown.isEmpty ? "none" : shown))")
+                }
+                return result(.match, "CA \(ca.displayName) matches a pinned CA identity", matched: "sha256/\(ca.spkiSHA256)")
+            }
+            return result(.match, "the leaf matches a pinned leaf identity", matched: "sha256/\(leaf.spkiSHA256)")
+        }
+
+        switch mode {
+        case .none:
+            return result(.none, "no pins configured")
+        case .publicKey:
+            if !allowInvalidCertificates, !relevantErrors.isEmpty {
+                return result(.mismatch, "the chain is not trusted (\(Set(relevantErrors.map(\.id.rawValue)).sorted().joined(separator: ", "))) and allow_invalid_certificates is off")
+            }
+            let pinned = Set(pins.compactMap { if case .spki(let value) = $0 { value } else { nil } })
+            guard let hit = chain.first(where: { pinned.contains($0.spkiSHA256) }) else {
+                return result(.mismatch, "no public key of the chain is pinned: \(seen)")
+            }
+            return result(.match, "the public key of \(hit.displayName) is pinned", matched: "sha256/\(hit.spkiSHA256)")
+        case .certificate:
+            let pinned = Set(pins.compactMap { if case .certificate(let value) = $0 { value } else { nil } })
+            // AFNetworking walks the chain from the root end.
+            guard let hit = chain.reversed().first(where: { pinned.contains($0.sha256Fingerprint) }) else {
+                return result(.mismatch, "no certificate of the chain is pinned: \(seen)")
+            }
+            if !allowInvalidCertificates, !certificateModeTrusted(hit) {
+                return result(.mismatch, "\(hit.displayName) is pinned, but the chain does not validate with it as the anchor")
+            }
+            return result(.match, "certificate \(hit.displayName) is pinned", matched: hit.sha256Fingerprint)
+        }
+    }
+}

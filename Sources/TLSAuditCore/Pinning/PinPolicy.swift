@@ -1,0 +1,101 @@
+public import Foundation
+
+/// AFNetworking's AFSSLPinningMode.
+public enum PinMode: String, Codable, Sendable, CaseIterable {
+    /// No pinning: system trust only.
+    case none
+    /// Some certificate of the chain equals a pinned certificate (SHA-256 of the DER).
+    case certificate
+    /// Some public key of the chain equals a pinned key (SHA-256 of the SubjectPublicKeyInfo).
+    case publicKey = "public-key"
+}
+
+/// One pinned value.
+public enum PinValue: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// Base64 SHA-256 of a SubjectPublicKeyInfo (Apple's SPKI-SHA256-BASE64, HPKP pin-sha256).
+    case spki(String)
+    /// Lowercase hex SHA-256 of a certificate's DER.
+    case certificate(String)
+
+    public var description: String {
+        switch self {
+        case .spki(let value): "sha256/\(value)"
+        case .certificate(let value): "cert-sha256:\(value)"
+        }
+    }
+
+    /// Parses `sha256/BASE64=`, a bare 44-character base64 SPKI pin, or a SHA-256 hex
+    /// fingerprint with or without colons. Returns nil for anything else.
+    public static func parse(_ text: String) -> PinValue? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let base64 = trimmed.hasPrefix("sha256/") ? String(trimmed.dropFirst(7)) : trimmed
+        if base64.count == 44, base64.hasSuffix("="), Data(base64Encoded: base64)?.count == 32 {
+            return .spki(base64)
+        }
+        let hex = trimmed.replacingOccurrences(of: ":", with: "").lowercased()
+        if hex.count == 64, hex.allSatisfy(\.isHexDigit) {
+            return .certificate(hex)
+        }
+        return nil
+    }
+}
+
+/// A target's pinning, in either of the two forms users bring:
+/// AFNetworking's AFSecurityPolicy (mode + pins + flags), or Apple's NSPinnedDomains
+/// (leaf and CA SPKI identities). See ../shared/ATS.md section 4.
+public struct PinPolicy: Hashable, Codable, Sendable {
+    /// AFNetworking mode; `none` for an NSPinnedDomains-style policy.
+    public var mode: PinMode
+    /// AFNetworking pins: SPKI pins in public-key mode, certificate fingerprints in certificate mode.
+    public var pins: [PinValue]
+    /// NSPinnedLeafIdentities: the leaf's SPKI must be one of these.
+    public var leafIdentities: [String]
+    /// NSPinnedCAIdentities: some CA certificate of the chain must have one of these SPKIs.
+    public var caIdentities: [String]
+    public var allowInvalidCertificates: Bool
+    public var validatesDomainName: Bool
+
+    public init(mode: PinMode = .none, pins: [PinValue] = [], leafIdentities: [String] = [], caIdentities: [String] = [],
+                allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true) {
+        self.mode = mode
+        self.pins = pins
+        self.leafIdentities = leafIdentities
+        self.caIdentities = caIdentities
+        self.allowInvalidCertificates = allowInvalidCertificates
+        self.validatesDomainName = validatesDomainName
+    }
+
+    /// True when the policy pins anything (a policy with mode none and no identities only checks trust).
+    public var pinsSomething: Bool { mode != .none || !leafIdentities.isEmpty || !caIdentities.isEmpty }
+
+    /// Configuration problems, AFNetworking's refusal first. Empty when the policy is usable.
+    public var problems: [String] {
+        var problems: [String] = []
+        if allowInvalidCertificates, validatesDomainName, mode == .none || pins.isEmpty,
+           leafIdentities.isEmpty, caIdentities.isEmpty {
+            problems.append("AFNetworking refuses a domain with allow_invalid_certificates and validates_domain_name but no pins: you must use pinning")
+        }
+        if mode != .none, pins.isEmpty {
+            problems.append("mode \(mode.rawValue) needs at least one pin")
+        }
+        if mode == .publicKey, pins.contains(where: { if case .certificate = $0 { true } else { false } }) {
+            problems.append("public-key mode compares SPKI pins: give 'sha256/BASE64=' values or certificate files, not certificate fingerprints")
+        }
+        if mode == .certificate, pins.contains(where: { if case .spki = $0 { true } else { false } }) {
+            problems.append("certificate mode compares whole certificates: give SHA-256 fingerprints or certificate files, not SPKI pins")
+        }
+        if mode != .none, !leafIdentities.isEmpty || !caIdentities.isEmpty {
+            problems.append("use either AFNetworking pins (mode, pins) or Apple identities (leaf_identities, ca_identities), not both")
+        }
+        return problems
+    }
+
+    /// Advice that does not stop the policy from working.
+    public var warnings: [String] {
+        let count = pins.count + leafIdentities.count + caIdentities.count
+        if pinsSomething, count == 1 {
+            return ["only one pin and no backup pin: a key rotation will break every pinned client"]
+        }
+        return []
+    }
+}

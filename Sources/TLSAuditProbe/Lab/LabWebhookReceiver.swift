@@ -1,0 +1,96 @@
+public import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A tiny HTTP receiver on loopback that records POSTed bodies, for testing alert webhooks.
+/// It can answer with an error status ("down" while listening) and be stopped and restarted
+/// on the same port (really down: connections refused).
+public final class LabWebhookReceiver: Sendable {
+    /// One request as received.
+    public struct Request: Sendable {
+        public var path: String
+        public var headers: [String: String]
+        public var body: Data
+    }
+
+    public let port: Int
+    private let state = State()
+    private let listener = Mutex<LabListener?>(nil)
+
+    /// What the connection threads share.
+    private final class State: Sendable {
+        let requests = Mutex<[Request]>([])
+        let status = Mutex<Int>(200)
+    }
+
+    /// Listens on `port` (0: an ephemeral one).
+    public init(port: Int = 0) throws {
+        let listener = try Self.listen(port: port, state: state)
+        self.port = listener.port
+        self.listener.withLock { $0 = listener }
+    }
+
+    private static func listen(port: Int, state: State) throws -> LabListener {
+        try LabListener(address: "127.0.0.1", port: port) { fd in
+            defer { close(fd) }
+            LabListener.setTimeouts(fd, seconds: 5)
+            guard let request = Self.read(fd) else { return }
+            let code = state.status.withLock { $0 }
+            if (200..<300).contains(code) { state.requests.withLock { $0.append(request) } }
+            let reply = Array("HTTP/1.1 \(code) \(code == 200 ? "OK" : "Unavailable")\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+            _ = write(fd, reply, reply.count)
+        }
+    }
+
+    /// Requests accepted with a 2xx answer, in arrival order.
+    public var received: [Request] { state.requests.withLock { $0 } }
+
+    /// The status code to answer with from now on (e.g. 503 to play a failing receiver).
+    public func respond(with code: Int) { state.status.withLock { $0 = code } }
+
+    /// Stops listening: connections are refused until `start()`.
+    public func stop() {
+        let current = listener.withLock { listener -> LabListener? in
+            defer { listener = nil }
+            return listener
+        }
+        current?.stop()
+    }
+
+    /// Listens again on the same port.
+    public func start() throws {
+        guard listener.withLock({ $0 == nil }) else { return }
+        let restarted = try Self.listen(port: port, state: state)
+        listener.withLock { $0 = restarted }
+    }
+
+    private static func read(_ fd: Int32) -> Request? {
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var headerEnd: Int?
+        while headerEnd == nil {
+            let count = Glibc.read(fd, &buffer, buffer.count)
+            guard count > 0 else { return nil }
+            data += buffer[..<count]
+            headerEnd = data.indices.dropLast(3).first { data[$0] == 13 && data[$0 + 1] == 10 && data[$0 + 2] == 13 && data[$0 + 3] == 10 }
+        }
+        guard let end = headerEnd else { return nil }
+        let head = String(decoding: data[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        var headers: [String: String] = [:]
+        for line in head.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        var body = Array(data[(end + 4)...])
+        while body.count < length {
+            let count = Glibc.read(fd, &buffer, min(buffer.count, length - body.count))
+            guard count > 0 else { return nil }
+            body += buffer[..<count]
+        }
+        let path = head.first?.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+        return Request(path: path, headers: headers, body: Data(body))
+    }
+}

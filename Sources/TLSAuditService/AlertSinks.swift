@@ -1,0 +1,227 @@
+public import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+import Synchronization
+public import TLSAuditCore
+import TLSAuditProbe
+public import TLSAuditStore
+
+/// Where alerts go. Names are the keys of delivery state in the database.
+public struct SinkConfiguration: Sendable, Hashable {
+    public enum Kind: Sendable, Hashable {
+        /// A log line through swift-log, at the alert's severity.
+        case log
+        /// HTTP POST of the alert JSON; `secret` adds `X-Tlsaudit-Signature: sha256=HEX` (HMAC-SHA256 of the body).
+        case webhook(url: URL, secret: String?, timeout: Double)
+        /// Runs `argv` (no shell) with the alert JSON on stdin; success is exit status 0.
+        case command(argv: [String], timeout: Double)
+    }
+
+    public var name: String
+    public var kind: Kind
+    public var minimumSeverity: AlertSeverity
+
+    public init(name: String, kind: Kind, minimumSeverity: AlertSeverity = .info) {
+        self.name = name
+        self.kind = kind
+        self.minimumSeverity = minimumSeverity
+    }
+}
+
+/// The `alerts:` section: when to raise alerts and where to send them.
+public struct AlertConfiguration: Sendable, Hashable {
+    public var rules: AlertRules
+    public var sinks: [SinkConfiguration]
+
+    public init(rules: AlertRules = AlertRules(), sinks: [SinkConfiguration] = [SinkConfiguration(name: "log", kind: .log)]) {
+        self.rules = rules
+        self.sinks = sinks
+    }
+
+    var settings: AlertSettings {
+        AlertSettings(rules: rules, sinks: sinks.map { AlertSettings.Sink(name: $0.name, minimumSeverity: $0.minimumSeverity) })
+    }
+}
+
+/// Delivers stored alerts to their sinks: at least once (a delivery is marked done only after the
+/// sink accepted it), retried with backoff while a sink is down, and resumed after a restart from
+/// the database. Receivers deduplicate on the alert's `id` (also sent as `X-Tlsaudit-Alert-Id`).
+final class AlertDispatcher: @unchecked Sendable {
+    // @unchecked: `timer` is touched on `queue` only; `sinks` is behind a Mutex.
+    private let queue = DispatchQueue(label: "tlsaudit.alerts")
+    private var timer: DispatchSourceTimer?
+    private let sinks: Mutex<[String: SinkConfiguration]>
+    private let writer: ResultWriter
+    private let logger: Logger
+
+    init(configuration: AlertConfiguration, writer: ResultWriter, logger: Logger) {
+        sinks = Mutex(Dictionary(configuration.sinks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }))
+        self.writer = writer
+        self.logger = logger
+    }
+
+    func apply(_ configuration: AlertConfiguration) {
+        sinks.withLock { $0 = Dictionary(configuration.sinks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }) }
+    }
+
+    func start() {
+        queue.async {
+            let timer = DispatchSource.makeTimerSource(queue: self.queue)
+            timer.schedule(deadline: .now(), repeating: .milliseconds(500))
+            timer.setEventHandler { [weak self] in self?.deliverDue() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    /// Stops after the delivery in progress; undelivered alerts stay pending in the database.
+    func stop() {
+        queue.sync {
+            timer?.cancel()
+            timer = nil
+        }
+    }
+
+    /// Asks for a delivery round now (after new alerts were stored).
+    func poke() { queue.async { self.deliverDue() } }
+
+    private func deliverDue() {
+        guard timer != nil else { return }
+        let due: [PendingDelivery]
+        do {
+            due = try writer.perform { try $0.pendingDeliveries(dueBy: Date(), limit: 100) }
+        } catch {
+            return // The writer already logs store problems.
+        }
+        let configured = sinks.withLock { $0 }
+        for delivery in due {
+            guard let sink = configured[delivery.sink] else { continue } // A sink removed by a reload keeps its backlog.
+            let outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
+            do {
+                switch outcome {
+                case .success:
+                    try writer.perform { try $0.markDelivered(alertID: delivery.alert.id, sink: sink.name, at: Date()) }
+                    logger.info("alert delivered", metadata: ["alert": "\(delivery.alert.id)", "kind": "\(delivery.alert.kind.rawValue)",
+                                                             "sink": "\(sink.name)", "target": "\(delivery.alert.target)"])
+                case .failure(let error):
+                    let wait = min(300, pow(2, Double(min(delivery.attempts, 9))))
+                    try writer.perform {
+                        try $0.markFailed(alertID: delivery.alert.id, sink: sink.name, error: error.description,
+                                          retryAt: Date().addingTimeInterval(wait))
+                    }
+                    logger.warning("alert delivery failed; will retry", metadata: [
+                        "alert": "\(delivery.alert.id)", "sink": "\(sink.name)", "attempt": "\(delivery.attempts + 1)",
+                        "retry_in_s": "\(Int(wait))", "error": "\(error.description)",
+                    ])
+                }
+            } catch {
+                logger.error("cannot record an alert delivery: \(error)")
+            }
+        }
+    }
+
+    struct DeliveryError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// One delivery attempt, bounded by the sink's timeout.
+    static func deliver(_ alert: Alert, to sink: SinkConfiguration, logger: Logger) -> Result<Void, DeliveryError> {
+        let body: Data
+        do {
+            body = try JSONEncoder.tlsauditCompact.encode(AlertDocument(alert)) + Data("\n".utf8)
+        } catch {
+            return .failure(DeliveryError(description: "cannot encode the alert: \(error)"))
+        }
+        switch sink.kind {
+        case .log:
+            let level: Logger.Level = switch alert.severity {
+            case .critical: .critical
+            case .error: .error
+            case .warning: .warning
+            case .info: .notice
+            }
+            var metadata: Logger.Metadata = ["alert": "\(alert.id)", "kind": "\(alert.kind.rawValue)", "target": "\(alert.target)",
+                                             "address": "\(alert.address)"]
+            for (key, value) in alert.changes { metadata[key] = "\(value)" }
+            logger.log(level: level, "ALERT \(alert.text)", metadata: metadata)
+            return .success(())
+        case .webhook(let url, let secret, let timeout):
+            return postWebhook(url: url, body: body, secret: secret, alertID: alert.id, timeout: timeout)
+        case .command(let argv, let timeout):
+            return runCommand(argv, input: body, timeout: timeout)
+        }
+    }
+
+    static func postWebhook(url: URL, body: Data, secret: String?, alertID: String, timeout: Double) -> Result<Void, DeliveryError> {
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.httpBody = body
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("tlsaudit", forHTTPHeaderField: "User-Agent")
+        request.setValue(alertID, forHTTPHeaderField: "X-Tlsaudit-Alert-Id")
+        if let secret {
+            let signature = MessageAuthentication.hmacSHA256Hex(key: Array(secret.utf8), message: Array(body))
+            request.setValue("sha256=\(signature)", forHTTPHeaderField: "X-Tlsaudit-Signature")
+        }
+        let outcome = Mutex<Result<Void, DeliveryError>>(.failure(DeliveryError(description: "no response within \(timeout) s")))
+        let done = DispatchSemaphore(value: 0)
+        let task = URLSession.shared.dataTask(with: request) { _, response, error in
+            let result: Result<Void, DeliveryError>
+            if let error {
+                result = .failure(DeliveryError(description: error.localizedDescription))
+            } else if let http = response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
+                result = .failure(DeliveryError(description: "HTTP \(http.statusCode)"))
+            } else {
+                result = .success(())
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        task.resume()
+        if done.wait(timeout: .now() + timeout + 1) == .timedOut {
+            task.cancel()
+        }
+        return outcome.withLock { $0 }
+    }
+
+    static func runCommand(_ argv: [String], input: Data, timeout: Double) -> Result<Void, DeliveryError> {
+        guard let program = argv.first, let executable = resolve(program) else {
+            return .failure(DeliveryError(description: "command not found: \(argv.first ?? "(empty)")"))
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(argv.dropFirst())
+        let stdin = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = FileHandle.nullDevice
+        let stderr = Pipe()
+        process.standardError = stderr
+        do {
+            try process.run()
+        } catch {
+            return .failure(DeliveryError(description: "cannot run \(executable): \(error)"))
+        }
+        try? stdin.fileHandleForWriting.write(contentsOf: input)
+        try? stdin.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            process.terminate()
+            return .failure(DeliveryError(description: "\(program) did not finish within \(timeout) s"))
+        }
+        guard process.terminationStatus == 0 else {
+            let message = String(decoding: stderr.fileHandleForReading.availableData.prefix(300), as: UTF8.self)
+            return .failure(DeliveryError(description: "\(program) exited with \(process.terminationStatus): \(message)"))
+        }
+        return .success(())
+    }
+
+    /// An absolute path, or the first match on PATH.
+    static func resolve(_ program: String) -> String? {
+        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback TLS server whose certificate (or whole configuration) can be swapped mid-run on the
+/// same port: a simulated man in the middle, a renewal, a regression.
+final class SwappableServer: @unchecked Sendable {
+    private(set) var server: LabTLSServer
+    var port: Int { server.port }
+
+    init(_ configuration: LabServerConfiguration) throws {
+        server = try LabTLSServer(configuration)
+    }
+
+    func swap(to configuration: LabServerConfiguration) throws {
+        let port = server.port
+        server.stop()
+        var onPort = configuration
+        onPort.port = port
+        server = try LabTLSServer(onPort)
+    }
+
+    func stop() { server.stop() }
+}
+
+@Suite("alerts end to end", .serialized)
+struct AlertTests {
+    let lab = ServiceLab.shared
+    static let secret = "s3cret"
+
+    /// Leaves for the same name with two different keys.
+    func leaves() throws -> (genuine: LabCertificate, impostor: LabCertificate) {
+        (try lab.intermediate.issue(.server([ServiceLab.hostname])), try lab.intermediate.issue(.server([ServiceLab.hostname])))
+    }
+
+    func config(_ workspace: URL, port: Int, receiver: LabWebhookReceiver, pins: String, interval: String = "300ms",
+                extraAlerts: String = "") throws -> String {
+        let path = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let yaml = lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [],
+                                     interval: interval, extra: """
+            alerts:
+              unreachable_after: 2
+              sinks:
+                - type: log
+                - name: hook
+                  type: webhook
+                  url: http://127.0.0.1:\(receiver.port)/alerts
+                  secret: \(Self.secret)
+                  timeout: 2s
+            \(extraAlerts)
+            """) + "  - host: \(ServiceLab.hostname)\n    port: \(port)\n    name: api\n"
+            + (pins.isEmpty ? "" : "    pins:\n" + pins.split(separator: "\n").map { "      \($0)" }.joined(separator: "\n") + "\n")
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// Decoded alerts the receiver accepted.
+    func alerts(_ receiver: LabWebhookReceiver) -> [AlertDocument] {
+        receiver.received.compactMap { try? JSONDecoder.tlsaudit.decode(AlertDocument.self, from: $0.body) }
+    }
+
+    func count(_ kind: AlertKind, _ receiver: LabWebhookReceiver) -> Int { alerts(receiver).filter { $0.kind == kind }.count }
+
+    @Test("a swapped key raises exactly one pin-mismatch alert, then one restored; signed, with old and new pins")
+    func manInTheMiddle() throws {
+        let (genuine, impostor) = try leaves()
+        let server = try SwappableServer(LabServerConfiguration(chain: [genuine, lab.intermediate]))
+        defer { server.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let workspace = try lab.workspace("mitm")
+        let backup = "sha256/" + Data(repeating: 7, count: 32).base64EncodedString()
+        let config = try config(workspace, port: server.port, receiver: receiver,
+                                pins: "mode: public-key\npins: [\"sha256/\(genuine.summary.spkiSHA256)\", \"\(backup)\"]")
+        let check = try Binary.run(["check-config", config])
+        #expect(check.status == 0, "\(check.stderr)")
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("three scans with matching pins") { service.storedScans.count >= 3 }
+        #expect(alerts(receiver).isEmpty, "no alert while nothing changes")
+
+        try server.swap(to: LabServerConfiguration(chain: [impostor, lab.intermediate]))
+        service.wait("the pin-mismatch alert") { count(.pinMismatch, receiver) == 1 }
+        let scansAfter = service.storedScans.count
+        service.wait("more scans of the impostor") { service.storedScans.count >= scansAfter + 4 }
+        #expect(count(.pinMismatch, receiver) == 1, "raised on the transition, not on every scan")
+
+        let mismatch = try #require(alerts(receiver).first { $0.kind == .pinMismatch })
+        #expect(mismatch.severity == .critical)
+        #expect(mismatch.target == "api" && mismatch.address == "127.0.0.1")
+        #expect(mismatch.changes["old_leaf_spki"] == genuine.summary.spkiSHA256)
+        #expect(mismatch.changes["new_leaf_spki"] == impostor.summary.spkiSHA256)
+        #expect(mismatch.changes["new_leaf_sha256"] == impostor.summary.sha256Fingerprint)
+        #expect(mismatch.text.hasPrefix("[CRITICAL] api (127.0.0.1) pin.mismatch"))
+        let request = try #require(receiver.received.first { (try? JSONDecoder.tlsaudit.decode(AlertDocument.self, from: $0.body))?.kind == .pinMismatch })
+        let expected = MessageAuthentication.hmacSHA256Hex(key: Array(Self.secret.utf8), message: Array(request.body))
+        #expect(request.headers["x-tlsaudit-signature"] == "sha256=\(expected)")
+        #expect(request.headers["x-tlsaudit-alert-id"] == mismatch.id)
+        #expect(count(.certificateChanged, receiver) == 1)
+        #expect(alerts(receiver).first { $0.kind == .certificateChanged }?.changes["same_key"] == "false")
+
+        try server.swap(to: LabServerConfiguration(chain: [genuine, lab.intermediate]))
+        service.wait("the restored alert") { count(.pinRestored, receiver) == 1 }
+        let status = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false).status()
+        #expect(status.first?.pinState == "match")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        #expect(count(.pinMismatch, receiver) == 1 && count(.pinRestored, receiver) == 1)
+        #expect(Set(alerts(receiver).map(\.id)).count == alerts(receiver).count, "no alert delivered twice")
+    }
+
+    @Test("the receiver down, then up: the alert arrives once")
+    func receiverDown() throws {
+        let (genuine, impostor) = try leaves()
+        let server = try SwappableServer(LabServerConfiguration(chain: [genuine, lab.intermediate]))
+        defer { server.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let workspace = try lab.workspace("down")
+        let config = try config(workspace, port: server.port, receiver: receiver,
+                                pins: "leaf_identities: [\"\(genuine.summary.spkiSHA256)\", \"\(Data(repeating: 1, count: 32).base64EncodedString())\"]")
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("scans") { service.storedScans.count >= 2 }
+        receiver.stop() // Connections refused from now on.
+        try server.swap(to: LabServerConfiguration(chain: [impostor, lab.intermediate]))
+        service.wait("failed deliveries") { service.lines(containing: "alert delivery failed").count >= 2 }
+        receiver.respond(with: 503)
+        try receiver.start() // Up, but answering 503: still not delivered.
+        service.wait("a 503 refusal") { !service.lines(containing: "HTTP 503").isEmpty }
+        #expect(count(.pinMismatch, receiver) == 0)
+        receiver.respond(with: 200)
+        service.wait("the delivery", timeout: 30) { count(.pinMismatch, receiver) == 1 }
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(count(.pinMismatch, receiver) == 1)
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+    }
+
+    @Test("the service killed between detection and delivery: after a restart the alert arrives once")
+    func killedBeforeDelivery() throws {
+        let (genuine, impostor) = try leaves()
+        let server = try SwappableServer(LabServerConfiguration(chain: [genuine, lab.intermediate]))
+        defer { server.stop() }
+        let receiver = try LabWebhookReceiver()
+        receiver.stop()
+        defer { receiver.stop() }
+        let workspace = try lab.workspace("killed")
+        let config = try config(workspace, port: server.port, receiver: receiver,
+                                pins: "ca_identities: [\"\(lab.intermediate.summary.spkiSHA256)\", \"\(lab.root.summary.spkiSHA256)\"]\nleaf_identities: [\"\(genuine.summary.spkiSHA256)\", \"\(Data(repeating: 2, count: 32).base64EncodedString())\"]")
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("scans") { service.storedScans.count >= 2 }
+        try server.swap(to: LabServerConfiguration(chain: [impostor, lab.intermediate]))
+        service.wait("the alert to be raised and stored") { !service.lines(containing: "kind=pin.mismatch").isEmpty }
+        service.signal(SIGKILL)
+        _ = service.waitForExit(timeout: 5)
+        #expect(count(.pinMismatch, receiver) == 0)
+
+        try receiver.start()
+        let restarted = try ServiceProcess(config: config, workspace: workspace)
+        restarted.wait("the delivery after the restart") { count(.pinMismatch, receiver) == 1 }
+        restarted.wait("more scans") { restarted.storedScans.count >= 4 }
+        #expect(count(.pinMismatch, receiver) == 1, "the impostor is still there: no second mismatch alert")
+        restarted.signal(SIGTERM)
+        #expect(restarted.waitForExit(timeout: 10) == 0)
+        let stored = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false).alerts(limit: 100)
+        let mismatch = try #require(stored.first { $0.alert.kind == .pinMismatch })
+        #expect(mismatch.deliveries.contains { $0.sink == "hook" && $0.state == "delivered" })
+        #expect(mismatch.deliveries.contains { $0.sink == "log" && $0.state == "delivered" })
+    }
+
+    @Test("trust broken and restored, ATS regressed and recovered, expiry thresholds once, unreachable and recovered; command sink gets JSON on stdin")
+    func transitions() throws {
+        let good = LabServerConfiguration(chain: [lab.good, lab.intermediate])
+        let server = try SwappableServer(good)
+        defer { server.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let workspace = try lab.workspace("transitions")
+        let sinkFile = workspace.appendingPathComponent("command-sink.jsonl").path
+        let config = try config(workspace, port: server.port, receiver: receiver, pins: "", extraAlerts: """
+                - type: command
+                  argv: [/usr/bin/tee, -a, \(sinkFile)]
+                  min_severity: warning
+            """)
+        let check = try Binary.run(["check-config", config])
+        #expect(check.status == 0, "\(check.stderr)")
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("scans") { service.storedScans.count >= 2 }
+
+        try server.swap(to: LabServerConfiguration(chain: [lab.expired, lab.intermediate]))
+        service.wait("trust broken, ATS regressed, leaf expired") {
+            count(.trustBroken, receiver) == 1 && count(.atsRegressed, receiver) == 1 && count(.certificateExpired, receiver) == 1
+        }
+        try server.swap(to: good)
+        service.wait("trust restored") { count(.trustRestored, receiver) == 1 && count(.atsRecovered, receiver) == 1 }
+
+        var soon = LabCertificateRequest.server([ServiceLab.hostname])
+        soon.notAfter = Date().addingTimeInterval(5.5 * 86_400)
+        try server.swap(to: LabServerConfiguration(chain: [try lab.intermediate.issue(soon), lab.intermediate]))
+        service.wait("the expiry alert") { count(.certificateExpiring, receiver) == 1 }
+        let expiring = try #require(alerts(receiver).first { $0.kind == .certificateExpiring })
+        #expect(expiring.changes["days_left"] == "5" && expiring.severity == .error)
+
+        server.stop()
+        service.wait("unreachable after two failures") { count(.unreachable, receiver) == 1 }
+        try server.swap(to: good)
+        service.wait("reachable again") { count(.reachable, receiver) == 1 }
+        #expect(count(.certificateExpiring, receiver) == 1, "each threshold alerts once")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+
+        // The command sink received the warning-and-above alerts, one JSON document each.
+        let lines = try String(contentsOfFile: sinkFile, encoding: .utf8).split(separator: "\n")
+        let commandAlerts = lines.compactMap { try? JSONDecoder.tlsaudit.decode(AlertDocument.self, from: Data($0.utf8)) }
+        #expect(!commandAlerts.isEmpty)
+        #expect(commandAlerts.allSatisfy { $0.severity >= .warning })
+        #expect(commandAlerts.contains { $0.kind == .trustBroken })
+        #expect(!commandAlerts.contains { $0.kind == .trustRestored }, "info alerts are below this sink's min_severity")
+    }
+}
