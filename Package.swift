@@ -81,6 +81,7 @@ let package = Package(
             name: "TLSAuditServiceTests",
             dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditService", "tlsaudit",
                            .product(name: "GRDB", package: "GRDB.swift")],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -52,6 +52,10 @@ struct ScanCommand: ParsableCommand {
     @Option(name: .customLong("client-key"), help: "PEM private key of --client-cert.")
     var clientKey: String?
 
+    @Option(help: ArgumentHelp("Pin to check (repeatable): sha256/BASE64= SPKI pins (public-key mode) or SHA-256 certificate fingerprints (certificate mode).",
+                               discussion: "A mismatch is a pin.mismatch finding and exit status 1."))
+    var pin: [String] = []
+
     @Option(help: "Judge certificate dates at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
     var at: String?
 
@@ -67,6 +71,7 @@ struct ScanCommand: ParsableCommand {
         guard (clientCert == nil) == (clientKey == nil) else {
             throw ValidationError("--client-cert and --client-key go together.")
         }
+        if let problem = pinPolicy.problem { throw ValidationError(problem) }
         if let at, Timestamp.parse(at) == nil {
             throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
         }
@@ -107,6 +112,21 @@ struct ScanCommand: ParsableCommand {
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
 
+    /// `--pin` values as an AFNetworking policy (mode from the values), or the reason they do not make one.
+    private var pinPolicy: (policy: PinPolicy?, problem: String?) {
+        guard !pin.isEmpty else { return (nil, nil) }
+        var values: [PinValue] = []
+        for text in pin {
+            guard let value = PinValue.parse(text) else {
+                return (nil, "--pin '\(text)' is neither sha256/BASE64 (44 characters) nor a SHA-256 hex fingerprint")
+            }
+            values.append(value)
+        }
+        let allSPKI = values.allSatisfy { if case .spki = $0 { true } else { false } }
+        let policy = PinPolicy(mode: allSPKI ? .publicKey : .certificate, pins: values)
+        return (policy, policy.problems.first.map { "--pin: \($0)" })
+    }
+
     private func loadTargets() throws -> [ScanTarget] {
         var parsed: [ScanTarget] = []
         do {
@@ -135,6 +155,7 @@ struct ScanCommand: ParsableCommand {
             var target = target
             if let sni { target.sni = sni }
             target.policy = policy
+            target.pins = pinPolicy.policy
             target.connectTo = destinations
             return target
         }

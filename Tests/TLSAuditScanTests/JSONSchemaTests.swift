@@ -63,6 +63,13 @@ struct JSONSchemaTests {
 
         let unresolved = try CLI.run(["scan", "--format", "json", "--timeout", "1", "no-such-host.invalid"])
         #expect(try Self.validate(unresolved.stdout) == nil)
+
+        let pinned = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "--pin", "sha256/\(Data(repeating: 3, count: 32).base64EncodedString())",
+                                  "\(TestPKI.hostname):\(good.port)"])
+        #expect(pinned.status == 1)
+        #expect(try pinned.report().single.pin?.state == .mismatch)
+        #expect(try Self.validate(pinned.stdout) == nil)
     }
 
     @Test("the validator does reject a report that breaks the schema")

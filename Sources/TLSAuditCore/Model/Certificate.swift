@@ -150,6 +150,14 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
         return copy
     }
 
+    /// The SHA-256 fingerprint as `AB:CD:...`, the form browsers and `openssl x509 -fingerprint` print.
+    public var colonFingerprint: String {
+        stride(from: 0, to: sha256Fingerprint.count, by: 2).map { offset in
+            let start = sha256Fingerprint.index(sha256Fingerprint.startIndex, offsetBy: offset)
+            return sha256Fingerprint[start..<sha256Fingerprint.index(start, offsetBy: min(2, sha256Fingerprint.count - offset))].uppercased()
+        }.joined(separator: ":")
+    }
+
     /// A short name for messages: the CN when present, else the whole subject.
     public var displayName: String {
         if let commonName, !commonName.isEmpty { return commonName }

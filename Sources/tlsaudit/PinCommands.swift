@@ -1,0 +1,194 @@
+import ArgumentParser
+import Foundation
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditService
+import TLSAuditStore
+
+/// `tlsaudit pin`: both pin forms for every certificate of a chain, and ready-to-paste configuration.
+struct PinCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin",
+        abstract: "Print the SPKI pin and certificate fingerprint of each certificate of a server's chain (or of certificate files), with a config entry and an NSPinnedDomains snippet."
+    )
+
+    @Argument(help: "The server, HOST[:PORT] (omit with --cert).")
+    var target: String?
+
+    @Option(name: .customLong("cert"), help: "Certificate files (PEM, several per file, or DER .cer/.crt) instead of a server.")
+    var certificateFiles: [String] = []
+
+    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
+    var connectTo: String?
+
+    @Option(name: .customLong("ca-file"), help: "PEM trust anchors (to show the anchor of the path too).")
+    var caFile: String?
+
+    @Option(help: "Seconds for each of resolution, connect and handshake.")
+    var timeout: Double = 10
+
+    func validate() throws {
+        guard (target == nil) != certificateFiles.isEmpty else {
+            throw ValidationError("Give a target or --cert FILE (not both).")
+        }
+    }
+
+    func run() throws {
+        var certificates: [(CertificateSummary, String)] = []
+        var domain = "example.com"
+        if let target {
+            var parsed: ScanTarget
+            do {
+                parsed = try ScanTarget.parse(target)
+                if let connectTo { parsed.connectTo = [try ConnectAddress.parse(connectTo)] }
+            } catch {
+                throw ValidationError(error.description)
+            }
+            domain = parsed.sni ?? parsed.host
+            let store: TrustStore
+            do {
+                store = try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            let scanner = try TLSScanner(options: ScanOptions(timeout: timeout, trustStore: store))
+            let result = scanner.scan(parsed)
+            guard let address = result.addresses.first(where: { $0.chain != nil }) else {
+                let reason = result.error?.description ?? result.addresses.first?.error?.description ?? "no certificate"
+                FileHandle.standardError.write(Data("tlsaudit: cannot read the chain of \(target): \(reason)\n".utf8))
+                throw ExitCode(2)
+            }
+            let chain = address.chain!
+            certificates = chain.presented.enumerated().map { ($0.element, $0.offset == 0 ? "leaf" : "sent #\($0.offset)") }
+            for element in chain.path where element.source == .trustStore {
+                certificates.append((element.certificate, "anchor (trust store)"))
+            }
+        } else {
+            for file in certificateFiles {
+                do {
+                    certificates += try CertificateFile.summaries(path: file).enumerated().map { ($0.element, "\(file) #\($0.offset)") }
+                } catch {
+                    throw ValidationError("\(error)")
+                }
+            }
+            domain = certificates.first?.0.subjectAlternativeNames.dns.first ?? domain
+        }
+        print(PinReport.render(certificates, domain: domain), terminator: "")
+    }
+}
+
+/// The text of `tlsaudit pin`.
+enum PinReport {
+    static func render(_ certificates: [(CertificateSummary, String)], domain: String) -> String {
+        var out = ""
+        for (certificate, role) in certificates {
+            out += "\(role): \(certificate.subject)\n"
+            out += "  issuer       \(certificate.issuer)\n"
+            out += "  key          \(certificate.publicKey.summary), valid to \(Timestamp.format(certificate.notAfter))\n"
+            out += "  SPKI pin     sha256/\(certificate.spkiSHA256)\n"
+            out += "  certificate  \(certificate.colonFingerprint)\n\n"
+        }
+        guard let leaf = certificates.first?.0 else { return out }
+        let cas = certificates.dropFirst().map(\.0)
+        out += "# tlsaudit configuration (AFNetworking public-key pinning: the leaf key, and a CA key as backup):\n"
+        out += "    pins:\n      mode: public-key\n      pins:\n"
+        out += "        - \"sha256/\(leaf.spkiSHA256)\"   # \(leaf.displayName)\n"
+        for ca in cas { out += "        - \"sha256/\(ca.spkiSHA256)\"   # \(ca.displayName)\n" }
+        if cas.isEmpty { out += "        # add a backup pin: the SPKI of your next key, so a rotation does not break clients\n" }
+        out += "\n<!-- Info.plist, NSAppTransportSecurity: pin the issuing CA(s), which survive leaf renewals -->\n"
+        out += "<key>NSPinnedDomains</key>\n<dict>\n  <key>\(domain)</key>\n  <dict>\n"
+        out += "    <key>NSIncludesSubdomains</key>\n    <false/>\n"
+        if cas.isEmpty {
+            out += "    <key>NSPinnedLeafIdentities</key>\n    <array>\n"
+            out += "      <dict><key>SPKI-SHA256-BASE64</key><string>\(leaf.spkiSHA256)</string></dict>\n"
+            out += "      <!-- add a backup identity -->\n    </array>\n"
+        } else {
+            out += "    <key>NSPinnedCAIdentities</key>\n    <array>\n"
+            for ca in cas { out += "      <dict><key>SPKI-SHA256-BASE64</key><string>\(ca.spkiSHA256)</string></dict>\n" }
+            out += "    </array>\n"
+        }
+        out += "  </dict>\n</dict>\n"
+        return out
+    }
+
+}
+
+/// `tlsaudit pins`: pin utilities.
+struct PinsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pins",
+        abstract: "Pin utilities.",
+        subcommands: [PinsImportCommand.self]
+    )
+}
+
+/// `tlsaudit pins import`: NSPinnedDomains from an Info.plist to tlsaudit groups.
+struct PinsImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Turn an Info.plist's NSPinnedDomains (or a bare NSAppTransportSecurity dictionary) into tlsaudit groups with pins.",
+        discussion: "An empty identity array is an error (exit 64); a single pin without a backup is a warning."
+    )
+
+    @Argument(help: "The property list (XML or binary).")
+    var plist: String
+
+    @Option(name: .customLong("host"), help: "Hosts to place under the pinned domain that covers them (Apple's NSIncludesSubdomains meaning); repeatable.")
+    var hosts: [String] = []
+
+    @Option(help: "Write the YAML here instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        let result: PinnedDomainsImport.Result
+        do {
+            result = try PinnedDomainsImport.read(path: plist)
+        } catch {
+            FileHandle.standardError.write(Data((error.description + "\n").utf8))
+            throw ExitCode(64)
+        }
+        for warning in result.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+        let (yaml, uncovered) = PinnedDomainsImport.yaml(for: result.domains, hosts: hosts, source: plist)
+        for host in uncovered {
+            FileHandle.standardError.write(Data("note: no pinned domain covers \(host); it is left out\n".utf8))
+        }
+        if let output {
+            try yaml.write(toFile: output, atomically: true, encoding: .utf8)
+        } else {
+            print(yaml, terminator: "")
+        }
+    }
+}
+
+/// `tlsaudit alerts`: the alerts raised, with their delivery state.
+struct AlertsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "alerts",
+        abstract: "List the newest alerts and their delivery state per sink."
+    )
+
+    @OptionGroup var databaseOptions: DatabaseOptions
+
+    @Option(help: "How many alerts.")
+    var limit: Int = 50
+
+    @Option(help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    func run() throws {
+        let alerts = try databaseOptions.openStore().alerts(limit: limit)
+        switch format {
+        case .json:
+            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(alerts) + Data("\n".utf8))
+        case .text:
+            let rows = alerts.map { stored -> [String] in
+                let delivery = stored.deliveries.map { "\($0.sink):\($0.state)\($0.attempts > 1 ? "(\($0.attempts))" : "")" }
+                    .joined(separator: " ")
+                return [Timestamp.format(stored.alert.createdAt), stored.alert.severity.rawValue, stored.alert.kind.rawValue,
+                        "\(stored.alert.target) \(stored.alert.address)", delivery, stored.alert.summary]
+            }
+            print(alerts.isEmpty ? "no alerts\n" : TextTable.render(header: ["TIME", "SEVERITY", "KIND", "TARGET", "DELIVERY", "SUMMARY"], rows: rows),
+                  terminator: "")
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditService
+
+@Suite("pins")
+struct PinTests {
+    let lab = ServiceLab.shared
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    @Test("pins import: Apple's Info.plist to groups, with NSIncludesSubdomains' meaning")
+    func importInfoPlist() throws {
+        let output = try Binary.run(["pins", "import", Self.fixtures.appendingPathComponent("Info.plist").path,
+                                     "--host", "a.b.example.com", "--host", "api.example.com", "--host", "v2.api.example.com",
+                                     "--host", "www.static.example.net", "--host", "example.com.evil.test"])
+        #expect(output.status == 0, "\(output.stderr)")
+        #expect(output.stderr.contains("warning: static.example.net: only one pin and no backup pin"))
+        #expect(output.stderr.contains("no pinned domain covers www.static.example.net"), "NSIncludesSubdomains is false there")
+        #expect(output.stderr.contains("no pinned domain covers example.com.evil.test"))
+        #expect(output.stderr.contains("no pinned domain covers v2.api.example.com") == false,
+                "v2.api.example.com is covered by example.com (includes subdomains), api.example.com does not include subdomains")
+        let configuration = try ServiceConfiguration.parse(yaml: output.stdout, file: "imported.yaml", baseDirectory: "/tmp")
+        let byHost = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.host, $0) })
+        #expect(Set(byHost.keys) == ["example.com", "a.b.example.com", "v2.api.example.com", "api.example.com", "static.example.net"])
+        #expect(byHost["api.example.com"]?.pins?.leafIdentities == ["i7WTqTvh0OioIruIfFR4kMPnBqrS2rdiVPl/s2uC/CY=",
+                                                                     "klO23nT2ehFDXCfx3eHTDRESMz3asj1muO+4aIdjiuY="])
+        #expect(byHost["api.example.com"]?.pins?.caIdentities == [])
+        #expect(byHost["a.b.example.com"]?.pins?.caIdentities.count == 2)
+        #expect(byHost["v2.api.example.com"]?.group == "pinned:example.com")
+        #expect(byHost["static.example.net"]?.pins?.caIdentities == ["C5+lpZ7tcVwmwQIMcRtPbsQtWLABXhQzejna0wHFr8M="])
+    }
+
+    @Test("pins import: a bare NSAppTransportSecurity dictionary works; an empty identity array is refused")
+    func importEdgeCases() throws {
+        let bare = try Binary.run(["pins", "import", Self.fixtures.appendingPathComponent("ATS-only.plist").path])
+        #expect(bare.status == 0)
+        #expect(bare.stdout.contains("pinned:pinned.example.org"))
+        let empty = try Binary.run(["pins", "import", Self.fixtures.appendingPathComponent("EmptyIdentities.plist").path])
+        #expect(empty.status == 64)
+        #expect(empty.stderr.contains("NSPinnedDomains/broken.example.com/NSPinnedLeafIdentities is empty"))
+    }
+
+    @Test("tlsaudit pin prints both pin forms per certificate; scan --pin checks them")
+    func pinCommandAndScan() throws {
+        let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        defer { server.stop() }
+        let target = "\(ServiceLab.hostname):\(server.port)"
+        let pins = try Binary.run(["pin", target, "--connect-to", "127.0.0.1", "--ca-file", lab.rootFile])
+        #expect(pins.status == 0, "\(pins.stderr)")
+        for certificate in [leaf, lab.intermediate, lab.root] {
+            #expect(pins.stdout.contains("sha256/\(certificate.summary.spkiSHA256)"))
+            #expect(pins.stdout.contains(certificate.summary.colonFingerprint))
+        }
+        #expect(pins.stdout.contains("mode: public-key"))
+        #expect(pins.stdout.contains("<key>NSPinnedCAIdentities</key>"))
+        #expect(pins.stdout.contains("<key>\(ServiceLab.hostname)</key>"))
+
+        let base = ["scan", "--format", "json", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", target]
+        let match = try Binary.run(base + ["--pin", "sha256/\(lab.intermediate.summary.spkiSHA256)"])
+        #expect(match.status == 0)
+        let wrong = try Binary.run(base + ["--pin", "sha256/\(Data(repeating: 9, count: 32).base64EncodedString())"])
+        #expect(wrong.status == 1)
+        #expect(wrong.stdout.contains("\"pin.mismatch\""))
+        // Certificate mode: the intermediate's fingerprint, with colons, as users paste it.
+        let byCertificate = try Binary.run(base + ["--pin", lab.intermediate.summary.colonFingerprint])
+        #expect(byCertificate.status == 0, "\(byCertificate.stdout.suffix(500))")
+        let mixed = try Binary.run(base + ["--pin", "sha256/\(leaf.summary.spkiSHA256)", "--pin", leaf.summary.sha256Fingerprint])
+        #expect(mixed.status == 64, "mixing SPKI and certificate pins has no AFNetworking mode")
+
+        let file = try lab.workspace("pin").appendingPathComponent("leaf.pem")
+        try leaf.pem.write(to: file, atomically: true, encoding: .utf8)
+        let fromFile = try Binary.run(["pin", "--cert", file.path])
+        #expect(fromFile.status == 0)
+        #expect(fromFile.stdout.contains("sha256/\(leaf.summary.spkiSHA256)"))
+        #expect(fromFile.stdout.contains("NSPinnedLeafIdentities"))
+    }
+
+    @Test("configuration: AFNetworking's refusal, file pins, warnings")
+    func configuration() throws {
+        let workspace = try lab.workspace("pinconfig")
+        let certificateFile = workspace.appendingPathComponent("pinned.pem")
+        try lab.intermediate.pem.write(to: certificateFile, atomically: true, encoding: .utf8)
+        func parse(_ pins: String) throws -> ServiceConfiguration {
+            try ServiceConfiguration.parse(yaml: "targets:\n  - host: a.example\n    pins:\n" + pins, file: "t.yaml",
+                                           baseDirectory: workspace.path)
+        }
+        #expect(throws: ConfigurationErrors.self) {
+            try parse("      mode: none\n      allow_invalid_certificates: true\n      validates_domain_name: true\n")
+        }
+        let fromFile = try parse("      mode: certificate\n      pins: [{file: pinned.pem}, \"\(String(repeating: "ab", count: 32))\"]\n")
+        #expect(fromFile.targets[0].pins?.pins == [.certificate(lab.intermediate.summary.sha256Fingerprint),
+                                                   .certificate(String(repeating: "ab", count: 32))])
+        let inferred = try parse("      pins: [{file: pinned.pem}]\n")
+        #expect(inferred.targets[0].pins?.mode == .publicKey)
+        #expect(inferred.targets[0].pins?.pins == [.spki(lab.intermediate.summary.spkiSHA256)])
+        #expect(inferred.warnings.count == 1, "a single pin deserves a warning")
+        #expect(throws: ConfigurationErrors.self) { try parse("      leaf_identities: []\n") }
+        #expect(throws: ConfigurationErrors.self) { try parse("      mode: public-key\n      pins: [\"\(String(repeating: "ab", count: 32))\"]\n") }
+    }
+}
+
+@Suite("pin evaluation rules")
+struct PinEvaluationTests {
+    static func certificate(_ name: String, spki: String, fingerprint: String) -> CertificateSummary {
+        CertificateSummary(subject: "CN=\(name)", issuer: "CN=x", commonName: name, serial: "01", version: 3,
+                           notBefore: .distantPast, notAfter: .distantFuture, signatureAlgorithm: "sha256WithRSAEncryption",
+                           signatureHash: "SHA256", publicKey: PublicKeyDescription(type: "EC", bits: 256),
+                           basicConstraints: nil, keyUsage: nil, extendedKeyUsage: nil,
+                           subjectAlternativeNames: SubjectAlternativeNames(dns: [name]), unhandledCriticalExtensions: [],
+                           isSelfSigned: false, sha256Fingerprint: fingerprint, spkiSHA256: spki, der: Data())
+    }
+
+    static let leaf = certificate("leaf", spki: "LEAF", fingerprint: "leaf-fp")
+    static let ca = certificate("ca", spki: "CA", fingerprint: "ca-fp")
+    static let root = certificate("root", spki: "ROOT", fingerprint: "root-fp")
+    static let path = [PathElement(certificate: leaf, source: .presented, presentedIndex: 0),
+                       PathElement(certificate: ca, source: .presented, presentedIndex: 1),
+                       PathElement(certificate: root, source: .trustStore, presentedIndex: nil)]
+    static let hostnameError = Finding(.trustHostnameMismatch, .error, depth: 0, "x")
+    static let expired = Finding(.trustExpired, .error, depth: 0, "x")
+
+    func evaluate(_ policy: PinPolicy, errors: [Finding] = [], anchorTrusted: Bool = true) -> PinEvaluation.State {
+        policy.evaluate(presented: [Self.leaf, Self.ca], path: Self.path, trustErrors: errors) { _ in anchorTrusted }.state
+    }
+
+    @Test("NSPinnedDomains: leaf identity, CA identity (the trust-store root counts), both, and trust required")
+    func apple() {
+        #expect(evaluate(PinPolicy(leafIdentities: ["LEAF"])) == .match)
+        #expect(evaluate(PinPolicy(leafIdentities: ["CA"])) == .mismatch, "a CA key does not satisfy a leaf identity")
+        #expect(evaluate(PinPolicy(caIdentities: ["ROOT"])) == .match)
+        #expect(evaluate(PinPolicy(caIdentities: ["LEAF"])) == .mismatch, "the leaf is not a CA")
+        #expect(evaluate(PinPolicy(leafIdentities: ["LEAF"], caIdentities: ["NOPE"])) == .mismatch, "both must match")
+        #expect(evaluate(PinPolicy(leafIdentities: ["LEAF"]), errors: [Self.expired]) == .mismatch, "pinning adds to trust")
+    }
+
+    @Test("AFNetworking public-key mode: any key of the chain; trust unless allowInvalidCertificates; name per validatesDomainName")
+    func publicKey() {
+        let policy = PinPolicy(mode: .publicKey, pins: [.spki("ROOT")])
+        #expect(evaluate(policy) == .match)
+        #expect(evaluate(policy, errors: [Self.expired]) == .mismatch)
+        var lenient = policy
+        lenient.allowInvalidCertificates = true
+        #expect(evaluate(lenient, errors: [Self.expired]) == .match)
+        var noName = policy
+        noName.validatesDomainName = false
+        #expect(evaluate(noName, errors: [Self.hostnameError]) == .match)
+        #expect(evaluate(policy, errors: [Self.hostnameError]) == .mismatch)
+        #expect(evaluate(PinPolicy(mode: .publicKey, pins: [.spki("OTHER")])) == .mismatch)
+    }
+
+    @Test("AFNetworking certificate mode: a pinned certificate of the chain, validating with it as the anchor")
+    func certificateMode() {
+        let policy = PinPolicy(mode: .certificate, pins: [.certificate("ca-fp")])
+        #expect(evaluate(policy) == .match)
+        #expect(evaluate(policy, anchorTrusted: false) == .mismatch)
+        var lenient = policy
+        lenient.allowInvalidCertificates = true
+        #expect(evaluate(lenient, anchorTrusted: false) == .match)
+        #expect(evaluate(PinPolicy(mode: .certificate, pins: [.certificate("other")])) == .mismatch)
+    }
+
+    @Test("AFNetworking's refusal and other configuration problems")
+    func problems() {
+        #expect(!PinPolicy(mode: .none, allowInvalidCertificates: true, validatesDomainName: true).problems.isEmpty)
+        #expect(PinPolicy(mode: .none, allowInvalidCertificates: true, validatesDomainName: false).problems.isEmpty)
+        #expect(!PinPolicy(mode: .publicKey).problems.isEmpty)
+        #expect(PinPolicy(mode: .publicKey, pins: [.spki("A"), .spki("B")]).warnings.isEmpty)
+        #expect(PinPolicy(leafIdentities: ["A"]).warnings.count == 1)
+    }
+
+    @Test("pin values: SPKI forms and fingerprints with or without colons", arguments: [
+        ("sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=", true),
+        ("r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=", true),
+        (String(repeating: "AB:", count: 31) + "AB", false),
+        (String(repeating: "ab", count: 32), false),
+    ])
+    func values(text: String, isSPKI: Bool) throws {
+        let value = try #require(PinValue.parse(text))
+        if case .spki = value { #expect(isSPKI) } else { #expect(!isSPKI) }
+        #expect(PinValue.parse("not a pin") == nil)
+        #expect(PinValue.parse(String(repeating: "ab", count: 31)) == nil)
+    }
+}
