@@ -76,6 +76,12 @@ static inline const ASN1_STRING *tlsaudit_GENERAL_NAME_string(const GENERAL_NAME
     }
 }
 
+static inline STACK_OF(GENERAL_SUBTREE) *tlsaudit_NAME_CONSTRAINTS_permitted(const NAME_CONSTRAINTS *nc) { return nc->permittedSubtrees; }
+static inline STACK_OF(GENERAL_SUBTREE) *tlsaudit_NAME_CONSTRAINTS_excluded(const NAME_CONSTRAINTS *nc) { return nc->excludedSubtrees; }
+static inline int tlsaudit_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *sk) { return sk_GENERAL_SUBTREE_num(sk); }
+static inline const GENERAL_NAME *tlsaudit_GENERAL_SUBTREE_base(const STACK_OF(GENERAL_SUBTREE) *sk, int i) { return sk_GENERAL_SUBTREE_value(sk, i)->base; }
+static inline void tlsaudit_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *nc) { NAME_CONSTRAINTS_free(nc); }
+
 static inline int tlsaudit_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { return sk_ASN1_OBJECT_num(sk); }
 static inline ASN1_OBJECT *tlsaudit_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }
 static inline void tlsaudit_EXTENDED_KEY_USAGE_free(EXTENDED_KEY_USAGE *eku) { EXTENDED_KEY_USAGE_free(eku); }

@@ -21,6 +21,10 @@ struct HostnameMatcherTests {
         ("example.com", "*.com", false),
         ("a.com", "*.com", false),
         (".example.com", "*.example.com", false),
+        ("foo.co.uk", "*.co.uk", false),
+        ("foo.example.co.uk", "*.example.co.uk", true),
+        ("a.anything.ck", "*.anything.ck", false),
+        ("a.www.ck", "*.www.ck", true),
     ])
     func wildcard(host: String, san: String, matches: Bool) {
         #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
@@ -33,6 +37,17 @@ struct HostnameMatcherTests {
         #expect(HostnameMatcher.matches(host: "0:0:0:0:0:0:0:1", names: names))
         #expect(HostnameMatcher.matches(host: "[::1]", names: names))
         #expect(!HostnameMatcher.matches(host: "127.0.0.1", names: names), "an IP in a dNSName does not count")
+    }
+}
+
+@Suite("public suffixes")
+struct PublicSuffixListTests {
+    @Test("ICANN suffixes, wildcard rules and exceptions", arguments: [
+        ("com", true), ("co.uk", true), ("example.co.uk", false), ("anything.ck", true), ("www.ck", false),
+        ("example.com", false), ("localhost", true),
+    ])
+    func suffixes(domain: String, isSuffix: Bool) {
+        #expect(PublicSuffixList.isPublicSuffix(domain) == isSuffix)
     }
 }
 

@@ -85,6 +85,16 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
             findings.append(Finding(.atsCipherSuite, .error,
                 "\(observation.cipher.iana) is forward secret but not on \(list)."))
         }
+        findings += evaluateChain(presented: presented, building: building, trustFindings: trustFindings)
+        let applicable = Set(rules)
+        return findings.filter { applicable.contains($0.id) }
+    }
+
+    /// The rules that need only the chain: signature hashes and key sizes of the leaf and issuing
+    /// CAs (the anchor exempt), and trust. What `verify` judges offline.
+    public func evaluateChain(presented: [CertificateSummary], building: PathBuildingResult,
+                              trustFindings: [Finding]) -> [Finding] {
+        var findings: [Finding] = []
         let judged = ATSPolicy.certificatesToJudge(presented: presented, building: building)
         for (depth, certificate) in judged {
             ATSPolicy.checkSignatureHash(certificate, depth: depth, into: &findings)
@@ -95,8 +105,7 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
             let ids = Set(trustErrors.map(\.id.rawValue)).sorted().joined(separator: ", ")
             findings.append(Finding(.atsTrust, .error, "The chain is not trusted: \(ids)."))
         }
-        let applicable = Set(rules)
-        return findings.filter { applicable.contains($0.id) }
+        return findings
     }
 
     /// The verdict from all findings of an address.

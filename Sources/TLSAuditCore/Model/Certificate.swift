@@ -65,6 +65,32 @@ public struct SubjectAlternativeNames: Hashable, Codable, Sendable {
     public var isEmpty: Bool { dns.isEmpty && ip.isEmpty && email.isEmpty && uri.isEmpty && other == 0 }
 }
 
+/// The nameConstraints extension, as far as TLS names go (DNS and IP subtrees).
+public struct NameConstraints: Hashable, Codable, Sendable {
+    public var permittedDNS: [String] = []
+    public var excludedDNS: [String] = []
+    /// CIDR text, `10.0.0.0/8`, `2001:db8::/32`.
+    public var permittedIP: [String] = []
+    public var excludedIP: [String] = []
+    /// Subtrees of other name types (directoryName, rfc822Name, URI): left to OpenSSL.
+    public var otherTypes: Bool = false
+
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`permitted_dns`).
+    enum CodingKeys: String, CodingKey {
+        case permittedDNS = "permittedDns", excludedDNS = "excludedDns", permittedIP = "permittedIp", excludedIP = "excludedIp"
+        case otherTypes
+    }
+
+    public init(permittedDNS: [String] = [], excludedDNS: [String] = [], permittedIP: [String] = [],
+                excludedIP: [String] = [], otherTypes: Bool = false) {
+        self.permittedDNS = permittedDNS
+        self.excludedDNS = excludedDNS
+        self.permittedIP = permittedIP
+        self.excludedIP = excludedIP
+        self.otherTypes = otherTypes
+    }
+}
+
 /// Everything tlsaudit reads from one X.509 certificate, with the DER kept.
 public struct CertificateSummary: Hashable, Codable, Sendable {
     /// RFC 2253 distinguished names.
@@ -91,6 +117,8 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     public var subjectAlternativeNames: SubjectAlternativeNames
     /// Object identifiers of critical extensions OpenSSL does not support.
     public var unhandledCriticalExtensions: [String]
+    /// nameConstraints, on CA certificates that have it.
+    public var nameConstraints: NameConstraints?
     /// True when subject equals issuer and the certificate's signature verifies with its own key.
     public var isSelfSigned: Bool
     /// SHA-256 of the DER, lowercase hex.
@@ -105,7 +133,7 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     enum CodingKeys: String, CodingKey {
         case subject, issuer, commonName, serial, version, notBefore, notAfter, signatureAlgorithm, signatureHash
         case publicKey, basicConstraints, keyUsage, extendedKeyUsage, subjectAlternativeNames
-        case unhandledCriticalExtensions, isSelfSigned, sha256Fingerprint, spkiSHA256 = "spkiSha256", der, daysLeft
+        case unhandledCriticalExtensions, nameConstraints, isSelfSigned, sha256Fingerprint, spkiSHA256 = "spkiSha256", der, daysLeft
     }
 
     public init(subject: String, issuer: String, commonName: String?, serial: String, version: Int,
@@ -129,6 +157,7 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
         self.extendedKeyUsage = extendedKeyUsage
         self.subjectAlternativeNames = subjectAlternativeNames
         self.unhandledCriticalExtensions = unhandledCriticalExtensions
+        self.nameConstraints = nil
         self.isSelfSigned = isSelfSigned
         self.sha256Fingerprint = sha256Fingerprint
         self.spkiSHA256 = spkiSHA256

@@ -35,6 +35,8 @@ public struct PathBuildingIssue: Hashable, Codable, Sendable {
         case nameConstraintViolation
         case unknownCriticalExtension
         case keyUsage
+        /// RFC 5280 certificate policy processing failed (an explicit policy is required and none is valid).
+        case policy
         /// Anything else OpenSSL reports, with its code.
         case other
     }

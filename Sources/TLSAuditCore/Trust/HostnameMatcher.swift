@@ -5,7 +5,8 @@ import Darwin
 #endif
 
 /// RFC 6125 name matching as Apple applies it: subjectAltName only (the CN is never used),
-/// case-insensitive, and a wildcard only as the whole left-most label covering exactly one label.
+/// case-insensitive, and a wildcard only as the whole left-most label covering exactly one label,
+/// never over a public suffix.
 public enum HostnameMatcher {
     /// Whether `host` (a DNS name or an IP literal) is covered by the certificate's SANs.
     public static func matches(host: String, names: SubjectAlternativeNames) -> Bool {
@@ -25,8 +26,9 @@ public enum HostnameMatcher {
         let hostLabels = hostname.split(separator: ".", omittingEmptySubsequences: false)
         // Only `*` as the entire left-most label, and no other `*` anywhere.
         guard patternLabels.first == "*", !patternLabels.dropFirst().contains(where: { $0.contains("*") }) else { return false }
-        // `*.com` would cover a whole top-level domain: require at least two labels after the wildcard.
+        // `*.com` or `*.co.uk` would cover a whole public suffix: never honoured.
         guard patternLabels.count >= 3, hostLabels.count == patternLabels.count else { return false }
+        guard !PublicSuffixList.isPublicSuffix(patternLabels.dropFirst().joined(separator: ".")) else { return false }
         guard let first = hostLabels.first, !first.isEmpty else { return false }
         return Array(hostLabels.dropFirst()) == Array(patternLabels.dropFirst())
     }

@@ -27,9 +27,13 @@ public enum TrustEvaluator {
             return findings
         }
 
-        for issue in building.issues {
+        // DNS and IP name constraints are checked here, on SANs only; OpenSSL's verdict on them is
+        // kept only where a CA also constrains other name types (directory names, e-mail).
+        let onlyTLSNameConstraints = path.allSatisfy { !($0.nameConstraints?.otherTypes ?? false) }
+        for issue in building.issues where !(issue.kind == .nameConstraintViolation && onlyTLSNameConstraints) {
             findings.appendUnique(finding(for: issue, path: path))
         }
+        checkNameConstraints(path, into: &findings)
         checkDates(path, at: context.time, into: &findings)
         checkIssuers(path, into: &findings)
         checkExtendedKeyUsage(path, anchored: building.anchored, into: &findings)
@@ -78,6 +82,9 @@ public enum TrustEvaluator {
         case .keyUsage:
             return Finding(.trustKeyUsage, .error, depth: issue.depth,
                            "\(name) may not sign certificates (keyUsage lacks keyCertSign).")
+        case .policy:
+            return Finding(.trustPolicy, .error, depth: issue.depth,
+                           "Certificate policy processing fails: \(issue.detail).")
         case .other:
             return Finding(.trustInvalid, .error, depth: issue.depth,
                            "\(name): \(issue.detail) (OpenSSL verify error \(issue.code)).")
@@ -124,8 +131,21 @@ public enum TrustEvaluator {
             }
         }
         if path.count > 1, let leaf = path.first, leaf.isCA {
-            findings.appendUnique(Finding(.trustLeafIsCA, .warning, depth: 0,
-                "The leaf \(leaf.displayName) is marked CA:TRUE; a server certificate should not be a CA."))
+            findings.appendUnique(Finding(.trustLeafIsCA, .error, depth: 0,
+                "The leaf \(leaf.displayName) is marked CA:TRUE; a server certificate must not be a CA (CA/Browser Forum, webpki)."))
+        }
+    }
+
+    /// Every CA's name constraints against the SANs of every certificate below it.
+    static func checkNameConstraints(_ path: [CertificateSummary], into findings: inout [Finding]) {
+        for (caDepth, ca) in path.enumerated() {
+            guard let constraints = ca.nameConstraints else { continue }
+            for depth in 0..<caDepth {
+                let problems = NameConstraintChecker.violations(of: constraints, in: path[depth])
+                guard !problems.isEmpty else { continue }
+                findings.appendUnique(Finding(.trustNameConstraints, .error, depth: depth,
+                    "\(path[depth].displayName) violates the name constraints of \(ca.displayName): \(problems.joined(separator: "; "))."))
+            }
         }
     }
 

@@ -98,8 +98,11 @@ enum PathBuilder {
         var issues: [(code: Int32, depth: Int32)] = []
     }
 
-    static func build(presented: [X509Certificate], store: TrustStore) -> PathBuildingResult {
-        guard let leaf = presented.first else { return PathBuildingResult(path: [], anchored: false, issues: []) }
+    /// Builds from `presented[leafIndex]` (the leaf; 0 for a server's chain) using every other
+    /// presented certificate as an untrusted intermediate candidate.
+    static func build(presented: [X509Certificate], leafIndex: Int = 0, store: TrustStore) -> PathBuildingResult {
+        guard presented.indices.contains(leafIndex) else { return PathBuildingResult(path: [], anchored: false, issues: []) }
+        let leaf = presented[leafIndex]
         guard let context = X509_STORE_CTX_new(), let untrusted = tlsaudit_sk_X509_new_null() else {
             return PathBuildingResult(path: [], anchored: false, issues: [])
         }
@@ -107,13 +110,21 @@ enum PathBuilder {
             X509_STORE_CTX_free(context)
             tlsaudit_sk_X509_free(untrusted)
         }
-        for certificate in presented.dropFirst() { _ = tlsaudit_sk_X509_push(untrusted, certificate.pointer) }
+        for (index, certificate) in presented.enumerated() where index != leafIndex {
+            _ = tlsaudit_sk_X509_push(untrusted, certificate.pointer)
+        }
         guard X509_STORE_CTX_init(context, store.pointer, leaf.pointer, untrusted) == 1 else {
             OpenSSLErrors.clear()
             return PathBuildingResult(path: [], anchored: false, issues: [])
         }
         // Dates are checked by TrustEvaluator (inclusive notAfter, injectable time).
-        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | (store.partialChain ? UInt(X509_V_FLAG_PARTIAL_CHAIN) : 0))
+        // RFC 5280 policy processing (requireExplicitPolicy, policy mappings, inhibitAnyPolicy) with
+        // anyPolicy as the initial policy set; OpenSSL needs the set given explicitly.
+        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | UInt(X509_V_FLAG_POLICY_CHECK)
+                                 | (store.partialChain ? UInt(X509_V_FLAG_PARTIAL_CHAIN) : 0))
+        if let parameters = X509_STORE_CTX_get0_param(context), let anyPolicy = OBJ_txt2obj("2.5.29.32.0", 1) {
+            X509_VERIFY_PARAM_add0_policy(parameters, anyPolicy) // takes ownership
+        }
         let collector = Collector()
         let unmanaged = Unmanaged.passRetained(collector)
         defer { unmanaged.release() }
@@ -164,6 +175,7 @@ enum PathBuilder {
              X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, X509_V_ERR_UNSUPPORTED_CONSTRAINT_SYNTAX: .nameConstraintViolation
         case X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION: .unknownCriticalExtension
         case X509_V_ERR_KEYUSAGE_NO_CERTSIGN: .keyUsage
+        case X509_V_ERR_NO_EXPLICIT_POLICY, X509_V_ERR_INVALID_POLICY_EXTENSION: .policy
         default: .other
         }
     }

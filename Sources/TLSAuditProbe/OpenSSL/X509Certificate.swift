@@ -46,7 +46,7 @@ final class X509Certificate: @unchecked Sendable {
     func summary() -> CertificateSummary {
         let derBytes = der
         let (signatureAlgorithm, signatureHash) = signature()
-        return CertificateSummary(
+        var summary = CertificateSummary(
             subject: Self.rfc2253(X509_get_subject_name(pointer)),
             issuer: Self.rfc2253(X509_get_issuer_name(pointer)),
             commonName: commonName(),
@@ -66,6 +66,36 @@ final class X509Certificate: @unchecked Sendable {
             sha256Fingerprint: Digest.sha256(derBytes).hex,
             spkiSHA256: Digest.sha256(spkiDER()).base64,
             der: Data(derBytes))
+        summary.nameConstraints = nameConstraints()
+        return summary
+    }
+
+    private func nameConstraints() -> NameConstraints? {
+        guard let raw = X509_get_ext_d2i(pointer, NID_name_constraints, nil, nil) else { return nil }
+        let constraints = raw.assumingMemoryBound(to: NAME_CONSTRAINTS.self)
+        defer { tlsaudit_NAME_CONSTRAINTS_free(constraints) }
+        /// The DNS and IP subtrees of one list, and whether it has subtrees of other types.
+        func read(_ subtrees: OpaquePointer?) -> (dns: [String], ip: [String], other: Bool) {
+            var dns: [String] = []
+            var ip: [String] = []
+            var other = false
+            guard let subtrees else { return (dns, ip, other) }
+            for index in 0..<tlsaudit_sk_GENERAL_SUBTREE_num(subtrees) {
+                guard let base = tlsaudit_GENERAL_SUBTREE_base(subtrees, index) else { continue }
+                let value = tlsaudit_GENERAL_NAME_string(base)
+                switch tlsaudit_GENERAL_NAME_type(base) {
+                case GEN_DNS: dns.append(value.map(ASN1Text.latin1) ?? "")
+                case GEN_IPADD: ip.append(value.map(ASN1Text.cidr) ?? "")
+                default: other = true
+                }
+            }
+            return (dns, ip, other)
+        }
+        let permitted = read(tlsaudit_NAME_CONSTRAINTS_permitted(constraints))
+        let excluded = read(tlsaudit_NAME_CONSTRAINTS_excluded(constraints))
+        let result = NameConstraints(permittedDNS: permitted.dns, excludedDNS: excluded.dns, permittedIP: permitted.ip,
+                                     excludedIP: excluded.ip, otherTypes: permitted.other || excluded.other)
+        return result
     }
 
     /// DER of the SubjectPublicKeyInfo (the input of an SPKI pin).
@@ -270,6 +300,25 @@ enum ASN1Text {
             return buffer.nulTerminatedString
         default: return raw.map { String(format: "%02x", $0) }.joined()
         }
+    }
+
+    /// An iPAddress name constraint (address then mask, 8 or 32 bytes) as CIDR text.
+    static func cidr(_ string: UnsafePointer<ASN1_STRING>) -> String {
+        let raw = bytes(string)
+        guard raw.count == 8 || raw.count == 32 else { return raw.map { String(format: "%02x", $0) }.joined() }
+        let half = raw.count / 2
+        let prefix = raw[half...].reduce(0) { $0 + $1.nonzeroBitCount }
+        let address: String
+        if half == 4 {
+            address = raw[..<4].map(String.init).joined(separator: ".")
+        } else {
+            var v6 = in6_addr()
+            withUnsafeMutableBytes(of: &v6) { $0.copyBytes(from: raw[..<16]) }
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            inet_ntop(AF_INET6, &v6, &buffer, socklen_t(buffer.count))
+            address = buffer.nulTerminatedString
+        }
+        return "\(address)/\(prefix)"
     }
 
     static func bytes(_ string: UnsafePointer<ASN1_STRING>) -> [UInt8] {

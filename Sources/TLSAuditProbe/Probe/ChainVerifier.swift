@@ -1,0 +1,50 @@
+public import Foundation
+public import TLSAuditCore
+
+/// `verify`: the same path building and findings as a scan, on certificate files instead of a
+/// live server. Input may be PEM (several certificates) or DER, in any order, with extras.
+public enum ChainVerifier {
+    /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`), builds and judges the path.
+    public static func verify(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
+                              toolVersion: String) throws -> VerifyReport {
+        var certificates: [X509Certificate] = []
+        for file in files { certificates += try CertificateFile.load(path: file) }
+        guard !certificates.isEmpty else { throw OpenSSLFailure("no certificate in \(files.joined(separator: ", "))") }
+        let presented = certificates.map { $0.summary().judged(at: time) }
+        let leafIndex = chosenLeaf.map { min(max(0, $0), presented.count - 1) } ?? chooseLeaf(presented, host: host)
+        var building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots)
+        for index in building.path.indices {
+            building.path[index].certificate = building.path[index].certificate.judged(at: time)
+        }
+        let context = TrustContext(hostname: host, time: time)
+        // Trust judges the chain in path order, with the leaf first.
+        var ordered = presented
+        ordered.swapAt(0, leafIndex)
+        let trust = TrustEvaluator.evaluate(presented: ordered, building: building, context: context)
+            .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
+        let policy = CompliancePolicy.appleTrust
+        let findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust)
+        let chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
+                                trustStore: roots.label, issues: building.issues)
+        return VerifyReport(toolVersion: toolVersion, evaluatedAt: time, inputs: files, host: host, leafIndex: leafIndex,
+                            chain: chain, findings: findings, verdict: policy.verdict(from: findings))
+    }
+
+    /// The leaf: a certificate that issued none of the others, preferring one that matches
+    /// `host`, then the first such certificate in input order (leaf-first is the convention).
+    static func chooseLeaf(_ certificates: [CertificateSummary], host: String?) -> Int {
+        // A CA that issued another certificate of the input is not the leaf (a CA:FALSE
+        // certificate that signed one still may be: the leaf-signed-leaf case).
+        let issuers = Set(certificates.filter { !$0.isSelfSigned }.map(\.issuer))
+        let candidates = certificates.indices.filter { index in
+            let certificate = certificates[index]
+            return !(certificate.isCA && issuers.contains(certificate.subject)) || certificates.count == 1
+        }
+        if let host, let match = candidates.first(where: {
+            HostnameMatcher.matches(host: host, names: certificates[$0].subjectAlternativeNames)
+        }) {
+            return match
+        }
+        return candidates.first ?? 0
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import TLSAuditCore
+import TLSAuditProbe
+
+/// `tlsaudit verify`: offline chain audit.
+struct VerifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify",
+        abstract: "Judge a certificate chain from files, offline: the same path building and findings as scan.",
+        discussion: """
+            Input: PEM (several certificates per file) or DER, in any order, extras allowed; the \
+            leaf is the certificate that issued none of the others (preferring one matching --host). \
+            Verdict: the chain is trusted and meets Apple's certificate rules (SHA-2 signatures, \
+            RSA >= 2048 / ECC >= 256 below the root). Exit status: 0 valid, 1 not valid, 2 input \
+            unreadable, 64 usage error.
+            """
+    )
+
+    @Option(name: .customLong("chain"), help: "Certificate file(s): PEM or DER; repeatable.")
+    var chainFiles: [String]
+
+    @Option(help: "PEM trust anchors (default: the system store).")
+    var roots: String?
+
+    @Option(help: "Check this DNS name or IP address against the leaf's subjectAltNames.")
+    var host: String?
+
+    @Option(help: "Judge at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
+    var at: String?
+
+    @Option(help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    func validate() throws {
+        guard !chainFiles.isEmpty else { throw ValidationError("Give --chain FILE.") }
+        if let at, Timestamp.parse(at) == nil {
+            throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
+        }
+    }
+
+    func run() throws {
+        let store: TrustStore
+        do {
+            store = try roots.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let report: VerifyReport
+        do {
+            report = try ChainVerifier.verify(files: chainFiles, roots: store, host: host,
+                                              at: at.flatMap(Timestamp.parse) ?? Date(), toolVersion: TLSAuditCommand.version)
+        } catch {
+            FileHandle.standardError.write(Data("tlsaudit: cannot read the chain: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        switch format {
+        case .json:
+            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(report) + Data("\n".utf8))
+        case .text:
+            let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
+            print(VerifyTextRenderer.render(report, colour: colour), terminator: "")
+        }
+        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+}
+
+enum VerifyTextRenderer {
+    static func render(_ report: VerifyReport, colour: Bool) -> String {
+        func paint(_ text: String, _ code: String) -> String { colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+        var out = report.valid ? paint("VALID", "32") : paint("NOT VALID", "31") + " (" + report.verdict.failedRules.joined(separator: ", ") + ")"
+        out += "  \(report.inputs.joined(separator: ", "))"
+        if let host = report.host { out += "  host \(host)" }
+        out += "  at \(Timestamp.format(report.evaluatedAt))\n"
+        out += "as presented (\(report.chain.presented.count)):\n"
+        for (index, certificate) in report.chain.presented.enumerated() {
+            let mark = index == report.leafIndex ? " (leaf)" : ""
+            out += "  #\(index)\(mark) \(certificate.subject)  \(certificate.publicKey.summary), \(certificate.signatureAlgorithm), to \(Timestamp.formatDay(certificate.notAfter))\n"
+        }
+        out += "path as built (\(report.chain.path.count), \(report.chain.anchored ? "anchored" : "not anchored") in \(report.chain.trustStore)):\n"
+        for (depth, element) in report.chain.path.enumerated() {
+            let origin = element.presentedIndex.map { "#\($0)" } ?? "trust store"
+            out += "  [\(depth)] \(element.certificate.subject)  (\(origin))\n"
+        }
+        for finding in report.findings {
+            let depth = finding.depth.map { " [depth \($0)]" } ?? ""
+            out += "  \(finding.severity.rawValue.uppercased()) \(finding.id)\(depth): \(finding.message)\n"
+        }
+        return out
+    }
+}

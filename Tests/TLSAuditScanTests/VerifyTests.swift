@@ -1,0 +1,240 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// `tlsaudit verify` on generated chains, one case per rule plain OpenSSL gets wrong, through the binary.
+@Suite("tlsaudit verify")
+struct VerifyTests {
+    let pki = TestPKI.shared
+
+    /// Writes PEMs (in the order given) to one file and verifies it.
+    func verify(_ certificates: [LabCertificate], host: String? = TestPKI.hostname, extra: [String] = [],
+                roots: String? = nil) throws -> (Int32, VerifyReport) {
+        let file = pki.directory.appendingPathComponent("chain-\(UUID().uuidString.prefix(8)).pem")
+        try certificates.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        var arguments = ["verify", "--chain", file.path, "--roots", roots ?? pki.rootFile, "--format", "json"] + extra
+        if let host { arguments += ["--host", host] }
+        let output = try CLI.run(arguments)
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        return (output.status, report)
+    }
+
+    func errors(_ report: VerifyReport) -> Set<String> {
+        Set(report.findings.filter { $0.severity == .error }.map(\.id.rawValue))
+    }
+
+    @Test("a good chain in any order with an extra certificate: presented order and built path reported apart")
+    func anyOrder() throws {
+        let leaf = try pki.leaf()
+        let (status, report) = try verify([pki.otherRoot, pki.intermediate, leaf])
+        #expect(status == 0)
+        #expect(report.valid)
+        #expect(report.leafIndex == 2)
+        #expect(report.chain.presented.map(\.commonName) == ["untrusted test root", "tlsaudit test intermediate", TestPKI.hostname])
+        #expect(report.chain.path.map(\.presentedIndex) == [2, 1, nil])
+        #expect(report.chain.path.last?.source == .trustStore)
+    }
+
+    @Test("DER input")
+    func der() throws {
+        let leaf = try pki.leaf()
+        let leafFile = pki.directory.appendingPathComponent("leaf-\(UUID().uuidString.prefix(6)).cer")
+        let intermediateFile = pki.directory.appendingPathComponent("int-\(UUID().uuidString.prefix(6)).der")
+        try Data(leaf.der).write(to: leafFile)
+        try Data(pki.intermediate.der).write(to: intermediateFile)
+        let output = try CLI.run(["verify", "--chain", leafFile.path, "--chain", intermediateFile.path, "--roots", pki.rootFile,
+                                  "--host", TestPKI.hostname])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        #expect(output.stdout.hasPrefix("VALID"))
+    }
+
+    @Test("weak keys and signatures anywhere below the root", arguments: [
+        ("RSA-1024 intermediate", "ats.key-size", 1), ("P-224 leaf", "ats.key-size", 0),
+        ("SHA-1 intermediate", "ats.signature-hash", 1), ("MD5 leaf", "ats.signature-hash", 0),
+    ])
+    func weakBelowRoot(name: String, finding: String, depth: Int) throws {
+        var chain: [LabCertificate]
+        switch name {
+        case "RSA-1024 intermediate":
+            let weak = try pki.root.issue(.authority("weak intermediate", key: .rsa(bits: 1024)))
+            chain = [try weak.issue(.server([TestPKI.hostname])), weak]
+        case "P-224 leaf":
+            chain = [try pki.leaf(key: .ec(curve: "P-224")), pki.intermediate]
+        case "SHA-1 intermediate":
+            let weak = try pki.root.issue(.authority("sha1 intermediate", digest: .sha1))
+            chain = [try weak.issue(.server([TestPKI.hostname])), weak]
+        default:
+            chain = [try pki.leaf(digest: .md5), pki.intermediate]
+        }
+        let (status, report) = try verify(chain)
+        #expect(status == 1)
+        #expect(errors(report) == [finding])
+        #expect(report.findings.first { $0.id.rawValue == finding }?.depth == depth)
+    }
+
+    @Test("no CN fallback, with or without SANs; wildcards never over a public suffix")
+    func names() throws {
+        let cnOnly = try pki.leaf { $0.dnsNames = [] }
+        #expect(errors(try verify([cnOnly, pki.intermediate]).1) == ["trust.hostname-mismatch", "ats.trust"])
+        let otherSAN = try pki.leaf("www.tlsaudit.test") // CN and SAN www..., host is the CN of nothing
+        #expect(errors(try verify([otherSAN, pki.intermediate]).1).contains("trust.hostname-mismatch"))
+        let suffixWildcard = try pki.leaf("*.co.uk")
+        #expect(errors(try verify([suffixWildcard, pki.intermediate], host: "shop.co.uk").1).contains("trust.hostname-mismatch"))
+        let fine = try pki.leaf("*.example.co.uk")
+        #expect(try verify([fine, pki.intermediate], host: "shop.example.co.uk").0 == 0)
+    }
+
+    @Test("serverAuth EKU: anyExtendedKeyUsage passes, an empty EKU fails")
+    func extendedKeyUsage() throws {
+        let any = try pki.leaf { $0.extendedKeyUsage = "anyExtendedKeyUsage" }
+        #expect(try verify([any, pki.intermediate]).0 == 0)
+        let empty = try pki.leaf { request in
+            request.extendedKeyUsage = nil
+            request.extraExtensions = [.init(name: "extendedKeyUsage", value: "DER:30:00")]
+        }
+        let (status, report) = try verify([empty, pki.intermediate])
+        #expect(status == 1)
+        #expect(errors(report) == ["trust.eku", "ats.trust"])
+    }
+
+    @Test("notAfter is inclusive (RFC 5280)")
+    func notAfterInclusive() throws {
+        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 30 * 86_400).rounded(.down))
+        let leaf = try pki.leaf { $0.notAfter = notAfter }
+        #expect(try verify([leaf, pki.intermediate], extra: ["--at", Timestamp.format(notAfter)]).0 == 0)
+        let later = try verify([leaf, pki.intermediate], extra: ["--at", Timestamp.format(notAfter.addingTimeInterval(1))])
+        #expect(later.0 == 1)
+        #expect(errors(later.1) == ["trust.expired", "ats.trust"])
+    }
+
+    @Test("a leaf marked CA:TRUE is refused")
+    func leafIsCA() throws {
+        let leaf = try pki.leaf { $0.isCA = true }
+        let (status, report) = try verify([leaf, pki.intermediate])
+        #expect(status == 1)
+        #expect(errors(report) == ["trust.leaf-is-ca", "ats.trust"])
+    }
+
+    @Test("name constraints: permitted and excluded DNS and IP subtrees, applied to SANs", arguments: [
+        ("permitted;DNS:allowed.test", [TestPKI.hostname], false),
+        ("permitted;DNS:tlsaudit.test", [TestPKI.hostname], true),
+        ("excluded;DNS:tlsaudit.test", [TestPKI.hostname], false),
+        ("permitted;IP:10.0.0.0/255.0.0.0", ["192.168.1.1"], false),
+        ("excluded;IP:192.168.0.0/255.255.0.0", ["192.168.1.1"], false),
+        ("permitted;IP:192.168.0.0/255.255.0.0,permitted;DNS:tlsaudit.test", ["192.168.1.1"], true),
+    ])
+    func nameConstraints(constraint: String, names: [String], valid: Bool) throws {
+        var request = LabCertificateRequest.authority("constrained CA", key: .rsa(bits: 2048))
+        request.extraExtensions = [.init(name: "nameConstraints", value: "critical,\(constraint)")]
+        let constrained = try pki.root.issue(request)
+        let leaf = try constrained.issue(.server(names, key: .rsa(bits: 2048)))
+        let (status, report) = try verify([leaf, constrained], host: names[0])
+        #expect(status == (valid ? 0 : 1), "\(report.findings)")
+        #expect(errors(report).contains("trust.name-constraints") == !valid)
+    }
+
+    @Test("basicConstraints and pathLen along the whole path")
+    func pathConstraints() throws {
+        let constrained = try pki.root.issue(.authority("pathlen 1 CA", pathLength: 1, key: .rsa(bits: 2048)))
+        let middle = try constrained.issue(.authority("middle CA", key: .rsa(bits: 2048)))
+        let lowest = try middle.issue(.authority("lowest CA", key: .rsa(bits: 2048)))
+        let leaf = try lowest.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+        let (status, report) = try verify([leaf, lowest, middle, constrained])
+        #expect(status == 1)
+        #expect(report.findings.first { $0.id == .trustPathLengthExceeded }?.depth == 3)
+        let notCA = try pki.intermediate.issue(LabCertificateRequest(commonName: "no basicConstraints", isCA: nil, keyUsage: nil,
+                                                                    extendedKeyUsage: nil, key: .rsa(bits: 2048)))
+        let signed = try notCA.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+        let second = try verify([signed, notCA, pki.intermediate])
+        #expect(errors(second.1) == ["trust.issuer-not-ca", "ats.trust"])
+        #expect(second.1.findings.first { $0.id == .trustIssuerNotCA }?.depth == 1)
+    }
+
+    @Test("an unknown critical extension is refused")
+    func unknownCriticalExtension() throws {
+        let leaf = try pki.leaf { $0.extraExtensions = [.init(name: "1.3.6.1.4.1.55555.1", value: "critical,DER:05:00")] }
+        let (status, report) = try verify([leaf, pki.intermediate])
+        #expect(status == 1)
+        #expect(errors(report).contains("trust.unknown-critical-extension"))
+    }
+
+    @Test("unreadable input exits 2; no roots means the system store")
+    func inputs() throws {
+        let missing = try CLI.run(["verify", "--chain", "/nonexistent.pem"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("cannot read"))
+        let leaf = try pki.leaf()
+        let file = pki.directory.appendingPathComponent("sys-\(UUID().uuidString.prefix(6)).pem")
+        try (leaf.pem + pki.intermediate.pem).write(to: file, atomically: true, encoding: .utf8)
+        let system = try CLI.run(["verify", "--chain", file.path, "--format", "json"])
+        #expect(system.status == 1)
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(system.stdout.utf8))
+        #expect(report.chain.trustStore == "system")
+        #expect(errors(report).contains("trust.untrusted-root"))
+    }
+}
+
+/// NIST's PKITS path-validation suite (from the cryptography_vectors package on PyPI).
+@Suite("PKITS")
+struct PKITSTests {
+    /// Tests whose verdict depends on revocation (CRLs), which tlsaudit does not check.
+    static func needsRevocation(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["crl", "revoked", "distributionpoint", "onlysomereasons", "onlycontains", "indirect", "serialnumber",
+                "basicselfissuednewwithold", "basicselfissuedoldwithnew"].contains { lowered.contains($0) }
+            && !["validbasicselfissuedoldwithnewtest1", "validbasicselfissuednewwitholdtest3", "validbasicselfissuednewwitholdtest4"]
+                .contains { lowered.hasPrefix($0) }
+    }
+
+    /// Where plain OpenSSL's path validation is known to differ from PKITS, kept explicit so a change shows.
+    static let knownGaps: Set<String> = [
+        "ValidDSAParameterInheritanceTest5EE.crt", // DSA parameters inherited from the issuer: OpenSSL cannot verify it
+    ]
+
+    static func pkitsDirectory() throws -> URL {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let path = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw HarnessMessage("the PyPI package cryptography_vectors is not installed (.ci/run installs it)")
+        }
+        return URL(fileURLWithPath: path).appendingPathComponent("x509/PKITS_data/certs")
+    }
+
+    struct HarnessMessage: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test("path validation agrees with PKITS on every test not about revocation, but the known OpenSSL gaps")
+    func pkits() throws {
+        let directory = try Self.pkitsDirectory()
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let rootDER = try Data(contentsOf: directory.appendingPathComponent("TrustAnchorRootCertificate.crt"))
+        let rootFile = FileManager.default.temporaryDirectory.appendingPathComponent("pkits-root-\(getpid()).der")
+        try rootDER.write(to: rootFile)
+        // TrustStore reads PEM or DER.
+        let roots = try TrustStore(caFile: rootFile.path)
+        let pool = files.filter { !$0.hasSuffix("EE.crt") && $0 != "TrustAnchorRootCertificate.crt" && $0.hasSuffix(".crt") }
+            .map { directory.appendingPathComponent($0).path }
+        let tests = files.filter { ($0.hasPrefix("Valid") || $0.hasPrefix("Invalid")) && $0.hasSuffix("EE.crt") && !Self.needsRevocation($0) }
+        #expect(tests.count >= 120)
+        var disagreements: Set<String> = []
+        for test in tests {
+            let report = try ChainVerifier.verify(files: [directory.appendingPathComponent(test).path] + pool, roots: roots,
+                                                  host: nil, at: Date(timeIntervalSince1970: 1_800_000_000), leafIndex: 0,
+                                                  toolVersion: "test")
+            // RFC 5280 path validity: trust errors, without the web-PKI rule that an end entity is no CA.
+            let valid = !report.findings.contains { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") && $0.id != .trustLeafIsCA }
+            if valid != test.hasPrefix("Valid") { disagreements.insert(test) }
+        }
+        #expect(disagreements == Self.knownGaps, "agreement \(tests.count - disagreements.count)/\(tests.count)")
+    }
+}
