@@ -52,6 +52,19 @@ static inline void tlsaudit_OPENSSL_free(void *p) { OPENSSL_free(p); }
 static inline EVP_PKEY *tlsaudit_generate_rsa(unsigned int bits) { return EVP_RSA_gen(bits); }
 static inline EVP_PKEY *tlsaudit_generate_ec(const char *curve) { return EVP_EC_gen(curve); }
 static inline EVP_PKEY *tlsaudit_generate_ed25519(void) { return EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"); }
+/* DSA needs domain parameters first: generate them, then a key (lab use only). */
+static inline EVP_PKEY *tlsaudit_generate_dsa(int bits) {
+    EVP_PKEY *params = NULL, *key = NULL;
+    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(NULL, "DSA", NULL);
+    if (pctx == NULL || EVP_PKEY_paramgen_init(pctx) <= 0 || EVP_PKEY_CTX_set_dsa_paramgen_bits(pctx, bits) <= 0
+        || EVP_PKEY_paramgen(pctx, &params) <= 0) { EVP_PKEY_CTX_free(pctx); return NULL; }
+    EVP_PKEY_CTX_free(pctx);
+    EVP_PKEY_CTX *kctx = EVP_PKEY_CTX_new_from_pkey(NULL, params, NULL);
+    if (kctx == NULL || EVP_PKEY_keygen_init(kctx) <= 0 || EVP_PKEY_keygen(kctx, &key) <= 0) key = NULL;
+    EVP_PKEY_CTX_free(kctx);
+    EVP_PKEY_free(params);
+    return key;
+}
 
 /* --- Stacks (sk_* are macros over OPENSSL_sk_*) --- */
 static inline int tlsaudit_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }

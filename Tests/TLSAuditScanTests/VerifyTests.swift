@@ -52,6 +52,7 @@ struct VerifyTests {
     @Test("weak keys and signatures anywhere below the root", arguments: [
         ("RSA-1024 intermediate", "ats.key-size", 1), ("P-224 leaf", "ats.key-size", 0),
         ("SHA-1 intermediate", "ats.signature-hash", 1), ("MD5 leaf", "ats.signature-hash", 0),
+        ("DSA leaf", "ats.key-size", 0),
     ])
     func weakBelowRoot(name: String, finding: String, depth: Int) throws {
         var chain: [LabCertificate]
@@ -64,6 +65,8 @@ struct VerifyTests {
         case "SHA-1 intermediate":
             let weak = try pki.root.issue(.authority("sha1 intermediate", digest: .sha1))
             chain = [try weak.issue(.server([TestPKI.hostname])), weak]
+        case "DSA leaf":
+            chain = [try pki.leaf(key: .dsa(bits: 1024)), pki.intermediate]
         default:
             chain = [try pki.leaf(digest: .md5), pki.intermediate]
         }

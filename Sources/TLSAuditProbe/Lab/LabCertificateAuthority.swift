@@ -8,6 +8,8 @@ public enum LabKeyType: Sendable, Hashable {
     /// OpenSSL curve name: `P-256`, `P-384`, `P-521`, `secp224r1`, ...
     case ec(curve: String)
     case ed25519
+    /// For testing that DSA keys are refused.
+    case dsa(bits: Int)
 }
 
 /// Digests the lab can sign with (SHA-1 and MD5 exist to make bad certificates).
@@ -26,6 +28,7 @@ public final class LabPrivateKey: @unchecked Sendable {
         case .rsa(let bits): tlsaudit_generate_rsa(UInt32(bits))
         case .ec(let curve): tlsaudit_generate_ec(curve)
         case .ed25519: tlsaudit_generate_ed25519()
+        case .dsa(let bits): tlsaudit_generate_dsa(Int32(bits))
         }
         guard let key else { throw OpenSSLFailure("cannot generate a \(type) key") }
         pointer = key
