@@ -16,6 +16,7 @@
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/ocsp.h>
+#include <openssl/ct.h>
 
 static const uint64_t tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT = SSL_OP_LEGACY_SERVER_CONNECT;
 static const uint64_t tlsaudit_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
@@ -33,6 +34,11 @@ static inline int tlsaudit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) 
 static inline int tlsaudit_SSL_get_peer_tmp_key(SSL *ssl, EVP_PKEY **key) { return (int)SSL_get_peer_tmp_key(ssl, key); }
 static inline int tlsaudit_SSL_get_negotiated_group(SSL *ssl) { return (int)SSL_get_negotiated_group(ssl); }
 static inline int tlsaudit_SSL_get_peer_signature_nid(SSL *ssl, int *nid) { return (int)SSL_get_peer_signature_nid(ssl, nid); }
+static inline int tlsaudit_SSL_set_min_proto_version(SSL *ssl, int v) { return (int)SSL_set_min_proto_version(ssl, v); }
+static inline int tlsaudit_SSL_set_max_proto_version(SSL *ssl, int v) { return (int)SSL_set_max_proto_version(ssl, v); }
+static inline int tlsaudit_sk_SSL_CIPHER_num(const STACK_OF(SSL_CIPHER) *sk) { return sk_SSL_CIPHER_num(sk); }
+static inline const SSL_CIPHER *tlsaudit_sk_SSL_CIPHER_value(const STACK_OF(SSL_CIPHER) *sk, int i) { return sk_SSL_CIPHER_value(sk, i); }
+static inline void tlsaudit_sk_SSL_CIPHER_free(STACK_OF(SSL_CIPHER) *sk) { sk_SSL_CIPHER_free(sk); }
 static inline void tlsaudit_SSL_set_msg_callback_arg(SSL *ssl, void *arg) { SSL_set_msg_callback_arg(ssl, arg); }
 static inline int tlsaudit_SSL_set_app_data(SSL *ssl, void *arg) { return SSL_set_app_data(ssl, arg); }
 static inline void *tlsaudit_SSL_get_app_data(const SSL *ssl) { return SSL_get_app_data(ssl); }
@@ -94,6 +100,11 @@ static inline STACK_OF(GENERAL_SUBTREE) *tlsaudit_NAME_CONSTRAINTS_excluded(cons
 static inline int tlsaudit_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *sk) { return sk_GENERAL_SUBTREE_num(sk); }
 static inline const GENERAL_NAME *tlsaudit_GENERAL_SUBTREE_base(const STACK_OF(GENERAL_SUBTREE) *sk, int i) { return sk_GENERAL_SUBTREE_value(sk, i)->base; }
 static inline void tlsaudit_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *nc) { NAME_CONSTRAINTS_free(nc); }
+
+static inline int tlsaudit_sk_SCT_num(const STACK_OF(SCT) *sk) { return sk_SCT_num(sk); }
+static inline SCT *tlsaudit_sk_SCT_value(const STACK_OF(SCT) *sk, int i) { return sk_SCT_value(sk, i); }
+static inline void tlsaudit_SCT_LIST_free(STACK_OF(SCT) *sk) { SCT_LIST_free(sk); }
+static inline long tlsaudit_SSL_CTX_set_tlsext_status_type(SSL_CTX *ctx, int type) { return SSL_CTX_set_tlsext_status_type(ctx, type); }
 
 static inline int tlsaudit_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { return sk_ASN1_OBJECT_num(sk); }
 static inline ASN1_OBJECT *tlsaudit_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }

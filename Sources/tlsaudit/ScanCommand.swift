@@ -59,6 +59,9 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Judge certificate dates at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
     var at: String?
 
+    @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order.")
+    var enumerate = false
+
     @Flag(name: .customLong("no-color"), help: "Never colour the text output (also: NO_COLOR set).")
     var noColor = false
 
@@ -97,8 +100,18 @@ struct ScanCommand: ParsableCommand {
         }
         let progress = ProgressLine(enabled: parsedTargets.count > 1 && Terminal.isTTY(STDERR_FILENO))
         let started = Date()
-        let results = scanner.scan(parsedTargets) { done, total in progress.update(done: done, total: total) }
+        var results = scanner.scan(parsedTargets) { done, total in progress.update(done: done, total: total) }
         progress.finish()
+        if enumerate {
+            let enumerator = try Enumerator(scanner: scanner)
+            for targetIndex in results.indices {
+                for addressIndex in results[targetIndex].addresses.indices {
+                    let result = results[targetIndex].addresses[addressIndex]
+                    guard let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
+                    results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex])
+                }
+            }
+        }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
         switch format {

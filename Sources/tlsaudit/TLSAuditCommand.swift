@@ -9,7 +9,7 @@ struct TLSAuditCommand: AsyncParsableCommand {
         commandName: "tlsaudit",
         abstract: "TLS handshake inspector and certificate auditor: what each handshake really shows, judged against App Transport Security.",
         version: version,
-        subcommands: [ScanCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
+        subcommands: [ScanCommand.self, ATSCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
                       HistoryCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, DemoCommand.self]
     )
 }

@@ -8,7 +8,7 @@ struct TrustEvaluatorTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
 
     static func certificate(_ name: String, issuer: String, ca: Bool?, pathLength: Int? = nil,
-                            notAfter: Date = now.addingTimeInterval(86_400), eku: [String]? = nil) -> CertificateSummary {
+                            notAfter: Date = now.addingTimeInterval(86_400), eku: [String]? = ["serverAuth"]) -> CertificateSummary {
         CertificateSummary(subject: "CN=\(name)", issuer: "CN=\(issuer)", commonName: name, serial: "01", version: 3,
                            notBefore: now.addingTimeInterval(-86_400), notAfter: notAfter,
                            signatureAlgorithm: "sha256WithRSAEncryption", signatureHash: "SHA256",
@@ -70,6 +70,28 @@ struct TrustEvaluatorTests {
                                Self.certificate("a2", issuer: "root", ca: true, pathLength: 0),
                                Self.certificate("root", issuer: "root", ca: true)]
         #expect(!Self.evaluate(selfIssuedBelow).contains { $0.id == .trustPathLengthExceeded })
+    }
+
+    @Test("Apple's leaf rules since 2019-07-01: serverAuth EKU present, 825 days, 398 when publicly trusted")
+    func appleLeafRules() {
+        func leaf(days: Double, eku: [String]? = ["serverAuth"]) -> CertificateSummary {
+            var certificate = Self.certificate("leaf", issuer: "leaf", ca: nil, eku: eku)
+            certificate.notBefore = Self.now.addingTimeInterval(-86_400)
+            certificate.notAfter = certificate.notBefore.addingTimeInterval(days * 86_400)
+            return certificate
+        }
+        func ids(_ certificate: CertificateSummary, publicTrust: Bool) -> [FindingID] {
+            let building = PathBuildingResult(path: [PathElement(certificate: certificate, source: .presented, presentedIndex: 0)],
+                                              anchored: true, issues: [])
+            return TrustEvaluator.evaluate(presented: [certificate], building: building,
+                                           context: TrustContext(hostname: "host.test", time: Self.now, publicTrust: publicTrust)).map(\.id)
+        }
+        #expect(ids(leaf(days: 825), publicTrust: false).isEmpty)
+        #expect(ids(leaf(days: 826), publicTrust: false) == [.trustLifetime])
+        #expect(ids(leaf(days: 398), publicTrust: true).isEmpty)
+        #expect(ids(leaf(days: 399), publicTrust: true) == [.trustLifetime])
+        #expect(ids(leaf(days: 399), publicTrust: false).isEmpty, "398 days is for publicly trusted certificates only")
+        #expect(ids(leaf(days: 90, eku: nil), publicTrust: false) == [.trustEKU])
     }
 
     @Test("EKU: serverAuth or anyExtendedKeyUsage pass; clientAuth only or empty fail", arguments: [

@@ -86,6 +86,39 @@ public struct KeyExchangeDescription: Hashable, Codable, Sendable {
     }
 }
 
+/// A stapled OCSP response (status_request), as received.
+public struct OCSPStapling: Hashable, Codable, Sendable {
+    /// OCSP response status: `successful`, `tryLater`, `unauthorized`, ...
+    public var responseStatus: String
+    /// The leaf's status in the first single response: `good`, `revoked`, `unknown`.
+    public var certificateStatus: String?
+    public var nextUpdate: Date?
+
+    public init(responseStatus: String, certificateStatus: String?, nextUpdate: Date?) {
+        self.responseStatus = responseStatus
+        self.certificateStatus = certificateStatus
+        self.nextUpdate = nextUpdate
+    }
+}
+
+/// Signed certificate timestamps delivered, by channel.
+public struct SCTCounts: Hashable, Codable, Sendable {
+    /// Embedded in the leaf (precertificate SCT extension).
+    public var embedded: Int
+    /// In the TLS signed_certificate_timestamp extension.
+    public var tlsExtension: Int
+    /// In the stapled OCSP response.
+    public var ocsp: Int
+
+    public init(embedded: Int, tlsExtension: Int, ocsp: Int) {
+        self.embedded = embedded
+        self.tlsExtension = tlsExtension
+        self.ocsp = ocsp
+    }
+
+    public var total: Int { embedded + tlsExtension + ocsp }
+}
+
 /// Which ClientHello produced an observation.
 public enum ClientProfile: String, Codable, Sendable {
     /// TLS 1.2 and 1.3 with Apple's documented ATS suites and curves: what an iOS app offers.
@@ -107,6 +140,10 @@ public struct HandshakeObservation: Hashable, Codable, Sendable {
     public var serverSignatureHash: String?
     /// The server sent a CertificateRequest.
     public var clientCertificateRequested: Bool
+    /// The stapled OCSP response, when the server sent one.
+    public var stapledOCSP: OCSPStapling?
+    /// SCTs by channel (nil when not read).
+    public var signedCertificateTimestamps: SCTCounts?
 
     public init(clientProfile: ClientProfile, protocolVersion: TLSVersion, cipher: CipherSuiteDescription,
                 keyExchange: KeyExchangeDescription, serverSignatureHash: String?,

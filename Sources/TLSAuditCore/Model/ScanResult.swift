@@ -51,6 +51,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var ats: ATSVerdict
     /// The pin check, when the target has pins.
     public var pin: PinEvaluation?
+    /// Every version and suite accepted (`scan --enumerate`).
+    public var enumeration: EnumerationReport?
 
     public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
                 handshake: HandshakeObservation?, atsClientRefusal: String? = nil, error: ProbeFailure?,

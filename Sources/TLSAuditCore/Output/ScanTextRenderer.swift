@@ -78,6 +78,30 @@ public struct ScanTextRenderer: Sendable {
                 }
             }
         }
+        if let enumeration = result.enumeration {
+            out += "    enumeration (\(enumeration.probes) handshakes, \(enumeration.durationMs) ms):\n"
+            for support in enumeration.protocols {
+                let status = switch support.status {
+                case .accepted: paint("accepted", support.version.hasPrefix("SSL") ? .red : .plain)
+                case .rejected: "not accepted"
+                case .notTested: paint("not tested", .yellow)
+                }
+                out += "      \(support.version.padding(toLength: 8, withPad: " ", startingAt: 0)) \(status)"
+                if let preference = support.preference { out += ", \(preference) order" }
+                out += support.suites.isEmpty ? "  (\(support.detail))\n" : "\n"
+                for suite in support.suites {
+                    let kx = suite.keyExchange
+                    var details = [suite.cipher.keyExchange]
+                    if let group = kx.group { details.append(group) } else if let key = kx.ephemeralKey { details.append("\(key.type) \(key.bits)") }
+                    details.append(kx.forwardSecrecy ? "FS" : "no FS")
+                    details.append(suite.cipher.isAEAD ? "AEAD" : "CBC")
+                    out += "        \(suite.cipher.iana)  (\(details.joined(separator: ", ")))\n"
+                }
+            }
+            for finding in enumeration.findings {
+                out += "      \(finding.severity.rawValue.uppercased()) \(finding.id): \(finding.message)\n"
+            }
+        }
         for finding in result.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             let label: String = switch finding.severity {

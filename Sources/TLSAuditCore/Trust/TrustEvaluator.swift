@@ -6,10 +6,14 @@ public struct TrustContext: Sendable {
     public var hostname: String?
     /// The moment the chain is judged at.
     public var time: Date
+    /// The anchors are the public web PKI (the system store), where Apple's 398-day limit and
+    /// Certificate Transparency apply; false for an operator's own CA.
+    public var publicTrust: Bool
 
-    public init(hostname: String?, time: Date) {
+    public init(hostname: String?, time: Date, publicTrust: Bool = false) {
         self.hostname = hostname
         self.time = time
+        self.publicTrust = publicTrust
     }
 }
 
@@ -44,8 +48,29 @@ public enum TrustEvaluator {
             findings.appendUnique(Finding(.trustUnknownCriticalExtension, .error, depth: depth,
                 "\(certificate.displayName) has critical extensions no client understands: \(certificate.unhandledCriticalExtensions.joined(separator: ", "))."))
         }
+        checkAppleLeafRules(leaf, publicTrust: context.publicTrust, into: &findings)
         checkPresentation(presented: presented, building: building, into: &findings)
         return findings
+    }
+
+    /// Apple's rules for server certificates issued since 2019-07-01 (iOS 13): serverAuth EKU
+    /// present, validity at most 825 days; publicly trusted ones since 2020-09-01: at most 398.
+    static func checkAppleLeafRules(_ leaf: CertificateSummary, publicTrust: Bool, into findings: inout [Finding]) {
+        let july2019 = Date(timeIntervalSince1970: 1_561_939_200)     // 2019-07-01T00:00:00Z
+        let september2020 = Date(timeIntervalSince1970: 1_598_918_400) // 2020-09-01T00:00:00Z
+        guard leaf.notBefore >= july2019, !leaf.isCA || !leaf.isSelfSigned else { return }
+        if leaf.extendedKeyUsage == nil {
+            findings.appendUnique(Finding(.trustEKU, .error, depth: 0,
+                "\(leaf.displayName) has no extendedKeyUsage; Apple requires serverAuth on certificates issued since 2019-07-01."))
+        }
+        let days = Int((leaf.notAfter.timeIntervalSince(leaf.notBefore) / 86_400).rounded(.up))
+        if days > 825 {
+            findings.appendUnique(Finding(.trustLifetime, .error, depth: 0,
+                "\(leaf.displayName) is valid for \(days) days; Apple accepts at most 825 for certificates issued since 2019-07-01."))
+        } else if publicTrust, leaf.notBefore >= september2020, days > 398 {
+            findings.appendUnique(Finding(.trustLifetime, .error, depth: 0,
+                "\(leaf.displayName) is valid for \(days) days; Apple accepts at most 398 for publicly trusted certificates issued since 2020-09-01."))
+        }
     }
 
     static func finding(for issue: PathBuildingIssue, path: [CertificateSummary]) -> Finding {

@@ -19,6 +19,8 @@ public final class LabHostileServer: Sendable {
         case alert(UInt8)
         /// Listens with a full backlog and never accepts: connection attempts time out.
         case blackhole
+        /// Answers any ClientHello with an SSL 3.0 ServerHello (what a server that still speaks SSLv3 sends).
+        case sslv3ServerHello
     }
 
     public let port: Int
@@ -88,6 +90,13 @@ public final class LabHostileServer: Sendable {
         case .alert(let description):
             _ = read(fd, &buffer, buffer.count)
             let record: [UInt8] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, description]
+            _ = write(fd, record, record.count)
+            _ = read(fd, &buffer, buffer.count)
+        case .sslv3ServerHello:
+            _ = read(fd, &buffer, buffer.count)
+            var body: [UInt8] = [0x03, 0x00] + (0..<32).map { _ in UInt8.random(in: 0...255) } + [0x00, 0x00, 0x0a, 0x00]
+            body = [0x02, 0x00, 0x00, UInt8(body.count)] + body
+            let record = [0x16, 0x03, 0x00, 0x00, UInt8(body.count)] + body
             _ = write(fd, record, record.count)
             _ = read(fd, &buffer, buffer.count)
         case .blackhole:

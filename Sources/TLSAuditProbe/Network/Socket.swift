@@ -186,6 +186,32 @@ final class TCPSocket {
         case failed(Int32)
     }
 
+    /// Writes all of `bytes` before the deadline; false when the peer closed or time ran out.
+    func send(_ bytes: [UInt8], until deadline: Deadline) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written > 0 { offset += written; continue }
+            if written < 0, errno == EAGAIN || errno == EINTR, wait(for: Int16(POLLOUT), until: deadline) == .ready { continue }
+            return false
+        }
+        return true
+    }
+
+    /// Reads until `count` bytes arrived, the peer closed, or the deadline passed; returns what came.
+    func receive(atLeast count: Int, until deadline: Deadline) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while received.count < count {
+            let got = recv(descriptor, &buffer, buffer.count, 0)
+            if got > 0 { received += buffer[..<got]; continue }
+            if got == 0 { break }
+            if errno == EAGAIN || errno == EINTR, wait(for: Int16(POLLIN), until: deadline) == .ready { continue }
+            break
+        }
+        return received
+    }
+
     /// Waits for `events` (POLLIN / POLLOUT) until the deadline; retries on EINTR.
     func wait(for events: Int16, until deadline: Deadline) -> WaitOutcome {
         while true {

@@ -29,17 +29,45 @@ struct HandshakeAttempt {
     }
 }
 
+/// Changes to a context's ClientHello for one connection (enumeration and the ATS matrix).
+struct ClientHelloOverride {
+    var minVersion: TLSVersion?
+    var maxVersion: TLSVersion?
+    /// TLS 1.2-and-below suites, OpenSSL syntax.
+    var cipherList: String?
+    /// TLS 1.3 suites, OpenSSL syntax.
+    var tls13Suites: String?
+    /// Ask for a stapled OCSP response.
+    var requestOCSP = false
+
+    /// Applies to a fresh `SSL`; false when OpenSSL refuses a value.
+    func apply(to ssl: OpaquePointer) -> Bool {
+        var ok = true
+        if let minVersion { ok = ok && tlsaudit_SSL_set_min_proto_version(ssl, Int32(minVersion.wireValue)) == 1 }
+        if let maxVersion { ok = ok && tlsaudit_SSL_set_max_proto_version(ssl, Int32(maxVersion.wireValue)) == 1 }
+        if let cipherList { ok = ok && SSL_set_cipher_list(ssl, cipherList + ":@SECLEVEL=0") == 1 }
+        if let tls13Suites { ok = ok && SSL_set_ciphersuites(ssl, tls13Suites) == 1 }
+        if requestOCSP { _ = tlsaudit_SSL_set_tlsext_status_type(ssl, TLSEXT_STATUSTYPE_ocsp) }
+        return ok
+    }
+}
+
 /// One TLS handshake over a non-blocking socket, bounded by a deadline.
 enum HandshakeProbe {
     /// Performs a handshake with `context` on a connected socket. The chain is never verified
     /// here: the handshake completes whatever the server presents, so a bad chain is recorded.
     static func handshake(socket: TCPSocket, address: SocketAddress, sni: String?, context: ClientContext,
-                          deadline: Deadline, timeout: Double) -> HandshakeAttempt {
+                          deadline: Deadline, timeout: Double, override: ClientHelloOverride? = nil,
+                          inspect: ((OpaquePointer) -> Void)? = nil) -> HandshakeAttempt {
         OpenSSLErrors.clear()
         guard let ssl = SSL_new(context.pointer) else {
             return .failed(ProbeFailure(.internalError, OpenSSLErrors.describeAndClear("SSL_new failed")))
         }
         defer { SSL_free(ssl) }
+        if let override, !override.apply(to: ssl) {
+            OpenSSLErrors.clear()
+            return .failed(ProbeFailure(.internalError, "this libssl cannot offer the requested versions or suites"))
+        }
         let trace = HandshakeTrace()
         let traceReference = Unmanaged.passRetained(trace)
         defer { traceReference.release() }
@@ -80,13 +108,16 @@ enum HandshakeProbe {
         }
 
         let presented = presentedChain(ssl)
-        let observation = HandshakeObservation(
+        inspect?(ssl)
+        var observation = HandshakeObservation(
             clientProfile: context.profile,
             protocolVersion: TLSVersion(wireValue: Int(SSL_version(ssl))) ?? .tls1_0,
             cipher: cipherDescription(ssl),
             keyExchange: keyExchange(ssl),
             serverSignatureHash: serverSignatureHash(ssl),
             clientCertificateRequested: trace.certificateRequested)
+        observation.stapledOCSP = stapledOCSP(ssl)
+        observation.signedCertificateTimestamps = signedCertificateTimestamps(ssl, leaf: presented.first)
 
         if trace.certificateRequested, !context.presentsClientCertificate,
            let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline) {
@@ -154,6 +185,60 @@ enum HandshakeProbe {
         var nid: Int32 = NID_undef
         guard tlsaudit_SSL_get_peer_signature_nid(ssl, &nid) == 1, nid != NID_undef, let name = OBJ_nid2sn(nid) else { return nil }
         return String(cString: name).uppercased().replacingOccurrences(of: "-", with: "")
+    }
+
+    /// The stapled OCSP response's status and the leaf's status in it.
+    static func stapledOCSP(_ ssl: OpaquePointer) -> OCSPStapling? {
+        var bytes: UnsafePointer<UInt8>?
+        let length = tlsaudit_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
+        guard length > 0, let start = bytes else { return nil }
+        var cursor: UnsafePointer<UInt8>? = start
+        guard let response = d2i_OCSP_RESPONSE(nil, &cursor, length) else {
+            OpenSSLErrors.clear()
+            return OCSPStapling(responseStatus: "malformed", certificateStatus: nil, nextUpdate: nil)
+        }
+        defer { OCSP_RESPONSE_free(response) }
+        let status = OCSP_response_status(response)
+        let statusName = String(cString: OCSP_response_status_str(Int(status)))
+        guard status == OCSP_RESPONSE_STATUS_SUCCESSFUL, let basic = OCSP_response_get1_basic(response) else {
+            return OCSPStapling(responseStatus: statusName, certificateStatus: nil, nextUpdate: nil)
+        }
+        defer { OCSP_BASICRESP_free(basic) }
+        guard OCSP_resp_count(basic) > 0, let single = OCSP_resp_get0(basic, 0) else {
+            return OCSPStapling(responseStatus: statusName, certificateStatus: nil, nextUpdate: nil)
+        }
+        var reason: Int32 = 0
+        var revoked: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
+        let certificateStatus = OCSP_single_get0_status(single, &reason, &revoked, &thisUpdate, &nextUpdate)
+        return OCSPStapling(responseStatus: statusName,
+                            certificateStatus: String(cString: OCSP_cert_status_str(Int(certificateStatus))),
+                            nextUpdate: nextUpdate.map { X509Certificate.date(UnsafePointer($0)) })
+    }
+
+    /// SCTs by channel: embedded in the leaf, in the TLS extension, in the stapled OCSP response.
+    static func signedCertificateTimestamps(_ ssl: OpaquePointer, leaf: X509Certificate?) -> SCTCounts {
+        var embedded = 0
+        if let leaf, let raw = X509_get_ext_d2i(leaf.pointer, NID_ct_precert_scts, nil, nil) {
+            let list = OpaquePointer(raw)
+            embedded = Int(tlsaudit_sk_SCT_num(list))
+            tlsaudit_SCT_LIST_free(list)
+        }
+        var tlsExtension = 0
+        var ocsp = 0
+        if let all = SSL_get0_peer_scts(ssl) {
+            for index in 0..<tlsaudit_sk_SCT_num(all) {
+                guard let sct = tlsaudit_sk_SCT_value(all, index) else { continue }
+                switch SCT_get_source(sct) {
+                case SCT_SOURCE_TLS_EXTENSION: tlsExtension += 1
+                case SCT_SOURCE_OCSP_STAPLED_RESPONSE: ocsp += 1
+                default: break
+                }
+            }
+        }
+        OpenSSLErrors.clear()
+        return SCTCounts(embedded: embedded, tlsExtension: tlsExtension, ocsp: ocsp)
     }
 
     // MARK: - Failures

@@ -198,7 +198,8 @@ public final class TLSScanner: Sendable {
 
     private func judge(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, trustStore: TrustStore,
                        atsRefusal: String?, started: Date, durationMs: Int) -> AddressScanResult {
-        let context = TrustContext(hostname: target.sni ?? target.host, time: options.evaluationTime ?? started)
+        let context = TrustContext(hostname: target.sni ?? target.host, time: options.evaluationTime ?? started,
+                                   publicTrust: trustStore.label == "system")
         let presented = attempt.presented.map { $0.summary().judged(at: context.time) }
         var chain: ChainReport?
         var building = PathBuildingResult(path: [], anchored: false, issues: [])

@@ -1,0 +1,265 @@
+import COpenSSL
+import Synchronization
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+public import TLSAuditCore
+
+/// Protocol and cipher-suite enumeration, and the ATS configuration matrix, for one address.
+/// Every answer comes from a real handshake: a version or suite is "rejected" only after it was
+/// offered and refused. Probes of one host run concurrently, at most `perHostConcurrency` at a time.
+public final class Enumerator: Sendable {
+    private let scanner: TLSScanner
+    private let contexts: [ClientProfile: ClientContext]
+    public let perHostConcurrency: Int
+
+    public init(scanner: TLSScanner, perHostConcurrency: Int = 5) throws {
+        self.scanner = scanner
+        self.perHostConcurrency = perHostConcurrency
+        var contexts: [ClientProfile: ClientContext] = [:]
+        for profile in [ClientProfile.ats, .atsRuntime, .permissive] {
+            contexts[profile] = try ClientContext(profile: profile, credentials: scanner.options.clientCredentials)
+        }
+        self.contexts = contexts
+    }
+
+    static let tls13Suites = ["TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
+                              "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"]
+
+    // MARK: - Enumeration
+
+    /// Every version (SSLv2 and SSLv3 by hand-built ClientHello) and every suite this libssl can offer.
+    public func enumerate(_ address: SocketAddress, target: ScanTarget) -> EnumerationReport {
+        let started = ContinuousClock.now
+        let probes = ProbeCounter()
+        enum Job: Sendable { case legacy(String), version(TLSVersion) }
+        let jobs: [Job] = [.legacy("SSLv2"), .legacy("SSLv3"), .version(.tls1_0), .version(.tls1_1), .version(.tls1_2), .version(.tls1_3)]
+        let results = WorkerPool.map(jobs, concurrency: perHostConcurrency) { job -> ProtocolSupport in
+            switch job {
+            case .legacy(let name): return self.legacyProbe(name, address: address, target: target, probes: probes)
+            case .version(let version): return self.suites(for: version, address: address, target: target, probes: probes)
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        return EnumerationReport(address: address.host, protocols: results, findings: EnumerationReport.findings(for: results),
+                                 probes: probes.value,
+                                 durationMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
+    }
+
+    /// Offers every remaining suite at `version`; the server's pick is recorded and removed, until it refuses.
+    private func suites(for version: TLSVersion, address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
+        var remaining = version == .tls1_3 ? Self.tls13Suites : candidateSuites(for: version)
+        var accepted: [AcceptedSuite] = []
+        var lastFailure: ProbeFailure?
+        while !remaining.isEmpty {
+            let attempt = handshake(address, target: target, probes: probes, override: override(version, remaining))
+            guard let observation = attempt.observation, observation.protocolVersion == version,
+                  remaining.contains(version == .tls1_3 ? observation.cipher.iana : observation.cipher.openssl) else {
+                lastFailure = attempt.failure
+                break
+            }
+            accepted.append(AcceptedSuite(cipher: observation.cipher, keyExchange: observation.keyExchange))
+            remaining.removeAll { $0 == (version == .tls1_3 ? observation.cipher.iana : observation.cipher.openssl) }
+        }
+        guard !accepted.isEmpty else {
+            if let failure = lastFailure, [.tlsAlert, .closedDuringHandshake, .handshakeFailed].contains(failure.category) {
+                return ProtocolSupport(version: version.rawValue, status: .rejected, detail: "refused: \(failure.description)")
+            }
+            return ProtocolSupport(version: version.rawValue, status: .notTested,
+                                   detail: "the probe failed: \(lastFailure?.description ?? "no answer")")
+        }
+        var preference: String?
+        if accepted.count >= 2 {
+            // Offer the first two choices reversed: a server that keeps its first choice enforces its order.
+            let names = accepted.prefix(2).map { version == .tls1_3 ? $0.cipher.iana : $0.cipher.openssl }
+            let attempt = handshake(address, target: target, probes: probes, override: override(version, names.reversed()))
+            if let chosen = attempt.observation?.cipher {
+                preference = (version == .tls1_3 ? chosen.iana : chosen.openssl) == names[0] ? "server" : "client"
+            }
+        }
+        return ProtocolSupport(version: version.rawValue, status: .accepted,
+                               detail: "\(accepted.count) suite(s) accepted", suites: accepted, preference: preference)
+    }
+
+    private func override(_ version: TLSVersion, _ suites: [String]) -> ClientHelloOverride {
+        if version == .tls1_3 {
+            return ClientHelloOverride(minVersion: version, maxVersion: version, tls13Suites: suites.joined(separator: ":"))
+        }
+        return ClientHelloOverride(minVersion: version, maxVersion: version, cipherList: suites.joined(separator: ":"))
+    }
+
+    /// The suites this libssl can offer at `version` (security level 0, every suite compiled in).
+    private func candidateSuites(for version: TLSVersion) -> [String] {
+        guard let context = contexts[.permissive], let ssl = SSL_new(context.pointer) else { return [] }
+        defer { SSL_free(ssl) }
+        _ = tlsaudit_SSL_set_min_proto_version(ssl, Int32(version.wireValue))
+        _ = tlsaudit_SSL_set_max_proto_version(ssl, Int32(version.wireValue))
+        guard let stack = SSL_get1_supported_ciphers(ssl) else { return [] }
+        defer { tlsaudit_sk_SSL_CIPHER_free(stack) }
+        return (0..<tlsaudit_sk_SSL_CIPHER_num(stack)).compactMap { index in
+            tlsaudit_sk_SSL_CIPHER_value(stack, index).map { String(cString: SSL_CIPHER_get_name($0)) }
+        }.filter { !Self.tls13Suites.contains($0) && !$0.contains("PSK") && !$0.contains("SRP") }
+    }
+
+    /// One handshake with the permissive context and an override, on a fresh connection.
+    private func handshake(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
+                           override: ClientHelloOverride, profile: ClientProfile = .permissive,
+                           inspect: ((OpaquePointer) -> Void)? = nil) -> HandshakeAttempt {
+        probes.increment()
+        let timeout = target.timeout ?? scanner.options.timeout
+        do {
+            let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+            return HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: contexts[profile]!,
+                                            deadline: Deadline(after: timeout), timeout: timeout, override: override,
+                                            inspect: inspect)
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    // MARK: - SSLv2 / SSLv3 by hand
+
+    /// SSL 2 and 3 are compiled out of this libssl: a minimal hand-built ClientHello is sent and the
+    /// first bytes of the answer are parsed (ServerHello, alert, or anything else).
+    private func legacyProbe(_ name: String, address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
+        probes.increment()
+        let timeout = target.timeout ?? scanner.options.timeout
+        let hello = name == "SSLv2" ? LegacyHello.sslv2 : LegacyHello.sslv3
+        do {
+            let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+            let deadline = Deadline(after: timeout)
+            guard socket.send(hello, until: deadline) else {
+                return ProtocolSupport(version: name, status: .rejected, detail: "the server closed the connection on the \(name) ClientHello")
+            }
+            let answer = socket.receive(atLeast: 11, until: deadline)
+            return LegacyHello.interpret(answer, version: name)
+        } catch {
+            return ProtocolSupport(version: name, status: .notTested, detail: "not tested: \(error.description)")
+        }
+    }
+
+    // MARK: - ATS matrix
+
+    /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does, plus the runtime suites.
+    public func atsDiagnostics(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore) -> ATSDiagnostics {
+        let documented = ClientContext.atsCipherList
+        let nonFS = documented + ":AES256-GCM-SHA384:AES128-GCM-SHA256:AES256-SHA:AES128-SHA"
+        struct Configuration: Sendable {
+            var name: String
+            var exception: [String: String]
+            var override: ClientHelloOverride
+            var profile: ClientProfile
+            var forwardSecrecy: Bool
+        }
+        let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+        func make(_ name: String, _ exception: [String: String], min: TLSVersion, ciphers: String, fs: Bool,
+                  profile: ClientProfile = .ats) -> Configuration {
+            Configuration(name: name, exception: exception,
+                          override: ClientHelloOverride(minVersion: min, maxVersion: .tls1_3, cipherList: ciphers, tls13Suites: suites13),
+                          profile: profile, forwardSecrecy: fs)
+        }
+        let noFS = ["NSExceptionRequiresForwardSecrecy": "NO"]
+        let configurations = [
+            make("default", [:], min: .tls1_2, ciphers: documented, fs: true),
+            make("TLSv1.3", ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, ciphers: documented, fs: true),
+            make("TLSv1.2", ["NSExceptionMinimumTLSVersion": "TLSv1.2"], min: .tls1_2, ciphers: documented, fs: true),
+            make("no-forward-secrecy", noFS, min: .tls1_2, ciphers: nonFS, fs: false),
+            make("TLSv1.1", ["NSExceptionMinimumTLSVersion": "TLSv1.1"], min: .tls1_1, ciphers: documented, fs: true, profile: .permissive),
+            make("TLSv1.1+no-forward-secrecy", noFS.merging(["NSExceptionMinimumTLSVersion": "TLSv1.1"]) { $1 },
+                 min: .tls1_1, ciphers: nonFS, fs: false, profile: .permissive),
+            make("TLSv1.0", ["NSExceptionMinimumTLSVersion": "TLSv1.0"], min: .tls1_0, ciphers: documented, fs: true, profile: .permissive),
+            make("TLSv1.0+no-forward-secrecy", noFS.merging(["NSExceptionMinimumTLSVersion": "TLSv1.0"]) { $1 },
+                 min: .tls1_0, ciphers: nonFS, fs: false, profile: .permissive),
+            Configuration(name: "arbitrary-loads", exception: ["NSAllowsArbitraryLoads": "YES"],
+                          override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,
+                          forwardSecrecy: false),
+            Configuration(name: "runtime", exception: [:],
+                          override: ClientHelloOverride(minVersion: .tls1_2, maxVersion: .tls1_3,
+                                                        cipherList: ClientContext.atsRuntimeCipherList, tls13Suites: suites13),
+                          profile: .atsRuntime, forwardSecrecy: true),
+        ]
+        let probes = ProbeCounter()
+        let results = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration -> ATSConfigurationResult in
+            let attempt = self.handshake(address, target: target, probes: probes, override: configuration.override,
+                                         profile: configuration.profile)
+            let (pass, detail) = self.judge(attempt, forwardSecrecy: configuration.forwardSecrecy,
+                                            arbitrary: configuration.name == "arbitrary-loads", target: target, trustStore: trustStore)
+            return ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass, detail: detail)
+        }
+        return ATSDiagnostics(target: target.displayName, address: address.host, configurations: Array(results.dropLast()),
+                              runtime: results.last!, domain: target.sni ?? target.host)
+    }
+
+    /// Whether an app under this configuration accepts the handshake: it completed, and the chain
+    /// meets Apple's rules (the key-size rule is off without forward secrecy; trust always holds).
+    private func judge(_ attempt: HandshakeAttempt, forwardSecrecy: Bool, arbitrary: Bool, target: ScanTarget,
+                       trustStore: TrustStore) -> (Bool, String) {
+        guard let observation = attempt.observation, attempt.failure == nil else {
+            return (false, attempt.failure?.description ?? "no handshake")
+        }
+        let negotiated = "\(observation.protocolVersion.displayName), \(observation.cipher.iana)"
+        if forwardSecrecy, !observation.keyExchange.forwardSecrecy {
+            return (false, "negotiated \(negotiated) without forward secrecy")
+        }
+        let presented = attempt.presented.map { $0.summary() }
+        let building = PathBuilder.build(presented: attempt.presented, store: trustStore)
+        let trust = TrustEvaluator.evaluate(presented: presented, building: building,
+                                            context: TrustContext(hostname: target.sni ?? target.host, time: Date()))
+        var failures = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)
+            .filter { $0.severity == .error }
+        if !forwardSecrecy || arbitrary { failures.removeAll { $0.id == .atsKeySize } }
+        if arbitrary { failures.removeAll { $0.id == .atsSignatureHash } }
+        guard failures.isEmpty else {
+            return (false, "negotiated \(negotiated), but " + failures.map(\.message).joined(separator: " "))
+        }
+        return (true, "negotiated \(negotiated)")
+    }
+}
+
+/// Counts handshakes across worker threads.
+final class ProbeCounter: Sendable {
+    private let count = Synchronization.Atomic<Int>(0)
+    func increment() { count.add(1, ordering: .relaxed) }
+    var value: Int { count.load(ordering: .relaxed) }
+}
+
+/// Hand-built SSL 2.0 and SSL 3.0 ClientHellos and the reading of their answers.
+enum LegacyHello {
+    static let sslv3: [UInt8] = {
+        let suites: [UInt16] = [0x0039, 0x0038, 0x0035, 0x0016, 0x0013, 0x000a, 0x0033, 0x0032, 0x002f, 0x0005, 0x0004, 0x0009, 0x00ff]
+        var body: [UInt8] = [0x03, 0x00] + (0..<32).map { _ in UInt8.random(in: 0...255) } + [0x00]
+        body += [UInt8(suites.count * 2 >> 8), UInt8(suites.count * 2 & 0xff)] + suites.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }
+        body += [0x01, 0x00]
+        let handshake = [0x01, 0x00, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
+        return [0x16, 0x03, 0x00, UInt8(handshake.count >> 8), UInt8(handshake.count & 0xff)] + handshake
+    }()
+
+    static let sslv2: [UInt8] = {
+        let specs: [UInt8] = [0x01, 0x00, 0x80, 0x02, 0x00, 0x80, 0x03, 0x00, 0x80, 0x04, 0x00, 0x80,
+                              0x05, 0x00, 0x80, 0x06, 0x00, 0x40, 0x07, 0x00, 0xc0]
+        let challenge = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let body: [UInt8] = [0x01, 0x00, 0x02, 0x00, UInt8(specs.count), 0x00, 0x00, 0x00, 0x10] + specs + challenge
+        return [0x80 | UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
+    }()
+
+    static func interpret(_ answer: [UInt8], version: String) -> ProtocolSupport {
+        guard !answer.isEmpty else {
+            return ProtocolSupport(version: version, status: .rejected, detail: "the server closed the connection on a hand-built \(version) ClientHello")
+        }
+        if version == "SSLv2" {
+            if answer.count >= 3, answer[0] & 0x80 != 0, answer[2] == 0x04 {
+                return ProtocolSupport(version: version, status: .accepted, detail: "the server answered an SSLv2 CLIENT-HELLO with SERVER-HELLO")
+            }
+        } else if answer.count >= 11, answer[0] == 0x16, answer[1] == 0x03, answer[2] == 0x00, answer[5] == 0x02,
+                  answer[9] == 0x03, answer[10] == 0x00 {
+            return ProtocolSupport(version: version, status: .accepted, detail: "the server answered an SSLv3 ClientHello with an SSLv3 ServerHello")
+        }
+        if answer.count >= 7, answer[0] == 0x15 {
+            return ProtocolSupport(version: version, status: .rejected,
+                                   detail: "the server refused a hand-built \(version) ClientHello with alert \(OpenSSLErrors.alertName(Int32(answer[6])))")
+        }
+        return ProtocolSupport(version: version, status: .rejected,
+                               detail: "the server did not answer a hand-built \(version) ClientHello with a \(version) ServerHello")
+    }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import TLSAuditCore
+import TLSAuditProbe
+
+/// `tlsaudit ats`: nscurl --ats-diagnostics for Linux, with the exception an app would need.
+struct ATSCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ats",
+        abstract: "One probe per ATS configuration (default, minimum TLS versions, no forward secrecy, arbitrary loads), the runtime suites, and the smallest Info.plist exception this server needs.",
+        discussion: "Exit status: 0 no exception needed, 1 an exception is needed (or none helps), 2 could not connect, 64 usage error."
+    )
+
+    @Argument(help: "The server, HOST[:PORT].")
+    var target: String
+
+    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
+    var connectTo: String?
+
+    @Option(name: .customLong("ca-file"), help: "PEM trust anchors instead of the system store.")
+    var caFile: String?
+
+    @Option(help: "Seconds for each of resolution, connect and handshake.")
+    var timeout: Double = 10
+
+    @Option(help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    func run() throws {
+        var parsed: ScanTarget
+        do {
+            parsed = try ScanTarget.parse(target)
+            if let connectTo { parsed.connectTo = [try ConnectAddress.parse(connectTo)] }
+        } catch {
+            throw ValidationError(error.description)
+        }
+        let store: TrustStore
+        do {
+            store = try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        let scanner = try TLSScanner(options: ScanOptions(timeout: timeout, trustStore: store))
+        let enumerator = try Enumerator(scanner: scanner)
+        guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
+            if case .failure(let failure) = scanner.addresses(for: parsed) {
+                FileHandle.standardError.write(Data("tlsaudit: \(failure.description)\n".utf8))
+            }
+            throw ExitCode(2)
+        }
+        let diagnostics = enumerator.atsDiagnostics(address, target: parsed, trustStore: store)
+        if diagnostics.configurations.allSatisfy({ $0.detail.hasPrefix("connection refused") || $0.detail.hasPrefix("connect timeout") }) {
+            FileHandle.standardError.write(Data("tlsaudit: cannot connect: \(diagnostics.configurations.first?.detail ?? "")\n".utf8))
+            throw ExitCode(2)
+        }
+        switch format {
+        case .json:
+            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
+        case .text:
+            var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address))\n"
+            for result in diagnostics.configurations + [diagnostics.runtime] {
+                let name = result.name == "runtime" ? "runtime (suites current Apple clients offer)" : result.name
+                out += "  \(name.padding(toLength: 46, withPad: " ", startingAt: 0)) \(result.pass ? "PASS" : "FAIL")  \(result.detail)\n"
+            }
+            out += "\nconclusion: \(diagnostics.recommendation)\n"
+            if let plist = diagnostics.infoPlist { out += "\n" + plist }
+            print(out, terminator: "")
+        }
+        if diagnostics.exitCode != 0 { throw ExitCode(diagnostics.exitCode) }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// `scan --enumerate` and `tlsaudit ats` against real loopback servers, through the binary.
+@Suite("enumeration and ATS diagnostics")
+struct EnumerationTests {
+    let pki = TestPKI.shared
+
+    func enumerate(_ configuration: LabServerConfiguration) throws -> (AddressScanResult, EnumerationReport) {
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port, extra: ["--enumerate"])
+        let result = try output.report().single
+        return (result, try #require(result.enumeration))
+    }
+
+    func ats(_ configuration: LabServerConfiguration) throws -> (Int32, ATSDiagnostics) {
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let output = try CLI.run(["ats", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "\(TestPKI.hostname):\(server.port)"])
+        return (output.status, try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(output.stdout.utf8)))
+    }
+
+    func protocols(_ report: EnumerationReport) -> [String: ProtocolSupport.Status] {
+        Dictionary(uniqueKeysWithValues: report.protocols.map { ($0.version, $0.status) })
+    }
+
+    func passing(_ diagnostics: ATSDiagnostics) -> Set<String> {
+        Set(diagnostics.configurations.filter(\.pass).map(\.name))
+    }
+
+    @Test("TLS 1.0 only with CBC suites: versions, suites, the ATS matrix, and NSExceptionMinimumTLSVersion TLSv1.0")
+    func tls10CBC() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
+                                                   cipherList: "ECDHE-RSA-AES128-SHA:AES256-SHA:AES128-SHA")
+        let (_, report) = try enumerate(configuration)
+        #expect(protocols(report) == ["SSLv2": .rejected, "SSLv3": .rejected, "TLSv1": .accepted, "TLSv1.1": .rejected,
+                                      "TLSv1.2": .rejected, "TLSv1.3": .rejected])
+        let tls10 = try #require(report.protocols.first { $0.version == "TLSv1" })
+        #expect(tls10.suites.map(\.cipher.openssl) == ["ECDHE-RSA-AES128-SHA", "AES256-SHA", "AES128-SHA"])
+        #expect(tls10.suites.allSatisfy { !$0.cipher.isAEAD })
+        #expect(tls10.preference == "server")
+        #expect(tls10.suites.map(\.keyExchange.forwardSecrecy) == [true, false, false])
+        #expect(report.findings.contains { $0.id == .tlsLegacyProtocol && $0.severity == .warning })
+
+        let (status, diagnostics) = try ats(configuration)
+        #expect(status == 1)
+        #expect(passing(diagnostics) == ["TLSv1.0", "TLSv1.0+no-forward-secrecy", "arbitrary-loads"])
+        #expect(diagnostics.exception == ["NSExceptionMinimumTLSVersion": "TLSv1.0"])
+        #expect(diagnostics.infoPlist?.contains("<string>TLSv1.0</string>") == true)
+        #expect(diagnostics.infoPlist?.contains("<key>\(TestPKI.hostname)</key>") == true)
+    }
+
+    @Test("static RSA only: NSExceptionRequiresForwardSecrecy NO")
+    func staticRSA() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "AES256-GCM-SHA384:AES128-GCM-SHA256")
+        let (_, report) = try enumerate(configuration)
+        let tls12 = try #require(report.protocols.first { $0.version == "TLSv1.2" })
+        #expect(Set(tls12.suites.map(\.cipher.iana)) == ["TLS_RSA_WITH_AES_256_GCM_SHA384", "TLS_RSA_WITH_AES_128_GCM_SHA256"])
+        #expect(tls12.suites.allSatisfy { !$0.keyExchange.forwardSecrecy && $0.keyExchange.ephemeralKey == nil })
+        #expect(report.findings.contains { $0.id == .tlsNonForwardSecretSuites })
+        let (status, diagnostics) = try ats(configuration)
+        #expect(status == 1)
+        #expect(!passing(diagnostics).contains("default"))
+        #expect(diagnostics.exception == ["NSExceptionRequiresForwardSecrecy": "NO"])
+        #expect(diagnostics.infoPlist?.contains("<key>NSExceptionRequiresForwardSecrecy</key>\n      <false/>") == true)
+    }
+
+    @Test("DHE with a 1024-bit group: the DH size, tls.weak-dh, and only arbitrary loads help")
+    func weakDHE() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES256-SHA", dhGroup: .weak1024)
+        let (_, report) = try enumerate(configuration)
+        let suites = report.protocols.first { $0.version == "TLSv1.2" }?.suites ?? []
+        #expect(suites.count == 2)
+        #expect(suites.allSatisfy { $0.keyExchange.ephemeralKey?.type == "DH" && $0.keyExchange.ephemeralKey?.bits == 1024 })
+        #expect(report.findings.filter { $0.id == .tlsWeakDH }.count >= 2)
+        let (_, diagnostics) = try ats(configuration)
+        #expect(passing(diagnostics) == ["arbitrary-loads"])
+        #expect(diagnostics.recommendation.contains("NSAllowsArbitraryLoads"))
+    }
+
+    @Test("CHACHA20 only: documented ATS fails, the runtime suites pass")
+    func chacha() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "ECDHE-RSA-CHACHA20-POLY1305")
+        let (_, report) = try enumerate(configuration)
+        #expect(report.protocols.first { $0.version == "TLSv1.2" }?.suites.map(\.cipher.iana) == ["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"])
+        let (_, diagnostics) = try ats(configuration)
+        #expect(!passing(diagnostics).contains("default"))
+        #expect(diagnostics.runtime.pass)
+    }
+
+    @Test("TLS 1.3 only: only TLS 1.3 accepted; no exception needed")
+    func tls13Only() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], minVersion: .tls1_3)
+        let (_, report) = try enumerate(configuration)
+        #expect(protocols(report)["TLSv1.3"] == .accepted)
+        #expect(protocols(report).filter { $0.value == .accepted }.count == 1)
+        #expect(Set(report.protocols.first { $0.version == "TLSv1.3" }?.suites.map(\.cipher.iana) ?? [])
+                == ["TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256"])
+        let (status, diagnostics) = try ats(configuration)
+        #expect(status == 0)
+        #expect(diagnostics.recommendation.hasPrefix("no exception needed"))
+        #expect(passing(diagnostics).isSuperset(of: ["default", "TLSv1.3", "TLSv1.2"]))
+        #expect(diagnostics.runtime.pass)
+    }
+
+    @Test("a server that prefers a weak suite: its order is reported and flagged")
+    func prefersWeak() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "AES128-SHA:ECDHE-RSA-AES128-GCM-SHA256")
+        let (_, report) = try enumerate(configuration)
+        let tls12 = try #require(report.protocols.first { $0.version == "TLSv1.2" })
+        #expect(tls12.suites.map(\.cipher.openssl) == ["AES128-SHA", "ECDHE-RSA-AES128-GCM-SHA256"])
+        #expect(tls12.preference == "server")
+        #expect(report.findings.contains { $0.id == .tlsPrefersWeakSuite })
+        let (status, _) = try ats(configuration)
+        #expect(status == 0, "an ATS client offers only ECDHE suites, so it still gets one")
+    }
+
+    @Test("a server that follows the client's order is reported as such")
+    func clientOrder() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-AES256-GCM-SHA384",
+                                                   serverPreference: false)
+        let (_, report) = try enumerate(configuration)
+        #expect(report.protocols.first { $0.version == "TLSv1.2" }?.preference == "client")
+    }
+
+    @Test("only ECDHE-RSA-AES128-SHA256: passes documented ATS, fails the runtime suites")
+    func runtimeOnly() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "ECDHE-RSA-AES128-SHA256")
+        let (status, diagnostics) = try ats(configuration)
+        #expect(status == 0)
+        #expect(passing(diagnostics).contains("default"))
+        #expect(!diagnostics.runtime.pass)
+    }
+
+    @Test("a server that still speaks SSLv3: the hand-built ClientHello detects it")
+    func sslv3() throws {
+        let server = try LabHostileServer(.sslv3ServerHello)
+        defer { server.stop() }
+        let output = try CLI.run(["scan", "--format", "json", "--enumerate", "--timeout", "2", "127.0.0.1:\(server.port)"])
+        let report = try #require(try output.report().single.enumeration)
+        #expect(protocols(report)["SSLv3"] == .accepted)
+        #expect(report.findings.contains { $0.id == .tlsLegacyProtocol && $0.severity == .error })
+        #expect(protocols(report)["TLSv1.2"] != .accepted)
+    }
+}
