@@ -41,6 +41,13 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     /// Pin state: `none` until pins are configured for the target.
     public var pinState: String
 
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips.
+    enum CodingKeys: String, CodingKey {
+        case target, address, host, port, lastScanAt, lastObservationID = "lastObservationId", status, policy, compliant
+        case failedRules, earliestExpiry, leafFingerprint, leafSPKI = "leafSpki", failureCategory, consecutiveFailures
+        case lastSuccessAt, pinState
+    }
+
     public init(target: String, address: String, host: String, port: Int, lastScanAt: Date, lastObservationID: Int64,
                 status: AddressScanResult.Status, policy: CompliancePolicy, compliant: Bool, failedRules: [String],
                 earliestExpiry: Date?, leafFingerprint: String?, leafSPKI: String?, failureCategory: ProbeFailureCategory?,
@@ -83,6 +90,12 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var compliant: Bool
     public var failedRules: [String]
     public var findings: [Finding]
+
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips.
+    enum CodingKeys: String, CodingKey {
+        case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
+        case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings
+    }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
                 status: AddressScanResult.Status, failureCategory: ProbeFailureCategory?, failureMessage: String?,

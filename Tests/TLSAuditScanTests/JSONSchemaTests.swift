@@ -70,6 +70,17 @@ struct JSONSchemaTests {
         #expect(pinned.status == 1)
         #expect(try pinned.report().single.pin?.state == .mismatch)
         #expect(try Self.validate(pinned.stdout) == nil)
+
+        let enumerated = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                      "--enumerate", "\(TestPKI.hostname):\(weak.port)"])
+        #expect(try enumerated.report().single.enumeration?.protocols.count == 6)
+        #expect(try Self.validate(enumerated.stdout) == nil)
+
+        // Nothing is lost reading the JSON back (snake_case keys round-trip for every field).
+        for output in [output, pinned, enumerated] {
+            let reencoded = String(decoding: try JSONEncoder.tlsaudit.encode(try output.report()), as: UTF8.self)
+            #expect(reencoded + "\n" == output.stdout)
+        }
     }
 
     @Test("the validator does reject a report that breaks the schema")

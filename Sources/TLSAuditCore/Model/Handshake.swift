@@ -145,6 +145,12 @@ public struct HandshakeObservation: Hashable, Codable, Sendable {
     /// SCTs by channel (nil when not read).
     public var signedCertificateTimestamps: SCTCounts?
 
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`stapled_ocsp`).
+    enum CodingKeys: String, CodingKey {
+        case clientProfile, protocolVersion, cipher, keyExchange, serverSignatureHash, clientCertificateRequested
+        case stapledOCSP = "stapledOcsp", signedCertificateTimestamps
+    }
+
     public init(clientProfile: ClientProfile, protocolVersion: TLSVersion, cipher: CipherSuiteDescription,
                 keyExchange: KeyExchangeDescription, serverSignatureHash: String?,
                 clientCertificateRequested: Bool) {

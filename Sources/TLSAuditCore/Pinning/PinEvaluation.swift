@@ -18,6 +18,11 @@ public struct PinEvaluation: Hashable, Codable, Sendable {
     public var leafSPKI: String?
     public var leafFingerprint: String?
 
+    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`leaf_spki`).
+    enum CodingKeys: String, CodingKey {
+        case state, message, matched, leafSPKI = "leafSpki", leafFingerprint
+    }
+
     public init(state: State, message: String, matched: String? = nil, leafSPKI: String? = nil, leafFingerprint: String? = nil) {
         self.state = state
         self.message = message

@@ -71,9 +71,8 @@ final class ClientContext: @unchecked Sendable {
         }
         // Ask for a stapled OCSP response and for SCTs (as Apple clients do); permissive CT
         // validation only collects them, it never fails a handshake.
-        if SSL_CTX_enable_ct(context, Int32(SSL_CT_VALIDATION_PERMISSIVE)) != 1 {
-            _ = tlsaudit_SSL_CTX_set_tlsext_status_type(context, TLSEXT_STATUSTYPE_ocsp)
-        }
+        _ = SSL_CTX_enable_ct(context, Int32(SSL_CT_VALIDATION_PERMISSIVE))
+        _ = tlsaudit_SSL_CTX_set_tlsext_status_type(context, TLSEXT_STATUSTYPE_ocsp)
         OpenSSLErrors.clear()
         if let credentials {
             guard SSL_CTX_use_certificate_chain_file(context, credentials.certificatePath) == 1 else {
