@@ -131,3 +131,32 @@ struct ATSPolicyTests {
         #expect(CompliancePolicy.ats.verdict(from: findings).compliant == failing.isEmpty)
     }
 }
+
+@Suite("Certificate Transparency (Apple)")
+struct CertificateTransparencyTests {
+    func findings(lifetimeDays: Double, scts: SCTCounts, publicTrust: Bool) -> [FindingID] {
+        var leaf = TrustEvaluatorTests.certificate("host.test", issuer: "root", ca: false)
+        leaf.notAfter = leaf.notBefore.addingTimeInterval(lifetimeDays * 86_400)
+        let root = TrustEvaluatorTests.certificate("root", issuer: "root", ca: true)
+        var observation = ATSPolicyTests.observation(.tls1_3, iana: "TLS_AES_128_GCM_SHA256", forwardSecret: true)
+        observation.signedCertificateTimestamps = scts
+        let building = PathBuildingResult(path: [PathElement(certificate: leaf, source: .presented, presentedIndex: 0),
+                                                 PathElement(certificate: root, source: .trustStore, presentedIndex: nil)],
+                                          anchored: true, issues: [])
+        let (result, _) = AddressAssessment.assess(observation: observation, presented: [leaf], building: building,
+                                                   context: TrustContext(hostname: "host.test", time: TrustEvaluatorTests.now,
+                                                                         publicTrust: publicTrust),
+                                                   policy: .ats, atsClientRefusal: nil)
+        return result.filter { $0.id == .trustCertificateTransparency }.map(\.id)
+    }
+
+    @Test("embedded SCT counts by lifetime, TLS/OCSP delivery, and private roots exempt")
+    func rules() {
+        #expect(findings(lifetimeDays: 90, scts: SCTCounts(embedded: 2, tlsExtension: 0, ocsp: 0), publicTrust: true).isEmpty)
+        #expect(!findings(lifetimeDays: 90, scts: SCTCounts(embedded: 1, tlsExtension: 0, ocsp: 0), publicTrust: true).isEmpty)
+        #expect(!findings(lifetimeDays: 300, scts: SCTCounts(embedded: 2, tlsExtension: 0, ocsp: 0), publicTrust: true).isEmpty)
+        #expect(findings(lifetimeDays: 300, scts: SCTCounts(embedded: 3, tlsExtension: 0, ocsp: 0), publicTrust: true).isEmpty)
+        #expect(findings(lifetimeDays: 300, scts: SCTCounts(embedded: 1, tlsExtension: 1, ocsp: 0), publicTrust: true).isEmpty)
+        #expect(findings(lifetimeDays: 300, scts: SCTCounts(embedded: 0, tlsExtension: 0, ocsp: 0), publicTrust: false).isEmpty)
+    }
+}

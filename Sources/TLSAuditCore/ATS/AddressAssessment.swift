@@ -8,7 +8,8 @@ public enum AddressAssessment {
     public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
                               building: PathBuildingResult, context: TrustContext, policy: CompliancePolicy,
                               atsClientRefusal: String?) -> (findings: [Finding], verdict: ATSVerdict) {
-        let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+        var trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+        if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
                                        trustFindings: trust, atsClientRefusal: atsClientRefusal)
         findings += trust
@@ -43,6 +44,20 @@ public enum AddressAssessment {
     /// The verdict of an address that could not be scanned.
     public static func notScanned(_ policy: CompliancePolicy) -> ATSVerdict {
         ATSVerdict(policy: policy, compliant: false, rules: [:], failedRules: [])
+    }
+
+    /// Apple's Certificate Transparency rule for publicly trusted chains (not for an operator's
+    /// own CA): embedded SCTs, 2 for a lifetime up to 180 days and 3 beyond; or at least 2 SCTs
+    /// of which one came over the TLS extension or a stapled OCSP response.
+    static func certificateTransparency(_ observation: HandshakeObservation, leaf: CertificateSummary?,
+                                        context: TrustContext) -> Finding? {
+        guard context.publicTrust, let leaf, let scts = observation.signedCertificateTimestamps else { return nil }
+        let lifetime = leaf.notAfter.timeIntervalSince(leaf.notBefore) / 86_400
+        let embeddedNeeded = lifetime <= 180 ? 2 : 3
+        if scts.embedded >= embeddedNeeded { return nil }
+        if scts.total >= 2, scts.tlsExtension + scts.ocsp >= 1 { return nil }
+        return Finding(.trustCertificateTransparency, .error, depth: 0,
+            "Not enough signed certificate timestamps for Apple's CT policy: \(scts.embedded) embedded, \(scts.tlsExtension) via TLS, \(scts.ocsp) via OCSP (needs \(embeddedNeeded) embedded, or 2 with one via TLS or OCSP).")
     }
 
     static func handshakeFindings(_ observation: HandshakeObservation) -> [Finding] {

@@ -58,6 +58,7 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let trustLeafIsCA: FindingID = "trust.leaf-is-ca"
     public static let trustPolicy: FindingID = "trust.policy"
     public static let trustLifetime: FindingID = "trust.lifetime"
+    public static let trustCertificateTransparency: FindingID = "trust.certificate-transparency"
     public static let trustInvalid: FindingID = "trust.invalid"
     public static let trustNoCertificate: FindingID = "trust.no-certificate"
 
