@@ -123,6 +123,16 @@ struct EnumerationTests {
         #expect(status == 0, "an ATS client offers only ECDHE suites, so it still gets one")
     }
 
+    @Test("anonymous suites are found and flagged")
+    func anonymous() throws {
+        let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
+                                                   cipherList: "ECDHE-RSA-AES128-GCM-SHA256:AECDH-AES128-SHA")
+        let (_, report) = try enumerate(configuration)
+        let suites = report.protocols.first { $0.version == "TLSv1.2" }?.suites.map(\.cipher.iana) ?? []
+        #expect(suites.contains("TLS_ECDH_anon_WITH_AES_128_CBC_SHA"))
+        #expect(report.findings.contains { $0.id == .tlsAnonymousSuites && $0.severity == .error })
+    }
+
     @Test("a server that follows the client's order is reported as such")
     func clientOrder() throws {
         let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,

@@ -81,6 +81,12 @@ public struct EnumerationReport: Hashable, Codable, Sendable {
                     "Over \(support.version) the server prefers \(first.cipher.iana), without forward secrecy, over suites it has that offer it."))
             }
         }
+        let anonymous = protocols.flatMap(\.suites).filter { $0.cipher.authentication == "NULL" }
+        if !anonymous.isEmpty {
+            let names = Set(anonymous.map(\.cipher.iana)).sorted().prefix(4).joined(separator: ", ")
+            findings.append(Finding(.tlsAnonymousSuites, .error,
+                "The server accepts anonymous suites, with no server authentication at all (anyone in the middle can answer): \(names)."))
+        }
         let staticRSA = protocols.flatMap(\.suites).filter { !$0.keyExchange.forwardSecrecy }
         if !staticRSA.isEmpty {
             let names = Set(staticRSA.map(\.cipher.iana)).sorted().prefix(4).joined(separator: ", ")
@@ -95,6 +101,8 @@ extension FindingID {
     public static let tlsLegacyProtocol: FindingID = "tls.legacy-protocol"
     /// With its own order, the server picks a suite without forward secrecy first.
     public static let tlsPrefersWeakSuite: FindingID = "tls.prefers-weak-suite"
+    /// Some accepted suite authenticates nobody (aNULL).
+    public static let tlsAnonymousSuites: FindingID = "tls.anonymous-suites"
     /// Some accepted suite has no forward secrecy.
     public static let tlsNonForwardSecretSuites: FindingID = "tls.non-forward-secret-suites"
 }
