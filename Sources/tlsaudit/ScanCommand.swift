@@ -2,6 +2,7 @@ public import ArgumentParser
 import Foundation
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditStore
 
 /// `tlsaudit scan`: probe targets and judge them against ATS.
 struct ScanCommand: ParsableCommand {
@@ -59,6 +60,9 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Judge certificate dates at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
     var at: String?
 
+    @Option(help: "Also store the results in this SQLite database (the service's format: status and history read it).")
+    var database: String?
+
     @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order.")
     var enumerate = false
 
@@ -110,6 +114,18 @@ struct ScanCommand: ParsableCommand {
                     guard let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
                     results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex])
                 }
+            }
+        }
+        if let database {
+            do {
+                let store = try SQLiteScanStore(path: database)
+                let scans = zip(parsedTargets, results).flatMap { target, result in
+                    result.addresses.map { StoredScan(target: target.original, host: target.host, port: target.port, sni: target.sni, result: $0) }
+                }
+                _ = try store.record(scans, alerting: nil)
+            } catch {
+                FileHandle.standardError.write(Data("tlsaudit: cannot store the results: \(error)\n".utf8))
+                throw ExitCode(2)
             }
         }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
