@@ -438,6 +438,22 @@ struct ScanTests {
         #expect(try v4only.report().targets.first?.addresses.count == 1)
     }
 
+    @Test("scan --database stores the results where status and history read them")
+    func storeScan() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        defer { server.stop() }
+        let database = pki.directory.appendingPathComponent("scan-\(UUID().uuidString.prefix(6)).sqlite").path
+        let output = try CLI.scan(port: server.port, extra: ["--database", database])
+        #expect(output.status == 0)
+        let status = try CLI.run(["status", "--database", database])
+        #expect(status.status == 0, "\(status.stdout)\(status.stderr)")
+        #expect(status.stdout.contains("\(TestPKI.hostname):\(server.port)"))
+        #expect(status.stdout.contains("COMPLIANT"))
+        let history = try CLI.run(["history", "--database", database, "\(TestPKI.hostname):\(server.port)"])
+        #expect(history.status == 0)
+        #expect(history.stdout.contains("TLSv1.3"))
+    }
+
     // MARK: Usage
 
     @Test("usage errors exit 64")
