@@ -27,19 +27,8 @@ struct ATSCommand: ParsableCommand {
     var format: OutputFormat = .text
 
     func run() throws {
-        var parsed: ScanTarget
-        do {
-            parsed = try ScanTarget.parse(target)
-            if let connectTo { parsed.connectTo = [try ConnectAddress.parse(connectTo)] }
-        } catch {
-            throw ValidationError(error.description)
-        }
-        let store: TrustStore
-        do {
-            store = try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        let parsed = try parseSingleTarget(target, connectTo: connectTo)
+        let store = try loadTrustStore(caFile: caFile)
         let scanner = try TLSScanner(options: ScanOptions(timeout: timeout, trustStore: store))
         let enumerator = try Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {

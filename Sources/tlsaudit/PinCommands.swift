@@ -37,20 +37,9 @@ struct PinCommand: ParsableCommand {
         var certificates: [(CertificateSummary, String)] = []
         var domain = "example.com"
         if let target {
-            var parsed: ScanTarget
-            do {
-                parsed = try ScanTarget.parse(target)
-                if let connectTo { parsed.connectTo = [try ConnectAddress.parse(connectTo)] }
-            } catch {
-                throw ValidationError(error.description)
-            }
+            let parsed = try parseSingleTarget(target, connectTo: connectTo)
             domain = parsed.sni ?? parsed.host
-            let store: TrustStore
-            do {
-                store = try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
-            } catch {
-                throw ValidationError("\(error)")
-            }
+            let store = try loadTrustStore(caFile: caFile)
             let scanner = try TLSScanner(options: ScanOptions(timeout: timeout, trustStore: store))
             let result = scanner.scan(parsed)
             guard let address = result.addresses.first(where: { $0.chain != nil }) else {

@@ -86,12 +86,7 @@ struct ScanCommand: ParsableCommand {
 
     func run() throws {
         let parsedTargets = try loadTargets()
-        let trustStore: TrustStore
-        do {
-            trustStore = try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        let trustStore = try loadTrustStore(caFile: caFile)
         let credentials = clientCert.flatMap { cert in clientKey.map { ClientCredentials(certificatePath: cert, keyPath: $0) } }
         let options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
                                   clientCredentials: credentials, addresses: addresses,

@@ -40,12 +40,7 @@ struct VerifyCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store: TrustStore
-        do {
-            store = try roots.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
-        } catch {
-            throw ValidationError("\(error)")
-        }
+        let store = try loadTrustStore(caFile: roots)
         let report: VerifyReport
         do {
             report = try ChainVerifier.verify(files: chainFiles, roots: store, host: host,

@@ -60,8 +60,8 @@ struct AlertTests {
     }
 
     /// Decoded alerts the receiver accepted.
-    func alerts(_ receiver: LabWebhookReceiver) -> [AlertDocument] {
-        receiver.received.compactMap { try? JSONDecoder.tlsaudit.decode(AlertDocument.self, from: $0.body) }
+    func alerts(_ receiver: LabWebhookReceiver) -> [Alert] {
+        receiver.received.compactMap { try? JSONDecoder.tlsaudit.decode(Alert.self, from: $0.body) }
     }
 
     func count(_ kind: AlertKind, _ receiver: LabWebhookReceiver) -> Int { alerts(receiver).filter { $0.kind == kind }.count }
@@ -96,7 +96,7 @@ struct AlertTests {
         #expect(mismatch.changes["new_leaf_spki"] == impostor.summary.spkiSHA256)
         #expect(mismatch.changes["new_leaf_sha256"] == impostor.summary.sha256Fingerprint)
         #expect(mismatch.text.hasPrefix("[CRITICAL] api (127.0.0.1) pin.mismatch"))
-        let request = try #require(receiver.received.first { (try? JSONDecoder.tlsaudit.decode(AlertDocument.self, from: $0.body))?.kind == .pinMismatch })
+        let request = try #require(receiver.received.first { (try? JSONDecoder.tlsaudit.decode(Alert.self, from: $0.body))?.kind == .pinMismatch })
         let expected = MessageAuthentication.hmacSHA256Hex(key: Array(Self.secret.utf8), message: Array(request.body))
         #expect(request.headers["x-tlsaudit-signature"] == "sha256=\(expected)")
         #expect(request.headers["x-tlsaudit-alert-id"] == mismatch.id)
@@ -215,7 +215,7 @@ struct AlertTests {
 
         // The command sink received the warning-and-above alerts, one JSON document each.
         let lines = try String(contentsOfFile: sinkFile, encoding: .utf8).split(separator: "\n")
-        let commandAlerts = lines.compactMap { try? JSONDecoder.tlsaudit.decode(AlertDocument.self, from: Data($0.utf8)) }
+        let commandAlerts = lines.compactMap { try? JSONDecoder.tlsaudit.decode(Alert.self, from: Data($0.utf8)) }
         #expect(!commandAlerts.isEmpty)
         #expect(commandAlerts.allSatisfy { $0.severity >= .warning })
         #expect(commandAlerts.contains { $0.kind == .trustBroken })

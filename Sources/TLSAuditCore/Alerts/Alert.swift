@@ -57,35 +57,39 @@ public struct Alert: Hashable, Codable, Sendable {
     public var text: String {
         "[\(severity.rawValue.uppercased())] \(target) (\(address)) \(kind.rawValue): \(summary)"
     }
-}
 
-/// The JSON document sinks receive (schema `tlsaudit.alert/1`).
-public struct AlertDocument: Codable, Sendable {
-    public var schema = "tlsaudit.alert/1"
-    public var id: String
-    public var kind: AlertKind
-    public var severity: AlertSeverity
-    public var target: String
-    public var host: String
-    public var port: Int
-    public var address: String
-    public var createdAt: Date
-    public var summary: String
-    /// For Slack-compatible receivers.
-    public var text: String
-    public var changes: [String: String]
+    /// The document sinks receive and the store keeps: schema `tlsaudit.alert/1` (docs/alerts.md),
+    /// the fields above plus `schema` and `text`.
+    public static let schemaVersion = "tlsaudit.alert/1"
 
-    public init(_ alert: Alert) {
-        id = alert.id
-        kind = alert.kind
-        severity = alert.severity
-        target = alert.target
-        host = alert.host
-        port = alert.port
-        address = alert.address
-        createdAt = alert.createdAt
-        summary = alert.summary
-        text = alert.text
-        changes = alert.changes
+    enum CodingKeys: String, CodingKey {
+        case schema, id, kind, severity, target, host, port, address, createdAt, summary, text, changes
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.schemaVersion, forKey: .schema)
+        try container.encode(id, forKey: .id)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(severity, forKey: .severity)
+        try container.encode(target, forKey: .target)
+        try container.encode(host, forKey: .host)
+        try container.encode(port, forKey: .port)
+        try container.encode(address, forKey: .address)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(summary, forKey: .summary)
+        try container.encode(text, forKey: .text)
+        try container.encode(changes, forKey: .changes)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(id: try container.decode(String.self, forKey: .id), kind: try container.decode(AlertKind.self, forKey: .kind),
+                  severity: try container.decode(AlertSeverity.self, forKey: .severity),
+                  target: try container.decode(String.self, forKey: .target), host: try container.decode(String.self, forKey: .host),
+                  port: try container.decode(Int.self, forKey: .port), address: try container.decode(String.self, forKey: .address),
+                  createdAt: try container.decode(Date.self, forKey: .createdAt),
+                  summary: try container.decode(String.self, forKey: .summary),
+                  changes: try container.decode([String: String].self, forKey: .changes))
     }
 }
