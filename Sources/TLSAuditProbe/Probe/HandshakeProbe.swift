@@ -102,7 +102,7 @@ enum HandshakeProbe {
                 }
             default:
                 let failure = classifyFailure(error: error, errno: savedErrno, errors: OpenSSLErrors.drain(),
-                                              trace: trace, context: context, address: address)
+                                              trace: trace, context: context)
                 return .failed(failure, presented: presentedChain(ssl))
             }
         }
@@ -271,7 +271,7 @@ enum HandshakeProbe {
     }
 
     static func classifyFailure(error: Int32, errno code: Int32, errors: [OpenSSLErrorEntry], trace: HandshakeTrace,
-                                context: ClientContext, address: SocketAddress) -> ProbeFailure {
+                                context: ClientContext) -> ProbeFailure {
         let alert = trace.receivedAlert ?? errors.compactMap(\.receivedAlert).last
         let detail = errors.last?.text
         if let alert {
