@@ -100,7 +100,10 @@ enum PathBuilder {
 
     /// Builds from `presented[leafIndex]` (the leaf; 0 for a server's chain) using every other
     /// presented certificate as an untrusted intermediate candidate.
-    static func build(presented: [X509Certificate], leafIndex: Int = 0, store: TrustStore) -> PathBuildingResult {
+    /// `summaries`, when given, are the presented certificates' summaries (same order): reused for
+    /// path elements that are presented certificates instead of being computed again.
+    static func build(presented: [X509Certificate], leafIndex: Int = 0, store: TrustStore,
+                      summaries: [CertificateSummary]? = nil) -> PathBuildingResult {
         guard presented.indices.contains(leafIndex) else { return PathBuildingResult(path: [], anchored: false, issues: []) }
         let leaf = presented[leafIndex]
         guard let context = X509_STORE_CTX_new(), let untrusted = tlsaudit_sk_X509_new_null() else {
@@ -141,10 +144,17 @@ enum PathBuilder {
         var path: [PathElement] = []
         if let chain = X509_STORE_CTX_get1_chain(context) {
             defer { tlsaudit_sk_X509_pop_free(chain) }
-            let presentedFingerprints = presented.map { Digest.sha256($0.der).hex }
+            let known = summaries.flatMap { $0.count == presented.count ? $0 : nil }
+            let presentedFingerprints = known?.map(\.sha256Fingerprint) ?? presented.map { Digest.sha256($0.der).hex }
             for index in 0..<tlsaudit_sk_X509_num(chain) {
                 guard let pointer = tlsaudit_sk_X509_value(chain, index) else { continue }
-                let summary = X509Certificate(borrowing: pointer).summary()
+                // OpenSSL's chain holds the very X509 objects it was given for presented certificates.
+                let summary: CertificateSummary
+                if let known, let same = presented.firstIndex(where: { $0.pointer == pointer }) {
+                    summary = known[same]
+                } else {
+                    summary = X509Certificate(borrowing: pointer).summary()
+                }
                 let presentedIndex = presentedFingerprints.firstIndex(of: summary.sha256Fingerprint)
                 path.append(PathElement(certificate: summary, source: presentedIndex == nil ? .trustStore : .presented,
                                         presentedIndex: presentedIndex))

@@ -298,14 +298,14 @@ enum ASN1Text {
             var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
             inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count))
             return buffer.nulTerminatedString
-        default: return raw.map { String(format: "%02x", $0) }.joined()
+        default: return raw.hex
         }
     }
 
     /// An iPAddress name constraint (address then mask, 8 or 32 bytes) as CIDR text.
     static func cidr(_ string: UnsafePointer<ASN1_STRING>) -> String {
         let raw = bytes(string)
-        guard raw.count == 8 || raw.count == 32 else { return raw.map { String(format: "%02x", $0) }.joined() }
+        guard raw.count == 8 || raw.count == 32 else { return raw.hex }
         let half = raw.count / 2
         let prefix = raw[half...].reduce(0) { $0 + $1.nonzeroBitCount }
         let address: String
@@ -353,6 +353,16 @@ enum Digest {
 }
 
 extension Array where Element == UInt8 {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    /// Lowercase hex, without String(format:) (which boxes every byte: it showed in profiles).
+    var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
     var base64: String { Data(self).base64EncodedString() }
 }

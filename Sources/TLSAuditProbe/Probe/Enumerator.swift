@@ -203,7 +203,7 @@ public final class Enumerator: Sendable {
             return (false, "negotiated \(negotiated) without forward secrecy")
         }
         let presented = attempt.presented.map { $0.summary() }
-        let building = PathBuilder.build(presented: attempt.presented, store: trustStore)
+        let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
         let trust = TrustEvaluator.evaluate(presented: presented, building: building,
                                             context: TrustContext(hostname: target.sni ?? target.host, time: Date()))
         var failures = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)

@@ -204,7 +204,7 @@ public final class TLSScanner: Sendable {
         var chain: ChainReport?
         var building = PathBuildingResult(path: [], anchored: false, issues: [])
         if !attempt.presented.isEmpty {
-            building = PathBuilder.build(presented: attempt.presented, store: trustStore)
+            building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
             for index in building.path.indices {
                 building.path[index].certificate = building.path[index].certificate.judged(at: context.time)
             }
