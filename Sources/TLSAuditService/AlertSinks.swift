@@ -55,6 +55,7 @@ final class AlertDispatcher: @unchecked Sendable {
     private let sinks: Mutex<[String: SinkConfiguration]>
     private let writer: ResultWriter
     private let logger: Logger
+    private let stopping = Atomic<Bool>(false)
 
     init(configuration: AlertConfiguration, writer: ResultWriter, logger: Logger) {
         sinks = Mutex(Dictionary(configuration.sinks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }))
@@ -78,6 +79,7 @@ final class AlertDispatcher: @unchecked Sendable {
 
     /// Stops after the delivery in progress; undelivered alerts stay pending in the database.
     func stop() {
+        stopping.store(true, ordering: .relaxed)
         queue.sync {
             timer?.cancel()
             timer = nil
@@ -89,15 +91,18 @@ final class AlertDispatcher: @unchecked Sendable {
 
     private func deliverDue() {
         guard timer != nil else { return }
+        let configured = sinks.withLock { $0 }
         let due: [PendingDelivery]
         do {
-            due = try writer.perform { try $0.pendingDeliveries(dueBy: Date(), limit: 100) }
+            due = try writer.perform { try $0.pendingDeliveries(dueBy: Date(), sinks: Array(configured.keys), limit: 100) }
         } catch {
             return // The writer already logs store problems.
         }
-        let configured = sinks.withLock { $0 }
+        var failing: Set<String> = []
         for delivery in due {
-            guard let sink = configured[delivery.sink] else { continue } // A sink removed by a reload keeps its backlog.
+            // Stop between deliveries when the service stops; a sink that just failed waits for its retry.
+            guard !stopping.load(ordering: .relaxed), !failing.contains(delivery.sink),
+                  let sink = configured[delivery.sink] else { continue }
             let outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
             do {
                 switch outcome {
@@ -106,6 +111,7 @@ final class AlertDispatcher: @unchecked Sendable {
                     logger.info("alert delivered", metadata: ["alert": "\(delivery.alert.id)", "kind": "\(delivery.alert.kind.rawValue)",
                                                              "sink": "\(sink.name)", "target": "\(delivery.alert.target)"])
                 case .failure(let error):
+                    failing.insert(sink.name)
                     let wait = min(300, pow(2, Double(min(delivery.attempts, 9))))
                     try writer.perform {
                         try $0.markFailed(alertID: delivery.alert.id, sink: sink.name, error: error.description,
@@ -196,8 +202,7 @@ final class AlertDispatcher: @unchecked Sendable {
         let stdin = Pipe()
         process.standardInput = stdin
         process.standardOutput = FileHandle.nullDevice
-        let stderr = Pipe()
-        process.standardError = stderr
+        process.standardError = FileHandle.nullDevice // a chatty command must not fill a pipe and hang
         do {
             try process.run()
         } catch {
@@ -209,11 +214,13 @@ final class AlertDispatcher: @unchecked Sendable {
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning {
             process.terminate()
+            let grace = Date().addingTimeInterval(2)
+            while process.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.02) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             return .failure(DeliveryError(description: "\(program) did not finish within \(timeout) s"))
         }
         guard process.terminationStatus == 0 else {
-            let message = String(decoding: stderr.fileHandleForReading.availableData.prefix(300), as: UTF8.self)
-            return .failure(DeliveryError(description: "\(program) exited with \(process.terminationStatus): \(message)"))
+            return .failure(DeliveryError(description: "\(program) exited with status \(process.terminationStatus)"))
         }
         return .success(())
     }

@@ -26,7 +26,6 @@ final class ScanScheduler: @unchecked Sendable {
         var target: TargetConfiguration
         var trustStore: TrustStore
         var nextDue: Date
-        var inFlight = false
         var consecutiveFailures = 0
         var scans = 0
     }
@@ -34,6 +33,9 @@ final class ScanScheduler: @unchecked Sendable {
     private var entries: [String: Entry] = [:]
     private var configuration: ServiceConfiguration
     private var running = 0
+    /// Targets with a scan in flight, kept apart from `entries` so that a reload that removes and
+    /// re-adds a target cannot start a second scan of it.
+    private var inFlight: Set<String> = []
     private var perHost: [String: Int] = [:]
     private var stopping = false
     /// Called on the scheduler queue after each completed target scan (tests and the demo watch it).
@@ -108,7 +110,7 @@ final class ScanScheduler: @unchecked Sendable {
     private func launchDueTargets() {
         guard !stopping else { return }
         let now = Date()
-        let due = entries.values.filter { !$0.inFlight && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
+        let due = entries.values.filter { !inFlight.contains($0.target.key) && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
         for entry in due {
             guard running < configuration.concurrency else { break }
             let host = entry.target.host
@@ -118,9 +120,8 @@ final class ScanScheduler: @unchecked Sendable {
     }
 
     private func launch(_ key: String) {
-        guard var entry = entries[key] else { return }
-        entry.inFlight = true
-        entries[key] = entry
+        guard let entry = entries[key] else { return }
+        inFlight.insert(key)
         running += 1
         perHost[entry.target.host, default: 0] += 1
         idle.enter()
@@ -155,9 +156,9 @@ final class ScanScheduler: @unchecked Sendable {
         running -= 1
         perHost[target.host, default: 1] -= 1
         if perHost[target.host] == 0 { perHost[target.host] = nil }
+        inFlight.remove(target.key)
         defer { idle.leave() }
         guard var entry = entries[target.key] else { return } // removed by a reload meanwhile
-        entry.inFlight = false
         entry.scans += 1
         let unreachable = scans.allSatisfy { $0.result.status == .failed && $0.result.handshake == nil && $0.result.chain == nil }
         if unreachable {

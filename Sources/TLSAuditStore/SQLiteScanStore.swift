@@ -50,6 +50,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             return try pool.write { db in
                 var alerts: [Alert] = []
                 for scan in scans { alerts += try Self.insert(scan, alerting: alerting, into: db) }
+                // A target's current state is the addresses its latest scan saw: drop the others
+                // (rotated out of DNS, or the placeholder of an earlier resolution failure).
+                for (target, group) in Dictionary(grouping: scans, by: \.target) {
+                    let addresses = Set(group.map(\.result.address))
+                    guard !addresses.contains("-") else { continue }
+                    let placeholders = Array(repeating: "?", count: addresses.count).joined(separator: ", ")
+                    try db.execute(sql: "DELETE FROM target_state WHERE target = ? AND address NOT IN (\(placeholders))",
+                                   arguments: StatementArguments([target] + addresses.sorted()))
+                }
                 return alerts
             }
         } catch {
@@ -137,12 +146,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 consecutive_failures = excluded.consecutive_failures,
                 last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at),
                 pin_state = excluded.pin_state,
-                pin_message = coalesce(excluded.pin_message, target_state.pin_message),
+                pin_message = excluded.pin_message,
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
                 unreachable_alerted = excluded.unreachable_alerted
             """, arguments: [scan.target, result.address, scan.host, scan.port, observationID,
                              result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
-                             result.ats.compliant ? 1 : 0, try json(result.ats.failedRules),
+                             result.ats.compliant ? 1 : 0, try json(memory.failedRules),
                              earliest?.timeIntervalSince1970, memory.leafFingerprint, memory.leafSPKI,
                              result.error?.category.rawValue, memory.consecutiveFailures,
                              failed ? nil : result.startedAt.timeIntervalSince1970,
@@ -170,14 +179,16 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Alerts
 
-    public func pendingDeliveries(dueBy time: Date, limit: Int) throws -> [PendingDelivery] {
+    public func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery] {
+        guard !sinks.isEmpty else { return [] }
         do {
             return try pool.read { db in
-                try Row.fetchAll(db, sql: """
+                let placeholders = Array(repeating: "?", count: sinks.count).joined(separator: ", ")
+                return try Row.fetchAll(db, sql: """
                     SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= ?
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.sink IN (\(placeholders))
                     ORDER BY a.created_at, a.id LIMIT ?
-                    """, arguments: [time.timeIntervalSince1970, limit]).compactMap { row in
+                    """, arguments: StatementArguments([time.timeIntervalSince1970] + sinks + [limit])).compactMap { row in
                     guard let alert = try Self.decode(Alert.self, row["document"]) else { return nil }
                     return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
                 }

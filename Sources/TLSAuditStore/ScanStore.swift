@@ -133,8 +133,9 @@ public protocol ScanStore: Sendable {
     /// Stores scans in one transaction, with the alerts their transitions raise and a pending
     /// delivery per sink; when it returns all of it is durable. Returns the new alerts.
     func record(_ scans: [StoredScan], alerting: AlertSettings?) throws -> [Alert]
-    /// Deliveries not yet made whose next attempt is due, oldest alert first.
-    func pendingDeliveries(dueBy time: Date, limit: Int) throws -> [PendingDelivery]
+    /// Deliveries not yet made to one of `sinks` whose next attempt is due, oldest alert first
+    /// (a sink removed from the configuration keeps its backlog without blocking the others).
+    func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery]
     func markDelivered(alertID: String, sink: String, at time: Date) throws
     func markFailed(alertID: String, sink: String, error: String, retryAt: Date) throws
     /// The newest alerts with their delivery state.

@@ -126,6 +126,7 @@ struct VerifyTests {
         ("permitted;IP:10.0.0.0/255.0.0.0", ["192.168.1.1"], false),
         ("excluded;IP:192.168.0.0/255.255.0.0", ["192.168.1.1"], false),
         ("permitted;IP:192.168.0.0/255.255.0.0,permitted;DNS:tlsaudit.test", ["192.168.1.1"], true),
+        ("permitted;IP:10.0.0.0/255.0.0.0", ["2001:db8::1"], false),
     ])
     func nameConstraints(constraint: String, names: [String], valid: Bool) throws {
         var request = LabCertificateRequest.authority("constrained CA", key: .rsa(bits: 2048))

@@ -135,6 +135,17 @@ struct PinEvaluationTests {
         #expect(evaluate(PinPolicy(leafIdentities: ["LEAF"]), errors: [Self.expired]) == .mismatch, "pinning adds to trust")
     }
 
+    @Test("an extra certificate the server sends but the path does not use cannot satisfy a pin")
+    func extraCertificate() {
+        let extra = Self.certificate("pinned but unused", spki: "PINNED", fingerprint: "pinned-fp")
+        let evaluate = { (policy: PinPolicy) in
+            policy.evaluate(presented: [Self.leaf, Self.ca, extra], path: Self.path, trustErrors: []) { _ in true }.state
+        }
+        #expect(evaluate(PinPolicy(mode: .publicKey, pins: [.spki("PINNED")])) == .mismatch)
+        #expect(evaluate(PinPolicy(caIdentities: ["PINNED"])) == .mismatch)
+        #expect(evaluate(PinPolicy(mode: .certificate, pins: [.certificate("pinned-fp")])) == .mismatch)
+    }
+
     @Test("AFNetworking public-key mode: any key of the chain; trust unless allowInvalidCertificates; name per validatesDomainName")
     func publicKey() {
         let policy = PinPolicy(mode: .publicKey, pins: [.spki("ROOT")])

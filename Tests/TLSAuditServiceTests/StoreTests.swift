@@ -56,6 +56,24 @@ struct StoreTests {
         #expect(later.findings.contains { $0.id == .trustExpired })
     }
 
+    @Test("the current state keeps only the addresses the latest scan saw")
+    func currentAddresses() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate]))
+        defer { server.stop() }
+        let store = try newStore()
+        var first = try scan(server, at: Date().addingTimeInterval(-60))
+        var second = first
+        second.address = "::1"
+        _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: nil, result: first),
+                              StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: nil, result: second)],
+                             alerting: nil)
+        #expect(try store.status().map(\.address).sorted() == ["127.0.0.1", "::1"])
+        first.startedAt = Date()
+        _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: nil, result: first)],
+                             alerting: nil)
+        #expect(try store.status().map(\.address) == ["127.0.0.1"], "::1 no longer resolves")
+    }
+
     @Test("certificates are stored once; retention keeps each address's latest scan and drops orphaned certificates")
     func retention() throws {
         let first = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate]))

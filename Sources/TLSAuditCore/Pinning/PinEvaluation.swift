@@ -50,11 +50,9 @@ extension PinPolicy {
         guard pinsSomething else { return result(.none, "no pins configured") }
         guard let leaf else { return result(.mismatch, "the server presented no certificate") }
         let relevantErrors = trustErrors.filter { validatesDomainName || $0.id != .trustHostnameMismatch }
-        // Every certificate the client sees: as presented, plus the anchor the path ends in.
-        var chain = presented
-        for element in path where !chain.contains(where: { $0.sha256Fingerprint == element.certificate.sha256Fingerprint }) {
-            chain.append(element.certificate)
-        }
+        // The chain the client uses: the path as built (anchor included). Extra certificates the
+        // server sends are not part of it, so they cannot satisfy a pin.
+        let chain = path.isEmpty ? presented : path.map(\.certificate)
         let seen = "leaf SPKI sha256/\(leaf.spkiSHA256), leaf certificate \(leaf.sha256Fingerprint)"
 
         if !leafIdentities.isEmpty || !caIdentities.isEmpty {

@@ -20,7 +20,8 @@ enum NameConstraintChecker {
         }
         for address in names.ip {
             let sameFamily = { (cidr: String) in cidr.contains(":") == address.contains(":") }
-            let permitted = constraints.permittedIP.filter(sameFamily)
+            // Any permitted IP range constrains every address: one of the other family matches none.
+            let permitted = constraints.permittedIP
             if !permitted.isEmpty, !permitted.contains(where: { ip(address, within: $0) }) {
                 problems.append("\(address) is outside the permitted IP ranges (\(permitted.joined(separator: ", ")))")
             }

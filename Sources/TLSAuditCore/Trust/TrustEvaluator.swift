@@ -49,6 +49,9 @@ public enum TrustEvaluator {
                 "\(certificate.displayName) has critical extensions no client understands: \(certificate.unhandledCriticalExtensions.joined(separator: ", "))."))
         }
         checkAppleLeafRules(leaf, publicTrust: context.publicTrust, into: &findings)
+        if !building.anchored, !findings.contains(where: { $0.severity == .error }) {
+            findings.append(Finding(.trustInvalid, .error, depth: 0, "The chain could not be verified to a trust anchor."))
+        }
         checkPresentation(presented: presented, building: building, into: &findings)
         return findings
     }
