@@ -85,7 +85,7 @@ final class ScanScheduler: @unchecked Sendable {
                 continue
             }
             let window = min(target.interval, rounds * 2)
-            let slot = Double(stableHash(target.key) % 10_000) / 10_000
+            let slot = Double(StableHash.fnv1a(target.key) % 10_000) / 10_000
             result[target.key] = Entry(target: target, trustStore: store, nextDue: now.addingTimeInterval(window * slot))
         }
         return result
@@ -215,16 +215,6 @@ extension AddressSetting {
         case .ipv6: .ipv6
         }
     }
-}
-
-/// FNV-1a: a hash that is the same in every run (Swift's `hashValue` is seeded per process).
-func stableHash(_ text: String) -> UInt64 {
-    var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-    for byte in text.utf8 {
-        hash ^= UInt64(byte)
-        hash = hash &* 0x0000_0100_0000_01b3
-    }
-    return hash
 }
 
 /// A pool of long-lived worker threads pulling jobs from a queue. Jobs block (in poll), so

@@ -14,23 +14,16 @@ struct ATSCommand: ParsableCommand {
     @Argument(help: "The server, HOST[:PORT].")
     var target: String
 
-    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
-    var connectTo: String?
-
-    @Option(name: .customLong("ca-file"), help: "PEM trust anchors instead of the system store.")
-    var caFile: String?
-
-    @Option(help: "Seconds for each of resolution, connect and handshake.")
-    var timeout: Double = 10
+    @OptionGroup var connection: ConnectionOptions
 
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
     func run() throws {
-        let parsed = try parseSingleTarget(target, connectTo: connectTo)
-        let store = try loadTrustStore(caFile: caFile)
-        let scanner = try TLSScanner(options: ScanOptions(timeout: timeout, trustStore: store))
-        let enumerator = try Enumerator(scanner: scanner)
+        let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
+        let store = try loadTrustStore(caFile: connection.caFile)
+        let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store))
+        let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
             if case .failure(let failure) = scanner.addresses(for: parsed) {
                 FileHandle.standardError.write(Data("tlsaudit: \(failure.description)\n".utf8))

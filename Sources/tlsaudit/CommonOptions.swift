@@ -21,3 +21,15 @@ func parseSingleTarget(_ text: String, connectTo: String?) throws -> ScanTarget 
         throw ValidationError(error.description)
     }
 }
+
+/// `--connect-to`, `--ca-file` and `--timeout` for commands that reach one server.
+struct ConnectionOptions: ParsableArguments {
+    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
+    var connectTo: String?
+
+    @Option(name: .customLong("ca-file"), help: "PEM trust anchors instead of the system store.")
+    var caFile: String?
+
+    @Option(help: "Seconds for each of resolution, connect and handshake.")
+    var timeout: Double = 10
+}

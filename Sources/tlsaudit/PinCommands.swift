@@ -18,14 +18,7 @@ struct PinCommand: ParsableCommand {
     @Option(name: .customLong("cert"), help: "Certificate files (PEM, several per file, or DER .cer/.crt) instead of a server.")
     var certificateFiles: [String] = []
 
-    @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
-    var connectTo: String?
-
-    @Option(name: .customLong("ca-file"), help: "PEM trust anchors (to show the anchor of the path too).")
-    var caFile: String?
-
-    @Option(help: "Seconds for each of resolution, connect and handshake.")
-    var timeout: Double = 10
+    @OptionGroup var connection: ConnectionOptions
 
     func validate() throws {
         guard (target == nil) != certificateFiles.isEmpty else {
@@ -37,10 +30,10 @@ struct PinCommand: ParsableCommand {
         var certificates: [(CertificateSummary, String)] = []
         var domain = "example.com"
         if let target {
-            let parsed = try parseSingleTarget(target, connectTo: connectTo)
+            let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
             domain = parsed.sni ?? parsed.host
-            let store = try loadTrustStore(caFile: caFile)
-            let scanner = try TLSScanner(options: ScanOptions(timeout: timeout, trustStore: store))
+            let store = try loadTrustStore(caFile: connection.caFile)
+            let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store))
             let result = scanner.scan(parsed)
             guard let address = result.addresses.first(where: { $0.chain != nil }) else {
                 let reason = result.error?.description ?? result.addresses.first?.error?.description ?? "no certificate"

@@ -102,7 +102,7 @@ struct ScanCommand: ParsableCommand {
         var results = scanner.scan(parsedTargets) { done, total in progress.update(done: done, total: total) }
         progress.finish()
         if enumerate {
-            let enumerator = try Enumerator(scanner: scanner)
+            let enumerator = Enumerator(scanner: scanner)
             for targetIndex in results.indices {
                 for addressIndex in results[targetIndex].addresses.indices {
                     let result = results[targetIndex].addresses[addressIndex]

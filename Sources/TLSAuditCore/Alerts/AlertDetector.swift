@@ -162,14 +162,18 @@ public enum AlertDetector {
 
     /// A stable, unique alert id (hex FNV-1a over the identifying fields, twice for 128 bits).
     static func stableID(_ text: String) -> String {
-        func fnv(_ seed: UInt64) -> UInt64 {
-            var hash = seed
-            for byte in text.utf8 {
-                hash ^= UInt64(byte)
-                hash = hash &* 0x0000_0100_0000_01b3
-            }
-            return hash
+        String(format: "%016llx%016llx", StableHash.fnv1a(text), StableHash.fnv1a(text, seed: 0x8422_2325_cbf2_9ce4))
+    }
+}
+
+/// FNV-1a: a hash that is the same in every run (Swift's `hashValue` is seeded per process).
+public enum StableHash {
+    public static func fnv1a(_ text: String, seed: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
+        var hash = seed
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
         }
-        return String(format: "%016llx%016llx", fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4))
+        return hash
     }
 }

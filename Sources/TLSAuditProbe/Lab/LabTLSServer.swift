@@ -69,7 +69,7 @@ public final class LabTLSServer: Sendable {
     private let context: ServerContext
 
     public init(_ configuration: LabServerConfiguration) throws {
-        ignoreSIGPIPEForLab
+        ignoreSIGPIPE
         let context = try ServerContext(configuration)
         self.context = context
         address = configuration.bindAddress
@@ -178,6 +178,3 @@ final class ServerContext: @unchecked Sendable {
 
 private let acceptAnyClientCertificate: @convention(c) (Int32, OpaquePointer?) -> Int32 = { _, _ in 1 }
 
-private let ignoreSIGPIPEForLab: Void = {
-    signal(SIGPIPE, SIG_IGN)
-}()

@@ -11,18 +11,15 @@ public import TLSAuditCore
 /// offered and refused. Probes of one host run concurrently, at most `perHostConcurrency` at a time.
 public final class Enumerator: Sendable {
     private let scanner: TLSScanner
-    private let contexts: [ClientProfile: ClientContext]
     public let perHostConcurrency: Int
 
-    public init(scanner: TLSScanner, perHostConcurrency: Int = 5) throws {
+    public init(scanner: TLSScanner, perHostConcurrency: Int = 5) {
         self.scanner = scanner
         self.perHostConcurrency = perHostConcurrency
-        var contexts: [ClientProfile: ClientContext] = [:]
-        for profile in [ClientProfile.ats, .atsRuntime, .permissive] {
-            contexts[profile] = try ClientContext(profile: profile, credentials: scanner.options.clientCredentials)
-        }
-        self.contexts = contexts
     }
+
+    /// The scanner's client contexts, one per ClientHello profile.
+    private var contexts: [ClientProfile: ClientContext] { scanner.contexts }
 
     static let tls13Suites = ["TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
                               "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"]

@@ -41,8 +41,8 @@ public struct ScanOptions: Sendable {
 /// ATS-shaped ClientHello (and a permissive one when that is refused), builds and judges the chain.
 public final class TLSScanner: Sendable {
     public let options: ScanOptions
-    /// One configured client context per ClientHello profile.
-    private let contexts: [ClientProfile: ClientContext]
+    /// One configured client context per ClientHello profile (the enumerator uses them too).
+    let contexts: [ClientProfile: ClientContext]
 
     public init(options: ScanOptions) throws {
         ignoreSIGPIPE
@@ -241,7 +241,7 @@ public final class TLSScanner: Sendable {
 
 /// A write to a socket the peer closed raises SIGPIPE, whose default action kills the process:
 /// OpenSSL's socket BIO does not pass MSG_NOSIGNAL. Ignored once, before the first connection.
-private let ignoreSIGPIPE: Void = {
+let ignoreSIGPIPE: Void = {
     signal(SIGPIPE, SIG_IGN)
 }()
 
