@@ -48,11 +48,18 @@ let package = Package(
             dependencies: ["TLSAuditCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
+        // Compliance reports: the report model, computed from the store, and its renderers
+        // (text, Markdown, JSON, CSV, self-contained HTML with an SVG trend).
+        .target(
+            name: "TLSAuditReport",
+            dependencies: ["TLSAuditCore", "TLSAuditStore"],
+            swiftSettings: swiftSettings
+        ),
         // The service: YAML configuration, the Dispatch scheduler, lifecycle and sd_notify.
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -66,6 +73,7 @@ let package = Package(
                 "TLSAuditCore",
                 "TLSAuditProbe",
                 "TLSAuditStore",
+                "TLSAuditReport",
                 "TLSAuditService",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -79,7 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditService", "tlsaudit",
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "tlsaudit",
                            .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings

@@ -633,14 +633,7 @@ struct ConfigurationParser {
         return seconds
     }
 
-    static func seconds(_ text: String) -> Double? {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
-        // "ms" comes before "s" and "m" so that "500ms" is not read as "500m" + "s".
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            if let number = Double(text.dropLast(suffix.count)), number >= 0 { return number * factor }
-        }
-        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
-    }
+    static func seconds(_ text: String) -> Double? { DurationText.seconds(text) }
 
     // MARK: - Errors
 

@@ -6,7 +6,7 @@ public import TLSAuditCore
 /// works while the service runs), synchronous=FULL (a commit survives power loss, not only a
 /// killed process), a busy timeout, and append-only migrations.
 public final class SQLiteScanStore: ScanStore, Sendable {
-    private let pool: DatabasePool
+    let pool: DatabasePool
     public let path: String
 
     /// Opens (creating when `create` is true) and migrates the database at `path`.
@@ -81,13 +81,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
         try db.execute(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
-                failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """, arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              try result.handshake.map(json), result.atsClientRefusal, chain?.trustStore,
-                             chain.map { $0.anchored ? 1 : 0 }, try chain.map { try json($0.issues) }])
+                             chain.map { $0.anchored ? 1 : 0 }, try chain.map { try json($0.issues) },
+                             result.ats.policy.rawValue])
         let observationID = db.lastInsertedRowID
         for (position, certificate) in (chain?.presented ?? []).enumerated() {
             try db.execute(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'presented', ?, ?, NULL)",
@@ -305,60 +306,64 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     public func result(observationID: Int64) throws -> AddressScanResult? {
         do {
-            return try pool.read { db in
-                guard let row = try Row.fetchOne(db, sql: """
-                    SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings FROM observation o
-                    JOIN verdict v ON v.observation_id = o.id WHERE o.id = ? ORDER BY v.judged_at DESC LIMIT 1
-                    """, arguments: [observationID]) else { return nil }
-                let certificates = try Row.fetchAll(db, sql: """
-                    SELECT c.role, c.position, c.source, cert.der, cert.summary FROM observation_certificate c
-                    JOIN certificate cert ON cert.fingerprint = c.fingerprint
-                    WHERE c.observation_id = ? ORDER BY c.role, c.position
-                    """, arguments: [observationID])
-                var presented: [CertificateSummary] = []
-                var path: [PathElement] = []
-                for entry in certificates {
-                    guard var summary = try Self.decode(CertificateSummary.self, entry["summary"]) else { continue }
-                    summary.der = entry["der"]
-                    if entry["role"] == "presented" {
-                        presented.append(summary)
-                    } else {
-                        let index = presented.firstIndex { $0.sha256Fingerprint == summary.sha256Fingerprint }
-                        path.append(PathElement(certificate: summary,
-                                                source: CertificateSource(rawValue: entry["source"] ?? "") ?? .presented,
-                                                presentedIndex: index))
-                    }
-                }
-                // 'path' rows sort before 'presented' ones: fill in the presented indexes now.
-                for index in path.indices {
-                    path[index].presentedIndex = presented.firstIndex { $0.sha256Fingerprint == path[index].certificate.sha256Fingerprint }
-                }
-                let trustStore: String? = row["trust_store"]
-                let chain = trustStore.map { store in
-                    ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: store,
-                                issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [])
-                }
-                let category = (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:))
-                let policy = CompliancePolicy(rawValue: row["policy"]) ?? .ats
-                let failedRules = try Self.decode([String].self, row["failed_rules"]) ?? []
-                let findings = try Self.decode([Finding].self, row["findings"]) ?? []
-                let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
-                    ($0.rawValue, failedRules.contains($0.rawValue) ? RuleOutcome.fail : .pass)
-                })
-                let status = AddressScanResult.Status(rawValue: row["status"]) ?? .failed
-                return AddressScanResult(
-                    address: row["address"], family: row["family"], port: row["port"], status: status,
-                    startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
-                    handshake: try Self.decode(HandshakeObservation.self, row["handshake"]),
-                    atsClientRefusal: row["ats_refusal"],
-                    error: category.map { ProbeFailure($0, row["failure_message"] ?? "", alert: row["failure_alert"]) },
-                    chain: chain, findings: findings,
-                    ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
-                                    rules: status == .failed ? [:] : rules, failedRules: failedRules))
-            }
+            return try pool.read { db in try Self.loadResult(observationID: observationID, in: db) }
         } catch {
             throw Self.storeError(error, doing: "reading observation \(observationID)")
         }
+    }
+
+    /// Rebuilds a stored result from its rows, in the caller's transaction.
+    static func loadResult(observationID: Int64, in db: Database) throws -> AddressScanResult? {
+        guard let row = try Row.fetchOne(db, sql: """
+            SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings FROM observation o
+            JOIN verdict v ON v.observation_id = o.id AND v.policy = ifnull(o.policy, v.policy)
+            WHERE o.id = ? ORDER BY v.judged_at LIMIT 1
+            """, arguments: [observationID]) else { return nil }
+        let certificates = try Row.fetchAll(db, sql: """
+            SELECT c.role, c.position, c.source, cert.der, cert.summary FROM observation_certificate c
+            JOIN certificate cert ON cert.fingerprint = c.fingerprint
+            WHERE c.observation_id = ? ORDER BY c.role, c.position
+            """, arguments: [observationID])
+        var presented: [CertificateSummary] = []
+        var path: [PathElement] = []
+        for entry in certificates {
+            guard var summary = try Self.decode(CertificateSummary.self, entry["summary"]) else { continue }
+            summary.der = entry["der"]
+            if entry["role"] == "presented" {
+                presented.append(summary)
+            } else {
+                let index = presented.firstIndex { $0.sha256Fingerprint == summary.sha256Fingerprint }
+                path.append(PathElement(certificate: summary,
+                                        source: CertificateSource(rawValue: entry["source"] ?? "") ?? .presented,
+                                        presentedIndex: index))
+            }
+        }
+        // 'path' rows sort before 'presented' ones: fill in the presented indexes now.
+        for index in path.indices {
+            path[index].presentedIndex = presented.firstIndex { $0.sha256Fingerprint == path[index].certificate.sha256Fingerprint }
+        }
+        let trustStore: String? = row["trust_store"]
+        let chain = trustStore.map { store in
+            ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: store,
+                        issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [])
+        }
+        let category = (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:))
+        let policy = CompliancePolicy(rawValue: row["policy"]) ?? .ats
+        let failedRules = try Self.decode([String].self, row["failed_rules"]) ?? []
+        let findings = try Self.decode([Finding].self, row["findings"]) ?? []
+        let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
+            ($0.rawValue, failedRules.contains($0.rawValue) ? RuleOutcome.fail : .pass)
+        })
+        let status = AddressScanResult.Status(rawValue: row["status"]) ?? .failed
+        return AddressScanResult(
+            address: row["address"], family: row["family"], port: row["port"], status: status,
+            startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
+            handshake: try Self.decode(HandshakeObservation.self, row["handshake"]),
+            atsClientRefusal: row["ats_refusal"],
+            error: category.map { ProbeFailure($0, row["failure_message"] ?? "", alert: row["failure_alert"]) },
+            chain: chain, findings: findings,
+            ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
+                            rules: status == .failed ? [:] : rules, failedRules: failedRules))
     }
 
     public func prune(olderThan cutoff: Date) throws -> PruneResult {

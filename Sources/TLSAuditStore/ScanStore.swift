@@ -146,6 +146,9 @@ public protocol ScanStore: Sendable {
     func history(target: String, limit: Int) throws -> [HistoryEntry]
     /// A stored result, rebuilt from its raw observations (for re-judging under another policy).
     func result(observationID: Int64) throws -> AddressScanResult?
+    /// What a compliance report over `query` needs, from the stored observations (re-judged under
+    /// `query.policy` when given; nothing is rescanned or written).
+    func reportData(_ query: ReportQuery) throws -> ReportData
     /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
     /// no scan refers to any more.
     func prune(olderThan cutoff: Date) throws -> PruneResult

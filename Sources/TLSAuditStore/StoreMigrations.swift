@@ -8,6 +8,7 @@ package enum StoreMigrations {
         migrator.registerMigration("v1-initial", migrate: createInitialSchema)
         migrator.registerMigration("v2-pin-state", migrate: addPinState)
         migrator.registerMigration("v3-alerts", migrate: addAlerts)
+        migrator.registerMigration("v4-reports", migrate: addReports)
         return migrator
     }
 
@@ -142,6 +143,27 @@ package enum StoreMigrations {
             ALTER TABLE target_state ADD COLUMN trusted INTEGER;
             ALTER TABLE target_state ADD COLUMN unreachable_alerted INTEGER NOT NULL DEFAULT 0;
             ALTER TABLE verdict ADD COLUMN pin TEXT;
+            """)
+    }
+
+    /// What reports read: each observation's own policy (so the verdict it was stored with is found
+    /// without guessing among re-judgements), an index to walk one address's history, and the
+    /// scheduled reports already written (a restart neither skips nor repeats one).
+    static func addReports(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE observation ADD COLUMN policy TEXT;
+            UPDATE observation SET policy = (SELECT v.policy FROM verdict v WHERE v.observation_id = observation.id
+                                             ORDER BY v.judged_at LIMIT 1);
+            CREATE INDEX observation_address_time ON observation(target, address, started_at);
+
+            CREATE TABLE report_run (
+                name TEXT NOT NULL,                    -- the configured report's name
+                period_end REAL NOT NULL,              -- the scheduled instant the report covers up to
+                written_at REAL NOT NULL,
+                files TEXT NOT NULL,                   -- JSON [String]: paths written
+                delivery TEXT,                         -- JSON {sink: "delivered" | error}
+                PRIMARY KEY (name, period_end)
+            );
             """)
     }
 }

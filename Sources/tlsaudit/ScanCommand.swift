@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import TLSAuditCore
+import TLSAuditReport
 import TLSAuditProbe
 import TLSAuditStore
 
@@ -193,3 +194,4 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 
 extension AddressSelection: ExpressibleByArgument {}
 extension CompliancePolicy: ExpressibleByArgument {}
+extension ReportFormat: ExpressibleByArgument {}

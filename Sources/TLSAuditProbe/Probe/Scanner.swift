@@ -119,10 +119,8 @@ public final class TLSScanner: Sendable {
                 return .failure(ProbeFailure(.dnsFailure, "\(names) has no \(selection.rawValue) address"))
             }
             return .success(selected)
-        } catch let failure as ProbeFailure {
-            return .failure(failure)
         } catch {
-            return .failure(ProbeFailure(.internalError, "\(error)"))
+            return .failure(error)
         }
     }
 

@@ -1,0 +1,207 @@
+import Foundation
+import TLSAuditCore
+import TLSAuditStore
+
+/// The report laid out once as headings, paragraphs, tables and the trend, so that the text,
+/// Markdown and HTML renderers show the same content and differ only in markup.
+struct ReportDocument {
+    /// How a cell should stand out; renderers without colour ignore it.
+    enum Tone: String { case good, bad, warning, muted, plain }
+
+    struct Cell {
+        var text: String
+        var tone: Tone = .plain
+        init(_ text: String, _ tone: Tone = .plain) {
+            self.text = text
+            self.tone = tone
+        }
+    }
+
+    enum Block {
+        case heading(String)
+        case subheading(String)
+        case paragraph(String)
+        case table(header: [String], rows: [[Cell]])
+        case trend([ComplianceReport.TrendPoint])
+    }
+
+    var title: String
+    var subtitle: String
+    var blocks: [Block]
+
+    init(_ report: ComplianceReport) {
+        title = "tlsaudit compliance report"
+        let days = report.period.end.timeIntervalSince(report.period.start) / 86_400
+        let length = days >= 1 ? Self.count(days, "day") : Self.count(days * 24, "hour")
+        subtitle = "\(Timestamp.format(report.period.start)) to \(Timestamp.format(report.period.end)) (\(length)) · policy: "
+            + (report.policy == "as-scanned" ? "each target's own" : report.policy)
+        blocks = []
+        fleet(report)
+        targets(report)
+        changes(report)
+        expiring(report)
+        unreachable(report)
+    }
+
+    // MARK: - Sections
+
+    private mutating func fleet(_ report: ComplianceReport) {
+        let summary = report.summary
+        blocks.append(.heading("Fleet"))
+        blocks.append(.paragraph("\(summary.targets) target\(summary.targets == 1 ? "" : "s"), \(summary.addresses) address\(summary.addresses == 1 ? "" : "es"): \(summary.compliant) compliant, \(summary.notCompliant) not compliant, \(summary.unreachable) unreachable."))
+        var compliance = "Compliance (compliant share of the addresses reached): \(Self.percent(summary.compliance))"
+        switch summary.trend {
+        case "unknown": compliance += "; no data at the start of the period."
+        case "flat": compliance += ", unchanged since the start of the period."
+        default: compliance += ", \(summary.trend) from \(Self.percent(summary.complianceAtStart)) at the start of the period."
+        }
+        blocks.append(.paragraph(compliance))
+        var scans = "\(summary.scans) scan\(summary.scans == 1 ? "" : "s") in the period, \(summary.failedScans) of which reached nothing."
+        if report.policy != "as-scanned" {
+            scans += " Verdicts re-judged under \(report.policy) from the stored observations (\(summary.rejudgedObservations) distinct)."
+        }
+        blocks.append(.paragraph(scans))
+        blocks.append(.trend(report.trend))
+    }
+
+    private mutating func targets(_ report: ComplianceReport) {
+        blocks.append(.heading("Targets"))
+        guard !report.targets.isEmpty else {
+            blocks.append(.paragraph("No target has been scanned yet."))
+            return
+        }
+        var rows: [[Cell]] = []
+        for target in report.targets {
+            for address in target.addresses {
+                let trust: Cell = switch address.trusted {
+                case true?: Cell("trusted", .good)
+                case false?: Cell(address.trustErrors.joined(separator: ", "), .bad)
+                case nil: Cell("-", .muted)
+                }
+                let pin: Cell = switch address.pinState {
+                case "match": Cell("match", .good)
+                case "mismatch": Cell("MISMATCH", .bad)
+                default: Cell(address.pinState, .muted)
+                }
+                rows.append([
+                    Cell(target.target), Cell(address.address), Self.status(address.status),
+                    Cell(address.status == .unreachable ? (address.failureCategory ?? "failed")
+                         : address.failedRules.isEmpty ? "-" : address.failedRules.joined(separator: ", "),
+                         address.failedRules.isEmpty ? .muted : .bad),
+                    trust, pin, Self.expiry(address.earliestExpiry, daysLeft: address.daysLeft),
+                    Cell([address.protocolVersion, address.cipher].compactMap { $0 }.joined(separator: " "), .muted),
+                ])
+            }
+        }
+        blocks.append(.table(header: ["Target", "Address", "Status", "Failing rules", "Trust", "Pin", "Earliest expiry", "Protocol"],
+                             rows: rows))
+    }
+
+    private mutating func changes(_ report: ComplianceReport) {
+        let changes = report.changes
+        blocks.append(.heading("Changes in the period"))
+        if changes.newFailures.isEmpty && changes.fixes.isEmpty && changes.certificates.isEmpty && changes.alerts.isEmpty {
+            blocks.append(.paragraph("Nothing changed."))
+            return
+        }
+        for (title, list, tone) in [("New failures", changes.newFailures, Tone.bad), ("Fixes", changes.fixes, .good)] {
+            blocks.append(.subheading("\(title) (\(list.count))"))
+            if !list.isEmpty {
+                blocks.append(.table(header: ["When", "Target", "Address", "Rules"], rows: list.map {
+                    [Cell(Timestamp.format($0.at)), Cell($0.target), Cell($0.address), Cell($0.rules.joined(separator: ", "), tone)]
+                }))
+            }
+        }
+        blocks.append(.subheading("New certificates (\(changes.certificates.count))"))
+        if !changes.certificates.isEmpty {
+            blocks.append(.table(header: ["When", "Target", "Address", "Key", "New SHA-256", "Certificate"], rows: changes.certificates.map {
+                [Cell(Timestamp.format($0.at)), Cell($0.target), Cell($0.address),
+                 $0.sameKey ? Cell("same key", .good) : Cell("NEW KEY", .warning), Cell(String($0.newFingerprint.prefix(16)), .muted),
+                 Cell($0.summary)]
+            }))
+        }
+        for (title, list) in [("Pin events", changes.pinEvents), ("Alerts", changes.alerts)] {
+            blocks.append(.subheading("\(title) (\(list.count))"))
+            if !list.isEmpty {
+                blocks.append(.table(header: ["When", "Severity", "Kind", "Target", "Address", "Summary"], rows: list.map {
+                    [Cell(Timestamp.format($0.at)), Self.severity($0.severity), Cell($0.kind), Cell($0.target), Cell($0.address),
+                     Cell($0.summary)]
+                }))
+            }
+        }
+    }
+
+    private mutating func expiring(_ report: ComplianceReport) {
+        blocks.append(.heading("Certificates expiring within \(report.expiringWithinDays) days (\(report.expiring.count))"))
+        guard !report.expiring.isEmpty else {
+            blocks.append(.paragraph("None: every certificate of every current chain is valid for longer."))
+            return
+        }
+        blocks.append(.table(header: ["Days left", "Not after", "Certificate", "Depth", "Issuer", "Used by"], rows: report.expiring.map {
+            [Self.expiry($0.notAfter, daysLeft: $0.daysLeft, dayOnly: false), Cell(Timestamp.formatDay($0.notAfter)),
+             Cell($0.commonName ?? $0.subject), Cell($0.depth == 0 ? "leaf" : "CA (\($0.depth))", .muted), Cell($0.issuer, .muted),
+             Cell($0.usedBy.joined(separator: ", "))]
+        }))
+    }
+
+    private mutating func unreachable(_ report: ComplianceReport) {
+        blocks.append(.heading("Unreachable (\(report.unreachable.count))"))
+        guard !report.unreachable.isEmpty else {
+            blocks.append(.paragraph("Every address answered its last scan."))
+            return
+        }
+        blocks.append(.table(header: ["Target", "Address", "Last reached", "Last scan", "Failure"], rows: report.unreachable.map {
+            [Cell($0.target), Cell($0.address), Cell($0.lastReachableAt.map(Timestamp.format) ?? "never", .muted),
+             Cell(Timestamp.format($0.lastScanAt)),
+             Cell([$0.failureCategory, $0.failureMessage].compactMap { $0 }.joined(separator: ": "), .bad)]
+        }))
+    }
+
+    /// At most `limit` points, evenly spaced, always with the first and the last (the chart in
+    /// HTML shows them all; a text table of sixty rows would bury the rest of the report).
+    static func thinned(_ points: [ComplianceReport.TrendPoint], limit: Int = 13) -> [ComplianceReport.TrendPoint] {
+        guard points.count > limit else { return points }
+        let stride = Double(points.count - 1) / Double(limit - 1)
+        return (0..<limit).map { points[Int((Double($0) * stride).rounded())] }
+    }
+
+    // MARK: - Cells
+
+    static func status(_ condition: AddressCondition) -> Cell {
+        switch condition {
+        case .compliant: Cell("compliant", .good)
+        case .notCompliant: Cell("NOT COMPLIANT", .bad)
+        case .unreachable: Cell("UNREACHABLE", .warning)
+        }
+    }
+
+    static func severity(_ severity: String) -> Cell {
+        switch severity {
+        case "critical", "error": Cell(severity, .bad)
+        case "warning": Cell(severity, .warning)
+        default: Cell(severity, .muted)
+        }
+    }
+
+    static func expiry(_ date: Date?, daysLeft: Int?, dayOnly: Bool = true) -> Cell {
+        guard let date, let days = daysLeft else { return Cell("-", .muted) }
+        let text = dayOnly ? "\(Timestamp.formatDay(date)) (\(days < 0 ? "expired \(-days)d ago" : "\(days)d"))"
+            : days < 0 ? "expired \(-days)d ago" : "\(days)"
+        return Cell(text, days < 0 ? .bad : days <= 14 ? .warning : .plain)
+    }
+
+    static func percent(_ value: Double?) -> String {
+        value.map { "\(number($0))%" } ?? "n/a"
+    }
+
+    /// `1 day`, `7 days`, `1.5 hours`.
+    static func count(_ value: Double, _ unit: String) -> String {
+        "\(number(value)) \(unit)\(number(value) == "1" ? "" : "s")"
+    }
+
+    /// `12`, `12.5`: at most one decimal, none when whole.
+    static func number(_ value: Double) -> String {
+        let rounded = (value * 10).rounded() / 10
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+}

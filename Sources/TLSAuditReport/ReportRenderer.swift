@@ -1,0 +1,168 @@
+import Foundation
+import TLSAuditCore
+
+/// The formats `tlsaudit report --format` writes.
+public enum ReportFormat: String, CaseIterable, Sendable, Codable {
+    case text, markdown, json, csv, html
+
+    /// The file extension scheduled reports use.
+    public var fileExtension: String {
+        switch self {
+        case .text: "txt"
+        case .markdown: "md"
+        case .json: "json"
+        case .csv: "csv"
+        case .html: "html"
+        }
+    }
+}
+
+/// Renders a report in any format. Every string that comes from a server (subjects, names,
+/// failure messages) is neutralised for the format: control characters replaced in text,
+/// Markdown and CSV (no terminal escapes), Markdown metacharacters escaped, CSV cells that a
+/// spreadsheet would run as a formula quoted, and everything escaped in HTML.
+public enum ReportRenderer {
+    public static func render(_ report: ComplianceReport, as format: ReportFormat) throws -> String {
+        switch format {
+        case .text: TextReport.render(ReportDocument(report))
+        case .markdown: MarkdownReport.render(ReportDocument(report))
+        case .html: HTMLReport.render(ReportDocument(report))
+        case .csv: CSVReport.render(report)
+        case .json: String(decoding: try JSONEncoder.tlsaudit.encode(report), as: UTF8.self) + "\n"
+        }
+    }
+}
+
+extension String {
+    /// The string with control characters (C0, DEL, C1; newlines and tabs included) shown as
+    /// U+FFFD, so a hostile certificate cannot move the cursor or recolour a terminal.
+    var withoutControlCharacters: String {
+        guard unicodeScalars.contains(where: \.isControl) else { return self }
+        return String(String.UnicodeScalarView(unicodeScalars.map { $0.isControl ? "\u{FFFD}" : $0 }))
+    }
+}
+
+extension Unicode.Scalar {
+    var isControl: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
+}
+
+/// Plain text for a terminal or an e-mail body.
+enum TextReport {
+    static func render(_ document: ReportDocument) -> String {
+        var out = "\(document.title.uppercased())\n\(document.subtitle)\n"
+        for block in document.blocks {
+            switch block {
+            case .heading(let text):
+                out += "\n\(text.uppercased())\n"
+            case .subheading(let text):
+                out += "\n  \(text)\n"
+            case .paragraph(let text):
+                out += "  \(text.withoutControlCharacters)\n"
+            case .table(let header, let rows):
+                let table = TextTable.render(header: header.map { $0.uppercased() },
+                                             rows: rows.map { $0.map(\.text.withoutControlCharacters) })
+                out += table.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                    .map { "  " + $0 }.joined(separator: "\n") + "\n"
+            case .trend(let points):
+                out += "\n  Compliance over the period:\n"
+                for point in ReportDocument.thinned(points) {
+                    out += "  \(Timestamp.format(point.at))  \(bar(point.compliance))  \(ReportDocument.percent(point.compliance))"
+                        + "  (\(point.compliant) of \(point.compliant + point.notCompliant) reached; \(point.unreachable) unreachable)\n"
+                }
+            }
+        }
+        return out
+    }
+
+    /// A 20-cell bar of a percentage.
+    static func bar(_ value: Double?) -> String {
+        guard let value else { return String(repeating: " ", count: 20) }
+        let filled = Int((value / 5).rounded())
+        return String(repeating: "#", count: filled) + String(repeating: ".", count: 20 - filled)
+    }
+}
+
+/// Markdown (GitHub flavour): a wiki page or a ticket.
+enum MarkdownReport {
+    static func render(_ document: ReportDocument) -> String {
+        var out = "# \(document.title)\n\n\(escape(document.subtitle))\n"
+        for block in document.blocks {
+            switch block {
+            case .heading(let text):
+                out += "\n## \(escape(text))\n"
+            case .subheading(let text):
+                out += "\n### \(escape(text))\n"
+            case .paragraph(let text):
+                out += "\n\(escape(text))\n"
+            case .table(let header, let rows):
+                out += "\n| " + header.map(escape).joined(separator: " | ") + " |\n"
+                out += "|" + String(repeating: " --- |", count: header.count) + "\n"
+                for row in rows {
+                    out += "| " + row.map { cell in
+                        let text = escape(cell.text)
+                        return cell.tone == .bad && !text.isEmpty ? "**\(text)**" : text
+                    }.joined(separator: " | ") + " |\n"
+                }
+            case .trend(let points):
+                out += "\n| When | Compliance | Compliant | Not compliant | Unreachable |\n| --- | --- | --- | --- | --- |\n"
+                for point in ReportDocument.thinned(points) {
+                    out += "| \(Timestamp.format(point.at)) | \(escape(ReportDocument.percent(point.compliance))) | \(point.compliant) | \(point.notCompliant) | \(point.unreachable) |\n"
+                }
+            }
+        }
+        return out
+    }
+
+    /// Backslash-escapes Markdown's metacharacters and turns `<`, `>` and `&` into entities, so
+    /// that a certificate name shows as written and never as markup or HTML.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for character in text.withoutControlCharacters {
+            switch character {
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "&": out += "&amp;"
+            case "\\", "`", "*", "_", "{", "}", "[", "]", "#", "+", "|", "~":
+                out += "\\\(character)"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}
+
+/// CSV (RFC 4180): one row per target and address, for spreadsheets and scripts.
+enum CSVReport {
+    static let header = ["target", "host", "port", "address", "status", "policy", "failed_rules", "trusted", "trust_errors",
+                         "pin_state", "earliest_expiry", "days_left", "protocol", "cipher", "last_scan_at",
+                         "failure_category", "failure_message"]
+
+    static func render(_ report: ComplianceReport) -> String {
+        var out = header.joined(separator: ",") + "\r\n"
+        for target in report.targets {
+            for address in target.addresses {
+                let cells: [String?] = [
+                    target.target, target.host, String(target.port), address.address, address.status.rawValue,
+                    address.policy.rawValue, address.failedRules.joined(separator: " "),
+                    address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
+                    address.pinState, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
+                    address.protocolVersion, address.cipher, Timestamp.format(address.lastScanAt),
+                    address.failureCategory, address.failureMessage,
+                ]
+                out += cells.enumerated().map { index, cell in
+                    field(cell ?? "", numeric: index == 2 || index == 11)
+                }.joined(separator: ",") + "\r\n"
+            }
+        }
+        return out
+    }
+
+    /// Quotes a field when needed; a text field a spreadsheet would evaluate (`=`, `+`, `-`, `@`
+    /// first) gets a leading apostrophe (OWASP's advice against CSV injection).
+    static func field(_ value: String, numeric: Bool) -> String {
+        var text = value.withoutControlCharacters
+        if !numeric, let first = text.first, "=+-@".contains(first) { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "'" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}

@@ -1,0 +1,122 @@
+public import Foundation
+public import TLSAuditCore
+
+/// What a compliance report covers.
+public struct ReportQuery: Sendable, Hashable {
+    /// The period: scans with `start < started_at <= end`. `end` is also the report's "now".
+    public var start: Date
+    public var end: Date
+    /// Judge every scan under this policy, re-judged from the stored observations; nil: each scan's
+    /// verdict under the policy it was scanned with.
+    public var policy: CompliancePolicy?
+    /// Only these target keys (nil: every target the database has a current state for).
+    public var targets: Set<String>?
+    /// Seconds between the trend's samples.
+    public var step: TimeInterval
+
+    public init(start: Date, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil, step: TimeInterval) {
+        self.start = start
+        self.end = end
+        self.policy = policy
+        self.targets = targets
+        self.step = step
+    }
+}
+
+/// Where an address stands under a verdict.
+public enum AddressCondition: String, Codable, Sendable, Hashable {
+    case compliant
+    case notCompliant = "not-compliant"
+    /// No handshake and no chain: nothing could be judged.
+    case unreachable
+}
+
+/// One scan's verdict, as a report needs it.
+public struct ReportVerdict: Sendable, Hashable {
+    public var condition: AddressCondition
+    public var policy: CompliancePolicy
+    public var failedRules: [String]
+    /// Ids of the trust errors (`trust.expired`, ...); empty when the chain is trusted.
+    public var trustErrors: [String]
+
+    public init(condition: AddressCondition, policy: CompliancePolicy, failedRules: [String], trustErrors: [String]) {
+        self.condition = condition
+        self.policy = policy
+        self.failedRules = failedRules
+        self.trustErrors = trustErrors
+    }
+}
+
+/// A certificate of an address's current chain (path as built, else as presented).
+public struct ReportCertificate: Sendable, Hashable {
+    public var fingerprint: String
+    public var subject: String
+    public var commonName: String?
+    public var issuer: String
+    public var notBefore: Date
+    public var notAfter: Date
+    /// 0 for the leaf.
+    public var depth: Int
+}
+
+/// One target address as of the report's end.
+public struct ReportAddress: Sendable {
+    public var target: String
+    public var address: String
+    public var host: String
+    public var port: Int
+    public var lastScanAt: Date
+    public var verdict: ReportVerdict
+    /// `none`, `match`, `mismatch`, ... (the pin check of the last scan that reached the server).
+    public var pinState: String
+    public var pinMessage: String?
+    public var protocolVersion: String?
+    public var cipher: String?
+    public var failureCategory: String?
+    public var failureMessage: String?
+    /// The last scan that reached the server (nil: never, as far as the history goes).
+    public var lastReachableAt: Date?
+    public var chain: [ReportCertificate]
+}
+
+/// The fleet's counts at one instant.
+public struct ReportTrendSample: Sendable, Hashable {
+    public var at: Date
+    public var compliant: Int
+    public var notCompliant: Int
+    public var unreachable: Int
+}
+
+/// A change of verdict between two scans of an address that reached the server.
+public struct ReportTransition: Sendable, Hashable {
+    public enum Kind: String, Sendable, Codable {
+        /// Was compliant, or failed fewer rules, and now fails (the rules listed are the new ones).
+        case newFailure = "new-failure"
+        /// Was not compliant and now is.
+        case fix
+    }
+
+    public var kind: Kind
+    public var target: String
+    public var address: String
+    public var at: Date
+    public var policy: CompliancePolicy
+    /// For a new failure: the rules failing now that did not before. For a fix: the rules that failed.
+    public var rules: [String]
+}
+
+/// Everything a report is computed from, read from the stored observations.
+public struct ReportData: Sendable {
+    public var query: ReportQuery
+    public var addresses: [ReportAddress]
+    /// One sample at the start, one per step, one at the end.
+    public var trend: [ReportTrendSample]
+    public var transitions: [ReportTransition]
+    /// Alerts raised in the period, oldest first.
+    public var alerts: [Alert]
+    /// Scans stored in the period for the addresses reported on, and how many of those failed.
+    public var scans: Int
+    public var failedScans: Int
+    /// Distinct observations re-judged under `query.policy` (0 without `--policy`).
+    public var rejudged: Int
+}

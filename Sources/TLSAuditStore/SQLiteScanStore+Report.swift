@@ -1,0 +1,300 @@
+import Foundation
+import GRDB
+import TLSAuditCore
+
+extension SQLiteScanStore {
+    /// Reads what a compliance report needs: the state of every target address at `query.end`, the
+    /// fleet's counts over the period (one ordered pass over the period's scans), verdict changes,
+    /// and the period's alerts. With `query.policy` every verdict is re-judged from the stored
+    /// observation (identical observations are judged once); nothing is rescanned or written.
+    public func reportData(_ query: ReportQuery) throws -> ReportData {
+        do {
+            return try pool.read { db in
+                var reader = ReportReader(query: query, db: db)
+                return try reader.read()
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading the report data")
+        }
+    }
+}
+
+/// One read of the report data, inside one read transaction (a consistent snapshot while the
+/// service keeps writing).
+private struct ReportReader {
+    let query: ReportQuery
+    let db: Database
+    /// Verdicts re-judged under `query.policy`, by observation content.
+    private var rejudged: [String: PassVerdict] = [:]
+
+    init(query: ReportQuery, db: Database) {
+        self.query = query
+        self.db = db
+    }
+
+    /// An address of the fleet, as the pass tracks it.
+    private struct Tracked {
+        var condition: AddressCondition?
+        /// The last verdict of a scan that reached the server: transitions compare these.
+        var lastReachable: (condition: AddressCondition, rules: String)?
+    }
+
+    mutating func read() throws -> ReportData {
+        let fleet = try fleetKeys()
+        var addresses: [ReportAddress] = []
+        var tracked: [String: Tracked] = [:]
+        for (target, address) in fleet {
+            guard let current = try currentState(target: target, address: address) else { continue }
+            addresses.append(current)
+            tracked[Self.key(target, address)] = try stateAtStart(target: target, address: address)
+        }
+
+        // The fleet's counts, kept up to date as the pass goes.
+        var counts: [AddressCondition: Int] = [:]
+        for state in tracked.values { if let condition = state.condition { counts[condition, default: 0] += 1 } }
+        func sample(_ time: Date) -> ReportTrendSample {
+            ReportTrendSample(at: time, compliant: counts[.compliant] ?? 0, notCompliant: counts[.notCompliant] ?? 0,
+                              unreachable: counts[.unreachable] ?? 0)
+        }
+        var trend = [sample(query.start)]
+        var nextSample = query.start.addingTimeInterval(query.step)
+        var transitions: [ReportTransition] = []
+        var scans = 0
+        var failedScans = 0
+
+        let (columns, joins) = verdictSQL()
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT o.id, o.target || char(31) || o.address AS k, o.target, o.address, o.started_at, o.status,
+                o.trust_store IS NOT NULL AS has_chain, o.policy AS own_policy, \(columns)
+            FROM observation o \(joins)
+            WHERE o.started_at > ? AND o.started_at <= ?
+            ORDER BY o.started_at, o.id
+            """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
+        while let row = try cursor.next() {
+            let key: String = row["k"]
+            guard var state = tracked[key] else { continue }
+            let startedAt = Date(timeIntervalSince1970: row["started_at"])
+            while nextSample < startedAt, nextSample < query.end {
+                trend.append(sample(nextSample))
+                nextSample = nextSample.addingTimeInterval(query.step)
+            }
+            scans += 1
+            let status: String = row["status"]
+            if status == "failed" { failedScans += 1 }
+            let verdict = try passVerdict(row, withTrust: false)
+            if let old = state.condition { counts[old, default: 0] -= 1 }
+            counts[verdict.condition, default: 0] += 1
+            state.condition = verdict.condition
+            if verdict.condition != .unreachable {
+                if let previous = state.lastReachable,
+                   let transition = try Self.transition(from: previous, to: verdict, at: startedAt,
+                                                        target: row["target"], address: row["address"]) {
+                    transitions.append(transition)
+                }
+                state.lastReachable = (verdict.condition, verdict.rules)
+            }
+            tracked[key] = state
+        }
+        while nextSample < query.end {
+            trend.append(sample(nextSample))
+            nextSample = nextSample.addingTimeInterval(query.step)
+        }
+        trend.append(sample(query.end))
+
+        return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,
+                          alerts: try alerts(targets: Set(fleet.map(\.0))), scans: scans, failedScans: failedScans,
+                          rejudged: rejudged.count)
+    }
+
+    // MARK: - The fleet
+
+    /// Every (target, address) with a current state, limited to the configured targets when given.
+    private func fleetKeys() throws -> [(String, String)] {
+        try Row.fetchAll(db, sql: "SELECT target, address FROM target_state ORDER BY target, address").compactMap { row in
+            let target: String = row["target"]
+            if let targets = query.targets, !targets.contains(target) { return nil }
+            return (target, row["address"])
+        }
+    }
+
+    /// The address as of `query.end`: its last scan, the last that reached it, and that scan's chain.
+    /// Nil when it was first scanned after the end.
+    private mutating func currentState(target: String, address: String) throws -> ReportAddress? {
+        let (columns, joins) = verdictSQL()
+        guard let last = try Row.fetchOne(db, sql: """
+            SELECT o.*, o.policy AS own_policy, \(columns),
+                json_extract(o.handshake, '$.protocolVersion') AS protocol_version,
+                json_extract(o.handshake, '$.cipher.iana') AS cipher
+            FROM observation o \(joins)
+            WHERE o.target = ? AND o.address = ? AND o.started_at <= ?
+            ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+            """, arguments: [target, address, query.end.timeIntervalSince1970]) else { return nil }
+        let reachable = try Row.fetchOne(db, sql: """
+            SELECT o.id, o.started_at, json_extract(v.pin, '$.state') AS pin_state, json_extract(v.pin, '$.message') AS pin_message
+            FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
+            WHERE o.target = ? AND o.address = ? AND o.started_at <= ? AND (o.status = 'completed' OR o.trust_store IS NOT NULL)
+            ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+            """, arguments: [target, address, query.end.timeIntervalSince1970])
+        var chain: [ReportCertificate] = []
+        if let id: Int64 = reachable?["id"] {
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT c.role, c.position, cert.fingerprint, cert.subject, cert.issuer, cert.not_before, cert.not_after,
+                    json_extract(cert.summary, '$.commonName') AS common_name
+                FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
+                WHERE c.observation_id = ? ORDER BY c.role, c.position
+                """, arguments: [id])
+            let path = rows.filter { $0["role"] == "path" }
+            chain = (path.isEmpty ? rows : path).map { row in
+                ReportCertificate(fingerprint: row["fingerprint"], subject: row["subject"], commonName: row["common_name"],
+                                  issuer: row["issuer"], notBefore: Date(timeIntervalSince1970: row["not_before"]),
+                                  notAfter: Date(timeIntervalSince1970: row["not_after"]), depth: row["position"])
+            }
+        }
+        let verdict = try self.verdict(last)
+        return ReportAddress(
+            target: target, address: address, host: last["host"], port: last["port"],
+            lastScanAt: Date(timeIntervalSince1970: last["started_at"]), verdict: verdict,
+            pinState: reachable?["pin_state"] ?? "none", pinMessage: reachable?["pin_message"],
+            protocolVersion: last["protocol_version"], cipher: last["cipher"],
+            failureCategory: last["failure_category"], failureMessage: last["failure_message"],
+            lastReachableAt: (reachable?["started_at"] as Double?).map(Date.init(timeIntervalSince1970:)), chain: chain)
+    }
+
+    /// Where the address stood when the period began: its last scan before the start, and the
+    /// last one of those that reached the server.
+    private mutating func stateAtStart(target: String, address: String) throws -> Tracked {
+        let (columns, joins) = verdictSQL()
+        var state = Tracked()
+        for reachableOnly in [false, true] {
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT o.id, o.status, o.started_at, o.sni, o.host, o.trust_store IS NOT NULL AS has_chain,
+                    o.policy AS own_policy, \(columns)
+                FROM observation o \(joins)
+                WHERE o.target = ? AND o.address = ? AND o.started_at <= ?
+                    \(reachableOnly ? "AND (o.status = 'completed' OR o.trust_store IS NOT NULL)" : "")
+                ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+                """, arguments: [target, address, query.start.timeIntervalSince1970]) else { break }
+            let verdict = try passVerdict(row, withTrust: false)
+            if !reachableOnly { state.condition = verdict.condition }
+            if verdict.condition != .unreachable {
+                state.lastReachable = (verdict.condition, verdict.rules)
+                break
+            }
+        }
+        return state
+    }
+
+    private func alerts(targets: Set<String>) throws -> [Alert] {
+        try Row.fetchAll(db, sql: """
+            SELECT target, document FROM alert WHERE created_at > ? AND created_at <= ? ORDER BY created_at, id
+            """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970]).compactMap { row in
+            guard targets.contains(row["target"]) else { return nil }
+            return try SQLiteScanStore.decode(Alert.self, row["document"])
+        }
+    }
+
+    // MARK: - Verdicts
+
+    /// Columns and joins giving each observation's verdict: the stored one under its own policy,
+    /// or under `query.policy` when stored, else the content to re-judge it from.
+    private func verdictSQL() -> (columns: String, joins: String) {
+        guard let policy = query.policy else {
+            return ("v.compliant, v.failed_rules, v.findings, NULL AS content",
+                    "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
+        }
+        // Everything a verdict depends on: the observation, the chain, and which certificates
+        // were within their validity at the time of the scan.
+        let content = """
+            CASE WHEN v.observation_id IS NULL THEN
+                o.status || '|' || ifnull(o.failure_category, '') || '|' || ifnull(o.handshake, '') || '|'
+                || ifnull(o.ats_refusal, '') || '|' || ifnull(o.trust_store, '') || '|' || ifnull(o.anchored, '') || '|'
+                || ifnull(o.path_issues, '') || '|' || ifnull(o.sni, o.host) || '|'
+                || ifnull((SELECT group_concat(c.role || c.position || ':' || c.fingerprint || ':' || ifnull(c.source, '') || ':'
+                                               || (o.started_at >= cert.not_before AND o.started_at <= cert.not_after), ',')
+                           FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
+                           WHERE c.observation_id = o.id), '')
+            END AS content
+            """
+        return ("v.compliant, v.failed_rules, v.findings, o.sni AS content_sni, o.host AS content_host, \(content)",
+                "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\(policy.rawValue)'")
+    }
+
+    /// A verdict as the pass compares them: the failed rules kept as their stored JSON text, so
+    /// that a million scans are not decoded one by one (only changes are).
+    private struct PassVerdict {
+        var condition: AddressCondition
+        var policy: CompliancePolicy
+        var rules: String
+        var trustErrors: [String]
+    }
+
+    /// The verdict of a row selected with `verdictSQL()`. `withTrust` decodes the findings to name
+    /// the trust errors (only the current state shows them).
+    private mutating func passVerdict(_ row: Row, withTrust: Bool) throws -> PassVerdict {
+        let status: String = row["status"]
+        let hasChain = (row["has_chain"] as Bool?) ?? ((row["trust_store"] as String?) != nil)
+        if let content: String = row["content"], let policy = query.policy {
+            if let known = rejudged[content] { return known }
+            let id: Int64 = row["id"]
+            guard let result = try SQLiteScanStore.loadResult(observationID: id, in: db) else {
+                throw StoreError(.other, "observation \(id) vanished while reading")
+            }
+            let hostname: String = row["content_sni"] ?? row["content_host"]
+            let judged = AddressAssessment.rejudge(result, hostname: hostname, policy: policy, at: result.startedAt)
+            let verdict = PassVerdict(
+                condition: Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
+                policy: policy, rules: try SQLiteScanStore.json(judged.verdict.failedRules),
+                trustErrors: Self.trustErrors(judged.findings))
+            rejudged[content] = verdict
+            return verdict
+        }
+        let policy = query.policy ?? CompliancePolicy(rawValue: row["own_policy"] ?? "") ?? .ats
+        let findings = withTrust ? try SQLiteScanStore.decode([Finding].self, row["findings"]) ?? [] : []
+        return PassVerdict(condition: Self.condition(status: status, hasChain: hasChain, compliant: row["compliant"] == 1),
+                           policy: policy, rules: row["failed_rules"] ?? "[]", trustErrors: Self.trustErrors(findings))
+    }
+
+    private mutating func verdict(_ row: Row) throws -> ReportVerdict {
+        let verdict = try passVerdict(row, withTrust: true)
+        return ReportVerdict(condition: verdict.condition, policy: verdict.policy,
+                             failedRules: try Self.rules(verdict.rules), trustErrors: verdict.trustErrors)
+    }
+
+    static func condition(status: String, hasChain: Bool, compliant: Bool) -> AddressCondition {
+        if status == "failed", !hasChain { return .unreachable }
+        return compliant && status == "completed" ? .compliant : .notCompliant
+    }
+
+    static func trustErrors(_ findings: [Finding]) -> [String] {
+        findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }.map(\.id.rawValue)
+    }
+
+    /// A new failure or a fix between two verdicts of scans that reached the server.
+    private static func transition(from previous: (condition: AddressCondition, rules: String), to verdict: PassVerdict,
+                                   at time: Date, target: String, address: String) throws -> ReportTransition? {
+        guard previous.condition != verdict.condition || previous.rules != verdict.rules else { return nil }
+        let before = try rules(previous.rules)
+        let now = try rules(verdict.rules)
+        func make(_ kind: ReportTransition.Kind, _ rules: [String]) -> ReportTransition {
+            ReportTransition(kind: kind, target: target, address: address, at: time, policy: verdict.policy, rules: rules)
+        }
+        switch (previous.condition, verdict.condition) {
+        case (.compliant, .notCompliant):
+            return make(.newFailure, now)
+        case (.notCompliant, .compliant):
+            return make(.fix, before)
+        case (.notCompliant, .notCompliant):
+            let added = now.filter { !before.contains($0) }
+            return added.isEmpty ? nil : make(.newFailure, added)
+        default:
+            return nil
+        }
+    }
+
+    static func rules(_ json: String) throws -> [String] {
+        try SQLiteScanStore.decode([String].self, json) ?? []
+    }
+
+    static func key(_ target: String, _ address: String) -> String { target + "\u{1F}" + address }
+
+}

@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import TLSAuditCore
+import TLSAuditReport
+import TLSAuditStore
+
+/// `tlsaudit report`: a compliance report computed from the stored scans.
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Write a compliance report from the stored scans: fleet summary and trend, every target, what changed, expiring certificates, unreachable targets.",
+        discussion: """
+            Computed from the database alone (no scan is made); safe while the service runs. With \
+            --policy every stored observation is judged again under that policy. With --config only \
+            the configured targets are reported. Exit 0 when written, 2 when the database cannot be \
+            read or the file cannot be written, 64 on bad options.
+            """
+    )
+
+    @OptionGroup var databaseOptions: DatabaseOptions
+
+    @Option(help: "Output format: \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var format: ReportFormat = .text
+
+    @Option(help: "The period: the report covers this long up to --at (e.g. 24h, 7d, 30d).")
+    var since: String = "7d"
+
+    @Option(help: "Write the report to this file (atomically) instead of standard output.")
+    var out: String?
+
+    @Option(help: "Judge every stored scan under this policy instead of its own: \(CompliancePolicy.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var policy: CompliancePolicy?
+
+    @Option(help: "The end of the period, ISO 8601 (default: now).")
+    var at: String?
+
+    @Option(name: .customLong("expiring-within"), help: "List certificates expiring within this long (e.g. 30d).")
+    var expiringWithin: String = "30d"
+
+    func validate() throws {
+        guard let seconds = DurationText.seconds(since), seconds >= 60 else {
+            throw ValidationError("--since must be a duration of at least a minute, like 24h, 7d or 30d.")
+        }
+        guard DurationText.seconds(expiringWithin) != nil else {
+            throw ValidationError("--expiring-within must be a duration like 30d.")
+        }
+        if let at, Timestamp.parse(at) == nil {
+            throw ValidationError("--at must be an ISO 8601 time like 2026-11-22T00:00:00Z.")
+        }
+    }
+
+    func run() throws {
+        let store = try databaseOptions.openStore()
+        let targets = try databaseOptions.config.map { Set(try loadConfiguration($0).targets.map(\.key)) }
+        let request = ReportRequest(since: DurationText.seconds(since)!, end: at.flatMap(Timestamp.parse) ?? Date(),
+                                    policy: policy, targets: targets,
+                                    expiringWithinDays: Int(DurationText.seconds(expiringWithin)! / 86_400))
+        let content: String
+        do {
+            content = try ReportRenderer.render(try ReportGenerator.report(from: store, request), as: format)
+        } catch {
+            FileHandle.standardError.write(Data("tlsaudit: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        guard let out else {
+            FileHandle.standardOutput.write(Data(content.utf8))
+            return
+        }
+        do {
+            try ReportGenerator.write(content, to: out)
+        } catch {
+            FileHandle.standardError.write(Data("tlsaudit: cannot write \(out): \(error.localizedDescription)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+}
+
