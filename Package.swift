@@ -80,6 +80,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Builds the report tests' fixture and the report benchmark's synthetic fleet (bench/report).
+        .executableTarget(
+            name: "tlsaudit-bench",
+            dependencies: [
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/TLSAuditBench",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TLSAuditCoreTests",
             dependencies: ["TLSAuditCore"],

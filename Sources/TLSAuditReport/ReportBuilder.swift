@@ -21,7 +21,7 @@ public enum ReportBuilder {
         let end = data.query.end
         let addresses = data.addresses.map { address -> ComplianceReport.AddressEntry in
             let earliest = address.chain.map(\.notAfter).min()
-            let reached = address.lastReachableAt != nil
+            let reached = address.verdict.condition != .unreachable
             return ComplianceReport.AddressEntry(
                 address: address.address, status: address.verdict.condition, policy: address.verdict.policy,
                 failedRules: address.verdict.failedRules,

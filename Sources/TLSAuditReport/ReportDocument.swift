@@ -157,12 +157,13 @@ struct ReportDocument {
         }))
     }
 
-    /// At most `limit` points, evenly spaced, always with the first and the last (the chart in
-    /// HTML shows them all; a text table of sixty rows would bury the rest of the report).
+    /// Every k-th point and the last, at most about `limit` (the HTML chart shows them all; a text
+    /// table of sixty rows would bury the rest of the report).
     static func thinned(_ points: [ComplianceReport.TrendPoint], limit: Int = 13) -> [ComplianceReport.TrendPoint] {
-        guard points.count > limit else { return points }
-        let stride = Double(points.count - 1) / Double(limit - 1)
-        return (0..<limit).map { points[Int((Double($0) * stride).rounded())] }
+        guard points.count > limit, let last = points.last else { return points }
+        let every = (points.count - 2) / (limit - 1) + 1
+        let picked = stride(from: 0, to: points.count - 1, by: every).map { points[$0] }
+        return picked + [last]
     }
 
     // MARK: - Cells

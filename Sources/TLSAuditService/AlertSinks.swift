@@ -154,19 +154,21 @@ final class AlertDispatcher: @unchecked Sendable {
             logger.log(level: level, "ALERT \(alert.text)", metadata: metadata)
             return .success(())
         case .webhook(let url, let secret, let timeout):
-            return postWebhook(url: url, body: body, secret: secret, alertID: alert.id, timeout: timeout)
+            return postWebhook(url: url, body: body, secret: secret, headers: ["X-Tlsaudit-Alert-Id": alert.id], timeout: timeout)
         case .command(let argv, let timeout):
             return runCommand(argv, input: body, timeout: timeout)
         }
     }
 
-    static func postWebhook(url: URL, body: Data, secret: String?, alertID: String, timeout: Double) -> Result<Void, DeliveryError> {
+    /// One HTTP POST of a JSON body, signed when there is a secret; success is a 2xx answer within `timeout`.
+    static func postWebhook(url: URL, body: Data, secret: String?, headers: [String: String],
+                            timeout: Double) -> Result<Void, DeliveryError> {
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = "POST"
         request.httpBody = body
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("tlsaudit", forHTTPHeaderField: "User-Agent")
-        request.setValue(alertID, forHTTPHeaderField: "X-Tlsaudit-Alert-Id")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let secret {
             let signature = MessageAuthentication.hmacSHA256Hex(key: Array(secret.utf8), message: Array(body))
             request.setValue("sha256=\(signature)", forHTTPHeaderField: "X-Tlsaudit-Signature")

@@ -17,6 +17,7 @@ public final class ScanService: Service, @unchecked Sendable {
     private let writer: ResultWriter
     private let dispatcher: AlertDispatcher
     private let scheduler: ScanScheduler
+    private let reports: ReportScheduler
     private let notifier = SystemdNotifier()
     private let control = DispatchQueue(label: "tlsaudit.service")
     private var housekeeping: [DispatchSourceTimer] = []
@@ -43,6 +44,7 @@ public final class ScanService: Service, @unchecked Sendable {
             }
             dispatcher.poke()
         }
+        reports = ReportScheduler(configuration: configuration, writer: writer, logger: logger)
         let scanner = try TLSScanner(options: ScanOptions(trustStore: try TrustStore.system()))
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)
@@ -69,10 +71,11 @@ public final class ScanService: Service, @unchecked Sendable {
     public func run() async throws {
         logger.info("tlsaudit service starting", metadata: [
             "database": "\(configuration.database)", "targets": "\(configuration.targets.count)",
-            "config": "\(configurationPath ?? "(built in)")",
+            "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
         scheduler.start()
         dispatcher.start()
+        reports.start()
         startHousekeeping()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
@@ -82,6 +85,7 @@ public final class ScanService: Service, @unchecked Sendable {
         notifier.stopping()
         logger.notice("shutting down: no new scans; waiting for scans in flight", metadata: ["grace_s": "\(Int(shutdownGrace))"])
         stopHousekeeping()
+        reports.stop()
         let abandoned = await Self.onThread { [scheduler, shutdownGrace] in
             scheduler.stop(deadline: Date().addingTimeInterval(shutdownGrace))
         }
@@ -140,6 +144,7 @@ public final class ScanService: Service, @unchecked Sendable {
             scheduler.apply(applied, trustStores: stores)
             writer.apply(applied.alerts.settings)
             dispatcher.apply(applied.alerts)
+            reports.apply(applied)
             configuration = applied
             logger.notice("configuration reloaded", metadata: ["targets": "\(applied.targets.count)"])
         }

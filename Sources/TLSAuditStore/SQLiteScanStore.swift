@@ -37,6 +37,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check").joined(separator: "; ") }
     }
 
+    /// Folds the write-ahead log into the file and rewrites it compactly, leaving one
+    /// self-contained file (for fixtures and copies; the service never needs it).
+    public func compact() throws {
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute(sql: "VACUUM")
+        }
+    }
+
     /// The migrations applied so far, in order.
     public func appliedMigrations() throws -> [String] {
         try pool.read { db in try StoreMigrations.migrator.appliedMigrations(db) }
@@ -72,6 +81,10 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let result = scan.result
         let chain = result.chain
         for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? []) {
+            // Most scans show certificates already stored: skip encoding those.
+            let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM certificate WHERE fingerprint = ?",
+                                          arguments: [certificate.sha256Fingerprint]) ?? false
+            if known { continue }
             try db.execute(sql: """
                 INSERT OR IGNORE INTO certificate (fingerprint, der, subject, issuer, not_before, not_after, spki_sha256, summary, first_seen)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -364,6 +377,32 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             chain: chain, findings: findings,
             ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
                             rules: status == .failed ? [:] : rules, failedRules: failedRules))
+    }
+
+    // MARK: - Scheduled reports
+
+    public func lastReportRun(name: String) throws -> Date? {
+        do {
+            return try pool.read { db in
+                try Double.fetchOne(db, sql: "SELECT max(period_end) FROM report_run WHERE name = ?", arguments: [name])
+                    .map(Date.init(timeIntervalSince1970:))
+            }
+        } catch {
+            throw Self.storeError(error, doing: "reading the scheduled reports")
+        }
+    }
+
+    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: String]) throws {
+        do {
+            try pool.write { db in
+                try db.execute(sql: """
+                    INSERT OR REPLACE INTO report_run (name, period_end, written_at, files, delivery) VALUES (?, ?, ?, ?, ?)
+                    """, arguments: [name, periodEnd.timeIntervalSince1970, Date().timeIntervalSince1970, try Self.json(files),
+                                     try Self.json(delivery)])
+            }
+        } catch {
+            throw Self.storeError(error, doing: "recording the scheduled report \(name)")
+        }
     }
 
     public func prune(olderThan cutoff: Date) throws -> PruneResult {

@@ -149,6 +149,11 @@ public protocol ScanStore: Sendable {
     /// What a compliance report over `query` needs, from the stored observations (re-judged under
     /// `query.policy` when given; nothing is rescanned or written).
     func reportData(_ query: ReportQuery) throws -> ReportData
+    /// The end of the period of the latest scheduled report `name` written, nil before the first.
+    func lastReportRun(name: String) throws -> Date?
+    /// Records that the scheduled report `name` for the period ending at `periodEnd` was written
+    /// (`files`) and delivered (`delivery`: sink name to "delivered" or the error).
+    func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: String]) throws
     /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
     /// no scan refers to any more.
     func prune(olderThan cutoff: Date) throws -> PruneResult

@@ -64,6 +64,8 @@ public struct LabCertificateRequest: Sendable {
     public var key: LabKeyType
     /// Further extensions as (OID or short name, OpenSSL value syntax), e.g. `("1.2.3.4", "critical,DER:05:00")`.
     public var extraExtensions: [ExtraExtension]
+    /// Certify this key instead of generating one (a renewal that keeps the key).
+    public var existingKey: LabPrivateKey?
 
     public struct ExtraExtension: Sendable {
         public var name: String
@@ -146,7 +148,7 @@ public enum LabCertificateAuthority {
     }
 
     static func issue(_ request: LabCertificateRequest, issuer: LabCertificate?) throws -> LabCertificate {
-        let key = try LabPrivateKey(request.key)
+        let key = try request.existingKey ?? LabPrivateKey(request.key)
         guard let x509 = X509_new() else { throw OpenSSLFailure("cannot allocate a certificate") }
         let certificate = X509Certificate(takingOwnershipOf: x509)
         X509_set_version(x509, 2)

@@ -1,0 +1,336 @@
+import Foundation
+import GRDB
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+@testable import TLSAuditReport
+import TLSAuditService
+import TLSAuditStore
+
+/// `tlsaudit report` on a fixed database of real handshakes (built by
+/// `tlsaudit-bench report-fixture`; see Fixtures/report/README.md), and the service's scheduled reports.
+@Suite("Compliance reports", .serialized)
+struct ReportTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/report")
+    /// The fixture's week: scans from 2026-10-31T12:00Z to 2026-11-07T12:00Z.
+    static let end = "2026-11-08T00:00:00Z"
+    let lab = ServiceLab.shared
+
+    /// A private copy of the fixture database (opening it may migrate it and adds WAL files).
+    func fixtureCopy() throws -> String {
+        let workspace = try lab.workspace("report")
+        let path = workspace.appendingPathComponent("fixture.sqlite").path
+        try FileManager.default.copyItem(atPath: Self.fixtures.appendingPathComponent("fixture.sqlite").path, toPath: path)
+        return path
+    }
+
+    func report(_ database: String, _ arguments: [String]) throws -> Binary.Output {
+        try Binary.run(["report", "--database", database, "--at", Self.end, "--since", "7d"] + arguments)
+    }
+
+    @Test("every format matches its golden file (TLSAUDIT_UPDATE_GOLDEN=1 rewrites them)", arguments: ReportFormat.allCases)
+    func golden(format: ReportFormat) throws {
+        let database = try fixtureCopy()
+        let output = try report(database, ["--format", format.rawValue])
+        #expect(output.status == 0, "\(output.stderr)")
+        let golden = Self.fixtures.appendingPathComponent("golden.\(format.fileExtension)")
+        if ProcessInfo.processInfo.environment["TLSAUDIT_UPDATE_GOLDEN"] == "1" {
+            try output.stdout.write(to: golden, atomically: true, encoding: .utf8)
+        }
+        let expected = try String(contentsOf: golden, encoding: .utf8)
+        #expect(output.stdout == expected, "differs from \(golden.path); diff it, and rerun with TLSAUDIT_UPDATE_GOLDEN=1 if the change is intended")
+    }
+
+    @Test("the week's story is in the report: one regression, one fix, renewals, pin events, the target that went down")
+    func content() throws {
+        let output = try report(try fixtureCopy(), ["--format", "json"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(output.stdout.utf8))
+        #expect(report.schema == "tlsaudit.report/1")
+        #expect(report.summary.targets == 9 && report.summary.addresses == 9)
+        #expect(report.summary.compliant == 6 && report.summary.notCompliant == 2 && report.summary.unreachable == 1)
+        #expect(report.summary.compliance == 75 && report.summary.complianceAtStart == 77.8 && report.summary.trend == "down")
+        #expect(report.changes.newFailures.map(\.target) == ["regressed"])
+        #expect(report.changes.newFailures.first?.rules.contains("ats.tls-version") == true)
+        #expect(report.changes.fixes.map(\.target) == ["fixed"] && report.changes.fixes.first?.rules == ["ats.trust"])
+        #expect(report.changes.pinEvents.map(\.kind) == ["pin.mismatch", "pin.restored"])
+        let renewal = try #require(report.changes.certificates.first { $0.target == "renewed" })
+        #expect(renewal.sameKey)
+        #expect(report.changes.certificates.filter { !$0.sameKey }.map(\.target) == ["fixed", "regressed", "pinned", "pinned"])
+        #expect(report.unreachable.map(\.target) == ["down"])
+        #expect(report.unreachable.first?.lastReachableAt == Timestamp.parse("2026-11-05T00:00:00Z"))
+        #expect(report.expiring.map(\.commonName) == ["<script>alert(1)</script>", "=HYPERLINK(\"x\") | *bold* [a](b) & co"])
+        #expect(report.expiring.map(\.daysLeft) == [17, 23])
+        // The trend: 77.8% until the fix (2026-11-03), 88.9% until the regression (2026-11-04T12:00), then 75%.
+        let points = Dictionary(uniqueKeysWithValues: report.trend.map { (Timestamp.format($0.at), $0.compliance) })
+        #expect(points["2026-11-02T00:00:00Z"] == 77.8 && points["2026-11-03T06:00:00Z"] == 88.9 && points[Self.end] == 75)
+        let regressed = try #require(report.targets.first { $0.target == "regressed" }?.addresses.first)
+        #expect(regressed.protocolVersion == "TLSv1" && regressed.trusted == true)
+        let wrongName = try #require(report.targets.first { $0.target == "wrong-name" }?.addresses.first)
+        #expect(wrongName.trustErrors == ["trust.hostname-mismatch"] && wrongName.trusted == false)
+        #expect(report.targets.first { $0.target == "pinned" }?.addresses.first?.pinState == "match")
+    }
+
+    @Test("--policy judges the stored observations again without rescanning: other rules fail, nothing is written")
+    func rejudge() throws {
+        let database = try fixtureCopy()
+        let verdicts = { try DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM verdict") } }
+        let before = try verdicts()
+        let output = try report(database, ["--format", "json", "--policy", "apple-trust"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let rejudged = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(output.stdout.utf8))
+        #expect(rejudged.policy == "apple-trust")
+        #expect(rejudged.summary.rejudgedObservations > 0)
+        let regressed = try #require(rejudged.targets.first { $0.target == "regressed" }?.addresses.first)
+        // Apple's trust rules check keys and signatures, not the protocol or the suite.
+        #expect(regressed.policy == .appleTrust)
+        #expect(regressed.failedRules == ["ats.signature-hash", "ats.key-size"])
+        #expect(rejudged.changes.newFailures.first?.rules == ["ats.signature-hash", "ats.key-size"])
+        #expect(rejudged.targets.first { $0.target == "wrong-name" }?.addresses.first?.failedRules == ["ats.trust"])
+        #expect(try verdicts() == before, "a report writes no verdicts")
+
+        // Under the policy the scans were stored with, the stored verdicts are used as they are.
+        let same = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try report(database, ["--format", "json", "--policy", "ats"]).stdout.utf8))
+        #expect(same.summary.rejudgedObservations == 0)
+        #expect(same.summary.compliant == 6)
+    }
+
+    @Test("HTML is one self-contained file: no scripts, no external assets, hostile names escaped")
+    func htmlIsSelfContained() throws {
+        let output = try report(try fixtureCopy(), ["--format", "html"])
+        let html = output.stdout
+        #expect(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        #expect(!html.lowercased().contains("<script"))
+        #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("@import") && !html.contains("url("))
+        #expect(html.contains("<svg") && html.contains("<polyline"))
+        #expect(html.contains("=HYPERLINK(&quot;x&quot;) | *bold* [a](b) &amp; co"))
+        let markdown = try report(try fixtureCopy(), ["--format", "markdown"]).stdout
+        #expect(markdown.contains("&lt;script&gt;alert\\(1\\)&lt;/script&gt;") || markdown.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        #expect(markdown.contains("\\| \\*bold\\* \\[a\\](b) &amp; co"))
+    }
+
+    @Test("headless Chromium renders the HTML: the hostile name is text, never an element; a screenshot is taken")
+    func chromium() throws {
+        let browser = try #require(["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                                   "Debian's chromium package is needed (.ci/run installs it)")
+        let database = try fixtureCopy()
+        let directory = URL(fileURLWithPath: database).deletingLastPathComponent()
+        let page = directory.appendingPathComponent("report.html").path
+        #expect(try report(database, ["--format", "html", "--out", page]).status == 0)
+        let common = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=\(directory.path)/chromium"]
+        let dom = try run(browser, common + ["--dump-dom", "file://\(page)"])
+        #expect(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the CN is text in the rendered DOM")
+        #expect(!dom.contains("<script"), "no script element in the rendered DOM")
+        #expect(dom.contains("<svg"))
+        let screenshot = directory.appendingPathComponent("report.png").path
+        for (name, width) in [("desktop", 1280), ("phone", 390)] {
+            let file = screenshot.replacingOccurrences(of: ".png", with: "-\(name).png")
+            _ = try run(browser, common + ["--window-size=\(width),2400", "--screenshot=\(file)", "file://\(page)"])
+            let png = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 20_000, "\(file): \(png.count) bytes")
+            // Width from the PNG header: the page rendered at the requested size.
+            let pngWidth = png[16..<20].reduce(0) { $0 << 8 | Int($1) }
+            #expect(pngWidth == width)
+        }
+    }
+
+    func run(_ program: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    @Test("bad options and an unreadable database give a clear error and an exit code")
+    func errors() throws {
+        let database = try fixtureCopy()
+        let badSince = try Binary.run(["report", "--database", database, "--since", "soon"])
+        #expect(badSince.status == 64 && badSince.stderr.contains("--since"))
+        let badFormat = try Binary.run(["report", "--database", database, "--format", "pdf"])
+        #expect(badFormat.status == 64)
+        let missing = try Binary.run(["report", "--database", "/nonexistent/tlsaudit.sqlite"])
+        #expect(missing.status == 2 && missing.stderr.contains("no database"))
+        let unwritable = try report(database, ["--out", "/proc/tlsaudit-report.txt"])
+        #expect(unwritable.status == 2 && unwritable.stderr.contains("cannot write /proc/tlsaudit-report.txt"))
+    }
+
+    @Test("server-made strings cannot escape their format: CSV formulas, Markdown markup, terminal escapes")
+    func neutralising() {
+        #expect(CSVReport.field("=HYPERLINK(\"x\")", numeric: false) == "\"'=HYPERLINK(\"\"x\"\")\"")
+        #expect(CSVReport.field("-3", numeric: true) == "-3")
+        #expect(CSVReport.field("@SUM(A1)", numeric: false) == "\"'@SUM(A1)\"")
+        #expect(CSVReport.field("a,b", numeric: false) == "\"a,b\"")
+        #expect(MarkdownReport.escape("<b>|*x*") == "&lt;b&gt;\\|\\*x\\*")
+        #expect("red\u{1B}[31m\nline".withoutControlCharacters == "red\u{FFFD}[31m\u{FFFD}line")
+        #expect(HTMLReport.escape("<a href='x'>\"&") == "&lt;a href=&#39;x&#39;&gt;&quot;&amp;")
+    }
+}
+
+/// The service's scheduled reports, with a real service, a real server and a webhook receiver.
+@Suite("Scheduled reports", .serialized)
+struct ScheduledReportTests {
+    let lab = ServiceLab.shared
+    static let secret = "report-secret"
+
+    /// `HH:MM:SS` in UTC, `offset` seconds from now.
+    static func timeOfDay(_ offset: Double) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.hour, .minute, .second], from: Date().addingTimeInterval(offset))
+        return String(format: "%02d:%02d:%02d", parts.hour!, parts.minute!, parts.second!)
+    }
+
+    func config(_ workspace: URL, port: Int, receiver: LabWebhookReceiver, at: String) throws -> String {
+        let path = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let yaml = lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("api", port)],
+                                     extra: """
+            alerts:
+              sinks:
+                - type: log
+                - name: hook
+                  type: webhook
+                  url: http://127.0.0.1:\(receiver.port)/reports
+                  secret: \(Self.secret)
+                  timeout: 2s
+            reports:
+              - name: daily-ops
+                schedule: daily
+                at: "\(at)"
+                timezone: UTC
+                since: 1h
+                formats: [html, json, csv]
+                directory: \(workspace.path)/reports
+                sinks: [hook]
+            """)
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func reportRequests(_ receiver: LabWebhookReceiver) -> [LabWebhookReceiver.Request] {
+        receiver.received.filter { $0.headers["x-tlsaudit-report-id"] != nil }
+    }
+
+    @Test("a daily report is written at its time in every format and sent signed; a restart neither repeats nor skips one")
+    func daily() throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let workspace = try lab.workspace("scheduled")
+        let config = try config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(4))
+        let check = try Binary.run(["check-config", config])
+        #expect(check.status == 0, "\(check.stderr)")
+
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        let reports = workspace.appendingPathComponent("reports")
+        let day = Timestamp.formatDay(Date().addingTimeInterval(4))
+        let json = reports.appendingPathComponent("daily-ops-\(day).json")
+        service.wait("the scheduled report", timeout: 25) { FileManager.default.fileExists(atPath: json.path) }
+        let report = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(contentsOf: json))
+        #expect(report.targets.map(\.target) == ["api"])
+        #expect(report.summary.compliant == 1 && report.summary.scans >= 2)
+        let html = try String(contentsOf: reports.appendingPathComponent("daily-ops-\(day).html"), encoding: .utf8)
+        #expect(html.contains("<svg"))
+        let csv = try String(contentsOf: reports.appendingPathComponent("daily-ops-\(day).csv"), encoding: .utf8)
+        #expect(csv.split(separator: "\r\n").count == 2)
+
+        service.wait("the report at the webhook") { reportRequests(receiver).count == 1 }
+        let request = try #require(reportRequests(receiver).first)
+        let expected = MessageAuthentication.hmacSHA256Hex(key: Array(Self.secret.utf8), message: Array(request.body))
+        #expect(request.headers["x-tlsaudit-signature"] == "sha256=\(expected)")
+        #expect(request.headers["x-tlsaudit-report-id"] == "daily-ops@\(Timestamp.format(report.period.end))")
+        let notice = try #require(try JSONSerialization.jsonObject(with: request.body) as? [String: Any])
+        #expect(notice["schema"] as? String == "tlsaudit.report-notice/1")
+        #expect((notice["text"] as? String)?.hasPrefix("tlsaudit report daily-ops") == true)
+        #expect((notice["report"] as? [String: Any])?["schema"] as? String == "tlsaudit.report/1")
+        #expect(service.lines(containing: "scheduled report written").count == 1)
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+
+        // Restarted with the same schedule: today's report exists, so nothing is written again.
+        let again = try ServiceProcess(config: config, workspace: workspace)
+        again.wait("scans after the restart") { again.storedScans.count >= 3 }
+        #expect(reportRequests(receiver).count == 1)
+        #expect(again.lines(containing: "scheduled report written").isEmpty)
+        again.signal(SIGTERM)
+        #expect(again.waitForExit(timeout: 10) == 0)
+
+        // Moved to a time that passed while it was stopped: the missed report is written at start.
+        _ = try self.config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(-1))
+        let caughtUp = try ServiceProcess(config: config, workspace: workspace)
+        caughtUp.wait("the missed report") { reportRequests(receiver).count == 2 }
+        #expect(caughtUp.lines(containing: "missed while stopped").count == 1)
+        caughtUp.signal(SIGTERM)
+        #expect(caughtUp.waitForExit(timeout: 10) == 0)
+        let runs = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false)
+            .lastReportRun(name: "daily-ops")
+        #expect(runs != nil && runs! > report.period.end)
+    }
+
+    @Test("the reports section is checked like the rest: every mistake with its line")
+    func configurationErrors() throws {
+        let yaml = """
+            database: /tmp/x.sqlite
+            alerts:
+              sinks:
+                - name: hook
+                  type: webhook
+                  url: http://127.0.0.1:9/
+            reports:
+              - schedule: hourly
+              - name: weekly
+                schedule: weekly
+                day: funday
+                at: "25:00"
+                formats: [html, pdf]
+                sinks: [nope]
+                timezone: Mars/Base
+              - schedule: daily
+                day: monday
+                colour: blue
+            targets: [example.org]
+            """
+        #expect(throws: ConfigurationErrors.self) { try ServiceConfiguration.parse(yaml: yaml, file: "t.yaml", baseDirectory: "/tmp") }
+        do {
+            _ = try ServiceConfiguration.parse(yaml: yaml, file: "t.yaml", baseDirectory: "/tmp")
+        } catch {
+            let lines = error.errors.map { "\($0.line ?? 0): \($0.message)" }
+            #expect(lines.contains { $0.hasPrefix("8:") && $0.contains("schedule 'hourly'") })
+            #expect(lines.contains { $0.hasPrefix("11:") && $0.contains("day must be one of") })
+            #expect(lines.contains { $0.hasPrefix("12:") && $0.contains("HH:MM") })
+            #expect(lines.contains { $0.hasPrefix("13:") && $0.contains("formats must be") })
+            #expect(lines.contains { $0.hasPrefix("14:") && $0.contains("no sink named 'nope'") })
+            #expect(lines.contains { $0.hasPrefix("15:") && $0.contains("not a time zone") })
+            #expect(lines.contains { $0.hasPrefix("17:") && $0.contains("weekly reports only") })
+            #expect(lines.contains { $0.hasPrefix("18:") && $0.contains("unknown key 'colour'") })
+        }
+        let good = try ServiceConfiguration.parse(yaml: """
+            database: /var/lib/tlsaudit/db.sqlite
+            reports:
+              - schedule: weekly
+                day: friday
+                at: "17:30"
+                timezone: Europe/Paris
+                formats: [html, json, html]
+                keep: 12
+            targets: [example.org]
+            """, file: "t.yaml", baseDirectory: "/tmp")
+        let schedule = try #require(good.reports.first)
+        #expect(schedule.name == "weekly" && schedule.weekday == 6)
+        #expect(schedule.timeOfDay == 17 * 3600 + 30 * 60)
+        #expect(schedule.formats == [.html, .json])
+        #expect(schedule.keep == 12 && schedule.since == 7 * 86_400)
+        #expect(schedule.directory == "/var/lib/tlsaudit/reports")
+        // Friday 2026-11-20 17:30 in Paris is 16:30 UTC; asked on Sunday the 22nd, that is the latest one.
+        #expect(schedule.latestDue(atOrBefore: Timestamp.parse("2026-11-22T12:00:00Z")!) == Timestamp.parse("2026-11-20T16:30:00Z"))
+        #expect(schedule.nextDue(after: Timestamp.parse("2026-11-22T12:00:00Z")!) == Timestamp.parse("2026-11-27T16:30:00Z"))
+        // Across the end of summer time the report stays at 17:30 local (15:30 UTC in summer).
+        #expect(schedule.latestDue(atOrBefore: Timestamp.parse("2026-10-20T00:00:00Z")!) == Timestamp.parse("2026-10-16T15:30:00Z"))
+    }
+}
