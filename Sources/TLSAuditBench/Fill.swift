@@ -47,10 +47,16 @@ struct FillCommand: ParsableCommand {
         let leaves = try (0..<targets).map { index in
             try templates.leaf(for: index, notAfter: endDate.addingTimeInterval(Double(index % 400 + 1) * 86_400 - 3600))
         }
+        // Renewed mid-period: valid from the start of the period, for 398 days.
         let renewals = try Dictionary(uniqueKeysWithValues: (0..<targets).filter { Behaviour(index: $0) == .renewed }.map { index in
-            (index, try templates.leaf(for: index, notAfter: endDate.addingTimeInterval(Double(index % 400 + 366) * 86_400)))
+            (index, try templates.leaf(for: index, notAfter: startDate.addingTimeInterval(398 * 86_400)))
         })
-        print("issued \(leaves.count + renewals.count) leaf certificates in \(clock.now - began)")
+        let weakLeaves = try Dictionary(uniqueKeysWithValues: (0..<targets).filter {
+            [.weak, .regresses].contains(Behaviour(index: $0))
+        }.map { index in
+            (index, try templates.leaf(for: index, notAfter: endDate.addingTimeInterval(Double(index % 400 + 1) * 86_400), weak: true))
+        })
+        print("issued \(leaves.count + renewals.count + weakLeaves.count) leaf certificates in \(clock.now - began)")
 
         let store = try SQLiteScanStore(path: database)
         var pending: [StoredScan] = []
@@ -59,9 +65,10 @@ struct FillCommand: ParsableCommand {
             let fraction = Double(slot) / Double(perTarget)
             for index in 0..<targets {
                 let time = startDate.addingTimeInterval(Double(slot) * interval + Double(index) * interval / Double(targets))
-                let name = "target-\(String(format: "%05d", index)).fleet.test"
+                let name = Templates.name(index)
                 var result = templates.result(for: Behaviour(index: index), at: fraction,
-                                              leaf: fraction >= 0.5 ? renewals[index] ?? leaves[index] : leaves[index])
+                                              leaf: fraction >= 0.5 ? renewals[index] ?? leaves[index] : leaves[index],
+                                              weakLeaf: weakLeaves[index])
                 result.startedAt = time
                 pending.append(StoredScan(target: name, host: name, port: 443, sni: name, result: result))
                 if pending.count >= batch {
@@ -104,11 +111,13 @@ struct Templates {
     let refused: AddressScanResult
     private let intermediate: LabCertificate
     private let sharedKey: LabPrivateKey
+    private let sharedWeakKey: LabPrivateKey
 
     init() throws {
         let root = try LabCertificateAuthority.selfSigned(.authority("tlsaudit fleet root"))
         intermediate = try root.issue(.authority("tlsaudit fleet intermediate", pathLength: 0))
         sharedKey = try LabPrivateKey(.ec(curve: "P-256"))
+        sharedWeakKey = try LabPrivateKey(.rsa(bits: 1024))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-fill-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -140,6 +149,9 @@ struct Templates {
         (good, weak, expired, wrongName, self.refused) = (results[0], results[1], results[2], results[3], refused)
     }
 
+    /// The host name of target `index`: `target-00042.fleet.test`.
+    static func name(_ index: Int) -> String { "target-\(String(format: "%05d", index)).fleet.test" }
+
     var describe: String {
         [("good", good), ("weak", weak), ("expired", expired), ("wrong-name", wrongName), ("refused", refused)].map {
             "\($0.0)=\($0.1.ats.compliant ? "compliant" : $0.1.status == .failed ? "failed" : "not compliant")"
@@ -147,16 +159,19 @@ struct Templates {
     }
 
     /// A leaf of the target's own (renewed targets get a second one for the second half).
-    func leaf(for index: Int, notAfter: Date) throws -> CertificateSummary {
-        var request = LabCertificateRequest.server(["target-\(index).fleet.test"])
+    func leaf(for index: Int, notAfter: Date, weak: Bool = false) throws -> CertificateSummary {
+        var request = LabCertificateRequest.server([Self.name(index)], key: weak ? .rsa(bits: 1024) : .ec(curve: "P-256"),
+                                                   digest: weak ? .sha1 : .sha256)
         request.notBefore = notAfter.addingTimeInterval(-398 * 86_400)
         request.notAfter = notAfter
-        request.existingKey = sharedKey // key generation would dominate; the fingerprints still differ
+        request.existingKey = weak ? sharedWeakKey : sharedKey // key generation would dominate; the fingerprints still differ
         return try intermediate.issue(request).summary
     }
 
-    /// The template for a behaviour at `fraction` of the period, with the target's own leaf.
-    func result(for behaviour: Behaviour, at fraction: Double, leaf: CertificateSummary) -> AddressScanResult {
+    /// The template for a behaviour at `fraction` of the period, with the target's own leaf (its
+    /// RSA-1024/SHA-1 one on the weak server).
+    func result(for behaviour: Behaviour, at fraction: Double, leaf: CertificateSummary,
+                weakLeaf: CertificateSummary?) -> AddressScanResult {
         var result: AddressScanResult
         switch behaviour {
         case .steady, .renewed: result = good
@@ -166,9 +181,10 @@ struct Templates {
         case .goesDown: result = fraction < 0.85 ? good : refused
         case .wrongName: result = wrongName
         }
-        if var chain = result.chain, behaviour != .weak, !(behaviour == .regresses && fraction >= 0.6) {
-            chain.presented[0] = leaf
-            if !chain.path.isEmpty { chain.path[0].certificate = leaf }
+        let onWeakServer = behaviour == .weak || (behaviour == .regresses && fraction >= 0.6)
+        if var chain = result.chain, let own = onWeakServer ? weakLeaf : leaf {
+            chain.presented[0] = own
+            if !chain.path.isEmpty { chain.path[0].certificate = own }
             result.chain = chain
         }
         return result

@@ -31,8 +31,17 @@ public enum ReportGenerator {
 
     /// Writes `content` to `path` atomically (a temporary file renamed into place): a reader never
     /// sees half a report, and a full disk leaves the previous file as it was.
+    /// A path that exists and is not a regular file (`/dev/stdout`, a FIFO) is written in place:
+    /// renaming over a device would replace it.
     public static func write(_ content: String, to path: String) throws {
         let url = URL(fileURLWithPath: path)
+        if let type = try? FileManager.default.attributesOfItem(atPath: path)[.type] as? FileAttributeType,
+           type != .typeRegular {
+            let handle = try FileHandle(forWritingTo: url)
+            defer { try? handle.close() }
+            try handle.write(contentsOf: Data(content.utf8))
+            return
+        }
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(content.utf8).write(to: url, options: .atomic)
     }

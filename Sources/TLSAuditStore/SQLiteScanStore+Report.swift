@@ -26,6 +26,8 @@ private struct ReportReader {
     let db: Database
     /// Verdicts re-judged under `query.policy`, by observation content.
     private var rejudged: [String: PassVerdict] = [:]
+    /// Certificates decoded for re-judging, by fingerprint.
+    private var summaries: [String: CertificateSummary] = [:]
 
     init(query: ReportQuery, db: Database) {
         self.query = query
@@ -64,22 +66,21 @@ private struct ReportReader {
 
         let (columns, joins) = verdictSQL()
         let cursor = try Row.fetchCursor(db, sql: """
-            SELECT o.id, o.target || char(31) || o.address AS k, o.target, o.address, o.started_at, o.status,
-                o.trust_store IS NOT NULL AS has_chain, o.policy AS own_policy, \(columns)
+            SELECT \(columns), o.target || char(31) || o.address AS k, o.started_at
             FROM observation o \(joins)
             WHERE o.started_at > ? AND o.started_at <= ?
             ORDER BY o.started_at, o.id
             """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
         while let row = try cursor.next() {
-            let key: String = row["k"]
+            let key: String = row[Column.count]
             guard var state = tracked[key] else { continue }
-            let startedAt = Date(timeIntervalSince1970: row["started_at"])
+            let startedAt = Date(timeIntervalSince1970: row[Column.count + 1])
             while nextSample < startedAt, nextSample < query.end {
                 trend.append(sample(nextSample))
                 nextSample = nextSample.addingTimeInterval(query.step)
             }
             scans += 1
-            let status: String = row["status"]
+            let status: String = row[Column.status]
             if status == "failed" { failedScans += 1 }
             let verdict = try passVerdict(row, withTrust: false)
             if let old = state.condition { counts[old, default: 0] -= 1 }
@@ -87,8 +88,7 @@ private struct ReportReader {
             state.condition = verdict.condition
             if verdict.condition != .unreachable {
                 if let previous = state.lastReachable,
-                   let transition = try Self.transition(from: previous, to: verdict, at: startedAt,
-                                                        target: row["target"], address: row["address"]) {
+                   let transition = try Self.transition(from: previous, to: verdict, at: startedAt, key: key) {
                     transitions.append(transition)
                 }
                 state.lastReachable = (verdict.condition, verdict.rules)
@@ -121,28 +121,28 @@ private struct ReportReader {
     /// Nil when it was first scanned after the end.
     private mutating func currentState(target: String, address: String) throws -> ReportAddress? {
         let (columns, joins) = verdictSQL()
-        guard let last = try Row.fetchOne(db, sql: """
-            SELECT o.*, o.policy AS own_policy, \(columns),
+        guard let last = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT \(columns), o.*,
                 json_extract(o.handshake, '$.protocolVersion') AS protocol_version,
                 json_extract(o.handshake, '$.cipher.iana') AS cipher
             FROM observation o \(joins)
             WHERE o.target = ? AND o.address = ? AND o.started_at <= ?
             ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-            """, arguments: [target, address, query.end.timeIntervalSince1970]) else { return nil }
-        let reachable = try Row.fetchOne(db, sql: """
+            """), arguments: [target, address, query.end.timeIntervalSince1970]) else { return nil }
+        let reachable = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT o.id, o.started_at, json_extract(v.pin, '$.state') AS pin_state, json_extract(v.pin, '$.message') AS pin_message
             FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
             WHERE o.target = ? AND o.address = ? AND o.started_at <= ? AND (o.status = 'completed' OR o.trust_store IS NOT NULL)
             ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-            """, arguments: [target, address, query.end.timeIntervalSince1970])
+            """), arguments: [target, address, query.end.timeIntervalSince1970])
         var chain: [ReportCertificate] = []
         if let id: Int64 = reachable?["id"] {
-            let rows = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT c.role, c.position, cert.fingerprint, cert.subject, cert.issuer, cert.not_before, cert.not_after,
                     json_extract(cert.summary, '$.commonName') AS common_name
                 FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
                 WHERE c.observation_id = ? ORDER BY c.role, c.position
-                """, arguments: [id])
+                """), arguments: [id])
             let path = rows.filter { $0["role"] == "path" }
             chain = (path.isEmpty ? rows : path).map { row in
                 ReportCertificate(fingerprint: row["fingerprint"], subject: row["subject"], commonName: row["common_name"],
@@ -166,14 +166,13 @@ private struct ReportReader {
         let (columns, joins) = verdictSQL()
         var state = Tracked()
         for reachableOnly in [false, true] {
-            guard let row = try Row.fetchOne(db, sql: """
-                SELECT o.id, o.status, o.started_at, o.sni, o.host, o.trust_store IS NOT NULL AS has_chain,
-                    o.policy AS own_policy, \(columns)
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT \(columns)
                 FROM observation o \(joins)
                 WHERE o.target = ? AND o.address = ? AND o.started_at <= ?
                     \(reachableOnly ? "AND (o.status = 'completed' OR o.trust_store IS NOT NULL)" : "")
                 ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-                """, arguments: [target, address, query.start.timeIntervalSince1970]) else { break }
+                """), arguments: [target, address, query.start.timeIntervalSince1970]) else { break }
             let verdict = try passVerdict(row, withTrust: false)
             if !reachableOnly { state.condition = verdict.condition }
             if verdict.condition != .unreachable {
@@ -185,9 +184,9 @@ private struct ReportReader {
     }
 
     private func alerts(targets: Set<String>) throws -> [Alert] {
-        try Row.fetchAll(db, sql: """
+        try Row.fetchAll(db.cachedStatement(sql: """
             SELECT target, document FROM alert WHERE created_at > ? AND created_at <= ? ORDER BY created_at, id
-            """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970]).compactMap { row in
+            """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970]).compactMap { row in
             guard targets.contains(row["target"]) else { return nil }
             return try SQLiteScanStore.decode(Alert.self, row["document"])
         }
@@ -195,12 +194,21 @@ private struct ReportReader {
 
     // MARK: - Verdicts
 
-    /// Columns and joins giving each observation's verdict: the stored one under its own policy,
-    /// or under `query.policy` when stored, else the content to re-judge it from.
+    /// The columns every verdict query starts with, in this order (read by index: a million
+    /// rows make name lookups count).
+    private enum Column {
+        static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, findings = 6
+        static let content = 7, sni = 8, host = 9
+        static let count = 10
+    }
+
+    /// The leading columns (see `Column`) and the joins giving each observation's verdict: the
+    /// stored one under its own policy, or under `query.policy` when stored, else the content to
+    /// re-judge it from.
     private func verdictSQL() -> (columns: String, joins: String) {
+        let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, v.findings"
         guard let policy = query.policy else {
-            return ("v.compliant, v.failed_rules, v.findings, NULL AS content",
-                    "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
+            return ("\(observation), NULL, NULL, NULL", "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
         }
         // Everything a verdict depends on: the observation, the chain, and which certificates
         // were within their validity at the time of the scan.
@@ -213,9 +221,9 @@ private struct ReportReader {
                                                || (o.started_at >= cert.not_before AND o.started_at <= cert.not_after), ',')
                            FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
                            WHERE c.observation_id = o.id), '')
-            END AS content
+            END
             """
-        return ("v.compliant, v.failed_rules, v.findings, o.sni AS content_sni, o.host AS content_host, \(content)",
+        return ("\(observation), \(content), o.sni, o.host",
                 "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\(policy.rawValue)'")
     }
 
@@ -228,18 +236,18 @@ private struct ReportReader {
         var trustErrors: [String]
     }
 
-    /// The verdict of a row selected with `verdictSQL()`. `withTrust` decodes the findings to name
-    /// the trust errors (only the current state shows them).
+    /// The verdict of a row that starts with `verdictSQL()`'s columns. `withTrust` decodes the
+    /// findings to name the trust errors (only the current state shows them).
     private mutating func passVerdict(_ row: Row, withTrust: Bool) throws -> PassVerdict {
-        let status: String = row["status"]
-        let hasChain = (row["has_chain"] as Bool?) ?? ((row["trust_store"] as String?) != nil)
-        if let content: String = row["content"], let policy = query.policy {
+        let status: String = row[Column.status]
+        let hasChain: Bool = row[Column.hasChain]
+        if let content: String = row[Column.content], let policy = query.policy {
             if let known = rejudged[content] { return known }
-            let id: Int64 = row["id"]
-            guard let result = try SQLiteScanStore.loadResult(observationID: id, in: db) else {
+            let id: Int64 = row[Column.id]
+            guard let result = try SQLiteScanStore.loadResult(observationID: id, in: db, summaries: &summaries) else {
                 throw StoreError(.other, "observation \(id) vanished while reading")
             }
-            let hostname: String = row["content_sni"] ?? row["content_host"]
+            let hostname: String = row[Column.sni] ?? row[Column.host]
             let judged = AddressAssessment.rejudge(result, hostname: hostname, policy: policy, at: result.startedAt)
             let verdict = PassVerdict(
                 condition: Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
@@ -248,10 +256,11 @@ private struct ReportReader {
             rejudged[content] = verdict
             return verdict
         }
-        let policy = query.policy ?? CompliancePolicy(rawValue: row["own_policy"] ?? "") ?? .ats
-        let findings = withTrust ? try SQLiteScanStore.decode([Finding].self, row["findings"]) ?? [] : []
-        return PassVerdict(condition: Self.condition(status: status, hasChain: hasChain, compliant: row["compliant"] == 1),
-                           policy: policy, rules: row["failed_rules"] ?? "[]", trustErrors: Self.trustErrors(findings))
+        let policy = query.policy ?? CompliancePolicy(rawValue: row[Column.ownPolicy] ?? "") ?? .ats
+        let findings = withTrust ? try SQLiteScanStore.decode([Finding].self, row[Column.findings]) ?? [] : []
+        let compliant: Bool = row[Column.compliant]
+        return PassVerdict(condition: Self.condition(status: status, hasChain: hasChain, compliant: compliant),
+                           policy: policy, rules: row[Column.failedRules] ?? "[]", trustErrors: Self.trustErrors(findings))
     }
 
     private mutating func verdict(_ row: Row) throws -> ReportVerdict {
@@ -271,8 +280,10 @@ private struct ReportReader {
 
     /// A new failure or a fix between two verdicts of scans that reached the server.
     private static func transition(from previous: (condition: AddressCondition, rules: String), to verdict: PassVerdict,
-                                   at time: Date, target: String, address: String) throws -> ReportTransition? {
+                                   at time: Date, key: String) throws -> ReportTransition? {
         guard previous.condition != verdict.condition || previous.rules != verdict.rules else { return nil }
+        let parts = key.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
+        let target = String(parts[0]), address = parts.count > 1 ? String(parts[1]) : ""
         let before = try rules(previous.rules)
         let now = try rules(verdict.rules)
         func make(_ kind: ReportTransition.Kind, _ rules: [String]) -> ReportTransition {

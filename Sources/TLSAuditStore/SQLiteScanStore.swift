@@ -82,21 +82,22 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let chain = result.chain
         for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? []) {
             // Most scans show certificates already stored: skip encoding those.
-            let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM certificate WHERE fingerprint = ?",
+            let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM certificate WHERE fingerprint = ?"),
                                           arguments: [certificate.sha256Fingerprint]) ?? false
             if known { continue }
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO certificate (fingerprint, der, subject, issuer, not_before, not_after, spki_sha256, summary, first_seen)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [certificate.sha256Fingerprint, certificate.der, certificate.subject, certificate.issuer,
-                                 certificate.notBefore.timeIntervalSince1970, certificate.notAfter.timeIntervalSince1970,
-                                 certificate.spkiSHA256, try json(stripped(certificate)), result.startedAt.timeIntervalSince1970])
+                """).execute(arguments: [
+                    certificate.sha256Fingerprint, certificate.der, certificate.subject, certificate.issuer,
+                    certificate.notBefore.timeIntervalSince1970, certificate.notAfter.timeIntervalSince1970,
+                    certificate.spkiSHA256, try json(stripped(certificate)), result.startedAt.timeIntervalSince1970])
         }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
+            """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              try result.handshake.map(json), result.atsClientRefusal, chain?.trustStore,
@@ -104,17 +105,17 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              result.ats.policy.rawValue])
         let observationID = db.lastInsertedRowID
         for (position, certificate) in (chain?.presented ?? []).enumerated() {
-            try db.execute(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'presented', ?, ?, NULL)",
-                           arguments: [observationID, position, certificate.sha256Fingerprint])
+            try db.cachedStatement(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'presented', ?, ?, NULL)")
+                .execute(arguments: [observationID, position, certificate.sha256Fingerprint])
         }
         for (position, element) in (chain?.path ?? []).enumerated() {
-            try db.execute(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'path', ?, ?, ?)",
-                           arguments: [observationID, position, element.certificate.sha256Fingerprint, element.source.rawValue])
+            try db.cachedStatement(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'path', ?, ?, ?)")
+                .execute(arguments: [observationID, position, element.certificate.sha256Fingerprint, element.source.rawValue])
         }
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings, pin)
             VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [observationID, result.ats.policy.rawValue, result.startedAt.timeIntervalSince1970,
+            """).execute(arguments: [observationID, result.ats.policy.rawValue, result.startedAt.timeIntervalSince1970,
                              result.ats.compliant ? 1 : 0, try json(result.ats.failedRules), try json(result.findings),
                              try result.pin.map(json)])
 
@@ -124,27 +125,27 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                                                     port: scan.port, rules: alerting?.rules ?? AlertRules(),
                                                     observationID: observationID)
         for mark in memory.expiryMarks.subtracting(previous?.expiryMarks ?? []) {
-            try db.execute(sql: "INSERT OR IGNORE INTO expiry_alert (target, address, mark, created_at) VALUES (?, ?, ?, ?)",
-                           arguments: [scan.target, result.address, mark, result.startedAt.timeIntervalSince1970])
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO expiry_alert (target, address, mark, created_at) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [scan.target, result.address, mark, result.startedAt.timeIntervalSince1970])
         }
         for alert in alerts {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
+                """).execute(arguments: [alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
                                  alert.severity.rawValue, alert.summary, try json(alert), observationID])
             for sink in alerting?.sinks ?? [] where alert.severity >= sink.minimumSeverity {
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at)
                     VALUES (?, ?, 'pending', 0, ?)
-                    """, arguments: [alert.id, sink.name, alert.createdAt.timeIntervalSince1970])
+                    """).execute(arguments: [alert.id, sink.name, alert.createdAt.timeIntervalSince1970])
             }
         }
 
         let certificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
         let earliest = certificates.map(\.notAfter).min()
         let failed = result.status == .failed
-        try db.execute(sql: """
+        try db.cachedStatement(sql: """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
                 compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
                 consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted)
@@ -163,7 +164,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 pin_message = excluded.pin_message,
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
                 unreachable_alerted = excluded.unreachable_alerted
-            """, arguments: [scan.target, result.address, scan.host, scan.port, observationID,
+            """).execute(arguments: [scan.target, result.address, scan.host, scan.port, observationID,
                              result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
                              result.ats.compliant ? 1 : 0, try json(memory.failedRules),
                              earliest?.timeIntervalSince1970, memory.leafFingerprint, memory.leafSPKI,
@@ -177,9 +178,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// What is remembered of a target address, or nil before its first scan.
     private static func memory(target: String, address: String, in db: Database) throws -> AddressMemory? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM target_state WHERE target = ? AND address = ?",
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM target_state WHERE target = ? AND address = ?"),
                                          arguments: [target, address]) else { return nil }
-        let marks = try String.fetchAll(db, sql: "SELECT mark FROM expiry_alert WHERE target = ? AND address = ?",
+        let marks = try String.fetchAll(db.cachedStatement(sql: "SELECT mark FROM expiry_alert WHERE target = ? AND address = ?"),
                                         arguments: [target, address])
         return AddressMemory(
             pinState: (row["pin_state"] as String?).flatMap(PinEvaluation.State.init(rawValue:)),
@@ -319,29 +320,42 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     public func result(observationID: Int64) throws -> AddressScanResult? {
         do {
-            return try pool.read { db in try Self.loadResult(observationID: observationID, in: db) }
+            return try pool.read { db in
+                var summaries: [String: CertificateSummary] = [:]
+                return try Self.loadResult(observationID: observationID, in: db, summaries: &summaries)
+            }
         } catch {
             throw Self.storeError(error, doing: "reading observation \(observationID)")
         }
     }
 
-    /// Rebuilds a stored result from its rows, in the caller's transaction.
-    static func loadResult(observationID: Int64, in db: Database) throws -> AddressScanResult? {
-        guard let row = try Row.fetchOne(db, sql: """
+    /// Rebuilds a stored result from its rows, in the caller's transaction. `summaries` keeps
+    /// decoded certificates between calls (a fleet shares its intermediates and roots).
+    static func loadResult(observationID: Int64, in db: Database,
+                           summaries: inout [String: CertificateSummary]) throws -> AddressScanResult? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings FROM observation o
             JOIN verdict v ON v.observation_id = o.id AND v.policy = ifnull(o.policy, v.policy)
             WHERE o.id = ? ORDER BY v.judged_at LIMIT 1
-            """, arguments: [observationID]) else { return nil }
-        let certificates = try Row.fetchAll(db, sql: """
-            SELECT c.role, c.position, c.source, cert.der, cert.summary FROM observation_certificate c
+            """), arguments: [observationID]) else { return nil }
+        let certificates = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT c.role, c.position, c.source, c.fingerprint, cert.der, cert.summary FROM observation_certificate c
             JOIN certificate cert ON cert.fingerprint = c.fingerprint
             WHERE c.observation_id = ? ORDER BY c.role, c.position
-            """, arguments: [observationID])
+            """), arguments: [observationID])
         var presented: [CertificateSummary] = []
         var path: [PathElement] = []
         for entry in certificates {
-            guard var summary = try Self.decode(CertificateSummary.self, entry["summary"]) else { continue }
-            summary.der = entry["der"]
+            let fingerprint: String = entry["fingerprint"]
+            var summary: CertificateSummary
+            if let known = summaries[fingerprint] {
+                summary = known
+            } else {
+                guard let decoded = try Self.decode(CertificateSummary.self, entry["summary"]) else { continue }
+                summary = decoded
+                summary.der = entry["der"]
+                summaries[fingerprint] = summary
+            }
             if entry["role"] == "presented" {
                 presented.append(summary)
             } else {

@@ -7,12 +7,12 @@ import TLSAuditProbe
 /// independent validator (Python's jsonschema), on a report mixing every kind of result.
 @Suite("scan JSON schema")
 struct JSONSchemaTests {
-    static let schemaPath = URL(fileURLWithPath: #filePath)
+    static let repository = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("docs/scan.schema.json").path
+    static let schemaPath = repository.appendingPathComponent("docs/scan.schema.json").path
 
     /// Validates `json` against the schema; returns the validator's complaint, or nil when valid.
-    static func validate(_ json: String) throws -> String? {
+    static func validate(_ json: String, schema schemaPath: String = schemaPath) throws -> String? {
         let document = FileManager.default.temporaryDirectory.appendingPathComponent("scan-\(UUID().uuidString).json")
         try json.write(to: document, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: document) }
@@ -36,6 +36,18 @@ struct JSONSchemaTests {
             Issue.record("python3 jsonschema is missing (.ci/run installs it): \(output)")
         }
         return process.terminationStatus == 0 ? nil : output
+    }
+
+    @Test("the compliance report JSON (the golden file the report tests compare against) validates against docs/report.schema.json")
+    func complianceReport() throws {
+        let golden = Self.repository.appendingPathComponent("Tests/TLSAuditServiceTests/Fixtures/report/golden.json")
+        let json = try String(contentsOf: golden, encoding: .utf8)
+        #expect(json.contains("\"schema\" : \"tlsaudit.report/1\""))
+        let complaint = try Self.validate(json, schema: Self.repository.appendingPathComponent("docs/report.schema.json").path)
+        #expect(complaint == nil, "\(complaint ?? "")")
+        // The validator does reject what breaks the schema.
+        let broken = json.replacingOccurrences(of: "\"status\" : \"compliant\"", with: "\"status\" : \"fine\"")
+        #expect(try Self.validate(broken, schema: Self.repository.appendingPathComponent("docs/report.schema.json").path) != nil)
     }
 
     @Test("a report with compliant, non-compliant, failed and unresolvable targets validates")
