@@ -29,6 +29,16 @@ public enum AddressCondition: String, Codable, Sendable, Hashable {
     case notCompliant = "not-compliant"
     /// No handshake and no chain: nothing could be judged.
     case unreachable
+
+    /// The condition of one scan: unreachable when it saw neither a handshake nor a chain;
+    /// compliant only when the handshake completed and the verdict says so.
+    public init(status: AddressScanResult.Status, hasChain: Bool, compliant: Bool) {
+        if status == .failed, !hasChain {
+            self = .unreachable
+        } else {
+            self = compliant && status == .completed ? .compliant : .notCompliant
+        }
+    }
 }
 
 /// One scan's verdict, as a report needs it.

@@ -44,66 +44,121 @@ private struct ReportReader {
     mutating func read() throws -> ReportData {
         let fleet = try fleetKeys()
         var addresses: [ReportAddress] = []
-        var tracked: [String: Tracked] = [:]
+        var timeline = Timeline(query: query)
         for (target, address) in fleet {
             guard let current = try currentState(target: target, address: address) else { continue }
             addresses.append(current)
-            tracked[Self.key(target, address)] = try stateAtStart(target: target, address: address)
+            timeline.track(Self.key(target, address), at: try stateAtStart(target: target, address: address))
+        }
+        let scans: (all: Int, failed: Int)
+        if query.policy == nil {
+            // Each scan's own verdict: the stored changes tell the whole story.
+            let cursor = try Row.fetchCursor(db.cachedStatement(sql: """
+                SELECT target || char(31) || address, started_at, condition, policy, failed_rules FROM address_change
+                WHERE started_at > ? AND started_at <= ? ORDER BY started_at, rowid
+                """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
+            while let row = try cursor.next() {
+                let verdict = PassVerdict(condition: AddressCondition(rawValue: row[2]) ?? .unreachable,
+                                          policy: CompliancePolicy(rawValue: row[3]) ?? .ats, rules: row[4], trustErrors: [])
+                try timeline.apply(verdict, key: row[0], at: Date(timeIntervalSince1970: row[1]))
+            }
+            scans = try scanCounts(targets: Set(fleet.map(\.0)))
+        } else {
+            // Another policy: every scan judged again (identical observations once).
+            let (columns, joins) = verdictSQL()
+            let cursor = try Row.fetchCursor(db, sql: """
+                SELECT \(columns), o.target || char(31) || o.address AS k, o.started_at
+                FROM observation o \(joins)
+                WHERE o.started_at > ? AND o.started_at <= ?
+                ORDER BY o.started_at, o.id
+                """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
+            var all = 0, failed = 0
+            while let row = try cursor.next() {
+                let key: String = row[Column.count]
+                guard timeline.tracks(key) else { continue }
+                all += 1
+                if (row[Column.status] as String) == "failed" { failed += 1 }
+                try timeline.apply(try passVerdict(row, withTrust: false), key: key,
+                                   at: Date(timeIntervalSince1970: row[Column.count + 1]))
+            }
+            scans = (all, failed)
+        }
+        let (trend, transitions) = timeline.finish()
+        return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,
+                          alerts: try alerts(targets: Set(fleet.map(\.0))), scans: scans.all, failedScans: scans.failed,
+                          rejudged: rejudged.count)
+    }
+
+    /// The fleet's counts over time and the verdict changes, fed verdicts in time order.
+    private struct Timeline {
+        let query: ReportQuery
+        private var tracked: [String: Tracked] = [:]
+        private var counts: [AddressCondition: Int] = [:]
+        private var trend: [ReportTrendSample] = []
+        private var nextSample: Date
+        private var transitions: [ReportTransition] = []
+
+        init(query: ReportQuery) {
+            self.query = query
+            nextSample = query.start
         }
 
-        // The fleet's counts, kept up to date as the pass goes.
-        var counts: [AddressCondition: Int] = [:]
-        for state in tracked.values { if let condition = state.condition { counts[condition, default: 0] += 1 } }
-        func sample(_ time: Date) -> ReportTrendSample {
-            ReportTrendSample(at: time, compliant: counts[.compliant] ?? 0, notCompliant: counts[.notCompliant] ?? 0,
-                              unreachable: counts[.unreachable] ?? 0)
-        }
-        var trend = [sample(query.start)]
-        var nextSample = query.start.addingTimeInterval(query.step)
-        var transitions: [ReportTransition] = []
-        var scans = 0
-        var failedScans = 0
+        func tracks(_ key: String) -> Bool { tracked[key] != nil }
 
-        let (columns, joins) = verdictSQL()
-        let cursor = try Row.fetchCursor(db, sql: """
-            SELECT \(columns), o.target || char(31) || o.address AS k, o.started_at
-            FROM observation o \(joins)
-            WHERE o.started_at > ? AND o.started_at <= ?
-            ORDER BY o.started_at, o.id
-            """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
-        while let row = try cursor.next() {
-            let key: String = row[Column.count]
-            guard var state = tracked[key] else { continue }
-            let startedAt = Date(timeIntervalSince1970: row[Column.count + 1])
-            while nextSample < startedAt, nextSample < query.end {
-                trend.append(sample(nextSample))
+        mutating func track(_ key: String, at start: Tracked) {
+            tracked[key] = start
+            if let condition = start.condition { counts[condition, default: 0] += 1 }
+        }
+
+        /// Samples every step strictly before `time` not yet sampled.
+        private mutating func sample(before time: Date) {
+            while nextSample < time, nextSample < query.end {
+                trend.append(ReportTrendSample(at: nextSample, compliant: counts[.compliant] ?? 0,
+                                               notCompliant: counts[.notCompliant] ?? 0, unreachable: counts[.unreachable] ?? 0))
                 nextSample = nextSample.addingTimeInterval(query.step)
             }
-            scans += 1
-            let status: String = row[Column.status]
-            if status == "failed" { failedScans += 1 }
-            let verdict = try passVerdict(row, withTrust: false)
+        }
+
+        mutating func apply(_ verdict: PassVerdict, key: String, at time: Date) throws {
+            guard var state = tracked[key] else { return }
+            if trend.isEmpty { sample(before: query.start.addingTimeInterval(0.001)) }
+            sample(before: time)
             if let old = state.condition { counts[old, default: 0] -= 1 }
             counts[verdict.condition, default: 0] += 1
             state.condition = verdict.condition
             if verdict.condition != .unreachable {
                 if let previous = state.lastReachable,
-                   let transition = try Self.transition(from: previous, to: verdict, at: startedAt, key: key) {
+                   let transition = try ReportReader.transition(from: previous, to: verdict, at: time, key: key) {
                     transitions.append(transition)
                 }
                 state.lastReachable = (verdict.condition, verdict.rules)
             }
             tracked[key] = state
         }
-        while nextSample < query.end {
-            trend.append(sample(nextSample))
-            nextSample = nextSample.addingTimeInterval(query.step)
-        }
-        trend.append(sample(query.end))
 
-        return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,
-                          alerts: try alerts(targets: Set(fleet.map(\.0))), scans: scans, failedScans: failedScans,
-                          rejudged: rejudged.count)
+        /// The trend (start, every step, end) and the transitions.
+        mutating func finish() -> ([ReportTrendSample], [ReportTransition]) {
+            if trend.isEmpty { sample(before: query.start.addingTimeInterval(0.001)) }
+            sample(before: query.end)
+            trend.append(ReportTrendSample(at: query.end, compliant: counts[.compliant] ?? 0,
+                                           notCompliant: counts[.notCompliant] ?? 0, unreachable: counts[.unreachable] ?? 0))
+            return (trend, transitions)
+        }
+    }
+
+    /// Scans stored in the period for `targets`, and how many of them reached nothing (from the
+    /// time index alone).
+    private func scanCounts(targets: Set<String>) throws -> (all: Int, failed: Int) {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT target, count(*), total(status = 'failed') FROM observation INDEXED BY observation_time_status
+            WHERE started_at > ? AND started_at <= ? GROUP BY target
+            """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
+        var all = 0, failed = 0
+        for row in rows where targets.contains(row[0]) {
+            all += row[1]
+            failed += Int(row[2] as Double)
+        }
+        return (all, failed)
     }
 
     // MARK: - The fleet
@@ -163,8 +218,24 @@ private struct ReportReader {
     /// Where the address stood when the period began: its last scan before the start, and the
     /// last one of those that reached the server.
     private mutating func stateAtStart(target: String, address: String) throws -> Tracked {
-        let (columns, joins) = verdictSQL()
         var state = Tracked()
+        if query.policy == nil {
+            for reachableOnly in [false, true] {
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                    SELECT condition, policy, failed_rules FROM address_change
+                    WHERE target = ? AND address = ? AND started_at <= ? \(reachableOnly ? "AND condition != 'unreachable'" : "")
+                    ORDER BY started_at DESC, rowid DESC LIMIT 1
+                    """), arguments: [target, address, query.start.timeIntervalSince1970]) else { break }
+                let condition = AddressCondition(rawValue: row[0]) ?? .unreachable
+                if !reachableOnly { state.condition = condition }
+                if condition != .unreachable {
+                    state.lastReachable = (condition, row[2])
+                    break
+                }
+            }
+            return state
+        }
+        let (columns, joins) = verdictSQL()
         for reachableOnly in [false, true] {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT \(columns)
@@ -229,7 +300,7 @@ private struct ReportReader {
 
     /// A verdict as the pass compares them: the failed rules kept as their stored JSON text, so
     /// that a million scans are not decoded one by one (only changes are).
-    private struct PassVerdict {
+    fileprivate struct PassVerdict {
         var condition: AddressCondition
         var policy: CompliancePolicy
         var rules: String
@@ -270,8 +341,7 @@ private struct ReportReader {
     }
 
     static func condition(status: String, hasChain: Bool, compliant: Bool) -> AddressCondition {
-        if status == "failed", !hasChain { return .unreachable }
-        return compliant && status == "completed" ? .compliant : .notCompliant
+        AddressCondition(status: AddressScanResult.Status(rawValue: status) ?? .failed, hasChain: hasChain, compliant: compliant)
     }
 
     static func trustErrors(_ findings: [Finding]) -> [String] {
@@ -279,7 +349,7 @@ private struct ReportReader {
     }
 
     /// A new failure or a fix between two verdicts of scans that reached the server.
-    private static func transition(from previous: (condition: AddressCondition, rules: String), to verdict: PassVerdict,
+    fileprivate static func transition(from previous: (condition: AddressCondition, rules: String), to verdict: PassVerdict,
                                    at time: Date, key: String) throws -> ReportTransition? {
         guard previous.condition != verdict.condition || previous.rules != verdict.rules else { return nil }
         let parts = key.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)

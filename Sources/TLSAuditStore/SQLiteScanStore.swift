@@ -104,6 +104,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              chain.map { $0.anchored ? 1 : 0 }, try chain.map { try json($0.issues) },
                              result.ats.policy.rawValue])
         let observationID = db.lastInsertedRowID
+        let rules = try json(result.ats.failedRules)
         for (position, certificate) in (chain?.presented ?? []).enumerated() {
             try db.cachedStatement(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'presented', ?, ?, NULL)")
                 .execute(arguments: [observationID, position, certificate.sha256Fingerprint])
@@ -116,8 +117,23 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings, pin)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [observationID, result.ats.policy.rawValue, result.startedAt.timeIntervalSince1970,
-                             result.ats.compliant ? 1 : 0, try json(result.ats.failedRules), try json(result.findings),
+                             result.ats.compliant ? 1 : 0, rules, try json(result.findings),
                              try result.pin.map(json)])
+
+        // A new row in the address's timeline when its verdict changed.
+        let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.ats.compliant)
+        let last = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ?
+            ORDER BY started_at DESC, rowid DESC LIMIT 1
+            """), arguments: [scan.target, result.address])
+        if last == nil || last?["condition"] != condition.rawValue || last?["policy"] != result.ats.policy.rawValue
+            || last?["failed_rules"] != rules {
+            try db.cachedStatement(sql: """
+                INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [scan.target, result.address, result.startedAt.timeIntervalSince1970, observationID,
+                                         condition.rawValue, result.ats.policy.rawValue, rules])
+        }
 
         // Change detection against what is remembered of this address.
         let previous = try memory(target: scan.target, address: result.address, in: db)
@@ -427,6 +443,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     AND id NOT IN (SELECT last_observation_id FROM target_state)
                     """, arguments: [cutoff.timeIntervalSince1970])
                 let observations = db.changesCount
+                // Each address keeps its latest change and its latest reachable one (report baselines).
+                try db.execute(sql: """
+                    DELETE FROM address_change WHERE started_at < ? AND rowid NOT IN (
+                        SELECT max(rowid) FROM address_change GROUP BY target, address
+                        UNION SELECT max(rowid) FROM address_change WHERE condition != 'unreachable' GROUP BY target, address)
+                    """, arguments: [cutoff.timeIntervalSince1970])
                 try db.execute(sql: """
                     DELETE FROM alert WHERE created_at < ?
                     AND NOT EXISTS (SELECT 1 FROM alert_delivery d WHERE d.alert_id = alert.id AND d.state = 'pending')

@@ -147,14 +147,49 @@ package enum StoreMigrations {
     }
 
     /// What reports read: each observation's own policy (so the verdict it was stored with is found
-    /// without guessing among re-judgements), an index to walk one address's history, and the
-    /// scheduled reports already written (a restart neither skips nor repeats one).
+    /// without guessing among re-judgements); `address_change`, one row each time an address's
+    /// verdict changed (condition, policy or failing rules), so that a report walks the changes
+    /// rather than every scan; a time index that also answers "how many scans, how many failed";
+    /// and the scheduled reports already written (a restart neither skips nor repeats one).
+    /// Every scan whose verdict differs from the address's previous scan (or is its first), as
+    /// `address_change` rows: the v4 backfill (the store writes the same rows as it goes).
+    package static let addressChanges = """
+        SELECT target, address, started_at, id, condition, policy, failed_rules FROM (
+            SELECT *, LAG(condition || '|' || policy || '|' || failed_rules)
+                      OVER (PARTITION BY target, address ORDER BY started_at, id) AS previous
+            FROM (
+                SELECT o.target, o.address, o.started_at, o.id, v.policy, v.failed_rules,
+                    CASE WHEN o.status = 'failed' AND o.trust_store IS NULL THEN 'unreachable'
+                         WHEN o.status = 'completed' AND v.compliant = 1 THEN 'compliant'
+                         ELSE 'not-compliant' END AS condition
+                FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
+            )
+        ) WHERE previous IS NULL OR previous != condition || '|' || policy || '|' || failed_rules
+        ORDER BY started_at, id
+        """
+
     static func addReports(_ db: Database) throws {
         try db.execute(sql: """
             ALTER TABLE observation ADD COLUMN policy TEXT;
             UPDATE observation SET policy = (SELECT v.policy FROM verdict v WHERE v.observation_id = observation.id
                                              ORDER BY v.judged_at LIMIT 1);
             CREATE INDEX observation_address_time ON observation(target, address, started_at);
+            DROP INDEX observation_time;
+            CREATE INDEX observation_time_status ON observation(started_at, status, target);
+
+            CREATE TABLE address_change (
+                target TEXT NOT NULL,
+                address TEXT NOT NULL,
+                started_at REAL NOT NULL,
+                observation_id INTEGER NOT NULL,
+                condition TEXT NOT NULL,               -- compliant | not-compliant | unreachable
+                policy TEXT NOT NULL,
+                failed_rules TEXT NOT NULL             -- JSON [String], as in verdict
+            );
+            CREATE INDEX address_change_address ON address_change(target, address, started_at);
+            CREATE INDEX address_change_time ON address_change(started_at);
+            INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
+            \(addressChanges);
 
             CREATE TABLE report_run (
                 name TEXT NOT NULL,                    -- the configured report's name

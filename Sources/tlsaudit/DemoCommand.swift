@@ -60,6 +60,7 @@ struct DemoCommand: AsyncParsableCommand {
         let store = try SQLiteScanStore(path: configuration.database, create: false)
         print(StatusTable.render(try store.status(), now: Date()))
         print("See one target's scans:  tlsaudit history --database \(configuration.database) expired")
+        print("A compliance report:     tlsaudit report --database \(configuration.database) --since 1h [--format html --out demo.html]")
     }
 }
 

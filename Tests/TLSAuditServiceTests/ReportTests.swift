@@ -93,6 +93,26 @@ struct ReportTests {
         let same = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try report(database, ["--format", "json", "--policy", "ats"]).stdout.utf8))
         #expect(same.summary.rejudgedObservations == 0)
         #expect(same.summary.compliant == 6)
+        // That path walks every scan; the default one walks the stored verdict changes: same story.
+        let asScanned = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try report(database, ["--format", "json"]).stdout.utf8))
+        #expect(same.trend == asScanned.trend)
+        #expect(same.changes.newFailures == asScanned.changes.newFailures && same.changes.fixes == asScanned.changes.fixes)
+        #expect(same.summary.scans == asScanned.summary.scans && same.summary.failedScans == asScanned.summary.failedScans)
+    }
+
+    @Test("the verdict changes the store writes as it goes are what the v4 migration derives from the scans")
+    func addressChanges() throws {
+        let database = try fixtureCopy()
+        let queue = try DatabaseQueue(path: database)
+        let (written, derived) = try queue.read { db in
+            (try Row.fetchAll(db, sql: """
+                SELECT target, address, started_at, observation_id, condition, policy, failed_rules FROM address_change
+                ORDER BY started_at, observation_id
+                """).map { $0.description },
+             try Row.fetchAll(db, sql: StoreMigrations.addressChanges).map { $0.description })
+        }
+        #expect(written.count == 12, "\(written.joined(separator: "\n"))")
+        #expect(written == derived.map { $0.replacingOccurrences(of: "id:", with: "observation_id:") })
     }
 
     @Test("HTML is one self-contained file: no scripts, no external assets, hostile names escaped")
