@@ -115,6 +115,19 @@ public struct ReportTransition: Sendable, Hashable {
     public var rules: [String]
 }
 
+/// An alert as a report lists it.
+public struct ReportAlert: Sendable, Hashable {
+    public var id: String
+    public var createdAt: Date
+    public var kind: AlertKind
+    public var severity: AlertSeverity
+    public var target: String
+    public var address: String
+    public var summary: String
+    /// The alert's `changes`, for `certificate.changed` only (old and new fingerprints, same key).
+    public var changes: [String: String]
+}
+
 /// Everything a report is computed from, read from the stored observations.
 public struct ReportData: Sendable {
     public var query: ReportQuery
@@ -123,7 +136,7 @@ public struct ReportData: Sendable {
     public var trend: [ReportTrendSample]
     public var transitions: [ReportTransition]
     /// Alerts raised in the period, oldest first.
-    public var alerts: [Alert]
+    public var alerts: [ReportAlert]
     /// Scans stored in the period for the addresses reported on, and how many of those failed.
     public var scans: Int
     public var failedScans: Int

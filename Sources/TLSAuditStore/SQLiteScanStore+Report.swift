@@ -26,6 +26,8 @@ private struct ReportReader {
     let db: Database
     /// Verdicts re-judged under `query.policy`, by observation content.
     private var rejudged: [String: PassVerdict] = [:]
+    /// Certificates of current chains, by fingerprint.
+    private var certificates: [String: ReportCertificate] = [:]
     /// Certificates decoded for re-judging, by fingerprint.
     private var summaries: [String: CertificateSummary] = [:]
 
@@ -45,10 +47,11 @@ private struct ReportReader {
         let fleet = try fleetKeys()
         var addresses: [ReportAddress] = []
         var timeline = Timeline(query: query)
-        for (target, address) in fleet {
-            guard let current = try currentState(target: target, address: address) else { continue }
+        for member in fleet {
+            guard let current = try currentState(member) else { continue }
             addresses.append(current)
-            timeline.track(Self.key(target, address), at: try stateAtStart(target: target, address: address))
+            timeline.track(Self.key(member.target, member.address),
+                           at: try stateAtStart(target: member.target, address: member.address))
         }
         let scans: (all: Int, failed: Int)
         if query.policy == nil {
@@ -62,7 +65,7 @@ private struct ReportReader {
                                           policy: CompliancePolicy(rawValue: row[3]) ?? .ats, rules: row[4], trustErrors: [])
                 try timeline.apply(verdict, key: row[0], at: Date(timeIntervalSince1970: row[1]))
             }
-            scans = try scanCounts(targets: Set(fleet.map(\.0)))
+            scans = try scanCounts(targets: Set(fleet.map(\.target)))
         } else {
             // Another policy: every scan judged again (identical observations once).
             let (columns, joins) = verdictSQL()
@@ -85,7 +88,7 @@ private struct ReportReader {
         }
         let (trend, transitions) = timeline.finish()
         return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,
-                          alerts: try alerts(targets: Set(fleet.map(\.0))), scans: scans.all, failedScans: scans.failed,
+                          alerts: try alerts(targets: Set(fleet.map(\.target))), scans: scans.all, failedScans: scans.failed,
                           rejudged: rejudged.count)
     }
 
@@ -149,6 +152,13 @@ private struct ReportReader {
     /// Scans stored in the period for `targets`, and how many of them reached nothing (from the
     /// time index alone).
     private func scanCounts(targets: Set<String>) throws -> (all: Int, failed: Int) {
+        if query.targets == nil {
+            let row = try Row.fetchOne(db.cachedStatement(sql: """
+                SELECT count(*), total(status = 'failed') FROM observation INDEXED BY observation_time_status
+                WHERE started_at > ? AND started_at <= ?
+                """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
+            return (row?[0] ?? 0, Int(row?[1] as Double? ?? 0))
+        }
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT target, count(*), total(status = 'failed') FROM observation INDEXED BY observation_time_status
             WHERE started_at > ? AND started_at <= ? GROUP BY target
@@ -163,56 +173,85 @@ private struct ReportReader {
 
     // MARK: - The fleet
 
+    /// A target address of the fleet, with its latest scan as `target_state` has it.
+    private struct FleetAddress {
+        var target: String
+        var address: String
+        var lastObservationID: Int64
+        var lastScanAt: Double
+    }
+
     /// Every (target, address) with a current state, limited to the configured targets when given.
-    private func fleetKeys() throws -> [(String, String)] {
-        try Row.fetchAll(db, sql: "SELECT target, address FROM target_state ORDER BY target, address").compactMap { row in
-            let target: String = row["target"]
+    private func fleetKeys() throws -> [FleetAddress] {
+        try Row.fetchAll(db, sql: """
+            SELECT target, address, last_observation_id, last_scan_at FROM target_state ORDER BY target, address
+            """).compactMap { row in
+            let target: String = row[0]
             if let targets = query.targets, !targets.contains(target) { return nil }
-            return (target, row["address"])
+            return FleetAddress(target: target, address: row[1], lastObservationID: row[2], lastScanAt: row[3])
         }
     }
 
     /// The address as of `query.end`: its last scan, the last that reached it, and that scan's chain.
     /// Nil when it was first scanned after the end.
-    private mutating func currentState(target: String, address: String) throws -> ReportAddress? {
-        let (columns, joins) = verdictSQL()
-        guard let last = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT \(columns), o.*,
+    private mutating func currentState(_ fleet: FleetAddress) throws -> ReportAddress? {
+        let (columns, joins) = verdictSQL(withTrust: true)
+        let details = """
+            SELECT \(columns), o.host, o.port, o.started_at, o.failure_category, o.failure_message,
                 json_extract(o.handshake, '$.protocolVersion') AS protocol_version,
-                json_extract(o.handshake, '$.cipher.iana') AS cipher
-            FROM observation o \(joins)
-            WHERE o.target = ? AND o.address = ? AND o.started_at <= ?
-            ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-            """), arguments: [target, address, query.end.timeIntervalSince1970]) else { return nil }
-        let reachable = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT o.id, o.started_at, json_extract(v.pin, '$.state') AS pin_state, json_extract(v.pin, '$.message') AS pin_message
-            FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
-            WHERE o.target = ? AND o.address = ? AND o.started_at <= ? AND (o.status = 'completed' OR o.trust_store IS NOT NULL)
-            ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-            """), arguments: [target, address, query.end.timeIntervalSince1970])
+                json_extract(o.handshake, '$.cipher.iana') AS cipher,
+                json_extract(own.pin, '$.state') AS pin_state, json_extract(own.pin, '$.message') AS pin_message
+            FROM observation o \(joins) LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy
+            """
+        let last: Row?
+        if fleet.lastScanAt <= query.end.timeIntervalSince1970 {
+            // The usual case, a report up to now: the latest scan is the one target_state points at.
+            last = try Row.fetchOne(db.cachedStatement(sql: details + " WHERE o.id = ?"), arguments: [fleet.lastObservationID])
+        } else {
+            last = try Row.fetchOne(db.cachedStatement(sql: details + """
+                 WHERE o.target = ? AND o.address = ? AND o.started_at <= ? ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+                """), arguments: [fleet.target, fleet.address, query.end.timeIntervalSince1970])
+        }
+        guard let last else { return nil }
+        let verdict = try self.verdict(last)
+        // The last scan that reached the server: usually that same one.
+        let reachable = verdict.condition != .unreachable ? last : try Row.fetchOne(db.cachedStatement(sql: details + """
+             WHERE o.target = ? AND o.address = ? AND o.started_at <= ? AND (o.status = 'completed' OR o.trust_store IS NOT NULL)
+             ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+            """), arguments: [fleet.target, fleet.address, query.end.timeIntervalSince1970])
         var chain: [ReportCertificate] = []
-        if let id: Int64 = reachable?["id"] {
+        if let id: Int64 = reachable?[Column.id] {
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT c.role, c.position, cert.fingerprint, cert.subject, cert.issuer, cert.not_before, cert.not_after,
-                    json_extract(cert.summary, '$.commonName') AS common_name
-                FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
-                WHERE c.observation_id = ? ORDER BY c.role, c.position
+                SELECT role, position, fingerprint FROM observation_certificate WHERE observation_id = ? ORDER BY role, position
                 """), arguments: [id])
-            let path = rows.filter { $0["role"] == "path" }
-            chain = (path.isEmpty ? rows : path).map { row in
-                ReportCertificate(fingerprint: row["fingerprint"], subject: row["subject"], commonName: row["common_name"],
-                                  issuer: row["issuer"], notBefore: Date(timeIntervalSince1970: row["not_before"]),
-                                  notAfter: Date(timeIntervalSince1970: row["not_after"]), depth: row["position"])
+            let path = rows.filter { ($0[0] as String) == "path" }
+            chain = try (path.isEmpty ? rows : path).compactMap { row in
+                guard var certificate = try certificate(row[2]) else { return nil }
+                certificate.depth = row[1]
+                return certificate
             }
         }
-        let verdict = try self.verdict(last)
         return ReportAddress(
-            target: target, address: address, host: last["host"], port: last["port"],
+            target: fleet.target, address: fleet.address, host: last["host"], port: last["port"],
             lastScanAt: Date(timeIntervalSince1970: last["started_at"]), verdict: verdict,
             pinState: reachable?["pin_state"] ?? "none", pinMessage: reachable?["pin_message"],
             protocolVersion: last["protocol_version"], cipher: last["cipher"],
             failureCategory: last["failure_category"], failureMessage: last["failure_message"],
             lastReachableAt: (reachable?["started_at"] as Double?).map(Date.init(timeIntervalSince1970:)), chain: chain)
+    }
+
+    /// A stored certificate's dates and names, read once per report (a fleet shares its CAs).
+    private mutating func certificate(_ fingerprint: String) throws -> ReportCertificate? {
+        if let known = certificates[fingerprint] { return known }
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT subject, issuer, not_before, not_after, json_extract(summary, '$.commonName') FROM certificate
+            WHERE fingerprint = ?
+            """), arguments: [fingerprint]) else { return nil }
+        let certificate = ReportCertificate(fingerprint: fingerprint, subject: row[0], commonName: row[4], issuer: row[1],
+                                            notBefore: Date(timeIntervalSince1970: row[2]),
+                                            notAfter: Date(timeIntervalSince1970: row[3]), depth: 0)
+        certificates[fingerprint] = certificate
+        return certificate
     }
 
     /// Where the address stood when the period began: its last scan before the start, and the
@@ -254,12 +293,20 @@ private struct ReportReader {
         return state
     }
 
-    private func alerts(targets: Set<String>) throws -> [Alert] {
+    /// The period's alerts for `targets`, from their columns (only a certificate change's
+    /// details are read from its document).
+    private func alerts(targets: Set<String>) throws -> [ReportAlert] {
         try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT target, document FROM alert WHERE created_at > ? AND created_at <= ? ORDER BY created_at, id
+            SELECT id, created_at, kind, severity, target, address, summary,
+                CASE WHEN kind = 'certificate.changed' THEN json_extract(document, '$.changes') END
+            FROM alert WHERE created_at > ? AND created_at <= ? ORDER BY created_at, id
             """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970]).compactMap { row in
-            guard targets.contains(row["target"]) else { return nil }
-            return try SQLiteScanStore.decode(Alert.self, row["document"])
+            let target: String = row[4]
+            guard targets.contains(target), let kind = AlertKind(rawValue: row[2]),
+                  let severity = AlertSeverity(rawValue: row[3]) else { return nil }
+            return ReportAlert(id: row[0], createdAt: Date(timeIntervalSince1970: row[1]), kind: kind, severity: severity,
+                               target: target, address: row[5], summary: row[6],
+                               changes: try SQLiteScanStore.decode([String: String].self, row[7]) ?? [:])
         }
     }
 
@@ -268,7 +315,7 @@ private struct ReportReader {
     /// The columns every verdict query starts with, in this order (read by index: a million
     /// rows make name lookups count).
     private enum Column {
-        static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, findings = 6
+        static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, trustErrors = 6
         static let content = 7, sni = 8, host = 9
         static let count = 10
     }
@@ -276,8 +323,13 @@ private struct ReportReader {
     /// The leading columns (see `Column`) and the joins giving each observation's verdict: the
     /// stored one under its own policy, or under `query.policy` when stored, else the content to
     /// re-judge it from.
-    private func verdictSQL() -> (columns: String, joins: String) {
-        let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, v.findings"
+    private func verdictSQL(withTrust: Bool = false) -> (columns: String, joins: String) {
+        // The ids of the trust errors among the findings, comma-separated (read for the current state only).
+        let trustErrors = !withTrust ? "NULL" : """
+            (SELECT group_concat(json_extract(f.value, '$.id')) FROM json_each(v.findings) AS f
+             WHERE json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
+            """
+        let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrors)"
         guard let policy = query.policy else {
             return ("\(observation), NULL, NULL, NULL", "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
         }
@@ -328,10 +380,10 @@ private struct ReportReader {
             return verdict
         }
         let policy = query.policy ?? CompliancePolicy(rawValue: row[Column.ownPolicy] ?? "") ?? .ats
-        let findings = withTrust ? try SQLiteScanStore.decode([Finding].self, row[Column.findings]) ?? [] : []
+        let trustErrors = withTrust ? ((row[Column.trustErrors] as String?)?.split(separator: ",").map(String.init) ?? []) : []
         let compliant: Bool = row[Column.compliant]
         return PassVerdict(condition: Self.condition(status: status, hasChain: hasChain, compliant: compliant),
-                           policy: policy, rules: row[Column.failedRules] ?? "[]", trustErrors: Self.trustErrors(findings))
+                           policy: policy, rules: row[Column.failedRules] ?? "[]", trustErrors: trustErrors)
     }
 
     private mutating func verdict(_ row: Row) throws -> ReportVerdict {
