@@ -132,10 +132,12 @@ final class ReportScheduler: @unchecked Sendable {
 
     func apply(_ configuration: ServiceConfiguration) {
         queue.async {
+            // A report whose schedule changed (or that is gone) is planned afresh.
+            let unchanged = Set(configuration.reports.filter { self.schedules.contains($0) }.map(\.name))
             self.schedules = configuration.reports
             self.sinks = Dictionary(configuration.alerts.sinks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             self.targets = Set(configuration.targets.map(\.key))
-            self.due = self.due.filter { name, _ in configuration.reports.contains { $0.name == name } }
+            self.due = self.due.filter { unchanged.contains($0.key) }
             self.plan(Date())
         }
     }

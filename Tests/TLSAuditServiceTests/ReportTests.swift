@@ -152,6 +152,15 @@ struct ReportTests {
             let pngWidth = png[16..<20].reduce(0) { $0 << 8 | Int($1) }
             #expect(pngWidth == width)
         }
+        // Printable: Chromium's print path (the @media print rules) makes a PDF of several pages.
+        let pdf = directory.appendingPathComponent("report.pdf").path
+        _ = try run(browser, common + ["--no-pdf-header-footer", "--print-to-pdf=\(pdf)", "file://\(page)"])
+        let document = try Data(contentsOf: URL(fileURLWithPath: pdf))
+        #expect(document.starts(with: Array("%PDF".utf8)))
+        // The page tree's /Count: three A4/Letter pages for the fixture's week.
+        let text = String(decoding: document, as: UTF8.self)
+        let pages = text.range(of: #"/Count (\d+)"#, options: .regularExpression).flatMap { Int(text[$0].dropFirst(7)) }
+        #expect((pages ?? 0) >= 2, "\(pages ?? 0) pages")
     }
 
     func run(_ program: String, _ arguments: [String]) throws -> String {
@@ -243,13 +252,19 @@ struct ScheduledReportTests {
         let receiver = try LabWebhookReceiver()
         defer { receiver.stop() }
         let workspace = try lab.workspace("scheduled")
-        let config = try config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(4))
+        // Due in twelve hours at first: the service scans for a while before the report is moved
+        // to a few seconds ahead by a reload (so that it has scans to report on, however slow the machine).
+        let config = try config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(12 * 3600))
         let check = try Binary.run(["check-config", config])
         #expect(check.status == 0, "\(check.stderr)")
 
         let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("scans before the report") { service.storedScans.count >= 2 }
+        _ = try self.config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(3))
+        service.signal(SIGHUP)
+        service.wait("the reload") { !service.lines(containing: "configuration reloaded").isEmpty }
         let reports = workspace.appendingPathComponent("reports")
-        let day = Timestamp.formatDay(Date().addingTimeInterval(4))
+        let day = Timestamp.formatDay(Date().addingTimeInterval(3))
         let json = reports.appendingPathComponent("daily-ops-\(day).json")
         service.wait("the scheduled report", timeout: 25) { FileManager.default.fileExists(atPath: json.path) }
         let report = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(contentsOf: json))
