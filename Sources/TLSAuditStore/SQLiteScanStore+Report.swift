@@ -24,8 +24,10 @@ extension SQLiteScanStore {
 private struct ReportReader {
     let query: ReportQuery
     let db: Database
-    /// Verdicts re-judged under `query.policy`, by observation content.
-    private var rejudged: [String: PassVerdict] = [:]
+    /// Verdicts re-judged under `query.policy`, by observation content hash.
+    private var rejudged: [String: Judged] = [:]
+    /// Observations judged again so far.
+    private var judgements = 0
     /// Certificates of current chains, by fingerprint.
     private var certificates: [String: ReportCertificate] = [:]
     /// Certificates decoded for re-judging, by fingerprint.
@@ -89,7 +91,7 @@ private struct ReportReader {
         let (trend, transitions) = timeline.finish()
         return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,
                           alerts: try alerts(targets: Set(fleet.map(\.target))), scans: scans.all, failedScans: scans.failed,
-                          rejudged: rejudged.count)
+                          rejudged: judgements)
     }
 
     /// The fleet's counts over time and the verdict changes, fed verdicts in time order.
@@ -312,12 +314,28 @@ private struct ReportReader {
 
     // MARK: - Verdicts
 
+    /// One observation content judged under `query.policy`: its certificates' validity windows, and
+    /// its verdict for each validity state met so far (the only way time changes a verdict).
+    private struct Judged {
+        var windows: [(notBefore: Double, notAfter: Double)]
+        var verdicts: [[Bool]: PassVerdict] = [:]
+
+        init(_ result: AddressScanResult) {
+            let certificates = (result.chain?.presented ?? []) + (result.chain?.path.map(\.certificate) ?? [])
+            windows = certificates.map { ($0.notBefore.timeIntervalSince1970, $0.notAfter.timeIntervalSince1970) }
+        }
+
+        func validity(at time: Double) -> [Bool] {
+            windows.map { time >= $0.notBefore && time <= $0.notAfter }
+        }
+    }
+
     /// The columns every verdict query starts with, in this order (read by index: a million
     /// rows make name lookups count).
     private enum Column {
         static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, trustErrors = 6
-        static let content = 7, sni = 8, host = 9
-        static let count = 10
+        static let content = 7, sni = 8, host = 9, startedAt = 10
+        static let count = 11
     }
 
     /// The leading columns (see `Column`) and the joins giving each observation's verdict: the
@@ -331,22 +349,11 @@ private struct ReportReader {
             """
         let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrors)"
         guard let policy = query.policy else {
-            return ("\(observation), NULL, NULL, NULL", "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
+            return ("\(observation), NULL, NULL, NULL, o.started_at",
+                    "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
         }
-        // Everything a verdict depends on: the observation, the chain, and which certificates
-        // were within their validity at the time of the scan.
-        let content = """
-            CASE WHEN v.observation_id IS NULL THEN
-                o.status || '|' || ifnull(o.failure_category, '') || '|' || ifnull(o.handshake, '') || '|'
-                || ifnull(o.ats_refusal, '') || '|' || ifnull(o.trust_store, '') || '|' || ifnull(o.anchored, '') || '|'
-                || ifnull(o.path_issues, '') || '|' || ifnull(o.sni, o.host) || '|'
-                || ifnull((SELECT group_concat(c.role || c.position || ':' || c.fingerprint || ':' || ifnull(c.source, '') || ':'
-                                               || (o.started_at >= cert.not_before AND o.started_at <= cert.not_after), ',')
-                           FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
-                           WHERE c.observation_id = o.id), '')
-            END
-            """
-        return ("\(observation), \(content), o.sni, o.host",
+        // Without a stored verdict under the policy: what it is judged from (see ObservationContent).
+        return ("\(observation), CASE WHEN v.observation_id IS NULL THEN ifnull(o.content_hash, 'id:' || o.id) END, o.sni, o.host, o.started_at",
                 "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\(policy.rawValue)'")
     }
 
@@ -365,18 +372,22 @@ private struct ReportReader {
         let status: String = row[Column.status]
         let hasChain: Bool = row[Column.hasChain]
         if let content: String = row[Column.content], let policy = query.policy {
-            if let known = rejudged[content] { return known }
+            let time: Double = row[Column.startedAt]
+            if let known = rejudged[content], let verdict = known.verdicts[known.validity(at: time)] { return verdict }
             let id: Int64 = row[Column.id]
             guard let result = try SQLiteScanStore.loadResult(observationID: id, in: db, summaries: &summaries) else {
                 throw StoreError(.other, "observation \(id) vanished while reading")
             }
             let hostname: String = row[Column.sni] ?? row[Column.host]
             let judged = AddressAssessment.rejudge(result, hostname: hostname, policy: policy, at: result.startedAt)
+            judgements += 1
             let verdict = PassVerdict(
                 condition: Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
                 policy: policy, rules: try SQLiteScanStore.json(judged.verdict.failedRules),
                 trustErrors: Self.trustErrors(judged.findings))
-            rejudged[content] = verdict
+            var entry = rejudged[content] ?? Judged(result)
+            entry.verdicts[entry.validity(at: time)] = verdict
+            rejudged[content] = entry
             return verdict
         }
         let policy = query.policy ?? CompliancePolicy(rawValue: row[Column.ownPolicy] ?? "") ?? .ats

@@ -93,25 +93,35 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     certificate.notBefore.timeIntervalSince1970, certificate.notAfter.timeIntervalSince1970,
                     certificate.spkiSHA256, try json(stripped(certificate)), result.startedAt.timeIntervalSince1970])
         }
+        let handshake = try result.handshake.map(json)
+        let pathIssues = try chain.map { try json($0.issues) }
+        let anchored = chain.map { $0.anchored ? 1 : 0 }
+        let references = (chain?.presented ?? []).enumerated().map {
+            ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)
+        } + (chain?.path ?? []).enumerated().map {
+            ObservationContent.ChainEntry(role: "path", position: $0.offset, fingerprint: $0.element.certificate.sha256Fingerprint,
+                                          source: $0.element.source.rawValue)
+        }
+        let contentHash = ObservationContent.hash(
+            status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
+            atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
+            hostname: scan.sni ?? scan.host, chain: references)
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
-                failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
+                content_hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
-                             try result.handshake.map(json), result.atsClientRefusal, chain?.trustStore,
-                             chain.map { $0.anchored ? 1 : 0 }, try chain.map { try json($0.issues) },
-                             result.ats.policy.rawValue])
+                             handshake, result.atsClientRefusal, chain?.trustStore, anchored, pathIssues,
+                             result.ats.policy.rawValue, contentHash])
         let observationID = db.lastInsertedRowID
         let rules = try json(result.ats.failedRules)
-        for (position, certificate) in (chain?.presented ?? []).enumerated() {
-            try db.cachedStatement(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'presented', ?, ?, NULL)")
-                .execute(arguments: [observationID, position, certificate.sha256Fingerprint])
-        }
-        for (position, element) in (chain?.path ?? []).enumerated() {
-            try db.cachedStatement(sql: "INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, 'path', ?, ?, ?)")
-                .execute(arguments: [observationID, position, element.certificate.sha256Fingerprint, element.source.rawValue])
+        for reference in references {
+            try db.cachedStatement(sql: """
+                INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, ?, ?, ?, ?)
+                """).execute(arguments: [observationID, reference.role, reference.position, reference.fingerprint, reference.source])
         }
         try db.cachedStatement(sql: """
             INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings, pin)

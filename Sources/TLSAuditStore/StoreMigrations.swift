@@ -147,7 +147,7 @@ package enum StoreMigrations {
     }
 
     /// What reports read: each observation's own policy (so the verdict it was stored with is found
-    /// without guessing among re-judgements); `address_change`, one row each time an address's
+    /// without guessing among re-judgements) and a hash of its content (`ObservationContent`); `address_change`, one row each time an address's
     /// verdict changed (condition, policy or failing rules), so that a report walks the changes
     /// rather than every scan; a time index that also answers "how many scans, how many failed";
     /// and the scheduled reports already written (a restart neither skips nor repeats one).
@@ -171,6 +171,7 @@ package enum StoreMigrations {
     static func addReports(_ db: Database) throws {
         try db.execute(sql: """
             ALTER TABLE observation ADD COLUMN policy TEXT;
+            ALTER TABLE observation ADD COLUMN content_hash TEXT;  -- see ObservationContent
             UPDATE observation SET policy = (SELECT v.policy FROM verdict v WHERE v.observation_id = observation.id
                                              ORDER BY v.judged_at LIMIT 1);
             CREATE INDEX observation_address_time ON observation(target, address, started_at);
@@ -200,5 +201,6 @@ package enum StoreMigrations {
                 PRIMARY KEY (name, period_end)
             );
             """)
+        try ObservationContent.backfill(db)
     }
 }

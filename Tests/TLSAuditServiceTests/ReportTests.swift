@@ -5,7 +5,7 @@ import TLSAuditCore
 import TLSAuditProbe
 @testable import TLSAuditReport
 import TLSAuditService
-import TLSAuditStore
+@testable import TLSAuditStore
 
 /// `tlsaudit report` on a fixed database of real handshakes (built by
 /// `tlsaudit-bench report-fixture`; see Fixtures/report/README.md), and the service's scheduled reports.
@@ -113,6 +113,21 @@ struct ReportTests {
         }
         #expect(written.count == 12, "\(written.joined(separator: "\n"))")
         #expect(written == derived.map { $0.replacingOccurrences(of: "id:", with: "observation_id:") })
+    }
+
+    @Test("the content hash the store writes with each scan is what the v4 migration computes for older scans")
+    func contentHashes() throws {
+        let queue = try DatabaseQueue(path: try fixtureCopy())
+        let stored = try queue.read { try String.fetchAll($0, sql: "SELECT content_hash FROM observation ORDER BY id") }
+        #expect(stored.count == 135 && stored.allSatisfy { $0.count == 32 })
+        // Scans of an unchanged server share a hash; a changed server gets a new one.
+        #expect(Set(stored).count < stored.count && Set(stored).count > 9)
+        let recomputed = try queue.write { db in
+            try db.execute(sql: "UPDATE observation SET content_hash = NULL")
+            try ObservationContent.backfill(db)
+            return try String.fetchAll(db, sql: "SELECT content_hash FROM observation ORDER BY id")
+        }
+        #expect(recomputed == stored)
     }
 
     @Test("HTML is one self-contained file: no scripts, no external assets, hostile names escaped")

@@ -1,0 +1,51 @@
+import GRDB
+import TLSAuditCore
+
+/// What a verdict depends on apart from the time, as stored: two observations with the same
+/// content hash get the same verdict under any policy at any instant where the same certificates
+/// are within their validity. Reports re-judging history under another policy judge each content
+/// once (per validity state) instead of every scan.
+enum ObservationContent {
+    /// One certificate reference of an observation, as `observation_certificate` holds it.
+    struct ChainEntry {
+        var role: String
+        var position: Int
+        var fingerprint: String
+        var source: String?
+    }
+
+    /// 128-bit FNV-1a (two seeds) of the observation's stored columns, lowercase hex.
+    static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
+                     trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry]) -> String {
+        var text = [status, failureCategory ?? "", handshake ?? "", atsRefusal ?? "", trustStore ?? "",
+                    anchored.map(String.init) ?? "", pathIssues ?? "", hostname].joined(separator: "\u{1F}")
+        for entry in chain.sorted(by: { ($0.role, $0.position) < ($1.role, $1.position) }) {
+            text += "\u{1E}\(entry.role)\u{1F}\(entry.position)\u{1F}\(entry.fingerprint)\u{1F}\(entry.source ?? "")"
+        }
+        return hex(StableHash.fnv1a(text)) + hex(StableHash.fnv1a(text, seed: 0x8422_2325_cbf2_9ce4))
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// Fills in `content_hash` for observations stored before it existed (the v4 migration).
+    static func backfill(_ db: Database) throws {
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT id, status, failure_category, handshake, ats_refusal, trust_store, anchored, path_issues, ifnull(sni, host)
+            FROM observation WHERE content_hash IS NULL
+            """)
+        var hashes: [(Int64, String)] = []
+        while let row = try rows.next() {
+            let id: Int64 = row[0]
+            let chain = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT role, position, fingerprint, source FROM observation_certificate WHERE observation_id = ?
+                """), arguments: [id]).map { ChainEntry(role: $0[0], position: $0[1], fingerprint: $0[2], source: $0[3]) }
+            hashes.append((id, hash(status: row[1], failureCategory: row[2], handshake: row[3], atsRefusal: row[4],
+                                    trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain)))
+        }
+        let update = try db.makeStatement(sql: "UPDATE observation SET content_hash = ? WHERE id = ?")
+        for (id, hash) in hashes { try update.execute(arguments: [hash, id]) }
+    }
+}
