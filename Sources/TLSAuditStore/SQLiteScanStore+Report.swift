@@ -28,6 +28,17 @@ private struct ReportReader {
     private var rejudged: [String: Judged] = [:]
     /// Observations judged again so far.
     private var judgements = 0
+    /// Prefetched: latest scans by observation id, their certificate references, start states by key.
+    private var latest: [Int64: Row] = [:]
+    private var chains: [Int64: [ChainReference]] = [:]
+    private var startStates: [String: Tracked] = [:]
+
+    struct ChainReference {
+        var role: String
+        var position: Int
+        var fingerprint: String
+    }
+
     /// Certificates of current chains, by fingerprint.
     private var certificates: [String: ReportCertificate] = [:]
     /// Certificates decoded for re-judging, by fingerprint.
@@ -49,11 +60,12 @@ private struct ReportReader {
         let fleet = try fleetKeys()
         var addresses: [ReportAddress] = []
         var timeline = Timeline(query: query)
+        try prefetch()
         for member in fleet {
             guard let current = try currentState(member) else { continue }
             addresses.append(current)
-            timeline.track(Self.key(member.target, member.address),
-                           at: try stateAtStart(target: member.target, address: member.address))
+            let key = Self.key(member.target, member.address)
+            timeline.track(key, at: try startStates[key] ?? stateAtStart(target: member.target, address: member.address))
         }
         let scans: (all: Int, failed: Int)
         if query.policy == nil {
@@ -197,17 +209,11 @@ private struct ReportReader {
     /// The address as of `query.end`: its last scan, the last that reached it, and that scan's chain.
     /// Nil when it was first scanned after the end.
     private mutating func currentState(_ fleet: FleetAddress) throws -> ReportAddress? {
-        let (columns, joins) = verdictSQL(withTrust: true)
-        let details = """
-            SELECT \(columns), o.host, o.port, o.started_at, o.failure_category, o.failure_message,
-                json_extract(o.handshake, '$.protocolVersion') AS protocol_version,
-                json_extract(o.handshake, '$.cipher.iana') AS cipher,
-                json_extract(own.pin, '$.state') AS pin_state, json_extract(own.pin, '$.message') AS pin_message
-            FROM observation o \(joins) LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy
-            """
+        let details = currentSQL(from: "observation o")
         let last: Row?
-        if fleet.lastScanAt <= query.end.timeIntervalSince1970 {
-            // The usual case, a report up to now: the latest scan is the one target_state points at.
+        if let prefetched = latest[fleet.lastObservationID], fleet.lastScanAt <= query.end.timeIntervalSince1970 {
+            last = prefetched
+        } else if fleet.lastScanAt <= query.end.timeIntervalSince1970 {
             last = try Row.fetchOne(db.cachedStatement(sql: details + " WHERE o.id = ?"), arguments: [fleet.lastObservationID])
         } else {
             last = try Row.fetchOne(db.cachedStatement(sql: details + """
@@ -223,13 +229,13 @@ private struct ReportReader {
             """), arguments: [fleet.target, fleet.address, query.end.timeIntervalSince1970])
         var chain: [ReportCertificate] = []
         if let id: Int64 = reachable?[Column.id] {
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            let references = try chains[id] ?? Row.fetchAll(db.cachedStatement(sql: """
                 SELECT role, position, fingerprint FROM observation_certificate WHERE observation_id = ? ORDER BY role, position
-                """), arguments: [id])
-            let path = rows.filter { ($0[0] as String) == "path" }
-            chain = try (path.isEmpty ? rows : path).compactMap { row in
-                guard var certificate = try certificate(row[2]) else { return nil }
-                certificate.depth = row[1]
+                """), arguments: [id]).map { ChainReference(role: $0[0], position: $0[1], fingerprint: $0[2]) }
+            let path = references.filter { $0.role == "path" }
+            chain = try (path.isEmpty ? references : path).compactMap { reference in
+                guard var certificate = try certificate(reference.fingerprint) else { return nil }
+                certificate.depth = reference.position
                 return certificate
             }
         }
@@ -240,6 +246,61 @@ private struct ReportReader {
             protocolVersion: last["protocol_version"], cipher: last["cipher"],
             failureCategory: last["failure_category"], failureMessage: last["failure_message"],
             lastReachableAt: (reachable?["started_at"] as Double?).map(Date.init(timeIntervalSince1970:)), chain: chain)
+    }
+
+    /// The current-state query: the verdict columns and what the report shows of a scan, from
+    /// `source` (which names the observation `o`).
+    private func currentSQL(from source: String) -> String {
+        let (columns, joins) = verdictSQL(withTrust: true)
+        return """
+            SELECT \(columns), o.host, o.port, o.started_at, o.failure_category, o.failure_message,
+                json_extract(o.handshake, '$.protocolVersion') AS protocol_version,
+                json_extract(o.handshake, '$.cipher.iana') AS cipher,
+                json_extract(own.pin, '$.state') AS pin_state, json_extract(own.pin, '$.message') AS pin_message
+            FROM \(source) \(joins) LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy
+            """
+    }
+
+    /// Reads in a few statements what the per-address reads would otherwise ask 10,000 times: every
+    /// address's latest scan (as `target_state` points at it), those scans' certificate references,
+    /// and (for each scan's own verdicts) where each address stood at the start of the period.
+    private mutating func prefetch() throws {
+        for row in try Row.fetchAll(db, sql: currentSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id")
+                                        + " WHERE t.last_scan_at <= ?", arguments: [query.end.timeIntervalSince1970]) {
+            latest[row[Column.id]] = row
+        }
+        for row in try Row.fetchAll(db, sql: """
+            SELECT c.observation_id, c.role, c.position, c.fingerprint
+            FROM target_state t JOIN observation_certificate c ON c.observation_id = t.last_observation_id
+            """) {
+            chains[row[0], default: []].append(ChainReference(role: row[1], position: row[2], fingerprint: row[3]))
+        }
+        // (Sorted here: an ORDER BY would make SQLite walk all of observation_certificate in key order.)
+        for id in chains.keys { chains[id]?.sort { ($0.role, $0.position) < ($1.role, $1.position) } }
+        guard query.policy == nil else { return }
+        // The last change at or before the start, and the last one that reached the server (SQLite
+        // takes the bare columns from the row with the max).
+        for reachableOnly in [false, true] {
+            for row in try Row.fetchAll(db, sql: """
+                SELECT target || char(31) || address, condition, failed_rules, max(started_at) FROM address_change
+                WHERE started_at <= ? \(reachableOnly ? "AND condition != 'unreachable'" : "") GROUP BY target, address
+                """, arguments: [query.start.timeIntervalSince1970]) {
+                let key: String = row[0]
+                let condition = AddressCondition(rawValue: row[1]) ?? .unreachable
+                var state = startStates[key] ?? Tracked()
+                if reachableOnly {
+                    state.lastReachable = (condition, row[2])
+                } else {
+                    state.condition = condition
+                    if condition != .unreachable { state.lastReachable = (condition, row[2]) }
+                }
+                startStates[key] = state
+            }
+        }
+        // Addresses with no change before the start had no scan before it.
+        for key in try String.fetchAll(db, sql: "SELECT target || char(31) || address FROM target_state") where startStates[key] == nil {
+            startStates[key] = Tracked()
+        }
     }
 
     /// A stored certificate's dates and names, read once per report (a fleet shares its CAs).
