@@ -61,8 +61,8 @@ enum HTMLReport {
             case "\"": out += "&quot;"
             case "'": out += "&#39;"
             default:
-                if let scalar = character.unicodeScalars.first, character.unicodeScalars.count == 1, scalar.isControl {
-                    out += "\u{FFFD}"
+                if character.unicodeScalars.contains(where: \.isControl) {
+                    out += String(String.UnicodeScalarView(character.unicodeScalars.map { $0.isControl ? "\u{FFFD}" : $0 }))
                 } else {
                     out.append(character)
                 }

@@ -9,7 +9,8 @@ public enum ReportBuilder {
     public static func step(for period: TimeInterval) -> TimeInterval {
         let minute = 60.0, hour = 3600.0, day = 86_400.0
         let steps = [minute, 5 * minute, 15 * minute, 30 * minute, hour, 3 * hour, 6 * hour, 12 * hour, day, 7 * day, 30 * day]
-        return steps.first { period / $0 <= 60 } ?? 365 * day
+        // n steps make n + 1 points (the start, each step, the end).
+        return steps.first { period / $0 <= 59 } ?? 365 * day
     }
 
     /// The query for a report over `since` seconds up to `end`.

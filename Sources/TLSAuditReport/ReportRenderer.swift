@@ -43,7 +43,11 @@ extension String {
 }
 
 extension Unicode.Scalar {
-    var isControl: Bool { value < 0x20 || (0x7F...0x9F).contains(value) }
+    /// C0, DEL and C1 controls, and the bidirectional overrides and isolates (U+202A-202E,
+    /// U+2066-2069) that would let a name display reordered text.
+    var isControl: Bool {
+        value < 0x20 || (0x7F...0x9F).contains(value) || (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value)
+    }
 }
 
 /// Plain text for a terminal or an e-mail body.
@@ -161,7 +165,8 @@ enum CSVReport {
     /// first) gets a leading apostrophe (OWASP's advice against CSV injection).
     static func field(_ value: String, numeric: Bool) -> String {
         var text = value.withoutControlCharacters
-        if !numeric, let first = text.first, "=+-@".contains(first) { text = "'" + text }
+        // The first scalar, not the first character: "=" followed by a combining mark is still a formula.
+        if !numeric, let first = text.unicodeScalars.first, "=+-@".unicodeScalars.contains(first) { text = "'" + text }
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "'" }) else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }

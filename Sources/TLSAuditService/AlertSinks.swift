@@ -210,8 +210,13 @@ final class AlertDispatcher: @unchecked Sendable {
         } catch {
             return .failure(DeliveryError(description: "cannot run \(executable): \(error)"))
         }
-        try? stdin.fileHandleForWriting.write(contentsOf: input)
-        try? stdin.fileHandleForWriting.close()
+        // Fed from its own thread: a command that does not read a large input (a report) must not
+        // block us past the deadline; terminating it ends the write with EPIPE (SIGPIPE is ignored).
+        let writer = stdin.fileHandleForWriting
+        Thread {
+            try? writer.write(contentsOf: input)
+            try? writer.close()
+        }.start()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
         if process.isRunning {

@@ -55,9 +55,9 @@ public struct ReportSchedule: Sendable, Hashable {
         calendar.timeZone = timeZone
         var day = calendar.startOfDay(for: date)
         for _ in 0..<16 {
-            // Adding seconds to midnight keeps DST days right (a 06:00 report stays at 06:00 local).
-            let components = DateComponents(hour: timeOfDay / 3600, minute: timeOfDay % 3600 / 60, second: timeOfDay % 60)
-            if let candidate = calendar.date(byAdding: components, to: day), candidate <= date,
+            // The wall-clock time on that day: a 06:00 report stays at 06:00 local across DST changes.
+            if let candidate = calendar.date(bySettingHour: timeOfDay / 3600, minute: timeOfDay % 3600 / 60,
+                                             second: timeOfDay % 60, of: day), candidate <= date,
                frequency == .daily || calendar.component(.weekday, from: candidate) == weekday {
                 return candidate
             }
@@ -72,6 +72,16 @@ public struct ReportSchedule: Sendable, Hashable {
         // The latest instant at or before a point one period ahead is the next one (DST aside: retry closer).
         while latestDue(atOrBefore: probe) <= date { probe = probe.addingTimeInterval(3600) }
         return latestDue(atOrBefore: probe)
+    }
+
+    /// True for exactly `NAME-YYYY-MM-DD.EXT` (another report whose name starts with this one's,
+    /// `weekly-eu` next to `weekly`, is not ours to prune).
+    public func owns(fileName: String, format: ReportFormat) -> Bool {
+        guard fileName.hasPrefix("\(name)-"), fileName.hasSuffix(".\(format.fileExtension)") else { return false }
+        let day = fileName.dropFirst(name.count + 1).dropLast(format.fileExtension.count + 1)
+        return day.count == 10 && day.enumerated().allSatisfy { index, character in
+            [4, 7].contains(index) ? character == "-" : character.isASCII && character.isNumber
+        }
     }
 
     /// `daily-2026-11-22`: the file name (without extension) for the report ending at `end`.
@@ -122,11 +132,12 @@ final class ReportScheduler: @unchecked Sendable {
         }
     }
 
-    /// Stops after the report being written, if any.
+    /// Stops scheduling. A report being written is not waited for (shutdown must not hang on a
+    /// slow sink); its files are written atomically, so at worst it is missing and written at the next start.
     func stop() {
-        queue.sync {
-            timer?.cancel()
-            timer = nil
+        queue.async {
+            self.timer?.cancel()
+            self.timer = nil
         }
     }
 
@@ -260,7 +271,7 @@ final class ReportScheduler: @unchecked Sendable {
         guard schedule.keep > 0,
               let names = try? FileManager.default.contentsOfDirectory(atPath: schedule.directory) else { return }
         for format in schedule.formats {
-            let mine = names.filter { $0.hasPrefix("\(schedule.name)-") && $0.hasSuffix(".\(format.fileExtension)") }.sorted()
+            let mine = names.filter { schedule.owns(fileName: $0, format: format) }.sorted()
             for old in mine.dropLast(schedule.keep) {
                 try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: schedule.directory).appendingPathComponent(old).path)
             }

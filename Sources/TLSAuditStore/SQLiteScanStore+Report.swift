@@ -89,16 +89,13 @@ private struct ReportReader {
                 WHERE o.started_at > ? AND o.started_at <= ?
                 ORDER BY o.started_at, o.id
                 """, arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
-            var all = 0, failed = 0
             while let row = try cursor.next() {
                 let key: String = row[Column.count]
                 guard timeline.tracks(key) else { continue }
-                all += 1
-                if (row[Column.status] as String) == "failed" { failed += 1 }
                 try timeline.apply(try passVerdict(row, withTrust: false), key: key,
                                    at: Date(timeIntervalSince1970: row[Column.count + 1]))
             }
-            scans = (all, failed)
+            scans = try scanCounts(targets: Set(fleet.map(\.target)))
         }
         let (trend, transitions) = timeline.finish()
         return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,

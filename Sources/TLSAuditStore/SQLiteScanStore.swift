@@ -132,17 +132,38 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
         // A new row in the address's timeline when its verdict changed.
         let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.ats.compliant)
-        let last = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ?
+        // The address's timeline: a row when this scan's verdict differs from the one in force at its
+        // time. A scan stored after a later one (a CLI scan racing the service, a clock step) also
+        // fixes up the scan that follows it.
+        let time = result.startedAt.timeIntervalSince1970
+        let state = [condition.rawValue, result.ats.policy.rawValue, rules]
+        func stateOf(_ row: Row?) -> [String]? {
+            row.map { [$0["condition"], $0["policy"], $0["failed_rules"]] }
+        }
+        let before = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
             ORDER BY started_at DESC, rowid DESC LIMIT 1
-            """), arguments: [scan.target, result.address])
-        if last == nil || last?["condition"] != condition.rawValue || last?["policy"] != result.ats.policy.rawValue
-            || last?["failed_rules"] != rules {
-            try db.cachedStatement(sql: """
-                INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [scan.target, result.address, result.startedAt.timeIntervalSince1970, observationID,
-                                         condition.rawValue, result.ats.policy.rawValue, rules])
+            """), arguments: [scan.target, result.address, time])
+        if stateOf(before) != state {
+            try insertChange(target: scan.target, address: result.address, time: time, observationID: observationID,
+                             state: state, into: db)
+        }
+        if let next = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT o.id, o.started_at, v.policy, v.failed_rules,
+                CASE WHEN o.status = 'failed' AND o.trust_store IS NULL THEN 'unreachable'
+                     WHEN o.status = 'completed' AND v.compliant = 1 THEN 'compliant' ELSE 'not-compliant' END AS condition
+            FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
+            WHERE o.target = ? AND o.address = ? AND o.started_at > ? ORDER BY o.started_at, o.id LIMIT 1
+            """), arguments: [scan.target, result.address, time]) {
+            let nextID: Int64 = next["id"]
+            let hasRow = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM address_change WHERE observation_id = ?"),
+                                           arguments: [nextID]) ?? false
+            if stateOf(next) == state, hasRow {
+                try db.execute(sql: "DELETE FROM address_change WHERE observation_id = ?", arguments: [nextID])
+            } else if stateOf(next) != state, !hasRow, let nextState = stateOf(next) {
+                try insertChange(target: scan.target, address: result.address, time: next["started_at"], observationID: nextID,
+                                 state: nextState, into: db)
+            }
         }
 
         // Change detection against what is remembered of this address.
@@ -200,6 +221,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              memory.atsCompliant.map { $0 ? 1 : 0 }, memory.trusted.map { $0 ? 1 : 0 },
                              memory.unreachableAlerted ? 1 : 0])
         return alerts
+    }
+
+    /// One row of an address's timeline; `state` is condition, policy, failed rules (JSON).
+    private static func insertChange(target: String, address: String, time: Double, observationID: Int64, state: [String],
+                                     into db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [target, address, time, observationID, state[0], state[1], state[2]])
     }
 
     /// What is remembered of a target address, or nil before its first scan.
@@ -453,12 +483,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     AND id NOT IN (SELECT last_observation_id FROM target_state)
                     """, arguments: [cutoff.timeIntervalSince1970])
                 let observations = db.changesCount
-                // Each address keeps its latest change and its latest reachable one (report baselines).
+                // Each address keeps the change in force at the cutoff and the last reachable one before
+                // it: a report starting after the cutoff still knows where every address stood.
                 try db.execute(sql: """
-                    DELETE FROM address_change WHERE started_at < ? AND rowid NOT IN (
-                        SELECT max(rowid) FROM address_change GROUP BY target, address
-                        UNION SELECT max(rowid) FROM address_change WHERE condition != 'unreachable' GROUP BY target, address)
-                    """, arguments: [cutoff.timeIntervalSince1970])
+                    DELETE FROM address_change WHERE started_at < :cutoff AND rowid NOT IN (
+                        SELECT id FROM (SELECT rowid AS id, max(started_at) FROM address_change
+                                        WHERE started_at < :cutoff GROUP BY target, address)
+                        UNION SELECT id FROM (SELECT rowid AS id, max(started_at) FROM address_change
+                                              WHERE started_at < :cutoff AND condition != 'unreachable' GROUP BY target, address))
+                    """, arguments: ["cutoff": cutoff.timeIntervalSince1970])
                 try db.execute(sql: """
                     DELETE FROM alert WHERE created_at < ?
                     AND NOT EXISTS (SELECT 1 FROM alert_delivery d WHERE d.alert_id = alert.id AND d.state = 'pending')

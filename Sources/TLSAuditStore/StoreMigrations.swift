@@ -189,6 +189,7 @@ package enum StoreMigrations {
             );
             CREATE INDEX address_change_address ON address_change(target, address, started_at);
             CREATE INDEX address_change_time ON address_change(started_at);
+            CREATE INDEX address_change_observation ON address_change(observation_id);
             INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
             \(addressChanges);
 

@@ -4,7 +4,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 @testable import TLSAuditReport
-import TLSAuditService
+@testable import TLSAuditService
 @testable import TLSAuditStore
 
 /// `tlsaudit report` on a fixed database of real handshakes (built by
@@ -115,6 +115,48 @@ struct ReportTests {
         #expect(written == derived.map { $0.replacingOccurrences(of: "id:", with: "observation_id:") })
     }
 
+    @Test("retention keeps what a later report needs: the same story after pruning the scans before the period")
+    func pruneKeepsBaselines() throws {
+        let database = try fixtureCopy()
+        // Four days ending 2026-11-08: the regression (11-04 12:00) is judged against a compliant
+        // verdict from 10-31, long before the cutoff.
+        let arguments = ["report", "--database", database, "--at", Self.end, "--since", "4d", "--format", "json"]
+        let before = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try Binary.run(arguments).stdout.utf8))
+        let pruned = try SQLiteScanStore(path: database, create: false).prune(olderThan: Timestamp.parse("2026-11-03T06:00:00Z")!)
+        #expect(pruned.observations > 0)
+        let after = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try Binary.run(arguments).stdout.utf8))
+        #expect(before.changes.newFailures.map(\.target) == ["regressed"])
+        #expect(after.changes.newFailures == before.changes.newFailures)
+        #expect(after.trend == before.trend)
+        #expect(after.summary.complianceAtStart == before.summary.complianceAtStart)
+    }
+
+    @Test("scans stored out of order give the same timeline as scans stored in order")
+    func outOfOrder() throws {
+        let source = try SQLiteScanStore(path: try fixtureCopy(), create: false)
+        let rows = try DatabaseQueue(path: source.path).read {
+            try Row.fetchAll($0, sql: "SELECT id, target, host, port, sni FROM observation ORDER BY id")
+        }
+        var scans = try rows.map { row in
+            StoredScan(target: row["target"], host: row["host"], port: row["port"], sni: row["sni"],
+                       result: try #require(try source.result(observationID: row["id"])))
+        }
+        // A fixed shuffle: every scan stored in a different order from its time.
+        var generator = SplitMix(seed: 42)
+        scans.shuffle(using: &generator)
+        let path = try lab.workspace("shuffled").appendingPathComponent("db.sqlite").path
+        let store = try SQLiteScanStore(path: path)
+        for scan in scans { _ = try store.record([scan], alerting: nil) }
+        let (written, derived) = try DatabaseQueue(path: path).read { db in
+            (try Row.fetchAll(db, sql: """
+                SELECT target, address, started_at, condition, policy, failed_rules FROM address_change ORDER BY started_at, target
+                """).map(\.description),
+             try Row.fetchAll(db, sql: "SELECT target, address, started_at, condition, policy, failed_rules FROM (\(StoreMigrations.addressChanges)) ORDER BY started_at, target").map(\.description))
+        }
+        #expect(written.count == 12)
+        #expect(written == derived)
+    }
+
     @Test("the content hash the store writes with each scan is what the v4 migration computes for older scans")
     func contentHashes() throws {
         let queue = try DatabaseQueue(path: try fixtureCopy())
@@ -204,8 +246,33 @@ struct ReportTests {
         #expect(unwritable.status == 2 && unwritable.stderr.contains("cannot write /proc/tlsaudit-report.txt"))
     }
 
+    @Test("durations must be finite and at most 100 years; a report's files are told apart from a longer-named report's")
+    func limits() throws {
+        #expect(DurationText.seconds("inf") == nil && DurationText.seconds("nan") == nil && DurationText.seconds("1e15") == nil)
+        #expect(DurationText.seconds("infd") == nil && DurationText.seconds("-5m") == nil && DurationText.seconds("7d") == 604_800)
+        let database = try fixtureCopy()
+        #expect(try Binary.run(["report", "--database", database, "--since", "inf"]).status == 64)
+        #expect(try Binary.run(["report", "--database", database, "--expiring-within", "inf"]).status == 64)
+        let schedule = ReportSchedule(name: "weekly", frequency: .weekly, directory: "/tmp")
+        #expect(schedule.owns(fileName: "weekly-2026-11-23.html", format: .html))
+        #expect(!schedule.owns(fileName: "weekly-eu-2026-11-23.html", format: .html))
+        #expect(!schedule.owns(fileName: "weekly-2026-11-23.json", format: .html))
+        #expect(!schedule.owns(fileName: "weekly-notes.html", format: .html))
+    }
+
+    @Test("a command that never reads its input cannot hold a delivery past its timeout")
+    func commandThatDoesNotRead() {
+        let started = Date()
+        let outcome = AlertDispatcher.runCommand(["/bin/sleep", "30"], input: Data(count: 4 << 20), timeout: 1)
+        #expect(Date().timeIntervalSince(started) < 5)
+        if case .success = outcome { Issue.record("a command killed at its timeout is a failure") }
+    }
+
     @Test("server-made strings cannot escape their format: CSV formulas, Markdown markup, terminal escapes")
     func neutralising() {
+        #expect(CSVReport.field("=\u{301}1+1", numeric: false).utf8.starts(with: "\"'=".utf8))
+        #expect("abc\u{202E}fed".withoutControlCharacters == "abc\u{FFFD}fed")
+        #expect(HTMLReport.escape("x\u{2066}y") == "x\u{FFFD}y")
         #expect(CSVReport.field("=HYPERLINK(\"x\")", numeric: false) == "\"'=HYPERLINK(\"\"x\"\")\"")
         #expect(CSVReport.field("-3", numeric: true) == "-3")
         #expect(CSVReport.field("@SUM(A1)", numeric: false) == "\"'@SUM(A1)\"")
@@ -380,7 +447,25 @@ struct ScheduledReportTests {
         // Friday 2026-11-20 17:30 in Paris is 16:30 UTC; asked on Sunday the 22nd, that is the latest one.
         #expect(schedule.latestDue(atOrBefore: Timestamp.parse("2026-11-22T12:00:00Z")!) == Timestamp.parse("2026-11-20T16:30:00Z"))
         #expect(schedule.nextDue(after: Timestamp.parse("2026-11-22T12:00:00Z")!) == Timestamp.parse("2026-11-27T16:30:00Z"))
+        // On the days the clocks change, a daily 06:00 report in Paris is still at 06:00 local.
+        var paris = ReportSchedule(name: "d", frequency: .daily, directory: "/tmp")
+        paris.timeZone = TimeZone(identifier: "Europe/Paris")!
+        #expect(paris.latestDue(atOrBefore: Timestamp.parse("2026-03-29T12:00:00Z")!) == Timestamp.parse("2026-03-29T04:00:00Z"))
+        #expect(paris.latestDue(atOrBefore: Timestamp.parse("2026-10-25T12:00:00Z")!) == Timestamp.parse("2026-10-25T05:00:00Z"))
         // Across the end of summer time the report stays at 17:30 local (15:30 UTC in summer).
         #expect(schedule.latestDue(atOrBefore: Timestamp.parse("2026-10-20T00:00:00Z")!) == Timestamp.parse("2026-10-16T15:30:00Z"))
+    }
+}
+
+/// A small deterministic random number generator (for a reproducible shuffle).
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

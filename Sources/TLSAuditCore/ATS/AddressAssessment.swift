@@ -31,7 +31,8 @@ public enum AddressAssessment {
     /// The name checked is the one the scan sent (`sni`, else `host`).
     public static func rejudge(_ result: AddressScanResult, hostname: String, policy: CompliancePolicy,
                                at time: Date) -> (findings: [Finding], verdict: ATSVerdict) {
-        let context = TrustContext(hostname: hostname, time: time)
+        // Public-trust rules (CT, certificate lifetime) apply to chains checked against the system store, as in a scan.
+        let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.trustStore == "system")
         let presented = result.chain?.presented ?? []
         let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
         guard let handshake = result.handshake, result.error == nil else {

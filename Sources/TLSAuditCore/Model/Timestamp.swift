@@ -22,13 +22,19 @@ public enum Timestamp {
 
 /// Durations as the configuration and the command line write them.
 public enum DurationText {
-    /// `30`, `30s`, `500ms`, `5m`, `2h`, `7d`, `2w` in seconds; nil when not a duration.
+    /// The longest duration accepted: 100 years.
+    public static let maximum: Double = 100 * 365 * 86_400
+
+    /// `30`, `30s`, `500ms`, `5m`, `2h`, `7d`, `2w` in seconds; nil when not a duration (negative,
+    /// not finite, e.g. `inf` or `nan`, or longer than `maximum`).
     public static func seconds(_ text: String) -> Double? {
         let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600), ("d", 86_400), ("w", 604_800)]
+        var value = Double(text)
         // "ms" comes before "s" and "m" so that "500ms" is not read as "500m" + "s".
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            if let number = Double(text.dropLast(suffix.count)), number >= 0 { return number * factor }
+        for (suffix, factor) in units where value == nil && text.hasSuffix(suffix) {
+            value = Double(text.dropLast(suffix.count)).map { $0 * factor }
         }
-        return Double(text).flatMap { $0 >= 0 ? $0 : nil }
+        guard let value, value.isFinite, value >= 0, value <= maximum else { return nil }
+        return value
     }
 }
