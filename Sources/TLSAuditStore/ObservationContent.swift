@@ -14,7 +14,8 @@ enum ObservationContent {
         var source: String?
     }
 
-    /// 128-bit FNV-1a (two seeds) of the observation's stored columns, lowercase hex.
+    /// SHA-256 of the observation's stored columns and certificate references, lowercase hex
+    /// (a server chooses much of this content: a non-cryptographic hash could be made to collide).
     static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
                      trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry]) -> String {
         var text = [status, failureCategory ?? "", handshake ?? "", atsRefusal ?? "", trustStore ?? "",
@@ -22,12 +23,7 @@ enum ObservationContent {
         for entry in chain.sorted(by: { ($0.role, $0.position) < ($1.role, $1.position) }) {
             text += "\u{1E}\(entry.role)\u{1F}\(entry.position)\u{1F}\(entry.fingerprint)\u{1F}\(entry.source ?? "")"
         }
-        return hex(StableHash.fnv1a(text)) + hex(StableHash.fnv1a(text, seed: 0x8422_2325_cbf2_9ce4))
-    }
-
-    private static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
+        return SHA256.hex(text.utf8)
     }
 
     /// Fills in `content_hash` for observations stored before it existed (the v4 migration).

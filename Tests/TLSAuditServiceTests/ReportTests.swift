@@ -161,7 +161,14 @@ struct ReportTests {
     func contentHashes() throws {
         let queue = try DatabaseQueue(path: try fixtureCopy())
         let stored = try queue.read { try String.fetchAll($0, sql: "SELECT content_hash FROM observation ORDER BY id") }
-        #expect(stored.count == 135 && stored.allSatisfy { $0.count == 32 })
+        #expect(stored.count == 135 && stored.allSatisfy { $0.count == 64 })
+        // The hash is SHA-256 (FIPS 180-4 test vectors).
+        #expect(SHA256.hex("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SHA256.hex("".utf8) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+            == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        #expect(SHA256.hex(Array(repeating: UInt8(ascii: "a"), count: 1_000_000))
+            == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
         // Scans of an unchanged server share a hash; a changed server gets a new one.
         #expect(Set(stored).count < stored.count && Set(stored).count > 9)
         let recomputed = try queue.write { db in
