@@ -43,7 +43,7 @@ public struct ComplianceReport: Codable, Sendable {
         public var complianceAtStart: Double?
         /// `up`, `down`, `flat`, or `unknown` (no data at the start).
         public var trend: String
-        /// Scans stored in the period for these addresses, and how many reached nothing.
+        /// Scans stored in the period for these targets (all their addresses), and how many reached nothing.
         public var scans: Int
         public var failedScans: Int
         /// Distinct observations judged again under `policy` (0 when each scan's own verdict is used).

@@ -137,7 +137,7 @@ public struct ReportData: Sendable {
     public var transitions: [ReportTransition]
     /// Alerts raised in the period, oldest first.
     public var alerts: [ReportAlert]
-    /// Scans stored in the period for the addresses reported on, and how many of those failed.
+    /// Scans stored in the period for the targets reported on (all their addresses), and how many failed.
     public var scans: Int
     public var failedScans: Int
     /// Distinct observations re-judged under `query.policy` (0 without `--policy`).

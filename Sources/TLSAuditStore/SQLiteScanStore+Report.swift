@@ -4,9 +4,10 @@ import TLSAuditCore
 
 extension SQLiteScanStore {
     /// Reads what a compliance report needs: the state of every target address at `query.end`, the
-    /// fleet's counts over the period (one ordered pass over the period's scans), verdict changes,
-    /// and the period's alerts. With `query.policy` every verdict is re-judged from the stored
-    /// observation (identical observations are judged once); nothing is rescanned or written.
+    /// fleet's counts over the period and the verdict changes (one ordered pass over the stored
+    /// verdict changes), and the period's alerts. With `query.policy` every scan of the period is
+    /// judged again from its stored observation (each distinct content once per validity state);
+    /// nothing is rescanned or written.
     public func reportData(_ query: ReportQuery) throws -> ReportData {
         do {
             return try pool.read { db in
@@ -67,7 +68,6 @@ private struct ReportReader {
             let key = Self.key(member.target, member.address)
             timeline.track(key, at: try startStates[key] ?? stateAtStart(target: member.target, address: member.address))
         }
-        let scans: (all: Int, failed: Int)
         if query.policy == nil {
             // Each scan's own verdict: the stored changes tell the whole story.
             let cursor = try Row.fetchCursor(db.cachedStatement(sql: """
@@ -79,7 +79,6 @@ private struct ReportReader {
                                           policy: CompliancePolicy(rawValue: row[3]) ?? .ats, rules: row[4], trustErrors: [])
                 try timeline.apply(verdict, key: row[0], at: Date(timeIntervalSince1970: row[1]))
             }
-            scans = try scanCounts(targets: Set(fleet.map(\.target)))
         } else {
             // Another policy: every scan judged again (identical observations once).
             let (columns, joins) = verdictSQL()
@@ -95,8 +94,8 @@ private struct ReportReader {
                 try timeline.apply(try passVerdict(row, withTrust: false), key: key,
                                    at: Date(timeIntervalSince1970: row[Column.count + 1]))
             }
-            scans = try scanCounts(targets: Set(fleet.map(\.target)))
         }
+        let scans = try scanCounts(targets: Set(fleet.map(\.target)))
         let (trend, transitions) = timeline.finish()
         return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions,
                           alerts: try alerts(targets: Set(fleet.map(\.target))), scans: scans.all, failedScans: scans.failed,
