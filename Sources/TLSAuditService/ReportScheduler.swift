@@ -94,12 +94,12 @@ public struct ReportSchedule: Sendable, Hashable {
     }
 }
 
-/// Writes the scheduled reports: checks every 15 s whether one is due, renders it off the scan
+/// Writes the scheduled reports: checks every second whether one is due, renders it off the scan
 /// path (its own read connection), writes each format atomically, sends the JSON to the
 /// configured sinks, and records the run so that a restart neither repeats nor skips one
 /// (a report missed while the service was down is written at start; only the latest one).
 final class ReportScheduler: @unchecked Sendable {
-    // @unchecked: `timer`, `schedules`, `started` are only touched on `queue`.
+    // @unchecked: `timer`, `schedules`, `sinks`, `targets` and `due` are only touched on `queue`.
     private let queue = DispatchQueue(label: "tlsaudit.reports")
     private var timer: DispatchSourceTimer?
     private var schedules: [ReportSchedule]
@@ -161,7 +161,7 @@ final class ReportScheduler: @unchecked Sendable {
             let last = try? writer.perform { try $0.lastReportRun(name: schedule.name) }
             if let last = last ?? nil, last < latest {
                 due[schedule.name] = (latest, now)
-                logger.notice("scheduled report missed while stopped: writing it now", metadata: [
+                logger.notice("scheduled report missed while stopped (or moved by a reload): writing it now", metadata: [
                     "report": "\(schedule.name)", "period_end": "\(Timestamp.format(latest))"])
             } else {
                 let next = schedule.nextDue(after: max(now, last ?? now))
