@@ -45,9 +45,13 @@ private struct ReportReader {
     /// Certificates decoded for re-judging, by fingerprint.
     private var summaries: [String: CertificateSummary] = [:]
 
+    /// The current-state query over one observation `o` (see `currentSQL`), built once per report.
+    private let currentDetails: String
+
     init(query: ReportQuery, db: Database) {
         self.query = query
         self.db = db
+        currentDetails = Self.currentSQL(from: "observation o", policy: query.policy)
     }
 
     /// An address of the fleet, as the pass tracks it.
@@ -66,7 +70,10 @@ private struct ReportReader {
             guard let current = try currentState(member) else { continue }
             addresses.append(current)
             let key = Self.key(member.target, member.address)
-            timeline.track(key, at: try startStates[key] ?? stateAtStart(target: member.target, address: member.address))
+            // Each scan's own verdicts: `prefetch` read every start state from address_change.
+            let start = query.policy == nil ? startStates[key] ?? Tracked()
+                : try stateAtStart(target: member.target, address: member.address)
+            timeline.track(key, at: start)
         }
         if query.policy == nil {
             // Each scan's own verdict: the stored changes tell the whole story.
@@ -81,7 +88,7 @@ private struct ReportReader {
             }
         } else {
             // Another policy: every scan judged again (identical observations once).
-            let (columns, joins) = verdictSQL()
+            let (columns, joins) = Self.verdictSQL(policy: query.policy)
             let cursor = try Row.fetchCursor(db, sql: """
                 SELECT \(columns), o.target || char(31) || o.address AS k, o.started_at
                 FROM observation o \(joins)
@@ -205,12 +212,11 @@ private struct ReportReader {
     /// The address as of `query.end`: its last scan, the last that reached it, and that scan's chain.
     /// Nil when it was first scanned after the end.
     private mutating func currentState(_ fleet: FleetAddress) throws -> ReportAddress? {
-        let details = currentSQL(from: "observation o")
+        let details = currentDetails
         let last: Row?
-        if let prefetched = latest[fleet.lastObservationID], fleet.lastScanAt <= query.end.timeIntervalSince1970 {
-            last = prefetched
-        } else if fleet.lastScanAt <= query.end.timeIntervalSince1970 {
-            last = try Row.fetchOne(db.cachedStatement(sql: details + " WHERE o.id = ?"), arguments: [fleet.lastObservationID])
+        if fleet.lastScanAt <= query.end.timeIntervalSince1970 {
+            // The usual case, a report up to now: `prefetch` read the scan target_state points at.
+            last = latest[fleet.lastObservationID]
         } else {
             last = try Row.fetchOne(db.cachedStatement(sql: details + """
                  WHERE o.target = ? AND o.address = ? AND o.started_at <= ? ORDER BY o.started_at DESC, o.id DESC LIMIT 1
@@ -246,8 +252,8 @@ private struct ReportReader {
 
     /// The current-state query: the verdict columns and what the report shows of a scan, from
     /// `source` (which names the observation `o`).
-    private func currentSQL(from source: String) -> String {
-        let (columns, joins) = verdictSQL(withTrust: true)
+    private static func currentSQL(from source: String, policy: CompliancePolicy?) -> String {
+        let (columns, joins) = verdictSQL(policy: policy, withTrust: true)
         return """
             SELECT \(columns), o.host, o.port, o.started_at, o.failure_category, o.failure_message,
                 json_extract(o.handshake, '$.protocolVersion') AS protocol_version,
@@ -261,7 +267,8 @@ private struct ReportReader {
     /// address's latest scan (as `target_state` points at it), those scans' certificate references,
     /// and (for each scan's own verdicts) where each address stood at the start of the period.
     private mutating func prefetch() throws {
-        for row in try Row.fetchAll(db, sql: currentSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id")
+        for row in try Row.fetchAll(db, sql: Self.currentSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id",
+                                                             policy: query.policy)
                                         + " WHERE t.last_scan_at <= ?", arguments: [query.end.timeIntervalSince1970]) {
             latest[row[Column.id]] = row
         }
@@ -274,8 +281,8 @@ private struct ReportReader {
         // (Sorted here: an ORDER BY would make SQLite walk all of observation_certificate in key order.)
         for id in chains.keys { chains[id]?.sort { ($0.role, $0.position) < ($1.role, $1.position) } }
         guard query.policy == nil else { return }
-        // The last change at or before the start, and the last one that reached the server (SQLite
-        // takes the bare columns from the row with the max).
+        // The last change at or before the start (none: no scan before it), and the last one that
+        // reached the server (SQLite takes the bare columns from the row with the max).
         for reachableOnly in [false, true] {
             for row in try Row.fetchAll(db, sql: """
                 SELECT target || char(31) || address, condition, failed_rules, max(started_at) FROM address_change
@@ -293,10 +300,6 @@ private struct ReportReader {
                 startStates[key] = state
             }
         }
-        // Addresses with no change before the start had no scan before it.
-        for key in try String.fetchAll(db, sql: "SELECT target || char(31) || address FROM target_state") where startStates[key] == nil {
-            startStates[key] = Tracked()
-        }
     }
 
     /// A stored certificate's dates and names, read once per report (a fleet shares its CAs).
@@ -313,27 +316,12 @@ private struct ReportReader {
         return certificate
     }
 
-    /// Where the address stood when the period began: its last scan before the start, and the
-    /// last one of those that reached the server.
+    /// Where the address stood when the period began under `query.policy`: its last scan before the
+    /// start, and the last one of those that reached the server. (Under each scan's own verdicts
+    /// `prefetch` reads every start state from `address_change` at once.)
     private mutating func stateAtStart(target: String, address: String) throws -> Tracked {
         var state = Tracked()
-        if query.policy == nil {
-            for reachableOnly in [false, true] {
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT condition, policy, failed_rules FROM address_change
-                    WHERE target = ? AND address = ? AND started_at <= ? \(reachableOnly ? "AND condition != 'unreachable'" : "")
-                    ORDER BY started_at DESC, rowid DESC LIMIT 1
-                    """), arguments: [target, address, query.start.timeIntervalSince1970]) else { break }
-                let condition = AddressCondition(rawValue: row[0]) ?? .unreachable
-                if !reachableOnly { state.condition = condition }
-                if condition != .unreachable {
-                    state.lastReachable = (condition, row[2])
-                    break
-                }
-            }
-            return state
-        }
-        let (columns, joins) = verdictSQL()
+        let (columns, joins) = Self.verdictSQL(policy: query.policy)
         for reachableOnly in [false, true] {
             guard let row = try Row.fetchOne(db.cachedStatement(sql: """
                 SELECT \(columns)
@@ -398,14 +386,14 @@ private struct ReportReader {
     /// The leading columns (see `Column`) and the joins giving each observation's verdict: the
     /// stored one under its own policy, or under `query.policy` when stored, else the content to
     /// re-judge it from.
-    private func verdictSQL(withTrust: Bool = false) -> (columns: String, joins: String) {
+    private static func verdictSQL(policy: CompliancePolicy?, withTrust: Bool = false) -> (columns: String, joins: String) {
         // The ids of the trust errors among the findings, comma-separated (read for the current state only).
         let trustErrors = !withTrust ? "NULL" : """
             (SELECT group_concat(json_extract(f.value, '$.id')) FROM json_each(v.findings) AS f
              WHERE json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
             """
         let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrors)"
-        guard let policy = query.policy else {
+        guard let policy else {
             return ("\(observation), NULL, NULL, NULL, o.started_at",
                     "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
         }

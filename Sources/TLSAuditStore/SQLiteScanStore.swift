@@ -140,6 +140,11 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         func stateOf(_ row: Row?) -> [String]? {
             row.map { [$0["condition"], $0["policy"], $0["failed_rules"]] }
         }
+        func stateOf(observation row: Row) -> [String] {
+            let condition = AddressCondition(status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
+                                             hasChain: row["has_chain"], compliant: row["compliant"])
+            return [condition.rawValue, row["policy"], row["failed_rules"]]
+        }
         let before = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
             ORDER BY started_at DESC, rowid DESC LIMIT 1
@@ -149,18 +154,17 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              state: state, into: db)
         }
         if let next = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT o.id, o.started_at, v.policy, v.failed_rules,
-                CASE WHEN o.status = 'failed' AND o.trust_store IS NULL THEN 'unreachable'
-                     WHEN o.status = 'completed' AND v.compliant = 1 THEN 'compliant' ELSE 'not-compliant' END AS condition
+            SELECT o.id, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain, v.compliant, v.policy, v.failed_rules
             FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
             WHERE o.target = ? AND o.address = ? AND o.started_at > ? ORDER BY o.started_at, o.id LIMIT 1
             """), arguments: [scan.target, result.address, time]) {
             let nextID: Int64 = next["id"]
             let hasRow = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM address_change WHERE observation_id = ?"),
                                            arguments: [nextID]) ?? false
-            if stateOf(next) == state, hasRow {
+            let nextState = stateOf(observation: next)
+            if nextState == state, hasRow {
                 try db.execute(sql: "DELETE FROM address_change WHERE observation_id = ?", arguments: [nextID])
-            } else if stateOf(next) != state, !hasRow, let nextState = stateOf(next) {
+            } else if nextState != state, !hasRow {
                 try insertChange(target: scan.target, address: result.address, time: next["started_at"], observationID: nextID,
                                  state: nextState, into: db)
             }
