@@ -61,11 +61,7 @@ enum HTMLReport {
             case "\"": out += "&quot;"
             case "'": out += "&#39;"
             default:
-                if character.unicodeScalars.contains(where: \.isControl) {
-                    out += String(String.UnicodeScalarView(character.unicodeScalars.map { $0.isControl ? "\u{FFFD}" : $0 }))
-                } else {
-                    out.append(character)
-                }
+                out += String(character).withoutControlCharacters
             }
         }
         return out

@@ -28,7 +28,7 @@ public enum ReportBuilder {
                 failedRules: address.verdict.failedRules,
                 trusted: reached ? address.verdict.trustErrors.isEmpty : nil, trustErrors: address.verdict.trustErrors,
                 pinState: address.pinState, pinMessage: address.pinMessage, earliestExpiry: earliest,
-                daysLeft: earliest.map { daysLeft($0, at: end) },
+                daysLeft: earliest.map { Timestamp.daysLeft(until: $0, at: end) },
                 protocolVersion: address.protocolVersion, cipher: address.cipher, lastScanAt: address.lastScanAt,
                 failureCategory: address.verdict.condition == .unreachable ? address.failureCategory : nil,
                 failureMessage: address.verdict.condition == .unreachable ? address.failureMessage : nil)
@@ -104,7 +104,7 @@ public enum ReportBuilder {
         var byFingerprint: [String: ComplianceReport.ExpiringCertificate] = [:]
         for address in addresses {
             for certificate in address.chain {
-                let left = daysLeft(certificate.notAfter, at: end)
+                let left = Timestamp.daysLeft(until: certificate.notAfter, at: end)
                 guard left <= days else { continue }
                 let user = "\(address.target) (\(address.address))"
                 if var known = byFingerprint[certificate.fingerprint] {
@@ -122,11 +122,6 @@ public enum ReportBuilder {
         return byFingerprint.values.sorted {
             ($0.notAfter, $0.depth, $0.fingerprint) < ($1.notAfter, $1.depth, $1.fingerprint)
         }
-    }
-
-    /// Whole days from `date` to `notAfter`, rounded down (negative once expired): as `status` counts.
-    static func daysLeft(_ notAfter: Date, at date: Date) -> Int {
-        Int((notAfter.timeIntervalSince(date) / 86_400).rounded(.down))
     }
 
     static func percentage(_ part: Int, of whole: Int) -> Double? {

@@ -732,7 +732,7 @@ struct ConfigurationParser {
 
     /// `30`, `30s`, `5m`, `2h`, `7d` (or `500ms`): seconds.
     private mutating func duration(_ node: Node, minimum: Double) -> Double? {
-        guard case .scalar(let scalar) = node, let seconds = Self.seconds(scalar.string) else {
+        guard case .scalar(let scalar) = node, let seconds = DurationText.seconds(scalar.string) else {
             report(node, "expected a duration like 30s, 5m, 2h or 7d")
             return nil
         }
@@ -742,8 +742,6 @@ struct ConfigurationParser {
         }
         return seconds
     }
-
-    static func seconds(_ text: String) -> Double? { DurationText.seconds(text) }
 
     // MARK: - Errors
 

@@ -14,7 +14,7 @@ enum StatusTable {
             } else {
                 verdict = "NOT COMPLIANT (" + row.failedRules.joined(separator: ",") + ")"
             }
-            let expiry = row.earliestExpiry.map { "\(Int((($0.timeIntervalSince(now)) / 86_400).rounded(.down)))" } ?? "-"
+            let expiry = row.earliestExpiry.map { "\(Timestamp.daysLeft(until: $0, at: now))" } ?? "-"
             return [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState]
         }
         let compliant = rows.filter { $0.status == .completed && $0.compliant }.count

@@ -169,7 +169,7 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
 
     /// Whole days from `date` until notAfter (negative once expired).
     public func daysLeft(at date: Date) -> Int {
-        Int((notAfter.timeIntervalSince(date) / 86_400).rounded(.down))
+        Timestamp.daysLeft(until: notAfter, at: date)
     }
 
     /// This summary with `daysLeft` set for `date`.

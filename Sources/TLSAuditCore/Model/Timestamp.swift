@@ -13,6 +13,12 @@ public enum Timestamp {
         String(format(date).prefix(10))
     }
 
+    /// Whole days from `date` until `end`, rounded down (negative once `end` has passed): how
+    /// `status`, scans, alerts and reports all count a certificate's days left.
+    public static func daysLeft(until end: Date, at date: Date) -> Int {
+        Int((end.timeIntervalSince(date) / 86_400).rounded(.down))
+    }
+
     /// Parses `2027-01-01T00:00:00Z` (also with fractional seconds or an offset).
     public static func parse(_ text: String) -> Date? {
         if let date = try? Date(text, strategy: .iso8601) { return date }
