@@ -118,17 +118,10 @@ struct SystemdUnitTests {
         return unit
     }
 
+    /// systemd-analyze ARGS: its status, and its output and errors together.
     func run(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let output = try Binary.run(arguments, program: "/usr/bin/systemd-analyze")
+        return (output.status, output.stdout + output.stderr)
     }
 
     @Test("systemd-analyze verify accepts the unit; its security exposure is 2.0 or lower")

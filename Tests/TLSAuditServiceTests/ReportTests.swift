@@ -227,17 +227,9 @@ struct ReportTests {
         #expect((pages ?? 0) >= 2, "\(pages ?? 0) pages")
     }
 
+    /// The browser's standard output (it logs noise on standard error).
     func run(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try Binary.run(arguments, program: program).stdout
     }
 
     @Test("bad options and an unreadable database give a clear error and an exit code")

@@ -83,10 +83,10 @@ enum Binary {
         var stderr: String
     }
 
-    /// Runs `tlsaudit ARGS` to completion.
-    static func run(_ arguments: [String]) throws -> Output {
+    /// Runs `tlsaudit ARGS` (or another `program`: systemd-analyze, chromium) to completion.
+    static func run(_ arguments: [String], program: String = path) throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()
