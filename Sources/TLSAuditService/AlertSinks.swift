@@ -140,8 +140,7 @@ final class AlertDispatcher: @unchecked Sendable {
         } catch {
             return .failure(DeliveryError(description: "cannot encode the alert: \(error)"))
         }
-        switch sink.kind {
-        case .log:
+        return send(body, headers: ["X-Tlsaudit-Alert-Id": alert.id], to: sink) {
             let level: Logger.Level = switch alert.severity {
             case .critical: .critical
             case .error: .error
@@ -152,9 +151,19 @@ final class AlertDispatcher: @unchecked Sendable {
                                              "address": "\(alert.address)"]
             for (key, value) in alert.changes { metadata[key] = "\(value)" }
             logger.log(level: level, "ALERT \(alert.text)", metadata: metadata)
+        }
+    }
+
+    /// One attempt at delivering a JSON `body` to `sink` (alerts and scheduled reports alike): a
+    /// webhook POSTs it with `headers`, a command gets it on stdin, a log sink runs `log` instead.
+    static func send(_ body: Data, headers: [String: String], to sink: SinkConfiguration,
+                     log: () -> Void) -> Result<Void, DeliveryError> {
+        switch sink.kind {
+        case .log:
+            log()
             return .success(())
         case .webhook(let url, let secret, let timeout):
-            return postWebhook(url: url, body: body, secret: secret, headers: ["X-Tlsaudit-Alert-Id": alert.id], timeout: timeout)
+            return postWebhook(url: url, body: body, secret: secret, headers: headers, timeout: timeout)
         case .command(let argv, let timeout):
             return runCommand(argv, input: body, timeout: timeout)
         }

@@ -243,16 +243,8 @@ final class ReportScheduler: @unchecked Sendable {
         var outcome = "not sent"
         for attempt in 0..<3 {
             if attempt > 0 { Thread.sleep(forTimeInterval: Double(attempt)) }
-            let result: Result<Void, AlertDispatcher.DeliveryError>
-            switch sink.kind {
-            case .log:
+            let result = AlertDispatcher.send(body, headers: ["X-Tlsaudit-Report-Id": id], to: sink) {
                 logger.notice("REPORT \(ReportNotice.text(report, name: schedule.name))", metadata: ["report": "\(schedule.name)"])
-                result = .success(())
-            case .webhook(let url, let secret, let timeout):
-                result = AlertDispatcher.postWebhook(url: url, body: body, secret: secret,
-                                                     headers: ["X-Tlsaudit-Report-Id": id], timeout: timeout)
-            case .command(let argv, let timeout):
-                result = AlertDispatcher.runCommand(argv, input: body, timeout: timeout)
             }
             switch result {
             case .success:
