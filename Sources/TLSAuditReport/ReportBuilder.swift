@@ -30,8 +30,8 @@ public enum ReportBuilder {
                 pinState: address.pinState, pinMessage: address.pinMessage, earliestExpiry: earliest,
                 daysLeft: earliest.map { Timestamp.daysLeft(until: $0, at: end) },
                 protocolVersion: address.protocolVersion, cipher: address.cipher, lastScanAt: address.lastScanAt,
-                failureCategory: address.verdict.condition == .unreachable ? address.failureCategory : nil,
-                failureMessage: address.verdict.condition == .unreachable ? address.failureMessage : nil)
+                failureCategory: reached ? nil : address.failureCategory,
+                failureMessage: reached ? nil : address.failureMessage)
         }
         var targets: [ComplianceReport.TargetEntry] = []
         for (index, address) in data.addresses.enumerated() {

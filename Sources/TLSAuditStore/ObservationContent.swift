@@ -26,22 +26,25 @@ enum ObservationContent {
         return SHA256.hex(text.utf8)
     }
 
-    /// Fills in `content_hash` for observations stored before it existed (the v4 migration).
-    static func backfill(_ db: Database) throws {
-        let rows = try Row.fetchCursor(db, sql: """
-            SELECT id, status, failure_category, handshake, ats_refusal, trust_store, anchored, path_issues, ifnull(sni, host)
-            FROM observation WHERE content_hash IS NULL
-            """)
-        var hashes: [(Int64, String)] = []
-        while let row = try rows.next() {
-            let id: Int64 = row[0]
-            let chain = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT role, position, fingerprint, source FROM observation_certificate WHERE observation_id = ?
-                """), arguments: [id]).map { ChainEntry(role: $0[0], position: $0[1], fingerprint: $0[2], source: $0[3]) }
-            hashes.append((id, hash(status: row[1], failureCategory: row[2], handshake: row[3], atsRefusal: row[4],
-                                    trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain)))
-        }
+    /// Fills in `content_hash` for observations stored before it existed (the v4 migration), in
+    /// batches so that a database of millions of scans does not hold every hash in memory.
+    static func backfill(_ db: Database, batch: Int = 10_000) throws {
         let update = try db.makeStatement(sql: "UPDATE observation SET content_hash = ? WHERE id = ?")
-        for (id, hash) in hashes { try update.execute(arguments: [hash, id]) }
+        while true {
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT id, status, failure_category, handshake, ats_refusal, trust_store, anchored, path_issues, ifnull(sni, host)
+                FROM observation WHERE content_hash IS NULL LIMIT ?
+                """), arguments: [batch])
+            if rows.isEmpty { return }
+            for row in rows {
+                let id: Int64 = row[0]
+                let chain = try Row.fetchAll(db.cachedStatement(sql: """
+                    SELECT role, position, fingerprint, source FROM observation_certificate WHERE observation_id = ?
+                    """), arguments: [id]).map { ChainEntry(role: $0[0], position: $0[1], fingerprint: $0[2], source: $0[3]) }
+                let hash = hash(status: row[1], failureCategory: row[2], handshake: row[3], atsRefusal: row[4],
+                                trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain)
+                try update.execute(arguments: [hash, id])
+            }
+        }
     }
 }
