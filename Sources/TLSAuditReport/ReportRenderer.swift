@@ -28,7 +28,7 @@ public enum ReportRenderer {
         case .markdown: MarkdownReport.render(ReportDocument(report))
         case .html: HTMLReport.render(ReportDocument(report))
         case .csv: CSVReport.render(report)
-        case .json: String(decoding: try JSONEncoder.tlsaudit.encode(report), as: UTF8.self) + "\n"
+        case .json: String(decoding: try JSONDocumentEncoder.tlsaudit.encode(report), as: UTF8.self) + "\n"
         }
     }
 }

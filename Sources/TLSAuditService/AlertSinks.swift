@@ -136,7 +136,7 @@ final class AlertDispatcher: @unchecked Sendable {
     static func deliver(_ alert: Alert, to sink: SinkConfiguration, logger: Logger) -> Result<Void, DeliveryError> {
         let body: Data
         do {
-            body = try JSONEncoder.tlsauditCompact.encode(alert) + Data("\n".utf8)
+            body = try JSONDocumentEncoder.tlsauditCompact.encode(alert) + Data("\n".utf8)
         } catch {
             return .failure(DeliveryError(description: "cannot encode the alert: \(error)"))
         }

@@ -235,7 +235,7 @@ final class ReportScheduler: @unchecked Sendable {
     private func send(_ report: ComplianceReport, of schedule: ReportSchedule, end: Date, to sink: SinkConfiguration) -> String {
         let body: Data
         do {
-            body = try JSONEncoder.tlsauditCompact.encode(ReportNotice(report: report, name: schedule.name)) + Data("\n".utf8)
+            body = try JSONDocumentEncoder.tlsauditCompact.encode(ReportNotice(report: report, name: schedule.name)) + Data("\n".utf8)
         } catch {
             return "cannot encode the report: \(error)"
         }

@@ -512,12 +512,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Helpers
 
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
+    /// Stored documents: property names as they are, dates in seconds, one line, sorted keys.
+    private static let encoder = JSONDocumentEncoder(keys: .asIs, dates: .secondsSince1970, prettyPrinted: false, escapesSlashes: true)
 
     private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
@@ -526,7 +522,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     }()
 
     static func json<T: Encodable>(_ value: T) throws -> String {
-        String(decoding: try encoder.encode(value), as: UTF8.self)
+        try encoder.encodeString(value)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {

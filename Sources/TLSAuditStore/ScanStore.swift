@@ -41,7 +41,7 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     /// Pin state: `none` until pins are configured for the target.
     public var pinState: String
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips.
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case target, address, host, port, lastScanAt, lastObservationID = "lastObservationId", status, policy, compliant
         case failedRules, earliestExpiry, leafFingerprint, leafSPKI = "leafSpki", failureCategory, consecutiveFailures
@@ -91,7 +91,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var failedRules: [String]
     public var findings: [Finding]
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips.
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
         case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings

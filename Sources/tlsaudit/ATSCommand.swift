@@ -37,7 +37,7 @@ struct ATSCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
+            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
         case .text:
             var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address))\n"
             for result in diagnostics.configurations + [diagnostics.runtime] {

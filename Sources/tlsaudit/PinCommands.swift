@@ -161,7 +161,7 @@ struct AlertsCommand: ParsableCommand {
         let alerts = try databaseOptions.openStore().alerts(limit: limit)
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(alerts) + Data("\n".utf8))
+            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(alerts) + Data("\n".utf8))
         case .text:
             let rows = alerts.map { stored -> [String] in
                 let delivery = stored.deliveries.map { "\($0.sink):\($0.state)\($0.attempts > 1 ? "(\($0.attempts))" : "")" }

@@ -128,7 +128,7 @@ struct ScanCommand: ParsableCommand {
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
         switch format {
         case .json:
-            let data = try JSONEncoder.tlsaudit.encode(report)
+            let data = try JSONDocumentEncoder.tlsaudit.encode(report)
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         case .text:
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)

@@ -125,7 +125,7 @@ struct StatusCommand: ParsableCommand {
         let rows = try store.status()
         switch format {
         case .json:
-            let encoder = JSONEncoder.tlsaudit
+            let encoder = JSONDocumentEncoder.tlsaudit
             FileHandle.standardOutput.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
         case .text:
             print(StatusTable.render(rows, now: Date()), terminator: "")
@@ -168,7 +168,7 @@ struct HistoryCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(entries) + Data("\n".utf8))
+            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(entries) + Data("\n".utf8))
         case .text:
             print(HistoryTable.render(entries), terminator: "")
         }

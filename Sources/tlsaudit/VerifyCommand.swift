@@ -51,7 +51,7 @@ struct VerifyCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONEncoder.tlsaudit.encode(report) + Data("\n".utf8))
+            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8))
         case .text:
             let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             print(VerifyTextRenderer.render(report, colour: colour), terminator: "")

@@ -90,8 +90,14 @@ struct JSONSchemaTests {
 
         // Nothing is lost reading the JSON back (snake_case keys round-trip for every field).
         for output in [output, pinned, enumerated] {
-            let reencoded = String(decoding: try JSONEncoder.tlsaudit.encode(try output.report()), as: UTF8.self)
+            let reencoded = String(decoding: try JSONDocumentEncoder.tlsaudit.encode(try output.report()), as: UTF8.self)
             #expect(reencoded + "\n" == output.stdout)
+            // The same bytes as Foundation's encoder with the same options, on real handshakes.
+            let foundation = JSONEncoder()
+            foundation.keyEncodingStrategy = .convertToSnakeCase
+            foundation.dateEncodingStrategy = .iso8601
+            foundation.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            #expect(String(decoding: try foundation.encode(try output.report()), as: UTF8.self) + "\n" == output.stdout)
         }
     }
 

@@ -32,7 +32,7 @@ public struct BasicConstraints: Hashable, Codable, Sendable {
     public var pathLength: Int?
     public var critical: Bool
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`is_ca`).
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`is_ca`).
     enum CodingKeys: String, CodingKey {
         case isCA = "isCa", pathLength, critical
     }
@@ -75,7 +75,7 @@ public struct NameConstraints: Hashable, Codable, Sendable {
     /// Subtrees of other name types (directoryName, rfc822Name, URI): left to OpenSSL.
     public var otherTypes: Bool = false
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`permitted_dns`).
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`permitted_dns`).
     enum CodingKeys: String, CodingKey {
         case permittedDNS = "permittedDns", excludedDNS = "excludedDns", permittedIP = "permittedIp", excludedIP = "excludedIp"
         case otherTypes
@@ -129,7 +129,7 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     /// Whole days from the evaluation time to notAfter (negative once expired); set when judged.
     public var daysLeft: Int?
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`spki_sha256`).
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`spki_sha256`).
     enum CodingKeys: String, CodingKey {
         case subject, issuer, commonName, serial, version, notBefore, notAfter, signatureAlgorithm, signatureHash
         case publicKey, basicConstraints, keyUsage, extendedKeyUsage, subjectAlternativeNames

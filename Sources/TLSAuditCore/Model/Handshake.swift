@@ -53,7 +53,7 @@ public struct CipherSuiteDescription: Hashable, Codable, Sendable {
     public var isAEAD: Bool
     public var strengthBits: Int
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`is_aead`).
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`is_aead`).
     enum CodingKeys: String, CodingKey {
         case iana, openssl, code, keyExchange, authentication, isAEAD = "isAead", strengthBits
     }
@@ -145,7 +145,7 @@ public struct HandshakeObservation: Hashable, Codable, Sendable {
     /// SCTs by channel (nil when not read).
     public var signedCertificateTimestamps: SCTCounts?
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`stapled_ocsp`).
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`stapled_ocsp`).
     enum CodingKeys: String, CodingKey {
         case clientProfile, protocolVersion, cipher, keyExchange, serverSignatureHash, clientCertificateRequested
         case stapledOCSP = "stapledOcsp", signedCertificateTimestamps

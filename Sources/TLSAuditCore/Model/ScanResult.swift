@@ -160,28 +160,8 @@ public struct ScanReport: Codable, Sendable {
     }
 }
 
-extension JSONEncoder {
-    /// The encoder for every JSON document tlsaudit writes: snake_case keys, ISO 8601 dates, sorted keys.
-    public static var tlsaudit: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
-}
-
-extension JSONEncoder {
-    /// Like `tlsaudit`, on one line (alert bodies: one document per line for command sinks).
-    public static var tlsauditCompact: JSONEncoder {
-        let encoder = JSONEncoder.tlsaudit
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
-}
-
 extension JSONDecoder {
-    /// Reads what `JSONEncoder.tlsaudit` writes.
+    /// Reads what `JSONDocumentEncoder.tlsaudit` writes.
     public static var tlsaudit: JSONDecoder {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase

@@ -3,9 +3,47 @@ public import Foundation
 /// ISO 8601 UTC timestamps, the only date format tlsaudit prints.
 public enum Timestamp {
     /// `2026-11-22T03:10:09Z`.
+    /// Whole seconds, rounded down (as `JSONEncoder`'s `.iso8601` writes dates). Calendar arithmetic
+    /// on integers for the years 1583 to 9999 (Foundation's calendar is Julian before the Gregorian
+    /// reform of 1582: earlier dates go to its formatter): formatters cost more than a handshake's JSON.
     public static func format(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().dateSeparator(.dash)
-            .time(includingFractionalSeconds: false).timeSeparator(.colon).timeZone(separator: .omitted))
+        let interval = date.timeIntervalSince1970.rounded(.down)
+        guard interval >= -12_212_553_600, interval < 253_402_300_800 else {
+            return date.formatted(.iso8601.year().month().day().dateSeparator(.dash)
+                .time(includingFractionalSeconds: false).timeSeparator(.colon).timeZone(separator: .omitted))
+        }
+        let seconds = Int(interval)
+        let (days, secondOfDay) = seconds.quotientAndRemainder(dividingBy: 86_400)
+        let (day, second) = secondOfDay < 0 ? (days - 1, secondOfDay + 86_400) : (days, secondOfDay)
+        let (year, month, dayOfMonth) = civilDate(daysSince1970: day)
+        var text = [UInt8]()
+        text.reserveCapacity(20)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(year, 4); text.append(UInt8(ascii: "-")); digits(month, 2); text.append(UInt8(ascii: "-")); digits(dayOfMonth, 2)
+        text.append(UInt8(ascii: "T"))
+        digits(second / 3600, 2); text.append(UInt8(ascii: ":")); digits(second / 60 % 60, 2); text.append(UInt8(ascii: ":"))
+        digits(second % 60, 2); text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Year, month and day of the proleptic Gregorian calendar (Howard Hinnant's `civil_from_days`).
+    static func civilDate(daysSince1970: Int) -> (year: Int, month: Int, day: Int) {
+        let z = daysSince1970 + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// `2026-11-22`.

@@ -18,7 +18,7 @@ public struct PinEvaluation: Hashable, Codable, Sendable {
     public var leafSPKI: String?
     public var leafFingerprint: String?
 
-    // Raw values are what JSONEncoder.tlsaudit's snake_case conversion round-trips (`leaf_spki`).
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`leaf_spki`).
     enum CodingKeys: String, CodingKey {
         case state, message, matched, leafSPKI = "leafSpki", leafFingerprint
     }

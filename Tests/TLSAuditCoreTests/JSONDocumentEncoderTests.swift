@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+@testable import TLSAuditCore
+
+/// `JSONDocumentEncoder` must write the very bytes Foundation's `JSONEncoder` writes with the same
+/// options: stored documents are hashed, and scripts compare outputs.
+@Suite("JSON documents: the same bytes as JSONEncoder, faster")
+struct JSONDocumentEncoderTests {
+    struct Inner: Codable {
+        var aB: Int
+        var emptyList: [Int]
+        var emptyObject: [String: Int]
+        var dictionaryKeysStayAsTheyAre: [String: Int]
+        var nestedOptional: [String?]
+    }
+
+    struct Sample: Codable {
+        var someValue: Double
+        var doubles: [Double]
+        var text: String
+        var date: Date
+        var oldDate: Date
+        var data: Data
+        var present: Int?
+        var absent: Int?
+        var optionals: [Int?]
+        var inner: Inner
+        var nested: [[String]]
+        var flags: [Bool]
+        var float: Float
+        var byte: UInt8
+        var smallest: Int64
+        var largest: UInt64
+        var url: URL
+        var aURLValue: Int
+        var _under: Int
+        var x_y: Int
+        var ABC: Int
+        var myHTTPServer: Int
+        var sha256Pin: String
+        var ipV6Address: String
+    }
+
+    /// Written by hand: nested containers, a super encoder and a key encoded twice.
+    struct Custom: Encodable {
+        enum Keys: String, CodingKey { case first, nested, list, again, `super` }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode("one", forKey: .first)
+            var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .nested)
+            try nested.encode(2, forKey: .again)
+            var list = container.nestedUnkeyedContainer(forKey: .list)
+            try list.encode(1.25)
+            try list.encodeNil()
+            var inner = list.nestedContainer(keyedBy: Keys.self)
+            try inner.encode(true, forKey: .first)
+            try container.encode("first value", forKey: .again)
+            try container.encode("second value", forKey: .again)
+            var superContainer = container.superEncoder().container(keyedBy: Keys.self)
+            try superContainer.encode("parent", forKey: .first)
+        }
+    }
+
+    static let sample = Sample(
+        someValue: 10.0,
+        doubles: [1.5, 0.1, 1e20, 1e-7, -0.0, 123_456_789.125, 1.0 / 3, 1_700_000_000.123, 2e16, 12_345_678_901_234_567, -3, .pi],
+        text: "a\"b\\c/d\u{0}\u{1}\u{7}\u{8}\u{9}\u{a}\u{b}\u{c}\u{d}\u{1b}\u{1f}\u{7f}é€😀\u{2028}\u{202e}<script>",
+        date: Date(timeIntervalSince1970: 1_700_000_000.75),
+        oldDate: Date(timeIntervalSince1970: -631_152_000.5),
+        data: Data([1, 2, 3, 255]),
+        present: 5, absent: nil, optionals: [1, nil, 3],
+        inner: Inner(aB: 1, emptyList: [], emptyObject: [:], dictionaryKeysStayAsTheyAre: ["someKey": 1, "B": 2, "a": 3, "é": 4, "_x": 5],
+                     nestedOptional: [nil, "x"]),
+        nested: [[], ["x"]], flags: [true, false], float: 1.1, byte: 255, smallest: .min, largest: .max,
+        url: URL(string: "https://example.com/a?b=c")!, aURLValue: 1, _under: 2, x_y: 3, ABC: 4, myHTTPServer: 5,
+        sha256Pin: "sha256/AAAA+/=", ipV6Address: "::1")
+
+    static func foundation(snakeCase: Bool, iso8601: Bool, pretty: Bool, escapesSlashes: Bool) -> JSONEncoder {
+        let encoder = JSONEncoder()
+        if snakeCase { encoder.keyEncodingStrategy = .convertToSnakeCase }
+        encoder.dateEncodingStrategy = iso8601 ? .iso8601 : .secondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        if pretty { encoder.outputFormatting.insert(.prettyPrinted) }
+        if !escapesSlashes { encoder.outputFormatting.insert(.withoutEscapingSlashes) }
+        return encoder
+    }
+
+    @Test("every option combination gives JSONEncoder's bytes", arguments: [false, true], [false, true])
+    func sameBytes(snakeCase: Bool, pretty: Bool) throws {
+        for iso8601 in [false, true] {
+            for escapesSlashes in [false, true] {
+                let ours = JSONDocumentEncoder(keys: snakeCase ? .snakeCase : .asIs, dates: iso8601 ? .iso8601 : .secondsSince1970,
+                                               prettyPrinted: pretty, escapesSlashes: escapesSlashes)
+                let theirs = Self.foundation(snakeCase: snakeCase, iso8601: iso8601, pretty: pretty, escapesSlashes: escapesSlashes)
+                #expect(try ours.encodeString(Self.sample) == String(decoding: try theirs.encode(Self.sample), as: UTF8.self))
+                #expect(try ours.encodeString(Custom()) == String(decoding: try theirs.encode(Custom()), as: UTF8.self))
+                #expect(try ours.encodeString([Self.sample.inner]) == String(decoding: try theirs.encode([Self.sample.inner]), as: UTF8.self))
+                #expect(try ours.encodeString("top level") == String(decoding: try theirs.encode("top level"), as: UTF8.self))
+                #expect(try ours.encodeString([String: Int]()) == String(decoding: try theirs.encode([String: Int]()), as: UTF8.self))
+            }
+        }
+    }
+
+    @Test("snake_case conversion splits words as JSONEncoder does", arguments: [
+        "a", "A", "ab", "aB", "ABC", "aURLValue", "myHTTPServer", "x_y", "_under", "trailing_", "sha256Pin", "ipV6Address",
+        "URLs", "allCAPS", "oneTwoThree", "a1B2", "ÉtéÀ", "daysLeft",
+    ])
+    func snakeCase(key: String) throws {
+        struct One: Encodable {
+            let key: String
+            struct Key: CodingKey {
+                var stringValue: String
+                var intValue: Int? { nil }
+                init(stringValue: String) { self.stringValue = stringValue }
+                init?(intValue: Int) { nil }
+            }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Key.self)
+                try container.encode(1, forKey: Key(stringValue: key))
+            }
+        }
+        let theirs = Self.foundation(snakeCase: true, iso8601: true, pretty: false, escapesSlashes: false)
+        #expect(try JSONDocumentEncoder.tlsauditCompact.encodeString(One(key: key)) == String(decoding: try theirs.encode(One(key: key)), as: UTF8.self))
+    }
+
+    @Test("a non-finite number is an error, as with JSONEncoder")
+    func nonFinite() {
+        #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode([Double.infinity]) }
+        #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode(["x": Double.nan]) }
+    }
+
+    @Test("timestamps match Foundation's ISO 8601 style from year 1 to 9999 (Julian before 1582, as Foundation)")
+    func timestamps() {
+        var generator = SystemRandomNumberGenerator()
+        var instants: [Double] = [0, -1, -0.5, 86_399.999, 951_782_400, 4_107_542_400, -62_135_596_800, 253_402_300_799, -2_208_988_800, -12_212_553_600, -12_212_553_601]
+        for _ in 0..<2000 { instants.append(Double.random(in: -62_135_596_800...253_402_300_799, using: &generator)) }
+        for instant in instants {
+            let date = Date(timeIntervalSince1970: instant)
+            let foundation = date.formatted(.iso8601.year().month().day().dateSeparator(.dash)
+                .time(includingFractionalSeconds: false).timeSeparator(.colon).timeZone(separator: .omitted))
+            #expect(Timestamp.format(date) == foundation, "at \(instant)")
+        }
+    }
+}
