@@ -100,7 +100,16 @@ struct ScanCommand: ParsableCommand {
         }
         let progress = ProgressLine(enabled: parsedTargets.count > 1 && Terminal.isTTY(STDERR_FILENO))
         let started = Date()
-        var results = scanner.scan(parsedTargets) { done, total in progress.update(done: done, total: total) }
+        // Results are stored as targets finish, while the others are still being scanned
+        // (after the enumeration when there is one, since it adds to them).
+        let recorder = database.map(ScanRecorder.init(path:))
+        let targetsByIndex = parsedTargets
+        var storeEach: (@Sendable (Int, TargetScanResult) -> Void)?
+        if let recorder, !enumerate {
+            storeEach = { index, result in recorder.submit(StoredScan.all(of: result, target: targetsByIndex[index])) }
+        }
+        var results = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
+                                   completed: storeEach)
         progress.finish()
         if enumerate {
             let enumerator = Enumerator(scanner: scanner)
@@ -111,29 +120,26 @@ struct ScanCommand: ParsableCommand {
                     results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex])
                 }
             }
-        }
-        if let database {
-            do {
-                let store = try SQLiteScanStore(path: database)
-                let scans = zip(parsedTargets, results).flatMap { target, result in
-                    result.addresses.map { StoredScan(target: target.original, host: target.host, port: target.port, sni: target.sni, result: $0) }
-                }
-                _ = try store.record(scans, alerting: nil)
-            } catch {
-                FileHandle.standardError.write(Data("tlsaudit: cannot store the results: \(error)\n".utf8))
-                throw ExitCode(2)
-            }
+            for (target, result) in zip(parsedTargets, results) { recorder?.submit(StoredScan.all(of: result, target: target)) }
         }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
+        // Formatted while the recorder commits its last batch.
+        let output: Data
         switch format {
         case .json:
-            let data = try JSONDocumentEncoder.tlsaudit.encode(report)
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            output = try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8)
         case .text:
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-            print(ScanTextRenderer(colour: colour).render(report), terminator: "")
+            output = Data(ScanTextRenderer(colour: colour).render(report).utf8)
         }
+        do {
+            try recorder?.finish()
+        } catch {
+            FileHandle.standardError.write(Data("tlsaudit: cannot store the results: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        FileHandle.standardOutput.write(output)
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
 
@@ -195,3 +201,64 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 extension AddressSelection: ExpressibleByArgument {}
 extension CompliancePolicy: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
+
+extension StoredScan {
+    /// One stored scan per probed address of a target.
+    static func all(of result: TargetScanResult, target: ScanTarget) -> [StoredScan] {
+        result.addresses.map { StoredScan(target: target.original, host: target.host, port: target.port, sni: target.sni, result: $0) }
+    }
+}
+
+/// Stores a scan's results while it runs: the database is opened (and migrated) on the
+/// recorder's own queue as the scan starts, and targets are committed in batches as they finish
+/// (whatever arrived while the previous commit ran), so storing overlaps the handshakes instead
+/// of following them. A target's addresses always go in one batch (the store replaces a target's
+/// current addresses with those of its latest batch).
+final class ScanRecorder: @unchecked Sendable {
+    // @unchecked: `store`, `pending`, `flushScheduled` and `failure` are only touched on `queue`.
+    private let queue = DispatchQueue(label: "tlsaudit.scan-recorder")
+    private var store: SQLiteScanStore?
+    private var pending: [StoredScan] = []
+    private var flushScheduled = false
+    private var failure: (any Error)?
+
+    init(path: String) {
+        queue.async {
+            do {
+                self.store = try SQLiteScanStore(path: path)
+            } catch {
+                self.failure = error
+            }
+        }
+    }
+
+    /// Queues one target's scans for the next commit.
+    func submit(_ scans: [StoredScan]) {
+        queue.async {
+            self.pending += scans
+            guard !self.flushScheduled else { return }
+            self.flushScheduled = true
+            self.queue.async { self.flush() }
+        }
+    }
+
+    /// Waits until everything submitted is committed; throws the first failure (opening or storing).
+    func finish() throws {
+        try queue.sync {
+            flush()
+            if let failure { throw failure }
+        }
+    }
+
+    private func flush() {
+        flushScheduled = false
+        let batch = pending
+        pending = []
+        guard failure == nil, let store, !batch.isEmpty else { return }
+        do {
+            _ = try store.record(batch, alerting: nil)
+        } catch {
+            failure = error
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Synchronization
 public import TLSAuditCore
 
 /// The anchors a chain is verified against: the system store or the operator's own CA file.
@@ -12,6 +13,9 @@ public final class TrustStore: @unchecked Sendable {
     /// Accept a path that ends in any certificate of the store, not only a self-signed root
     /// (how AFNetworking's certificate pinning treats pinned certificates as anchors).
     let partialChain: Bool
+    /// Summaries of the store's own certificates met in built paths, by their X509 (owned by the
+    /// store, so never freed while it lives): an anchor is summarised once, not once per scan.
+    private let anchorSummaries = Mutex<[Int: CertificateSummary]>([:])
 
     /// The system store (`/etc/ssl/certs` on Debian, OpenSSL's default paths).
     public static func system() throws -> TrustStore {
@@ -57,6 +61,15 @@ public final class TrustStore: @unchecked Sendable {
     }
 
     deinit { X509_STORE_free(pointer) }
+
+    /// The summary of a certificate this store holds (an anchor in a built path).
+    func summary(ofStoreCertificate certificate: OpaquePointer) -> CertificateSummary {
+        let key = Int(bitPattern: certificate)
+        if let known = anchorSummaries.withLock({ $0[key] }) { return known }
+        let summary = X509Certificate(borrowing: certificate).summary()
+        anchorSummaries.withLock { $0[key] = summary }
+        return summary
+    }
 }
 
 /// Reads certificates from PEM or DER files.
@@ -152,8 +165,10 @@ enum PathBuilder {
                 let summary: CertificateSummary
                 if let known, let same = presented.firstIndex(where: { $0.pointer == pointer }) {
                     summary = known[same]
-                } else {
+                } else if presented.contains(where: { $0.pointer == pointer }) {
                     summary = X509Certificate(borrowing: pointer).summary()
+                } else {
+                    summary = store.summary(ofStoreCertificate: pointer)
                 }
                 let presentedIndex = presentedFingerprints.firstIndex(of: summary.sha256Fingerprint)
                 path.append(PathElement(certificate: summary, source: presentedIndex == nil ? .trustStore : .presented,

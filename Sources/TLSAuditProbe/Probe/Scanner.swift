@@ -55,29 +55,53 @@ public final class TLSScanner: Sendable {
     }
 
     /// Scans every target, `options.concurrency` addresses at a time. `progress` is called
-    /// (from worker threads) after each address with the number done and the total known so far.
-    public func scan(_ targets: [ScanTarget], progress: (@Sendable (Int, Int) -> Void)? = nil) -> [TargetScanResult] {
-        // Phase 1: resolve every target (bounded by the timeout each).
-        let resolutions = WorkerPool.map(targets, concurrency: options.concurrency) { self.addresses(for: $0) }
-        // Phase 2: one job per address.
-        var jobs: [(target: Int, address: SocketAddress)] = []
-        for (index, resolution) in resolutions.enumerated() {
-            if case .success(let addresses) = resolution {
-                jobs += addresses.map { (index, $0) }
-            }
+    /// (from worker threads) after each address with the number done and the total known so far;
+    /// `completed` once per target whose addresses are all probed (from a worker thread, with the
+    /// target's index), so that callers can store results while the rest are still being scanned.
+    public func scan(_ targets: [ScanTarget], progress: (@Sendable (Int, Int) -> Void)? = nil,
+                     completed: (@Sendable (Int, TargetScanResult) -> Void)? = nil) -> [TargetScanResult] {
+        // Phase 1: resolve every target (bounded by the timeout each); literal addresses need no thread.
+        let needsResolver = targets.contains { target in
+            target.connectTo.isEmpty ? Resolver.numericAddress(target.host, port: target.port) == nil
+                : target.connectTo.contains { Resolver.numericAddress($0.host, port: $0.port ?? target.port) == nil }
         }
-        let total = jobs.count
-        let done = Atomic<Int>(0)
-        let probed = WorkerPool.map(jobs, concurrency: options.concurrency) { job in
-            let result = self.probe(job.address, target: targets[job.target])
-            let count = done.add(1, ordering: .relaxed).newValue
-            progress?(count, total)
-            return result
-        }
+        let resolutions = needsResolver ? WorkerPool.map(targets, concurrency: options.concurrency) { self.addresses(for: $0) }
+            : targets.map { self.addresses(for: $0) }
         var results: [TargetScanResult] = targets.enumerated().map { index, target in
             let failure: ProbeFailure? = if case .failure(let error) = resolutions[index] { error } else { nil }
             return TargetScanResult(target: target.original, host: target.host, port: target.port, sni: target.sni,
                                     connectTo: target.connectTo.isEmpty ? nil : target.connectTo.map(\.description), error: failure, addresses: [])
+        }
+        // Phase 2: one job per address; `slot` is the address's place within its target.
+        var jobs: [(target: Int, slot: Int, address: SocketAddress)] = []
+        for (index, resolution) in resolutions.enumerated() {
+            if case .success(let addresses) = resolution {
+                jobs += addresses.enumerated().map { (index, $0, $1) }
+            }
+        }
+        let total = jobs.count
+        let done = Atomic<Int>(0)
+        let skeletons = results
+        let slots = Mutex(resolutions.map { resolution in
+            [AddressScanResult?](repeating: nil, count: (try? resolution.get())?.count ?? 0)
+        })
+        let probed = WorkerPool.map(jobs, concurrency: options.concurrency) { job in
+            let result = self.probe(job.address, target: targets[job.target])
+            let count = done.add(1, ordering: .relaxed).newValue
+            progress?(count, total)
+            if let completed {
+                let finished: [AddressScanResult]? = slots.withLock { slots in
+                    slots[job.target][job.slot] = result
+                    let filled = slots[job.target].compactMap { $0 }
+                    return filled.count == slots[job.target].count ? filled : nil
+                }
+                if let finished {
+                    var target = skeletons[job.target]
+                    target.addresses = finished
+                    completed(job.target, target)
+                }
+            }
+            return result
         }
         for (job, result) in zip(jobs, probed) {
             results[job.target].addresses.append(result)
