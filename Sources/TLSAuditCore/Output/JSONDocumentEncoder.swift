@@ -35,19 +35,19 @@ public struct JSONDocumentEncoder: Sendable {
     public static let tlsauditCompact = JSONDocumentEncoder(keys: .snakeCase, dates: .iso8601, prettyPrinted: false, escapesSlashes: false)
 
     public func encode<T: Encodable>(_ value: T) throws -> Data {
-        Data(try encodeBytes(value))
+        try write(value).data()
     }
 
     public func encodeString<T: Encodable>(_ value: T) throws -> String {
-        String(decoding: try encodeBytes(value), as: UTF8.self)
+        try write(value).string()
     }
 
-    func encodeBytes<T: Encodable>(_ value: T) throws -> [UInt8] {
+    private func write<T: Encodable>(_ value: T) throws -> ByteSink {
         let context = EncodingContext(self)
         let root = try context.node(for: value, parent: nil, key: nil)
         var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
         writer.write(root, depth: 0)
-        return writer.bytes
+        return writer.sink
     }
 }
 
@@ -62,18 +62,18 @@ enum JSONNode {
     /// A number already in its JSON form (doubles, floats, decimals).
     case number(String)
     case string(String)
+    /// Bytes written as a base64 string (`Data`), without an intermediate `String`.
+    case base64(Data)
     case object(JSONObjectNode)
     case array(JSONArrayNode)
 }
 
 /// An object's members in the order encoded; sorted when written.
 final class JSONObjectNode {
-    var keys: [String] = []
-    var values: [JSONNode] = []
+    var members: [(key: String, value: JSONNode)] = []
 
     func set(_ key: String, _ value: JSONNode) {
-        keys.append(key)
-        values.append(value)
+        members.append((key, value))
     }
 }
 
@@ -115,7 +115,7 @@ final class EncodingContext {
         if T.self == Bool.self { return .bool(value as! Bool) }
         if T.self == Double.self { return try number(value as! Double, path: path(parent, key)) }
         if T.self == Date.self { return date(value as! Date) }
-        if T.self == Data.self { return .string((value as! Data).base64EncodedString()) }
+        if T.self == Data.self { return .base64(value as! Data) }
         if T.self == URL.self { return .string((value as! URL).absoluteString) }
         if T.self == Decimal.self { return .number((value as! Decimal).description) }
         let encoder = NodeEncoder(context: self, parent: parent, key: key)
@@ -401,14 +401,13 @@ private extension Character {
 /// Writes a node tree as `JSONEncoder` formats it: two-space indentation and ` : ` when pretty,
 /// members sorted by the UTF-8 bytes of their keys.
 struct JSONByteWriter {
-    private(set) var bytes: [UInt8] = []
+    let sink = ByteSink()
     let prettyPrinted: Bool
     let escapesSlashes: Bool
 
     init(prettyPrinted: Bool, escapesSlashes: Bool) {
         self.prettyPrinted = prettyPrinted
         self.escapesSlashes = escapesSlashes
-        bytes.reserveCapacity(4096)
     }
 
     mutating func write(_ node: JSONNode, depth: Int) {
@@ -419,67 +418,87 @@ struct JSONByteWriter {
         case .uint(let value): writeInteger(value, negative: false)
         case .number(let text): append(text)
         case .string(let text): writeString(text)
+        case .base64(let data): writeBase64(data)
         case .object(let object): writeObject(object, depth: depth)
         case .array(let array): writeArray(array, depth: depth)
         }
     }
 
     private mutating func writeObject(_ object: JSONObjectNode, depth: Int) {
-        bytes.append(UInt8(ascii: "{"))
+        sink.append(UInt8(ascii: "{"))
+        let members = object.members
         // Sorted by key, then by position so that a key encoded twice keeps its last value.
-        let order = object.keys.indices.sorted { left, right in
-            let a = object.keys[left], b = object.keys[right]
-            if a == b { return left < right }
-            return a.utf8.lexicographicallyPrecedes(b.utf8)
+        var order = Array(members.indices)
+        order.sort { left, right in
+            switch Self.compare(members[left].key, members[right].key) {
+            case 0: left < right
+            case let difference: difference < 0
+            }
         }
         var first = true
         for (position, index) in order.enumerated() {
-            if position + 1 < order.count, object.keys[order[position + 1]] == object.keys[index] { continue }
-            if !first { bytes.append(UInt8(ascii: ",")) }
+            if position + 1 < order.count, members[order[position + 1]].key == members[index].key { continue }
+            if !first { sink.append(UInt8(ascii: ",")) }
             first = false
             newline(depth + 1)
-            writeString(object.keys[index])
+            writeString(members[index].key)
             append(prettyPrinted ? " : " : ":")
-            write(object.values[index], depth: depth + 1)
+            write(members[index].value, depth: depth + 1)
         }
         closing(depth, empty: first)
-        bytes.append(UInt8(ascii: "}"))
+        sink.append(UInt8(ascii: "}"))
+    }
+
+    /// Orders keys by their UTF-8 bytes (as `JSONEncoder` sorts them): negative, zero or positive.
+    static func compare(_ left: String, _ right: String) -> Int {
+        var left = left, right = right
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                let common = min(a.count, b.count)
+                if common > 0 {
+                    let order = memcmp(a.baseAddress!, b.baseAddress!, common)
+                    if order != 0 { return Int(order) }
+                }
+                return a.count - b.count
+            }
+        }
     }
 
     private mutating func writeArray(_ array: JSONArrayNode, depth: Int) {
-        bytes.append(UInt8(ascii: "["))
+        sink.append(UInt8(ascii: "["))
         for (index, item) in array.items.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            if index > 0 { sink.append(UInt8(ascii: ",")) }
             newline(depth + 1)
             write(item, depth: depth + 1)
         }
         closing(depth, empty: array.items.isEmpty)
-        bytes.append(UInt8(ascii: "]"))
+        sink.append(UInt8(ascii: "]"))
     }
 
     private mutating func newline(_ depth: Int) {
         guard prettyPrinted else { return }
-        bytes.append(UInt8(ascii: "\n"))
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
+        sink.append(UInt8(ascii: "\n"))
+        sink.appendSpaces(2 * depth)
     }
 
     /// Before a closing bracket: an empty collection is `[` newline newline `]` when pretty.
     private mutating func closing(_ depth: Int, empty: Bool) {
         guard prettyPrinted else { return }
-        if empty { bytes.append(UInt8(ascii: "\n")) }
+        if empty { sink.append(UInt8(ascii: "\n")) }
         newline(depth)
     }
 
     private mutating func append(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        text.withUTF8Buffer { sink.append($0) }
     }
 
     private mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        var text = text
+        text.withUTF8 { sink.append($0) }
     }
 
     private mutating func writeInteger(_ magnitude: UInt64, negative: Bool) {
-        if negative { bytes.append(UInt8(ascii: "-")) }
+        if negative { sink.append(UInt8(ascii: "-")) }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { scratch in
             var rest = magnitude
             var start = 20
@@ -488,43 +507,164 @@ struct JSONByteWriter {
                 scratch[start] = UInt8(ascii: "0") + UInt8(rest % 10)
                 rest /= 10
             } while rest > 0
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: scratch[start...]))
+            sink.append(UnsafeBufferPointer(rebasing: scratch[start...]))
         }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
+    /// For each byte: 0 copied as is, 1 escaped (`"`, `\\`, control characters), 2 the slash.
+    private static let escapeClass: [UInt8] = (0...255).map { byte in
+        switch byte {
+        case 0..<0x20, 0x22, 0x5C: 1
+        case 0x2F: 2
+        default: 0
+        }
+    }
+
     private mutating func writeString(_ text: String) {
-        bytes.append(UInt8(ascii: "\""))
+        sink.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
-            var runStart = 0
-            for (index, byte) in utf8.enumerated() {
-                let escape: StaticString?
-                switch byte {
-                case UInt8(ascii: "\""): escape = "\\\""
-                case UInt8(ascii: "\\"): escape = "\\\\"
-                case UInt8(ascii: "/") where escapesSlashes: escape = "\\/"
-                case 0x08: escape = "\\b"
-                case 0x09: escape = "\\t"
-                case 0x0A: escape = "\\n"
-                case 0x0C: escape = "\\f"
-                case 0x0D: escape = "\\r"
-                case 0..<0x20: escape = nil
-                default: continue
+            let limit: UInt8 = escapesSlashes ? 2 : 1
+            Self.escapeClass.withUnsafeBufferPointer { classes in
+                var runStart = 0
+                var index = 0
+                while index < utf8.count {
+                    let byte = utf8[index]
+                    let kind = classes[Int(byte)]
+                    if kind == 0 || kind > limit {
+                        index += 1
+                        continue
+                    }
+                    sink.append(UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                    writeEscaped(byte)
+                    index += 1
+                    runStart = index
                 }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                runStart = index + 1
-                if let escape {
-                    append(escape)
-                } else {
-                    append("\\u00")
-                    bytes.append(Self.hexDigits[Int(byte >> 4)])
-                    bytes.append(Self.hexDigits[Int(byte & 0xF)])
+                sink.append(UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            }
+        }
+        sink.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func writeEscaped(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): append("\\\"")
+        case UInt8(ascii: "\\"): append("\\\\")
+        case UInt8(ascii: "/"): append("\\/")
+        case 0x08: append("\\b")
+        case 0x09: append("\\t")
+        case 0x0A: append("\\n")
+        case 0x0C: append("\\f")
+        case 0x0D: append("\\r")
+        default:
+            append("\\u00")
+            sink.append(Self.hexDigits[Int(byte >> 4)])
+            sink.append(Self.hexDigits[Int(byte & 0xF)])
+        }
+    }
+
+    private static let base64Alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    /// Standard base64 with padding, as `Data.base64EncodedString()`; `/` escaped when slashes are.
+    private mutating func writeBase64(_ data: Data) {
+        sink.append(UInt8(ascii: "\""))
+        let escapes = escapesSlashes
+        // At most 4 characters per 3 bytes, doubled when every one were an escaped slash.
+        sink.write(maximumCount: (data.count + 2) / 3 * 4 * (escapes ? 2 : 1)) { output in
+            var written = 0
+            Self.base64Alphabet.withUnsafeBufferPointer { alphabet in
+                func emit(_ sextet: UInt8) {
+                    let character = alphabet[Int(sextet)]
+                    if escapes, character == UInt8(ascii: "/") {
+                        output[written] = UInt8(ascii: "\\")
+                        written += 1
+                    }
+                    output[written] = character
+                    written += 1
+                }
+                data.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
+                    var index = 0
+                    while index + 3 <= input.count {
+                        let a = input[index], b = input[index + 1], c = input[index + 2]
+                        emit(a >> 2); emit((a & 0x03) << 4 | b >> 4); emit((b & 0x0F) << 2 | c >> 6); emit(c & 0x3F)
+                        index += 3
+                    }
+                    switch input.count - index {
+                    case 1:
+                        let a = input[index]
+                        emit(a >> 2); emit((a & 0x03) << 4)
+                        output[written] = UInt8(ascii: "="); output[written + 1] = UInt8(ascii: "=")
+                        written += 2
+                    case 2:
+                        let a = input[index], b = input[index + 1]
+                        emit(a >> 2); emit((a & 0x03) << 4 | b >> 4); emit((b & 0x0F) << 2)
+                        output[written] = UInt8(ascii: "=")
+                        written += 1
+                    default: break
+                    }
                 }
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            return written
         }
-        bytes.append(UInt8(ascii: "\""))
+        sink.append(UInt8(ascii: "\""))
     }
+}
+
+/// A growable byte buffer without the uniqueness checks of `[UInt8]` on every append (the
+/// writer appends a few bytes at a time, millions of times for a large scan).
+final class ByteSink {
+    private var storage: UnsafeMutablePointer<UInt8>
+    private var count = 0
+    private var capacity: Int
+
+    init(capacity: Int = 16_384) {
+        self.capacity = capacity
+        storage = .allocate(capacity: capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+    @inline(__always)
+    private func reserve(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        var newCapacity = capacity * 2
+        while newCapacity < count + extra { newCapacity *= 2 }
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        grown.update(from: storage, count: count)
+        storage.deallocate()
+        storage = grown
+        capacity = newCapacity
+    }
+
+    @inline(__always)
+    func append(_ byte: UInt8) {
+        reserve(1)
+        storage[count] = byte
+        count += 1
+    }
+
+    func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        reserve(bytes.count)
+        (storage + count).update(from: base, count: bytes.count)
+        count += bytes.count
+    }
+
+    func appendSpaces(_ spaces: Int) {
+        reserve(spaces)
+        (storage + count).update(repeating: UInt8(ascii: " "), count: spaces)
+        count += spaces
+    }
+
+    /// Lets `body` write up to `maximumCount` bytes in place; it returns how many it wrote.
+    func write(maximumCount: Int, _ body: (UnsafeMutableBufferPointer<UInt8>) -> Int) {
+        reserve(maximumCount)
+        count += body(UnsafeMutableBufferPointer(start: storage + count, count: maximumCount))
+    }
+
+    func data() -> Data { Data(bytes: storage, count: count) }
+
+    func string() -> String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
 }
