@@ -39,6 +39,8 @@ struct JSONBenchCommand: ParsableCommand {
             print("\(name): first \(String(format: "%.1f", first * 1000)) ms, best of \(runs) \(String(format: "%.1f", best * 1000)) ms per document, "
                   + "\(String(format: "%.3f", best * 1000 / Double(targets))) ms per target, \(size) bytes")
         }
+        let again = try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8)
+        print("encoded again: \(again == data ? "the same bytes as the file" : "DIFFERENT from the file")")
         try time("JSONDocumentEncoder") { try JSONDocumentEncoder.tlsaudit.encode(report) }
         try time("Foundation JSONEncoder") { try foundation.encode(report) }
     }

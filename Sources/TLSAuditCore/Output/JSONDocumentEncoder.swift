@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// Encodes `Encodable` values to JSON, byte for byte as Foundation's `JSONEncoder` does with
 /// `.sortedKeys` (and, as chosen, snake_case keys, ISO 8601 dates, pretty printing, unescaped
@@ -45,6 +46,7 @@ public struct JSONDocumentEncoder: Sendable {
     private func write<T: Encodable>(_ value: T) throws -> ByteSink {
         let context = EncodingContext(self)
         let root = try context.node(for: value, parent: nil, key: nil)
+        context.shareNewKeys()
         var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
         writer.write(root, depth: 0)
         return writer.sink
@@ -86,10 +88,15 @@ final class JSONArrayNode {
 /// State shared by one `encode` call: the options and the converted keys seen so far.
 final class EncodingContext {
     let options: JSONDocumentEncoder
-    private var convertedKeys: [String: String] = [:]
+    /// Converted keys: those every encoding has met so far (property names are few and fixed),
+    /// plus the ones this encoding added, shared when it ends (`shareNewKeys`).
+    private var convertedKeys: [String: String]
+    private var newKeys: [String: String] = [:]
+    private static let sharedKeys = Mutex<[String: String]>([:])
 
     init(_ options: JSONDocumentEncoder) {
         self.options = options
+        convertedKeys = options.keys == .snakeCase ? Self.sharedKeys.withLock { $0 } : [:]
     }
 
     func key(_ key: some CodingKey) -> String {
@@ -98,7 +105,16 @@ final class EncodingContext {
         if let converted = convertedKeys[name] { return converted }
         let converted = SnakeCase.convert(name)
         convertedKeys[name] = converted
+        newKeys[name] = converted
         return converted
+    }
+
+    /// Adds the keys this encoding converted to those later encodings start with (the service
+    /// encodes many small documents: alerts, notices).
+    func shareNewKeys() {
+        guard !newKeys.isEmpty else { return }
+        let added = newKeys
+        Self.sharedKeys.withLock { $0.merge(added) { old, _ in old } }
     }
 
     func date(_ date: Date) -> JSONNode {
