@@ -454,6 +454,41 @@ struct ScanTests {
         #expect(history.stdout.contains("TLSv1.3"))
     }
 
+    @Test("scan --database stores each target as it finishes: every address of every target, each once")
+    func storeWhileScanning() throws {
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        defer { good.stop() }
+        let stale = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf { $0.notAfter = Date().addingTimeInterval(-86_400) },
+                                                                    pki.intermediate], bindAddress: "::1", port: good.port))
+        defer { stale.stop() }
+        // 40 names, each behind both addresses (one target's two addresses must land in one batch:
+        // the store makes a target's latest batch its current set of addresses).
+        let names = (0..<40).map { "n\($0).\(TestPKI.hostname):\(good.port)" }
+        let list = pki.directory.appendingPathComponent("targets-\(UUID().uuidString.prefix(6)).txt")
+        try names.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+        let database = pki.directory.appendingPathComponent("batches-\(UUID().uuidString.prefix(6)).sqlite").path
+        let scan = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                "--connect-to", "::1", "--targets-file", list.path, "--concurrency", "16", "--database", database])
+        #expect(scan.status == 1, "\(scan.stderr)")
+        #expect(try scan.report().targets.count == 40)
+        let status = try CLI.run(["status", "--database", database, "--format", "json"])
+        struct Row: Decodable { var target: String; var address: String; var lastObservationId: Int }
+        struct Rows: Decodable { var targets: [Row] }
+        let rows = try JSONDecoder.tlsaudit.decode(Rows.self, from: Data(status.stdout.utf8)).targets
+        #expect(rows.count == 80)
+        #expect(Set(rows.map(\.target)) == Set(names))
+        for name in names {
+            #expect(Set(rows.filter { $0.target == name }.map(\.address)) == ["127.0.0.1", "::1"], "\(name)")
+        }
+        // One stored scan per address: the newest observation ids are 1...80.
+        #expect(Set(rows.map(\.lastObservationId)) == Set(1...80))
+
+        // A database that cannot be created: exit 2 and the reason, after the scan.
+        let unwritable = try CLI.scan(port: good.port, extra: ["--database", "/proc/tlsaudit-test/scan.sqlite"])
+        #expect(unwritable.status == 2)
+        #expect(unwritable.stderr.contains("cannot store the results"), "\(unwritable.stderr)")
+    }
+
     // MARK: Usage
 
     @Test("usage errors exit 64")
