@@ -80,7 +80,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     private static func insert(_ scan: StoredScan, alerting: AlertSettings?, into db: Database) throws -> [Alert] {
         let result = scan.result
         let chain = result.chain
-        for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? []) {
+        var seen = Set<String>()
+        for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? [])
+        where seen.insert(certificate.sha256Fingerprint).inserted {
             // Most scans show certificates already stored: skip encoding those.
             let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM certificate WHERE fingerprint = ?"),
                                           arguments: [certificate.sha256Fingerprint]) ?? false

@@ -73,9 +73,19 @@ enum JSONNode {
 /// An object's members in the order encoded; sorted when written.
 final class JSONObjectNode {
     var members: [(key: String, value: JSONNode)] = []
+    /// The first 8 UTF-8 bytes of each key, big-endian, zero-padded: orders keys without
+    /// touching the strings, except on a tie.
+    var prefixes: [UInt64] = []
 
     func set(_ key: String, _ value: JSONNode) {
         members.append((key, value))
+        var prefix: UInt64 = 0
+        var shift: UInt64 = 56
+        for byte in key.utf8.prefix(8) {
+            prefix |= UInt64(byte) << shift
+            shift &-= 8
+        }
+        prefixes.append(prefix)
     }
 }
 
@@ -443,17 +453,20 @@ struct JSONByteWriter {
     private mutating func writeObject(_ object: JSONObjectNode, depth: Int) {
         sink.append(UInt8(ascii: "{"))
         let members = object.members
+        let prefixes = object.prefixes
         // Sorted by key, then by position so that a key encoded twice keeps its last value.
         var order = Array(members.indices)
         order.sort { left, right in
+            if prefixes[left] != prefixes[right] { return prefixes[left] < prefixes[right] }
             switch Self.compare(members[left].key, members[right].key) {
-            case 0: left < right
-            case let difference: difference < 0
+            case 0: return left < right
+            case let difference: return difference < 0
             }
         }
         var first = true
         for (position, index) in order.enumerated() {
-            if position + 1 < order.count, members[order[position + 1]].key == members[index].key { continue }
+            if position + 1 < order.count, prefixes[order[position + 1]] == prefixes[index],
+               members[order[position + 1]].key == members[index].key { continue }
             if !first { sink.append(UInt8(ascii: ",")) }
             first = false
             newline(depth + 1)
