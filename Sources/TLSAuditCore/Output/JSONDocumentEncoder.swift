@@ -648,7 +648,7 @@ final class ByteSink {
     private var count = 0
     private var capacity: Int
 
-    init(capacity: Int = 16_384) {
+    init(capacity: Int = 1024) {
         self.capacity = capacity
         storage = .allocate(capacity: capacity)
     }
