@@ -27,13 +27,31 @@ public final class LabHostileServer: Sendable {
     private let listener: LabListener
     private let connections = Connections()
 
-    /// Counts connections being served, and the most ever at once.
+    /// Counts connections being served, and the most ever at once. A connection counts as open
+    /// until its peer has closed it: when a new one arrives, those whose peer already hung up are
+    /// counted as closed first (the kernel knows at once; their handler thread may not have woken
+    /// up yet), so the peak is what the client really held open, not a scheduling delay here.
     private final class Connections: Sendable {
-        private let state = Mutex<(current: Int, peak: Int, total: Int)>((0, 0, 0))
-        func opened() { state.withLock { $0.current += 1; $0.total += 1; $0.peak = max($0.peak, $0.current) } }
-        func closed() { state.withLock { $0.current -= 1 } }
+        private let state = Mutex<(open: Set<Int32>, peak: Int, total: Int)>(([], 0, 0))
+
+        func opened(_ fd: Int32) {
+            state.withLock { state in
+                for other in state.open where Self.peerClosed(other) { state.open.remove(other) }
+                state.open.insert(fd)
+                state.total += 1
+                state.peak = max(state.peak, state.open.count)
+            }
+        }
+
+        /// Called before `fd` is closed (so that its number cannot be reused meanwhile).
+        func closed(_ fd: Int32) { state.withLock { _ = $0.open.remove(fd) } }
         var peak: Int { state.withLock { $0.peak } }
         var total: Int { state.withLock { $0.total } }
+
+        private static func peerClosed(_ fd: Int32) -> Bool {
+            var entry = pollfd(fd: fd, events: Int16(0x2000) /* POLLRDHUP */, revents: 0)
+            return poll(&entry, 1, 0) > 0 && entry.revents & Int16(0x2000 | Int32(POLLHUP) | Int32(POLLERR)) != 0
+        }
     }
 
     /// The most connections this server held open at the same time.
@@ -52,9 +70,10 @@ public final class LabHostileServer: Sendable {
         }
         let connections = self.connections
         listener = try LabListener(address: bindAddress) { fd in
-            connections.opened()
+            connections.opened(fd)
             Self.misbehave(behavior, fd: fd)
-            connections.closed()
+            connections.closed(fd)
+            close(fd)
         }
         port = listener.port
         fillers = []
@@ -67,8 +86,8 @@ public final class LabHostileServer: Sendable {
 
     deinit { for fd in fillers { close(fd) } }
 
+    /// Serves `fd` badly; the caller closes it.
     private static func misbehave(_ behavior: Behavior, fd: Int32) {
-        defer { close(fd) }
         LabListener.setTimeouts(fd, seconds: 30)
         var buffer = [UInt8](repeating: 0, count: 16_384)
         switch behavior {
