@@ -23,8 +23,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-            if create { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+            if create { try Self.createDirectories(URL(fileURLWithPath: path).deletingLastPathComponent().path) }
             pool = try DatabasePool(path: path, configuration: configuration)
             try StoreMigrations.migrator.migrate(pool)
         } catch {
@@ -538,6 +537,17 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         copy.der = Data()
         copy.daysLeft = nil
         return copy
+    }
+
+    /// `mkdir -p`, failing with the directory that could not be made and why, in words.
+    private static func createDirectories(_ directory: String) throws {
+        var current = ""
+        for component in directory.split(separator: "/") {
+            current += "/" + component
+            if mkdir(current, 0o755) != 0, errno != EEXIST {
+                throw StoreError(.unavailable, "cannot create the directory \(current) (\(String(cString: strerror(errno))))")
+            }
+        }
     }
 
     /// Classifies SQLite failures so the service can say what is wrong in plain words.

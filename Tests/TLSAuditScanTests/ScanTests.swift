@@ -486,7 +486,8 @@ struct ScanTests {
         // A database that cannot be created: exit 2 and the reason, after the scan.
         let unwritable = try CLI.scan(port: good.port, extra: ["--database", "/proc/tlsaudit-test/scan.sqlite"])
         #expect(unwritable.status == 2)
-        #expect(unwritable.stderr.contains("cannot store the results"), "\(unwritable.stderr)")
+        #expect(unwritable.stderr.contains("cannot store the results: cannot create the directory /proc/tlsaudit-test (No such file or directory)"),
+                "\(unwritable.stderr)")
     }
 
     // MARK: Usage
