@@ -544,9 +544,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         var current = ""
         for component in directory.split(separator: "/") {
             current += "/" + component
-            if mkdir(current, 0o755) != 0, errno != EEXIST {
-                throw StoreError(.unavailable, "cannot create the directory \(current) (\(String(cString: strerror(errno))))")
+            // 0777 less the umask, as FileManager creates directories.
+            guard mkdir(current, 0o777) != 0 else { continue }
+            let failure = errno
+            var isDirectory: ObjCBool = false
+            if failure == EEXIST, FileManager.default.fileExists(atPath: current, isDirectory: &isDirectory) {
+                if isDirectory.boolValue { continue }
+                throw StoreError(.unavailable, "cannot create the directory \(current) (a file of that name exists)")
             }
+            throw StoreError(.unavailable, "cannot create the directory \(current) (\(String(cString: strerror(failure))))")
         }
     }
 

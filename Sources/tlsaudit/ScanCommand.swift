@@ -104,8 +104,12 @@ struct ScanCommand: ParsableCommand {
         // (after the enumeration when there is one, since it adds to them).
         let recorder = database.map(ScanRecorder.init(path:))
         let targetsByIndex = parsedTargets
+        // A name given twice is stored once at the end (the store makes each batch a target's
+        // current address set: two batches of one name would keep only the later one's addresses).
+        let namesUnique = Set(parsedTargets.map(\.original)).count == parsedTargets.count
+        let storeWhileScanning = !enumerate && namesUnique
         var storeEach: (@Sendable (Int, TargetScanResult) -> Void)?
-        if let recorder, !enumerate {
+        if let recorder, storeWhileScanning {
             storeEach = { index, result in recorder.submit(StoredScan.all(of: result, target: targetsByIndex[index])) }
         }
         var results = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
@@ -120,7 +124,9 @@ struct ScanCommand: ParsableCommand {
                     results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex])
                 }
             }
-            for (target, result) in zip(parsedTargets, results) { recorder?.submit(StoredScan.all(of: result, target: target)) }
+        }
+        if !storeWhileScanning {
+            recorder?.submit(zip(parsedTargets, results).flatMap { target, result in StoredScan.all(of: result, target: target) })
         }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)

@@ -123,6 +123,82 @@ struct JSONDocumentEncoderTests {
         #expect(try JSONDocumentEncoder.tlsauditCompact.encodeString(One(key: key)) == String(decoding: try theirs.encode(One(key: key)), as: UTF8.self))
     }
 
+    /// Encoders written by hand in the ways a review found ours differed from JSONEncoder.
+    class Base: Encodable {
+        var base = 1
+    }
+
+    final class Derived: Base {
+        var own = 2
+        enum Keys: String, CodingKey { case own }
+        override func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(own, forKey: .own)
+            try super.encode(to: container.superEncoder())
+        }
+    }
+
+    struct Unusual: Encodable {
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(_ string: String) { stringValue = string }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            // A super encoder given a single value; one in an array given a string.
+            var single = container.superEncoder(forKey: Key("single")).singleValueContainer()
+            try single.encode(5)
+            var list = container.nestedUnkeyedContainer(forKey: Key("list"))
+            var inList = list.superEncoder().singleValueContainer()
+            try inList.encode("x")
+            // The same nested containers asked for twice.
+            var first = container.nestedContainer(keyedBy: Key.self, forKey: Key("twice"))
+            try first.encode(1, forKey: Key("x"))
+            var second = container.nestedContainer(keyedBy: Key.self, forKey: Key("twice"))
+            try second.encode(2, forKey: Key("y"))
+            var firstList = container.nestedUnkeyedContainer(forKey: Key("twiceList"))
+            try firstList.encode(1)
+            var secondList = container.nestedUnkeyedContainer(forKey: Key("twiceList"))
+            try secondList.encode(2)
+            // Keys equal as Strings but spelled differently: one member.
+            try container.encode(1, forKey: Key("caf\u{e9}"))
+            try container.encode(2, forKey: Key("cafe\u{301}"))
+        }
+    }
+
+    struct Nothing: Encodable {
+        func encode(to encoder: any Encoder) throws {}
+    }
+
+    @Test("super encoders, containers asked for twice, equivalent keys, values that encode nothing: as JSONEncoder")
+    func unusualEncoders() throws {
+        for pretty in [false, true] {
+            for snakeCase in [false, true] {
+                let ours = JSONDocumentEncoder(keys: snakeCase ? .snakeCase : .asIs, dates: .secondsSince1970, prettyPrinted: pretty, escapesSlashes: true)
+                let theirs = Self.foundation(snakeCase: snakeCase, iso8601: false, pretty: pretty, escapesSlashes: true)
+                #expect(try ours.encodeString(Derived()) == String(decoding: try theirs.encode(Derived()), as: UTF8.self))
+                #expect(try ours.encodeString(Unusual()) == String(decoding: try theirs.encode(Unusual()), as: UTF8.self))
+                #expect(try ours.encodeString([Nothing()]) == String(decoding: try theirs.encode([Nothing()]), as: UTF8.self))
+                #expect(throws: EncodingError.self) { try ours.encode(Nothing()) }
+                #expect(throws: EncodingError.self) { try theirs.encode(Nothing()) }
+                #expect(throws: EncodingError.self) { try ours.encode([Date(timeIntervalSince1970: .infinity)]) }
+            }
+        }
+        // A non-ASCII name converted once does not change how an equivalent spelling is written later.
+        struct Accented: Encodable {
+            let name: String
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Unusual.Key.self)
+                try container.encode(1, forKey: Unusual.Key(name))
+            }
+        }
+        _ = try JSONDocumentEncoder.tlsauditCompact.encode(Accented(name: "cafe\u{301}"))
+        #expect(try JSONDocumentEncoder.tlsauditCompact.encodeString(Accented(name: "caf\u{e9}")) == "{\"caf\u{e9}\":1}")
+    }
+
     @Test("a non-finite number is an error, as with JSONEncoder")
     func nonFinite() {
         #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode([Double.infinity]) }

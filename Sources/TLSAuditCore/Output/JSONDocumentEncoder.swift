@@ -45,7 +45,7 @@ public struct JSONDocumentEncoder: Sendable {
 
     private func write<T: Encodable>(_ value: T) throws -> ByteSink {
         let context = EncodingContext(self)
-        let root = try context.node(for: value, parent: nil, key: nil)
+        let root = try context.node(for: value, parent: nil, key: nil, topLevel: true)
         context.shareNewKeys()
         var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
         writer.write(root, depth: 0)
@@ -68,6 +68,8 @@ enum JSONNode {
     case base64(Data)
     case object(JSONObjectNode)
     case array(JSONArrayNode)
+    /// What a super encoder recorded, known only once its caller has encoded into it.
+    case deferred(NodeEncoder)
 }
 
 /// An object's members in the order encoded; sorted when written.
@@ -76,9 +78,13 @@ final class JSONObjectNode {
     /// The first 8 UTF-8 bytes of each key, big-endian, zero-padded: orders keys without
     /// touching the strings, except on a tie.
     var prefixes: [UInt64] = []
+    /// Whether some key is not ASCII (then keys equal as `String`s, like é and e + U+0301, are merged
+    /// when written, as `JSONEncoder`'s dictionary does).
+    var hasNonASCIIKey = false
 
     func set(_ key: String, _ value: JSONNode) {
         members.append((key, value))
+        if !hasNonASCIIKey { hasNonASCIIKey = key.utf8.contains { $0 >= 0x80 } }
         var prefix: UInt64 = 0
         var shift: UInt64 = 56
         for byte in key.utf8.prefix(8) {
@@ -114,6 +120,9 @@ final class EncodingContext {
         guard options.keys == .snakeCase else { return name }
         if let converted = convertedKeys[name] { return converted }
         let converted = SnakeCase.convert(name)
+        // Only ASCII names are remembered: `String` equality treats é and e + U+0301 alike, and the
+        // bytes written must be the name's own.
+        guard name.utf8.allSatisfy({ $0 < 0x80 }) else { return converted }
         convertedKeys[name] = converted
         newKeys[name] = converted
         return converted
@@ -127,20 +136,20 @@ final class EncodingContext {
         Self.sharedKeys.withLock { $0.merge(added) { old, _ in old } }
     }
 
-    func date(_ date: Date) -> JSONNode {
+    func date(_ date: Date, path: @autoclosure () -> [any CodingKey]) throws -> JSONNode {
         switch options.dates {
         case .iso8601: .string(Timestamp.format(date))
-        case .secondsSince1970: try! number(date.timeIntervalSince1970, path: [])
+        case .secondsSince1970: try number(date.timeIntervalSince1970, path: path())
         }
     }
 
     /// The node of any value: the types `JSONEncoder` treats specially, then the value's own encoding.
-    func node<T: Encodable>(for value: T, parent: NodeEncoder?, key: (any CodingKey)?) throws -> JSONNode {
+    func node<T: Encodable>(for value: T, parent: NodeEncoder?, key: (any CodingKey)?, topLevel: Bool = false) throws -> JSONNode {
         if T.self == String.self { return .string(value as! String) }
         if T.self == Int.self { return .int(Int64(value as! Int)) }
         if T.self == Bool.self { return .bool(value as! Bool) }
         if T.self == Double.self { return try number(value as! Double, path: path(parent, key)) }
-        if T.self == Date.self { return date(value as! Date) }
+        if T.self == Date.self { return try date(value as! Date, path: path(parent, key)) }
         if T.self == Data.self { return .base64(value as! Data) }
         if T.self == URL.self { return .string((value as! URL).absoluteString) }
         if T.self == Decimal.self { return .number((value as! Decimal).description) }
@@ -149,6 +158,9 @@ final class EncodingContext {
             try dictionary.encodeMembers(to: encoder)
         } else {
             try value.encode(to: encoder)
+        }
+        if encoder.result == nil, topLevel {
+            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
         }
         return encoder.result ?? .object(JSONObjectNode())
     }
@@ -252,6 +264,13 @@ struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
         object.set(encoder.context.key(key), node)
     }
 
+    /// The node already stored under `key`, when it is the kind wanted (a nested container asked
+    /// for twice shares one node, as with `JSONEncoder`).
+    private func existing(_ key: Key) -> JSONNode? {
+        let name = encoder.context.key(key)
+        return object.members.last { $0.key == name }?.value
+    }
+
     mutating func encodeNil(forKey key: Key) throws { set(key, .null) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(key, .bool(value)) }
     mutating func encode(_ value: String, forKey key: Key) throws { set(key, .string(value)) }
@@ -277,6 +296,7 @@ struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let nested = NodeEncoder(context: encoder.context, parent: encoder, key: key)
+        if case .object? = existing(key) { nested.result = existing(key) }
         let container = nested.container(keyedBy: keyType)
         set(key, nested.result!)
         return container
@@ -284,19 +304,22 @@ struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let nested = NodeEncoder(context: encoder.context, parent: encoder, key: key)
+        if case .array? = existing(key) { nested.result = existing(key) }
         let container = nested.unkeyedContainer()
         set(key, nested.result!)
         return container
     }
 
-    mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+    mutating func superEncoder() -> any Encoder {
+        // Under the key "super", as `JSONEncoder` does (not converted: it is not a property name).
+        let nested = NodeEncoder(context: encoder.context, parent: encoder, key: DictionaryKey("super"))
+        object.set("super", .deferred(nested))
+        return nested
+    }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        // The node is known only once the caller has encoded into it: a placeholder object that
-        // the nested encoder fills in place.
         let nested = NodeEncoder(context: encoder.context, parent: encoder, key: key)
-        _ = nested.container(keyedBy: DictionaryKey.self)
-        set(key, nested.result!)
+        set(key, .deferred(nested))
         return nested
     }
 }
@@ -348,8 +371,7 @@ struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
 
     mutating func superEncoder() -> any Encoder {
         let nested = NodeEncoder(context: encoder.context, parent: encoder, key: indexKey)
-        _ = nested.container(keyedBy: DictionaryKey.self)
-        array.items.append(nested.result!)
+        array.items.append(.deferred(nested))
         return nested
     }
 }
@@ -445,6 +467,7 @@ struct JSONByteWriter {
         case .number(let text): append(text)
         case .string(let text): writeString(text)
         case .base64(let data): writeBase64(data)
+        case .deferred(let encoder): write(encoder.result ?? .object(JSONObjectNode()), depth: depth)
         case .object(let object): writeObject(object, depth: depth)
         case .array(let array): writeArray(array, depth: depth)
         }
@@ -452,8 +475,25 @@ struct JSONByteWriter {
 
     private mutating func writeObject(_ object: JSONObjectNode, depth: Int) {
         sink.append(UInt8(ascii: "{"))
-        let members = object.members
-        let prefixes = object.prefixes
+        var members = object.members
+        var prefixes = object.prefixes
+        if object.hasNonASCIIKey {
+            // One member per key as Strings compare: the first spelling, the last value.
+            var positions: [String: Int] = [:]
+            var merged: [(key: String, value: JSONNode)] = []
+            var mergedPrefixes: [UInt64] = []
+            for (index, member) in members.enumerated() {
+                if let at = positions[member.key] {
+                    merged[at].value = member.value
+                } else {
+                    positions[member.key] = merged.count
+                    merged.append(member)
+                    mergedPrefixes.append(prefixes[index])
+                }
+            }
+            members = merged
+            prefixes = mergedPrefixes
+        }
         // Sorted by key, then by position so that a key encoded twice keeps its last value.
         var order = Array(members.indices)
         order.sort { left, right in
