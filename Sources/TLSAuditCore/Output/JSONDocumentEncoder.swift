@@ -79,7 +79,7 @@ final class JSONObjectNode {
     /// touching the strings, except on a tie.
     var prefixes: [UInt64] = []
     /// Whether some key is not ASCII (then keys equal as `String`s, like é and e + U+0301, are merged
-    /// when written, as `JSONEncoder`'s dictionary does).
+    /// when written: `uniqueMembers`).
     var hasNonASCIIKey = false
 
     func set(_ key: String, _ value: JSONNode) {
@@ -92,6 +92,26 @@ final class JSONObjectNode {
             shift &-= 8
         }
         prefixes.append(prefix)
+    }
+
+    /// The members with their prefixes, one per key as `JSONEncoder`'s dictionary keeps them when
+    /// keys are equal as Strings but spelled apart: the first spelling, the last value. (Keys
+    /// spelled the same are left for the writer, where sorting makes them neighbours.)
+    func uniqueMembers() -> (members: [(key: String, value: JSONNode)], prefixes: [UInt64]) {
+        guard hasNonASCIIKey else { return (members, prefixes) }
+        var positions: [String: Int] = [:]
+        var merged: [(key: String, value: JSONNode)] = []
+        var mergedPrefixes: [UInt64] = []
+        for (index, member) in members.enumerated() {
+            if let at = positions[member.key] {
+                merged[at].value = member.value
+            } else {
+                positions[member.key] = merged.count
+                merged.append(member)
+                mergedPrefixes.append(prefixes[index])
+            }
+        }
+        return (merged, mergedPrefixes)
     }
 }
 
@@ -118,11 +138,11 @@ final class EncodingContext {
     func key(_ key: some CodingKey) -> String {
         let name = key.stringValue
         guard options.keys == .snakeCase else { return name }
+        // Only ASCII names are looked up and remembered: `String` equality treats é and e + U+0301
+        // (or the Kelvin sign and K) alike, and the bytes written must be the name's own.
+        guard name.utf8.allSatisfy({ $0 < 0x80 }) else { return SnakeCase.convert(name) }
         if let converted = convertedKeys[name] { return converted }
         let converted = SnakeCase.convert(name)
-        // Only ASCII names are remembered: `String` equality treats é and e + U+0301 alike, and the
-        // bytes written must be the name's own.
-        guard name.utf8.allSatisfy({ $0 < 0x80 }) else { return converted }
         convertedKeys[name] = converted
         newKeys[name] = converted
         return converted
@@ -165,23 +185,14 @@ final class EncodingContext {
         return encoder.result ?? .object(JSONObjectNode())
     }
 
-    func number(_ value: Double, path: @autoclosure () -> [any CodingKey]) throws -> JSONNode {
+    /// A `Double` or `Float` as `JSONEncoder` writes it (`10.0` as `10`); not finite is an error.
+    func number<Number: BinaryFloatingPoint & CustomStringConvertible>(_ value: Number,
+                                                                       path: @autoclosure () -> [any CodingKey]) throws -> JSONNode {
         guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(codingPath: path(), debugDescription: "Unable to encode Double.\(value) directly in JSON."))
+            throw EncodingError.invalidValue(value, .init(codingPath: path(), debugDescription: "Unable to encode \(Number.self).\(value) directly in JSON."))
         }
-        return .number(Self.trimmed(value.description))
-    }
-
-    func number(_ value: Float, path: @autoclosure () -> [any CodingKey]) throws -> JSONNode {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(value, .init(codingPath: path(), debugDescription: "Unable to encode Float.\(value) directly in JSON."))
-        }
-        return .number(Self.trimmed(value.description))
-    }
-
-    /// `10.0` is written `10`, as `JSONEncoder` does.
-    private static func trimmed(_ text: String) -> String {
-        text.hasSuffix(".0") ? String(text.dropLast(2)) : text
+        let text = value.description
+        return .number(text.hasSuffix(".0") ? String(text.dropLast(2)) : text)
     }
 
     func path(_ encoder: NodeEncoder?, _ key: (any CodingKey)?) -> [any CodingKey] {
@@ -296,7 +307,7 @@ struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let nested = NodeEncoder(context: encoder.context, parent: encoder, key: key)
-        if case .object? = existing(key) { nested.result = existing(key) }
+        if case .object(let object)? = existing(key) { nested.result = .object(object) }
         let container = nested.container(keyedBy: keyType)
         set(key, nested.result!)
         return container
@@ -304,7 +315,7 @@ struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let nested = NodeEncoder(context: encoder.context, parent: encoder, key: key)
-        if case .array? = existing(key) { nested.result = existing(key) }
+        if case .array(let array)? = existing(key) { nested.result = .array(array) }
         let container = nested.unkeyedContainer()
         set(key, nested.result!)
         return container
@@ -475,25 +486,7 @@ struct JSONByteWriter {
 
     private mutating func writeObject(_ object: JSONObjectNode, depth: Int) {
         sink.append(UInt8(ascii: "{"))
-        var members = object.members
-        var prefixes = object.prefixes
-        if object.hasNonASCIIKey {
-            // One member per key as Strings compare: the first spelling, the last value.
-            var positions: [String: Int] = [:]
-            var merged: [(key: String, value: JSONNode)] = []
-            var mergedPrefixes: [UInt64] = []
-            for (index, member) in members.enumerated() {
-                if let at = positions[member.key] {
-                    merged[at].value = member.value
-                } else {
-                    positions[member.key] = merged.count
-                    merged.append(member)
-                    mergedPrefixes.append(prefixes[index])
-                }
-            }
-            members = merged
-            prefixes = mergedPrefixes
-        }
+        let (members, prefixes) = object.uniqueMembers()
         // Sorted by key, then by position so that a key encoded twice keeps its last value.
         var order = Array(members.indices)
         order.sort { left, right in
