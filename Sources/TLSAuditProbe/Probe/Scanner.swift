@@ -62,8 +62,7 @@ public final class TLSScanner: Sendable {
                      completed: (@Sendable (Int, TargetScanResult) -> Void)? = nil) -> [TargetScanResult] {
         // Phase 1: resolve every target (bounded by the timeout each); literal addresses need no thread.
         let needsResolver = targets.contains { target in
-            target.connectTo.isEmpty ? Resolver.numericAddress(target.host, port: target.port) == nil
-                : target.connectTo.contains { Resolver.numericAddress($0.host, port: $0.port ?? target.port) == nil }
+            Self.destinations(of: target).contains { Resolver.numericAddress($0.host, port: $0.port) == nil }
         }
         let resolutions = needsResolver ? WorkerPool.map(targets, concurrency: options.concurrency) { self.addresses(for: $0) }
             : targets.map { self.addresses(for: $0) }
@@ -114,20 +113,25 @@ public final class TLSScanner: Sendable {
         scan([target])[0]
     }
 
+    /// Where a target is reached: its `connectTo` addresses when given, else its own host; each
+    /// with its port (the target's when the address names none).
+    static func destinations(of target: ScanTarget) -> [(host: String, port: Int)] {
+        target.connectTo.isEmpty ? [(target.host, target.port)] : target.connectTo.map { ($0.host, $0.port ?? target.port) }
+    }
+
     /// The addresses to probe: the `connectTo` addresses when given, else every A and AAAA record,
     /// filtered by `selection` (default: the scanner's option).
     public func addresses(for target: ScanTarget, selection: AddressSelection? = nil) -> Result<[SocketAddress], ProbeFailure> {
         let selection = selection ?? options.addresses
-        let destinations = target.connectTo.isEmpty ? [ConnectAddress(host: target.host)] : target.connectTo
+        let destinations = Self.destinations(of: target)
         do {
             var all: [SocketAddress] = []
             for destination in destinations {
-                let port = destination.port ?? target.port
                 let found: [SocketAddress]
-                if let literal = Resolver.numericAddress(destination.host, port: port) {
+                if let literal = Resolver.numericAddress(destination.host, port: destination.port) {
                     found = [literal]
                 } else {
-                    found = try Resolver.resolve(host: destination.host, port: port, timeout: target.timeout ?? options.timeout)
+                    found = try Resolver.resolve(host: destination.host, port: destination.port, timeout: target.timeout ?? options.timeout)
                 }
                 all += found.filter { !all.contains($0) }
             }
