@@ -103,14 +103,13 @@ struct ScanCommand: ParsableCommand {
         // Results are stored as targets finish, while the others are still being scanned
         // (after the enumeration when there is one, since it adds to them).
         let recorder = database.map(ScanRecorder.init(path:))
-        let targetsByIndex = parsedTargets
         // A name given twice is stored once at the end (the store makes each batch a target's
         // current address set: two batches of one name would keep only the later one's addresses).
         let namesUnique = Set(parsedTargets.map(\.original)).count == parsedTargets.count
         let storeWhileScanning = !enumerate && namesUnique
         var storeEach: (@Sendable (Int, TargetScanResult) -> Void)?
         if let recorder, storeWhileScanning {
-            storeEach = { index, result in recorder.submit(StoredScan.all(of: result, target: targetsByIndex[index])) }
+            storeEach = { index, result in recorder.submit(StoredScan.all(of: result, target: parsedTargets[index])) }
         }
         var results = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
                                    completed: storeEach)

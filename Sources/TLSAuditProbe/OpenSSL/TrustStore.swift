@@ -163,10 +163,8 @@ enum PathBuilder {
                 guard let pointer = tlsaudit_sk_X509_value(chain, index) else { continue }
                 // OpenSSL's chain holds the very X509 objects it was given for presented certificates.
                 let summary: CertificateSummary
-                if let known, let same = presented.firstIndex(where: { $0.pointer == pointer }) {
-                    summary = known[same]
-                } else if presented.contains(where: { $0.pointer == pointer }) {
-                    summary = X509Certificate(borrowing: pointer).summary()
+                if let same = presented.firstIndex(where: { $0.pointer == pointer }) {
+                    summary = known?[same] ?? X509Certificate(borrowing: pointer).summary()
                 } else {
                     summary = store.summary(ofStoreCertificate: pointer)
                 }
