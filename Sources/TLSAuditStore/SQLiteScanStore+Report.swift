@@ -445,7 +445,7 @@ private struct ReportReader {
     private mutating func verdict(_ row: Row) throws -> ReportVerdict {
         let verdict = try passVerdict(row, withTrust: true)
         return ReportVerdict(condition: verdict.condition, policy: verdict.policy,
-                             failedRules: try Self.rules(verdict.rules), trustErrors: verdict.trustErrors)
+                             failedRules: try SQLiteScanStore.rules(verdict.rules), trustErrors: verdict.trustErrors)
     }
 
     static func condition(status: String, hasChain: Bool, compliant: Bool) -> AddressCondition {
@@ -462,8 +462,8 @@ private struct ReportReader {
         guard previous.condition != verdict.condition || previous.rules != verdict.rules else { return nil }
         let parts = key.split(separator: "\u{1F}", maxSplits: 1, omittingEmptySubsequences: false)
         let target = String(parts[0]), address = parts.count > 1 ? String(parts[1]) : ""
-        let before = try rules(previous.rules)
-        let now = try rules(verdict.rules)
+        let before = try SQLiteScanStore.rules(previous.rules)
+        let now = try SQLiteScanStore.rules(verdict.rules)
         func make(_ kind: ReportTransition.Kind, _ rules: [String]) -> ReportTransition {
             ReportTransition(kind: kind, target: target, address: address, at: time, policy: verdict.policy, rules: rules)
         }
@@ -478,10 +478,6 @@ private struct ReportReader {
         default:
             return nil
         }
-    }
-
-    static func rules(_ json: String) throws -> [String] {
-        try SQLiteScanStore.decode([String].self, json) ?? []
     }
 
     static func key(_ target: String, _ address: String) -> String { target + "\u{1F}" + address }

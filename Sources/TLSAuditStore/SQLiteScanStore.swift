@@ -64,8 +64,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     let addresses = Set(group.map(\.result.address))
                     guard !addresses.contains("-") else { continue }
                     let placeholders = Array(repeating: "?", count: addresses.count).joined(separator: ", ")
-                    try db.execute(sql: "DELETE FROM target_state WHERE target = ? AND address NOT IN (\(placeholders))",
-                                   arguments: StatementArguments([target] + addresses.sorted()))
+                    try db.cachedStatement(sql: "DELETE FROM target_state WHERE target = ? AND address NOT IN (\(placeholders))")
+                        .execute(arguments: StatementArguments([target] + addresses.sorted()))
                 }
                 return alerts
             }
@@ -247,7 +247,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             pinState: (row["pin_state"] as String?).flatMap(PinEvaluation.State.init(rawValue:)),
             leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
             atsCompliant: (row["ats_compliant"] as Int?).map { $0 == 1 },
-            failedRules: try decode([String].self, row["failed_rules"]) ?? [],
+            failedRules: try rules(row["failed_rules"]),
             trusted: (row["trusted"] as Int?).map { $0 == 1 },
             consecutiveFailures: row["consecutive_failures"], unreachableAlerted: row["unreachable_alerted"] == 1,
             expiryMarks: Set(marks))
@@ -334,7 +334,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
                         policy: CompliancePolicy(rawValue: row["policy"] ?? "ats") ?? .ats,
                         compliant: row["compliant"] == 1,
-                        failedRules: try Self.decode([String].self, row["failed_rules"]) ?? [],
+                        failedRules: try Self.rules(row["failed_rules"]),
                         earliestExpiry: (row["earliest_expiry"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
                         failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
@@ -370,7 +370,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         failureMessage: row["failure_message"], protocolVersion: handshake?.protocolVersion,
                         cipher: handshake?.cipher.iana, leafFingerprint: row["leaf"], leafSPKI: row["leaf_spki"],
                         policy: CompliancePolicy(rawValue: row["policy"]) ?? .ats, compliant: row["compliant"] == 1,
-                        failedRules: try Self.decode([String].self, row["failed_rules"]) ?? [],
+                        failedRules: try Self.rules(row["failed_rules"]),
                         findings: try Self.decode([Finding].self, row["findings"]) ?? [])
                 }
             }
@@ -437,7 +437,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
         let category = (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:))
         let policy = CompliancePolicy(rawValue: row["policy"]) ?? .ats
-        let failedRules = try Self.decode([String].self, row["failed_rules"]) ?? []
+        let failedRules = try Self.rules(row["failed_rules"])
         let findings = try Self.decode([Finding].self, row["findings"]) ?? []
         let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
             ($0.rawValue, failedRules.contains($0.rawValue) ? RuleOutcome.fail : .pass)
@@ -529,6 +529,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
         guard let text else { return nil }
         return try decoder.decode(type, from: Data(text.utf8))
+    }
+
+    /// A stored list of failed rules (JSON); `[]`, by far the most common, without a decoder.
+    static func rules(_ text: String?) throws -> [String] {
+        guard let text, text != "[]" else { return [] }
+        return try decode([String].self, text) ?? []
     }
 
     /// The summary without its DER (kept once, in its own column) and without evaluation-time data.
