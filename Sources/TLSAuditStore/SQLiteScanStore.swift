@@ -239,8 +239,13 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// What is remembered of a target address, or nil before its first scan.
     private static func memory(target: String, address: String, in db: Database) throws -> AddressMemory? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM target_state WHERE target = ? AND address = ?"),
-                                         arguments: [target, address]) else { return nil }
+        // The columns it needs, not `*`: every column of a fetched row is copied.
+        let statement = try db.cachedStatement(sql: """
+            SELECT pin_state, leaf_fingerprint, leaf_spki, ats_compliant, failed_rules, trusted, consecutive_failures,
+                unreachable_alerted
+            FROM target_state WHERE target = ? AND address = ?
+            """)
+        guard let row = try Row.fetchOne(statement, arguments: [target, address]) else { return nil }
         let marks = try String.fetchAll(db.cachedStatement(sql: "SELECT mark FROM expiry_alert WHERE target = ? AND address = ?"),
                                         arguments: [target, address])
         return AddressMemory(
