@@ -127,9 +127,10 @@ struct ScanCommand: ParsableCommand {
         if !storeWhileScanning {
             recorder?.submit(zip(parsedTargets, results).flatMap { target, result in StoredScan.all(of: result, target: target) })
         }
+        recorder?.close()
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
-        // Formatted while the recorder commits its last batch.
+        // Formatted while the recorder commits its last batch and closes the database.
         let output: Data
         switch format {
         case .json:
@@ -139,7 +140,7 @@ struct ScanCommand: ParsableCommand {
             output = Data(ScanTextRenderer(colour: colour).render(report).utf8)
         }
         do {
-            try recorder?.finish()
+            try recorder?.waitUntilClosed()
         } catch {
             FileHandle.standardError.write(Data("tlsaudit: cannot store the results: \(error)\n".utf8))
             throw ExitCode(2)
@@ -247,10 +248,18 @@ final class ScanRecorder: @unchecked Sendable {
         }
     }
 
-    /// Waits until everything submitted is committed; throws the first failure (opening or storing).
-    func finish() throws {
+    /// Commits what is still pending, then closes the database (SQLite folds its write-ahead log
+    /// into the file on close), on the recorder's queue: the caller formats its output meanwhile.
+    func close() {
+        queue.async {
+            self.flush()
+            self.store = nil
+        }
+    }
+
+    /// Waits until `close` is done; throws the first failure (opening or storing).
+    func waitUntilClosed() throws {
         try queue.sync {
-            flush()
             if let failure { throw failure }
         }
     }
