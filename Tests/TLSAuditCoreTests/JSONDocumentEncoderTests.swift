@@ -199,6 +199,55 @@ struct JSONDocumentEncoderTests {
         #expect(try JSONDocumentEncoder.tlsauditCompact.encodeString(Accented(name: "caf\u{e9}")) == "{\"caf\u{e9}\":1}")
     }
 
+    /// An array element the encoder may build and write on several threads (as a scan's targets).
+    struct Element: ConcurrentlyEncodable {
+        var position: Int
+        var sample: Sample
+        var custom = Custom()
+        var inner: [Inner]
+    }
+
+    struct Document: Encodable {
+        var before: String
+        var elements: [Element]
+        var nested: [[Element]]
+        var zAfter: Int
+    }
+
+    @Test("long arrays of ConcurrentlyEncodable elements, built and written in chunks on all cores: JSONEncoder's bytes",
+          arguments: [0, 1, 31, 33, 200])
+    func concurrentElements(count: Int) throws {
+        let elements = (0..<count).map { Element(position: $0, sample: Self.sample, inner: [Self.sample.inner]) }
+        let document = Document(before: "b", elements: elements, nested: [Array(elements.prefix(40)), []], zAfter: 1)
+        for snakeCase in [false, true] {
+            for pretty in [false, true] {
+                let ours = JSONDocumentEncoder(keys: snakeCase ? .snakeCase : .asIs, dates: .iso8601, prettyPrinted: pretty,
+                                               escapesSlashes: false)
+                let theirs = Self.foundation(snakeCase: snakeCase, iso8601: true, pretty: pretty, escapesSlashes: false)
+                #expect(try ours.encodeString(document) == String(decoding: try theirs.encode(document), as: UTF8.self))
+                #expect(try ours.encodeString(elements) == String(decoding: try theirs.encode(elements), as: UTF8.self))
+            }
+        }
+    }
+
+    @Test("an element that cannot be encoded fails the whole document, wherever its chunk runs")
+    func concurrentElementFailure() {
+        struct Measured: ConcurrentlyEncodable { let value: Double }
+        for failing in [0, 50, 99] {
+            let values = (0..<100).map { Measured(value: $0 == failing ? .nan : Double($0)) }
+            #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode(values) }
+        }
+    }
+
+    @Test("chunks cover an array's elements once each, in order")
+    func chunks() {
+        for count in 0...300 {
+            let chunks = JSONConcurrency.chunks(of: count)
+            #expect(chunks.flatMap { Array($0) } == Array(0..<count))
+            #expect(chunks.count <= max(1, ProcessInfo.processInfo.activeProcessorCount))
+        }
+    }
+
     @Test("a non-finite number is an error, as with JSONEncoder")
     func nonFinite() {
         #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode([Double.infinity]) }

@@ -74,7 +74,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
 }
 
 /// The result for one target (a name or address and a port).
-public struct TargetScanResult: Hashable, Codable, Sendable {
+public struct TargetScanResult: Hashable, Codable, Sendable, ConcurrentlyEncodable {
     /// As the user wrote it.
     public var target: String
     public var host: String

@@ -46,12 +46,18 @@ public struct JSONDocumentEncoder: Sendable {
     private func write<T: Encodable>(_ value: T) throws -> ByteSink {
         let context = EncodingContext(self)
         let root = try context.node(for: value, parent: nil, key: nil, topLevel: true)
+        try context.resolvePendingElements()
         context.shareNewKeys()
         var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
         writer.write(root, depth: 0)
         return writer.sink
     }
 }
+
+/// A value whose encoding may run on another thread: in an array of many of them (a scan's
+/// targets), `JSONDocumentEncoder` builds and writes the elements on all cores, in chunks, and
+/// joins the bytes in order. The output is the same as encoding them one by one.
+public protocol ConcurrentlyEncodable: Encodable, Sendable {}
 
 // MARK: - The tree
 
@@ -70,6 +76,21 @@ enum JSONNode {
     case array(JSONArrayNode)
     /// What a super encoder recorded, known only once its caller has encoded into it.
     case deferred(NodeEncoder)
+    /// An array element left for `EncodingContext.resolvePendingElements` (never written as such).
+    case pending(PendingElement)
+}
+
+/// A `ConcurrentlyEncodable` array element, with what its encoding needs: its parent and index.
+final class PendingElement {
+    let value: any ConcurrentlyEncodable
+    let parent: NodeEncoder
+    let key: DictionaryKey
+
+    init(value: any ConcurrentlyEncodable, parent: NodeEncoder, key: DictionaryKey) {
+        self.value = value
+        self.parent = parent
+        self.key = key
+    }
 }
 
 /// An object's members in the order encoded; sorted when written.
@@ -128,6 +149,8 @@ final class JSONObjectNode {
 
 final class JSONArrayNode {
     var items: [JSONNode] = []
+    /// Whether some items were `ConcurrentlyEncodable` elements (then they are written in parallel too).
+    var concurrent = false
 }
 
 // MARK: - Encoding
@@ -141,9 +164,41 @@ final class EncodingContext {
     private var newKeys: [String: String] = [:]
     private static let sharedKeys = Mutex<[String: String]>([:])
 
-    init(_ options: JSONDocumentEncoder) {
+    /// Arrays holding `.pending` elements, resolved after the tree is built. Nil in the contexts
+    /// that resolve them (an element's own arrays are built in place).
+    var pendingArrays: [JSONArrayNode]?
+
+    init(_ options: JSONDocumentEncoder, defersElements: Bool = true) {
         self.options = options
         convertedKeys = options.keys == .snakeCase ? Self.sharedKeys.withLock { $0 } : [:]
+        pendingArrays = defersElements ? [] : nil
+    }
+
+    /// Builds every pending element's node: on all cores, one context per chunk of an array.
+    func resolvePendingElements() throws {
+        guard let arrays = pendingArrays, !arrays.isEmpty else { return }
+        pendingArrays = nil
+        let options = options
+        for array in arrays {
+            let shared = SharedItems(items: array.items)
+            let chunks = JSONConcurrency.chunks(of: shared.items.count)
+            let built = Mutex<[Int: Result<SharedItems, any Error>]>([:])
+            DispatchQueue.concurrentPerform(iterations: chunks.count) { chunk in
+                let context = EncodingContext(options, defersElements: false)
+                let result = Result<SharedItems, any Error> {
+                    SharedItems(items: try shared.items[chunks[chunk]].map { item in
+                        guard case .pending(let element) = item else { return item }
+                        return try context.node(for: element.value, parent: element.parent, key: element.key)
+                    })
+                }
+                context.shareNewKeys()
+                built.withLock { $0[chunk] = result }
+            }
+            var resolved: [JSONNode] = []
+            resolved.reserveCapacity(shared.items.count)
+            for chunk in chunks.indices { resolved += try built.withLock { $0[chunk]! }.get().items }
+            array.items = resolved
+        }
     }
 
     func key(_ key: some CodingKey) -> String {
@@ -375,6 +430,14 @@ struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt32) throws { array.items.append(.uint(UInt64(value))) }
     mutating func encode(_ value: UInt64) throws { array.items.append(.uint(value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
+        if encoder.context.pendingArrays != nil, let element = value as? any ConcurrentlyEncodable {
+            if !array.concurrent {
+                array.concurrent = true
+                encoder.context.pendingArrays?.append(array)
+            }
+            array.items.append(.pending(PendingElement(value: element, parent: encoder, key: indexKey)))
+            return
+        }
         array.items.append(try encoder.context.node(for: value, parent: encoder, key: indexKey))
     }
 
@@ -491,6 +554,7 @@ struct JSONByteWriter {
         case .string(let text): writeString(text)
         case .base64(let data): writeBase64(data)
         case .deferred(let encoder): write(encoder.result ?? .object(JSONObjectNode()), depth: depth)
+        case .pending: preconditionFailure("array elements are resolved before writing")
         case .object(let object): writeObject(object, depth: depth)
         case .array(let array): writeArray(array, depth: depth)
         }
@@ -540,13 +604,31 @@ struct JSONByteWriter {
 
     private mutating func writeArray(_ array: JSONArrayNode, depth: Int) {
         sink.append(UInt8(ascii: "["))
-        for (index, item) in array.items.enumerated() {
-            if index > 0 { sink.append(UInt8(ascii: ",")) }
-            newline(depth + 1)
-            write(item, depth: depth + 1)
+        let chunks = array.concurrent ? JSONConcurrency.chunks(of: array.items.count) : [array.items.indices]
+        if chunks.count > 1 {
+            // Each chunk into its own buffer, on all cores; then the buffers in order.
+            let written = Mutex<[Int: SharedSink]>([:])
+            let (prettyPrinted, escapesSlashes, shared) = (prettyPrinted, escapesSlashes, SharedItems(items: array.items))
+            DispatchQueue.concurrentPerform(iterations: chunks.count) { chunk in
+                var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
+                writer.writeItems(shared.items, chunks[chunk], depth: depth)
+                written.withLock { $0[chunk] = SharedSink(sink: writer.sink) }
+            }
+            for chunk in chunks.indices { sink.append(written.withLock { $0[chunk]! }.sink) }
+        } else {
+            writeItems(array.items, array.items.indices, depth: depth)
         }
         closing(depth, empty: array.items.isEmpty)
         sink.append(UInt8(ascii: "]"))
+    }
+
+    /// Items `range` of an array written at `depth`, each after its separator.
+    private mutating func writeItems(_ items: [JSONNode], _ range: Range<Int>, depth: Int) {
+        for index in range {
+            if index > 0 { sink.append(UInt8(ascii: ",")) }
+            newline(depth + 1)
+            write(items[index], depth: depth + 1)
+        }
     }
 
     private mutating func newline(_ depth: Int) {
@@ -726,6 +808,10 @@ final class ByteSink {
         count += bytes.count
     }
 
+    func append(_ other: ByteSink) {
+        append(UnsafeBufferPointer(start: other.storage, count: other.count))
+    }
+
     func appendSpaces(_ spaces: Int) {
         reserve(spaces)
         (storage + count).update(repeating: UInt8(ascii: " "), count: spaces)
@@ -741,4 +827,26 @@ final class ByteSink {
     func data() -> Data { Data(bytes: storage, count: count) }
 
     func string() -> String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
+}
+
+/// Hands an array's items (or a chunk's output) between the threads of a parallel phase: each
+/// thread reads only its own chunk's items and what they point to, nothing writes to the tree
+/// while the threads run, and a chunk's buffer is read only after its thread is done.
+struct SharedItems: @unchecked Sendable {
+    let items: [JSONNode]
+}
+
+/// See `SharedItems`.
+struct SharedSink: @unchecked Sendable {
+    let sink: ByteSink
+}
+
+/// How the elements of a `ConcurrentlyEncodable` array are split among the cores.
+enum JSONConcurrency {
+    /// At least 16 elements per chunk (smaller ones are not worth a thread), at most one chunk per core.
+    static func chunks(of count: Int) -> [Range<Int>] {
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let chunkCount = max(1, min(cores, count / 16))
+        return (0..<chunkCount).map { chunk in (count * chunk / chunkCount)..<(count * (chunk + 1) / chunkCount) }
+    }
 }
