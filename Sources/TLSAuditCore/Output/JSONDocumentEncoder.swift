@@ -56,7 +56,9 @@ public struct JSONDocumentEncoder: Sendable {
 
 /// A value whose encoding may run on another thread: in an array of many of them (a scan's
 /// targets), `JSONDocumentEncoder` builds and writes the elements on all cores, in chunks, and
-/// joins the bytes in order. The output is the same as encoding them one by one.
+/// joins the bytes in order. The output is the same as encoding them one by one; only when
+/// several values fail to encode may the error thrown be another one than `JSONEncoder`'s (the
+/// elements are encoded after the rest of the document).
 public protocol ConcurrentlyEncodable: Encodable, Sendable {}
 
 // MARK: - The tree
