@@ -257,7 +257,7 @@ final class ScanRecorder: @unchecked Sendable {
         }
     }
 
-    /// Waits until `close` is done; throws the first failure (opening or storing).
+    /// Waits until `close` (called before) is done; throws the first failure (opening or storing).
     func waitUntilClosed() throws {
         try queue.sync {
             if let failure { throw failure }
@@ -268,11 +268,20 @@ final class ScanRecorder: @unchecked Sendable {
         flushScheduled = false
         let batch = pending
         pending = []
-        guard failure == nil, let store, !batch.isEmpty else { return }
+        guard failure == nil, !batch.isEmpty else { return }
+        guard let store else {
+            failure = ScanRecorderError(description: "\(batch.count) scan(s) arrived after the database was closed")
+            return
+        }
         do {
             _ = try store.record(batch, alerting: nil)
         } catch {
             failure = error
         }
     }
+}
+
+/// A recorder misuse: results submitted after `close`.
+struct ScanRecorderError: Error, CustomStringConvertible {
+    let description: String
 }

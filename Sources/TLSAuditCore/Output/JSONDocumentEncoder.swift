@@ -56,9 +56,12 @@ public struct JSONDocumentEncoder: Sendable {
 
 /// A value whose encoding may run on another thread: in an array of many of them (a scan's
 /// targets), `JSONDocumentEncoder` builds and writes the elements on all cores, in chunks, and
-/// joins the bytes in order. The output is the same as encoding them one by one; only when
-/// several values fail to encode may the error thrown be another one than `JSONEncoder`'s (the
-/// elements are encoded after the rest of the document).
+/// joins the bytes in order, the same bytes as encoding them one by one. The elements are encoded
+/// after the rest of the document, so an element's encoding error surfaces from `encode` itself,
+/// not from the container's `encode` call: conform only types whose errors no `encode(to:)`
+/// catches (a caller that catches one and encodes something else instead would see the whole
+/// document fail), and when several values fail, the error thrown may be another one than
+/// `JSONEncoder`'s.
 public protocol ConcurrentlyEncodable: Encodable, Sendable {}
 
 // MARK: - The tree
