@@ -208,7 +208,10 @@ struct OCSPStaplingTests {
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { server.terminate() }
+        defer { // SIGKILL: started from a test thread, s_server may have SIGTERM blocked (it lingered).
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
         var result: AddressScanResult?
         for _ in 0..<50 where result?.status != .completed {
             Thread.sleep(forTimeInterval: 0.1)

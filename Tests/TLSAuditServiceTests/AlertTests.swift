@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditStore
+@testable import TLSAuditService
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -220,5 +221,38 @@ struct AlertTests {
         #expect(commandAlerts.allSatisfy { $0.severity >= .warning })
         #expect(commandAlerts.contains { $0.kind == .trustBroken })
         #expect(!commandAlerts.contains { $0.kind == .trustRestored }, "info alerts are below this sink's min_severity")
+    }
+}
+
+/// Command sinks start their command with no blocked signals and default signal handling, from
+/// whichever thread delivers the alert (Dispatch threads block SIGTERM and the rest, the service
+/// ignores SIGPIPE and SIGHUP; a command inheriting that could not be stopped, nor could what it
+/// starts, and would not die of a closed pipe).
+@Suite("command sinks")
+struct CommandSinkTests {
+    @Test("a command starts with no blocked or ignored signals, even from a Dispatch thread that blocks them")
+    func cleanSignalState() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-signals-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let status = directory.appendingPathComponent("status").path
+        signal(SIGPIPE, SIG_IGN) // as the service does
+        let outcome = DispatchQueue(label: "alert delivery").sync {
+            var blocked = sigset_t(), before = sigset_t()
+            sigfillset(&blocked)
+            pthread_sigmask(SIG_BLOCK, &blocked, &before) // as libdispatch's worker threads do
+            defer { pthread_sigmask(SIG_SETMASK, &before, nil) }
+            return AlertDispatcher.runCommand(["/bin/sh", "-c", "grep -E '^Sig(Blk|Ign):' /proc/self/status > \"$0\"", status],
+                                              input: Data("{}".utf8), timeout: 10)
+        }
+        #expect(throws: Never.self) { try outcome.get() }
+        var masks: [String: UInt64] = [:]
+        for line in try String(contentsOfFile: status, encoding: .utf8).split(separator: "\n") {
+            let parts = line.split(separator: "\t")
+            masks[String(parts[0])] = UInt64(parts[1], radix: 16)
+        }
+        #expect(masks["SigBlk:"] == 0)
+        // Signals 1-31 (glibc keeps 32 and 33 for itself and sets them up when it needs them).
+        #expect(masks["SigIgn:"].map { $0 & 0x7fff_ffff } == 0)
     }
 }

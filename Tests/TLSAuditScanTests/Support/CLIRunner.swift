@@ -43,7 +43,8 @@ enum CLI {
         process.standardError = err
         let started = ContinuousClock.now
         try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        // SIGKILL: a child started from a test thread may inherit SIGTERM blocked.
+        let killer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
         // Read both pipes before waiting, so a large output cannot block the child.
         let group = DispatchGroup()
