@@ -186,23 +186,15 @@ final class EncodingContext {
         let options = options
         for array in arrays {
             let shared = SharedItems(items: array.items)
-            let chunks = JSONConcurrency.chunks(of: shared.items.count)
-            let built = Mutex<[Int: Result<SharedItems, any Error>]>([:])
-            DispatchQueue.concurrentPerform(iterations: chunks.count) { chunk in
+            let chunks = try JSONConcurrency.map(JSONConcurrency.chunks(of: shared.items.count)) { range throws(any Error) in
                 let context = EncodingContext(options, defersElements: false)
-                let result = Result<SharedItems, any Error> {
-                    SharedItems(items: try shared.items[chunks[chunk]].map { item in
-                        guard case .pending(let element) = item else { return item }
-                        return try context.node(for: element.value, parent: element.parent, key: element.key)
-                    })
+                defer { context.shareNewKeys() }
+                return try shared.items[range].map { item in
+                    guard case .pending(let element) = item else { return item }
+                    return try context.node(for: element.value, parent: element.parent, key: element.key)
                 }
-                context.shareNewKeys()
-                built.withLock { $0[chunk] = result }
             }
-            var resolved: [JSONNode] = []
-            resolved.reserveCapacity(shared.items.count)
-            for chunk in chunks.indices { resolved += try built.withLock { $0[chunk]! }.get().items }
-            array.items = resolved
+            array.items = Array(chunks.joined())
         }
     }
 
@@ -612,14 +604,13 @@ struct JSONByteWriter {
         let chunks = array.concurrent ? JSONConcurrency.chunks(of: array.items.count) : [array.items.indices]
         if chunks.count > 1 {
             // Each chunk into its own buffer, on all cores; then the buffers in order.
-            let written = Mutex<[Int: SharedSink]>([:])
             let (prettyPrinted, escapesSlashes, shared) = (prettyPrinted, escapesSlashes, SharedItems(items: array.items))
-            DispatchQueue.concurrentPerform(iterations: chunks.count) { chunk in
+            let written = JSONConcurrency.map(chunks) { range in
                 var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
-                writer.writeItems(shared.items, chunks[chunk], depth: depth)
-                written.withLock { $0[chunk] = SharedSink(sink: writer.sink) }
+                writer.writeItems(shared.items, range, depth: depth)
+                return writer.sink
             }
-            for chunk in chunks.indices { sink.append(written.withLock { $0[chunk]! }.sink) }
+            for buffer in written { sink.append(buffer) }
         } else {
             writeItems(array.items, array.items.indices, depth: depth)
         }
@@ -834,24 +825,32 @@ final class ByteSink {
     func string() -> String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
 }
 
-/// Hands an array's items (or a chunk's output) between the threads of a parallel phase: each
-/// thread reads only its own chunk's items and what they point to, nothing writes to the tree
-/// while the threads run, and a chunk's buffer is read only after its thread is done.
+/// Hands an array's items to the threads of a parallel phase: each thread reads only its own
+/// chunk's items and what they point to, and nothing writes to the tree while the threads run.
 struct SharedItems: @unchecked Sendable {
     let items: [JSONNode]
 }
 
-/// See `SharedItems`.
-struct SharedSink: @unchecked Sendable {
-    let sink: ByteSink
-}
-
-/// How the elements of a `ConcurrentlyEncodable` array are split among the cores.
+/// How the elements of a `ConcurrentlyEncodable` array are split among the cores and worked on.
 enum JSONConcurrency {
     /// At least 16 elements per chunk (smaller ones are not worth a thread), at most one chunk per core.
     static func chunks(of count: Int) -> [Range<Int>] {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         let chunkCount = max(1, min(cores, count / 16))
         return (0..<chunkCount).map { chunk in (count * chunk / chunkCount)..<(count * (chunk + 1) / chunkCount) }
+    }
+
+    /// `body` for every chunk, on all cores; the results in chunk order, or the first chunk's error.
+    static func map<T, Failure: Error>(_ chunks: [Range<Int>],
+                                       _ body: @Sendable (Range<Int>) throws(Failure) -> T) throws(Failure) -> [T] {
+        var results = [Result<T, Failure>?](repeating: nil, count: chunks.count)
+        results.withUnsafeMutableBufferPointer { slots in
+            // Each iteration writes only its own slot, and the slots are read after all are done.
+            nonisolated(unsafe) let slots = slots
+            DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
+                slots[index] = Result { () throws(Failure) in try body(chunks[index]) }
+            }
+        }
+        return try results.map { result throws(Failure) in try result!.get() }
     }
 }
