@@ -270,7 +270,7 @@ final class ScanRecorder: @unchecked Sendable {
         pending = []
         guard failure == nil, !batch.isEmpty else { return }
         guard let store else {
-            failure = ScanRecorderError(description: "\(batch.count) scan(s) arrived after the database was closed")
+            failure = StoreError(.other, "\(batch.count) scan(s) arrived after the database was closed")
             return
         }
         do {
@@ -279,9 +279,4 @@ final class ScanRecorder: @unchecked Sendable {
             failure = error
         }
     }
-}
-
-/// A recorder misuse: results submitted after `close`.
-struct ScanRecorderError: Error, CustomStringConvertible {
-    let description: String
 }
