@@ -1,7 +1,4 @@
 public import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Logging
 import Synchronization
 public import TLSAuditCore
@@ -14,7 +11,8 @@ public struct SinkConfiguration: Sendable, Hashable {
         /// A log line through swift-log, at the alert's severity.
         case log
         /// HTTP POST of the alert JSON; `secret` adds `X-Tlsaudit-Signature: sha256=HEX` (HMAC-SHA256 of the body).
-        case webhook(url: URL, secret: String?, timeout: Double)
+        /// An https URL's certificate must verify against the system trust store, or `caFile` when set.
+        case webhook(url: URL, secret: String?, timeout: Double, caFile: String? = nil)
         /// Runs `argv` (no shell) with the alert JSON on stdin; success is exit status 0.
         case command(argv: [String], timeout: Double)
     }
@@ -162,45 +160,34 @@ final class AlertDispatcher: @unchecked Sendable {
         case .log:
             log()
             return .success(())
-        case .webhook(let url, let secret, let timeout):
-            return postWebhook(url: url, body: body, secret: secret, headers: headers, timeout: timeout)
+        case .webhook(let url, let secret, let timeout, let caFile):
+            return postWebhook(url: url, body: body, secret: secret, headers: headers, timeout: timeout, caFile: caFile)
         case .command(let argv, let timeout):
             return runCommand(argv, input: body, timeout: timeout)
         }
     }
 
-    /// One HTTP POST of a JSON body, signed when there is a secret; success is a 2xx answer within `timeout`.
+    /// One HTTP POST of a JSON body, signed when there is a secret; success is a 2xx answer within
+    /// `timeout` (a redirect is a failure: it is not followed). Proxies come from the environment
+    /// (`https_proxy`, `http_proxy`, `no_proxy`: see `HTTPProxySettings`).
     static func postWebhook(url: URL, body: Data, secret: String?, headers: [String: String],
-                            timeout: Double) -> Result<Void, DeliveryError> {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.httpBody = body
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue("tlsaudit", forHTTPHeaderField: "User-Agent")
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+                            timeout: Double, caFile: String? = nil) -> Result<Void, DeliveryError> {
+        var fields: [(name: String, value: String)] = [("Content-Type", "application/json"), ("User-Agent", "tlsaudit")]
+        fields += headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         if let secret {
             let signature = MessageAuthentication.hmacSHA256Hex(key: Array(secret.utf8), message: Array(body))
-            request.setValue("sha256=\(signature)", forHTTPHeaderField: "X-Tlsaudit-Signature")
+            fields.append((name: "X-Tlsaudit-Signature", value: "sha256=\(signature)"))
         }
-        let outcome = Mutex<Result<Void, DeliveryError>>(.failure(DeliveryError(description: "no response within \(timeout) s")))
-        let done = DispatchSemaphore(value: 0)
-        let task = URLSession.shared.dataTask(with: request) { _, response, error in
-            let result: Result<Void, DeliveryError>
-            if let error {
-                result = .failure(DeliveryError(description: error.localizedDescription))
-            } else if let http = response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
-                result = .failure(DeliveryError(description: "HTTP \(http.statusCode)"))
-            } else {
-                result = .success(())
+        do {
+            let response = try HTTPClient.post(url, body: Array(body), headers: fields, timeout: timeout, caFile: caFile)
+            guard (200..<300).contains(response.status) else {
+                let redirect = (300..<400).contains(response.status) ? " (redirects are not followed)" : ""
+                return .failure(DeliveryError(description: "HTTP \(response.status)\(redirect)"))
             }
-            outcome.withLock { $0 = result }
-            done.signal()
+            return .success(())
+        } catch {
+            return .failure(DeliveryError(description: error.description))
         }
-        task.resume()
-        if done.wait(timeout: .now() + timeout + 1) == .timedOut {
-            task.cancel()
-        }
-        return outcome.withLock { $0 }
     }
 
     static func runCommand(_ argv: [String], input: Data, timeout: Double) -> Result<Void, DeliveryError> {

@@ -179,7 +179,7 @@ struct ConfigurationParser {
                              "expiring_within", "keep", "sinks"]
     static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "sinks"]
-    static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv"]
+    static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
@@ -452,7 +452,7 @@ struct ConfigurationParser {
             case .mapping(let mapping):
                 checkKeys(mapping, allowed: ["file"], in: "a pin")
                 guard let fileNode = mapping["file"], let path = string(fileNode, "a certificate file") else { continue }
-                let absolute = path.hasPrefix("/") ? path : URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
+                let absolute = absolutePath(path)
                 do {
                     for certificate in try CertificateFile.summaries(path: absolute) {
                         values.append(mode == .certificate ? .certificate(certificate.sha256Fingerprint) : .spki(certificate.spkiSHA256))
@@ -633,7 +633,8 @@ struct ConfigurationParser {
                 report(node, "a webhook sink needs a 'url' (http:// or https://)")
                 return nil
             }
-            kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout)
+            kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout,
+                            caFile: mapping["ca_file"].flatMap { readableFile($0, key: "ca_file") })
         case "command":
             guard let argvNode = mapping["argv"], case .sequence(let sequence) = argvNode, !sequence.isEmpty else {
                 report(node, "a command sink needs 'argv': a list, program first (run without a shell)")
@@ -697,19 +698,27 @@ struct ConfigurationParser {
             return .system
         case .mapping(let mapping):
             checkKeys(mapping, allowed: ["ca_file"], in: "trust")
-            guard let fileNode = mapping["ca_file"], let path = string(fileNode, "a PEM file path") else {
+            guard let fileNode = mapping["ca_file"], let path = readableFile(fileNode, key: "ca_file") else {
                 report(node, "trust must be 'system' or a mapping with 'ca_file'")
                 return nil
             }
-            let absolute = path.hasPrefix("/") ? path : URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
-            if !FileManager.default.isReadableFile(atPath: absolute) {
-                report(fileNode, "ca_file \(absolute) cannot be read")
-            }
-            return .caFile(absolute)
+            return .caFile(path)
         default:
             report(node, "trust must be 'system' or a mapping with 'ca_file'")
             return nil
         }
+    }
+
+    /// A path from the file, relative ones taken from the configuration's directory.
+    private func absolutePath(_ path: String) -> String {
+        path.hasPrefix("/") ? path : URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).path
+    }
+
+    /// A PEM file's absolute path; reported (and still returned) when it cannot be read.
+    private mutating func readableFile(_ node: Node, key: String) -> String? {
+        guard let path = string(node, "a PEM file path").map(absolutePath) else { return nil }
+        if !FileManager.default.isReadableFile(atPath: path) { report(node, "\(key) \(path) cannot be read") }
+        return path
     }
 
     // MARK: - Scalars

@@ -256,3 +256,55 @@ struct CommandSinkTests {
         #expect(masks["SigIgn:"].map { $0 & 0x7fff_ffff } == 0)
     }
 }
+
+@Suite("webhook sinks")
+struct WebhookSinkTests {
+    let lab = ServiceLab.shared
+
+    /// The sink of a configuration with one webhook to `url` (and `extra` keys).
+    func sink(_ url: String, extra: String = "") throws -> SinkConfiguration {
+        let configuration = try ServiceConfiguration.parse(yaml: """
+            targets: [{host: example.com}]
+            alerts:
+              sinks:
+                - {name: hook, type: webhook, url: "\(url)", timeout: 3s\(extra)}
+            """, file: "test.yaml", baseDirectory: lab.directory.path)
+        return try #require(configuration.alerts.sinks.first)
+    }
+
+    func deliver(to sink: SinkConfiguration) -> String? {
+        let result = AlertDispatcher.send(Data("{}".utf8), headers: [:], to: sink) {}
+        if case .failure(let error) = result { return error.description }
+        return nil
+    }
+
+    @Test("an https webhook verifies against its ca_file (relative to the configuration), else the system store")
+    func httpsWithCAFile() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server(["127.0.0.1"])), lab.intermediate]))
+        let url = "https://127.0.0.1:\(server.port)/hook"
+        let trusted = try sink(url, extra: ", ca_file: root.pem")
+        #expect(trusted.kind == .webhook(url: URL(string: url)!, secret: nil, timeout: 3, caFile: lab.rootFile))
+        #expect(deliver(to: trusted) == nil)
+        let failure = deliver(to: try sink(url))
+        #expect(failure?.contains("did not verify") == true, "\(String(describing: failure))")
+    }
+
+    @Test("a redirect is a failed delivery, not followed")
+    func redirect() throws {
+        let receiver = try LabWebhookReceiver()
+        receiver.respond(with: 302)
+        #expect(deliver(to: try sink("http://127.0.0.1:\(receiver.port)/")) == "HTTP 302 (redirects are not followed)")
+    }
+
+    @Test("an unreadable ca_file is a configuration error with its line")
+    func unreadableCAFile() {
+        do {
+            _ = try sink("https://127.0.0.1/", extra: ", ca_file: missing.pem")
+            Issue.record("expected an error")
+        } catch let errors as ConfigurationErrors {
+            #expect(errors.errors.map(\.message) == ["ca_file \(lab.directory.path)/missing.pem cannot be read"])
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+}

@@ -198,10 +198,11 @@ final class TCPSocket {
         return true
     }
 
-    /// Reads until `count` bytes arrived, the peer closed, or the deadline passed; returns what came.
-    func receive(atLeast count: Int, until deadline: Deadline) -> [UInt8] {
+    /// Reads until `count` bytes arrived, the peer closed, or the deadline passed; returns what came
+    /// (at most `maximum` bytes per read, so no more than `count` when `maximum` is 1).
+    func receive(atLeast count: Int, until deadline: Deadline, maximum: Int = 4096) -> [UInt8] {
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        var buffer = [UInt8](repeating: 0, count: max(maximum, 1))
         while received.count < count {
             let got = recv(descriptor, &buffer, buffer.count, 0)
             if got > 0 { received += buffer[..<got]; continue }

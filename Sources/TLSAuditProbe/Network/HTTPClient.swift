@@ -1,0 +1,331 @@
+import COpenSSL
+public import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import TLSAuditCore
+
+/// Why an HTTP request did not get an answer (the reason, ready for a log line or a delivery row).
+public struct HTTPRequestFailure: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The HTTP proxies to use, as curl reads them from the environment: `http_proxy` for http URLs
+/// (lower case only: a CGI server sets `HTTP_PROXY` from a request header), `https_proxy` or
+/// `HTTPS_PROXY` for https URLs, `all_proxy` / `ALL_PROXY` for either, and `no_proxy` /
+/// `NO_PROXY`: a comma-separated list of host names, domains (`example.com` and `.example.com`
+/// both cover every subdomain) and IP addresses reached directly, or `*` for all of them.
+public struct HTTPProxySettings: Sendable, Equatable {
+    public var httpProxy: String?
+    public var httpsProxy: String?
+    public var noProxy: [String]
+
+    public init(httpProxy: String? = nil, httpsProxy: String? = nil, noProxy: [String] = []) {
+        self.httpProxy = httpProxy
+        self.httpsProxy = httpsProxy
+        self.noProxy = noProxy
+    }
+
+    /// The settings in `environment` (the process's by default).
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> HTTPProxySettings {
+        func value(_ names: String...) -> String? {
+            names.lazy.compactMap { environment[$0] }.first { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        }
+        let all = value("all_proxy", "ALL_PROXY")
+        let bypass = value("no_proxy", "NO_PROXY") ?? ""
+        return HTTPProxySettings(
+            httpProxy: value("http_proxy") ?? all, httpsProxy: value("https_proxy", "HTTPS_PROXY") ?? all,
+            noProxy: bypass.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty })
+    }
+
+    /// The proxy URL for a request to `host` over `scheme`, or nil to connect directly.
+    func proxy(scheme: String, host: String) -> String? {
+        guard let proxy = scheme == "https" ? httpsProxy : httpProxy else { return nil }
+        let name = host.lowercased()
+        for entry in noProxy {
+            if entry == "*" { return nil }
+            var domain = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
+            if domain.hasPrefix("["), domain.hasSuffix("]") { domain = String(domain.dropFirst().dropLast()) }
+            if name == domain || name.hasSuffix("." + domain) { return nil }
+        }
+        return proxy
+    }
+}
+
+/// A small HTTP/1.1 client for deliveries (alert and report webhooks): one request per
+/// connection, over TCP or TLS, directly or through an HTTP proxy (CONNECT for https). TLS needs
+/// 1.2 or later and a certificate chain that verifies against the system trust store (or
+/// `caFile`) for the URL's host name or IP address. Redirects are not followed: the answer's
+/// status is the result. Linux's URLSession would bring libcurl and some thirty libraries into
+/// every tlsaudit process for this one POST.
+public enum HTTPClient {
+    /// The status line of an answer.
+    public struct Response: Sendable, Equatable {
+        public var status: Int
+        public var reason: String
+    }
+
+    /// POSTs `body` to `url` (http or https) and returns the answer's status, everything done
+    /// within `timeout` seconds.
+    public static func post(_ url: URL, body: [UInt8], headers: [(name: String, value: String)], timeout: Double,
+                            caFile: String? = nil,
+                            proxies: HTTPProxySettings = .fromEnvironment()) throws(HTTPRequestFailure) -> Response {
+        let deadline = Deadline(after: timeout)
+        let target = try Endpoint(url)
+        var head = ""
+        let stream: any ByteStream
+        if let proxyText = proxies.proxy(scheme: target.scheme, host: target.host) {
+            let proxy = try Endpoint(proxy: proxyText)
+            let socket = try connect(proxy, deadline: deadline, timeout: timeout, role: "the proxy")
+            if target.scheme == "https" {
+                try tunnel(through: socket, proxy: proxy, to: target, deadline: deadline)
+                stream = try TLSStream(socket: socket, host: target.host, caFile: caFile, deadline: deadline, timeout: timeout)
+                head = "POST \(target.requestTarget) HTTP/1.1\r\n"
+            } else {
+                stream = socket
+                head = "POST \(target.absoluteForm) HTTP/1.1\r\n"
+                if let authorization = proxy.basicAuthorization { head += "Proxy-Authorization: \(authorization)\r\n" }
+            }
+        } else {
+            let socket = try connect(target, deadline: deadline, timeout: timeout, role: nil)
+            stream = target.scheme == "https"
+                ? try TLSStream(socket: socket, host: target.host, caFile: caFile, deadline: deadline, timeout: timeout)
+                : socket
+            head = "POST \(target.requestTarget) HTTP/1.1\r\n"
+        }
+        head += "Host: \(target.hostHeader)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+        if let authorization = target.basicAuthorization { head += "Authorization: \(authorization)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "\r\n"
+        guard stream.send(Array(head.utf8) + body, until: deadline) else {
+            throw HTTPRequestFailure(deadline.hasPassed
+                ? "the request to \(target.display) was not sent within \(formatSeconds(timeout))"
+                : "\(target.display) closed the connection before the request was sent")
+        }
+        return try readResponse(stream, from: target.display, deadline: deadline, timeout: timeout)
+    }
+
+    /// The first address of `endpoint` that accepts a TCP connection.
+    private static func connect(_ endpoint: Endpoint, deadline: Deadline, timeout: Double,
+                                role: String?) throws(HTTPRequestFailure) -> TCPSocket {
+        let what = role.map { "\($0) \(endpoint.display)" } ?? endpoint.display
+        let addresses: [SocketAddress]
+        do {
+            addresses = try Resolver.resolve(host: endpoint.host, port: endpoint.port,
+                                             timeout: Double(deadline.remainingMilliseconds) / 1000)
+        } catch {
+            throw HTTPRequestFailure("\(role.map { "\($0): " } ?? "")\(error.message)")
+        }
+        var last = "no address"
+        for address in addresses {
+            do {
+                return try TCPSocket.connect(to: address, deadline: deadline, timeout: timeout)
+            } catch {
+                last = error.message
+                if deadline.hasPassed { break }
+            }
+        }
+        throw HTTPRequestFailure("cannot connect to \(what): \(last)")
+    }
+
+    /// Asks an HTTP proxy for a tunnel to `target` and reads its 2xx answer.
+    private static func tunnel(through socket: TCPSocket, proxy: Endpoint, to target: Endpoint,
+                               deadline: Deadline) throws(HTTPRequestFailure) {
+        var request = "CONNECT \(target.authority) HTTP/1.1\r\nHost: \(target.authority)\r\n"
+        if let authorization = proxy.basicAuthorization { request += "Proxy-Authorization: \(authorization)\r\n" }
+        request += "\r\n"
+        guard socket.send(Array(request.utf8), until: deadline) else {
+            throw HTTPRequestFailure("the proxy \(proxy.display) closed the connection")
+        }
+        // Byte by byte up to the blank line: whatever follows it belongs to the TLS handshake.
+        var header: [UInt8] = []
+        while !header.ends(with: [13, 10, 13, 10]) {
+            let byte = socket.receive(atLeast: 1, until: deadline, maximum: 1)
+            guard !byte.isEmpty, header.count < 16_384 else {
+                throw HTTPRequestFailure("the proxy \(proxy.display) did not answer the CONNECT request")
+            }
+            header += byte
+        }
+        let response = try parseStatusLine(header, from: "the proxy \(proxy.display)")
+        guard (200..<300).contains(response.status) else {
+            throw HTTPRequestFailure("the proxy \(proxy.display) refused the tunnel to \(target.authority): HTTP \(response.status) \(response.reason)")
+        }
+    }
+
+    /// Reads up to the end of the status line (the rest of the answer is not needed).
+    private static func readResponse(_ stream: any ByteStream, from display: String, deadline: Deadline,
+                                     timeout: Double) throws(HTTPRequestFailure) -> Response {
+        var received: [UInt8] = []
+        while !received.contains(10) {
+            let chunk = stream.receive(atLeast: 1, until: deadline, maximum: 4096)
+            if chunk.isEmpty {
+                throw HTTPRequestFailure(deadline.hasPassed
+                    ? "no answer from \(display) within \(formatSeconds(timeout))"
+                    : "\(display) closed the connection without an answer")
+            }
+            received += chunk
+            if received.count > 16_384 { break }
+        }
+        return try parseStatusLine(received, from: display)
+    }
+
+    /// `HTTP/1.1 204 No Content` -> 204, "No Content".
+    static func parseStatusLine(_ bytes: [UInt8], from display: String) throws(HTTPRequestFailure) -> Response {
+        let line = String(decoding: bytes.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
+        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3, let status = Int(parts[1]) else {
+            throw HTTPRequestFailure("\(display) did not answer with HTTP: \(line.prefix(80).debugDescription)")
+        }
+        return Response(status: status, reason: parts.count > 2 ? String(parts[2]) : "")
+    }
+}
+
+/// Where a request goes: the parts of an http(s) URL a request needs.
+private struct Endpoint {
+    var scheme: String
+    /// Without brackets for IPv6.
+    var host: String
+    var port: Int
+    var requestTarget: String
+    var basicAuthorization: String?
+
+    var isIPv6: Bool { host.contains(":") }
+    var authority: String { "\(isIPv6 ? "[\(host)]" : host):\(port)" }
+    var hostHeader: String { port == (scheme == "https" ? 443 : 80) ? (isIPv6 ? "[\(host)]" : host) : authority }
+    var absoluteForm: String { "\(scheme)://\(hostHeader)\(requestTarget)" }
+    var display: String { "\(scheme)://\(hostHeader)" }
+
+    init(_ url: URL) throws(HTTPRequestFailure) {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+              let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw HTTPRequestFailure("\(url.absoluteString) is not an http:// or https:// URL")
+        }
+        try self.init(components, scheme: scheme, text: url.absoluteString)
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        requestTarget = path + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
+    }
+
+    /// A proxy from the environment: `host:port`, `http://host:port`, with optional `user:password@`.
+    init(proxy text: String) throws(HTTPRequestFailure) {
+        let full = text.contains("://") ? text : "http://\(text)"
+        guard let components = URLComponents(string: full), let scheme = components.scheme?.lowercased() else {
+            throw HTTPRequestFailure("the proxy setting \(text.debugDescription) is not a URL")
+        }
+        guard scheme == "http" else {
+            throw HTTPRequestFailure("the proxy \(text.debugDescription) uses \(scheme)://; only http:// proxies are supported")
+        }
+        try self.init(components, scheme: scheme, text: text)
+        if components.port == nil { port = 1080 } // curl's default proxy port
+    }
+
+    private init(_ components: URLComponents, scheme: String, text: String) throws(HTTPRequestFailure) {
+        guard var host = components.percentEncodedHost, !host.isEmpty else { throw HTTPRequestFailure("\(text) has no host") }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        self.scheme = scheme
+        self.host = host.removingPercentEncoding ?? host
+        port = components.port ?? (scheme == "https" ? 443 : 80)
+        requestTarget = "/"
+        if let user = components.user {
+            let credentials = user + ":" + (components.password ?? "")
+            basicAuthorization = "Basic " + Data(credentials.utf8).base64EncodedString()
+        }
+    }
+}
+
+/// A connection a request is written to and its answer read from.
+private protocol ByteStream {
+    func send(_ bytes: [UInt8], until deadline: Deadline) -> Bool
+    func receive(atLeast count: Int, until deadline: Deadline, maximum: Int) -> [UInt8]
+}
+
+extension TCPSocket: ByteStream {}
+
+/// TLS over a connected socket, verified as a browser would: a chain to the system trust store
+/// (or `caFile`) and a certificate for the host name or IP address.
+private final class TLSStream: ByteStream {
+    private let socket: TCPSocket
+    private let context: OpaquePointer
+    private let ssl: OpaquePointer
+
+    init(socket: TCPSocket, host: String, caFile: String?, deadline: Deadline, timeout: Double) throws(HTTPRequestFailure) {
+        self.socket = socket
+        ignoreSIGPIPE // SSL_write writes with write(2), not send(2) with MSG_NOSIGNAL
+        OpenSSLErrors.clear()
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw HTTPRequestFailure("cannot create a TLS context") }
+        guard let ssl = SSL_new(context) else {
+            SSL_CTX_free(context)
+            throw HTTPRequestFailure("cannot create a TLS connection")
+        }
+        self.context = context
+        self.ssl = ssl
+        _ = tlsaudit_SSL_set_min_proto_version(ssl, TLS1_2_VERSION)
+        SSL_set_verify(ssl, SSL_VERIFY_PEER, nil)
+        let anchors = caFile.map { SSL_CTX_load_verify_locations(context, $0, nil) } ?? SSL_CTX_set_default_verify_paths(context)
+        guard anchors == 1 else {
+            throw HTTPRequestFailure(OpenSSLErrors.describeAndClear("cannot load the trust anchors \(caFile ?? "of the system")"))
+        }
+        if HostnameMatcher.canonicalIPAddress(host) != nil {
+            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+        } else {
+            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, host)
+            _ = SSL_set1_host(ssl, host)
+        }
+        _ = SSL_set_fd(ssl, socket.descriptor)
+        SSL_set_connect_state(ssl)
+        while true {
+            OpenSSLErrors.clear()
+            let status = SSL_do_handshake(ssl)
+            if status == 1 { return }
+            let error = SSL_get_error(ssl, status)
+            if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE,
+               socket.wait(for: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), until: deadline) == .ready {
+                continue
+            }
+            let verification = SSL_get_verify_result(ssl)
+            if verification != X509_V_OK {
+                throw HTTPRequestFailure("the TLS certificate of \(host) did not verify: \(String(cString: X509_verify_cert_error_string(verification)))")
+            }
+            if deadline.hasPassed { throw HTTPRequestFailure("no TLS handshake with \(host) within \(formatSeconds(timeout))") }
+            throw HTTPRequestFailure(OpenSSLErrors.describeAndClear("the TLS handshake with \(host) failed"))
+        }
+    }
+
+    deinit {
+        SSL_free(ssl)
+        SSL_CTX_free(context)
+    }
+
+    func send(_ bytes: [UInt8], until deadline: Deadline) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+            if written > 0 { offset += Int(written); continue }
+            guard wait(after: written, until: deadline) else { return false }
+        }
+        return true
+    }
+
+    func receive(atLeast count: Int, until deadline: Deadline, maximum: Int) -> [UInt8] {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: max(maximum, 1))
+        while received.count < count {
+            let got = SSL_read(ssl, &buffer, Int32(buffer.count))
+            if got > 0 { received += buffer[..<Int(got)]; continue }
+            guard wait(after: got, until: deadline) else { break }
+        }
+        return received
+    }
+
+    /// After a failed SSL_read/SSL_write: waits when OpenSSL wants the socket, false otherwise.
+    private func wait(after status: Int32, until deadline: Deadline) -> Bool {
+        let error = SSL_get_error(ssl, status)
+        OpenSSLErrors.clear()
+        guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
+        return socket.wait(for: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), until: deadline) == .ready
+    }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// The HTTP client behind webhook deliveries, against real loopback servers: plain HTTP, TLS with
+/// a verified chain and name, HTTP proxies (absolute form and CONNECT), and the failures a
+/// delivery must report plainly and within its timeout.
+@Suite("HTTP client for webhook deliveries")
+struct HTTPClientTests {
+    static let direct = HTTPProxySettings()
+    let body = Array(#"{"alert":"pin.mismatch"}"#.utf8)
+
+    func post(_ url: String, timeout: Double = 3, caFile: String? = nil,
+              proxies: HTTPProxySettings = direct) throws -> HTTPClient.Response {
+        try HTTPClient.post(URL(string: url)!, body: body, headers: [("X-Test", "1")], timeout: timeout, caFile: caFile,
+                            proxies: proxies)
+    }
+
+    func failure(_ url: String, timeout: Double = 3, caFile: String? = nil, proxies: HTTPProxySettings = direct) -> String {
+        do {
+            let response = try post(url, timeout: timeout, caFile: caFile, proxies: proxies)
+            return "unexpected answer \(response.status)"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// A TLS server answering HTTP as `names`, its chain from the test PKI.
+    func tlsServer(_ names: [String]) throws -> LabTLSServer {
+        let leaf = try TestPKI.shared.intermediate.issue(.server(names))
+        return try LabTLSServer(LabServerConfiguration(chain: [leaf, TestPKI.shared.intermediate]))
+    }
+
+    @Test("plain HTTP: the body, the headers and the status arrive")
+    func plainHTTP() throws {
+        let receiver = try LabWebhookReceiver()
+        let response = try post("http://127.0.0.1:\(receiver.port)/hooks/a?b=c")
+        #expect(response.status == 200)
+        let request = try #require(receiver.received.first)
+        #expect(request.path == "/hooks/a?b=c")
+        #expect(Array(request.body) == body)
+        #expect(request.headers["x-test"] == "1")
+        #expect(request.headers["host"] == "127.0.0.1:\(receiver.port)")
+        #expect(request.headers["content-length"] == String(body.count))
+        receiver.respond(with: 503)
+        #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 503)
+    }
+
+    @Test("HTTPS: a chain to the given CA for the URL's IP address is accepted")
+    func https() throws {
+        let server = try tlsServer(["127.0.0.1"])
+        #expect(try post("https://127.0.0.1:\(server.port)/hook", caFile: TestPKI.shared.rootFile).status == 200)
+    }
+
+    @Test("HTTPS: an untrusted chain or a certificate for another name is refused, with the reason")
+    func httpsRefusals() throws {
+        let server = try tlsServer(["127.0.0.1"])
+        // The system store does not know the test root.
+        let untrusted = failure("https://127.0.0.1:\(server.port)/")
+        #expect(untrusted.contains("did not verify") && untrusted.contains("local issuer"), "\(untrusted)")
+        let other = try tlsServer(["other.tlsaudit.test"])
+        let wrongName = failure("https://127.0.0.1:\(other.port)/", caFile: TestPKI.shared.rootFile)
+        #expect(wrongName.contains("did not verify") && wrongName.contains("IP address mismatch"), "\(wrongName)")
+    }
+
+    @Test("through an HTTP proxy: absolute-form requests for http, CONNECT tunnels for https, no_proxy bypasses")
+    func proxies() throws {
+        // Any HTTP server shows what a proxy receives: the receiver records the absolute-form target.
+        let proxy = try LabWebhookReceiver()
+        let settings = HTTPProxySettings(httpProxy: "http://user:secret@127.0.0.1:\(proxy.port)",
+                                         httpsProxy: nil, noProxy: [])
+        #expect(try post("http://hooks.tlsaudit.test:8080/x", proxies: settings).status == 200)
+        let request = try #require(proxy.received.first)
+        #expect(request.path == "http://hooks.tlsaudit.test:8080/x")
+        #expect(request.headers["proxy-authorization"] == "Basic " + Data("user:secret".utf8).base64EncodedString())
+        #expect(request.headers["host"] == "hooks.tlsaudit.test:8080")
+
+        let tunnel = try LabConnectProxy()
+        let server = try tlsServer(["127.0.0.1"])
+        let viaTunnel = HTTPProxySettings(httpsProxy: "127.0.0.1:\(tunnel.port)")
+        #expect(try post("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: viaTunnel).status == 200)
+        #expect(tunnel.requests.first?.hasPrefix("CONNECT 127.0.0.1:\(server.port) HTTP/1.1\r\n") == true)
+
+        // A proxy that is not there, bypassed by no_proxy.
+        let dead = try LabPorts.unusedPort()
+        let bypassed = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: [".0.0.1", "127.0.0.1"])
+        #expect(try post("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: bypassed).status == 200)
+        let unbypassed = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: ["example.com"])
+        let refused = failure("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: unbypassed)
+        #expect(refused.contains("the proxy http://127.0.0.1:\(dead)") && refused.contains("refused"), "\(refused)")
+    }
+
+    @Test("proxy settings come from the environment as curl reads them")
+    func environment() {
+        let settings = HTTPProxySettings.fromEnvironment([
+            "HTTP_PROXY": "http://ignored:1", "https_proxy": "http://p:3128", "no_proxy": " Example.COM, .internal ,",
+        ])
+        #expect(settings.httpProxy == nil) // upper-case HTTP_PROXY is not read (CGI sets it from a request header)
+        #expect(settings.httpsProxy == "http://p:3128")
+        #expect(settings.noProxy == ["example.com", ".internal"])
+        #expect(HTTPProxySettings.fromEnvironment(["ALL_PROXY": "q:1"]).httpProxy == "q:1")
+    }
+
+    @Test("failures name their cause and never outlast the timeout")
+    func failures() throws {
+        let closed = try LabPorts.unusedPort()
+        let refused = failure("http://127.0.0.1:\(closed)/")
+        #expect(refused.contains("cannot connect to http://127.0.0.1:\(closed)") && refused.contains("refused"), "\(refused)")
+
+        let tarpit = try LabHostileServer(.tarpit)
+        let started = Date()
+        let silent = failure("http://127.0.0.1:\(tarpit.port)/", timeout: 1)
+        #expect(Date().timeIntervalSince(started) < 2.5)
+        #expect(silent.contains("no answer from http://127.0.0.1:\(tarpit.port) within 1 s"), "\(silent)")
+        let silentTLS = failure("https://127.0.0.1:\(tarpit.port)/", timeout: 1)
+        #expect(silentTLS.contains("no TLS handshake with 127.0.0.1 within 1 s"), "\(silentTLS)")
+
+        let garbage = try LabHostileServer(.garbage)
+        let notHTTP = failure("http://127.0.0.1:\(garbage.port)/")
+        #expect(notHTTP.contains("did not answer with HTTP") || notHTTP.contains("closed the connection"), "\(notHTTP)")
+
+        #expect(failure("ftp://127.0.0.1/").contains("is not an http:// or https:// URL"))
+        #expect(failure("http://127.0.0.1/", proxies: HTTPProxySettings(httpProxy: "socks5://127.0.0.1:1080"))
+            .contains("only http:// proxies are supported"))
+    }
+}
