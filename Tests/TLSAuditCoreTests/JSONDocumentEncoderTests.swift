@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import TLSAuditCore
 
@@ -236,6 +237,57 @@ struct JSONDocumentEncoderTests {
         for failing in [0, 50, 99] {
             let values = (0..<100).map { Measured(value: $0 == failing ? .nan : Double($0)) }
             #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode(values) }
+        }
+    }
+
+    /// A value met many times in a document; counts its own encodings.
+    struct Repeated: RepeatedlyEncodable {
+        static let encodings = Mutex(0)
+        var name: String
+        var fingerprint: [UInt8]
+        var inner: Inner
+
+        static func == (left: Repeated, right: Repeated) -> Bool {
+            left.name == right.name && left.fingerprint == right.fingerprint && left.inner.aB == right.inner.aB
+        }
+        func hash(into hasher: inout Hasher) { hasher.combine(fingerprint) }
+
+        enum CodingKeys: String, CodingKey { case name, fingerprint, inner }
+        func encode(to encoder: any Encoder) throws {
+            Self.encodings.withLock { $0 += 1 }
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(fingerprint, forKey: .fingerprint)
+            try container.encode(inner, forKey: .inner)
+        }
+    }
+
+    struct Holder: Encodable {
+        var first: Repeated
+        var list: [Repeated]
+        var byName: [String: Repeated]
+        var optional: Repeated?
+    }
+
+    @Test("a RepeatedlyEncodable value is built once per distinct value and written wherever it appears: JSONEncoder's bytes")
+    func repeatedValues() throws {
+        let a = Repeated(name: "a", fingerprint: [1, 2], inner: Self.sample.inner)
+        var sameHash = a // equal hash, different value: must not be merged
+        sameHash.name = "not a"
+        var b = a
+        b.fingerprint = [3]
+        b.inner.aB = 7
+        let holder = Holder(first: a, list: [a, b, sameHash, a, b, a], byName: ["x": a, "y": b], optional: sameHash)
+        for snakeCase in [false, true] {
+            for pretty in [false, true] {
+                let ours = JSONDocumentEncoder(keys: snakeCase ? .snakeCase : .asIs, dates: .iso8601, prettyPrinted: pretty,
+                                               escapesSlashes: false)
+                let theirs = Self.foundation(snakeCase: snakeCase, iso8601: true, pretty: pretty, escapesSlashes: false)
+                let before = Repeated.encodings.withLock { $0 }
+                let written = try ours.encodeString(holder)
+                #expect(Repeated.encodings.withLock { $0 } - before == 3) // a, b and sameHash, once each
+                #expect(written == String(decoding: try theirs.encode(holder), as: UTF8.self))
+            }
         }
     }
 

@@ -64,6 +64,14 @@ public struct JSONDocumentEncoder: Sendable {
 /// `JSONEncoder`'s.
 public protocol ConcurrentlyEncodable: Encodable, Sendable {}
 
+/// A value that appears many times in one document (the same certificates in every target's
+/// chain): `JSONDocumentEncoder` builds its JSON once per distinct value (by `==`), writes it once
+/// per indentation depth, and copies those bytes wherever an equal value appears. Conform only
+/// types whose encoding depends on nothing but the value itself (not on the coding path). One
+/// difference from `JSONEncoder`: a nested container asked for under a key that already holds such
+/// a value starts empty instead of adding to the value's object.
+public protocol RepeatedlyEncodable: Encodable, Hashable {}
+
 // MARK: - The tree
 
 /// One JSON value, before writing.
@@ -83,6 +91,14 @@ enum JSONNode {
     case deferred(NodeEncoder)
     /// An array element left for `EncodingContext.resolvePendingElements` (never written as such).
     case pending(PendingElement)
+    /// A `RepeatedlyEncodable` value's node, shared by every equal value of the document.
+    case repeated(RepeatedNode)
+}
+
+/// The node of a `RepeatedlyEncodable` value; its identity keys the writer's copies of its bytes.
+final class RepeatedNode {
+    let node: JSONNode
+    init(_ node: JSONNode) { self.node = node }
 }
 
 /// A `ConcurrentlyEncodable` array element, with what its encoding needs: its parent and index.
@@ -173,6 +189,10 @@ final class EncodingContext {
     /// that resolve them (an element's own arrays are built in place).
     var pendingArrays: [JSONArrayNode]?
 
+    /// The nodes of the `RepeatedlyEncodable` values met so far: built once, written wherever an
+    /// equal value appears (nodes are never changed once built).
+    private var repeatedNodes: [AnyHashable: JSONNode] = [:]
+
     init(_ options: JSONDocumentEncoder, defersElements: Bool = true) {
         self.options = options
         convertedKeys = options.keys == .snakeCase ? Self.sharedKeys.withLock { $0 } : [:]
@@ -237,6 +257,18 @@ final class EncodingContext {
         if T.self == Data.self { return .base64(value as! Data) }
         if T.self == URL.self { return .string((value as! URL).absoluteString) }
         if T.self == Decimal.self { return .number((value as! Decimal).description) }
+        if let repeated = value as? any RepeatedlyEncodable {
+            let identity = AnyHashable(repeated)
+            if let node = repeatedNodes[identity] { return node }
+            let node = JSONNode.repeated(RepeatedNode(try encodedNode(for: value, parent: parent, key: key, topLevel: topLevel)))
+            repeatedNodes[identity] = node
+            return node
+        }
+        return try encodedNode(for: value, parent: parent, key: key, topLevel: topLevel)
+    }
+
+    /// The node of a value by its own `encode(to:)`.
+    private func encodedNode<T: Encodable>(for value: T, parent: NodeEncoder?, key: (any CodingKey)?, topLevel: Bool) throws -> JSONNode {
         let encoder = NodeEncoder(context: self, parent: parent, key: key)
         if let dictionary = value as? any StringKeyedDictionary {
             try dictionary.encodeMembers(to: encoder)
@@ -535,6 +567,13 @@ struct JSONByteWriter {
     let sink = ByteSink()
     let prettyPrinted: Bool
     let escapesSlashes: Bool
+    /// Where each repeated node was first written, by indentation depth: later ones copy the bytes.
+    private var repeatedBytes: [RepeatedPosition: Range<Int>] = [:]
+
+    private struct RepeatedPosition: Hashable {
+        var node: ObjectIdentifier
+        var depth: Int
+    }
 
     init(prettyPrinted: Bool, escapesSlashes: Bool) {
         self.prettyPrinted = prettyPrinted
@@ -554,6 +593,15 @@ struct JSONByteWriter {
         case .pending: preconditionFailure("array elements are resolved before writing")
         case .object(let object): writeObject(object, depth: depth)
         case .array(let array): writeArray(array, depth: depth)
+        case .repeated(let repeated):
+            let position = RepeatedPosition(node: ObjectIdentifier(repeated), depth: depth)
+            if let bytes = repeatedBytes[position] {
+                sink.appendCopy(of: bytes)
+            } else {
+                let start = sink.count
+                write(repeated.node, depth: depth)
+                repeatedBytes[position] = start..<sink.count
+            }
         }
     }
 
@@ -768,7 +816,7 @@ struct JSONByteWriter {
 /// writer appends a few bytes at a time, millions of times for a large scan).
 final class ByteSink {
     private var storage: UnsafeMutablePointer<UInt8>
-    private var count = 0
+    private(set) var count = 0
     private var capacity: Int
 
     init(capacity: Int = 1024) {
@@ -802,6 +850,13 @@ final class ByteSink {
         reserve(bytes.count)
         (storage + count).update(from: base, count: bytes.count)
         count += bytes.count
+    }
+
+    /// Appends a copy of bytes already written.
+    func appendCopy(of range: Range<Int>) {
+        reserve(range.count)
+        (storage + count).update(from: storage + range.lowerBound, count: range.count)
+        count += range.count
     }
 
     func append(_ other: ByteSink) {
