@@ -12,10 +12,13 @@ struct Deadline: Sendable {
         instant = ContinuousClock.now.advanced(by: .milliseconds(Int64(seconds * 1000)))
     }
 
-    /// Milliseconds left, never negative, capped for poll(2).
+    /// Milliseconds left, rounded up (a poll(2) that times out is then past the deadline), never
+    /// negative, capped for poll(2).
     var remainingMilliseconds: Int32 {
         let left = ContinuousClock.now.duration(to: instant)
-        let millis = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000
+        let attosecondsPerMillisecond: Int64 = 1_000_000_000_000_000
+        let millis = left.components.seconds * 1000
+            + (left.components.attoseconds + attosecondsPerMillisecond - 1) / attosecondsPerMillisecond
         return Int32(max(0, min(millis, Int64(Int32.max))))
     }
 
