@@ -1,5 +1,6 @@
 public import Foundation
 import GRDB
+import Synchronization
 public import TLSAuditCore
 
 /// The embedded store: one SQLite file in WAL mode (readers never block the writer, so `status`
@@ -8,6 +9,9 @@ public import TLSAuditCore
 public final class SQLiteScanStore: ScanStore, Sendable {
     let pool: DatabasePool
     public let path: String
+    /// The JSON of the handshakes stored lately: across a fleet most servers show one of a few
+    /// (an encoding is some 90,000 instructions, most of a stored scan's JSON).
+    private let handshakeJSON = Mutex<[HandshakeObservation: String]>([:])
 
     /// Opens (creating when `create` is true) and migrates the database at `path`.
     public init(path: String, create: Bool = true, busyTimeout: Double = 10) throws {
@@ -57,7 +61,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             return try pool.write { db in
                 var alerts: [Alert] = []
-                for scan in scans { alerts += try Self.insert(scan, alerting: alerting, into: db) }
+                for scan in scans { alerts += try Self.insert(scan, alerting: alerting, handshakeJSON: json(handshake:), into: db) }
                 // A target's current state is the addresses its latest scan saw: drop the others
                 // (rotated out of DNS, or the placeholder of an earlier resolution failure).
                 for (target, group) in Dictionary(grouping: scans, by: \.target) {
@@ -76,7 +80,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// Stores one scan, detects transitions against the remembered state, stores the alerts and
     /// their pending deliveries, and updates the state: all in the caller's transaction.
-    private static func insert(_ scan: StoredScan, alerting: AlertSettings?, into db: Database) throws -> [Alert] {
+    private static func insert(_ scan: StoredScan, alerting: AlertSettings?,
+                               handshakeJSON: (HandshakeObservation) throws -> String, into db: Database) throws -> [Alert] {
         let result = scan.result
         let chain = result.chain
         var seen = Set<String>()
@@ -94,7 +99,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     certificate.notBefore.timeIntervalSince1970, certificate.notAfter.timeIntervalSince1970,
                     certificate.spkiSHA256, try json(stripped(certificate)), result.startedAt.timeIntervalSince1970])
         }
-        let handshake = try result.handshake.map(json)
+        let handshake = try result.handshake.map(handshakeJSON)
         let pathIssues = try chain.map { try json($0.issues) }
         let anchored = chain.map { $0.anchored ? 1 : 0 }
         let references = (chain?.presented ?? []).enumerated().map {
@@ -529,6 +534,23 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     static func json<T: Encodable>(_ value: T) throws -> String {
         try encoder.encodeString(value)
+    }
+
+    /// A handshake's JSON, encoded once while it is among the last 64 distinct ones.
+    private func json(handshake: HandshakeObservation) throws -> String {
+        if let cached = handshakeJSON.withLock({ $0[handshake] }) { return cached }
+        let text = try Self.json(handshake)
+        handshakeJSON.withLock { cache in
+            if cache.count >= 64 { cache.removeAll(keepingCapacity: true) }
+            cache[handshake] = text
+        }
+        return text
+    }
+
+    /// A list; `[]` without the encoder when it is empty (most scans' failed rules, findings and
+    /// path issues: an encoder call costs some 30,000 instructions, whatever the value).
+    static func json<Element: Encodable>(_ list: [Element]) throws -> String {
+        list.isEmpty ? "[]" : try encoder.encodeString(list)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {

@@ -56,6 +56,27 @@ struct StoreTests {
         #expect(later.findings.contains { $0.id == .trustExpired })
     }
 
+    @Test("each stored scan keeps its own handshake, with several servers' scans interleaved")
+    func handshakesStoredApart() throws {
+        let weak = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate], maxVersion: .tls1_2,
+                                                           cipherList: "ECDHE-ECDSA-AES128-SHA"))
+        let strong = try lab.goodServer()
+        defer { weak.stop(); strong.stop() }
+        let store = try newStore()
+        let scans = try [weak, strong, weak, strong].map { try scan($0, at: Date()) }
+        #expect(scans[0].handshake != scans[1].handshake)
+        for (index, result) in scans.enumerated() {
+            _ = try store.record([StoredScan(target: "t\(index)", host: ServiceLab.hostname, port: 443, sni: ServiceLab.hostname,
+                                             result: result)], alerting: nil)
+        }
+        let stored = try store.status().sorted { $0.target < $1.target }
+        #expect(stored.count == 4)
+        for (index, row) in stored.enumerated() {
+            let loaded = try #require(try store.result(observationID: try #require(row.lastObservationID)))
+            #expect(loaded.handshake == scans[index].handshake)
+        }
+    }
+
     @Test("the current state keeps only the addresses the latest scan saw")
     func currentAddresses() throws {
         let server = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate]))
