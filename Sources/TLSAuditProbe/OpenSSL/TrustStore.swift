@@ -16,6 +16,15 @@ public final class TrustStore: @unchecked Sendable {
     /// Summaries of the store's own certificates met in built paths, by their X509 (owned by the
     /// store, so never freed while it lives): an anchor is summarised once, not once per scan.
     private let anchorSummaries = Mutex<[Int: CertificateSummary]>([:])
+    /// Paths built against this store, by the presented certificates' fingerprints and the leaf's
+    /// index (bounded): the result depends on nothing else (dates and names are judged apart), and a
+    /// fleet presents the same few chains.
+    let builtPaths = Mutex<[BuiltPathKey: PathBuildingResult]>([:])
+
+    struct BuiltPathKey: Hashable {
+        var fingerprints: [String]
+        var leafIndex: Int
+    }
 
     /// The system store (`/etc/ssl/certs` on Debian, OpenSSL's default paths).
     public static func system() throws -> TrustStore {
@@ -114,10 +123,28 @@ enum PathBuilder {
     /// Builds from `presented[leafIndex]` (the leaf; 0 for a server's chain) using every other
     /// presented certificate as an untrusted intermediate candidate.
     /// `summaries`, when given, are the presented certificates' summaries (same order): reused for
-    /// path elements that are presented certificates instead of being computed again.
+    /// path elements that are presented certificates instead of being computed again. The path's
+    /// summaries carry no `daysLeft` (a built path is reused across scans): callers judge them at
+    /// their own time.
     static func build(presented: [X509Certificate], leafIndex: Int = 0, store: TrustStore,
                       summaries: [CertificateSummary]? = nil) -> PathBuildingResult {
         guard presented.indices.contains(leafIndex) else { return PathBuildingResult(path: [], anchored: false, issues: []) }
+        let known = summaries.flatMap { $0.count == presented.count ? $0 : nil }
+        let presentedFingerprints = known?.map(\.sha256Fingerprint) ?? presented.map { Digest.sha256($0.der).hex }
+        let key = TrustStore.BuiltPathKey(fingerprints: presentedFingerprints, leafIndex: leafIndex)
+        if let built = store.builtPaths.withLock({ $0[key] }) { return built }
+        let result = verify(presented: presented, leafIndex: leafIndex, store: store, known: known,
+                            presentedFingerprints: presentedFingerprints)
+        store.builtPaths.withLock { built in
+            if built.count >= 1024 { built.removeAll(keepingCapacity: true) }
+            built[key] = result
+        }
+        return result
+    }
+
+    /// Runs X509_verify_cert for `build`.
+    private static func verify(presented: [X509Certificate], leafIndex: Int, store: TrustStore,
+                               known: [CertificateSummary]?, presentedFingerprints: [String]) -> PathBuildingResult {
         let leaf = presented[leafIndex]
         guard let context = X509_STORE_CTX_new(), let untrusted = tlsaudit_sk_X509_new_null() else {
             return PathBuildingResult(path: [], anchored: false, issues: [])
@@ -157,8 +184,6 @@ enum PathBuilder {
         var path: [PathElement] = []
         if let chain = X509_STORE_CTX_get1_chain(context) {
             defer { tlsaudit_sk_X509_pop_free(chain) }
-            let known = summaries.flatMap { $0.count == presented.count ? $0 : nil }
-            let presentedFingerprints = known?.map(\.sha256Fingerprint) ?? presented.map { Digest.sha256($0.der).hex }
             for index in 0..<tlsaudit_sk_X509_num(chain) {
                 guard let pointer = tlsaudit_sk_X509_value(chain, index) else { continue }
                 // OpenSSL's chain holds the very X509 objects it was given for presented certificates.
@@ -173,6 +198,7 @@ enum PathBuilder {
                                         presentedIndex: presentedIndex))
             }
         }
+        for index in path.indices { path[index].certificate.daysLeft = nil }
         var issues: [PathBuildingIssue] = []
         for (code, depth) in collector.issues {
             let issue = PathBuildingIssue(kind: kind(of: code), depth: Int(depth), code: Int(code),

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import Synchronization
 import TLSAuditCore
 
 /// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
@@ -42,9 +43,24 @@ final class X509Certificate: @unchecked Sendable {
         return bytes
     }
 
+    /// Summaries by DER, bounded: a scan meets the same few certificates again and again (one
+    /// leaf behind many names, one root in every path), and a summary depends on the bytes alone.
+    private static let summaries = Mutex<[[UInt8]: CertificateSummary]>([:])
+    private static let summariesKept = 1024
+
     /// Everything tlsaudit records about this certificate.
     func summary() -> CertificateSummary {
         let derBytes = der
+        if let known = Self.summaries.withLock({ $0[derBytes] }) { return known }
+        let summary = summarize(derBytes)
+        Self.summaries.withLock { summaries in
+            if summaries.count >= Self.summariesKept { summaries.removeAll(keepingCapacity: true) }
+            summaries[derBytes] = summary
+        }
+        return summary
+    }
+
+    private func summarize(_ derBytes: [UInt8]) -> CertificateSummary {
         let (signatureAlgorithm, signatureHash) = signature()
         var summary = CertificateSummary(
             subject: Self.rfc2253(X509_get_subject_name(pointer)),
