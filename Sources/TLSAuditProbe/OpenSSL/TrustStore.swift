@@ -17,8 +17,8 @@ public final class TrustStore: @unchecked Sendable {
     /// store, so never freed while it lives): an anchor is summarised once, not once per scan.
     private let anchorSummaries = Mutex<[Int: CertificateSummary]>([:])
     /// Paths built against this store, by the presented certificates' fingerprints and the leaf's
-    /// index (bounded): the result depends on nothing else (dates and names are judged apart), and a
-    /// fleet presents the same few chains.
+    /// index: the result depends on nothing else (dates and names are judged apart), and a fleet
+    /// presents the same few chains. At most 256 (some 3 MB), forgotten all at once when full.
     let builtPaths = Mutex<[BuiltPathKey: PathBuildingResult]>([:])
 
     struct BuiltPathKey: Hashable {
@@ -136,7 +136,7 @@ enum PathBuilder {
         let result = verify(presented: presented, leafIndex: leafIndex, store: store, known: known,
                             presentedFingerprints: presentedFingerprints)
         store.builtPaths.withLock { built in
-            if built.count >= 1024 { built.removeAll(keepingCapacity: true) }
+            if built.count >= 256 { built.removeAll(keepingCapacity: true) }
             built[key] = result
         }
         return result

@@ -43,10 +43,11 @@ final class X509Certificate: @unchecked Sendable {
         return bytes
     }
 
-    /// Summaries by DER, bounded: a scan meets the same few certificates again and again (one
-    /// leaf behind many names, one root in every path), and a summary depends on the bytes alone.
+    /// Summaries by DER: a scan meets the same few certificates again and again (one leaf behind
+    /// many names, one root in every path), and a summary depends on the bytes alone. At most 256
+    /// (some 1.5 MB with their DER), forgotten all at once when full.
     private static let summaries = Mutex<[[UInt8]: CertificateSummary]>([:])
-    private static let summariesKept = 1024
+    private static let summariesKept = 256
 
     /// Everything tlsaudit records about this certificate.
     func summary() -> CertificateSummary {
