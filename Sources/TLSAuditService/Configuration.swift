@@ -633,8 +633,12 @@ struct ConfigurationParser {
                 report(node, "a webhook sink needs a 'url' (http:// or https://)")
                 return nil
             }
-            kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout,
-                            caFile: mapping["ca_file"].flatMap { readableFile($0, key: "ca_file") })
+            let caFile = mapping["ca_file"].flatMap { readableFile($0, key: "ca_file") }
+            if let caFile, let fileNode = mapping["ca_file"], FileManager.default.isReadableFile(atPath: caFile),
+               (try? CertificateFile.summaries(path: caFile))?.isEmpty ?? true {
+                report(fileNode, "ca_file \(caFile) holds no certificate (PEM or DER)")
+            }
+            kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout, caFile: caFile)
         case "command":
             guard let argvNode = mapping["argv"], case .sequence(let sequence) = argvNode, !sequence.isEmpty else {
                 report(node, "a command sink needs 'argv': a list, program first (run without a shell)")

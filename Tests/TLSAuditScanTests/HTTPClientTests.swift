@@ -53,6 +53,15 @@ struct HTTPClientTests {
         #expect(try post("https://127.0.0.1:\(server.port)/hook", caFile: TestPKI.shared.rootFile).status == 200)
     }
 
+    @Test("HTTPS by name: the certificate must name the host in its subjectAltName")
+    func httpsByName() throws {
+        let named = try tlsServer(["localhost"])
+        #expect(try post("https://localhost:\(named.port)/hook", caFile: TestPKI.shared.rootFile).status == 200)
+        let other = try tlsServer(["other.tlsaudit.test"])
+        let refused = failure("https://localhost:\(other.port)/", caFile: TestPKI.shared.rootFile)
+        #expect(refused.contains("did not verify") && refused.contains("hostname mismatch"), "\(refused)")
+    }
+
     @Test("HTTPS: an untrusted chain or a certificate for another name is refused, with the reason")
     func httpsRefusals() throws {
         let server = try tlsServer(["127.0.0.1"])
@@ -121,6 +130,9 @@ struct HTTPClientTests {
         #expect(notHTTP.contains("did not answer with HTTP") || notHTTP.contains("closed the connection"), "\(notHTTP)")
 
         #expect(failure("ftp://127.0.0.1/").contains("is not an http:// or https:// URL"))
+        // A host that would put a line break into the request is refused, not decoded.
+        let injected = failure("http://a%0d%0aX-Evil%3a%20b/hook", proxies: HTTPProxySettings(httpProxy: "127.0.0.1:\(closed)"))
+        #expect(injected.contains("has a host tlsaudit cannot use"), "\(injected)")
         #expect(failure("http://127.0.0.1/", proxies: HTTPProxySettings(httpProxy: "socks5://127.0.0.1:1080"))
             .contains("only http:// proxies are supported"))
     }

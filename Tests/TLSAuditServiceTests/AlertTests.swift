@@ -306,5 +306,23 @@ struct WebhookSinkTests {
         } catch {
             Issue.record("unexpected \(error)")
         }
+        let junk = lab.directory.appendingPathComponent("junk.pem")
+        FileManager.default.createFile(atPath: junk.path, contents: Data("not a certificate".utf8))
+        do {
+            _ = try sink("https://127.0.0.1/", extra: ", ca_file: junk.pem")
+            Issue.record("expected an error")
+        } catch let errors as ConfigurationErrors {
+            #expect(errors.errors.map(\.message) == ["ca_file \(junk.path) holds no certificate (PEM or DER)"])
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("a webhook's ca_file may be DER")
+    func derCAFile() throws {
+        let der = lab.directory.appendingPathComponent("root.der")
+        try Data(lab.root.der).write(to: der)
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server(["127.0.0.1"])), lab.intermediate]))
+        #expect(deliver(to: try sink("https://127.0.0.1:\(server.port)/", extra: ", ca_file: root.der")) == nil)
     }
 }

@@ -222,8 +222,12 @@ private struct Endpoint {
     private init(_ components: URLComponents, scheme: String, text: String) throws(HTTPRequestFailure) {
         guard var host = components.percentEncodedHost, !host.isEmpty else { throw HTTPRequestFailure("\(text) has no host") }
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        // Kept as written (never percent-decoded): it goes into request lines and headers.
+        guard host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-_:".unicodeScalars.contains($0)) }) else {
+            throw HTTPRequestFailure("\(text) has a host tlsaudit cannot use: \(host.debugDescription)")
+        }
         self.scheme = scheme
-        self.host = host.removingPercentEncoding ?? host
+        self.host = host
         port = components.port ?? (scheme == "https" ? 443 : 80)
         requestTarget = "/"
         if let user = components.user {
@@ -261,15 +265,28 @@ private final class TLSStream: ByteStream {
         self.ssl = ssl
         _ = tlsaudit_SSL_set_min_proto_version(ssl, TLS1_2_VERSION)
         SSL_set_verify(ssl, SSL_VERIFY_PEER, nil)
-        let anchors = caFile.map { SSL_CTX_load_verify_locations(context, $0, nil) } ?? SSL_CTX_set_default_verify_paths(context)
-        guard anchors == 1 else {
-            throw HTTPRequestFailure(OpenSSLErrors.describeAndClear("cannot load the trust anchors \(caFile ?? "of the system")"))
+        if let caFile {
+            // PEM or DER, as everywhere else in tlsaudit.
+            let anchors: [X509Certificate]
+            do { anchors = try CertificateFile.load(path: caFile) } catch {
+                throw HTTPRequestFailure("cannot load the trust anchors \(caFile): \(error)")
+            }
+            guard let store = SSL_CTX_get_cert_store(context) else { throw HTTPRequestFailure("no certificate store") }
+            for anchor in anchors { X509_STORE_add_cert(store, anchor.pointer) }
+        } else if SSL_CTX_set_default_verify_paths(context) != 1 {
+            throw HTTPRequestFailure(OpenSSLErrors.describeAndClear("cannot load the system's trust anchors"))
         }
+        // The name as a browser checks it: subjectAltName only, no partial wildcards.
+        SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
+        let identity: Int32
         if HostnameMatcher.canonicalIPAddress(host) != nil {
-            _ = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+            identity = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
         } else {
             _ = tlsaudit_SSL_set_tlsext_host_name(ssl, host)
-            _ = SSL_set1_host(ssl, host)
+            identity = SSL_set1_host(ssl, host)
+        }
+        guard identity == 1 else {
+            throw HTTPRequestFailure(OpenSSLErrors.describeAndClear("cannot check certificates for \(host)"))
         }
         _ = SSL_set_fd(ssl, socket.descriptor)
         SSL_set_connect_state(ssl)

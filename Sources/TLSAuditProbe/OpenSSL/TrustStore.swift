@@ -16,9 +16,11 @@ public final class TrustStore: @unchecked Sendable {
     /// Summaries of the store's own certificates met in built paths, by their X509 (owned by the
     /// store, so never freed while it lives): an anchor is summarised once, not once per scan.
     private let anchorSummaries = Mutex<[Int: CertificateSummary]>([:])
-    /// Paths built against this store, by the presented certificates' fingerprints and the leaf's
-    /// index: the result depends on nothing else (dates and names are judged apart), and a fleet
-    /// presents the same few chains. At most 256 (some 3 MB), forgotten all at once when full.
+    /// Anchored paths built against this store, by the presented certificates' fingerprints and the
+    /// leaf's index: the result depends on nothing else (dates and names are judged apart), and a
+    /// fleet presents the same few chains. Failed builds are not kept (a CA installed in the system
+    /// store while the service runs must count at the next scan), nor chains over 32 KB. At most
+    /// 256 (some 3 MB), forgotten all at once when full.
     let builtPaths = Mutex<[BuiltPathKey: PathBuildingResult]>([:])
 
     struct BuiltPathKey: Hashable {
@@ -135,6 +137,7 @@ enum PathBuilder {
         if let built = store.builtPaths.withLock({ $0[key] }) { return built }
         let result = verify(presented: presented, leafIndex: leafIndex, store: store, known: known,
                             presentedFingerprints: presentedFingerprints)
+        guard result.anchored, let known, known.reduce(0, { $0 + $1.der.count }) <= 32_768 else { return result }
         store.builtPaths.withLock { built in
             if built.count >= 256 { built.removeAll(keepingCapacity: true) }
             built[key] = result

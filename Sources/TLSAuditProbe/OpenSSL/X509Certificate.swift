@@ -52,6 +52,8 @@ final class X509Certificate: @unchecked Sendable {
     /// Everything tlsaudit records about this certificate.
     func summary() -> CertificateSummary {
         let derBytes = der
+        // Certificates over 16 KB (a hostile server's) are not kept: the cache stays within a few MB.
+        guard derBytes.count <= 16_384 else { return summarize(derBytes) }
         if let known = Self.summaries.withLock({ $0[derBytes] }) { return known }
         let summary = summarize(derBytes)
         Self.summaries.withLock { summaries in
