@@ -73,27 +73,18 @@ public enum HTTPClient {
                             proxies: HTTPProxySettings = .fromEnvironment()) throws(HTTPRequestFailure) -> Response {
         let deadline = Deadline(after: timeout)
         let target = try Endpoint(url)
-        var head = ""
-        let stream: any ByteStream
-        if let proxyText = proxies.proxy(scheme: target.scheme, host: target.host) {
-            let proxy = try Endpoint(proxy: proxyText)
-            let socket = try connect(proxy, deadline: deadline, timeout: timeout, role: "the proxy")
-            if target.scheme == "https" {
-                try tunnel(through: socket, proxy: proxy, to: target, deadline: deadline)
-                stream = try TLSStream(socket: socket, host: target.host, caFile: caFile, deadline: deadline, timeout: timeout)
-                head = "POST \(target.requestTarget) HTTP/1.1\r\n"
-            } else {
-                stream = socket
-                head = "POST \(target.absoluteForm) HTTP/1.1\r\n"
-                if let authorization = proxy.basicAuthorization { head += "Proxy-Authorization: \(authorization)\r\n" }
-            }
-        } else {
-            let socket = try connect(target, deadline: deadline, timeout: timeout, role: nil)
-            stream = target.scheme == "https"
-                ? try TLSStream(socket: socket, host: target.host, caFile: caFile, deadline: deadline, timeout: timeout)
-                : socket
-            head = "POST \(target.requestTarget) HTTP/1.1\r\n"
+        let https = target.scheme == "https"
+        let proxy = try proxies.proxy(scheme: target.scheme, host: target.host).map { text throws(HTTPRequestFailure) in
+            try Endpoint(proxy: text)
         }
+        let socket = try connect(proxy ?? target, deadline: deadline, timeout: timeout, role: proxy == nil ? nil : "the proxy")
+        // https through a proxy: a tunnel first; plain http through a proxy: the absolute URL.
+        if https, let proxy { try tunnel(through: socket, proxy: proxy, to: target, deadline: deadline) }
+        let stream: any ByteStream = https
+            ? try TLSStream(socket: socket, host: target.host, caFile: caFile, deadline: deadline, timeout: timeout)
+            : socket
+        var head = "POST \(proxy != nil && !https ? target.absoluteForm : target.requestTarget) HTTP/1.1\r\n"
+        if !https, let authorization = proxy?.basicAuthorization { head += "Proxy-Authorization: \(authorization)\r\n" }
         head += "Host: \(target.hostHeader)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
         if let authorization = target.basicAuthorization { head += "Authorization: \(authorization)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
@@ -294,11 +285,7 @@ private final class TLSStream: ByteStream {
             OpenSSLErrors.clear()
             let status = SSL_do_handshake(ssl)
             if status == 1 { return }
-            let error = SSL_get_error(ssl, status)
-            if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE,
-               socket.wait(for: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), until: deadline) == .ready {
-                continue
-            }
+            if waitForSocket(SSL_get_error(ssl, status), until: deadline) { continue }
             let verification = SSL_get_verify_result(ssl)
             if verification != X509_V_OK {
                 throw HTTPRequestFailure("the TLS certificate of \(host) did not verify: \(String(cString: X509_verify_cert_error_string(verification)))")
@@ -338,6 +325,12 @@ private final class TLSStream: ByteStream {
     private func wait(after status: Int32, until deadline: Deadline) -> Bool {
         let error = SSL_get_error(ssl, status)
         OpenSSLErrors.clear()
+        return waitForSocket(error, until: deadline)
+    }
+
+    /// For an `SSL_get_error` result: waits when OpenSSL wants to read or write the socket (true
+    /// once it can), false for any other error or when the deadline passes.
+    private func waitForSocket(_ error: Int32, until deadline: Deadline) -> Bool {
         guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
         return socket.wait(for: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), until: deadline) == .ready
     }

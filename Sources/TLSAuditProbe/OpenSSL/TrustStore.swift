@@ -13,9 +13,6 @@ public final class TrustStore: @unchecked Sendable {
     /// Accept a path that ends in any certificate of the store, not only a self-signed root
     /// (how AFNetworking's certificate pinning treats pinned certificates as anchors).
     let partialChain: Bool
-    /// Summaries of the store's own certificates met in built paths, by their X509 (owned by the
-    /// store, so never freed while it lives): an anchor is summarised once, not once per scan.
-    private let anchorSummaries = Mutex<[Int: CertificateSummary]>([:])
     /// Anchored paths built against this store, by the presented certificates' fingerprints and the
     /// leaf's index: the result depends on nothing else (dates and names are judged apart), and a
     /// fleet presents the same few chains. Failed builds are not kept (a CA installed in the system
@@ -73,13 +70,10 @@ public final class TrustStore: @unchecked Sendable {
 
     deinit { X509_STORE_free(pointer) }
 
-    /// The summary of a certificate this store holds (an anchor in a built path).
+    /// The summary of a certificate this store holds (an anchor in a built path); summaries are
+    /// kept by DER (`X509Certificate.summary`), so an anchor is summarised once, not once per scan.
     func summary(ofStoreCertificate certificate: OpaquePointer) -> CertificateSummary {
-        let key = Int(bitPattern: certificate)
-        if let known = anchorSummaries.withLock({ $0[key] }) { return known }
-        let summary = X509Certificate(borrowing: certificate).summary()
-        anchorSummaries.withLock { $0[key] = summary }
-        return summary
+        X509Certificate(borrowing: certificate).summary()
     }
 }
 
