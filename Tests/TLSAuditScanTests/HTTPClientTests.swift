@@ -93,11 +93,29 @@ struct HTTPClientTests {
 
         // A proxy that is not there, bypassed by no_proxy.
         let dead = try LabPorts.unusedPort()
-        let bypassed = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: [".0.0.1", "127.0.0.1"])
+        let bypassed = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: ["example.com", "127.0.0.1"])
         #expect(try post("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: bypassed).status == 200)
-        let unbypassed = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: ["example.com"])
-        let refused = failure("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: unbypassed)
-        #expect(refused.contains("the proxy http://127.0.0.1:\(dead)") && refused.contains("refused"), "\(refused)")
+        let byRange = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: ["10.0.0.0/8", "127.0.0.0/8"])
+        #expect(try post("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: byRange).status == 200)
+        // Names match by suffix; IP addresses only as the same address or within a range.
+        for entries in [["example.com"], [".0.0.1"], ["127.0.0.10", "10.0.0.0/8", "::/0"], ["127.0.0.0/-1"]] {
+            let unbypassed = HTTPProxySettings(httpsProxy: "127.0.0.1:\(dead)", noProxy: entries)
+            let refused = failure("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: unbypassed)
+            #expect(refused.contains("the proxy http://127.0.0.1:\(dead)") && refused.contains("refused"), "\(entries): \(refused)")
+        }
+    }
+
+    @Test("interim answers (100 Continue, 102 Processing, 103 Early Hints) are skipped for the final status")
+    func interimAnswers() throws {
+        let receiver = try LabWebhookReceiver()
+        receiver.respond(with: 204, after: [100, 103])
+        #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 204)
+        #expect(receiver.received.count == 1)
+        receiver.respond(with: 503, after: [102])
+        #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 503)
+        // 101 Switching Protocols is never asked for (no Upgrade header): it is taken as the final answer.
+        receiver.respond(with: 101)
+        #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 101)
     }
 
     @Test("proxy settings come from the environment as curl reads them")

@@ -22,10 +22,10 @@ enum NameConstraintChecker {
             let sameFamily = { (cidr: String) in cidr.contains(":") == address.contains(":") }
             // Any permitted IP range constrains every address: one of the other family matches none.
             let permitted = constraints.permittedIP
-            if !permitted.isEmpty, !permitted.contains(where: { ip(address, within: $0) }) {
+            if !permitted.isEmpty, !permitted.contains(where: { HostnameMatcher.ip(address, within: $0) }) {
                 problems.append("\(address) is outside the permitted IP ranges (\(permitted.joined(separator: ", ")))")
             }
-            if let excluded = constraints.excludedIP.filter(sameFamily).first(where: { ip(address, within: $0) }) {
+            if let excluded = constraints.excludedIP.filter(sameFamily).first(where: { HostnameMatcher.ip(address, within: $0) }) {
                 problems.append("\(address) is inside the excluded IP range \(excluded)")
             }
         }
@@ -50,26 +50,5 @@ enum NameConstraintChecker {
         let constraint = HostnameMatcher.normalize(constraint).trimmingCharacters(in: CharacterSet(charactersIn: "."))
         guard let dot = constraint.firstIndex(of: ".") else { return false }
         return String(constraint[constraint.index(after: dot)...]) == base
-    }
-
-    /// Whether an IP address lies in a CIDR range.
-    static func ip(_ address: String, within cidr: String) -> Bool {
-        let parts = cidr.split(separator: "/", maxSplits: 1)
-        guard parts.count == 2, let prefix = Int(parts[1]), let base = bytes(String(parts[0])), let value = bytes(address),
-              base.count == value.count, prefix <= base.count * 8 else { return false }
-        for bit in 0..<prefix {
-            let byte = bit / 8
-            let mask = UInt8(0x80) >> UInt8(bit % 8)
-            if base[byte] & mask != value[byte] & mask { return false }
-        }
-        return true
-    }
-
-    static func bytes(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
-        return nil
     }
 }

@@ -23,6 +23,8 @@ public final class LabWebhookReceiver: Sendable {
     private final class State: Sendable {
         let requests = Mutex<[Request]>([])
         let status = Mutex<Int>(200)
+        /// Interim (1xx) answers sent before the final one, each in a write of its own.
+        let interim = Mutex<[Int]>([])
     }
 
     /// Listens on `port` (0: an ephemeral one).
@@ -39,6 +41,11 @@ public final class LabWebhookReceiver: Sendable {
             guard let request = Self.read(fd) else { return }
             let code = state.status.withLock { $0 }
             if (200..<300).contains(code) { state.requests.withLock { $0.append(request) } }
+            for interim in state.interim.withLock({ $0 }) {
+                let extra = interim == 103 ? "Link: </hooks.css>; rel=preload\r\n" : ""
+                let head = Array("HTTP/1.1 \(interim) Interim\r\n\(extra)\r\n".utf8)
+                _ = write(fd, head, head.count)
+            }
             let reply = Array("HTTP/1.1 \(code) \(code == 200 ? "OK" : "Unavailable")\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
             _ = write(fd, reply, reply.count)
         }
@@ -47,8 +54,12 @@ public final class LabWebhookReceiver: Sendable {
     /// Requests accepted with a 2xx answer, in arrival order.
     public var received: [Request] { state.requests.withLock { $0 } }
 
-    /// The status code to answer with from now on (e.g. 503 to play a failing receiver).
-    public func respond(with code: Int) { state.status.withLock { $0 = code } }
+    /// The status code to answer with from now on (e.g. 503 to play a failing receiver), after
+    /// the interim (1xx) answers in `interim` (e.g. 100 Continue, 103 Early Hints with a Link header).
+    public func respond(with code: Int, after interim: [Int] = []) {
+        state.status.withLock { $0 = code }
+        state.interim.withLock { $0 = interim }
+    }
 
     /// Stops listening: connections are refused until `start()`.
     public func stop() {

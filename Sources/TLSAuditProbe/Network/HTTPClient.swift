@@ -15,7 +15,8 @@ public struct HTTPRequestFailure: Error, CustomStringConvertible, Sendable {
 /// (lower case only: a CGI server sets `HTTP_PROXY` from a request header), `https_proxy` or
 /// `HTTPS_PROXY` for https URLs, `all_proxy` / `ALL_PROXY` for either, and `no_proxy` /
 /// `NO_PROXY`: a comma-separated list of host names, domains (`example.com` and `.example.com`
-/// both cover every subdomain) and IP addresses reached directly, or `*` for all of them.
+/// both cover every subdomain), IP addresses and CIDR ranges (`10.0.0.0/8`, `fd00::/8`) reached
+/// directly, or `*` for all of them.
 public struct HTTPProxySettings: Sendable, Equatable {
     public var httpProxy: String?
     public var httpsProxy: String?
@@ -43,10 +44,19 @@ public struct HTTPProxySettings: Sendable, Equatable {
     func proxy(scheme: String, host: String) -> String? {
         guard let proxy = scheme == "https" ? httpsProxy : httpProxy else { return nil }
         let name = host.lowercased()
+        let address = HostnameMatcher.canonicalIPAddress(name)
         for entry in noProxy {
             if entry == "*" { return nil }
-            var domain = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
-            if domain.hasPrefix("["), domain.hasSuffix("]") { domain = String(domain.dropFirst().dropLast()) }
+            if let address {
+                // An IP address matches the same address or a range, never by suffix.
+                let unbracketed = entry.replacingOccurrences(of: "[", with: "").replacingOccurrences(of: "]", with: "")
+                let matches = unbracketed.contains("/")
+                    ? HostnameMatcher.ip(address, within: unbracketed)
+                    : HostnameMatcher.canonicalIPAddress(unbracketed) == address
+                if matches { return nil }
+                continue
+            }
+            let domain = entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
             if name == domain || name.hasSuffix("." + domain) { return nil }
         }
         return proxy
@@ -144,11 +154,25 @@ public enum HTTPClient {
         }
     }
 
-    /// Reads up to the end of the status line (the rest of the answer is not needed).
+    /// Reads up to the end of the final answer's status line (the rest is not needed), skipping
+    /// interim answers (`100 Continue`, `102 Processing`, `103 Early Hints`) with their headers.
     private static func readResponse(_ stream: any ByteStream, from display: String, deadline: Deadline,
                                      timeout: Double) throws(HTTPRequestFailure) -> Response {
         var received: [UInt8] = []
-        while !received.contains(10) {
+        var total = 0
+        while true {
+            if received.contains(10) || received.count > 16_384 {
+                let response = try parseStatusLine(received, from: display)
+                // 101 is never asked for (no Upgrade header): as a final answer it is a failure.
+                guard (100..<200).contains(response.status), response.status != 101 else { return response }
+                if let headers = received.firstRange(of: [13, 10, 13, 10]) ?? received.firstRange(of: [10, 10]) {
+                    received.removeSubrange(..<headers.upperBound)
+                    continue
+                }
+            }
+            guard total < 65_536 else {
+                throw HTTPRequestFailure("\(display) sent more than 64 KiB of interim (1xx) answers")
+            }
             let chunk = stream.receive(atLeast: 1, until: deadline, maximum: 4096)
             if chunk.isEmpty {
                 throw HTTPRequestFailure(deadline.hasPassed
@@ -156,9 +180,8 @@ public enum HTTPClient {
                     : "\(display) closed the connection without an answer")
             }
             received += chunk
-            if received.count > 16_384 { break }
+            total += chunk.count
         }
-        return try parseStatusLine(received, from: display)
     }
 
     /// `HTTP/1.1 204 No Content` -> 204, "No Content".
