@@ -633,11 +633,7 @@ struct ConfigurationParser {
                 report(node, "a webhook sink needs a 'url' (http:// or https://)")
                 return nil
             }
-            let caFile = mapping["ca_file"].flatMap { readableFile($0, key: "ca_file") }
-            if let caFile, let fileNode = mapping["ca_file"], FileManager.default.isReadableFile(atPath: caFile),
-               (try? CertificateFile.summaries(path: caFile))?.isEmpty ?? true {
-                report(fileNode, "ca_file \(caFile) holds no certificate (PEM or DER)")
-            }
+            let caFile = mapping["ca_file"].flatMap { certificateFile($0) }
             kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout, caFile: caFile)
         case "command":
             guard let argvNode = mapping["argv"], case .sequence(let sequence) = argvNode, !sequence.isEmpty else {
@@ -702,7 +698,7 @@ struct ConfigurationParser {
             return .system
         case .mapping(let mapping):
             checkKeys(mapping, allowed: ["ca_file"], in: "trust")
-            guard let fileNode = mapping["ca_file"], let path = readableFile(fileNode, key: "ca_file") else {
+            guard let fileNode = mapping["ca_file"], let path = certificateFile(fileNode) else {
                 report(node, "trust must be 'system' or a mapping with 'ca_file'")
                 return nil
             }
@@ -722,6 +718,16 @@ struct ConfigurationParser {
     private mutating func readableFile(_ node: Node, key: String) -> String? {
         guard let path = string(node, "a PEM file path").map(absolutePath) else { return nil }
         if !FileManager.default.isReadableFile(atPath: path) { report(node, "\(key) \(path) cannot be read") }
+        return path
+    }
+
+    /// A `ca_file`'s absolute path; reported (and still returned) when it cannot be read or holds
+    /// no certificate, so that a broken file stops the configuration, not a scan or a delivery.
+    private mutating func certificateFile(_ node: Node) -> String? {
+        guard let path = readableFile(node, key: "ca_file") else { return nil }
+        if FileManager.default.isReadableFile(atPath: path), (try? CertificateFile.summaries(path: path))?.isEmpty ?? true {
+            report(node, "ca_file \(path) holds no certificate (PEM or DER)")
+        }
         return path
     }
 

@@ -81,6 +81,28 @@ struct ConfigurationTests {
         #expect(problems.allSatisfy { $0.description.hasPrefix("test.yaml:") })
     }
 
+    @Test("a target's trust ca_file that cannot be read or holds no certificate stops the configuration, with its line")
+    func trustCAFile() throws {
+        let directory = try ServiceLab.shared.workspace("trust-ca-file")
+        try Data("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".utf8)
+            .write(to: directory.appendingPathComponent("junk.pem"))
+        try Data(ServiceLab.shared.root.pem.utf8).write(to: directory.appendingPathComponent("root.pem"))
+        func problems(_ file: String) throws -> [ConfigurationError] {
+            do {
+                _ = try ServiceConfiguration.parse(yaml: "targets:\n  - host: a.example\n    trust: {ca_file: \(file)}\n",
+                                                   file: "test.yaml", baseDirectory: directory.path)
+                return []
+            } catch let error as ConfigurationErrors {
+                return error.errors
+            }
+        }
+        #expect(try problems("root.pem").isEmpty)
+        let junk = try problems("junk.pem")
+        #expect(junk.map(\.line) == [3])
+        #expect(junk.map(\.message) == ["ca_file \(directory.path)/junk.pem holds no certificate (PEM or DER)"])
+        #expect(try problems("missing.pem").map(\.message) == ["ca_file \(directory.path)/missing.pem cannot be read"])
+    }
+
     @Test("bad YAML names the line")
     func badYAML() {
         let problems = errors("targets:\n  - a.example\n  - [unclosed\n")
