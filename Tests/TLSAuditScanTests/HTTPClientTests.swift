@@ -118,6 +118,18 @@ struct HTTPClientTests {
         #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 101)
     }
 
+    @Test("a server that answers and closes before reading the body: its answer is the result, not the failed write")
+    func earlyAnswer() throws {
+        let receiver = try LabWebhookReceiver()
+        receiver.respondEarly(with: 413)
+        // Far more than the socket buffers hold, so that the write fails once the server closes.
+        let large = [UInt8](repeating: 0x61, count: 32 << 20)
+        let response = try HTTPClient.post(URL(string: "http://127.0.0.1:\(receiver.port)/")!, body: large, headers: [],
+                                           timeout: 10, proxies: Self.direct)
+        #expect(response.status == 413)
+        #expect(receiver.received.isEmpty)
+    }
+
     @Test("proxy settings come from the environment as curl reads them")
     func environment() {
         let settings = HTTPProxySettings.fromEnvironment([

@@ -25,6 +25,8 @@ public final class LabWebhookReceiver: Sendable {
         let status = Mutex<Int>(200)
         /// Interim (1xx) answers sent before the final one, each in a write of its own.
         let interim = Mutex<[Int]>([])
+        /// Answer as soon as the headers are in, and close without reading the body.
+        let early = Mutex(false)
     }
 
     /// Listens on `port` (0: an ephemeral one).
@@ -38,6 +40,13 @@ public final class LabWebhookReceiver: Sendable {
         try LabListener(address: "127.0.0.1", port: port) { fd in
             defer { close(fd) }
             LabListener.setTimeouts(fd, seconds: 5)
+            if state.early.withLock({ $0 }) {
+                guard Self.read(fd, body: false) != nil else { return }
+                let code = state.status.withLock { $0 }
+                let reply = Array("HTTP/1.1 \(code) Early\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                _ = write(fd, reply, reply.count)
+                return
+            }
             guard let request = Self.read(fd) else { return }
             let code = state.status.withLock { $0 }
             if (200..<300).contains(code) { state.requests.withLock { $0.append(request) } }
@@ -59,6 +68,15 @@ public final class LabWebhookReceiver: Sendable {
     public func respond(with code: Int, after interim: [Int] = []) {
         state.status.withLock { $0 = code }
         state.interim.withLock { $0 = interim }
+        state.early.withLock { $0 = false }
+    }
+
+    /// Answers `code` as soon as a request's headers are in and closes without reading its body
+    /// (a receiver refusing a request early: 413, 401); such requests are not recorded.
+    public func respondEarly(with code: Int) {
+        state.status.withLock { $0 = code }
+        state.interim.withLock { $0 = [] }
+        state.early.withLock { $0 = true }
     }
 
     /// Stops listening: connections are refused until `start()`.
@@ -77,7 +95,7 @@ public final class LabWebhookReceiver: Sendable {
         listener.withLock { $0 = restarted }
     }
 
-    private static func read(_ fd: Int32) -> Request? {
+    private static func read(_ fd: Int32, body readBody: Bool = true) -> Request? {
         var data = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var headerEnd: Int?
@@ -94,7 +112,7 @@ public final class LabWebhookReceiver: Sendable {
             guard let colon = line.firstIndex(of: ":") else { continue }
             headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        let length = Int(headers["content-length"] ?? "0") ?? 0
+        let length = readBody ? Int(headers["content-length"] ?? "0") ?? 0 : 0
         var body = Array(data[(end + 4)...])
         while body.count < length {
             let count = Glibc.read(fd, &buffer, min(buffer.count, length - body.count))

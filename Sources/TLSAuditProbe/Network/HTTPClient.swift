@@ -100,9 +100,13 @@ public enum HTTPClient {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         guard stream.send(Array(head.utf8) + body, until: deadline) else {
-            throw HTTPRequestFailure(deadline.hasPassed
-                ? "the request to \(target.display) was not sent within \(formatSeconds(timeout))"
-                : "\(target.display) closed the connection before the request was sent")
+            if deadline.hasPassed {
+                throw HTTPRequestFailure("the request to \(target.display) was not sent within \(formatSeconds(timeout))")
+            }
+            // A server may answer and close before reading the whole request (413 Payload Too
+            // Large, 401): that answer, when it arrived, says more than the failed write.
+            if let early = try? readResponse(stream, from: target.display, deadline: deadline, timeout: timeout) { return early }
+            throw HTTPRequestFailure("\(target.display) closed the connection before the request was sent")
         }
         return try readResponse(stream, from: target.display, deadline: deadline, timeout: timeout)
     }
