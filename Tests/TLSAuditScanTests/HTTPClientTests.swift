@@ -111,8 +111,11 @@ struct HTTPClientTests {
         receiver.respond(with: 204, after: [100, 103])
         #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 204)
         #expect(receiver.received.count == 1)
+        // 102 comes with bare LF line ends, the final answer with CRLF: each header block ends at its own blank line.
         receiver.respond(with: 503, after: [102])
         #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 503)
+        receiver.respond(with: 202, after: [102, 100, 102])
+        #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 202)
         // 101 Switching Protocols is never asked for (no Upgrade header): it is taken as the final answer.
         receiver.respond(with: 101)
         #expect(try post("http://127.0.0.1:\(receiver.port)/").status == 101)
@@ -128,6 +131,15 @@ struct HTTPClientTests {
                                            timeout: 10, proxies: Self.direct)
         #expect(response.status == 413)
         #expect(receiver.received.isEmpty)
+        // An early success is not one: the receiver did not read the whole body it accepted.
+        receiver.respondEarly(with: 200)
+        do {
+            let answer = try HTTPClient.post(URL(string: "http://127.0.0.1:\(receiver.port)/")!, body: large, headers: [],
+                                             timeout: 10, proxies: Self.direct)
+            Issue.record("an early 200 was taken as a delivery: \(answer.status)")
+        } catch {
+            #expect("\(error)" == "http://127.0.0.1:\(receiver.port) answered HTTP 200 before the whole request was sent")
+        }
     }
 
     @Test("proxy settings come from the environment as curl reads them")

@@ -19,14 +19,20 @@ public final class LabWebhookReceiver: Sendable {
     private let state = State()
     private let listener = Mutex<LabListener?>(nil)
 
+    /// How to answer, read once per connection.
+    private struct Answer: Sendable {
+        var status = 200
+        /// Interim (1xx) answers sent before the final one, each in a write of its own (102 with
+        /// bare LF line ends, as some servers write them).
+        var interim: [Int] = []
+        /// Answer as soon as the headers are in, and close without reading the body.
+        var early = false
+    }
+
     /// What the connection threads share.
     private final class State: Sendable {
         let requests = Mutex<[Request]>([])
-        let status = Mutex<Int>(200)
-        /// Interim (1xx) answers sent before the final one, each in a write of its own.
-        let interim = Mutex<[Int]>([])
-        /// Answer as soon as the headers are in, and close without reading the body.
-        let early = Mutex(false)
+        let answer = Mutex(Answer())
     }
 
     /// Listens on `port` (0: an ephemeral one).
@@ -40,19 +46,22 @@ public final class LabWebhookReceiver: Sendable {
         try LabListener(address: "127.0.0.1", port: port) { fd in
             defer { close(fd) }
             LabListener.setTimeouts(fd, seconds: 5)
-            if state.early.withLock({ $0 }) {
+            let answer = state.answer.withLock { $0 }
+            let code = answer.status
+            if answer.early {
                 guard Self.read(fd, body: false) != nil else { return }
-                let code = state.status.withLock { $0 }
                 let reply = Array("HTTP/1.1 \(code) Early\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
                 _ = write(fd, reply, reply.count)
                 return
             }
             guard let request = Self.read(fd) else { return }
-            let code = state.status.withLock { $0 }
             if (200..<300).contains(code) { state.requests.withLock { $0.append(request) } }
-            for interim in state.interim.withLock({ $0 }) {
-                let extra = interim == 103 ? "Link: </hooks.css>; rel=preload\r\n" : ""
-                let head = Array("HTTP/1.1 \(interim) Interim\r\n\(extra)\r\n".utf8)
+            for interim in answer.interim {
+                let head = switch interim {
+                case 102: Array("HTTP/1.1 102 Processing\n\n".utf8)
+                case 103: Array("HTTP/1.1 103 Early Hints\r\nLink: </hooks.css>; rel=preload\r\n\r\n".utf8)
+                default: Array("HTTP/1.1 \(interim) Interim\r\n\r\n".utf8)
+                }
                 _ = write(fd, head, head.count)
             }
             let reply = Array("HTTP/1.1 \(code) \(code == 200 ? "OK" : "Unavailable")\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
@@ -66,17 +75,13 @@ public final class LabWebhookReceiver: Sendable {
     /// The status code to answer with from now on (e.g. 503 to play a failing receiver), after
     /// the interim (1xx) answers in `interim` (e.g. 100 Continue, 103 Early Hints with a Link header).
     public func respond(with code: Int, after interim: [Int] = []) {
-        state.status.withLock { $0 = code }
-        state.interim.withLock { $0 = interim }
-        state.early.withLock { $0 = false }
+        state.answer.withLock { $0 = Answer(status: code, interim: interim) }
     }
 
     /// Answers `code` as soon as a request's headers are in and closes without reading its body
     /// (a receiver refusing a request early: 413, 401); such requests are not recorded.
     public func respondEarly(with code: Int) {
-        state.status.withLock { $0 = code }
-        state.interim.withLock { $0 = [] }
-        state.early.withLock { $0 = true }
+        state.answer.withLock { $0 = Answer(status: code, early: true) }
     }
 
     /// Stops listening: connections are refused until `start()`.

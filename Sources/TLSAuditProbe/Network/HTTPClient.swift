@@ -104,8 +104,12 @@ public enum HTTPClient {
                 throw HTTPRequestFailure("the request to \(target.display) was not sent within \(formatSeconds(timeout))")
             }
             // A server may answer and close before reading the whole request (413 Payload Too
-            // Large, 401): that answer, when it arrived, says more than the failed write.
-            if let early = try? readResponse(stream, from: target.display, deadline: deadline, timeout: timeout) { return early }
+            // Large, 401): that answer, when it can still be read, says more than the failed write.
+            // A success it cannot be: the server did not read all of what it would have accepted.
+            if let early = try? readResponse(stream, from: target.display, deadline: deadline, timeout: timeout) {
+                guard (200..<300).contains(early.status) else { return early }
+                throw HTTPRequestFailure("\(target.display) answered HTTP \(early.status) before the whole request was sent")
+            }
             throw HTTPRequestFailure("\(target.display) closed the connection before the request was sent")
         }
         return try readResponse(stream, from: target.display, deadline: deadline, timeout: timeout)
@@ -159,7 +163,8 @@ public enum HTTPClient {
     }
 
     /// Reads up to the end of the final answer's status line (the rest is not needed), skipping
-    /// interim answers (`100 Continue`, `102 Processing`, `103 Early Hints`) with their headers.
+    /// interim answers (1xx but 101: `100 Continue`, `102 Processing`, `103 Early Hints`) with
+    /// their headers.
     private static func readResponse(_ stream: any ByteStream, from display: String, deadline: Deadline,
                                      timeout: Double) throws(HTTPRequestFailure) -> Response {
         var received: [UInt8] = []
@@ -169,13 +174,13 @@ public enum HTTPClient {
                 let response = try parseStatusLine(received, from: display)
                 // 101 is never asked for (no Upgrade header): as a final answer it is a failure.
                 guard (100..<200).contains(response.status), response.status != 101 else { return response }
-                if let headers = received.firstRange(of: [13, 10, 13, 10]) ?? received.firstRange(of: [10, 10]) {
-                    received.removeSubrange(..<headers.upperBound)
+                if let end = headerBlockEnd(received) {
+                    received.removeSubrange(..<end)
                     continue
                 }
             }
             guard total < 65_536 else {
-                throw HTTPRequestFailure("\(display) sent more than 64 KiB of interim (1xx) answers")
+                throw HTTPRequestFailure("\(display) sent 64 KiB without a final answer")
             }
             let chunk = stream.receive(atLeast: 1, until: deadline, maximum: 4096)
             if chunk.isEmpty {
@@ -186,6 +191,18 @@ public enum HTTPClient {
             received += chunk
             total += chunk.count
         }
+    }
+
+    /// Where the first header block ends: just after its first empty line, whether lines end in
+    /// CRLF or a bare LF (mixed too); nil while that line has not arrived.
+    static func headerBlockEnd(_ bytes: [UInt8]) -> Int? {
+        var lineStart = 0
+        for index in bytes.indices where bytes[index] == 10 {
+            let length = index - lineStart
+            if length == 0 || (length == 1 && bytes[lineStart] == 13) { return index + 1 }
+            lineStart = index + 1
+        }
+        return nil
     }
 
     /// `HTTP/1.1 204 No Content` -> 204, "No Content".
