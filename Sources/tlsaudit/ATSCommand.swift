@@ -26,18 +26,18 @@ struct ATSCommand: ParsableCommand {
         let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
             if case .failure(let failure) = scanner.addresses(for: parsed) {
-                FileHandle.standardError.write(Data("tlsaudit: \(failure.description)\n".utf8))
+                StandardStream.error.write("tlsaudit: \(failure.description)\n")
             }
             throw ExitCode(2)
         }
         let diagnostics = enumerator.atsDiagnostics(address, target: parsed, trustStore: store)
         if diagnostics.configurations.allSatisfy({ $0.detail.hasPrefix("connection refused") || $0.detail.hasPrefix("connect timeout") }) {
-            FileHandle.standardError.write(Data("tlsaudit: cannot connect: \(diagnostics.configurations.first?.detail ?? "")\n".utf8))
+            StandardStream.error.write("tlsaudit: cannot connect: \(diagnostics.configurations.first?.detail ?? "")\n")
             throw ExitCode(2)
         }
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
+            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
         case .text:
             var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address))\n"
             for result in diagnostics.configurations + [diagnostics.runtime] {

@@ -37,7 +37,7 @@ struct PinCommand: ParsableCommand {
             let result = scanner.scan(parsed)
             guard let address = result.addresses.first(where: { $0.chain != nil }) else {
                 let reason = result.error?.description ?? result.addresses.first?.error?.description ?? "no certificate"
-                FileHandle.standardError.write(Data("tlsaudit: cannot read the chain of \(target): \(reason)\n".utf8))
+                StandardStream.error.write("tlsaudit: cannot read the chain of \(target): \(reason)\n")
                 throw ExitCode(2)
             }
             let chain = address.chain!
@@ -126,13 +126,13 @@ struct PinsImportCommand: ParsableCommand {
         do {
             result = try PinnedDomainsImport.read(path: plist)
         } catch {
-            FileHandle.standardError.write(Data((error.description + "\n").utf8))
+            StandardStream.error.write(error.description + "\n")
             throw ExitCode(64)
         }
-        for warning in result.warnings { FileHandle.standardError.write(Data("warning: \(warning)\n".utf8)) }
+        for warning in result.warnings { StandardStream.error.write("warning: \(warning)\n") }
         let (yaml, uncovered) = PinnedDomainsImport.yaml(for: result.domains, hosts: hosts, source: plist)
         for host in uncovered {
-            FileHandle.standardError.write(Data("note: no pinned domain covers \(host); it is left out\n".utf8))
+            StandardStream.error.write("note: no pinned domain covers \(host); it is left out\n")
         }
         if let output {
             try yaml.write(toFile: output, atomically: true, encoding: .utf8)
@@ -161,7 +161,7 @@ struct AlertsCommand: ParsableCommand {
         let alerts = try databaseOptions.openStore().alerts(limit: limit)
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(alerts) + Data("\n".utf8))
+            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(alerts) + Data("\n".utf8))
         case .text:
             let rows = alerts.map { stored -> [String] in
                 let delivery = stored.deliveries.map { "\($0.sink):\($0.state)\($0.attempts > 1 ? "(\($0.attempts))" : "")" }

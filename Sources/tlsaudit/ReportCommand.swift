@@ -59,17 +59,17 @@ struct ReportCommand: ParsableCommand {
         do {
             content = try ReportRenderer.render(try ReportGenerator.report(from: store, request), as: format)
         } catch {
-            FileHandle.standardError.write(Data("tlsaudit: \(error)\n".utf8))
+            StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)
         }
         guard let out else {
-            FileHandle.standardOutput.write(Data(content.utf8))
+            StandardStream.output.write(content)
             return
         }
         do {
             try ReportGenerator.write(content, to: out)
         } catch {
-            FileHandle.standardError.write(Data("tlsaudit: cannot write \(out): \(error.localizedDescription)\n".utf8))
+            StandardStream.error.write("tlsaudit: cannot write \(out): \(error.localizedDescription)\n")
             throw ExitCode(2)
         }
     }

@@ -142,10 +142,10 @@ struct ScanCommand: ParsableCommand {
         do {
             try recorder?.waitUntilClosed()
         } catch {
-            FileHandle.standardError.write(Data("tlsaudit: cannot store the results: \(error)\n".utf8))
+            StandardStream.error.write("tlsaudit: cannot store the results: \(error)\n")
             throw ExitCode(2)
         }
-        FileHandle.standardOutput.write(output)
+        StandardStream.output.write(output)
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
 

@@ -22,7 +22,7 @@ func loadConfiguration(_ path: String) throws -> ServiceConfiguration {
     do {
         return try ServiceConfiguration.load(path: path)
     } catch {
-        FileHandle.standardError.write(Data((error.description + "\n").utf8))
+        StandardStream.error.write(error.description + "\n")
         throw ExitCode(64)
     }
 }
@@ -80,7 +80,7 @@ struct CheckConfigCommand: ParsableCommand {
     func run() throws {
         let configuration = try loadConfiguration(file)
         for warning in configuration.warnings {
-            FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
+            StandardStream.error.write("warning: \(warning)\n")
         }
         let groups = Set(configuration.targets.compactMap(\.group))
         print("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(configuration.database)")
@@ -101,7 +101,7 @@ struct DatabaseOptions: ParsableArguments {
         do {
             return try SQLiteScanStore(path: path ?? ServiceConfiguration.defaultDatabase, create: false)
         } catch {
-            FileHandle.standardError.write(Data("tlsaudit: \(error)\n".utf8))
+            StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)
         }
     }
@@ -126,7 +126,7 @@ struct StatusCommand: ParsableCommand {
         switch format {
         case .json:
             let encoder = JSONDocumentEncoder.tlsaudit
-            FileHandle.standardOutput.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
+            StandardStream.output.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
         case .text:
             print(StatusTable.render(rows, now: Date()), terminator: "")
         }
@@ -163,12 +163,12 @@ struct HistoryCommand: ParsableCommand {
         let store = try databaseOptions.openStore()
         let entries = try store.history(target: target, limit: limit)
         guard !entries.isEmpty else {
-            FileHandle.standardError.write(Data("tlsaudit: no scans of \(target) in \(store.path)\n".utf8))
+            StandardStream.error.write("tlsaudit: no scans of \(target) in \(store.path)\n")
             throw ExitCode(2)
         }
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(entries) + Data("\n".utf8))
+            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(entries) + Data("\n".utf8))
         case .text:
             print(HistoryTable.render(entries), terminator: "")
         }

@@ -5,6 +5,42 @@ enum Terminal {
     static func isTTY(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }
 }
 
+/// Standard output and standard error, written with write(2) (after whatever `print` buffered).
+///
+/// When the reader of standard output has gone away (`tlsaudit scan ... | head`), the command ends
+/// as Unix filters do, killed by SIGPIPE (status 141 in a shell), and loses nothing: a scan's
+/// results are stored before its output is written. Any other failure to write the output (a full
+/// disk behind `>`) is reported on standard error and exits 2. Failures to write standard error
+/// are ignored: a warning nobody can read must not stop a command. (FileHandle's `write(_:)`
+/// traps on any of these, and SIGPIPE is ignored once a scanner exists, for its sockets' sake.)
+enum StandardStream {
+    case output
+    case error
+
+    func write(_ text: String) { write(Data(text.utf8)) }
+
+    func write(_ data: Data) {
+        fflush(nil)
+        let descriptor = self == .output ? STDOUT_FILENO : STDERR_FILENO
+        let failure: Int32? = data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written >= 0 { offset += written; continue }
+                if errno != EINTR { return errno }
+            }
+            return nil
+        }
+        guard self == .output, let failure else { return }
+        if failure == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        StandardStream.error.write("tlsaudit: cannot write the output: \(String(cString: strerror(failure)))\n")
+        exit(2)
+    }
+}
+
 /// A single self-overwriting progress line on stderr, shown only on a terminal.
 final class ProgressLine: Sendable {
     private let enabled: Bool
@@ -21,11 +57,11 @@ final class ProgressLine: Sendable {
             last = now
             return true
         }
-        if draw { FileHandle.standardError.write(Data("\r\u{1B}[Kscanning: \(done)/\(total) addresses".utf8)) }
+        if draw { StandardStream.error.write("\r\u{1B}[Kscanning: \(done)/\(total) addresses") }
     }
 
     func finish() {
         guard enabled else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        StandardStream.error.write("\r\u{1B}[K")
     }
 }

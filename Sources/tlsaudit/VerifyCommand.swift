@@ -46,12 +46,12 @@ struct VerifyCommand: ParsableCommand {
             report = try ChainVerifier.verify(files: chainFiles, roots: store, host: host,
                                               at: at.flatMap(Timestamp.parse) ?? Date(), toolVersion: TLSAuditCommand.version)
         } catch {
-            FileHandle.standardError.write(Data("tlsaudit: cannot read the chain: \(error)\n".utf8))
+            StandardStream.error.write("tlsaudit: cannot read the chain: \(error)\n")
             throw ExitCode(2)
         }
         switch format {
         case .json:
-            FileHandle.standardOutput.write(try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8))
+            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8))
         case .text:
             let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             print(VerifyTextRenderer.render(report, colour: colour), terminator: "")

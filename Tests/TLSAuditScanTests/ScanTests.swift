@@ -490,6 +490,50 @@ struct ScanTests {
                 "\(unwritable.stderr)")
     }
 
+    @Test("scan output into a pipe nobody reads ends by SIGPIPE with the results stored; a full disk behind > exits 2")
+    func closedOrFullOutput() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        defer { server.stop() }
+        // Twenty names: about 200 KiB of JSON, more than a pipe holds, so the write meets the closed pipe.
+        let names = (0..<20).map { "p\($0).\(TestPKI.hostname):\(server.port)" }
+        let list = pki.directory.appendingPathComponent("pipe-\(UUID().uuidString.prefix(6)).txt")
+        try names.joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+        let database = pki.directory.appendingPathComponent("pipe-\(UUID().uuidString.prefix(6)).sqlite").path
+        let errors = pki.directory.appendingPathComponent("pipe-\(UUID().uuidString.prefix(6)).err").path
+        let scan = "'\(CLI.binary)' scan --format json --ca-file '\(pki.rootFile)' --connect-to 127.0.0.1 --timeout 5 "
+            + "--targets-file '\(list.path)' --database '\(database)'"
+        let piped = try bash("\(scan) 2> '\(errors)' | true; echo \"${PIPESTATUS[0]}\"")
+        let stderr = try String(contentsOfFile: errors, encoding: .utf8)
+        #expect(piped.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "141", "exit status; stderr: \(stderr)")
+        #expect(!stderr.contains("Fatal error"), "\(stderr)")
+        let status = try CLI.run(["status", "--database", database, "--format", "json"])
+        struct Row: Decodable { var target: String }
+        struct Rows: Decodable { var targets: [Row] }
+        let rows = try JSONDecoder.tlsaudit.decode(Rows.self, from: Data(status.stdout.utf8)).targets
+        #expect(Set(rows.map(\.target)) == Set(names), "\(status.stderr)")
+
+        let full = try bash("\(scan) > /dev/full")
+        #expect(full.status == 2, "\(full.stderr)")
+        #expect(full.stderr.contains("tlsaudit: cannot write the output: No space left on device"), "\(full.stderr)")
+    }
+
+    /// Runs a bash command line; its exit status and what it printed.
+    private func bash(_ command: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/bash")
+        shell.arguments = ["-c", command]
+        let out = Pipe()
+        let err = Pipe()
+        shell.standardOutput = out
+        shell.standardError = err
+        try shell.run()
+        // Small outputs only: a pipe holds them while the other is read.
+        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        shell.waitUntilExit()
+        return (shell.terminationStatus, printed, errors)
+    }
+
     // MARK: Usage
 
     @Test("usage errors exit 64")
