@@ -26,14 +26,20 @@ enum StandardStream {
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written >= 0 { offset += written; continue }
-                if errno != EINTR { return errno }
+                if written > 0 { offset += written; continue }
+                if written < 0, errno == EINTR { continue }
+                return written < 0 ? errno : EIO // write(2) never takes nothing of a non-empty buffer
             }
             return nil
         }
         guard self == .output, let failure else { return }
         if failure == EPIPE {
+            // Default action, unblocked in this thread (Dispatch threads block some signals).
             signal(SIGPIPE, SIG_DFL)
+            var pipe = sigset_t()
+            sigemptyset(&pipe)
+            sigaddset(&pipe, SIGPIPE)
+            pthread_sigmask(SIG_UNBLOCK, &pipe, nil)
             raise(SIGPIPE)
         }
         StandardStream.error.write("tlsaudit: cannot write the output: \(String(cString: strerror(failure)))\n")
