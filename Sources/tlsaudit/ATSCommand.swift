@@ -46,7 +46,7 @@ struct ATSCommand: ParsableCommand {
             }
             out += "\nconclusion: \(diagnostics.recommendation)\n"
             if let plist = diagnostics.infoPlist { out += "\n" + plist }
-            print(out, terminator: "")
+            StandardStream.output.write(out)
         }
         if diagnostics.exitCode != 0 { throw ExitCode(diagnostics.exitCode) }
     }

@@ -42,8 +42,8 @@ struct DemoCommand: AsyncParsableCommand {
             database: database ?? directory.appendingPathComponent("tlsaudit-demo.sqlite").path,
             concurrency: 8, perHostConcurrency: 8, retention: 86_400, maxBackoff: 8, logLevel: "info",
             targets: lab.targets(interval: 2))
-        print("tlsaudit demo: \(lab.servers.count) TLS servers on 127.0.0.1 and one closed port; database \(configuration.database)")
-        print("running the service for \(cycles) cycle(s) of 2 s...\n")
+        StandardStream.output.write("tlsaudit demo: \(lab.servers.count) TLS servers on 127.0.0.1 and one closed port; database \(configuration.database)\n")
+        StandardStream.output.write("running the service for \(cycles) cycle(s) of 2 s...\n\n")
         let service = try ScanService(configuration: configuration, configurationPath: nil,
                                       logger: Logger(label: "tlsaudit"), shutdownGrace: 5)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
@@ -58,9 +58,9 @@ struct DemoCommand: AsyncParsableCommand {
             try await tasks.waitForAll()
         }
         let store = try SQLiteScanStore(path: configuration.database, create: false)
-        print(StatusTable.render(try store.status(), now: Date()))
-        print("See one target's scans:  tlsaudit history --database \(configuration.database) expired")
-        print("A compliance report:     tlsaudit report --database \(configuration.database) --since 1h [--format html --out demo.html]")
+        StandardStream.output.write(StatusTable.render(try store.status(), now: Date()) + "\n")
+        StandardStream.output.write("See one target's scans:  tlsaudit history --database \(configuration.database) expired\n")
+        StandardStream.output.write("A compliance report:     tlsaudit report --database \(configuration.database) --since 1h [--format html --out demo.html]\n")
     }
 }
 

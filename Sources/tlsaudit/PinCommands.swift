@@ -55,7 +55,7 @@ struct PinCommand: ParsableCommand {
             }
             domain = certificates.first?.0.subjectAlternativeNames.dns.first ?? domain
         }
-        print(PinReport.render(certificates, domain: domain), terminator: "")
+        StandardStream.output.write(PinReport.render(certificates, domain: domain))
     }
 }
 
@@ -137,7 +137,7 @@ struct PinsImportCommand: ParsableCommand {
         if let output {
             try yaml.write(toFile: output, atomically: true, encoding: .utf8)
         } else {
-            print(yaml, terminator: "")
+            StandardStream.output.write(yaml)
         }
     }
 }
@@ -169,8 +169,8 @@ struct AlertsCommand: ParsableCommand {
                 return [Timestamp.format(stored.alert.createdAt), stored.alert.severity.rawValue, stored.alert.kind.rawValue,
                         "\(stored.alert.target) \(stored.alert.address)", delivery, stored.alert.summary]
             }
-            print(alerts.isEmpty ? "no alerts\n" : TextTable.render(header: ["TIME", "SEVERITY", "KIND", "TARGET", "DELIVERY", "SUMMARY"], rows: rows),
-                  terminator: "")
+            StandardStream.output.write(alerts.isEmpty ? "no alerts\n"
+                : TextTable.render(header: ["TIME", "SEVERITY", "KIND", "TARGET", "DELIVERY", "SUMMARY"], rows: rows))
         }
     }
 }

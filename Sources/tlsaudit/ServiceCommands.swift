@@ -83,7 +83,7 @@ struct CheckConfigCommand: ParsableCommand {
             StandardStream.error.write("warning: \(warning)\n")
         }
         let groups = Set(configuration.targets.compactMap(\.group))
-        print("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(configuration.database)")
+        StandardStream.output.write("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(configuration.database)\n")
     }
 }
 
@@ -128,7 +128,7 @@ struct StatusCommand: ParsableCommand {
             let encoder = JSONDocumentEncoder.tlsaudit
             StandardStream.output.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
         case .text:
-            print(StatusTable.render(rows, now: Date()), terminator: "")
+            StandardStream.output.write(StatusTable.render(rows, now: Date()))
         }
         if rows.contains(where: { $0.status == .failed }) { throw ExitCode(2) }
         if rows.contains(where: { !$0.compliant }) { throw ExitCode(1) }
@@ -170,7 +170,7 @@ struct HistoryCommand: ParsableCommand {
         case .json:
             StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(entries) + Data("\n".utf8))
         case .text:
-            print(HistoryTable.render(entries), terminator: "")
+            StandardStream.output.write(HistoryTable.render(entries))
         }
     }
 }

@@ -54,7 +54,7 @@ struct VerifyCommand: ParsableCommand {
             StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8))
         case .text:
             let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-            print(VerifyTextRenderer.render(report, colour: colour), terminator: "")
+            StandardStream.output.write(VerifyTextRenderer.render(report, colour: colour))
         }
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
