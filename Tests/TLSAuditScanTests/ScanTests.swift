@@ -490,7 +490,7 @@ struct ScanTests {
                 "\(unwritable.stderr)")
     }
 
-    @Test("scan output into a pipe nobody reads ends by SIGPIPE with the results stored; a full disk behind > exits 2")
+    @Test("output into a pipe nobody reads ends by SIGPIPE with the results stored; a full disk behind > exits 2")
     func closedOrFullOutput() throws {
         let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
         defer { server.stop() }
@@ -515,6 +515,10 @@ struct ScanTests {
         let full = try bash("\(scan) > /dev/full")
         #expect(full.status == 2, "\(full.stderr)")
         #expect(full.stderr.contains("tlsaudit: cannot write the output: No space left on device"), "\(full.stderr)")
+        // The text tables too (they were written with `print`, whose failures went unnoticed).
+        let table = try bash("'\(CLI.binary)' status --database '\(database)' > /dev/full")
+        #expect(table.status == 2, "\(table.stderr)")
+        #expect(table.stderr.contains("cannot write the output: No space left on device"), "\(table.stderr)")
     }
 
     /// Runs a bash command line; its exit status and what it printed.
