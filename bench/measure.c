@@ -42,8 +42,10 @@ int main(int argc, char **argv) {
         return 71;
     }
     if (child == 0) {
-        dup2(out, 1);
-        dup2(err, 2);
+        if (dup2(out, 1) < 0 || dup2(err, 2) < 0) {
+            perror("measure: dup2");
+            _exit(127);
+        }
         execvp(argv[4], argv + 4);
         perror("measure: exec");
         _exit(127);

@@ -135,7 +135,12 @@ struct PinsImportCommand: ParsableCommand {
             StandardStream.error.write("note: no pinned domain covers \(host); it is left out\n")
         }
         if let output {
-            try yaml.write(toFile: output, atomically: true, encoding: .utf8)
+            do {
+                try yaml.write(toFile: output, atomically: true, encoding: .utf8)
+            } catch {
+                StandardStream.error.write("tlsaudit: cannot write \(output): \(error.localizedDescription)\n")
+                throw ExitCode(2)
+            }
         } else {
             StandardStream.output.write(yaml)
         }

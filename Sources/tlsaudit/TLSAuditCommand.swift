@@ -12,4 +12,16 @@ struct TLSAuditCommand: AsyncParsableCommand {
         subcommands: [ScanCommand.self, ATSCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
                       HistoryCommand.self, ReportCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, DemoCommand.self]
     )
+
+    /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command.
+    static func main() async {
+        StandardStream.prepare()
+        await runParsed(Self.self)
+    }
+}
+
+/// ArgumentParser's own `main` (a protocol extension method, so a generic call reaches it rather
+/// than the override above).
+private func runParsed<Command: AsyncParsableCommand>(_: Command.Type) async {
+    await Command.main()
 }

@@ -5,17 +5,34 @@ enum Terminal {
     static func isTTY(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }
 }
 
-/// Standard output and standard error, written with write(2) (after whatever `print` buffered).
+/// Standard output and standard error, written with write(2) (after whatever `print` buffered:
+/// ArgumentParser's help and usage text).
 ///
 /// When the reader of standard output has gone away (`tlsaudit scan ... | head`), the command ends
 /// as Unix filters do, killed by SIGPIPE (status 141 in a shell), and loses nothing: a scan's
 /// results are stored before its output is written. Any other failure to write the output (a full
 /// disk behind `>`) is reported on standard error and exits 2. Failures to write standard error
 /// are ignored: a warning nobody can read must not stop a command. (FileHandle's `write(_:)`
-/// traps on any of these, and SIGPIPE is ignored once a scanner exists, for its sockets' sake.)
+/// traps on any of these.)
 enum StandardStream {
     case output
     case error
+
+    /// Run first, before any file is opened: SIGPIPE is ignored (a closed pipe is an error of the
+    /// write, handled above for standard output; the scanner's sockets need that too), and a
+    /// standard descriptor the command was started without (`>&-`) is taken by /dev/null opened
+    /// read-only, so that no file or socket opened later becomes "standard output" (writes to it
+    /// then fail: "cannot write the output: Bad file descriptor", exit 2).
+    static func prepare() {
+        signal(SIGPIPE, SIG_IGN)
+        for descriptor in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(descriptor, F_GETFD) == -1 && errno == EBADF {
+            let placeholder = open("/dev/null", O_RDONLY)
+            if placeholder >= 0, placeholder != descriptor {
+                dup2(placeholder, descriptor)
+                close(placeholder)
+            }
+        }
+    }
 
     func write(_ text: String) { write(Data(text.utf8)) }
 
@@ -28,6 +45,12 @@ enum StandardStream {
                 let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
                 if written > 0 { offset += written; continue }
                 if written < 0, errno == EINTR { continue }
+                if written < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                    // A non-blocking descriptor (its reader set O_NONBLOCK on the pipe): wait for room.
+                    var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    if poll(&entry, 1, -1) >= 0 || errno == EINTR { continue }
+                    return errno
+                }
                 return written < 0 ? errno : EIO // write(2) never takes nothing of a non-empty buffer
             }
             return nil

@@ -519,13 +519,17 @@ struct ScanTests {
         let table = try bash("'\(CLI.binary)' status --database '\(database)' > /dev/full")
         #expect(table.status == 2, "\(table.stderr)")
         #expect(table.stderr.contains("cannot write the output: No space left on device"), "\(table.stderr)")
+        // Started without a standard output: nothing opened later takes its place.
+        let closed = try bash("'\(CLI.binary)' status --database '\(database)' >&-")
+        #expect(closed.status == 2, "\(closed.stderr)")
+        #expect(closed.stderr.contains("cannot write the output: Bad file descriptor"), "\(closed.stderr)")
     }
 
-    /// Runs a bash command line; its exit status and what it printed.
+    /// Runs a bash command line, killed after two minutes; its exit status and what it printed.
     private func bash(_ command: String) throws -> (status: Int32, stdout: String, stderr: String) {
         let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/bash")
-        shell.arguments = ["-c", command]
+        shell.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+        shell.arguments = ["-s", "KILL", "120", "/bin/bash", "-c", command]
         let out = Pipe()
         let err = Pipe()
         shell.standardOutput = out
