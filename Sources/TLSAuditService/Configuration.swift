@@ -715,17 +715,13 @@ struct ConfigurationParser {
     }
 
     /// A PEM file's absolute path; reported (and still returned) when it cannot be read.
-    private mutating func readableFile(_ node: Node, key: String) -> String? {
-        guard let path = string(node, "a PEM file path").map(absolutePath) else { return nil }
-        if !FileManager.default.isReadableFile(atPath: path) { report(node, "\(key) \(path) cannot be read") }
-        return path
-    }
-
     /// A `ca_file`'s absolute path; reported (and still returned) when it cannot be read or holds
     /// no certificate, so that a broken file stops the configuration, not a scan or a delivery.
     private mutating func certificateFile(_ node: Node) -> String? {
-        guard let path = readableFile(node, key: "ca_file") else { return nil }
-        if FileManager.default.isReadableFile(atPath: path), (try? CertificateFile.summaries(path: path))?.isEmpty ?? true {
+        guard let path = string(node, "a PEM file path").map(absolutePath) else { return nil }
+        if !FileManager.default.isReadableFile(atPath: path) {
+            report(node, "ca_file \(path) cannot be read")
+        } else if (try? CertificateFile.summaries(path: path))?.isEmpty ?? true {
             report(node, "ca_file \(path) holds no certificate (PEM or DER)")
         }
         return path
