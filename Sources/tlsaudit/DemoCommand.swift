@@ -36,7 +36,12 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         LogSetup.bootstrap(level: verbose ? "info" : "warning")
         let lab = try DemoLab()
-        defer { lab.stop() }
+        defer {
+            lab.stop()
+            // The directory holds the demo's CA file, and its database unless --database named one:
+            // kept then (the commands printed at the end read it), removed otherwise.
+            if database != nil { try? FileManager.default.removeItem(at: lab.directory) }
+        }
         let directory = lab.directory
         let configuration = ServiceConfiguration(
             database: database ?? directory.appendingPathComponent("tlsaudit-demo.sqlite").path,

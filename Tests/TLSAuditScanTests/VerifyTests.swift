@@ -222,7 +222,7 @@ struct PKITSTests {
         let directory = try Self.pkitsDirectory()
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         let rootDER = try Data(contentsOf: directory.appendingPathComponent("TrustAnchorRootCertificate.crt"))
-        let rootFile = FileManager.default.temporaryDirectory.appendingPathComponent("pkits-root-\(getpid()).der")
+        let rootFile = TestPKI.shared.directory.appendingPathComponent("pkits-root.der")
         try rootDER.write(to: rootFile)
         // TrustStore reads PEM or DER.
         let roots = try TrustStore(caFile: rootFile.path)

@@ -113,7 +113,7 @@ struct ConfigurationTests {
 
     @Test("check-config exits 64 and prints file:line for each error")
     func checkConfigBinary() throws {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString).yaml")
+        let file = try ServiceLab.shared.workspace("check-config").appendingPathComponent("bad.yaml")
         try "targets:\n  - host: a.example\n    policy: strict\n".write(to: file, atomically: true, encoding: .utf8)
         let output = try Binary.run(["check-config", file.path])
         #expect(output.status == 64)
@@ -133,9 +133,7 @@ struct SystemdUnitTests {
     func unitFile() throws -> URL {
         let source = ConfigurationTests.packageRoot.appendingPathComponent("systemd/tlsaudit.service")
         let text = try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/tlsaudit", with: Binary.path)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unit-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let unit = directory.appendingPathComponent("tlsaudit.service")
+        let unit = try ServiceLab.shared.workspace("unit").appendingPathComponent("tlsaudit.service")
         try text.write(to: unit, atomically: true, encoding: .utf8)
         return unit
     }
@@ -168,7 +166,7 @@ struct SystemdUnitTests {
 struct DemoTests {
     @Test("tlsaudit demo runs the real service and prints the status table")
     func demo() throws {
-        let database = FileManager.default.temporaryDirectory.appendingPathComponent("demo-\(UUID().uuidString).sqlite").path
+        let database = try ServiceLab.shared.workspace("demo").appendingPathComponent("demo.sqlite").path
         let output = try Binary.run(["demo", "--cycles", "2", "--database", database])
         #expect(output.status == 0, "\(output.stderr)")
         for line in ["good ", "expired ", "weak ", "wrong-name ", "closed-port "] {

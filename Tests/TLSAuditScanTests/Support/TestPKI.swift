@@ -26,6 +26,8 @@ struct TestPKI: Sendable {
         clientAuthority = try LabCertificateAuthority.selfSigned(.authority("client test CA"))
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-tests-\(getpid())-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Gone when the test process exits (a crashed run leaves it to look at).
+        atexit { try? FileManager.default.removeItem(at: TestPKI.shared.directory) }
         try root.pem.write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
         var clientRequest = LabCertificateRequest(commonName: "test client")
         clientRequest.extendedKeyUsage = "clientAuth"

@@ -29,6 +29,8 @@ struct ServiceLab: Sendable {
         expired = try intermediate.issue(request)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-service-tests-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Gone when the test process exits, with every workspace in it (a crashed run leaves it to look at).
+        atexit { try? FileManager.default.removeItem(at: ServiceLab.shared.directory) }
         try root.pem.write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
     }
 
