@@ -202,7 +202,7 @@ final class ReportScheduler: @unchecked Sendable {
         for format in schedule.formats {
             let path = URL(fileURLWithPath: schedule.directory).appendingPathComponent("\(stem).\(format.fileExtension)").path
             do {
-                try ReportGenerator.write(try ReportRenderer.render(report, as: format), to: path)
+                try OutputFile.write(try ReportRenderer.render(report, as: format), to: path)
                 files.append(path)
             } catch {
                 logger.error("scheduled report: cannot write a file", metadata: [

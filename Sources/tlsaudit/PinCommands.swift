@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditReport
 import TLSAuditService
 import TLSAuditStore
 
@@ -136,7 +137,7 @@ struct PinsImportCommand: ParsableCommand {
         }
         if let output {
             do {
-                try yaml.write(toFile: output, atomically: true, encoding: .utf8)
+                try OutputFile.write(yaml, to: output)
             } catch {
                 StandardStream.error.write("tlsaudit: cannot write \(output): \(error.localizedDescription)\n")
                 throw ExitCode(2)

@@ -67,7 +67,7 @@ struct ReportCommand: ParsableCommand {
             return
         }
         do {
-            try ReportGenerator.write(content, to: out)
+            try OutputFile.write(content, to: out)
         } catch {
             StandardStream.error.write("tlsaudit: cannot write \(out): \(error.localizedDescription)\n")
             throw ExitCode(2)

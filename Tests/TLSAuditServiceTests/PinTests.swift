@@ -41,6 +41,34 @@ struct PinTests {
         #expect(empty.stderr.contains("NSPinnedDomains/broken.example.com/NSPinnedLeafIdentities is empty"))
     }
 
+    @Test("pins import --output: a new file in a new directory, a symlink's target, /dev/stdout; an unwritable file exits 2")
+    func importOutput() throws {
+        let plist = Self.fixtures.appendingPathComponent("ATS-only.plist").path
+        let expected = try Binary.run(["pins", "import", plist]).stdout
+        #expect(expected.contains("pinned:pinned.example.org"))
+        let workspace = try lab.workspace("pins-output")
+
+        let nested = workspace.appendingPathComponent("new/pins.yaml").path
+        let written = try Binary.run(["pins", "import", plist, "--output", nested])
+        #expect(written.status == 0 && written.stdout.isEmpty, "\(written.stderr)")
+        #expect(try String(contentsOfFile: nested, encoding: .utf8) == expected)
+
+        let target = workspace.appendingPathComponent("target.yaml").path
+        try "old\n".write(toFile: target, atomically: true, encoding: .utf8)
+        let link = workspace.appendingPathComponent("link.yaml").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        #expect(try Binary.run(["pins", "import", plist, "--output", link]).status == 0)
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == expected, "the link's target is replaced")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target, "the link stays")
+
+        let device = try Binary.run(["pins", "import", plist, "--output", "/dev/stdout"])
+        #expect(device.status == 0 && device.stdout == expected, "\(device.stderr)")
+
+        let unwritable = try Binary.run(["pins", "import", plist, "--output", "/proc/tlsaudit-pins.yaml"])
+        #expect(unwritable.status == 2)
+        #expect(unwritable.stderr.contains("tlsaudit: cannot write /proc/tlsaudit-pins.yaml"), "\(unwritable.stderr)")
+    }
+
     @Test("tlsaudit pin prints both pin forms per certificate; scan --pin checks them")
     func pinCommandAndScan() throws {
         let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]))

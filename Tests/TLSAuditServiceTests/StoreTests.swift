@@ -72,7 +72,7 @@ struct StoreTests {
         let stored = try store.status().sorted { $0.target < $1.target }
         #expect(stored.count == 4)
         for (index, row) in stored.enumerated() {
-            let loaded = try #require(try store.result(observationID: try #require(row.lastObservationID)))
+            let loaded = try #require(try store.result(observationID: row.lastObservationID))
             #expect(loaded.handshake == scans[index].handshake)
         }
     }

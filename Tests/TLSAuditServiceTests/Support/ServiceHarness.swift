@@ -116,7 +116,7 @@ final class ServiceProcess: @unchecked Sendable {
     init(config: String, workspace: URL, environment: [String: String] = [:], extraArguments: [String] = [],
          launcher: [String] = []) throws {
         logFile = workspace.appendingPathComponent("service-\(UUID().uuidString.prefix(6)).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let command = launcher + [Binary.path, "serve", "--config", config] + extraArguments
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
