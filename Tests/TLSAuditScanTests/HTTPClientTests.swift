@@ -90,6 +90,10 @@ struct HTTPClientTests {
         let viaTunnel = HTTPProxySettings(httpsProxy: "127.0.0.1:\(tunnel.port)")
         #expect(try post("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile, proxies: viaTunnel).status == 200)
         #expect(tunnel.requests.first?.hasPrefix("CONNECT 127.0.0.1:\(server.port) HTTP/1.1\r\n") == true)
+        // A proxy whose answer ends its lines with a bare LF: the tunnel starts after its blank line.
+        let bareLF = try LabConnectProxy(lineEnd: "\n")
+        #expect(try post("https://127.0.0.1:\(server.port)/", caFile: TestPKI.shared.rootFile,
+                         proxies: HTTPProxySettings(httpsProxy: "127.0.0.1:\(bareLF.port)")).status == 200)
 
         // A proxy that is not there, bypassed by no_proxy.
         let dead = try LabPorts.unusedPort()

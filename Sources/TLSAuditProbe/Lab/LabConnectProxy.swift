@@ -16,7 +16,8 @@ public final class LabConnectProxy: Sendable {
         let heads = Mutex<[String]>([])
     }
 
-    public init() throws {
+    /// `lineEnd`: what ends the lines of the proxy's answers ("\n" for a proxy that sends bare LF).
+    public init(lineEnd: String = "\r\n") throws {
         let log = self.log
         listener = try LabListener(address: "127.0.0.1") { client in
             defer { close(client) }
@@ -38,7 +39,7 @@ public final class LabConnectProxy: Sendable {
                 Self.reply(client, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
                 return
             }
-            Self.reply(client, "HTTP/1.1 200 Connection established\r\n\r\n")
+            Self.reply(client, "HTTP/1.1 200 Connection established" + lineEnd + lineEnd)
             Self.relay(client, upstream)
         }
         port = listener.port

@@ -147,9 +147,10 @@ public enum HTTPClient {
         guard socket.send(Array(request.utf8), until: deadline) else {
             throw HTTPRequestFailure("the proxy \(proxy.display) closed the connection")
         }
-        // Byte by byte up to the blank line: whatever follows it belongs to the TLS handshake.
+        // Byte by byte up to the blank line, CRLF or bare LF as `headerBlockEnd` takes it: whatever
+        // follows belongs to the TLS handshake.
         var header: [UInt8] = []
-        while !header.ends(with: [13, 10, 13, 10]) {
+        while !(header.ends(with: [10, 10]) || header.ends(with: [10, 13, 10])) {
             let byte = socket.receive(atLeast: 1, until: deadline, maximum: 1)
             guard !byte.isEmpty, header.count < 16_384 else {
                 throw HTTPRequestFailure("the proxy \(proxy.display) did not answer the CONNECT request")
