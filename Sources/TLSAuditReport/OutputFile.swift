@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// An output file named on the command line or in the configuration: a report (`report --out`, the
 /// scheduled reports) or the YAML of `pins import --output`.

@@ -3,7 +3,7 @@ import Logging
 import Synchronization
 public import TLSAuditCore
 import TLSAuditProbe
-public import TLSAuditStore
+import TLSAuditStore
 
 /// Where alerts go. Names are the keys of delivery state in the database.
 public struct SinkConfiguration: Sendable, Hashable {

@@ -1,10 +1,10 @@
-public import Foundation
+import Foundation
 public import Logging
 public import ServiceLifecycle
 import Synchronization
 import TLSAuditCore
 import TLSAuditProbe
-public import TLSAuditStore
+import TLSAuditStore
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads

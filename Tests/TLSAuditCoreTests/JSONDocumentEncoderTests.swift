@@ -64,7 +64,7 @@ struct JSONDocumentEncoderTests {
 
     static let sample = Sample(
         someValue: 10.0,
-        doubles: [1.5, 0.1, 1e20, 1e-7, -0.0, 123_456_789.125, 1.0 / 3, 1_700_000_000.123, 2e16, 12_345_678_901_234_567, -3, .pi],
+        doubles: [1.5, 0.1, 1e20, 1e-7, -0.0, 123_456_789.125, 1.0 / 3, 1_700_000_000.123, 2e16, 1.2345678901234568e16, -3, .pi],
         text: "a\"b\\c/d\u{0}\u{1}\u{7}\u{8}\u{9}\u{a}\u{b}\u{c}\u{d}\u{1b}\u{1f}\u{7f}é€😀\u{2028}\u{202e}<script>",
         date: Date(timeIntervalSince1970: 1_700_000_000.75),
         oldDate: Date(timeIntervalSince1970: -631_152_000.5),

@@ -92,7 +92,7 @@ struct ConfigurationTests {
                 _ = try ServiceConfiguration.parse(yaml: "targets:\n  - host: a.example\n    trust: {ca_file: \(file)}\n",
                                                    file: "test.yaml", baseDirectory: directory.path)
                 return []
-            } catch let error as ConfigurationErrors {
+            } catch {
                 return error.errors
             }
         }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What the store remembers of a target address between scans (the inputs of change detection).
 public struct AddressMemory: Hashable, Sendable {

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// One suite a server accepted, with what the handshake showed.
 public struct AcceptedSuite: Hashable, Codable, Sendable {

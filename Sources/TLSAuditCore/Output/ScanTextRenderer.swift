@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// Renders a scan report as readable text: one block per target and address, the chain,
 /// then findings, most severe first. ANSI colour only when asked (the CLI asks on a TTY).

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// AFNetworking's AFSSLPinningMode.
 public enum PinMode: String, Codable, Sendable, CaseIterable {

@@ -80,7 +80,8 @@ public enum HostnameMatcher {
 
     private static func format<T>(family: Int32, _ address: inout T, length: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(length))
-        guard inet_ntop(family, &address, &buffer, socklen_t(length)) != nil else { return nil }
+        let formatted = withUnsafeMutableBytes(of: &address) { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(length)) }
+        guard formatted != nil else { return nil }
         return buffer.nulTerminatedString
     }
 }

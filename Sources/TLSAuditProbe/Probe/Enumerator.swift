@@ -1,6 +1,6 @@
 import COpenSSL
 import Synchronization
-public import Foundation
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
