@@ -115,10 +115,11 @@ public struct ServiceConfiguration: Sendable, Hashable {
 
     /// Reads and validates a YAML file. Every problem is reported, each with file, line and what was expected.
     public static func load(path: String) throws(ConfigurationErrors) -> ServiceConfiguration {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationErrors([ConfigurationError(file: path, line: nil, message: "cannot read the file")])
+        let bytes: [UInt8]
+        do { bytes = try InputLimits.read(path, limit: InputLimits.configurationBytes, what: "configuration file") } catch {
+            throw ConfigurationErrors([ConfigurationError(file: path, line: nil, message: error.description)])
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigurationErrors([ConfigurationError(file: path, line: nil, message: "the file is not UTF-8 text")])
         }
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -263,6 +264,9 @@ struct ConfigurationParser {
         }
         if mapping["targets"] == nil && mapping["groups"] == nil {
             report(root, "no targets: add a 'targets' list (or 'groups')")
+        }
+        if targets.count > InputLimits.targets {
+            report(root, "\(targets.count) targets; tlsaudit takes at most \(InputLimits.targets) in one configuration")
         }
         var seen: [String: Int] = [:]
         for (index, target) in targets.enumerated() {

@@ -82,7 +82,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     /// their pending deliveries, and updates the state: all in the caller's transaction.
     private static func insert(_ scan: StoredScan, alerting: AlertSettings?,
                                handshakeJSON: (HandshakeObservation) throws -> String, into db: Database) throws -> [Alert] {
-        let result = scan.result
+        // The per-scan budget holds whoever made the result (README, "How it behaves").
+        let result = scan.result.withinBudget()
         let chain = result.chain
         var seen = Set<String>()
         for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? [])
@@ -462,6 +463,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             chain: chain, findings: findings,
             ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
                             rules: status == .failed ? [:] : rules, failedRules: failedRules))
+            .withinBudget() // Records stored before the budget existed are bounded when read.
     }
 
     // MARK: - Scheduled reports

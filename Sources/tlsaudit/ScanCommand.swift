@@ -169,8 +169,12 @@ struct ScanCommand: ParsableCommand {
         do {
             for text in targets { parsed.append(try ScanTarget.parse(text)) }
             if let targetsFile {
-                guard let contents = try? String(contentsOfFile: targetsFile, encoding: .utf8) else {
-                    throw ValidationError("cannot read --targets-file \(targetsFile)")
+                let bytes: [UInt8]
+                do { bytes = try InputLimits.read(targetsFile, limit: InputLimits.configurationBytes, what: "--targets-file") } catch {
+                    throw ValidationError(error.description)
+                }
+                guard let contents = String(validating: bytes, as: UTF8.self) else {
+                    throw ValidationError("--targets-file \(targetsFile) is not UTF-8 text")
                 }
                 parsed += try ScanTarget.parseList(contents).map { target in
                     var target = target
@@ -182,6 +186,9 @@ struct ScanCommand: ParsableCommand {
             throw ValidationError(error.description)
         }
         guard !parsed.isEmpty else { throw ValidationError("no targets (the targets file is empty)") }
+        guard parsed.count <= InputLimits.targets else {
+            throw ValidationError("\(parsed.count) targets; tlsaudit scans at most \(InputLimits.targets) in one run")
+        }
         let destinations: [ConnectAddress]
         do {
             destinations = try connectTo.map { text throws(ScanTarget.ParseError) in try ConnectAddress.parse(text) }

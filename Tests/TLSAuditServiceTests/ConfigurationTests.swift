@@ -120,6 +120,32 @@ struct ConfigurationTests {
         #expect(output.stderr.contains("\(file.path):3: policy 'strict' is not one of ats, ats-runtime, apple-trust"))
     }
 
+    @Test("check-config refuses a configuration over 4 MiB or 100,000 targets quickly, with the reason")
+    func inputLimits() throws {
+        let directory = try ServiceLab.shared.workspace("input-limits")
+        // 100,001 short targets fit in 4 MiB: refused for their number.
+        let many = directory.appendingPathComponent("many.yaml")
+        try ("targets:\n" + (0...InputLimits.targets).map { "  - h\($0).example\n" }.joined()).write(to: many, atomically: true, encoding: .utf8)
+        var started = ContinuousClock.now
+        let counted = try Binary.run(["check-config", many.path])
+        let countedTime = ContinuousClock.now - started
+        #expect(counted.status == 64)
+        #expect(counted.stderr.contains("100001 targets; tlsaudit takes at most 100000 in one configuration"), "\(counted.stderr.prefix(500))")
+        #expect(countedTime < .seconds(30), "took \(countedTime)")
+        // Over 4 MiB: refused before parsing (a million targets took 4.3 s and 677 MiB).
+        let large = directory.appendingPathComponent("large.yaml")
+        try ("targets:\n" + String(repeating: "  - a-rather-long-host-name-for-a-target.example:443\n", count: 90_000))
+            .write(to: large, atomically: true, encoding: .utf8)
+        started = ContinuousClock.now
+        let sized = try Binary.run(["check-config", large.path])
+        let sizedTime = ContinuousClock.now - started
+        #expect(sized.status == 64)
+        #expect(sized.stderr.contains("is larger than 4 MiB, the most tlsaudit reads"), "\(sized.stderr.prefix(500))")
+        #expect(sizedTime < .seconds(2), "took \(sizedTime)")
+        let missing = try Binary.run(["check-config", directory.appendingPathComponent("absent.yaml").path])
+        #expect(missing.stderr.contains("No such file or directory"), "\(missing.stderr)")
+    }
+
     @Test("durations", arguments: [("500ms", 0.5), ("30s", 30.0), ("5m", 300.0), ("2h", 7200.0), ("7d", 604_800.0), ("45", 45.0)])
     func durations(text: String, seconds: Double) throws {
         let configuration = try parse("targets:\n  - {host: a.example, interval: \(text)}\n")

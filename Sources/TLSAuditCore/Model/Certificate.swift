@@ -187,9 +187,9 @@ public struct CertificateSummary: Hashable, Codable, Sendable, RepeatedlyEncodab
         }.joined(separator: ":")
     }
 
-    /// A short name for messages: the CN when present, else the whole subject.
+    /// A short name for messages: the CN when present, else the subject (at most 200 characters).
     public var displayName: String {
-        if let commonName, !commonName.isEmpty { return commonName }
-        return subject.isEmpty ? "(empty subject)" : subject
+        if let commonName, !commonName.isEmpty { return RecordBudget.clamp(commonName, to: 200) }
+        return subject.isEmpty ? "(empty subject)" : RecordBudget.clamp(subject, to: 200)
     }
 }

@@ -71,6 +71,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let chainOrder: FindingID = "chain.order"
     public static let chainExtraCertificates: FindingID = "chain.extra-certificates"
     public static let chainRootSent: FindingID = "chain.root-sent"
+    /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
+    public static let chainOversized: FindingID = "chain.oversized"
 }
 
 /// One problem (or observation) about a probed address.
@@ -80,14 +82,14 @@ public struct Finding: Hashable, Codable, Sendable {
     public var severity: Severity
     /// Position in the certificate path (0 = leaf) when the finding is about one certificate.
     public var depth: Int?
-    /// One plain sentence for a human.
+    /// One plain sentence for a human, at most `RecordBudget.messageCharacters` long.
     public var message: String
 
     public init(_ id: FindingID, _ severity: Severity, depth: Int? = nil, _ message: String) {
         self.id = id
         self.severity = severity
         self.depth = depth
-        self.message = message
+        self.message = RecordBudget.clamp(message)
     }
 }
 

@@ -66,7 +66,7 @@ extension PinPolicy {
             let cas = chain.dropFirst()
             if !caIdentities.isEmpty {
                 guard let ca = cas.first(where: { caIdentities.contains($0.spkiSHA256) }) else {
-                    let shown = cas.map { "\($0.displayName) sha256/\($0.spkiSHA256)" }.joined(separator: "; ")
+                    let shown = RecordBudget.list(cas.map { "\($0.displayName) sha256/\($0.spkiSHA256)" }, separator: "; ")
                     return result(.mismatch, "no CA of the chain is in NSPinnedCAIdentities (CAs seen: \(shown.isEmpty ? "none" : shown))")
                 }
                 return result(.match, "CA \(ca.displayName) matches a pinned CA identity", matched: "sha256/\(ca.spkiSHA256)")

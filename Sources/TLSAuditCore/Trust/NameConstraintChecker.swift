@@ -5,50 +5,140 @@ import Glibc
 
 /// RFC 5280 name constraints for the names TLS uses: dNSName and iPAddress subtrees, applied to
 /// subjectAltNames only (never to the CN, which OpenSSL also checks when no DNS SAN exists).
-enum NameConstraintChecker {
-    /// The names of `certificate` that `constraints` forbid, with the reason.
-    static func violations(of constraints: NameConstraints, in certificate: CertificateSummary) -> [String] {
-        var problems: [String] = []
+///
+/// DNS subtrees are indexed by name, so checking a name costs its number of labels whatever the
+/// number of subtrees (a hostile CA may carry thousands). IP ranges are compared pairwise, within
+/// `RecordBudget.nameConstraintComparisons`.
+struct NameConstraintChecker {
+    /// What one certificate's names did wrong against one CA's constraints.
+    struct Violations {
+        var outsidePermittedDNS: [String] = []
+        var excludedDNS: [(name: String, subtree: String)] = []
+        var outsidePermittedIP: [String] = []
+        var excludedIP: [(address: String, range: String)] = []
+        /// Set when the names and ranges were too many to compare.
+        var tooMany: (addresses: Int, ranges: Int)?
+
+        var isEmpty: Bool {
+            outsidePermittedDNS.isEmpty && excludedDNS.isEmpty && outsidePermittedIP.isEmpty && excludedIP.isEmpty && tooMany == nil
+        }
+    }
+
+    let constraints: NameConstraints
+    /// `example.com`: the name and its subdomains. Normalized form to the subtree as written.
+    private let permittedWithSelf: [String: String]
+    /// `.example.com`, kept as `example.com`: its subdomains only.
+    private let permittedBelow: [String: String]
+    private let excludedWithSelf: [String: String]
+    private let excludedBelow: [String: String]
+    /// An empty subtree covers every name.
+    private let permitsAnyName: Bool
+    private let excludesAnyName: Bool
+    /// The parent of each excluded subtree (`example.com` for `secret.example.com`): a wildcard
+    /// `*.example.com` reaches into it.
+    private let excludedParents: [String: String]
+
+    init(_ constraints: NameConstraints) {
+        self.constraints = constraints
+        func index(_ subtrees: [String]) -> (withSelf: [String: String], below: [String: String], any: Bool) {
+            var withSelf: [String: String] = [:], below: [String: String] = [:], any = false
+            for subtree in subtrees {
+                let normalized = HostnameMatcher.normalize(subtree)
+                if normalized.isEmpty { any = true } else if normalized.hasPrefix(".") {
+                    below[String(normalized.dropFirst()), default: subtree] = subtree
+                } else {
+                    withSelf[normalized, default: subtree] = subtree
+                }
+            }
+            return (withSelf, below, any)
+        }
+        (permittedWithSelf, permittedBelow, permitsAnyName) = index(constraints.permittedDNS)
+        (excludedWithSelf, excludedBelow, excludesAnyName) = index(constraints.excludedDNS)
+        var parents: [String: String] = [:]
+        for subtree in constraints.excludedDNS {
+            let trimmed = HostnameMatcher.normalize(subtree).trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            guard let dot = trimmed.firstIndex(of: ".") else { continue }
+            parents[String(trimmed[trimmed.index(after: dot)...]), default: subtree] = subtree
+        }
+        excludedParents = parents
+    }
+
+    /// The names of `certificate` that the constraints forbid.
+    func violations(in certificate: CertificateSummary) -> Violations {
+        var found = Violations()
         let names = certificate.subjectAlternativeNames
         for name in names.dns {
-            if !constraints.permittedDNS.isEmpty, !constraints.permittedDNS.contains(where: { dnsName(name, within: $0) }) {
-                problems.append("\(name) is outside the permitted DNS subtrees (\(constraints.permittedDNS.joined(separator: ", ")))")
+            let normalized = HostnameMatcher.normalize(name)
+            if !constraints.permittedDNS.isEmpty, !permitsAnyName,
+               Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil {
+                found.outsidePermittedDNS.append(name)
             }
-            if let excluded = constraints.excludedDNS.first(where: { dnsName(name, within: $0) || wildcard(name, covers: $0) }) {
-                problems.append("\(name) is inside the excluded DNS subtree \(excluded)")
+            if let subtree = excludedSubtree(covering: normalized) {
+                found.excludedDNS.append((name, subtree))
             }
+        }
+        let ranges = constraints.permittedIP.count + constraints.excludedIP.count
+        if names.ip.count * ranges > RecordBudget.nameConstraintComparisons {
+            found.tooMany = (names.ip.count, ranges)
+            return found
         }
         for address in names.ip {
             let sameFamily = { (cidr: String) in cidr.contains(":") == address.contains(":") }
             // Any permitted IP range constrains every address: one of the other family matches none.
             let permitted = constraints.permittedIP
             if !permitted.isEmpty, !permitted.contains(where: { HostnameMatcher.ip(address, within: $0) }) {
-                problems.append("\(address) is outside the permitted IP ranges (\(permitted.joined(separator: ", ")))")
+                found.outsidePermittedIP.append(address)
             }
             if let excluded = constraints.excludedIP.filter(sameFamily).first(where: { HostnameMatcher.ip(address, within: $0) }) {
-                problems.append("\(address) is inside the excluded IP range \(excluded)")
+                found.excludedIP.append((address, excluded))
             }
         }
-        return problems
+        return found
     }
 
-    /// `example.com` covers itself and its subdomains; `.example.com` only its subdomains.
-    static func dnsName(_ name: String, within constraint: String) -> Bool {
-        let name = HostnameMatcher.normalize(name)
-        let constraint = HostnameMatcher.normalize(constraint)
-        guard !constraint.isEmpty else { return true }
-        if constraint.hasPrefix(".") { return name.hasSuffix(constraint) }
-        return name == constraint || name.hasSuffix("." + constraint)
+    /// The excluded subtree that covers `name`, or that a wildcard `name` reaches into.
+    private func excludedSubtree(covering name: String) -> String? {
+        if excludesAnyName, let any = constraints.excludedDNS.first(where: { HostnameMatcher.normalize($0).isEmpty }) { return any }
+        if let subtree = Self.subtree(covering: name, withSelf: excludedWithSelf, below: excludedBelow) { return subtree }
+        if name.hasPrefix("*.") { return excludedParents[String(name.dropFirst(2))] }
+        return nil
     }
 
-    /// A wildcard SAN reaches into an excluded subtree below its base (`*.example.com` can
-    /// stand for `secret.example.com`).
-    static func wildcard(_ name: String, covers constraint: String) -> Bool {
-        let name = HostnameMatcher.normalize(name)
-        guard name.hasPrefix("*.") else { return false }
-        let base = String(name.dropFirst(2))
-        let constraint = HostnameMatcher.normalize(constraint).trimmingCharacters(in: CharacterSet(charactersIn: "."))
-        guard let dot = constraint.firstIndex(of: ".") else { return false }
-        return String(constraint[constraint.index(after: dot)...]) == base
+    /// The subtree covering the normalized `name`: the name itself in `withSelf`, or any of its
+    /// parent domains in `withSelf` or `below`.
+    private static func subtree(covering name: String, withSelf: [String: String], below: [String: String]) -> String? {
+        if let subtree = withSelf[name] { return subtree }
+        var rest = name[...]
+        while let dot = rest.firstIndex(of: ".") {
+            rest = rest[rest.index(after: dot)...]
+            let parent = String(rest)
+            if let subtree = withSelf[parent] ?? below[parent] { return subtree }
+        }
+        return nil
+    }
+
+    /// One sentence for a finding, naming a few names and subtrees and counting the rest.
+    func describe(_ found: Violations) -> String {
+        var parts: [String] = []
+        if !found.outsidePermittedDNS.isEmpty {
+            parts.append("\(Self.count(found.outsidePermittedDNS.count, "name")) outside the permitted DNS subtrees (\(RecordBudget.list(constraints.permittedDNS))): \(RecordBudget.list(found.outsidePermittedDNS))")
+        }
+        if !found.excludedDNS.isEmpty {
+            parts.append("\(Self.count(found.excludedDNS.count, "name")) inside excluded DNS subtrees: \(RecordBudget.list(found.excludedDNS.map { "\($0.name) (in \($0.subtree))" }))")
+        }
+        if !found.outsidePermittedIP.isEmpty {
+            parts.append("\(Self.count(found.outsidePermittedIP.count, "address", "addresses")) outside the permitted IP ranges (\(RecordBudget.list(constraints.permittedIP))): \(RecordBudget.list(found.outsidePermittedIP))")
+        }
+        if !found.excludedIP.isEmpty {
+            parts.append("\(Self.count(found.excludedIP.count, "address", "addresses")) inside excluded IP ranges: \(RecordBudget.list(found.excludedIP.map { "\($0.address) (in \($0.range))" }))")
+        }
+        if let tooMany = found.tooMany {
+            parts.append("\(tooMany.addresses.grouped) IP addresses against \(tooMany.ranges.grouped) IP ranges are too many to check (more than \(RecordBudget.nameConstraintComparisons.grouped) comparisons; OpenSSL refuses such a chain too)")
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    private static func count(_ number: Int, _ singular: String, _ plural: String? = nil) -> String {
+        number == 1 ? "1 \(singular) is" : "\(number.grouped) \(plural ?? singular + "s") are"
     }
 }

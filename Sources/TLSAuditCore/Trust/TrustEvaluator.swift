@@ -46,7 +46,7 @@ public enum TrustEvaluator {
         }
         for (depth, certificate) in path.enumerated() where !certificate.unhandledCriticalExtensions.isEmpty {
             findings.appendUnique(Finding(.trustUnknownCriticalExtension, .error, depth: depth,
-                "\(certificate.displayName) has critical extensions no client understands: \(certificate.unhandledCriticalExtensions.joined(separator: ", "))."))
+                "\(certificate.displayName) has critical extensions no client understands: \(RecordBudget.list(certificate.unhandledCriticalExtensions))."))
         }
         checkAppleLeafRules(leaf, publicTrust: context.publicTrust, into: &findings)
         if !building.anchored, !findings.contains(where: { $0.severity == .error }) {
@@ -113,6 +113,10 @@ public enum TrustEvaluator {
         case .policy:
             return Finding(.trustPolicy, .error, depth: issue.depth,
                            "Certificate policy processing fails: \(issue.detail).")
+        case .other where issue.code == 1 && path.contains(where: { $0.nameConstraints != nil }):
+            // OpenSSL's X509_V_ERR_UNSPECIFIED from name-constraint checking: more than 2^20 name and subtree pairs.
+            return Finding(.trustInvalid, .error, depth: issue.depth,
+                           "OpenSSL refuses to check \(name)'s names against this many name constraints (verify error 1); clients built on it refuse the chain.")
         case .other:
             return Finding(.trustInvalid, .error, depth: issue.depth,
                            "\(name): \(issue.detail) (OpenSSL verify error \(issue.code)).")
@@ -168,11 +172,12 @@ public enum TrustEvaluator {
     static func checkNameConstraints(_ path: [CertificateSummary], into findings: inout [Finding]) {
         for (caDepth, ca) in path.enumerated() {
             guard let constraints = ca.nameConstraints else { continue }
+            let checker = NameConstraintChecker(constraints)
             for depth in 0..<caDepth {
-                let problems = NameConstraintChecker.violations(of: constraints, in: path[depth])
-                guard !problems.isEmpty else { continue }
+                let violations = checker.violations(in: path[depth])
+                guard !violations.isEmpty else { continue }
                 findings.appendUnique(Finding(.trustNameConstraints, .error, depth: depth,
-                    "\(path[depth].displayName) violates the name constraints of \(ca.displayName): \(problems.joined(separator: "; "))."))
+                    "\(path[depth].displayName) violates the name constraints of \(ca.displayName): \(checker.describe(violations))."))
             }
         }
     }
@@ -184,7 +189,7 @@ public enum TrustEvaluator {
         for (depth, certificate) in checked.enumerated() {
             guard let usages = certificate.extendedKeyUsage else { continue }
             if usages.contains("serverAuth") || usages.contains("anyExtendedKeyUsage") { continue }
-            let listed = usages.isEmpty ? "an empty list" : usages.joined(separator: ", ")
+            let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
             findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
                 "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
         }
@@ -199,10 +204,8 @@ public enum TrustEvaluator {
             return
         }
         guard !HostnameMatcher.matches(host: hostname, names: names) else { return }
-        let listed = (names.dns + names.ip).prefix(10).joined(separator: ", ")
-        let more = names.dns.count + names.ip.count > 10 ? ", ..." : ""
         findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
-            "\(hostname) does not match the leaf's subjectAltNames (\(listed)\(more))."))
+            "\(hostname) does not match the leaf's subjectAltNames (\(RecordBudget.list(names.dns + names.ip, limit: 10)))."))
     }
 
     /// How the server presents its chain: order, extras, a root sent along.
@@ -217,7 +220,7 @@ public enum TrustEvaluator {
         }
         let extras = presented.enumerated().filter { !pathFingerprints.contains($0.element.sha256Fingerprint) }
         if !extras.isEmpty, building.anchored {
-            let names = extras.map { "#\($0.offset) \($0.element.displayName)" }.joined(separator: ", ")
+            let names = RecordBudget.list(extras.map { "#\($0.offset) \($0.element.displayName)" })
             findings.append(Finding(.chainExtraCertificates, .info,
                 "The server sends certificates that are not part of the path: \(names)."))
         }

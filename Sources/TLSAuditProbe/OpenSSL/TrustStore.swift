@@ -80,11 +80,13 @@ public final class TrustStore: @unchecked Sendable {
 /// Reads certificates from PEM or DER files.
 public enum CertificateFile {
     /// Every certificate in a PEM file (several allowed) or a single DER certificate.
+    /// Files are read up to `InputLimits.certificateFileBytes` and `InputLimits.certificatesPerFile`.
     static func load(path: String) throws -> [X509Certificate] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw OpenSSLFailure("cannot read \(path)")
+        let bytes: [UInt8]
+        do { bytes = try InputLimits.read(path, limit: InputLimits.certificateFileBytes, what: "certificate file") } catch {
+            throw OpenSSLFailure(error.description)
         }
-        return try parse(Array(data), name: path)
+        return try parse(bytes, name: path)
     }
 
     static func parse(_ bytes: [UInt8], name: String) throws -> [X509Certificate] {
@@ -94,6 +96,10 @@ public enum CertificateFile {
             var certificates: [X509Certificate] = []
             while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
                 certificates.append(X509Certificate(takingOwnershipOf: certificate))
+                if certificates.count > InputLimits.certificatesPerFile {
+                    OpenSSLErrors.clear()
+                    throw OpenSSLFailure("\(name) holds more than \(InputLimits.certificatesPerFile) certificates, the most tlsaudit reads from one file")
+                }
             }
             OpenSSLErrors.clear() // The loop ends on a "no start line" error.
             guard !certificates.isEmpty else { throw OpenSSLFailure("\(name): no readable PEM certificate") }

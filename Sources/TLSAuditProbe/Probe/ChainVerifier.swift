@@ -8,7 +8,11 @@ public enum ChainVerifier {
     public static func verify(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
                               toolVersion: String) throws -> VerifyReport {
         var certificates: [X509Certificate] = []
-        for file in files { certificates += try CertificateFile.load(path: file) }
+        var seen = Set<[UInt8]>()
+        for file in files {
+            // A certificate given twice (repeated chains, a bundle and its parts) is one candidate for path building.
+            certificates += try CertificateFile.load(path: file).filter { seen.insert($0.der).inserted }
+        }
         guard !certificates.isEmpty else { throw OpenSSLFailure("no certificate in \(files.joined(separator: ", "))") }
         let presented = certificates.map { $0.summary().judged(at: time) }
         let leafIndex = chosenLeaf.map { min(max(0, $0), presented.count - 1) } ?? chooseLeaf(presented, host: host)
@@ -23,11 +27,13 @@ public enum ChainVerifier {
         let trust = TrustEvaluator.evaluate(presented: ordered, building: building, context: context)
             .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
         let policy = CompliancePolicy.appleTrust
-        let findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust)
-        let chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                trustStore: roots.label, issues: building.issues)
+        var findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust)
+        let verdict = policy.verdict(from: findings)
+        var chain: ChainReport? = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
+                                              trustStore: roots.label, issues: building.issues)
+        RecordBudget.bound(chain: &chain, findings: &findings)
         return VerifyReport(toolVersion: toolVersion, evaluatedAt: time, inputs: files, host: host, leafIndex: leafIndex,
-                            chain: chain, findings: findings, verdict: policy.verdict(from: findings))
+                            chain: chain!, findings: findings, verdict: verdict)
     }
 
     /// The leaf: a certificate that issued none of the others, preferring one that matches

@@ -261,7 +261,7 @@ public final class TLSScanner: Sendable {
                                  status: attempt.failure == nil ? .completed : .failed, startedAt: started,
                                  durationMs: durationMs, handshake: attempt.observation,
                                  atsClientRefusal: attempt.observation == nil ? nil : atsRefusal, error: attempt.failure,
-                                 chain: chain, findings: findings, ats: verdict, pin: pin)
+                                 chain: chain, findings: findings, ats: verdict, pin: pin).withinBudget()
     }
 }
 

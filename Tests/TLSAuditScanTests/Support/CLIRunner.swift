@@ -61,6 +61,52 @@ enum CLI {
                       seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
+    /// What `runMeasured` saw of the process besides its output.
+    struct Measured {
+        var output: Output
+        /// Peak resident set size of the process alone (wait4's rusage), in MiB.
+        var peakMiB: Double
+        var stdoutBytes: Int
+    }
+
+    /// Runs `tlsaudit ARGS` with posix_spawn and reaps it with wait4, so that the peak memory of
+    /// this one process is known (Foundation's Process reaps the child itself). Output goes to files.
+    static func runMeasured(_ arguments: [String], limit: Double = 120) throws -> Measured {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-measured-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outPath = directory.appendingPathComponent("stdout").path
+        let errPath = directory.appendingPathComponent("stderr").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let started = ContinuousClock.now
+        let spawned = posix_spawn(&pid, binary, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
+        let child = pid
+        let killer = DispatchWorkItem { kill(child, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
+        killer.cancel()
+        let elapsed = ContinuousClock.now - started
+        let stdoutData = FileManager.default.contents(atPath: outPath) ?? Data()
+        let stderrData = FileManager.default.contents(atPath: errPath) ?? Data()
+        // WEXITSTATUS, or 128 + the signal as a shell reports it.
+        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let output = Output(status: exit, stdout: String(decoding: stdoutData, as: UTF8.self),
+                            stderr: String(decoding: stderrData, as: UTF8.self),
+                            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Measured(output: output, peakMiB: Double(usage.ru_maxrss) / 1024, stdoutBytes: stdoutData.count)
+    }
+
     /// `tlsaudit scan --format json --ca-file ROOT --connect-to 127.0.0.1 HOST:PORT ...`.
     static func scan(port: Int, host: String = TestPKI.hostname, connectTo: String = "127.0.0.1",
                      extra: [String] = []) throws -> Output {

@@ -1,0 +1,161 @@
+/// The bounds every scan record keeps, whatever a server sends: a hostile chain (thousands of
+/// names, name constraints, certificates) costs at most this much output, memory and storage per
+/// scan. `verify`, `scan`, the service, the store, `history` and reports all apply the same
+/// budget (README, "How it behaves").
+public enum RecordBudget {
+    /// Characters of one finding message, path-building detail or failure message.
+    public static let messageCharacters = 1_000
+    /// Names (SANs, constraints, certificates) quoted in one message; the rest are counted.
+    public static let namesQuoted = 5
+    /// Findings kept per address; beyond it the least severe are dropped and counted.
+    public static let findings = 40
+    /// Path-building issues kept per address (OpenSSL reports one per error and depth).
+    public static let pathIssues = 40
+    /// Certificates of the presented chain kept per scan; the built path is kept whole.
+    public static let presentedCertificates = 16
+    /// Bytes of one stored scan (observation, verdict and certificate references; certificates
+    /// themselves are stored once by fingerprint, outside the budget).
+    public static let recordBytes = 64 * 1024
+    /// Pairs of (name, IP constraint) compared for one certificate: beyond it the chain is not
+    /// trusted (OpenSSL refuses such a chain as well). DNS subtrees are indexed, not compared pairwise.
+    public static let nameConstraintComparisons = 1 << 20
+
+    /// `items` joined for a message: the first `namesQuoted`, then how many more.
+    /// `["a", "b", ..., 1,500 names]` gives `a, b, c, d, e and 1,495 more`.
+    public static func list(_ items: [String], limit: Int = namesQuoted, separator: String = ", ") -> String {
+        let quoted = items.prefix(limit).map { clamp($0, to: 200) }.joined(separator: separator)
+        let rest = items.count - min(items.count, limit)
+        return rest > 0 ? "\(quoted) and \(rest.grouped) more" : quoted
+    }
+
+    /// `text` cut to at most `limit` characters, saying how much was cut.
+    public static func clamp(_ text: String, to limit: Int = messageCharacters) -> String {
+        // utf8.count >= character count: a cheap test before counting characters.
+        guard text.utf8.count > limit, text.count > limit else { return text }
+        let marker = " [... \((text.count - limit).grouped) more characters]"
+        return String(text.prefix(max(0, limit - marker.count))) + marker
+    }
+}
+
+extension Int {
+    /// Thousands separated by commas (1,500), independent of the locale.
+    var grouped: String {
+        let digits = String(magnitude)
+        var grouped = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0, (digits.count - index) % 3 == 0 { grouped.append(",") }
+            grouped.append(digit)
+        }
+        return self < 0 ? "-" + grouped : grouped
+    }
+}
+
+extension Finding {
+    /// A finding noting what the budget left out of this record.
+    static func overBudget(_ message: String) -> Finding {
+        Finding(.chainOversized, .warning, message)
+    }
+}
+
+extension AddressScanResult {
+    /// This result within `RecordBudget`: long messages clamped, the presented chain, path issues
+    /// and findings capped, with a `chain.oversized` finding saying what was left out. Idempotent:
+    /// applied when a result is made, again before it is stored, and when a stored one is read.
+    public func withinBudget() -> AddressScanResult {
+        var result = self
+        RecordBudget.bound(chain: &result.chain, findings: &result.findings)
+        if var error = result.error {
+            error.message = RecordBudget.clamp(error.message)
+            result.error = error
+        }
+        if var pin = result.pin {
+            pin.message = RecordBudget.clamp(pin.message)
+            result.pin = pin
+        }
+        result.atsClientRefusal = result.atsClientRefusal.map { RecordBudget.clamp($0) }
+        if RecordBudget.estimatedBytes(result) > RecordBudget.recordBytes {
+            let short = RecordBudget.shortMessageCharacters
+            result.findings = RecordBudget.capFindings(result.findings, notes: [
+                "messages were cut to \(short) characters to keep the record within \(RecordBudget.recordBytes / 1024) KiB",
+            ], messageLimit: short)
+        }
+        return result
+    }
+}
+
+extension RecordBudget {
+    /// Caps a chain and its findings: the presented certificates, the path-building issues, the
+    /// findings and their messages, noting what was left out in a `chain.oversized` finding.
+    public static func bound(chain: inout ChainReport?, findings: inout [Finding]) {
+        var notes: [String] = []
+        if var report = chain {
+            if report.presented.count > presentedCertificates {
+                let bytes = report.presented.reduce(0) { $0 + $1.der.count }
+                notes.append("the chain has \(report.presented.count.grouped) certificates (\(bytes.grouped) bytes); the first \(presentedCertificates) and the path are kept")
+                report.presented = Array(report.presented.prefix(presentedCertificates))
+                // Path elements keep their certificate; an index into the dropped part is cleared.
+                for index in report.path.indices where (report.path[index].presentedIndex ?? 0) >= presentedCertificates {
+                    report.path[index].presentedIndex = nil
+                }
+            }
+            report.issues = capIssues(report.issues, notes: &notes)
+            chain = report
+        }
+        findings = capFindings(findings, notes: notes)
+    }
+
+    /// At most `pathIssues` issues, each detail clamped.
+    static func capIssues(_ issues: [PathBuildingIssue], notes: inout [String]) -> [PathBuildingIssue] {
+        var kept = Array(issues.prefix(pathIssues))
+        for index in kept.indices { kept[index].detail = clamp(kept[index].detail, to: 200) }
+        if issues.count > pathIssues {
+            notes.append("\(issues.count.grouped) path-building errors were reported; the first \(pathIssues) are kept")
+        }
+        return kept
+    }
+
+    /// At most `findings` findings, the most severe kept (input order otherwise), messages clamped;
+    /// `notes` and the count of dropped findings go into one `chain.oversized` finding.
+    static func capFindings(_ findings: [Finding], notes: [String], messageLimit: Int = messageCharacters) -> [Finding] {
+        var kept = findings.map { finding -> Finding in
+            var finding = finding
+            finding.message = clamp(finding.message, to: messageLimit)
+            return finding
+        }
+        // A note from an earlier pass is extended, not repeated.
+        let earlier = kept.firstIndex { $0.id == .chainOversized }.map { kept.remove(at: $0).message }
+        var notes = notes
+        let cap = RecordBudget.findings
+        let room = earlier != nil || !notes.isEmpty || kept.count > cap ? cap - 1 : cap
+        if kept.count > room {
+            let order = kept.indices.sorted {
+                kept[$0].severity != kept[$1].severity ? kept[$0].severity > kept[$1].severity : $0 < $1
+            }
+            let keep = Set(order.prefix(room))
+            notes.append("\((kept.count - room).grouped) further finding(s) were left out")
+            kept = kept.indices.filter(keep.contains).map { kept[$0] }
+        }
+        guard earlier != nil || !notes.isEmpty else { return kept }
+        var message = earlier.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 } ?? "Over tlsaudit's record budget"
+        if !notes.isEmpty { message += (earlier == nil ? ": " : "; ") + notes.joined(separator: "; ") }
+        // After the errors and warnings, before the information.
+        let position = kept.firstIndex { $0.severity < .warning } ?? kept.endIndex
+        kept.insert(.overBudget(clamp(message + ".", to: max(messageLimit, shortMessageCharacters))), at: position)
+        return kept
+    }
+
+    /// Message length when a record would exceed `recordBytes` with full-length messages.
+    static let shortMessageCharacters = 200
+
+    /// A generous estimate of the bytes `result` takes in the store (its JSON columns and its
+    /// certificate references), certificates themselves excluded.
+    public static func estimatedBytes(_ result: AddressScanResult) -> Int {
+        let findings = result.findings.reduce(0) { $0 + $1.message.utf8.count + 96 }
+        let issues = result.chain?.issues.reduce(0) { $0 + $1.detail.utf8.count + 96 } ?? 0
+        let references = ((result.chain?.presented.count ?? 0) + (result.chain?.path.count ?? 0)) * 128
+        let messages = (result.error?.message.utf8.count ?? 0) + (result.pin?.message.utf8.count ?? 0)
+            + (result.atsClientRefusal?.utf8.count ?? 0)
+        // The handshake, the verdict's rules and the row's own columns.
+        return findings + issues + references + messages + 4_096
+    }
+}
