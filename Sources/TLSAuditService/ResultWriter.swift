@@ -37,6 +37,28 @@ final class ResultWriter: @unchecked Sendable {
             // Open early so a problem shows at start-up; a failure here counts as failing.
             if (try? self.currentStore()) == nil { self.failing = true }
         }
+        identityTimer.schedule(deadline: .now() + Self.identityCheckInterval, repeating: Self.identityCheckInterval)
+        identityTimer.setEventHandler { [weak self] in self?.checkIdentity() }
+        identityTimer.resume()
+    }
+
+    deinit { identityTimer.cancel() }
+
+    /// How often the database file is checked between commits (each commit checks it too).
+    static let identityCheckInterval = 2.0
+    private lazy var identityTimer = DispatchSource.makeTimerSource(queue: queue)
+
+    /// A database file deleted or replaced under the service is noticed even when nothing is being
+    /// stored: logged, and a new one opened (created and migrated) at the path (on `queue`).
+    private func checkIdentity() {
+        guard let store else { return }
+        do {
+            try store.checkFileIdentity()
+        } catch {
+            self.store = nil
+            logger.error("\(error); opening the database at its path again", metadata: ["pending": "\(pending.count)"])
+            if (try? currentStore()) != nil { logger.notice("the database at its path is open again; storing goes there") }
+        }
     }
 
     /// The open store, opening it when needed (on `queue`).
@@ -80,7 +102,12 @@ final class ResultWriter: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         let batch = pending
         do {
-            let alerts = try currentStore().record(batch, alerting: alerting.withLock { $0 })
+            let store = try currentStore()
+            // Checked before and after the commit: a batch committed to a file that was deleted or
+            // replaced meanwhile is lost with it, so it stays pending and goes to the new file.
+            try store.checkFileIdentity()
+            let alerts = try store.record(batch, alerting: alerting.withLock { $0 })
+            try store.checkFileIdentity()
             pending.removeFirst(batch.count)
             if failing {
                 logger.notice("storing works again", metadata: ["stored": "\(batch.count)"])
@@ -96,14 +123,16 @@ final class ResultWriter: @unchecked Sendable {
             }
             if !alerts.isEmpty { onAlerts?(alerts) }
         } catch {
-            retryDelay = min(60, max(1, retryDelay * 2))
             let kind = (error as? StoreError)?.kind
-            if kind == .readOnly || kind == .unavailable || kind == .corrupt {
+            // A vanished file is recreated at once; other failures back off.
+            retryDelay = kind == .vanished ? 0.05 : min(60, max(1, retryDelay * 2))
+            if kind == .readOnly || kind == .unavailable || kind == .corrupt || kind == .vanished {
                 store = nil // A new connection sees a file made writable (or a directory created) meanwhile.
             }
             let advice: String = switch kind {
             case .full?: "free disk space; results are kept in memory and stored when space returns"
             case .readOnly?: "make the database and its -wal and -shm files writable; results are kept in memory meanwhile"
+            case .vanished?: "a new database is opened at the path; results not yet in it are kept in memory and stored there"
             default: "results are kept in memory and retried"
             }
             logger.error("cannot store scan results: \(error)", metadata: [
@@ -128,6 +157,9 @@ final class ResultWriter: @unchecked Sendable {
 
     /// Runs `body` with the store on the writer's queue (so it is ordered with writes), waiting for it.
     func perform<T>(_ body: (any ScanStore) throws -> T) throws -> T {
-        try queue.sync { try body(try currentStore()) }
+        try queue.sync {
+            checkIdentity()
+            return try body(try currentStore())
+        }
     }
 }

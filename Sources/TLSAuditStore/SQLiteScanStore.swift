@@ -33,6 +33,33 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         } catch {
             throw Self.storeError(error, doing: "opening \(path)")
         }
+        // The file just opened (and created): what later checks compare the path with.
+        guard let identity = Self.fileIdentity(path) else {
+            throw StoreError(.vanished, "\(path) disappeared while it was being opened")
+        }
+        fileIdentity = identity
+    }
+
+    /// Device and inode of the database file as opened.
+    private let fileIdentity: FileIdentity
+
+    private struct FileIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    private static func fileIdentity(_ path: String) -> FileIdentity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    public func checkFileIdentity() throws {
+        switch Self.fileIdentity(path) {
+        case fileIdentity?: return
+        case nil: throw StoreError(.vanished, "the database file \(path) was deleted (or its directory was) while it was open")
+        case _?: throw StoreError(.vanished, "the database file \(path) was replaced by another file while it was open")
+        }
     }
 
     /// Runs `PRAGMA integrity_check`; returns "ok" when the file is sound.

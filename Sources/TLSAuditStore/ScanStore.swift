@@ -157,12 +157,19 @@ public protocol ScanStore: Sendable {
     /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
     /// no scan refers to any more.
     func prune(olderThan cutoff: Date) throws -> PruneResult
+    /// Throws `StoreError.Kind.vanished` when the file this store writes is no longer the file at
+    /// its path (deleted, moved away or replaced while open): what it commits would be lost.
+    func checkFileIdentity() throws
 }
 
 /// Errors from the store, with a plain message. `isFull` / `isReadOnly` let the service say
 /// what is wrong and keep going.
 public struct StoreError: Error, CustomStringConvertible, Sendable {
-    public enum Kind: Sendable { case full, readOnly, corrupt, unavailable, other }
+    public enum Kind: Sendable {
+        case full, readOnly, corrupt, unavailable, other
+        /// The open database file is no longer the one at its path.
+        case vanished
+    }
     public var kind: Kind
     public var description: String
 

@@ -106,4 +106,57 @@ struct DurabilityTests {
         #expect(service.waitForExit(timeout: 15) == 0)
         try expectNothingLost(service, database: database)
     }
+
+    /// Every scan logged as stored after the last log line containing `marker` is in `database`.
+    func expectStored(after marker: String, service: ServiceProcess, database: String,
+                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let logged = service.storedScans(after: marker)
+        let store = try SQLiteScanStore(path: database, create: false)
+        var storedTimes: [String: [Double]] = [:]
+        for target in Set(logged.map(\.target)) {
+            storedTimes[target] = try store.history(target: target, limit: 100_000).map(\.startedAt.timeIntervalSince1970)
+        }
+        let missing = logged.filter { scan in !(storedTimes[scan.target] ?? []).contains { abs($0 - scan.startedAt) < 0.001 } }
+        #expect(!logged.isEmpty, sourceLocation: sourceLocation)
+        #expect(missing.isEmpty, "\(missing.count) of \(logged.count) scans logged as stored after '\(marker)' are missing",
+                sourceLocation: sourceLocation)
+    }
+
+    @Test("a database deleted, its directory removed and recreated, or the file replaced: noticed, reopened, nothing logged as stored is lost")
+    func vanishingDatabase() throws {
+        let servers = try (0..<3).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("vanish")
+        let directory = workspace.appendingPathComponent("state")
+        let database = directory.appendingPathComponent("db.sqlite").path
+        let service = try ServiceProcess(config: try writeConfig(workspace, database: database, servers: servers),
+                                         workspace: workspace)
+        service.wait("scans stored") { service.storedScans.count >= 6 }
+
+        // 1. The database and its -wal and -shm files deleted (before: 700 scans logged as stored into the deleted file).
+        for suffix in ["", "-wal", "-shm"] { unlink(database + suffix) }
+        service.wait("the deletion noticed") { !service.lines(containing: "was deleted").isEmpty }
+        service.wait("scans stored in the new file") { service.storedScans(after: "was deleted").count >= 6 }
+        #expect(FileManager.default.fileExists(atPath: database))
+        try expectStored(after: "was deleted", service: service, database: database)
+
+        // 2. The whole directory removed, then made again by the operator.
+        try FileManager.default.removeItem(at: directory)
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        service.wait("the second deletion noticed") { service.lines(containing: "was deleted").count >= 2 }
+        service.wait("scans stored in the third file") { service.storedScans(after: "was deleted").count >= 6 }
+        try expectStored(after: "was deleted", service: service, database: database)
+
+        // 3. The file replaced by another database (a restored backup, say).
+        let other = workspace.appendingPathComponent("other.sqlite").path
+        do { _ = try SQLiteScanStore(path: other) }
+        #expect(rename(other, database) == 0)
+        service.wait("the replacement noticed") { !service.lines(containing: "was replaced").isEmpty }
+        service.wait("scans stored in the replacement") { service.storedScans(after: "was replaced").count >= 6 }
+        #expect(service.process.isRunning)
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        try expectStored(after: "was replaced", service: service, database: database)
+        #expect(try SQLiteScanStore(path: database, create: false).integrityCheck() == "ok")
+    }
 }

@@ -69,42 +69,56 @@ enum CLI {
         var stdoutBytes: Int
     }
 
-    /// Runs `tlsaudit ARGS` with posix_spawn and reaps it with wait4, so that the peak memory of
-    /// this one process is known (Foundation's Process reaps the child itself). Output goes to files.
+    /// Runs `tlsaudit ARGS` under a small Python parent that reaps it with wait4, so that the peak
+    /// memory of this one process is known. (A child forked or vforked from the test runner itself
+    /// inherits the runner's high-water mark in ru_maxrss; Python's is far below tlsaudit's.)
     static func runMeasured(_ arguments: [String], limit: Double = 120) throws -> Measured {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-measured-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let outPath = directory.appendingPathComponent("stdout").path
         let errPath = directory.appendingPathComponent("stderr").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
+        let script = """
+            import os, subprocess, sys, time
+            out, err, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+            with open(out, "wb") as o, open(err, "wb") as e:
+                child = subprocess.Popen(sys.argv[4:], stdin=subprocess.DEVNULL, stdout=o, stderr=e)
+            deadline = time.monotonic() + limit
+            while True:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    child.kill()
+                time.sleep(0.002)
+            code = os.waitstatus_to_exitcode(status)
+            print(code if code >= 0 else 128 - code, usage.ru_maxrss)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, outPath, errPath, String(limit), binary] + arguments
+        let report = Pipe()
+        process.standardOutput = report
+        process.standardError = FileHandle.nullDevice
         let started = ContinuousClock.now
-        let spawned = posix_spawn(&pid, binary, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw POSIXError(POSIXErrorCode(rawValue: spawned) ?? .EINVAL) }
-        let child = pid
-        let killer = DispatchWorkItem { kill(child, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
-        var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0, errno == EINTR {}
-        killer.cancel()
+        try process.run()
+        let reportData = report.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
         let elapsed = ContinuousClock.now - started
+        let fields = String(decoding: reportData, as: UTF8.self).split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard process.terminationStatus == 0, fields.count == 2 else {
+            throw MeasureError(description: "python3 could not run tlsaudit (install python3; .ci/run has it)")
+        }
         let stdoutData = FileManager.default.contents(atPath: outPath) ?? Data()
         let stderrData = FileManager.default.contents(atPath: errPath) ?? Data()
-        // WEXITSTATUS, or 128 + the signal as a shell reports it.
-        let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        let output = Output(status: exit, stdout: String(decoding: stdoutData, as: UTF8.self),
+        let output = Output(status: Int32(fields[0]), stdout: String(decoding: stdoutData, as: UTF8.self),
                             stderr: String(decoding: stderrData, as: UTF8.self),
                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        return Measured(output: output, peakMiB: Double(usage.ru_maxrss) / 1024, stdoutBytes: stdoutData.count)
+        return Measured(output: output, peakMiB: Double(fields[1]) / 1024, stdoutBytes: stdoutData.count)
+    }
+
+    struct MeasureError: Error, CustomStringConvertible {
+        var description: String
     }
 
     /// `tlsaudit scan --format json --ca-file ROOT --connect-to 127.0.0.1 HOST:PORT ...`.

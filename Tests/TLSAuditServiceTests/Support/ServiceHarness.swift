@@ -164,8 +164,16 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     /// (target, address, started_at) of every "stored scan" log line.
-    var storedScans: [(target: String, address: String, startedAt: Double)] {
-        lines(containing: "stored scan").compactMap { line in
+    var storedScans: [(target: String, address: String, startedAt: Double)] { storedScans(after: nil) }
+
+    /// The stored scans logged after the last line containing `marker` (all of them for nil).
+    func storedScans(after marker: String?) -> [(target: String, address: String, startedAt: Double)] {
+        var lines = log.split(separator: "\n").map(String.init)
+        if let marker {
+            guard let last = lines.lastIndex(where: { $0.contains(marker) }) else { return [] }
+            lines = Array(lines[(last + 1)...])
+        }
+        return lines.filter { $0.contains("stored scan") }.compactMap { line in
             func value(_ key: String) -> String? {
                 guard let range = line.range(of: "\(key)=") else { return nil }
                 return String(line[range.upperBound...].prefix { $0 != " " })
