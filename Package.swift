@@ -29,6 +29,9 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // `tlsaudit serve`'s signal handler, installed by an ELF constructor before the Swift runtime
+        // starts (a SIGHUP during start-up killed the service). The only C source of the package.
+        .target(name: "CServiceSignals"),
         // The domain: certificates, handshake observations, trust and ATS policies, findings, output.
         // Pure Swift: no C, no sockets.
         .target(
@@ -59,7 +62,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "CServiceSignals",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -75,13 +75,26 @@ final class AlertDispatcher: @unchecked Sendable {
         }
     }
 
-    /// Stops after the delivery in progress; undelivered alerts stay pending in the database.
-    func stop() {
+    /// Starts no delivery from now on (the one in progress runs on).
+    func beginStopping() { stopping.store(true, ordering: .relaxed) }
+
+    /// Stops: waits for the delivery in progress until `deadline`, then abandons it. Returns false
+    /// when one was abandoned. Undelivered alerts, abandoned ones included, stay pending in the
+    /// database and are delivered after the restart (at least once: an abandoned delivery that
+    /// reached its sink is sent again).
+    func stop(deadline: Date) -> Bool {
         stopping.store(true, ordering: .relaxed)
-        queue.sync {
-            timer?.cancel()
-            timer = nil
+        let stopped = DispatchSemaphore(value: 0)
+        queue.async {
+            self.timer?.cancel()
+            self.timer = nil
+            stopped.signal()
         }
+        guard stopped.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .success else {
+            logger.warning("an alert delivery in flight was abandoned at the end of the shutdown grace; it stays pending and is retried after the restart")
+            return false
+        }
+        return true
     }
 
     /// Asks for a delivery round now (after new alerts were stored).

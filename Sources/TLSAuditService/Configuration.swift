@@ -92,6 +92,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var reports: [ReportSchedule] = []
     /// Advice that does not make the file invalid (e.g. a single pin with no backup).
     public var warnings: [ConfigurationError] = []
+    /// `serve --shutdown-grace`'s default, in seconds: well within the unit's TimeoutStopSec=30.
+    public static let defaultShutdownGrace: Double = 15
 
     public init(database: String, concurrency: Int, perHostConcurrency: Int, retention: Double, maxBackoff: Double,
                 logLevel: String, targets: [TargetConfiguration], alerts: AlertConfiguration = AlertConfiguration()) {
@@ -619,6 +621,14 @@ struct ConfigurationParser {
             return nil
         }
         let timeout = mapping["timeout"].flatMap { duration($0, minimum: 0.1) } ?? 10
+        if let timeoutNode = mapping["timeout"], timeout > ServiceConfiguration.defaultShutdownGrace {
+            // README, "Stopping": deliveries do not hold up a stop beyond the grace.
+            warnings.append(ConfigurationError(file: file, line: timeoutNode.mark?.line, message: """
+                sink timeout \(Int(timeout)) s is longer than serve's --shutdown-grace (\(Int(ServiceConfiguration.defaultShutdownGrace)) s by \
+                default, within the unit's TimeoutStopSec=30): a delivery still running at a stop is abandoned at the grace \
+                and sent again after the restart
+                """))
+        }
         var minimum = AlertSeverity.info
         if let severityNode = mapping["min_severity"], let text = string(severityNode, "a severity") {
             if let severity = AlertSeverity(rawValue: text) {

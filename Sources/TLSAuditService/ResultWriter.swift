@@ -18,6 +18,9 @@ final class ResultWriter: @unchecked Sendable {
     private var flushScheduled = false
     private var retryDelay: Double = 0
     private var failing = false
+    /// Results dropped because the in-memory queue was full (the exit status reports them).
+    private var dropped = 0
+    var droppedCount: Int { queue.sync { dropped } }
     /// Results kept in memory at most while the store is failing; beyond this the oldest are dropped (and logged).
     private let capacity: Int
     /// Called on `queue` after each successful commit with the alerts it raised.
@@ -81,6 +84,7 @@ final class ResultWriter: @unchecked Sendable {
             if self.pending.count > self.capacity {
                 let dropped = self.pending.count - self.capacity
                 self.pending.removeFirst(dropped)
+                self.dropped += dropped
                 self.logger.critical("dropped scan results: the store has been failing and the in-memory queue is full",
                                      metadata: ["dropped": "\(dropped)"])
             }
@@ -152,6 +156,78 @@ final class ResultWriter: @unchecked Sendable {
         queue.sync {
             flushNow()
             return pending.count
+        }
+    }
+
+    // MARK: - Results kept across a restart
+
+    /// Where results that could not be stored at shutdown wait for the next start: beside the database.
+    static func spillPath(forDatabase database: String) -> String { database + ".unstored.json" }
+
+    /// At shutdown, after `flush`: writes what is still pending to `path` (added to what an earlier
+    /// run left there), atomically and synced, and forgets it. Returns how many results the file holds.
+    func spillPending(to path: String) throws -> Int {
+        try queue.sync {
+            guard !pending.isEmpty else { return 0 }
+            var scans = FileManager.default.fileExists(atPath: path) ? try Self.readSpill(path) : []
+            scans += pending
+            try Self.writeDurably(try JSONEncoder().encode(scans), to: path)
+            pending.removeAll()
+            return scans.count
+        }
+    }
+
+    /// At start: stores the results an earlier run could not store, then removes the file. When
+    /// they cannot be stored now either, the file stays for the next start.
+    func replaySpill(from path: String) {
+        queue.async {
+            guard FileManager.default.fileExists(atPath: path) else { return }
+            do {
+                let scans = try Self.readSpill(path)
+                let store = try self.currentStore()
+                try store.checkFileIdentity()
+                let alerts = try store.record(scans, alerting: self.alerting.withLock { $0 })
+                guard unlink(path) == 0 || errno == ENOENT else {
+                    throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
+                }
+                self.logger.notice("stored the scan results the last run could not store", metadata: [
+                    "stored": "\(scans.count)", "file": "\(path)",
+                ])
+                if !alerts.isEmpty { self.onAlerts?(alerts) }
+            } catch {
+                self.logger.error("cannot store the scan results kept from the last run: \(error); they stay in \(path) for the next start")
+            }
+        }
+    }
+
+    static func readSpill(_ path: String) throws -> [StoredScan] {
+        let bytes = try InputLimits.read(path, limit: 1 << 30, what: "unstored results file")
+        return try JSONDecoder().decode([StoredScan].self, from: Data(bytes))
+    }
+
+    /// Writes `data` to a temporary file beside `path`, syncs it and renames it over `path`.
+    static func writeDurably(_ data: Data, to path: String) throws {
+        let temporary = path + ".tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw StoreError(.other, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var written = 0
+        let failure: Int32? = data.withUnsafeBytes { buffer in
+            while written < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0 { if errno == EINTR { continue }; return errno }
+                written += count
+            }
+            return fsync(descriptor) == 0 ? nil : errno
+        }
+        close(descriptor)
+        if let failure {
+            unlink(temporary)
+            throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(temporary): \(String(cString: strerror(failure)))")
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
+            unlink(temporary)
+            throw StoreError(.other, "cannot rename \(temporary) to \(path): \(String(cString: strerror(failure)))")
         }
     }
 

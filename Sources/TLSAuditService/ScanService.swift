@@ -21,9 +21,11 @@ public final class ScanService: Service, @unchecked Sendable {
     private let notifier = SystemdNotifier()
     private let control = DispatchQueue(label: "tlsaudit.service")
     private var housekeeping: [DispatchSourceTimer] = []
-    private var hangupSource: DispatchSourceSignal?
-    /// How long in-flight scans may run on after SIGTERM before they are abandoned.
+    /// How long in-flight scans and alert deliveries may run on after SIGTERM before they are abandoned.
     public let shutdownGrace: Double
+    /// Scan results that could not be stored by the time the service stopped (kept in the spill
+    /// file for the next start when it could be written): `serve` then exits 75.
+    public private(set) var unstoredAtExit = 0
 
     /// Builds the service from a validated configuration. `configurationPath` is what SIGHUP rereads.
     public init(configuration: ServiceConfiguration, configurationPath: String?, logger: Logger,
@@ -73,28 +75,65 @@ public final class ScanService: Service, @unchecked Sendable {
             "database": "\(configuration.database)", "targets": "\(configuration.targets.count)",
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
+        let spill = ResultWriter.spillPath(forDatabase: configuration.database)
+        writer.replaySpill(from: spill)
         scheduler.start()
         dispatcher.start()
         reports.start()
         startHousekeeping()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
-        // Wait for SIGTERM / SIGINT (ServiceGroup turns them into graceful shutdown).
-        try? await gracefulShutdown()
+        await Self.waitForTermination()
 
+        // One deadline for everything that may still be running: scans, then alert deliveries.
+        let deadline = Date().addingTimeInterval(shutdownGrace)
         notifier.stopping()
         logger.notice("shutting down: no new scans; waiting for scans in flight", metadata: ["grace_s": "\(Int(shutdownGrace))"])
+        dispatcher.beginStopping()
         stopHousekeeping()
         reports.stop()
-        let abandoned = await Self.onThread { [scheduler, shutdownGrace] in
-            scheduler.stop(deadline: Date().addingTimeInterval(shutdownGrace))
-        }
+        let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
         let unstored = await Self.onThread { [writer] in writer.flush() }
-        dispatcher.stop()
-        if unstored > 0 {
-            logger.error("stopped with scan results that could not be stored", metadata: ["unstored": "\(unstored)"])
-        }
+        // A delivery that just began gets a moment even when the scans used the whole grace.
+        let deliveryDeadline = max(deadline, Date().addingTimeInterval(0.2))
+        _ = await Self.onThread { [dispatcher] in dispatcher.stop(deadline: deliveryDeadline) }
+        keepUnstored(unstored, spill: spill)
         logger.notice("tlsaudit service stopped", metadata: ["abandoned_scans": "\(abandoned)"])
+    }
+
+    /// Until SIGTERM or SIGINT: ServiceGroup's graceful shutdown, or one caught by
+    /// `ServiceSignals` (before ServiceGroup listened, or instead of it).
+    private static func waitForTermination() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await gracefulShutdown() }
+            group.addTask {
+                while !ServiceSignals.terminationRequested, !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Results still unstored at shutdown go to the spill file, stored at the next start; either
+    /// way the exit status says so (`unstoredAtExit`).
+    private func keepUnstored(_ unstored: Int, spill: String) {
+        let dropped = writer.droppedCount
+        if dropped > 0 {
+            logger.critical("scan results were dropped while the store was failing (the in-memory queue was full)",
+                            metadata: ["dropped": "\(dropped)"])
+        }
+        unstoredAtExit = unstored + dropped
+        guard unstored > 0 else { return }
+        do {
+            let kept = try writer.spillPending(to: spill)
+            logger.error("stopped with scan results that could not be stored; they are kept for the next start",
+                         metadata: ["unstored": "\(unstored)", "file": "\(spill)", "results_in_file": "\(kept)"])
+        } catch {
+            logger.critical("stopped with scan results that could not be stored, and they cannot be kept: \(error)",
+                            metadata: ["unstored": "\(unstored)", "lost": "\(unstored)"])
+        }
     }
 
     /// Runs blocking work off the cooperative pool.
@@ -151,14 +190,17 @@ public final class ScanService: Service, @unchecked Sendable {
     }
 
     private func startHousekeeping() {
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: control)
+        // SIGHUP is caught by ServiceSignals from the first instant; one received before now
+        // (during start-up) is applied on the first tick.
+        let hangup = DispatchSource.makeTimerSource(queue: control)
+        hangup.schedule(deadline: .now(), repeating: .milliseconds(100))
         hangup.setEventHandler { [weak self] in
+            guard ServiceSignals.takeHangup() else { return }
             self?.logger.notice("SIGHUP: reloading the configuration")
             self?.reload()
         }
         hangup.resume()
-        hangupSource = hangup
+        housekeeping.append(hangup)
 
         let retention = DispatchSource.makeTimerSource(queue: control)
         retention.schedule(deadline: .now() + 60, repeating: 3600)
@@ -182,8 +224,6 @@ public final class ScanService: Service, @unchecked Sendable {
         control.sync {
             housekeeping.forEach { $0.cancel() }
             housekeeping = []
-            hangupSource?.cancel()
-            hangupSource = nil
         }
     }
 

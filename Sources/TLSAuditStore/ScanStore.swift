@@ -2,7 +2,7 @@ public import Foundation
 public import TLSAuditCore
 
 /// One probed address, ready to be stored: the result plus the target it belongs to.
-public struct StoredScan: Sendable {
+public struct StoredScan: Sendable, Codable {
     /// The target's key (its configured name, or `host:port`).
     public var target: String
     public var host: String

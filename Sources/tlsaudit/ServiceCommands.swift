@@ -33,8 +33,10 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the service: scan every configured target on its schedule and keep the history in SQLite.",
         discussion: """
-            SIGTERM or SIGINT: stop scheduling, let scans in flight finish (up to --shutdown-grace), \
-            commit, exit 0. SIGHUP: reload the configuration; an invalid one is refused and the old \
+            SIGTERM or SIGINT: stop scheduling, let scans and alert deliveries in flight finish (up to \
+            --shutdown-grace; an abandoned delivery is retried after the restart), commit, exit 0; exit 75 \
+            when scan results could not be stored (they are kept in DATABASE.unstored.json and stored at \
+            the next start). SIGHUP: reload the configuration; an invalid one is refused and the old \
             one keeps running. With NOTIFY_SOCKET set (systemd Type=notify) it sends READY, \
             RELOADING, STOPPING and WATCHDOG notifications.
             """
@@ -46,8 +48,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Override the configuration's database path.")
     var database: String?
 
-    @Option(name: .customLong("shutdown-grace"), help: "Seconds scans in flight may run on after SIGTERM.")
-    var shutdownGrace: Double = 15
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds scans and alert deliveries in flight may run on after SIGTERM.")
+    var shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace
 
     func run() async throws {
         var configuration = try loadConfiguration(config)
@@ -64,6 +66,8 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         try await service.runUntilTerminated()
+        // Documented in README ("Exit status"): results that could not be stored.
+        if service.unstoredAtExit > 0 { throw ExitCode(75) }
     }
 }
 

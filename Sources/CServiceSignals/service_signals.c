@@ -1,0 +1,55 @@
+#include "service_signals.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+static volatile sig_atomic_t hangups;
+static volatile sig_atomic_t terminations;
+static volatile sig_atomic_t installed;
+
+static void record(int signal_number) {
+    if (signal_number == SIGHUP) {
+        hangups = hangups + 1;
+    } else {
+        terminations = terminations + 1;
+    }
+}
+
+void tlsaudit_signals_install(void) {
+    if (installed) return;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = record;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGHUP, &action, 0);
+    sigaction(SIGTERM, &action, 0);
+    sigaction(SIGINT, &action, 0);
+    installed = 1;
+}
+
+int tlsaudit_signals_take_hangups(void) {
+    // Blocking SIGHUP around the read-and-reset keeps a signal arriving in between from being lost.
+    sigset_t block, previous;
+    sigemptyset(&block);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &previous);
+    int count = hangups;
+    hangups = 0;
+    pthread_sigmask(SIG_SETMASK, &previous, 0);
+    return count;
+}
+
+int tlsaudit_signals_terminations(void) { return terminations; }
+
+/// glibc passes argc and argv to the functions of the executable's .preinit_array, and runs them
+/// right after relocation, before any shared library's initializers (the Swift runtime, Foundation)
+/// and `main`: `tlsaudit serve ...` catches its signals there (a SIGHUP during those once killed it).
+static void install_for_serve(int argc, char **argv, char **envp) {
+    (void)envp;
+    if (argc > 1 && argv && argv[1] && strcmp(argv[1], "serve") == 0) tlsaudit_signals_install();
+}
+
+__attribute__((section(".preinit_array"), used))
+static void (*const tlsaudit_preinit)(int, char **, char **) = install_for_serve;

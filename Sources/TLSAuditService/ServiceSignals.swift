@@ -1,0 +1,17 @@
+import CServiceSignals
+
+/// SIGHUP, SIGTERM and SIGINT for `serve`, caught from the first instant of the process (an ELF
+/// constructor in CServiceSignals installs the handler before the Swift runtime starts): the
+/// default action of each would kill it, and systemd does not restart a process that died of
+/// SIGHUP. The handler only counts; the service acts once it is ready (a reload asked for during
+/// start-up is applied once; a stop request ends the service as soon as it runs).
+public enum ServiceSignals {
+    /// Installs the counting handler (already done at load time for `tlsaudit serve`).
+    public static func install() { tlsaudit_signals_install() }
+
+    /// True once, for any number of SIGHUPs received since the last call.
+    static func takeHangup() -> Bool { tlsaudit_signals_take_hangups() > 0 }
+
+    /// A SIGTERM or SIGINT was received by this handler (ServiceLifecycle may receive them too).
+    static var terminationRequested: Bool { tlsaudit_signals_terminations() > 0 }
+}
