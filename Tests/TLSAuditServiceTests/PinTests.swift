@@ -149,8 +149,16 @@ struct PinEvaluationTests {
     static let hostnameError = Finding(.trustHostnameMismatch, .error, depth: 0, "x")
     static let expired = Finding(.trustExpired, .error, depth: 0, "x")
 
+    /// `anchorTrusted`: how certificate mode's evaluation with the pinned anchors comes out.
     func evaluate(_ policy: PinPolicy, errors: [Finding] = [], anchorTrusted: Bool = true) -> PinEvaluation.State {
-        policy.evaluate(presented: [Self.leaf, Self.ca], path: Self.path, trustErrors: errors) { _ in anchorTrusted }.state
+        policy.evaluate(presented: [Self.leaf, Self.ca], path: Self.path, trustErrors: errors) { _ in
+            Self.pinnedEvaluation(trusted: anchorTrusted)
+        }.state
+    }
+
+    static func pinnedEvaluation(trusted: Bool) -> PinnedAnchorEvaluation {
+        PinnedAnchorEvaluation(path: trusted ? [leaf, ca] : [leaf],
+                               errors: trusted ? [] : [Finding(.trustInvalid, .error, depth: 0, "no pinned anchor")])
     }
 
     @Test("NSPinnedDomains: leaf identity, CA identity (the trust-store root counts), both, and trust required")
@@ -167,7 +175,11 @@ struct PinEvaluationTests {
     func extraCertificate() {
         let extra = Self.certificate("pinned but unused", spki: "PINNED", fingerprint: "pinned-fp")
         let evaluate = { (policy: PinPolicy) in
-            policy.evaluate(presented: [Self.leaf, Self.ca, extra], path: Self.path, trustErrors: []) { _ in true }.state
+            policy.evaluate(presented: [Self.leaf, Self.ca, extra], path: Self.path, trustErrors: []) { anchors in
+                // What a real evaluation gives: a chain that never reaches the unused extra certificate.
+                anchors.contains { $0.sha256Fingerprint == "pinned-fp" } && anchors.count == 1
+                    ? Self.pinnedEvaluation(trusted: false) : Self.pinnedEvaluation(trusted: true)
+            }.state
         }
         #expect(evaluate(PinPolicy(mode: .publicKey, pins: [.spki("PINNED")])) == .mismatch)
         #expect(evaluate(PinPolicy(caIdentities: ["PINNED"])) == .mismatch)
@@ -189,14 +201,16 @@ struct PinEvaluationTests {
         #expect(evaluate(PinPolicy(mode: .publicKey, pins: [.spki("OTHER")])) == .mismatch)
     }
 
-    @Test("AFNetworking certificate mode: a pinned certificate of the chain, validating with it as the anchor")
+    @Test("AFNetworking certificate mode: normal trust first (unless allowInvalidCertificates), then always the pinned anchors")
     func certificateMode() {
         let policy = PinPolicy(mode: .certificate, pins: [.certificate("ca-fp")])
         #expect(evaluate(policy) == .match)
         #expect(evaluate(policy, anchorTrusted: false) == .mismatch)
+        #expect(evaluate(policy, errors: [Self.expired]) == .mismatch, "normal trust must pass first")
         var lenient = policy
         lenient.allowInvalidCertificates = true
-        #expect(evaluate(lenient, anchorTrusted: false) == .match)
+        #expect(evaluate(lenient, errors: [Self.expired]) == .match, "normal trust is skipped")
+        #expect(evaluate(lenient, anchorTrusted: false) == .mismatch, "the pinned-anchor evaluation never is")
         #expect(evaluate(PinPolicy(mode: .certificate, pins: [.certificate("other")])) == .mismatch)
     }
 

@@ -72,7 +72,7 @@ struct ShutdownTests {
     }
 
     /// `nil`: as soon as the process catches SIGHUP at all (before, it died of one at 20 ms, 3 of 3).
-    @Test("SIGHUP right after start is applied once the service is ready, not fatal", arguments: [nil, 0.02, 0.05] as [Double?])
+    @Test("SIGHUP right after start is applied once the service is ready, not fatal", arguments: [nil, 0.05] as [Double?])
     func earlyHangup(delay: Double?) throws {
         let server = try lab.goodServer()
         defer { server.stop() }
@@ -106,7 +106,8 @@ struct ShutdownTests {
         try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("t", server.port)])
             .write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
-        #expect(Self.waitForHandler(pid: service.process.processIdentifier, signal: SIGTERM) != nil)
+        // SIGHUP, SIGTERM and SIGINT are caught together from the start: the first instant.
+        #expect(Self.waitForHandler(pid: service.process.processIdentifier, signal: SIGHUP) != nil)
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 15) == 0, "\(service.log.suffix(1500))")
         #expect(service.process.terminationReason == .exit)

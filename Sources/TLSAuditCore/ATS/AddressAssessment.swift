@@ -35,11 +35,14 @@ public enum AddressAssessment {
         let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.trustStore == "system")
         let presented = result.chain?.presented ?? []
         let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
-        guard let handshake = result.handshake, result.error == nil else {
-            return (assessChainOnly(presented: presented, building: building, context: context), notScanned(policy))
-        }
-        return assess(observation: handshake, presented: presented, building: building, context: context,
-                      policy: policy, atsClientRefusal: result.atsClientRefusal)
+        var (findings, verdict) = result.handshake.flatMap { handshake in
+            result.error == nil ? assess(observation: handshake, presented: presented, building: building, context: context,
+                                         policy: policy, atsClientRefusal: result.atsClientRefusal) : nil
+        } ?? (assessChainOnly(presented: presented, building: building, context: context), notScanned(policy))
+        // Reports judge history again: the same per-scan budget as the scan itself.
+        var chain = result.chain
+        RecordBudget.bound(chain: &chain, findings: &findings)
+        return (findings, verdict)
     }
 
     /// The verdict of an address that could not be scanned.

@@ -64,6 +64,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
 
     // Pinning.
     public static let pinMismatch: FindingID = "pin.mismatch"
+    /// The target's AFNetworking policy accepts any certificate (mode none, invalid certificates allowed, no name check).
+    public static let pinAcceptsAnyCertificate: FindingID = "pin.accepts-any-certificate"
 
     // Handshake observations that are not ATS rules.
     public static let tlsWeakDH: FindingID = "tls.weak-dh"

@@ -32,24 +32,50 @@ public struct PinEvaluation: Hashable, Codable, Sendable {
     }
 }
 
+/// How a chain fares when the pinned certificates are its only trust anchors (AFNetworking's
+/// certificate mode, step 5 of ../shared/ATS.md section 4).
+public struct PinnedAnchorEvaluation: Sendable {
+    /// The path as built to a pinned anchor, leaf first (partial when none was reached).
+    public var path: [CertificateSummary]
+    /// Trust errors of that evaluation (dates, the name when validated, the path); empty when it passes.
+    public var errors: [Finding]
+
+    public init(path: [CertificateSummary], errors: [Finding]) {
+        self.path = path
+        self.errors = errors
+    }
+}
+
 extension PinPolicy {
-    /// Judges a chain the way the pinned client would.
+    /// True for the one setting under which AFNetworking accepts any certificate at all: mode
+    /// none, invalid certificates allowed, no name validation.
+    public var acceptsAnyCertificate: Bool {
+        mode == .none && leafIdentities.isEmpty && caIdentities.isEmpty && allowInvalidCertificates && !validatesDomainName
+    }
+
+    /// Judges a chain the way the pinned client would, in AFNetworking's order (`AFSecurityPolicy
+    /// evaluateServerTrust:forDomain:`, ../shared/ATS.md section 4) or with NSPinnedDomains' rules.
     ///
-    /// - `trustErrors`: tlsaudit's trust findings of severity error for the chain (with the name
-    ///   check); hostname mismatches are ignored when `validatesDomainName` is false.
-    /// - `certificateModeTrusted`: for certificate mode, whether the chain validates with the
-    ///   matched pinned certificate as its only anchor (AFNetworking sets the pinned certificates
-    ///   as anchors); computed by the caller, who can verify signatures.
+    /// - `trustErrors`: tlsaudit's trust findings of severity error for the chain against the
+    ///   target's anchors (system store or `ca_file`), with the name check; hostname mismatches are
+    ///   ignored when `validatesDomainName` is false (AFNetworking's basic X.509 policy).
+    /// - `evaluateWithPinnedAnchors`: certificate mode's second evaluation, the chain judged with the
+    ///   given pinned certificates as its only anchors (dates always, the name when
+    ///   `validatesDomainName`); computed by the caller, who can verify signatures.
     public func evaluate(presented: [CertificateSummary], path: [PathElement], trustErrors: [Finding],
-                         certificateModeTrusted: (CertificateSummary) -> Bool) -> PinEvaluation {
+                         evaluateWithPinnedAnchors: ([CertificateSummary]) -> PinnedAnchorEvaluation) -> PinEvaluation {
         let leaf = presented.first
         func result(_ state: PinEvaluation.State, _ message: String, matched: String? = nil) -> PinEvaluation {
             PinEvaluation(state: state, message: message, matched: matched, leafSPKI: leaf?.spkiSHA256,
                           leafFingerprint: leaf?.sha256Fingerprint)
         }
+        if acceptsAnyCertificate {
+            return result(.match, "mode none with allow_invalid_certificates and without validates_domain_name accepts any certificate at all")
+        }
         guard pinsSomething else { return result(.none, "no pins configured") }
         guard let leaf else { return result(.mismatch, "the server presented no certificate") }
         let relevantErrors = trustErrors.filter { validatesDomainName || $0.id != .trustHostnameMismatch }
+        func listed(_ errors: [Finding]) -> String { Set(errors.map(\.id.rawValue)).sorted().joined(separator: ", ") }
         // The chain the client uses: the path as built (anchor included). Extra certificates the
         // server sends are not part of it, so they cannot satisfy a pin.
         let chain = path.isEmpty ? presented : path.map(\.certificate)
@@ -58,7 +84,7 @@ extension PinPolicy {
         if !leafIdentities.isEmpty || !caIdentities.isEmpty {
             // NSPinnedDomains: pinning adds to normal trust.
             if !relevantErrors.isEmpty {
-                return result(.mismatch, "the chain is not trusted (\(Set(relevantErrors.map(\.id.rawValue)).sorted().joined(separator: ", "))), so pinning fails too")
+                return result(.mismatch, "the chain is not trusted (\(listed(relevantErrors))), so pinning fails too")
             }
             if !leafIdentities.isEmpty, !leafIdentities.contains(leaf.spkiSHA256) {
                 return result(.mismatch, "the leaf's SPKI is not in NSPinnedLeafIdentities: \(seen)")
@@ -74,26 +100,40 @@ extension PinPolicy {
             return result(.match, "the leaf matches a pinned leaf identity", matched: "sha256/\(leaf.spkiSHA256)")
         }
 
+        // Step 4: with invalid certificates not allowed, the normal trust evaluation comes first.
+        if mode != .none, !allowInvalidCertificates, !relevantErrors.isEmpty {
+            return result(.mismatch, "the chain is not trusted (\(listed(relevantErrors))) and allow_invalid_certificates is off")
+        }
         switch mode {
         case .none:
             return result(.none, "no pins configured")
         case .publicKey:
-            if !allowInvalidCertificates, !relevantErrors.isEmpty {
-                return result(.mismatch, "the chain is not trusted (\(Set(relevantErrors.map(\.id.rawValue)).sorted().joined(separator: ", "))) and allow_invalid_certificates is off")
-            }
+            // Step 6: any public key of the chain; no anchored evaluation.
             let pinned = Set(pins.compactMap { if case .spki(let value) = $0 { value } else { nil } })
             guard let hit = chain.first(where: { pinned.contains($0.spkiSHA256) }) else {
                 return result(.mismatch, "no public key of the chain is pinned: \(seen)")
             }
             return result(.match, "the public key of \(hit.displayName) is pinned", matched: "sha256/\(hit.spkiSHA256)")
         case .certificate:
+            // Step 5: the pinned certificates become the only anchors, the chain is evaluated again
+            // (dates always, the name when validated), and only then compared with the pins.
             let pinned = Set(pins.compactMap { if case .certificate(let value) = $0 { value } else { nil } })
-            // AFNetworking walks the chain from the root end.
-            guard let hit = chain.reversed().first(where: { pinned.contains($0.sha256Fingerprint) }) else {
+            var anchors: [CertificateSummary] = []
+            for certificate in chain + presented
+            where pinned.contains(certificate.sha256Fingerprint) && !anchors.contains(where: { $0.sha256Fingerprint == certificate.sha256Fingerprint }) {
+                anchors.append(certificate)
+            }
+            guard !anchors.isEmpty else {
                 return result(.mismatch, "no certificate of the chain is pinned: \(seen)")
             }
-            if !allowInvalidCertificates, !certificateModeTrusted(hit) {
-                return result(.mismatch, "\(hit.displayName) is pinned, but the chain does not validate with it as the anchor")
+            let evaluation = evaluateWithPinnedAnchors(anchors)
+            let errors = evaluation.errors.filter { validatesDomainName || $0.id != .trustHostnameMismatch }
+            if !errors.isEmpty {
+                return result(.mismatch, "the chain does not validate with the pinned certificates as its only anchors (\(listed(errors)))")
+            }
+            // AFNetworking walks the evaluated chain from the root end.
+            guard let hit = evaluation.path.reversed().first(where: { pinned.contains($0.sha256Fingerprint) }) else {
+                return result(.mismatch, "no certificate of the evaluated chain is pinned: \(seen)")
             }
             return result(.match, "certificate \(hit.displayName) is pinned", matched: hit.sha256Fingerprint)
         }

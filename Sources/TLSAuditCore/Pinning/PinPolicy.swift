@@ -92,10 +92,14 @@ public struct PinPolicy: Hashable, Codable, Sendable {
 
     /// Advice that does not stop the policy from working.
     public var warnings: [String] {
+        var warnings: [String] = []
         let count = pins.count + leafIdentities.count + caIdentities.count
         if pinsSomething, count == 1 {
-            return ["only one pin and no backup pin: a key rotation will break every pinned client"]
+            warnings.append("only one pin and no backup pin: a key rotation will break every pinned client")
         }
-        return []
+        if acceptsAnyCertificate {
+            warnings.append("mode none with allow_invalid_certificates: true and validates_domain_name: false accepts any certificate at all (AFNetworking evaluates nothing): every scan says so in pin.accepts-any-certificate")
+        }
+        return warnings
     }
 }

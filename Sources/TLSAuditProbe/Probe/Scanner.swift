@@ -198,19 +198,28 @@ public final class TLSScanner: Sendable {
                      atsRefusal: atsRefusal, started: started, durationMs: durationMs)
     }
 
-    /// The pin check. For certificate pinning the chain must validate with the pinned certificate
-    /// as its only anchor (unless invalid certificates are allowed), as in AFNetworking.
+    /// The pin check, in AFNetworking's order. Certificate mode evaluates the chain a second time
+    /// with the pinned certificates as its only anchors (partial chains allowed: a pinned leaf is
+    /// its own anchor), with dates, and with the name when `validates_domain_name`.
     static func evaluate(_ pins: PinPolicy, attempt: HandshakeAttempt, presented: [CertificateSummary],
                          building: PathBuildingResult, findings: [Finding], context: TrustContext) -> PinEvaluation {
         let trustErrors = findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
         return pins.evaluate(presented: presented, path: building.path, trustErrors: trustErrors) { pinned in
-            guard let anchor = try? X509Certificate(der: Array(pinned.der)),
-                  let store = try? TrustStore(pinnedAnchors: [anchor]) else { return false }
-            let pinnedBuilding = PathBuilder.build(presented: attempt.presented, store: store)
+            let anchors = pinned.compactMap { try? X509Certificate(der: Array($0.der)) }
+            guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else {
+                return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
+            }
+            var pinnedBuilding = PathBuilder.build(presented: attempt.presented, store: store)
+            for index in pinnedBuilding.path.indices {
+                pinnedBuilding.path[index].certificate = pinnedBuilding.path[index].certificate.judged(at: context.time)
+            }
             let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
-            let errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
+            var errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
                 .filter { $0.severity == .error }
-            return pinnedBuilding.anchored && errors.isEmpty
+            if !pinnedBuilding.anchored, errors.isEmpty {
+                errors.append(Finding(.trustInvalid, .error, "the chain does not lead to a pinned certificate"))
+            }
+            return PinnedAnchorEvaluation(path: pinnedBuilding.path.map(\.certificate), errors: errors)
         }
     }
 
@@ -255,6 +264,10 @@ public final class TLSScanner: Sendable {
             pin = evaluation
             if evaluation.state == .mismatch {
                 findings.insert(Finding(.pinMismatch, .error, "A pinned client refuses this server: \(evaluation.message)."), at: 0)
+            }
+            if pins.acceptsAnyCertificate {
+                findings.append(Finding(.pinAcceptsAnyCertificate, .warning,
+                    "The client's policy (mode none, allow_invalid_certificates, no validates_domain_name) accepts any certificate at all: anyone on the path can impersonate this server to the app."))
             }
         }
         return AddressScanResult(address: address.host, family: address.family.rawValue, port: address.port,
