@@ -243,7 +243,7 @@ struct ConfigurationParser {
                 report(node, "log_level '\(level)' is not one of \(Self.logLevels.joined(separator: ", "))")
             }
         }
-        let builtIn = Settings(port: 443, addresses: .all, interval: 300, timeout: 10, policy: .ats, trust: .system)
+        let builtIn = Settings(port: 443, addresses: .all, interval: 300, timeout: 10, policy: .default, trust: .system)
         var defaults = builtIn
         if let node = mapping["defaults"] {
             if case .mapping(let defaultsMapping) = node {
@@ -362,7 +362,7 @@ struct ConfigurationParser {
         let sni = resolved.sni ?? (HostnameMatcher.canonicalIPAddress(host) == nil ? host : nil)
         return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? 300,
-                                   timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .ats,
+                                   timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .default,
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
                                    pins: resolved.pins)
     }

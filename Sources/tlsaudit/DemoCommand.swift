@@ -106,7 +106,7 @@ struct DemoLab {
         let ports = servers.map { ($0.name, $0.server.port) } + [("closed-port", closedPort)]
         return ports.map { name, port in
             TargetConfiguration(key: name, host: Self.hostname, port: port, sni: Self.hostname,
-                                addresses: .list(["127.0.0.1"]), interval: interval, timeout: 3, policy: .ats,
+                                addresses: .list(["127.0.0.1"]), interval: interval, timeout: 3, policy: .default,
                                 trust: .caFile(caFile), tags: ["demo"], group: nil)
         }
     }

@@ -39,8 +39,8 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
-    @Option(help: "Policy to judge against: ats (documented), ats-runtime (suites current Apple clients offer) or apple-trust.")
-    var policy: CompliancePolicy = .ats
+    @Option(help: "Policy to judge against: ats-runtime (the default: what current iOS and macOS clients offer and accept), ats (Apple's documented suite list alone) or apple-trust (the certificate rules only).")
+    var policy: CompliancePolicy = .default
 
     @Option(help: "Addresses probed at once.")
     var concurrency: Int = 64

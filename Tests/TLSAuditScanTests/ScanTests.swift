@@ -32,7 +32,8 @@ struct ScanTests {
         #expect(handshake.protocolVersion == .tls1_3)
         #expect(handshake.keyExchange.forwardSecrecy)
         #expect(handshake.keyExchange.group == "x25519")
-        #expect(handshake.clientProfile == .ats)
+        #expect(handshake.clientProfile == .atsRuntime, "the default policy sends what current Apple clients send")
+        #expect(result.ats.policy == .atsRuntime)
         let chain = try #require(result.chain)
         #expect(chain.presented.count == 2)
         #expect(chain.path.count == 3)
@@ -149,18 +150,22 @@ struct ScanTests {
 
     // MARK: Policies
 
-    @Test("only ECDHE-RSA-AES128-SHA256: passes documented ATS, fails ats-runtime")
+    @Test("only ECDHE-RSA-AES128-SHA256: not compliant by default (current clients cannot connect); passes --policy ats")
     func runtimeSuites() throws {
         let leaf = try pki.leaf()
         let configuration = LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
                                                    cipherList: "ECDHE-RSA-AES128-SHA256")
-        let (documented, result) = try scan(configuration)
-        #expect(documented.status == 0)
-        #expect(result.ats.policy == .ats && result.ats.compliant)
-        let (runtime, runtimeResult) = try scan(configuration, extra: ["--policy", "ats-runtime"])
+        let (runtime, runtimeResult) = try scan(configuration)
         #expect(runtime.status == 1)
         #expect(runtimeResult.ats.policy == .atsRuntime)
         #expect(runtimeResult.errorIDs == ["ats.cipher-suite", "ats.handshake"])
+        #expect(runtimeResult.finding("ats.handshake")?.message.contains("Current Apple clients cannot connect") == true)
+        #expect(runtimeResult.finding("ats.cipher-suite")?.message.contains("no longer offer it") == true)
+        let (documented, result) = try scan(configuration, extra: ["--policy", "ats"])
+        #expect(documented.status == 0)
+        #expect(result.ats.policy == .ats && result.ats.compliant)
+        let (_, explicit) = try scan(configuration, extra: ["--policy", "ats-runtime"])
+        #expect(explicit.errorIDs == runtimeResult.errorIDs)
     }
 
     @Test("apple-trust ignores protocol and suite rules but not the chain")

@@ -55,7 +55,7 @@ struct ConfigurationTests {
         let b = configuration.targets[1]
         #expect(b.interval == 30 && b.port == 8443 && b.tags == ["all", "api", "b"])
         let v6 = configuration.targets[2]
-        #expect(v6.host == "2001:db8::1" && v6.port == 444 && v6.sni == nil && v6.interval == 600 && v6.policy == .ats)
+        #expect(v6.host == "2001:db8::1" && v6.port == 444 && v6.sni == nil && v6.interval == 600 && v6.policy == .atsRuntime)
         #expect(configuration.targets[3].addresses == .list(["10.0.0.1", "2001:db8::2"]))
         #expect(configuration.database == "/var/lib/x.sqlite")
     }

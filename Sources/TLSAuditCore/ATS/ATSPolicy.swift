@@ -36,6 +36,10 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
     /// them): SHA-2 signatures, RSA >= 2048, a trusted chain with the name in a SAN.
     case appleTrust = "apple-trust"
 
+    /// The policy when none is named: what a current iPhone or Mac does (`ats-runtime`). A server
+    /// that only passes Apple's documented list is not compliant by default; `ats` judges that list.
+    public static let `default`: CompliancePolicy = .atsRuntime
+
     /// The rules this policy checks, in reporting order.
     public var rules: [FindingID] {
         switch self {
@@ -70,8 +74,10 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
                          atsClientRefusal: String?) -> [Finding] {
         var findings: [Finding] = []
         if let refusal = atsClientRefusal {
-            findings.append(Finding(.atsHandshake, .error,
-                "The server refused a ClientHello like an iOS app's (TLS 1.2+, ATS suites): \(refusal). The values below come from a permissive client."))
+            let message = self == .atsRuntime
+                ? "Current Apple clients cannot connect: the server refused a ClientHello like theirs (TLS 1.2-1.3 with the suites iOS and macOS offer today): \(refusal). The values below come from a permissive client."
+                : "The server refused a ClientHello like an iOS app's (TLS 1.2-1.3, Apple's documented ATS suites): \(refusal). The values below come from a permissive client."
+            findings.append(Finding(.atsHandshake, .error, message))
         }
         if observation.protocolVersion < .tls1_2 {
             findings.append(Finding(.atsTLSVersion, .error,
@@ -81,9 +87,16 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
             findings.append(Finding(.atsForwardSecrecy, .error,
                 "No forward secrecy: \(observation.cipher.iana) uses the server's static \(observation.cipher.keyExchange) key, with no ephemeral key exchange."))
         } else if observation.protocolVersion != .tls1_3, !tls12Suites.contains(observation.cipher.iana) {
-            let list = self == .atsRuntime ? "the suites current Apple clients offer" : "Apple's documented ATS suite list"
-            findings.append(Finding(.atsCipherSuite, .error,
-                "\(observation.cipher.iana) is forward secret but not on \(list)."))
+            let suite = observation.cipher.iana
+            let message = switch self {
+            case .atsRuntime where ATSPolicy.documentedTLS12Suites.contains(suite):
+                "\(suite) is on Apple's documented ATS list, but current iOS and macOS clients no longer offer it: they cannot connect (the `ats` policy, the documented list alone, passes it)."
+            case .atsRuntime:
+                "\(suite) is forward secret but not among the suites current iOS and macOS clients offer: they cannot connect."
+            default:
+                "\(suite) is forward secret but not on Apple's documented ATS suite list."
+            }
+            findings.append(Finding(.atsCipherSuite, .error, message))
         }
         findings += evaluateChain(presented: presented, building: building, trustFindings: trustFindings)
         let applicable = Set(rules)

@@ -12,7 +12,7 @@ public struct ScanTarget: Hashable, Sendable {
     /// Addresses to connect to instead of resolving `host` (each probed separately).
     public var connectTo: [ConnectAddress]
     /// The policy the target is judged under.
-    public var policy: CompliancePolicy = .ats
+    public var policy: CompliancePolicy = .default
     /// Overrides the scanner's timeout for this target.
     public var timeout: Double?
     /// The target's pins, checked on every handshake.

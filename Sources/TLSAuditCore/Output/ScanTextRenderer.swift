@@ -46,7 +46,8 @@ public struct ScanTextRenderer: Sendable {
         if result.status == .failed {
             verdict = paint("COULD NOT SCAN", .yellow)
         } else {
-            let name = result.ats.policy == .ats ? "ATS COMPLIANT" : "COMPLIANT (\(result.ats.policy.rawValue))"
+            // The default policy is what current Apple clients do: plain "ATS COMPLIANT".
+            let name = result.ats.policy == .default ? "ATS COMPLIANT" : "COMPLIANT (\(result.ats.policy.rawValue))"
             verdict = result.ats.compliant ? paint(name, .green)
                 : paint("NOT " + name, .red) + " (" + result.ats.failedRules.joined(separator: ", ") + ")"
         }
