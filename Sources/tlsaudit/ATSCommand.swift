@@ -7,8 +7,8 @@ import TLSAuditProbe
 struct ATSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ats",
-        abstract: "One probe per ATS configuration (default, minimum TLS versions, no forward secrecy, arbitrary loads), the runtime suites, and the smallest Info.plist exception this server needs.",
-        discussion: "Exit status: 0 no exception needed, 1 an exception is needed (or none helps), 2 could not connect, 64 usage error."
+        abstract: "One probe per ATS configuration, each offering what a current Apple client offers under it (default, minimum TLS versions, no forward secrecy, arbitrary loads, insecure HTTP loads with the app's own trust evaluation); then what to fix on the server and the smallest Info.plist exception, if any works.",
+        discussion: "Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed), 2 could not connect, 64 usage error."
     )
 
     @Argument(help: "The server, HOST[:PORT].")
@@ -39,15 +39,29 @@ struct ATSCommand: ParsableCommand {
         case .json:
             StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
         case .text:
-            var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address))\n"
-            for result in diagnostics.configurations + [diagnostics.runtime] {
-                let name = result.name == "runtime" ? "runtime (suites current Apple clients offer)" : result.name
-                out += "  \(name.padding(toLength: 46, withPad: " ", startingAt: 0)) \(result.pass ? "PASS" : "FAIL")  \(result.detail)\n"
-            }
-            out += "\nconclusion: \(diagnostics.recommendation)\n"
-            if let plist = diagnostics.infoPlist { out += "\n" + plist }
-            StandardStream.output.write(out)
+            StandardStream.output.write(Self.text(diagnostics))
         }
         if diagnostics.exitCode != 0 { throw ExitCode(diagnostics.exitCode) }
+    }
+
+    /// The matrix (what a current Apple client does under each configuration), then the
+    /// conclusion: the server-side fix first, then the smallest app-side change.
+    static func text(_ diagnostics: ATSDiagnostics) -> String {
+        var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address)), as a current iPhone or Mac would connect\n"
+        for result in diagnostics.configurations {
+            var name = result.name
+            if result.name == "default" { name += " (current Apple clients)" }
+            if result.name == "documented-list" { name += " (Apple's documented suites)" }
+            let mark = result.diagnostic && result.name != "default" ? "  (diagnostic)" : ""
+            out += "  \(name.padding(toLength: 48, withPad: " ", startingAt: 0)) \(result.pass ? "PASS" : "FAIL")  \(result.detail)\(mark)\n"
+        }
+        out += "\nconclusion: \(diagnostics.currentClients)\n"
+        if !diagnostics.serverFixes.isEmpty {
+            out += "fix on the server:\n"
+            for fix in diagnostics.serverFixes { out += "  - \(fix)\n" }
+        }
+        if diagnostics.exitCode != 0 { out += "in the app: \(diagnostics.appSide)\n" }
+        if let plist = diagnostics.infoPlist { out += "\n" + plist }
+        return out
     }
 }

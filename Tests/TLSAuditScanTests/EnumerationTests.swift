@@ -48,7 +48,8 @@ struct EnumerationTests {
 
         let (status, diagnostics) = try ats(configuration)
         #expect(status == 1)
-        #expect(passing(diagnostics) == ["TLSv1.0", "TLSv1.0+no-forward-secrecy", "arbitrary-loads"])
+        #expect(passing(diagnostics) == ["TLSv1.0", "TLSv1.0+no-forward-secrecy", "arbitrary-loads", "insecure-http-loads+TLSv1.0",
+                                         "insecure-http-loads+TLSv1.0+no-forward-secrecy", "any-openssl-client"])
         #expect(diagnostics.exception == ["NSExceptionMinimumTLSVersion": "TLSv1.0"])
         #expect(diagnostics.infoPlist?.contains("<string>TLSv1.0</string>") == true)
         #expect(diagnostics.infoPlist?.contains("<key>\(TestPKI.hostname)</key>") == true)
@@ -79,19 +80,23 @@ struct EnumerationTests {
         #expect(suites.count == 2)
         #expect(suites.allSatisfy { $0.keyExchange.ephemeralKey?.type == "DH" && $0.keyExchange.ephemeralKey?.bits == 1024 })
         #expect(report.findings.filter { $0.id == .tlsWeakDH }.count >= 2)
-        let (_, diagnostics) = try ats(configuration)
-        #expect(passing(diagnostics) == ["arbitrary-loads"])
-        #expect(diagnostics.recommendation.contains("NSAllowsArbitraryLoads"))
+        let (status, diagnostics) = try ats(configuration)
+        #expect(status == 1)
+        // Apple clients never offer DHE: no exception unlocks it (before: "only NSAllowsArbitraryLoads works").
+        #expect(passing(diagnostics) == ["any-openssl-client"])
+        #expect(diagnostics.exception.isEmpty && diagnostics.infoPlist == nil)
     }
 
-    @Test("CHACHA20 only: documented ATS fails, the runtime suites pass")
+    @Test("CHACHA20 only: off Apple's documented list, but current clients connect")
     func chacha() throws {
         let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
                                                    cipherList: "ECDHE-RSA-CHACHA20-POLY1305")
         let (_, report) = try enumerate(configuration)
         #expect(report.protocols.first { $0.version == "TLSv1.2" }?.suites.map(\.cipher.iana) == ["TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"])
-        let (_, diagnostics) = try ats(configuration)
-        #expect(!passing(diagnostics).contains("default"))
+        let (status, diagnostics) = try ats(configuration)
+        #expect(status == 0)
+        #expect(passing(diagnostics).contains("default"))
+        #expect(!passing(diagnostics).contains("documented-list"))
         #expect(diagnostics.runtime.pass)
     }
 
@@ -142,14 +147,15 @@ struct EnumerationTests {
         #expect(report.protocols.first { $0.version == "TLSv1.2" }?.preference == "client")
     }
 
-    @Test("only ECDHE-RSA-AES128-SHA256: passes documented ATS, fails the runtime suites")
+    @Test("only ECDHE-RSA-AES128-SHA256: passes the documented list, exits 1: current clients cannot connect")
     func runtimeOnly() throws {
         let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,
                                                    cipherList: "ECDHE-RSA-AES128-SHA256")
         let (status, diagnostics) = try ats(configuration)
-        #expect(status == 0)
-        #expect(passing(diagnostics).contains("default"))
+        #expect(status == 1, "never 'no exception needed'")
+        #expect(passing(diagnostics) == ["documented-list", "any-openssl-client"])
         #expect(!diagnostics.runtime.pass)
+        #expect(diagnostics.currentClients.contains("passes Apple's documented ATS list, but current iOS and macOS clients cannot connect"))
     }
 
     @Test("a server that still speaks SSLv3: the hand-built ClientHello detects it")
@@ -222,5 +228,100 @@ struct OCSPStaplingTests {
         #expect(handshake.stapledOCSP?.certificateStatus == "good")
         #expect(handshake.stapledOCSP?.nextUpdate != nil)
         #expect(handshake.signedCertificateTimestamps == SCTCounts(embedded: 0, tlsExtension: 0, ocsp: 0))
+    }
+}
+
+/// `tlsaudit ats` against the servers the issue names: the conclusion leads with the server-side
+/// fix, then the smallest app-side change that a current Apple client would honour.
+@Suite("tlsaudit ats conclusions")
+struct ATSConclusionTests {
+    let pki = TestPKI.shared
+
+    func ats(_ configuration: LabServerConfiguration) throws -> (Int32, ATSDiagnostics, String) {
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let arguments = ["ats", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(server.port)"]
+        let json = try CLI.run(arguments + ["--format", "json"])
+        let text = try CLI.run(arguments)
+        #expect(text.status == json.status)
+        return (json.status, try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(json.stdout.utf8)), text.stdout)
+    }
+
+    func chain(_ leaf: LabCertificate) -> [LabCertificate] { [leaf, pki.intermediate] }
+
+    @Test("a TLS 1.0/1.1-only server: enable TLS 1.2; meanwhile NSExceptionMinimumTLSVersion TLSv1.1")
+    func legacyVersions() throws {
+        let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: chain(try pki.leaf()), minVersion: .tls1_0,
+                                                                         maxVersion: .tls1_1, cipherList: "ECDHE-RSA-AES128-SHA"))
+        #expect(status == 1)
+        #expect(diagnostics.serverFixes.first?.hasPrefix("enable TLS 1.2 or 1.3") == true, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.exception == ["NSExceptionMinimumTLSVersion": "TLSv1.1"])
+        #expect(text.contains("fix on the server:\n  - enable TLS 1.2 or 1.3"))
+        #expect(text.range(of: "fix on the server")!.lowerBound < text.range(of: "in the app:")!.lowerBound, "the server first")
+    }
+
+    @Test("a static-RSA-only server: enable ECDHE; meanwhile NSExceptionRequiresForwardSecrecy NO")
+    func staticRSA() throws {
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,
+                                                                      cipherList: "AES128-GCM-SHA256"))
+        #expect(status == 1)
+        #expect(diagnostics.serverFixes.first?.contains("static-RSA key exchange") == true, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.exception == ["NSExceptionRequiresForwardSecrecy": "NO"])
+    }
+
+    @Test("a DHE-only server: no exception helps; enable ECDHE")
+    func dheOnly() throws {
+        let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,
+                                                                         cipherList: "DHE-RSA-AES128-GCM-SHA256", dhGroup: .automatic))
+        #expect(status == 1)
+        #expect(diagnostics.serverFixes.first?.contains("Apple clients never offer DHE suites") == true, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.exception.isEmpty && diagnostics.infoPlist == nil)
+        #expect(diagnostics.appSide.hasPrefix("no exception makes current Apple clients connect"))
+        #expect(!text.contains("NSAllowsArbitraryLoads</key>"))
+    }
+
+    @Test("an RSA-1024 or SHA-1 leaf, or a self-signed one: no key lifts the trust rules; insecure HTTP loads with own evaluation, risk named",
+          arguments: ["rsa-1024", "sha-1", "self-signed"])
+    func trustRules(kind: String) throws {
+        let leaf: LabCertificate = switch kind {
+        case "rsa-1024": try pki.leaf(key: .rsa(bits: 1024))
+        case "sha-1": try pki.leaf(key: .rsa(bits: 2048), digest: .sha1)
+        default: try LabCertificateAuthority.selfSigned(.server([TestPKI.hostname]))
+        }
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: kind == "self-signed" ? [leaf] : chain(leaf)))
+        #expect(status == 1)
+        #expect(!diagnostics.trustProblems.isEmpty)
+        let expectedFix = switch kind {
+        case "rsa-1024": "RSA key of 2048 bits or more"
+        case "sha-1": "signed with SHA-256 or stronger"
+        default: "use a certificate the devices trust"
+        }
+        #expect(diagnostics.serverFixes.contains { $0.contains(expectedFix) }, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.appSide.hasPrefix("No Info.plist exception makes the default trust evaluation pass"), "\(diagnostics.appSide)")
+        #expect(diagnostics.appSide.contains("anyone on the network path can impersonate the server"))
+        #expect(diagnostics.exception == ["NSExceptionAllowsInsecureHTTPLoads": "YES"])
+        for name in ["no-forward-secrecy", "TLSv1.0", "arbitrary-loads"] {
+            #expect(diagnostics.configurations.first { $0.name == name }?.pass == false, "\(name) cannot lift Apple's trust rules")
+        }
+        #expect(diagnostics.configurations.first { $0.name == "insecure-http-loads" }?.pass == true)
+    }
+
+    @Test("only ECDHE-RSA-AES128-SHA256: passes the documented list; current clients cannot connect; no exception helps")
+    func cbcSHA256Only() throws {
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,
+                                                                      cipherList: "ECDHE-RSA-AES128-SHA256"))
+        #expect(status == 1)
+        #expect(diagnostics.currentClients.contains("passes Apple's documented ATS list"))
+        #expect(diagnostics.serverFixes.first?.contains("no longer offer") == true, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.exception.isEmpty)
+    }
+
+    @Test("a good server: exit 0, no exception, nothing to fix")
+    func good() throws {
+        let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: chain(try pki.leaf())))
+        #expect(status == 0)
+        #expect(diagnostics.recommendation.hasPrefix("no exception needed"))
+        #expect(diagnostics.serverFixes.isEmpty && diagnostics.exception.isEmpty && diagnostics.infoPlist == nil)
+        #expect(!text.contains("fix on the server"))
     }
 }

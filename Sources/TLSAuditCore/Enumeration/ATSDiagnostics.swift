@@ -1,67 +1,218 @@
-/// One ATS configuration an app can declare, and whether the server satisfies it.
+/// One ATS configuration an app can declare, and whether a current Apple client under it accepts
+/// the server.
 public struct ATSConfigurationResult: Hashable, Codable, Sendable {
-    /// `default`, `TLSv1.3`, `TLSv1.2`, `TLSv1.1`, `TLSv1.0`, `no-forward-secrecy`, ...
+    /// Why a configuration fails.
+    public enum Failure: String, Codable, Sendable {
+        /// No handshake: no protocol version or suite in common with what the client offers.
+        case handshake
+        /// The handshake has no forward secrecy and the configuration requires it.
+        case forwardSecrecy = "forward-secrecy"
+        /// Apple's trust rules for all TLS (no ATS key lifts them).
+        case trust
+    }
+
+    /// `default`, `documented-list`, `TLSv1.3`, `no-forward-secrecy`, `insecure-http-loads`, ...
     public var name: String
     /// The Info.plist keys of this configuration (empty for the default).
     public var exception: [String: String]
     public var pass: Bool
     /// Why it fails, or what was negotiated.
     public var detail: String
+    /// The kind of failure; nil when it passes.
+    public var failure: Failure?
+    /// A diagnostic line, not a configuration to recommend (the documented list, stricter minimums,
+    /// what a permissive OpenSSL client gets).
+    public var diagnostic: Bool
+    /// The app evaluates server trust itself (NSExceptionAllowsInsecureHTTPLoads): trust is not judged.
+    public var ownTrustEvaluation: Bool
 
-    public init(name: String, exception: [String: String], pass: Bool, detail: String) {
+    public init(name: String, exception: [String: String], pass: Bool, detail: String, failure: Failure? = nil,
+                diagnostic: Bool = false, ownTrustEvaluation: Bool = false) {
         self.name = name
         self.exception = exception
         self.pass = pass
         self.detail = detail
+        self.failure = pass ? nil : failure
+        self.diagnostic = diagnostic
+        self.ownTrustEvaluation = ownTrustEvaluation
     }
 }
 
-/// `tlsaudit ats`: what `nscurl --ats-diagnostics` tells on macOS, and which exception an app needs.
+/// What a permissive client (every suite OpenSSL has, TLS 1.0-1.3) negotiated: what the server speaks.
+public struct ServerOffer: Hashable, Codable, Sendable {
+    public var protocolVersion: TLSVersion
+    public var cipher: CipherSuiteDescription
+    public var forwardSecrecy: Bool
+
+    public init(protocolVersion: TLSVersion, cipher: CipherSuiteDescription, forwardSecrecy: Bool) {
+        self.protocolVersion = protocolVersion
+        self.cipher = cipher
+        self.forwardSecrecy = forwardSecrecy
+    }
+}
+
+/// `tlsaudit ats`: what `nscurl --ats-diagnostics` tells on macOS, judged by what current iOS and
+/// macOS clients offer and accept (../shared/ATS.md sections 1, 2 and 5), and what to change: the
+/// server first, then the smallest app-side exception, if any works at all.
 public struct ATSDiagnostics: Hashable, Codable, Sendable {
-    public static let schemaVersion = "tlsaudit.ats/1"
+    public static let schemaVersion = "tlsaudit.ats/2"
 
     public var schema: String = schemaVersion
     public var target: String
     public var address: String
+    /// Every probe, `default` (a current client with default ATS) first.
     public var configurations: [ATSConfigurationResult]
-    /// With the suites current Apple clients actually offer.
+    /// The `default` row again (schema 1 kept the current-client probe here).
     public var runtime: ATSConfigurationResult
-    /// The smallest passing exception (nil: none passes, or none is needed).
+    /// What a permissive OpenSSL client negotiated, when anything.
+    public var serverOffer: ServerOffer?
+    /// Apple's trust rules the chain breaks: no Info.plist key lifts them.
+    public var trustProblems: [String]
+    /// What to change on the server, most important first (empty when nothing needs to change).
+    public var serverFixes: [String]
+    /// The smallest app-side change that works, and its cost; or why none does.
+    public var appSide: String
+    /// Whether current Apple clients connect with default ATS, and why not.
+    public var currentClients: String
+    /// The whole conclusion in one paragraph: `currentClients`, the first server fix, `appSide`.
     public var recommendation: String
-    /// The exception keys to declare (empty: none needed).
+    /// The exception keys to declare (empty: none needed, or none helps).
     public var exception: [String: String]
     /// Ready to paste under NSAppTransportSecurity (nil when none is needed or none helps).
     public var infoPlist: String?
+    /// 0 when a current Apple client connects with default ATS; 1 otherwise.
     public var exitCode: Int32
 
-    public init(target: String, address: String, configurations: [ATSConfigurationResult], runtime: ATSConfigurationResult,
-                domain: String) {
+    /// The app-side rows, smallest relaxation first.
+    static let exceptionOrder = ["no-forward-secrecy", "TLSv1.1", "TLSv1.1+no-forward-secrecy", "TLSv1.0",
+                                 "TLSv1.0+no-forward-secrecy", "arbitrary-loads"]
+    static let ownTrustOrder = ["insecure-http-loads", "insecure-http-loads+no-forward-secrecy", "insecure-http-loads+TLSv1.0",
+                                "insecure-http-loads+TLSv1.0+no-forward-secrecy"]
+
+    /// - `trustFailures`: the chain's failures of Apple's trust rules (SHA-2, RSA >= 2048, a trusted
+    ///   chain with the name in a SAN, EKU, lifetime), from any handshake that got a chain.
+    /// - `privateAnchors`: the chain was judged against the operator's own CA (`--ca-file`).
+    public init(target: String, address: String, configurations: [ATSConfigurationResult], serverOffer: ServerOffer?,
+                trustFailures: [Finding], privateAnchors: Bool, domain: String) {
         self.target = target
         self.address = address
         self.configurations = configurations
-        self.runtime = runtime
-        // The stricter minimum-version lines are diagnostics, not relaxations.
-        let passing = configurations.first { $0.pass && $0.name != "TLSv1.3" && $0.name != "TLSv1.2" }
-        if configurations.first?.pass == true {
-            recommendation = "no exception needed: the server meets default ATS"
+        let row = { (name: String) in configurations.first { $0.name == name } }
+        let defaultRow = row("default") ?? ATSConfigurationResult(name: "default", exception: [:], pass: false, detail: "not probed",
+                                                                  failure: .handshake)
+        runtime = defaultRow
+        self.serverOffer = serverOffer
+        trustProblems = trustFailures.map(\.message)
+        let fixes = Self.serverFixes(defaultRow: defaultRow, offer: serverOffer, trustFailures: trustFailures,
+                                     privateAnchors: privateAnchors)
+        serverFixes = fixes
+        let documentedOnly = !defaultRow.pass && row("documented-list")?.pass == true
+
+        if defaultRow.pass {
+            recommendation = privateAnchors
+                ? "no exception needed on devices that trust the private root (installed by a configuration profile or MDM); elsewhere the chain is untrusted"
+                : "no exception needed: a current iPhone or Mac with default ATS connects"
+            appSide = "none needed"
+            currentClients = recommendation
             exception = [:]
             infoPlist = nil
             exitCode = 0
-        } else if let passing, passing.name != "arbitrary-loads" {
-            recommendation = "the smallest exception that works: " + passing.exception.keys.sorted().map { "\($0) = \(passing.exception[$0]!)" }.joined(separator: ", ")
-            exception = passing.exception
-            infoPlist = Self.plist(domain: domain, exception: passing.exception)
-            exitCode = 1
-        } else if let passing {
-            recommendation = "only NSAllowsArbitraryLoads works: no per-domain exception makes this server acceptable"
-            exception = passing.exception
-            infoPlist = Self.plist(domain: domain, exception: [:], arbitraryLoads: true)
-            exitCode = 1
+            return
+        }
+        exitCode = 1
+        currentClients = documentedOnly
+            ? "the server passes Apple's documented ATS list, but current iOS and macOS clients cannot connect (\(defaultRow.detail))"
+            : "current iOS and macOS clients with default ATS cannot connect (\(defaultRow.detail))"
+        let candidates = trustFailures.isEmpty ? Self.exceptionOrder : []
+        if let passing = candidates.compactMap(row).first(where: \.pass) {
+            if passing.name == "arbitrary-loads" {
+                appSide = "only NSAllowsArbitraryLoads works (for every domain of the app: no per-domain exception is enough); it turns ATS off"
+                exception = passing.exception
+                infoPlist = Self.plist(domain: domain, exception: [:], arbitraryLoads: true)
+            } else {
+                appSide = "the smallest exception that works: " + Self.keys(passing.exception)
+                exception = passing.exception
+                infoPlist = Self.plist(domain: domain, exception: passing.exception)
+            }
+        } else if let own = Self.ownTrustOrder.compactMap(row).first(where: \.pass) {
+            let rules = trustFailures.isEmpty ? "" : "No Info.plist exception makes the default trust evaluation pass. "
+            appSide = rules + "The only app-side way is " + Self.keys(own.exception)
+                + " for \(domain) with the app's own server trust evaluation (AFNetworking allowInvalidCertificates = YES with the server's certificate pinned): the app then accepts whatever its own code accepts, and without a pin anyone on the network path can impersonate the server"
+            exception = own.exception
+            infoPlist = Self.plist(domain: domain, exception: own.exception)
         } else {
-            recommendation = "no ATS exception helps: " + (configurations.last?.detail ?? "every configuration fails")
+            appSide = "no exception makes current Apple clients connect: they never offer what this server needs (\(defaultRow.detail)); only a server change helps"
             exception = [:]
             infoPlist = nil
-            exitCode = 1
+        }
+        recommendation = "\(currentClients). Fix on the server: \(fixes.first ?? "see the matrix"). In the app: \(appSide)"
+    }
+
+    /// `Key = value, Key = value`.
+    static func keys(_ exception: [String: String]) -> String {
+        exception.keys.sorted().map { "\($0) = \(exception[$0]!)" }.joined(separator: ", ")
+    }
+
+    /// What to change on the server: the handshake first (nothing else matters until current
+    /// clients can connect), then the certificate.
+    static func serverFixes(defaultRow: ATSConfigurationResult, offer: ServerOffer?, trustFailures: [Finding],
+                            privateAnchors: Bool) -> [String] {
+        var fixes: [String] = []
+        if defaultRow.failure == .handshake || defaultRow.failure == .forwardSecrecy {
+            let suites = "ECDHE with AES-GCM or CHACHA20-POLY1305 (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), or TLS 1.3"
+            if let offer {
+                let suite = offer.cipher.iana
+                if offer.protocolVersion < .tls1_2 {
+                    fixes.append("enable TLS 1.2 or 1.3 with \(suites): the server speaks only \(offer.protocolVersion.displayName) (with \(suite)), which ATS refuses")
+                } else if suite.contains("_DHE_") {
+                    fixes.append("enable \(suites): the server chose \(suite), and Apple clients never offer DHE suites")
+                } else if !offer.forwardSecrecy {
+                    fixes.append("enable \(suites): the server chose \(suite), static-RSA key exchange without forward secrecy")
+                } else if suite.hasSuffix("_CBC_SHA256") || suite.hasSuffix("_CBC_SHA384") {
+                    fixes.append("enable \(suites): the server chose \(suite), a CBC-SHA256/SHA384 suite that current Apple clients no longer offer")
+                } else {
+                    fixes.append("enable TLS 1.2 or 1.3 with \(suites): the server chose \(offer.protocolVersion.displayName) with \(suite), which current Apple clients do not offer")
+                }
+            } else {
+                fixes.append("make the server complete a TLS 1.2 or 1.3 handshake with \(defaultRow.detail.isEmpty ? "a current client" : "a current client (\(defaultRow.detail))")")
+            }
+        }
+        var seen = Set<String>()
+        for failure in trustFailures {
+            guard let fix = certificateFix(failure, privateAnchors: privateAnchors), seen.insert(fix).inserted else { continue }
+            fixes.append(fix)
+        }
+        return fixes
+    }
+
+    /// The certificate change that removes one trust failure.
+    static func certificateFix(_ failure: Finding, privateAnchors: Bool) -> String? {
+        let at = failure.depth.map { $0 == 0 ? "the leaf" : "the CA certificate at depth \($0)" } ?? "the chain"
+        switch failure.id {
+        case .atsKeySize:
+            return "reissue \(at) with an RSA key of 2048 bits or more, or an ECDSA P-256 key: \(failure.message)"
+        case .atsSignatureHash:
+            return "reissue \(at) signed with SHA-256 or stronger: \(failure.message)"
+        case .trustHostnameMismatch:
+            return "reissue the leaf with the host name in subjectAltName (the CN is not used): \(failure.message)"
+        case .trustLifetime:
+            return "reissue the leaf with a validity of at most 398 days (825 under a private CA): \(failure.message)"
+        case .trustEKU:
+            return "reissue \(at) with extendedKeyUsage serverAuth: \(failure.message)"
+        case .trustExpired, .trustNotYetValid:
+            return "renew \(at): \(failure.message)"
+        case .trustIncompleteChain:
+            return "send the intermediate certificate(s) with the leaf: \(failure.message)"
+        case .trustSelfSigned, .trustUntrustedRoot, .trustInvalid:
+            return privateAnchors
+                ? "use a certificate the devices trust: \(failure.message)"
+                : "use a certificate from a publicly trusted CA, or a private CA whose root every device installs (configuration profile or MDM): \(failure.message)"
+        case .trustCertificateTransparency:
+            return "get a certificate with embedded SCTs (Certificate Transparency): \(failure.message)"
+        case .atsTrust:
+            return nil // The trust.* findings behind it say what to change.
+        default:
+            return "fix the certificate: \(failure.message)"
         }
     }
 

@@ -138,79 +138,121 @@ public final class Enumerator: Sendable {
 
     // MARK: - ATS matrix
 
-    /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does, plus the runtime suites.
+    /// The static-RSA suites `NSExceptionRequiresForwardSecrecy = NO` adds (../shared/ATS.md section 1).
+    static let staticRSASuites = "AES256-GCM-SHA384:AES128-GCM-SHA256:AES256-SHA:AES128-SHA"
+
+    /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does, each offering what a
+    /// current Apple client offers under that configuration (never a suite it does not send: no
+    /// exception unlocks DHE or CBC-SHA256/SHA384), plus the documented list and a permissive
+    /// OpenSSL client as diagnostics. The conclusion is drawn in `ATSDiagnostics`.
     public func atsDiagnostics(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore) -> ATSDiagnostics {
-        let documented = ClientContext.atsCipherList
-        let nonFS = documented + ":AES256-GCM-SHA384:AES128-GCM-SHA256:AES256-SHA:AES128-SHA"
+        let current = ClientContext.atsRuntimeCipherList
+        let currentNonFS = current + ":" + Self.staticRSASuites
         struct Configuration: Sendable {
             var name: String
             var exception: [String: String]
             var override: ClientHelloOverride
             var profile: ClientProfile
             var forwardSecrecy: Bool
+            /// ECC keys under 256 bits are an ATS rule, lifted with forward secrecy; RSA >= 2048 is a trust rule.
+            var eccKeySizeRule: Bool
+            var judgesTrust: Bool = true
+            var diagnostic: Bool = false
         }
         let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
-        func make(_ name: String, _ exception: [String: String], min: TLSVersion, ciphers: String, fs: Bool,
-                  profile: ClientProfile = .ats) -> Configuration {
+        func make(_ name: String, _ exception: [String: String], min: TLSVersion, nonFS: Bool = false, max: TLSVersion = .tls1_3,
+                  ciphers: String? = nil, ownTrust: Bool = false, diagnostic: Bool = false) -> Configuration {
             Configuration(name: name, exception: exception,
-                          override: ClientHelloOverride(minVersion: min, maxVersion: .tls1_3, cipherList: ciphers, tls13Suites: suites13),
-                          profile: profile, forwardSecrecy: fs)
+                          override: ClientHelloOverride(minVersion: min, maxVersion: max, cipherList: ciphers ?? (nonFS ? currentNonFS : current),
+                                                        tls13Suites: suites13),
+                          profile: min < .tls1_2 ? .permissive : .atsRuntime, forwardSecrecy: !nonFS, eccKeySizeRule: !nonFS,
+                          judgesTrust: !ownTrust, diagnostic: diagnostic)
         }
         let noFS = ["NSExceptionRequiresForwardSecrecy": "NO"]
+        let insecure = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
+        let tls10 = ["NSExceptionMinimumTLSVersion": "TLSv1.0"]
+        let tls11 = ["NSExceptionMinimumTLSVersion": "TLSv1.1"]
         let configurations = [
-            make("default", [:], min: .tls1_2, ciphers: documented, fs: true),
-            make("TLSv1.3", ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, ciphers: documented, fs: true),
-            make("TLSv1.2", ["NSExceptionMinimumTLSVersion": "TLSv1.2"], min: .tls1_2, ciphers: documented, fs: true),
-            make("no-forward-secrecy", noFS, min: .tls1_2, ciphers: nonFS, fs: false),
-            make("TLSv1.1", ["NSExceptionMinimumTLSVersion": "TLSv1.1"], min: .tls1_1, ciphers: documented, fs: true, profile: .permissive),
-            make("TLSv1.1+no-forward-secrecy", noFS.merging(["NSExceptionMinimumTLSVersion": "TLSv1.1"]) { $1 },
-                 min: .tls1_1, ciphers: nonFS, fs: false, profile: .permissive),
-            make("TLSv1.0", ["NSExceptionMinimumTLSVersion": "TLSv1.0"], min: .tls1_0, ciphers: documented, fs: true, profile: .permissive),
-            make("TLSv1.0+no-forward-secrecy", noFS.merging(["NSExceptionMinimumTLSVersion": "TLSv1.0"]) { $1 },
-                 min: .tls1_0, ciphers: nonFS, fs: false, profile: .permissive),
-            Configuration(name: "arbitrary-loads", exception: ["NSAllowsArbitraryLoads": "YES"],
+            make("default", [:], min: .tls1_2),
+            make("documented-list", [:], min: .tls1_2, ciphers: ClientContext.atsCipherList, diagnostic: true),
+            make("TLSv1.3", ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, diagnostic: true),
+            make("TLSv1.2", ["NSExceptionMinimumTLSVersion": "TLSv1.2"], min: .tls1_2, diagnostic: true),
+            make("no-forward-secrecy", noFS, min: .tls1_2, nonFS: true),
+            make("TLSv1.1", tls11, min: .tls1_1),
+            make("TLSv1.1+no-forward-secrecy", noFS.merging(tls11) { $1 }, min: .tls1_1, nonFS: true),
+            make("TLSv1.0", tls10, min: .tls1_0),
+            make("TLSv1.0+no-forward-secrecy", noFS.merging(tls10) { $1 }, min: .tls1_0, nonFS: true),
+            // Arbitrary loads lift the TLS version and forward secrecy minimums, not the client's suite list or trust.
+            make("arbitrary-loads", ["NSAllowsArbitraryLoads": "YES"], min: .tls1_0, nonFS: true),
+            // The app evaluates trust itself; the TLS and forward-secrecy minimums still hold unless relaxed too.
+            make("insecure-http-loads", insecure, min: .tls1_2, ownTrust: true),
+            make("insecure-http-loads+no-forward-secrecy", insecure.merging(noFS) { $1 }, min: .tls1_2, nonFS: true, ownTrust: true),
+            make("insecure-http-loads+TLSv1.0", insecure.merging(tls10) { $1 }, min: .tls1_0, ownTrust: true),
+            make("insecure-http-loads+TLSv1.0+no-forward-secrecy", insecure.merging(tls10) { $1 }.merging(noFS) { $1 },
+                 min: .tls1_0, nonFS: true, ownTrust: true),
+            // Not an Apple client: what the server speaks at all, for the server-side advice.
+            Configuration(name: "any-openssl-client", exception: [:],
                           override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,
-                          forwardSecrecy: false),
-            Configuration(name: "runtime", exception: [:],
-                          override: ClientHelloOverride(minVersion: .tls1_2, maxVersion: .tls1_3,
-                                                        cipherList: ClientContext.atsRuntimeCipherList, tls13Suites: suites13),
-                          profile: .atsRuntime, forwardSecrecy: true),
+                          forwardSecrecy: false, eccKeySizeRule: false, judgesTrust: false, diagnostic: true),
         ]
         let probes = ProbeCounter()
-        let results = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration -> ATSConfigurationResult in
-            let attempt = self.handshake(address, target: target, probes: probes, override: configuration.override,
-                                         profile: configuration.profile)
-            let (pass, detail) = self.judge(attempt, forwardSecrecy: configuration.forwardSecrecy,
-                                            arbitrary: configuration.name == "arbitrary-loads", target: target, trustStore: trustStore)
-            return ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass, detail: detail)
+        let context = TrustContext(hostname: target.sni ?? target.host, time: Date(), publicTrust: trustStore.label == "system")
+        let attempts = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration in
+            self.handshake(address, target: target, probes: probes, override: configuration.override, profile: configuration.profile)
         }
-        return ATSDiagnostics(target: target.displayName, address: address.host, configurations: Array(results.dropLast()),
-                              runtime: results.last!, domain: target.sni ?? target.host)
+        // Apple's trust rules for all TLS, judged once on the first chain any probe received.
+        let chain = attempts.first { !$0.presented.isEmpty }.map { attempt -> (findings: [Finding], path: [CertificateSummary]) in
+            let presented = attempt.presented.map { $0.summary() }
+            let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
+            let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+            let rules = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)
+            let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
+            return (failures, building.path.isEmpty ? presented : building.path.map(\.certificate))
+        }
+        var results: [ATSConfigurationResult] = []
+        for (configuration, attempt) in zip(configurations, attempts) {
+            let (pass, detail, failure) = Self.judge(attempt, forwardSecrecy: configuration.forwardSecrecy,
+                                                     eccKeySizeRule: configuration.eccKeySizeRule,
+                                                     trustFailures: configuration.judgesTrust ? chain?.findings ?? [] : [],
+                                                     path: chain?.path ?? [])
+            results.append(ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass,
+                                                  detail: detail, failure: failure, diagnostic: configuration.diagnostic,
+                                                  ownTrustEvaluation: !configuration.judgesTrust && !configuration.diagnostic))
+        }
+        let offer = attempts.last?.observation.map {
+            ServerOffer(protocolVersion: $0.protocolVersion, cipher: $0.cipher, forwardSecrecy: $0.keyExchange.forwardSecrecy)
+        }
+        let trustFailures = (chain?.findings ?? []).filter { failure in
+            // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
+            !(failure.id == .atsKeySize && !Self.isRSA(at: failure.depth, in: chain?.path ?? []))
+        }
+        return ATSDiagnostics(target: target.displayName, address: address.host, configurations: results, serverOffer: offer,
+                              trustFailures: trustFailures, privateAnchors: trustStore.label != "system",
+                              domain: target.sni ?? target.host)
     }
 
-    /// Whether an app under this configuration accepts the handshake: it completed, and the chain
-    /// meets Apple's rules (the key-size rule is off without forward secrecy; trust always holds).
-    private func judge(_ attempt: HandshakeAttempt, forwardSecrecy: Bool, arbitrary: Bool, target: ScanTarget,
-                       trustStore: TrustStore) -> (Bool, String) {
+    static func isRSA(at depth: Int?, in path: [CertificateSummary]) -> Bool {
+        guard let depth, path.indices.contains(depth) else { return false }
+        return path[depth].publicKey.isRSA
+    }
+
+    /// Whether a current Apple client under one configuration accepts the handshake: it completed,
+    /// with forward secrecy when required, and the chain meets Apple's trust rules (unless the app
+    /// evaluates trust itself); ECC key sizes only where the ATS key-size rule applies.
+    private static func judge(_ attempt: HandshakeAttempt, forwardSecrecy: Bool, eccKeySizeRule: Bool, trustFailures: [Finding],
+                              path: [CertificateSummary]) -> (Bool, String, ATSConfigurationResult.Failure?) {
         guard let observation = attempt.observation, attempt.failure == nil else {
-            return (false, attempt.failure?.description ?? "no handshake")
+            return (false, attempt.failure?.description ?? "no handshake", .handshake)
         }
         let negotiated = "\(observation.protocolVersion.displayName), \(observation.cipher.iana)"
         if forwardSecrecy, !observation.keyExchange.forwardSecrecy {
-            return (false, "negotiated \(negotiated) without forward secrecy")
+            return (false, "negotiated \(negotiated) without forward secrecy", .forwardSecrecy)
         }
-        let presented = attempt.presented.map { $0.summary() }
-        let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
-        let trust = TrustEvaluator.evaluate(presented: presented, building: building,
-                                            context: TrustContext(hostname: target.sni ?? target.host, time: Date()))
-        var failures = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)
-            .filter { $0.severity == .error }
-        if !forwardSecrecy || arbitrary { failures.removeAll { $0.id == .atsKeySize } }
-        if arbitrary { failures.removeAll { $0.id == .atsSignatureHash } }
+        let failures = trustFailures.filter { eccKeySizeRule || $0.id != .atsKeySize || isRSA(at: $0.depth, in: path) }
         guard failures.isEmpty else {
-            return (false, "negotiated \(negotiated), but " + failures.map(\.message).joined(separator: " "))
+            return (false, "negotiated \(negotiated), but " + RecordBudget.list(failures.map(\.message), limit: 3, separator: " "), .trust)
         }
-        return (true, "negotiated \(negotiated)")
+        return (true, "negotiated \(negotiated)", nil)
     }
 }
 
