@@ -181,7 +181,7 @@ struct ConfigurationParser {
     static let reportKeys = ["name", "schedule", "at", "day", "timezone", "since", "formats", "directory", "policy",
                              "expiring_within", "keep", "sinks"]
     static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
-    static let alertKeys = ["unreachable_after", "expiry_thresholds", "sinks"]
+    static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins"]
     static let targetKeys = ["host", "name"] + settingKeys
@@ -476,12 +476,15 @@ struct ConfigurationParser {
     private mutating func alerts(_ node: Node) -> AlertConfiguration {
         var configuration = AlertConfiguration()
         guard case .mapping(let mapping) = node else {
-            report(node, "alerts must be a mapping: unreachable_after, expiry_thresholds, sinks")
+            report(node, "alerts must be a mapping: unreachable_after, expiry_thresholds, first_scan, sinks")
             return configuration
         }
         checkKeys(mapping, allowed: Self.alertKeys, in: "alerts")
         if let value = mapping["unreachable_after"], let count = integer(value, in: 1...10_000) {
             configuration.rules.unreachableAfter = count
+        }
+        if let value = mapping["first_scan"], let enabled = boolean(value) {
+            configuration.rules.alertOnFirstScan = enabled
         }
         if let value = mapping["expiry_thresholds"] {
             if case .sequence(let sequence) = value, !sequence.isEmpty {

@@ -380,7 +380,9 @@ private struct ReportReader {
     private enum Column {
         static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, trustErrors = 6
         static let content = 7, sni = 8, host = 9, startedAt = 10
-        static let count = 11
+        /// 1 when a verdict of the observation records a pin mismatch (pins do not depend on the policy).
+        static let pinMismatch = 11
+        static let count = 12
     }
 
     /// The leading columns (see `Column`) and the joins giving each observation's verdict: the
@@ -393,12 +395,15 @@ private struct ReportReader {
              WHERE json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
             """
         let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrors)"
+        let pinMismatch = """
+            (SELECT 1 FROM verdict pv WHERE pv.observation_id = o.id AND json_extract(pv.pin, '$.state') = 'mismatch' LIMIT 1)
+            """
         guard let policy else {
-            return ("\(observation), NULL, NULL, NULL, o.started_at",
+            return ("\(observation), NULL, NULL, NULL, o.started_at, \(pinMismatch)",
                     "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy")
         }
         // Without a stored verdict under the policy: what it is judged from (see ObservationContent).
-        return ("\(observation), CASE WHEN v.observation_id IS NULL THEN ifnull(o.content_hash, 'id:' || o.id) END, o.sni, o.host, o.started_at",
+        return ("\(observation), CASE WHEN v.observation_id IS NULL THEN ifnull(o.content_hash, 'id:' || o.id) END, o.sni, o.host, o.started_at, \(pinMismatch)",
                 "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\(policy.rawValue)'")
     }
 
@@ -414,6 +419,18 @@ private struct ReportReader {
     /// The verdict of a row that starts with `verdictSQL()`'s columns. `withTrust` decodes the
     /// findings to name the trust errors (only the current state shows them).
     private mutating func passVerdict(_ row: Row, withTrust: Bool) throws -> PassVerdict {
+        var verdict = try policyVerdict(row, withTrust: withTrust)
+        // A pin mismatch is never compliant, under any policy (CountedVerdict).
+        if (row[Column.pinMismatch] as Int?) == 1 {
+            verdict.condition = verdict.condition == .compliant ? .notCompliant : verdict.condition
+            verdict.rules = try SQLiteScanStore.json(CountedVerdict.reasons(try SQLiteScanStore.rules(verdict.rules),
+                                                                            pinState: PinEvaluation.State.mismatch.rawValue))
+        }
+        return verdict
+    }
+
+    /// The verdict under the report's policy alone (stored, or judged again).
+    private mutating func policyVerdict(_ row: Row, withTrust: Bool) throws -> PassVerdict {
         let status: String = row[Column.status]
         let hasChain: Bool = row[Column.hasChain]
         if let content: String = row[Column.content], let policy = query.policy {

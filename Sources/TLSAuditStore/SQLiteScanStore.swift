@@ -165,19 +165,20 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              try result.pin.map(json)])
 
         // A new row in the address's timeline when its verdict changed.
-        let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.ats.compliant)
+        let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.countedCompliant)
         // The address's timeline: a row when this scan's verdict differs from the one in force at its
         // time. A scan stored after a later one (a CLI scan racing the service, a clock step) also
         // fixes up the scan that follows it.
         let time = result.startedAt.timeIntervalSince1970
-        let state = [condition.rawValue, result.ats.policy.rawValue, rules]
+        let state = [condition.rawValue, result.ats.policy.rawValue, try json(result.countedReasons)]
         func stateOf(_ row: Row?) -> [String]? {
             row.map { [$0["condition"], $0["policy"], $0["failed_rules"]] }
         }
-        func stateOf(observation row: Row) -> [String] {
+        func stateOf(observation row: Row) throws -> [String] {
+            let pinState: String? = row["pin_state"]
             let condition = AddressCondition(status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
-                                             hasChain: row["has_chain"], compliant: row["compliant"])
-            return [condition.rawValue, row["policy"], row["failed_rules"]]
+                                             hasChain: row["has_chain"], compliant: CountedVerdict.compliant(row["compliant"], pinState: pinState))
+            return [condition.rawValue, row["policy"], try json(CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState))]
         }
         let before = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
@@ -188,14 +189,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              state: state, into: db)
         }
         if let next = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT o.id, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain, v.compliant, v.policy, v.failed_rules
+            SELECT o.id, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain, v.compliant, v.policy, v.failed_rules,
+                json_extract(v.pin, '$.state') AS pin_state
             FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
             WHERE o.target = ? AND o.address = ? AND o.started_at > ? ORDER BY o.started_at, o.id LIMIT 1
             """), arguments: [scan.target, result.address, time]) {
             let nextID: Int64 = next["id"]
             let hasRow = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM address_change WHERE observation_id = ?"),
                                            arguments: [nextID]) ?? false
-            let nextState = stateOf(observation: next)
+            let nextState = try stateOf(observation: next)
             if nextState == state, hasRow {
                 try db.execute(sql: "DELETE FROM address_change WHERE observation_id = ?", arguments: [nextID])
             } else if nextState != state, !hasRow {
@@ -371,8 +373,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         lastObservationID: row["last_observation_id"],
                         status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
                         policy: CompliancePolicy(rawValue: row["policy"] ?? "ats") ?? .ats,
-                        compliant: row["compliant"] == 1,
-                        failedRules: try Self.rules(row["failed_rules"]),
+                        compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: row["pin_state"]),
+                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: row["pin_state"]),
                         earliestExpiry: (row["earliest_expiry"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
                         failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
@@ -390,7 +392,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             return try pool.read { db in
                 let rows = try Row.fetchAll(db, sql: """
-                    SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings,
+                    SELECT o.*, v.policy, v.compliant, v.failed_rules, v.findings, json_extract(v.pin, '$.state') AS pin_state,
                         (SELECT c.fingerprint FROM observation_certificate c WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf,
                         (SELECT cert.spki_sha256 FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
                             WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf_spki
@@ -407,8 +409,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
                         failureMessage: row["failure_message"], protocolVersion: handshake?.protocolVersion,
                         cipher: handshake?.cipher.iana, leafFingerprint: row["leaf"], leafSPKI: row["leaf_spki"],
-                        policy: CompliancePolicy(rawValue: row["policy"]) ?? .ats, compliant: row["compliant"] == 1,
-                        failedRules: try Self.rules(row["failed_rules"]),
+                        policy: CompliancePolicy(rawValue: row["policy"]) ?? .ats,
+                        compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: row["pin_state"]),
+                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: row["pin_state"]),
                         findings: try Self.decode([Finding].self, row["findings"]) ?? [])
                 }
             }

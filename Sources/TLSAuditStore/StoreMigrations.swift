@@ -9,6 +9,7 @@ package enum StoreMigrations {
         migrator.registerMigration("v2-pin-state", migrate: addPinState)
         migrator.registerMigration("v3-alerts", migrate: addAlerts)
         migrator.registerMigration("v4-reports", migrate: addReports)
+        migrator.registerMigration("v5-pin-counts", migrate: countPinMismatches)
         return migrator
     }
 
@@ -158,15 +159,28 @@ package enum StoreMigrations {
             SELECT *, LAG(condition || '|' || policy || '|' || failed_rules)
                       OVER (PARTITION BY target, address ORDER BY started_at, id) AS previous
             FROM (
-                SELECT o.target, o.address, o.started_at, o.id, v.policy, v.failed_rules,
+                SELECT o.target, o.address, o.started_at, o.id, v.policy,
+                    CASE WHEN json_extract(v.pin, '$.state') = 'mismatch' AND v.failed_rules NOT LIKE '%"pin.mismatch"%'
+                         THEN json_insert(v.failed_rules, '$[#]', 'pin.mismatch') ELSE v.failed_rules END AS failed_rules,
                     CASE WHEN o.status = 'failed' AND o.trust_store IS NULL THEN 'unreachable'
-                         WHEN o.status = 'completed' AND v.compliant = 1 THEN 'compliant'
+                         WHEN o.status = 'completed' AND v.compliant = 1
+                              AND ifnull(json_extract(v.pin, '$.state'), '') != 'mismatch' THEN 'compliant'
                          ELSE 'not-compliant' END AS condition
                 FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
             )
         ) WHERE previous IS NULL OR previous != condition || '|' || policy || '|' || failed_rules
         ORDER BY started_at, id
         """
+
+    /// A pin mismatch is never compliant (`CountedVerdict`): the timeline is rebuilt so that
+    /// reports count the mismatches stored before, as the store now writes them.
+    static func countPinMismatches(_ db: Database) throws {
+        try db.execute(sql: """
+            DELETE FROM address_change;
+            INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
+            \(addressChanges);
+            """)
+    }
 
     static func addReports(_ db: Database) throws {
         try db.execute(sql: """

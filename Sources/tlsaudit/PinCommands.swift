@@ -10,7 +10,7 @@ import TLSAuditStore
 struct PinCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin",
-        abstract: "Print the SPKI pin and certificate fingerprint of each certificate of a server's chain (or of certificate files), with a config entry and an NSPinnedDomains snippet."
+        abstract: "Print the SPKI pin and certificate fingerprint of each certificate of a server's chain (or of certificate files), what each pin protects against, and a config entry and an NSPinnedDomains snippet pinning the leaf key with a backup slot."
     )
 
     @Argument(help: "The server, HOST[:PORT] (omit with --cert).")
@@ -60,7 +60,8 @@ struct PinCommand: ParsableCommand {
     }
 }
 
-/// The text of `tlsaudit pin`.
+/// The text of `tlsaudit pin`: every certificate's pins, what each choice protects against, and
+/// snippets that pin the leaf key with a slot for a backup key (the pins that alert on a new key).
 enum PinReport {
     static func render(_ certificates: [(CertificateSummary, String)], domain: String) -> String {
         var out = ""
@@ -69,31 +70,48 @@ enum PinReport {
             out += "  issuer       \(certificate.issuer)\n"
             out += "  key          \(certificate.publicKey.summary), valid to \(Timestamp.format(certificate.notAfter))\n"
             out += "  SPKI pin     sha256/\(certificate.spkiSHA256)\n"
-            out += "  certificate  \(certificate.colonFingerprint)\n\n"
+            out += "  certificate  \(certificate.colonFingerprint)  (\(certificate.sha256Fingerprint))\n\n"
         }
         guard let leaf = certificates.first?.0 else { return out }
         let cas = certificates.dropFirst().map(\.0)
-        out += "# tlsaudit configuration (AFNetworking public-key pinning: the leaf key, and a CA key as backup):\n"
-        out += "    pins:\n      mode: public-key\n      pins:\n"
-        out += "        - \"sha256/\(leaf.spkiSHA256)\"   # \(leaf.displayName)\n"
-        for ca in cas { out += "        - \"sha256/\(ca.spkiSHA256)\"   # \(ca.displayName)\n" }
-        if cas.isEmpty { out += "        # add a backup pin: the SPKI of your next key, so a rotation does not break clients\n" }
-        out += "\n<!-- Info.plist, NSAppTransportSecurity: pin the issuing CA(s), which survive leaf renewals -->\n"
+        out += """
+            # What each pin protects against:
+            #   the leaf's key (recommended, below): any certificate with another key fails the pin, so a
+            #     certificate mis-issued for the name, or a man in the middle, raises pin.mismatch at once.
+            #     Pin a backup key too (the SPKI of the key you will move to), or a key rotation breaks
+            #     every pinned client: tlsaudit warns about a single pin.
+            #   an intermediate or root key: accepts every certificate that CA issues for the name, so a
+            #     same-name certificate with another key from the same CA is a match; only
+            #     certificate.changed (a warning, "NEW key") tells it. It survives renewals, and catches
+            #     only certificates from other CAs.
+
+            # tlsaudit configuration (AFNetworking public-key pinning of the leaf key):
+                pins:
+                  mode: public-key
+                  pins:
+                    - "sha256/\(leaf.spkiSHA256)"   # \(leaf.displayName)
+                    # - "sha256/BACKUP="   # the SPKI of your next key: openssl pkey -in next.key -pubout -outform der | openssl dgst -sha256 -binary | base64
+
+            """
+        if !cas.isEmpty {
+            out += "# To pin a CA instead (weaker: see above), list its key instead of the leaf's:\n"
+            for ca in cas { out += "#   - \"sha256/\(ca.spkiSHA256)\"   # \(ca.displayName)\n" }
+            out += "\n"
+        }
+        out += "<!-- Info.plist, NSAppTransportSecurity: pin the leaf key and a backup key -->\n"
         out += "<key>NSPinnedDomains</key>\n<dict>\n  <key>\(domain)</key>\n  <dict>\n"
         out += "    <key>NSIncludesSubdomains</key>\n    <false/>\n"
-        if cas.isEmpty {
-            out += "    <key>NSPinnedLeafIdentities</key>\n    <array>\n"
-            out += "      <dict><key>SPKI-SHA256-BASE64</key><string>\(leaf.spkiSHA256)</string></dict>\n"
-            out += "      <!-- add a backup identity -->\n    </array>\n"
-        } else {
-            out += "    <key>NSPinnedCAIdentities</key>\n    <array>\n"
-            for ca in cas { out += "      <dict><key>SPKI-SHA256-BASE64</key><string>\(ca.spkiSHA256)</string></dict>\n" }
-            out += "    </array>\n"
-        }
+        out += "    <key>NSPinnedLeafIdentities</key>\n    <array>\n"
+        out += "      <dict><key>SPKI-SHA256-BASE64</key><string>\(leaf.spkiSHA256)</string></dict>\n"
+        out += "      <!-- a backup: <dict><key>SPKI-SHA256-BASE64</key><string>BACKUP=</string></dict> -->\n    </array>\n"
         out += "  </dict>\n</dict>\n"
+        if !cas.isEmpty {
+            out += "<!-- NSPinnedCAIdentities instead accepts every certificate these CAs issue for the name:\n"
+            for ca in cas { out += "     \(ca.spkiSHA256)  \(ca.displayName)\n" }
+            out += "-->\n"
+        }
         return out
     }
-
 }
 
 /// `tlsaudit pins`: pin utilities.

@@ -114,6 +114,42 @@ struct AlertTests {
         #expect(Set(alerts(receiver).map(\.id)).count == alerts(receiver).count, "no alert delivered twice")
     }
 
+    @Test("a target broken on its first scan alerts once, from 'unknown'; a restart does not repeat it; first_scan: false keeps it quiet",
+          arguments: [true, false])
+    func dayOne(enabled: Bool) throws {
+        let server = try lab.expiredServer()
+        defer { server.stop() }
+        let workspace = try lab.workspace("day-one")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: [("broken", server.port)], interval: "200ms",
+                              extra: "alerts:\n  first_scan: \(enabled)\n  sinks: [{type: log}]")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        func kinds() throws -> [AlertKind] {
+            try SQLiteScanStore(path: database, create: false).alerts(limit: 100).map(\.alert.kind)
+        }
+        for run in 0..<2 {
+            let service = try ServiceProcess(config: config, workspace: workspace)
+            service.wait("scans") { service.storedScans.count >= 3 }
+            service.signal(SIGTERM)
+            #expect(service.waitForExit(timeout: 15) == 0)
+            let raised = try kinds()
+            if enabled {
+                // Before: silent until the target was first seen healthy.
+                #expect(raised.filter { $0 == .trustBroken }.count == 1, "run \(run): \(raised)")
+                #expect(raised.filter { $0 == .atsRegressed }.count == 1, "run \(run): \(raised)")
+            } else {
+                #expect(!raised.contains(.trustBroken) && !raised.contains(.atsRegressed), "\(raised)")
+            }
+        }
+        if enabled {
+            let broken = try #require(try SQLiteScanStore(path: database, create: false).alerts(limit: 100)
+                .first { $0.alert.kind == .trustBroken })
+            #expect(broken.alert.changes["previous"] == "unknown")
+            #expect(broken.alert.summary.contains("not trusted on the first scan"), "\(broken.alert.summary)")
+        }
+    }
+
     @Test("the receiver down, then up: the alert arrives once")
     func receiverDown() throws {
         let (genuine, impostor) = try leaves()

@@ -9,6 +9,47 @@ struct PinTests {
     let lab = ServiceLab.shared
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
+    @Test("a pin mismatch is not compliant in status, history, every report format and the exit codes")
+    func mismatchCounts() throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let workspace = try lab.workspace("pin-counts")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let wrong = ["sha256/" + Data(repeating: 3, count: 32).base64EncodedString(), "sha256/" + Data(repeating: 4, count: 32).base64EncodedString()]
+        try (lab.configuration(database: database, targets: [], interval: "200ms")
+             + "  - host: \(ServiceLab.hostname)\n    port: \(server.port)\n    name: pinned\n"
+             + "    pins: {mode: public-key, pins: [\"\(wrong[0])\", \"\(wrong[1])\"]}\n")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("two scans") { service.storedScans.count >= 2 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+
+        // Before: COMPLIANT and exit 0 everywhere but `scan --pin`.
+        let status = try Binary.run(["status", "--database", database])
+        #expect(status.status == 1, "\(status.stdout)\(status.stderr)")
+        #expect(status.stdout.contains("NOT COMPLIANT (pin.mismatch)"), "\(status.stdout)")
+        #expect(status.stdout.contains("0 compliant, 1 not compliant"))
+        let history = try Binary.run(["history", "--database", database, "pinned"])
+        #expect(history.stdout.contains("NOT COMPLIANT (pin.mismatch)"), "\(history.stdout)")
+        #expect(!history.stdout.contains("  COMPLIANT"), "\(history.stdout)")
+        let json = try Binary.run(["report", "--database", database, "--format", "json"])
+        let report = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        let summary = report?["summary"] as? [String: Any]
+        #expect(summary?["compliant"] as? Int == 0 && summary?["not_compliant"] as? Int == 1, "\(String(describing: summary))")
+        #expect(json.stdout.contains("\"pin.mismatch\""))
+        for format in ["html", "text", "markdown", "csv"] {
+            let rendered = try Binary.run(["report", "--database", database, "--format", format])
+            #expect(rendered.stdout.contains("pin.mismatch"), "\(format)")
+        }
+        let scan = try Binary.run(["scan", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", "--pin", wrong[0], "--pin", wrong[1],
+                                   "\(ServiceLab.hostname):\(server.port)"])
+        #expect(scan.status == 1)
+        #expect(scan.stdout.contains("NOT ATS COMPLIANT (pin.mismatch)"), "\(scan.stdout)")
+        #expect(scan.stdout.contains("0 ATS compliant, 1 not compliant"), "\(scan.stdout)")
+    }
+
     @Test("pins import: Apple's Info.plist to groups, with NSIncludesSubdomains' meaning")
     func importInfoPlist() throws {
         let output = try Binary.run(["pins", "import", Self.fixtures.appendingPathComponent("Info.plist").path,
@@ -82,8 +123,23 @@ struct PinTests {
             #expect(pins.stdout.contains(certificate.summary.colonFingerprint))
         }
         #expect(pins.stdout.contains("mode: public-key"))
-        #expect(pins.stdout.contains("<key>NSPinnedCAIdentities</key>"))
+        #expect(pins.stdout.contains("<key>NSPinnedLeafIdentities</key>"))
         #expect(pins.stdout.contains("<key>\(ServiceLab.hostname)</key>"))
+        #expect(pins.stdout.contains("only\n#     certificate.changed"), "says what a CA pin lets through")
+        // The snippet pins the leaf key only (a CA key is offered in comments), with a backup slot.
+        let snippet = try #require(pins.stdout.components(separatedBy: "mode: public-key").last?.components(separatedBy: "\n\n").first)
+        #expect(snippet.contains("- \"sha256/\(leaf.summary.spkiSHA256)\""))
+        #expect(snippet.contains("# - \"sha256/BACKUP=\""))
+        #expect(!snippet.contains("- \"sha256/\(lab.intermediate.summary.spkiSHA256)\"") || snippet.contains("#   - \"sha256/\(lab.intermediate.summary.spkiSHA256)"))
+
+        // The recommended pins alert on a same-name certificate with another key from the same CA
+        // (a CA pin would call it a match).
+        let impostor = try lab.intermediate.issue(.server([ServiceLab.hostname]))
+        let swapped = try LabTLSServer(LabServerConfiguration(chain: [impostor, lab.intermediate]))
+        defer { swapped.stop() }
+        let swappedScan = ["scan", "--format", "json", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", "\(ServiceLab.hostname):\(swapped.port)"]
+        #expect(try Binary.run(swappedScan + ["--pin", "sha256/\(leaf.summary.spkiSHA256)"]).status == 1)
+        #expect(try Binary.run(swappedScan + ["--pin", "sha256/\(lab.intermediate.summary.spkiSHA256)"]).status == 0)
 
         let base = ["scan", "--format", "json", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", target]
         let match = try Binary.run(base + ["--pin", "sha256/\(lab.intermediate.summary.spkiSHA256)"])

@@ -50,9 +50,11 @@ struct ReportTests {
         #expect(report.summary.targets == 9 && report.summary.addresses == 9)
         #expect(report.summary.compliant == 6 && report.summary.notCompliant == 2 && report.summary.unreachable == 1)
         #expect(report.summary.compliance == 75 && report.summary.complianceAtStart == 77.8 && report.summary.trend == "down")
-        #expect(report.changes.newFailures.map(\.target) == ["regressed"])
+        // A pin mismatch is a failure like any other (and its restoration a fix).
+        #expect(report.changes.newFailures.map(\.target) == ["regressed", "pinned"])
         #expect(report.changes.newFailures.first?.rules.contains("ats.tls-version") == true)
-        #expect(report.changes.fixes.map(\.target) == ["fixed"] && report.changes.fixes.first?.rules == ["ats.trust"])
+        #expect(report.changes.newFailures.last?.rules == ["pin.mismatch"])
+        #expect(report.changes.fixes.map(\.target) == ["fixed", "pinned"] && report.changes.fixes.first?.rules == ["ats.trust"])
         #expect(report.changes.pinEvents.map(\.kind) == ["pin.mismatch", "pin.restored"])
         let renewal = try #require(report.changes.certificates.first { $0.target == "renewed" })
         #expect(renewal.sameKey)
@@ -90,7 +92,7 @@ struct ReportTests {
         #expect(try verdicts() == before, "a report writes no verdicts")
 
         // Under the policy the scans were stored with, the stored verdicts are used as they are.
-        let same = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try report(database, ["--format", "json", "--policy", "ats"]).stdout.utf8))
+        let same = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try report(database, ["--format", "json", "--policy", "ats-runtime"]).stdout.utf8))
         #expect(same.summary.rejudgedObservations == 0)
         #expect(same.summary.compliant == 6)
         // That path walks every scan; the default one walks the stored verdict changes: same story.
@@ -111,7 +113,7 @@ struct ReportTests {
                 """).map { $0.description },
              try Row.fetchAll(db, sql: StoreMigrations.addressChanges).map { $0.description })
         }
-        #expect(written.count == 12, "\(written.joined(separator: "\n"))")
+        #expect(written.count == 14, "\(written.joined(separator: "\n"))")
         #expect(written == derived.map { $0.replacingOccurrences(of: "id:", with: "observation_id:") })
     }
 
@@ -125,7 +127,7 @@ struct ReportTests {
         let pruned = try SQLiteScanStore(path: database, create: false).prune(olderThan: Timestamp.parse("2026-11-03T06:00:00Z")!)
         #expect(pruned.observations > 0)
         let after = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try Binary.run(arguments).stdout.utf8))
-        #expect(before.changes.newFailures.map(\.target) == ["regressed"])
+        #expect(before.changes.newFailures.map(\.target) == ["regressed", "pinned"])
         #expect(after.changes.newFailures == before.changes.newFailures)
         #expect(after.trend == before.trend)
         #expect(after.summary.complianceAtStart == before.summary.complianceAtStart)

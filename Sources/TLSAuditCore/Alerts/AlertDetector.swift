@@ -36,10 +36,14 @@ public struct AlertRules: Hashable, Sendable {
     public var unreachableAfter: Int
     /// Days-left thresholds for `certificate.expiring`, any order.
     public var expiryThresholds: [Int]
+    /// An address already broken on its first scan (untrusted, not compliant) raises its alert
+    /// once, as a change from "unknown" (pin mismatches and expiry already do).
+    public var alertOnFirstScan: Bool
 
-    public init(unreachableAfter: Int = 3, expiryThresholds: [Int] = [30, 14, 7, 1]) {
+    public init(unreachableAfter: Int = 3, expiryThresholds: [Int] = [30, 14, 7, 1], alertOnFirstScan: Bool = true) {
         self.unreachableAfter = unreachableAfter
         self.expiryThresholds = expiryThresholds
+        self.alertOnFirstScan = alertOnFirstScan
     }
 }
 
@@ -108,10 +112,14 @@ public enum AlertDetector {
         // Trust (judged from what the chain showed, even when the handshake did not complete).
         let trustErrors = result.findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
         let trusted = trustErrors.isEmpty
-        if memory.trusted == true, !trusted {
+        let firstLook = memory.trusted == nil && rules.alertOnFirstScan
+        if memory.trusted == true || firstLook, !trusted {
+            let listed = trustErrors.map { "\($0.id)\($0.depth.map { " at depth \($0)" } ?? "")" }.joined(separator: ", ")
+            var changes = ["findings": trustErrors.map(\.id.rawValue).joined(separator: ","), "new_leaf_sha256": leaf?.sha256Fingerprint ?? ""]
+            if memory.trusted == nil { changes["previous"] = "unknown" }
             raise(.trustBroken, .critical,
-                  "the chain is no longer trusted: " + trustErrors.map { "\($0.id)\($0.depth.map { " at depth \($0)" } ?? "")" }.joined(separator: ", "),
-                  ["findings": trustErrors.map(\.id.rawValue).joined(separator: ","), "new_leaf_sha256": leaf?.sha256Fingerprint ?? ""])
+                  memory.trusted == nil ? "the chain is not trusted on the first scan: \(listed)" : "the chain is no longer trusted: \(listed)",
+                  changes)
         } else if memory.trusted == false, trusted {
             raise(.trustRestored, .info, "the chain is trusted again", ["new_leaf_sha256": leaf?.sha256Fingerprint ?? ""])
         }
@@ -119,9 +127,13 @@ public enum AlertDetector {
         // ATS verdict, on completed handshakes only.
         if result.status == .completed {
             let compliant = result.ats.compliant
-            if memory.atsCompliant == true, !compliant {
-                raise(.atsRegressed, .error, "no longer ATS compliant (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", "),
-                      ["failed_rules": result.ats.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])
+            let firstVerdict = memory.atsCompliant == nil && rules.alertOnFirstScan
+            if memory.atsCompliant == true || firstVerdict, !compliant {
+                var changes = ["failed_rules": result.ats.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue]
+                if memory.atsCompliant == nil { changes["previous"] = "unknown" }
+                raise(.atsRegressed, .error,
+                      (memory.atsCompliant == nil ? "not ATS compliant on the first scan" : "no longer ATS compliant")
+                          + " (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", "), changes)
             } else if memory.atsCompliant == false, compliant {
                 raise(.atsRecovered, .info, "ATS compliant again (\(result.ats.policy.rawValue))",
                       ["old_failed_rules": memory.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])

@@ -73,6 +73,30 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     }
 }
 
+extension AddressScanResult {
+    /// The verdict every count uses (`scan`'s summary and exit code, `status`, `history`, reports):
+    /// the policy's, and the pins'. A pin mismatch is never compliant.
+    public var countedCompliant: Bool { status == .completed && ats.compliant && pin?.state != .mismatch }
+
+    /// Why the address is not compliant: the policy's failed rules, then `pin.mismatch`.
+    public var countedReasons: [String] { CountedVerdict.reasons(ats.failedRules, pinState: pin?.state.rawValue) }
+}
+
+/// The verdict as counted everywhere: the policy's rules plus the pins (a mismatch fails).
+public enum CountedVerdict {
+    public static let pinMismatch = FindingID.pinMismatch.rawValue
+
+    /// `compliant` unless the pins mismatch.
+    public static func compliant(_ compliant: Bool, pinState: String?) -> Bool {
+        compliant && pinState != PinEvaluation.State.mismatch.rawValue
+    }
+
+    /// `rules`, with `pin.mismatch` added when the pins mismatch.
+    public static func reasons(_ rules: [String], pinState: String?) -> [String] {
+        pinState == PinEvaluation.State.mismatch.rawValue && !rules.contains(pinMismatch) ? rules + [pinMismatch] : rules
+    }
+}
+
 /// The result for one target (a name or address and a port).
 public struct TargetScanResult: Hashable, Codable, Sendable, ConcurrentlyEncodable {
     /// As the user wrote it.
@@ -143,9 +167,10 @@ public struct ScanReport: Codable, Sendable {
         self.targets = targets
         let addresses = targets.flatMap(\.addresses)
         let failed = addresses.filter { $0.status == .failed }.count + targets.filter { $0.error != nil }.count
-        let compliant = addresses.filter { $0.status == .completed && $0.ats.compliant }.count
+        // A pin mismatch is not compliant (CountedVerdict).
+        let compliant = addresses.filter(\.countedCompliant).count
         summary = ScanSummary(targets: targets.count, addresses: addresses.count, compliant: compliant,
-                              notCompliant: addresses.filter { $0.status == .completed && !$0.ats.compliant }.count,
+                              notCompliant: addresses.filter { $0.status == .completed && !$0.countedCompliant }.count,
                               failed: failed)
         summary.pinMismatches = addresses.filter { $0.pin?.state == .mismatch }.count
         exitCode = Self.exitCode(for: summary)

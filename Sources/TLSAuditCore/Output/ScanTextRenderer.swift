@@ -48,8 +48,8 @@ public struct ScanTextRenderer: Sendable {
         } else {
             // The default policy is what current Apple clients do: plain "ATS COMPLIANT".
             let name = result.ats.policy == .default ? "ATS COMPLIANT" : "COMPLIANT (\(result.ats.policy.rawValue))"
-            verdict = result.ats.compliant ? paint(name, .green)
-                : paint("NOT " + name, .red) + " (" + result.ats.failedRules.joined(separator: ", ") + ")"
+            verdict = result.countedCompliant ? paint(name, .green)
+                : paint("NOT " + name, .red) + " (" + result.countedReasons.joined(separator: ", ") + ")"
         }
         out += "  \(shownAddress)  \(verdict)  [\(result.durationMs) ms]\n"
         if let error = result.error {
