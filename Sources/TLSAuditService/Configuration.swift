@@ -107,12 +107,32 @@ public struct ServiceConfiguration: Sendable, Hashable {
         self.alerts = alerts
     }
 
-    /// Where the database goes when the configuration does not say: `$STATE_DIRECTORY`
-    /// (systemd's StateDirectory=) or the working directory.
+    /// Where the database goes when there is no configuration: `$STATE_DIRECTORY` (systemd's
+    /// StateDirectory=) or the working directory.
     public static var defaultDatabase: String {
-        let directory = ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
-            ?? FileManager.default.currentDirectoryPath
+        let directory = environmentStateDirectory ?? FileManager.default.currentDirectoryPath
         return URL(fileURLWithPath: directory).appendingPathComponent("tlsaudit.sqlite").path
+    }
+
+    /// The configuration `serve` reads by default (the installed layout).
+    public static let installedPath = "/etc/tlsaudit/tlsaudit.yaml"
+    /// The unit's StateDirectory=tlsaudit.
+    public static let installedStateDirectory = "/var/lib/tlsaudit"
+
+    static var environmentStateDirectory: String? {
+        ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+    }
+
+    /// The directory a relative `database:` is taken from, the same for `serve` and for every
+    /// command given the configuration (`status`, `history`, `alerts`, `report --config`):
+    /// `$STATE_DIRECTORY` when set (systemd sets it for the service); else, for a configuration in
+    /// /etc/tlsaudit (installed with the unit), the unit's state directory /var/lib/tlsaudit; else
+    /// the configuration file's own directory.
+    public static func stateDirectory(forConfigurationIn directory: String) -> String {
+        if let state = environmentStateDirectory { return state }
+        let standardized = URL(fileURLWithPath: directory).standardizedFileURL.path
+        if standardized == URL(fileURLWithPath: installedPath).deletingLastPathComponent().path { return installedStateDirectory }
+        return standardized
     }
 
     /// Reads and validates a YAML file. Every problem is reported, each with file, line and what was expected.
@@ -128,8 +148,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
         return try parse(yaml: text, file: path, baseDirectory: directory)
     }
 
-    /// Parses YAML text. Relative `ca_file` paths are taken from `baseDirectory`; a relative
-    /// `database` from `$STATE_DIRECTORY` or the working directory.
+    /// Parses YAML text. Relative `ca_file` paths are taken from `baseDirectory` (the file's
+    /// directory); a relative `database` from `stateDirectory(forConfigurationIn:)`.
     public static func parse(yaml: String, file: String, baseDirectory: String) throws(ConfigurationErrors) -> ServiceConfiguration {
         var parser = ConfigurationParser(file: file, baseDirectory: baseDirectory)
         let configuration = parser.parse(yaml)
@@ -230,7 +250,7 @@ struct ConfigurationParser {
                                                  logLevel: "info", targets: [])
         if let node = mapping["database"], let path = string(node, "a file path") {
             configuration.database = path.hasPrefix("/") ? path
-                : URL(fileURLWithPath: ServiceConfiguration.defaultDatabase).deletingLastPathComponent().appendingPathComponent(path).path
+                : URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)).appendingPathComponent(path).path
         }
         if let node = mapping["concurrency"], let value = integer(node, in: 1...4096) { configuration.concurrency = value }
         if let node = mapping["per_host_concurrency"], let value = integer(node, in: 1...256) { configuration.perHostConcurrency = value }

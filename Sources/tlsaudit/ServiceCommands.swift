@@ -91,17 +91,22 @@ struct CheckConfigCommand: ParsableCommand {
     }
 }
 
-/// Finds the database from --database, --config, or the default location.
+/// Finds the database from --database, --config, the installed configuration, or the default location.
 struct DatabaseOptions: ParsableArguments {
-    @Option(help: "The SQLite database (default: the configuration's, else $STATE_DIRECTORY or ./tlsaudit.sqlite).")
+    @Option(help: "The SQLite database (default: the configuration's, as serve resolves it; else $STATE_DIRECTORY or ./tlsaudit.sqlite).")
     var database: String?
 
-    @Option(help: "Read the database path from this configuration file.")
+    @Option(help: "Read the database path from this configuration file (default: /etc/tlsaudit/tlsaudit.yaml when it exists, as serve).")
     var config: String?
+
+    /// The configuration in force: --config, else the installed one `serve` reads by default.
+    var configurationPath: String? {
+        config ?? (FileManager.default.fileExists(atPath: ServiceConfiguration.installedPath) ? ServiceConfiguration.installedPath : nil)
+    }
 
     func openStore() throws -> SQLiteScanStore {
         var path = database
-        if path == nil, let config { path = try loadConfiguration(config).database }
+        if path == nil, let file = configurationPath { path = try loadConfiguration(file).database }
         do {
             return try SQLiteScanStore(path: path ?? ServiceConfiguration.defaultDatabase, create: false)
         } catch {
