@@ -27,6 +27,14 @@ void tlsaudit_signals_install(void) {
     sigaction(SIGTERM, &action, 0);
     sigaction(SIGINT, &action, 0);
     installed = 1;
+    // The unit starts serve through `env --block-signal=HUP,TERM,INT`, so that a signal sent while
+    // the dynamic loader still runs (no code of ours can) waits, pending; it is delivered here.
+    sigset_t ours;
+    sigemptyset(&ours);
+    sigaddset(&ours, SIGHUP);
+    sigaddset(&ours, SIGTERM);
+    sigaddset(&ours, SIGINT);
+    sigprocmask(SIG_UNBLOCK, &ours, 0);
 }
 
 int tlsaudit_signals_take_hangups(void) {

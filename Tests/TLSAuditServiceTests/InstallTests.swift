@@ -26,7 +26,7 @@ struct InstallTests {
         let command = line.components(separatedBy: " #").first ?? line
         return command.split(separator: " ").dropFirst().map { word in
             if word == ".build/release/tlsaudit" { return Binary.path }
-            return word.hasPrefix("/") ? root + word : String(word)
+            return Self.isInstalled(word) ? root + word : String(word)
         }
     }
 
@@ -34,7 +34,12 @@ struct InstallTests {
     static func unitLine(_ key: String, root: String) throws -> [String] {
         let unit = try String(contentsOf: packageRoot.appendingPathComponent("systemd/tlsaudit.service"), encoding: .utf8)
         let line = try #require(unit.split(separator: "\n").first { $0.hasPrefix(key + "=") })
-        return line.dropFirst(key.count + 1).split(separator: " ").map { $0.hasPrefix("/") ? root + $0 : String($0) }
+        return line.dropFirst(key.count + 1).split(separator: " ").map { Self.isInstalled($0) ? root + $0 : String($0) }
+    }
+
+    /// A path the install creates (under /etc, /usr/local, /usr/share/doc, /var), not a system program.
+    static func isInstalled(_ word: Substring) -> Bool {
+        ["/etc/", "/usr/local/", "/usr/share/doc/", "/var/"].contains { word.hasPrefix($0) }
     }
 
     @Test("the README's install steps give a configuration that passes check-config and a service that starts")

@@ -57,13 +57,15 @@ struct ShutdownTests {
 
     /// Waits until `pid` has a handler for `signal` (SigCgt in /proc), the first instant a process
     /// can catch it: before, only the dynamic loader has run. Returns the seconds waited.
-    static func waitForHandler(pid: Int32, signal: Int32, timeout: Double = 10) -> Double? {
+    static func waitForHandler(pid: Int32, signal: Int32, timeout: Double = 10, orBlocked: Bool = false) -> Double? {
         let started = Date()
+        let fields = orBlocked ? ["SigCgt:", "SigBlk:"] : ["SigCgt:"]
         while Date().timeIntervalSince(started) < timeout {
             if let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
-               let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16),
-               mask & (1 << UInt64(signal - 1)) != 0 {
+               status.split(separator: "\n").contains(where: { line in
+                   fields.contains { line.hasPrefix($0) }
+                       && (UInt64(line.drop { $0 != "\t" }.trimmingCharacters(in: .whitespaces), radix: 16) ?? 0) & (1 << UInt64(signal - 1)) != 0
+               }) {
                 return Date().timeIntervalSince(started)
             }
             usleep(100)
@@ -95,6 +97,27 @@ struct ShutdownTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 15) == 0)
         #expect(service.process.terminationReason == .exit, "stopped by its own exit, not killed by the signal")
+    }
+
+    /// 0: as soon as the process holds SIGHUP blocked (env) or caught (tlsaudit), whichever is first.
+    @Test("started as the unit starts it (env --block-signal), a SIGHUP as early as it can be held is applied, never fatal",
+          arguments: [0.0, 0.002, 0.005])
+    func hangupAtOnce(delay: Double) throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let workspace = try lab.workspace("hup-unit")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("t", server.port)])
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace, launcher: ["/usr/bin/env", "--block-signal=HUP,TERM,INT"])
+        #expect(Self.waitForHandler(pid: service.process.processIdentifier, signal: SIGHUP, orBlocked: true) != nil)
+        if delay > 0 { Thread.sleep(forTimeInterval: delay) }
+        service.signal(SIGHUP)
+        service.wait("the reload") { !service.lines(containing: "configuration reloaded").isEmpty }
+        #expect(service.process.isRunning, "\(service.log.suffix(1500))")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        #expect(service.process.terminationReason == .exit)
     }
 
     @Test("SIGTERM as soon as the service can catch it stops it cleanly (exit 0)")
