@@ -366,8 +366,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     public func status() throws -> [TargetStatus] {
         do {
             return try pool.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM target_state ORDER BY target, address").map { row in
-                    TargetStatus(
+                try Row.fetchAll(db, sql: """
+                    SELECT t.*, (SELECT group_concat(json_extract(f.value, '$.id'))
+                                 FROM verdict v, json_each(v.findings) AS f
+                                 WHERE v.observation_id = t.last_observation_id AND v.policy = t.policy
+                                   AND json_extract(f.value, '$.severity') = 'error'
+                                   AND json_extract(f.value, '$.id') LIKE 'trust.%') AS trust_errors
+                    FROM target_state t ORDER BY t.target, t.address
+                    """).map { row in
+                    var status = TargetStatus(
                         target: row["target"], address: row["address"], host: row["host"], port: row["port"],
                         lastScanAt: Date(timeIntervalSince1970: row["last_scan_at"]),
                         lastObservationID: row["last_observation_id"],
@@ -381,6 +388,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         consecutiveFailures: row["consecutive_failures"],
                         lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         pinState: row["pin_state"] ?? "none")
+                    status.trustErrors = (row["trust_errors"] as String?)?.split(separator: ",").map(String.init) ?? []
+                    return status
                 }
             }
         } catch {

@@ -40,13 +40,18 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     public var lastSuccessAt: Date?
     /// Pin state: `none` until pins are configured for the target.
     public var pinState: String
+    /// The `trust.*` errors of the latest scan (what is behind `ats.trust`: `trust.expired`, ...).
+    public var trustErrors: [String] = []
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case target, address, host, port, lastScanAt, lastObservationID = "lastObservationId", status, policy, compliant
         case failedRules, earliestExpiry, leafFingerprint, leafSPKI = "leafSpki", failureCategory, consecutiveFailures
-        case lastSuccessAt, pinState
+        case lastSuccessAt, pinState, trustErrors
     }
+
+    /// The reasons to show: the failed rules, `ats.trust` replaced by the trust errors behind it.
+    public var reasons: [String] { TrustReasons.expand(failedRules, trustErrors: trustErrors) }
 
     public init(target: String, address: String, host: String, port: Int, lastScanAt: Date, lastObservationID: Int64,
                 status: AddressScanResult.Status, policy: CompliancePolicy, compliant: Bool, failedRules: [String],
@@ -69,6 +74,19 @@ public struct TargetStatus: Sendable, Codable, Hashable {
         self.consecutiveFailures = consecutiveFailures
         self.lastSuccessAt = lastSuccessAt
         self.pinState = pinState
+    }
+}
+
+/// What a person needs instead of `ats.trust`: the specific trust errors.
+public enum TrustReasons {
+    /// `rules` with `ats.trust` replaced by `trustErrors` (deduplicated, in order), when there are any.
+    public static func expand(_ rules: [String], trustErrors: [String]) -> [String] {
+        var seen = Set<String>()
+        let specific = trustErrors.filter { seen.insert($0).inserted }
+        guard !specific.isEmpty, let index = rules.firstIndex(of: "ats.trust") else { return rules }
+        var expanded = rules
+        expanded.replaceSubrange(index...index, with: specific)
+        return expanded
     }
 }
 

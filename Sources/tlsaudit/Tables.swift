@@ -12,7 +12,7 @@ enum StatusTable {
             } else if row.compliant {
                 verdict = "COMPLIANT"
             } else {
-                verdict = "NOT COMPLIANT (" + row.failedRules.joined(separator: ",") + ")"
+                verdict = "NOT COMPLIANT (" + row.reasons.joined(separator: ",") + ")"
             }
             let expiry = row.earliestExpiry.map { "\(Timestamp.daysLeft(until: $0, at: now))" } ?? "-"
             return [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState]
@@ -25,18 +25,25 @@ enum StatusTable {
 }
 
 enum HistoryTable {
+    /// One row per scan; a TARGET column (the target's name, or HOST:PORT) when the name given
+    /// matched several targets (one host on several ports, say: `history HOST:PORT` picks one).
     static func render(_ entries: [HistoryEntry]) -> String {
+        let severalTargets = Set(entries.map(\.target)).count > 1
         let body = entries.map { entry -> [String] in
             let outcome: String
             if entry.status == .failed {
                 outcome = "FAILED \(entry.failureCategory?.rawValue ?? "")"
             } else {
-                outcome = entry.compliant ? "COMPLIANT" : "NOT COMPLIANT (" + entry.failedRules.joined(separator: ",") + ")"
+                let trustErrors = entry.findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }.map(\.id.rawValue)
+                outcome = entry.compliant ? "COMPLIANT"
+                    : "NOT COMPLIANT (" + TrustReasons.expand(entry.failedRules, trustErrors: trustErrors).joined(separator: ",") + ")"
             }
             let handshake = [entry.protocolVersion?.rawValue, entry.cipher].compactMap { $0 }.joined(separator: " ")
-            return [Timestamp.format(entry.startedAt), entry.address, outcome, handshake.isEmpty ? "-" : handshake,
-                    entry.leafFingerprint.map { String($0.prefix(16)) } ?? "-"]
+            let row = [Timestamp.format(entry.startedAt), entry.address, outcome, handshake.isEmpty ? "-" : handshake,
+                       entry.leafFingerprint.map { String($0.prefix(16)) } ?? "-"]
+            return severalTargets ? [entry.target] + row : row
         }
-        return TextTable.render(header: ["TIME", "ADDRESS", "OUTCOME", "HANDSHAKE", "LEAF SHA-256"], rows: body)
+        let header = ["TIME", "ADDRESS", "OUTCOME", "HANDSHAKE", "LEAF SHA-256"]
+        return TextTable.render(header: severalTargets ? ["TARGET"] + header : header, rows: body)
     }
 }
