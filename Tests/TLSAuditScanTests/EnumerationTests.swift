@@ -175,7 +175,7 @@ struct EnumerationTests {
 struct OCSPStaplingTests {
     func run(_ arguments: [String]) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -208,7 +208,7 @@ struct OCSPStaplingTests {
                  "-reqin", path("req.der"), "-respout", path("resp.der"), "-ndays", "1"])
         let port = try LabPorts.unusedPort()
         let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
         server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", path("leaf.pem"), "-key", path("leaf.key"),
                             "-cert_chain", path("ca.pem"), "-status_file", path("resp.der"), "-quiet", "-naccept", "5"]
         server.standardOutput = FileHandle.nullDevice

@@ -15,7 +15,8 @@ struct DurabilityTests {
 
     func mount(_ arguments: [String]) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/mount")
+        try LabPrerequisite.root(for: "mounts a small tmpfs to fill it")
+        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/bin/mount", "/usr/bin/mount"], package: "mount"))
         process.arguments = arguments
         try process.run()
         process.waitUntilExit()
@@ -92,8 +93,10 @@ struct DurabilityTests {
         let config = try writeConfig(workspace, database: database, servers: servers)
         chmod(config, 0o644)
         // Root ignores file modes: run the service as nobody, as systemd's DynamicUser would.
+        try LabPrerequisite.root(for: "runs the service as nobody with setpriv")
+        let setpriv = try LabPrerequisite.program(["/usr/bin/setpriv"], package: "util-linux")
         let service = try ServiceProcess(config: config, workspace: workspace,
-                                         launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+                                         launcher: [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"])
         service.wait("the read-only error") { !service.lines(containing: "the database is read-only").isEmpty }
         #expect(service.process.isRunning)
         #expect(service.storedScans.isEmpty)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditCore
+import TLSAuditProbe
 import TLSAuditStore
 #if canImport(Glibc)
 import Glibc
@@ -76,7 +77,8 @@ struct InstallTests {
         let log = URL(fileURLWithPath: root).appendingPathComponent("service.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let service = Process()
-        service.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        try LabPrerequisite.root(for: "starts the service in a network namespace of its own (unshare --net)")
+        service.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/unshare"], package: "util-linux"))
         service.arguments = ["--net", "--", "/usr/bin/env", "STATE_DIRECTORY=\(state)"] + start
         service.standardError = try FileHandle(forWritingTo: log)
         service.standardOutput = FileHandle.nullDevice

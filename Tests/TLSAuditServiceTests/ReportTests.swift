@@ -197,8 +197,7 @@ struct ReportTests {
 
     @Test("headless Chromium renders the HTML: the hostile name is text, never an element; a screenshot is taken")
     func chromium() throws {
-        let browser = try #require(["/usr/bin/chromium", "/usr/bin/chromium-browser"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                                   "Debian's chromium package is needed (.ci/run installs it)")
+        let browser = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
         let database = try fixtureCopy()
         let directory = URL(fileURLWithPath: database).deletingLastPathComponent()
         let page = directory.appendingPathComponent("report.html").path

@@ -40,7 +40,7 @@ struct ServiceTests {
         #expect(statusRun.stdout.contains("\"target\" : \"good\""))
         let text = try Binary.run(["status", "--config", config])
         #expect(text.stdout.contains("COMPLIANT"))
-        #expect(text.stdout.contains("NOT COMPLIANT (ats.trust)"))
+        #expect(text.stdout.contains("NOT COMPLIANT (trust.expired)"))
         let rows = try status(database)
         #expect(rows.count == 2)
         #expect(rows.first { $0.target == "good" }?.compliant == true)
@@ -57,7 +57,7 @@ struct ServiceTests {
         let gaps = zip(times.dropFirst(), times).map { $0.timeIntervalSince($1) }
         #expect(gaps.allSatisfy { $0 > 0.8 && $0 < 3 }, "gaps: \(gaps)")
         let textHistory = try Binary.run(["history", "--database", database, "expired"])
-        #expect(textHistory.stdout.contains("NOT COMPLIANT (ats.trust)"))
+        #expect(textHistory.stdout.contains("NOT COMPLIANT (trust.expired)"))
 
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)

@@ -151,7 +151,8 @@ struct ShutdownTests {
         try lab.configuration(database: database, targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
                               interval: "100ms").write(toFile: config, atomically: true, encoding: .utf8)
         chmod(config, 0o644)
-        let asNobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        try LabPrerequisite.root(for: "runs the service as nobody with setpriv")
+        let asNobody = [try LabPrerequisite.program(["/usr/bin/setpriv"], package: "util-linux"), "--reuid=65534", "--regid=65534", "--clear-groups"]
         let first = try ServiceProcess(config: config, workspace: workspace, launcher: asNobody)
         first.wait("the read-only error") { !first.lines(containing: "the database is read-only").isEmpty }
         Thread.sleep(forTimeInterval: 1)

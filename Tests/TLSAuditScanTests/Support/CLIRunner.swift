@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditCore
+import TLSAuditProbe
 
 /// Runs the built `tlsaudit` binary, the way a user does.
 enum CLI {
@@ -95,8 +96,8 @@ enum CLI {
             print(code if code >= 0 else 128 - code, usage.ru_maxrss)
             """
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", script, outPath, errPath, String(limit), binary] + arguments
+        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["python3"], package: "python3"))
+        process.arguments = ["-c", script, outPath, errPath, String(limit), binary] + arguments
         let report = Pipe()
         process.standardOutput = report
         process.standardError = FileHandle.nullDevice
