@@ -32,7 +32,8 @@ struct ReportDocument {
     init(_ report: ComplianceReport) {
         title = "tlsaudit compliance report"
         let days = report.period.end.timeIntervalSince(report.period.start) / 86_400
-        let length = days >= 1 ? Self.count(days, "day") : Self.count(days * 24, "hour")
+        let length = days >= 1 ? Self.count(days, "day") : days * 24 >= 1 ? Self.count(days * 24, "hour")
+            : Self.count((days * 24 * 60).rounded(), "minute")
         subtitle = "\(Timestamp.format(report.period.start)) to \(Timestamp.format(report.period.end)) (\(length)) · policy: "
             + (report.policy == "as-scanned" ? "each target's own" : report.policy)
         blocks = []

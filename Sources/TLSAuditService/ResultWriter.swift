@@ -121,7 +121,7 @@ final class ResultWriter: @unchecked Sendable {
             for scan in batch {
                 logger.info("stored scan", metadata: [
                     "target": "\(scan.target)", "address": "\(scan.result.address)",
-                    "started_at": "\(scan.result.startedAt.timeIntervalSince1970)",
+                    "started_at": "\(Timestamp.formatMilliseconds(scan.result.startedAt))",
                     "status": "\(scan.result.status.rawValue)", "compliant": "\(scan.result.ats.compliant)",
                 ])
             }

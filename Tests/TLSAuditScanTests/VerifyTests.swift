@@ -36,6 +36,15 @@ struct VerifyTests {
         #expect(report.chain.path.last?.source == .trustStore)
     }
 
+    @Test("a lone leaf, offline: the missing intermediate is described as missing from the input, not from a server")
+    func loneLeaf() throws {
+        let (status, report) = try verify([try pki.leaf()])
+        #expect(status == 1)
+        let incomplete = try #require(report.findings.first { $0.id == .trustIncompleteChain })
+        #expect(incomplete.message.contains("is not among the certificates given"), "\(incomplete.message)")
+        #expect(!incomplete.message.contains("the server"), "\(incomplete.message)")
+    }
+
     @Test("DER input")
     func der() throws {
         let leaf = try pki.leaf()

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditService
+import TLSAuditStore
 
 @Suite("pins")
 struct PinTests {
@@ -43,6 +44,15 @@ struct PinTests {
             let rendered = try Binary.run(["report", "--database", database, "--format", format])
             #expect(rendered.stdout.contains("pin.mismatch"), "\(format)")
         }
+        // Messages as a person writes them: no empty old leaf on a first mismatch, ISO 8601 in log
+        // lines, a 10-minute period in minutes.
+        let mismatch = try #require(try SQLiteScanStore(path: database, create: false).alerts(limit: 10).first { $0.alert.kind == .pinMismatch })
+        #expect(mismatch.alert.changes["old_leaf_sha256"] == nil && mismatch.alert.changes["old_leaf_spki"] == nil, "\(mismatch.alert.changes)")
+        let stored = try #require(service.lines(containing: "stored scan").first)
+        #expect(stored.range(of: #"started_at=20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z"#, options: .regularExpression) != nil, "\(stored)")
+        let short = try Binary.run(["report", "--database", database, "--since", "10m"])
+        #expect(short.stdout.contains("10 minutes") && !short.stdout.contains("hours"), "\(short.stdout.prefix(400))")
+
         let scan = try Binary.run(["scan", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", "--pin", wrong[0], "--pin", wrong[1],
                                    "\(ServiceLab.hostname):\(server.port)"])
         #expect(scan.status == 1)

@@ -83,8 +83,10 @@ public enum AlertDetector {
         let leaf = result.chain?.presented.first
         // Pins.
         if let pin = result.pin, pin.state != .none {
-            var changes = ["new_leaf_sha256": leaf?.sha256Fingerprint ?? "", "new_leaf_spki": leaf?.spkiSHA256 ?? "",
-                           "old_leaf_sha256": memory.leafFingerprint ?? "", "old_leaf_spki": memory.leafSPKI ?? ""]
+            var changes = ["new_leaf_sha256": leaf?.sha256Fingerprint ?? "", "new_leaf_spki": leaf?.spkiSHA256 ?? ""]
+            // Nothing to say of an old leaf on the first scan: the keys are left out, not empty.
+            if let old = memory.leafFingerprint { changes["old_leaf_sha256"] = old }
+            if let old = memory.leafSPKI { changes["old_leaf_spki"] = old }
             if let matched = pin.matched { changes["matched_pin"] = matched }
             if pin.state == .mismatch, memory.pinState != .mismatch {
                 raise(.pinMismatch, .critical, "pin mismatch: \(pin.message)", changes)

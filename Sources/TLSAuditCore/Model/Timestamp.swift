@@ -46,6 +46,14 @@ public enum Timestamp {
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
+    /// `2026-11-22T03:10:09.123Z`: milliseconds, rounded down (log lines, where scans of one
+    /// second must stay apart).
+    public static func formatMilliseconds(_ date: Date) -> String {
+        let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded(.down)) % 1000
+        let fraction = String(milliseconds < 0 ? milliseconds + 1000 : milliseconds)
+        return format(date).dropLast() + "." + String(repeating: "0", count: 3 - fraction.count) + fraction + "Z"
+    }
+
     /// `2026-11-22`.
     public static func formatDay(_ date: Date) -> String {
         String(format(date).prefix(10))

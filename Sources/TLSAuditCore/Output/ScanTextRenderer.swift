@@ -59,7 +59,10 @@ public struct ScanTextRenderer: Sendable {
             let cipher = handshake.cipher
             out += "    \(handshake.protocolVersion.displayName)  \(cipher.iana) (\(cipher.openssl))\n"
             let kx = handshake.keyExchange
-            var exchange = "key exchange \(cipher.keyExchange)"
+            // TLS 1.3 suites name no key exchange (OpenSSL says "any"): it is (EC)DHE over the group.
+            let kind = cipher.keyExchange.uppercased() == "ANY"
+                ? (kx.group.map { $0.hasPrefix("ffdhe") ? "DHE" : "ECDHE" } ?? "ephemeral") : cipher.keyExchange
+            var exchange = "key exchange \(kind)"
             if let group = kx.group { exchange += ", group \(group)" }
             if let key = kx.ephemeralKey { exchange += ", ephemeral \(key.type) \(key.bits) bits" } else { exchange += ", no ephemeral key" }
             exchange += kx.forwardSecrecy ? ", forward secret" : ", NOT forward secret"

@@ -9,11 +9,14 @@ public struct TrustContext: Sendable {
     /// The anchors are the public web PKI (the system store), where Apple's 398-day limit and
     /// Certificate Transparency apply; false for an operator's own CA.
     public var publicTrust: Bool
+    /// The chain comes from files (`verify`), not from a server: messages speak of the input.
+    public var fromFiles: Bool
 
-    public init(hostname: String?, time: Date, publicTrust: Bool = false) {
+    public init(hostname: String?, time: Date, publicTrust: Bool = false, fromFiles: Bool = false) {
         self.hostname = hostname
         self.time = time
         self.publicTrust = publicTrust
+        self.fromFiles = fromFiles
     }
 }
 
@@ -35,7 +38,7 @@ public enum TrustEvaluator {
         // kept only where a CA also constrains other name types (directory names, e-mail).
         let onlyTLSNameConstraints = path.allSatisfy { !($0.nameConstraints?.otherTypes ?? false) }
         for issue in building.issues where !(issue.kind == .nameConstraintViolation && onlyTLSNameConstraints) {
-            findings.appendUnique(finding(for: issue, path: path))
+            findings.appendUnique(finding(for: issue, path: path, fromFiles: context.fromFiles))
         }
         checkNameConstraints(path, into: &findings)
         checkDates(path, at: context.time, into: &findings)
@@ -76,7 +79,7 @@ public enum TrustEvaluator {
         }
     }
 
-    static func finding(for issue: PathBuildingIssue, path: [CertificateSummary]) -> Finding {
+    static func finding(for issue: PathBuildingIssue, path: [CertificateSummary], fromFiles: Bool = false) -> Finding {
         let name = issue.depth < path.count ? path[issue.depth].displayName : "certificate at depth \(issue.depth)"
         switch issue.kind {
         case .selfSignedLeaf:
@@ -87,8 +90,9 @@ public enum TrustEvaluator {
                            "The chain ends in \(name), a root that is not trusted.")
         case .missingIssuer where issue.depth == 0:
             let issuer = path.first?.issuer ?? "its issuer"
-            return Finding(.trustIncompleteChain, .error, depth: 0,
-                           "The issuer of \(name) (\(issuer)) was not sent and is not a trusted anchor: the server does not send its intermediate certificate, or the issuer is unknown.")
+            return Finding(.trustIncompleteChain, .error, depth: 0, fromFiles
+                ? "The issuer of \(name) (\(issuer)) is not among the certificates given and is not a trusted anchor: add the intermediate certificate to the input (or --roots), or the issuer is unknown."
+                : "The issuer of \(name) (\(issuer)) was not sent and is not a trusted anchor: the server does not send its intermediate certificate, or the issuer is unknown.")
         case .missingIssuer:
             let issuer = issue.depth < path.count ? path[issue.depth].issuer : "its issuer"
             return Finding(.trustUntrustedRoot, .error, depth: issue.depth,

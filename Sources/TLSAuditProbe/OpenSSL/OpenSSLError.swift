@@ -44,10 +44,18 @@ enum OpenSSLErrors {
 
     /// RFC name of a TLS alert number, e.g. `handshake_failure`.
     static func alertName(_ alert: Int32) -> String {
+        if let name = laterAlerts[alert] { return name }
         let long = String(cString: SSL_alert_desc_string_long(alert))
-        if long == "unknown" { return "alert \(alert)" }
+        if long == "unknown" { return "unknown alert \(alert)" }
         return long.lowercased().replacingOccurrences(of: " ", with: "_")
     }
+
+    /// RFC 8446 and later alerts that OpenSSL 3.0's table does not name.
+    static let laterAlerts: [Int32: String] = [
+        109: "missing_extension", 110: "unsupported_extension", 112: "unrecognized_name",
+        113: "bad_certificate_status_response", 115: "unknown_psk_identity", 116: "certificate_required",
+        120: "no_application_protocol",
+    ]
 }
 
 /// An error raised by tlsaudit's own use of OpenSSL (bad input files, failed allocation).

@@ -20,7 +20,7 @@ public enum ChainVerifier {
         for index in building.path.indices {
             building.path[index].certificate = building.path[index].certificate.judged(at: time)
         }
-        let context = TrustContext(hostname: host, time: time, publicTrust: roots.label == "system")
+        let context = TrustContext(hostname: host, time: time, publicTrust: roots.label == "system", fromFiles: true)
         // Trust judges the chain in path order, with the leaf first.
         var ordered = presented
         ordered.swapAt(0, leafIndex)

@@ -250,7 +250,8 @@ public final class Enumerator: Sendable {
         }
         let failures = trustFailures.filter { eccKeySizeRule || $0.id != .atsKeySize || isRSA(at: $0.depth, in: path) }
         guard failures.isEmpty else {
-            return (false, "negotiated \(negotiated), but " + RecordBudget.list(failures.map(\.message), limit: 3, separator: " "), .trust)
+            let reasons = failures.map { $0.message.hasPrefix("The ") ? "the" + $0.message.dropFirst(3) : $0.message }
+            return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)
         }
         return (true, "negotiated \(negotiated)", nil)
     }

@@ -180,7 +180,7 @@ final class ServiceProcess: @unchecked Sendable {
                 return String(line[range.upperBound...].prefix { $0 != " " })
             }
             guard let target = value("target"), let address = value("address"),
-                  let started = value("started_at").flatMap(Double.init) else { return nil }
+                  let started = value("started_at").flatMap(Timestamp.parse)?.timeIntervalSince1970 else { return nil }
             return (target, address, started)
         }
     }
