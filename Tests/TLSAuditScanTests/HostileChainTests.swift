@@ -91,6 +91,15 @@ struct HostileChainTests {
         #expect(text.stdoutBytes < 16_384, "history wrote \(text.stdoutBytes) bytes")
     }
 
+    /// `tlsaudit scan --format json` of `server` as the test host, measured, its findings within the budget.
+    static func measuredScan(_ server: LabTLSServer, sourceLocation: SourceLocation = #_sourceLocation) throws -> (CLI.Measured, AddressScanResult) {
+        let scan = try CLI.runMeasured(["scan", "--format", "json", "--ca-file", TestPKI.shared.rootFile, "--connect-to", "127.0.0.1",
+                                        "--timeout", "5", "\(TestPKI.hostname):\(server.port)"])
+        let result = try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(scan.output.stdout.utf8)).single
+        expectBoundedFindings(result.findings, sourceLocation: sourceLocation)
+        return (scan, result)
+    }
+
     /// The database file and its write-ahead log.
     static func databaseBytes(_ path: String) -> Int {
         [path, path + "-wal"].reduce(0) { total, file in
@@ -105,10 +114,7 @@ struct HostileChainTests {
         }
         let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, TestPKI.shared.intermediate]))
         defer { server.stop() }
-        let scan = try CLI.runMeasured(["scan", "--format", "json", "--ca-file", TestPKI.shared.rootFile, "--connect-to", "127.0.0.1",
-                                        "--timeout", "5", "\(TestPKI.hostname):\(server.port)"])
-        let result = try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(scan.output.stdout.utf8)).single
-        Self.expectBoundedFindings(result.findings)
+        let (scan, result) = try Self.measuredScan(server)
         let mismatch = try #require(result.finding("trust.hostname-mismatch"))
         #expect(mismatch.message.contains("and 2,991 more"), "\(mismatch.message)")
         #expect(scan.output.seconds < 5, "took \(scan.output.seconds) s")
@@ -124,10 +130,7 @@ struct HostileChainTests {
         let leaf = try issuers.last!.leaf()
         let server = try LabTLSServer(LabServerConfiguration(chain: [leaf] + issuers.reversed()))
         defer { server.stop() }
-        let scan = try CLI.runMeasured(["scan", "--format", "json", "--ca-file", TestPKI.shared.rootFile, "--connect-to", "127.0.0.1",
-                                        "--timeout", "5", "\(TestPKI.hostname):\(server.port)"])
-        let result = try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(scan.output.stdout.utf8)).single
-        Self.expectBoundedFindings(result.findings)
+        let (scan, result) = try Self.measuredScan(server)
         let chain = try #require(result.chain)
         #expect(chain.presented.count == RecordBudget.presentedCertificates)
         #expect(chain.path.count == 26, "path of \(chain.path.count)") // leaf, 24 intermediates, root
@@ -146,10 +149,7 @@ struct HostileChainTests {
         // The issuer last: beyond the presented certificates the record keeps.
         let server = try LabTLSServer(LabServerConfiguration(chain: [leaf] + decoys + [issuer]))
         defer { server.stop() }
-        let scan = try CLI.runMeasured(["scan", "--format", "json", "--ca-file", TestPKI.shared.rootFile, "--connect-to", "127.0.0.1",
-                                        "--timeout", "5", "\(TestPKI.hostname):\(server.port)"])
-        let result = try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(scan.output.stdout.utf8)).single
-        Self.expectBoundedFindings(result.findings)
+        let (scan, result) = try Self.measuredScan(server)
         let chain = try #require(result.chain)
         #expect(chain.anchored, "\(result.findings)")
         #expect(chain.path.map(\.certificate.sha256Fingerprint).dropFirst().first == issuer.summary.sha256Fingerprint)

@@ -55,6 +55,15 @@ struct ShutdownTests {
         #expect(pending.contains { $0.alert.kind == .unreachable }, "the abandoned delivery is retried after the restart")
     }
 
+    /// `serve` for one target, `server`, in a fresh workspace (`launcher` runs it through another program).
+    static func service(of server: LabTLSServer, lab: ServiceLab, workspace name: String, launcher: [String] = []) throws -> ServiceProcess {
+        let workspace = try lab.workspace(name)
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("t", server.port)])
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        return try ServiceProcess(config: config, workspace: workspace, launcher: launcher)
+    }
+
     /// Waits until `pid` has a handler for `signal` (SigCgt in /proc), the first instant a process
     /// can catch it: before, only the dynamic loader has run. Returns the seconds waited.
     static func waitForHandler(pid: Int32, signal: Int32, timeout: Double = 10, orBlocked: Bool = false) -> Double? {
@@ -78,11 +87,7 @@ struct ShutdownTests {
     func earlyHangup(delay: Double?) throws {
         let server = try lab.goodServer()
         defer { server.stop() }
-        let workspace = try lab.workspace("hup")
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("t", server.port)])
-            .write(toFile: config, atomically: true, encoding: .utf8)
-        let service = try ServiceProcess(config: config, workspace: workspace)
+        let service = try Self.service(of: server, lab: lab, workspace: "hup")
         if let delay {
             Thread.sleep(forTimeInterval: delay)
         } else {
@@ -105,11 +110,7 @@ struct ShutdownTests {
     func hangupAtOnce(delay: Double) throws {
         let server = try lab.goodServer()
         defer { server.stop() }
-        let workspace = try lab.workspace("hup-unit")
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("t", server.port)])
-            .write(toFile: config, atomically: true, encoding: .utf8)
-        let service = try ServiceProcess(config: config, workspace: workspace, launcher: ["/usr/bin/env", "--block-signal=HUP,TERM,INT"])
+        let service = try Self.service(of: server, lab: lab, workspace: "hup-unit", launcher: ["/usr/bin/env", "--block-signal=HUP,TERM,INT"])
         #expect(Self.waitForHandler(pid: service.process.processIdentifier, signal: SIGHUP, orBlocked: true) != nil)
         if delay > 0 { Thread.sleep(forTimeInterval: delay) }
         service.signal(SIGHUP)
@@ -124,11 +125,7 @@ struct ShutdownTests {
     func earlyTermination() throws {
         let server = try lab.goodServer()
         defer { server.stop() }
-        let workspace = try lab.workspace("term")
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        try lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("t", server.port)])
-            .write(toFile: config, atomically: true, encoding: .utf8)
-        let service = try ServiceProcess(config: config, workspace: workspace)
+        let service = try Self.service(of: server, lab: lab, workspace: "term")
         // SIGHUP, SIGTERM and SIGINT are caught together from the start: the first instant.
         #expect(Self.waitForHandler(pid: service.process.processIdentifier, signal: SIGHUP) != nil)
         service.signal(SIGTERM)
