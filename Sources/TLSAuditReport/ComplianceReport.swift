@@ -23,6 +23,23 @@ public struct ComplianceReport: Codable, Sendable {
     public var expiring: [ExpiringCertificate]
     public var expiringWithinDays: Int
     public var unreachable: [UnreachableEntry]
+    /// What to fix first: the failing (and soon-expiring) addresses, most urgent first, each
+    /// with its one-line fix. Added in tlsaudit.report/1 on 2026-11-23.
+    public var fixFirst: [FixItem] = []
+    /// The compliance the trend is coloured against, in percent (`report --goal`).
+    public var goal: Double = 95
+
+    /// One address to fix, in the order `ReportBuilder.fixFirst` gives.
+    public struct FixItem: Codable, Sendable, Hashable {
+        /// `expired`, `untrusted`, `pin-mismatch`, `expiring`, `protocol`, `certificate`, `unreachable`.
+        public var category: String
+        public var target: String
+        public var address: String
+        /// What is wrong, in a few words (`trust.expired`, `expires in 5 days`, ...).
+        public var problem: String
+        /// The one-line fix.
+        public var fix: String
+    }
 
     public struct Period: Codable, Sendable, Hashable {
         public var start: Date

@@ -19,12 +19,15 @@ enum HTMLReport {
                 body += "<div class=\"scroll\"><table>\n<thead><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr></thead>\n<tbody>\n"
                 for row in rows {
                     body += "<tr>" + row.map { cell in
-                        cell.tone == .plain ? "<td>\(escape(cell.text))</td>" : "<td class=\"\(cell.tone.rawValue)\">\(escape(cell.text))</td>"
+                        // Long suite names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) may wrap after each underscore.
+                        let text = escape(cell.text).replacingOccurrences(of: "_", with: "_<wbr>")
+                        return cell.tone == .plain ? "<td>\(text)</td>" : "<td class=\"\(cell.tone.rawValue)\">\(text)</td>"
                     }.joined() + "</tr>\n"
                 }
                 body += "</tbody></table></div>\n"
-            case .trend(let points):
-                body += "<figure>\n" + TrendChart.svg(points) + "<figcaption>Compliance of the addresses reached, over the period.</figcaption>\n</figure>\n"
+            case .trend(let points, let goal):
+                body += "<figure>\n" + TrendChart.svg(points, goal: goal)
+                    + "<figcaption>Compliance of the addresses reached, over the part of the period with scans; green at or above the goal of \(escape(ReportDocument.percent(goal))) (dashed line), red below it.</figcaption>\n</figure>\n"
             }
         }
         return """
@@ -97,7 +100,7 @@ enum HTMLReport {
 
 /// The compliance trend as an inline SVG line chart (0-100%), with a tooltip per point.
 enum TrendChart {
-    static func svg(_ points: [ComplianceReport.TrendPoint]) -> String {
+    static func svg(_ points: [ComplianceReport.TrendPoint], goal: Double = 95) -> String {
         let width = 720.0, height = 220.0, left = 44.0, right = 12.0, top = 12.0, bottom = 30.0
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"Compliance over the period\">\n"
@@ -115,17 +118,20 @@ enum TrendChart {
         for point in points {
             if point.compliance == nil { if !(runs.last?.isEmpty ?? true) { runs.append([]) } } else { runs[runs.count - 1].append(point) }
         }
+        // The goal, dashed; the line is green where the fleet meets it, red where it does not.
+        out += "<line x1=\"\(left)\" y1=\"\(fmt(y(goal)))\" x2=\"\(width - right)\" y2=\"\(fmt(y(goal)))\" stroke=\"#59636e\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>"
+        out += "<text x=\"\(width - right)\" y=\"\(fmt(y(goal) - 4))\" font-size=\"11\" text-anchor=\"end\" fill=\"#59636e\">goal \(HTMLReport.escape(ReportDocument.percent(goal)))</text>\n"
+        func colour(_ value: Double) -> String { value >= goal ? "#1a7f37" : "#cf222e" }
         for run in runs where !run.isEmpty {
-            let coordinates = run.map { "\(fmt(x($0))),\(fmt(y($0.compliance!)))" }.joined(separator: " ")
-            if run.count > 1 {
-                out += "<polygon points=\"\(fmt(x(run[0]))),\(fmt(y(0))) \(coordinates) \(fmt(x(run[run.count - 1]))),\(fmt(y(0)))\" fill=\"#1a7f37\" fill-opacity=\"0.12\"/>\n"
-                out += "<polyline points=\"\(coordinates)\" fill=\"none\" stroke=\"#1a7f37\" stroke-width=\"2\"/>\n"
+            for (from, to) in zip(run, run.dropFirst()) {
+                let worst = min(from.compliance!, to.compliance!)
+                out += "<line x1=\"\(fmt(x(from)))\" y1=\"\(fmt(y(from.compliance!)))\" x2=\"\(fmt(x(to)))\" y2=\"\(fmt(y(to.compliance!)))\" stroke=\"\(colour(worst))\" stroke-width=\"2\"/>\n"
             }
         }
         for point in points {
             guard let value = point.compliance else { continue }
             let label = "\(Timestamp.format(point.at)): \(ReportDocument.percent(value)) (\(point.compliant) of \(point.compliant + point.notCompliant) reached; \(point.unreachable) unreachable)"
-            out += "<circle cx=\"\(fmt(x(point)))\" cy=\"\(fmt(y(value)))\" r=\"2.5\" fill=\"#1a7f37\"><title>\(HTMLReport.escape(label))</title></circle>\n"
+            out += "<circle cx=\"\(fmt(x(point)))\" cy=\"\(fmt(y(value)))\" r=\"2.5\" fill=\"\(colour(value))\"><title>\(HTMLReport.escape(label))</title></circle>\n"
         }
         for (point, anchor) in [(first, "start"), (last, "end")] {
             out += "<text x=\"\(fmt(x(point)))\" y=\"\(fmt(height - 8))\" font-size=\"11\" text-anchor=\"\(anchor)\" fill=\"#59636e\">\(HTMLReport.escape(Timestamp.format(point.at)))</text>\n"

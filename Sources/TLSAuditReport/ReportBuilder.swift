@@ -18,7 +18,7 @@ public enum ReportBuilder {
         ReportQuery(start: end.addingTimeInterval(-since), end: end, policy: policy, targets: targets, step: step(for: since))
     }
 
-    public static func build(_ data: ReportData, expiringWithinDays: Int = 30) -> ComplianceReport {
+    public static func build(_ data: ReportData, expiringWithinDays: Int = 30, goal: Double = 95) -> ComplianceReport {
         let end = data.query.end
         let addresses = data.addresses.map { address -> ComplianceReport.AddressEntry in
             let earliest = address.chain.map(\.notAfter).min()
@@ -46,7 +46,9 @@ public enum ReportBuilder {
             targets[index].status = worst(targets[index].addresses.map(\.status))
         }
 
-        let trend = data.trend.map {
+        // The part of the period with data: no run of empty points before the first scan.
+        let firstWithData = data.trend.firstIndex { $0.compliant + $0.notCompliant + $0.unreachable > 0 } ?? data.trend.endIndex
+        let trend = data.trend[firstWithData...].map {
             ComplianceReport.TrendPoint(at: $0.at, compliant: $0.compliant, notCompliant: $0.notCompliant,
                                         unreachable: $0.unreachable,
                                         compliance: percentage($0.compliant, of: $0.compliant + $0.notCompliant))
@@ -90,12 +92,81 @@ public enum ReportBuilder {
                                               lastReachableAt: $0.lastReachableAt, failureCategory: $0.failureCategory,
                                               failureMessage: $0.failureMessage)
         }
-        return ComplianceReport(
+        var report = ComplianceReport(
             schema: ComplianceReport.schemaVersion, generatedAt: end,
             period: .init(start: data.query.start, end: end, step: Int(data.query.step)),
             policy: data.query.policy?.rawValue ?? "as-scanned", summary: summary, trend: trend, targets: targets,
             changes: changes, expiring: expiring(data.addresses, at: end, within: expiringWithinDays),
             expiringWithinDays: expiringWithinDays, unreachable: unreachable)
+        report.fixFirst = fixFirst(targets, within: expiringWithinDays)
+        report.goal = goal
+        return report
+    }
+
+    /// The order the operator should work in: expired and untrusted first (clients refuse them
+    /// now), then pin mismatches (possible interception), then certificates expiring soonest, then
+    /// protocol and suite problems, then other certificate rules, then unreachable addresses.
+    static func fixFirst(_ targets: [ComplianceReport.TargetEntry], within days: Int) -> [ComplianceReport.FixItem] {
+        var items: [(rank: Int, days: Int, item: ComplianceReport.FixItem)] = []
+        let protocolRules: Set = ["ats.tls-version", "ats.forward-secrecy", "ats.cipher-suite", "ats.handshake"]
+        let certificateRules: Set = ["ats.signature-hash", "ats.key-size"]
+        for target in targets {
+            for address in target.addresses {
+                func add(_ rank: Int, _ category: String, _ problem: String, _ fix: String, days: Int = .max) {
+                    items.append((rank, days, .init(category: category, target: target.target, address: address.address,
+                                                    problem: problem, fix: fix)))
+                }
+                let left = address.daysLeft ?? .max
+                if address.status == .unreachable {
+                    add(7, "unreachable", address.failureCategory ?? "unreachable",
+                        "make the server reachable again (\(address.failureMessage ?? "no TLS server answered"))")
+                    continue
+                }
+                if address.trustErrors.contains("trust.expired") || left < 0 {
+                    add(1, "expired", "trust.expired", "renew the expired certificate and install it with its intermediate", days: left)
+                } else if address.trusted == false {
+                    let errors = address.trustErrors
+                    add(2, "untrusted", errors.joined(separator: ", "), trustFix(errors))
+                }
+                if address.pinState == "mismatch" {
+                    add(3, "pin-mismatch", "pin.mismatch",
+                        "find out why the key changed (an unplanned reissue, or interception); update the pins only for a change you made")
+                }
+                if left >= 0, left <= days {
+                    add(4, "expiring", "expires in \(left) day\(left == 1 ? "" : "s")",
+                        "renew before \(address.earliestExpiry.map(Timestamp.formatDay) ?? "it expires")", days: left)
+                }
+                let failing = Set(address.failedRules)
+                if !failing.isDisjoint(with: protocolRules) {
+                    add(5, "protocol", address.failedRules.filter(protocolRules.contains).joined(separator: ", "),
+                        "enable TLS 1.2 or 1.3 with ECDHE and AES-GCM or CHACHA20-POLY1305 (what current Apple clients offer)")
+                }
+                if !failing.isDisjoint(with: certificateRules) {
+                    add(6, "certificate", address.failedRules.filter(certificateRules.contains).joined(separator: ", "),
+                        "reissue with a SHA-256 signature and an RSA-2048 or P-256 key, from a CA whose certificates meet the same")
+                }
+            }
+        }
+        return items.enumerated().sorted { ($0.element.rank, $0.element.days, $0.offset) < ($1.element.rank, $1.element.days, $1.offset) }
+            .map(\.element.item)
+    }
+
+    /// The fix for the trust errors of an address (the most basic first).
+    static func trustFix(_ errors: [String]) -> String {
+        let fixes: [(String, String)] = [
+            ("trust.incomplete-chain", "send the intermediate certificate with the leaf"),
+            ("trust.hostname-mismatch", "reissue with the host name in subjectAltName"),
+            ("trust.self-signed", "use a certificate from a CA the clients trust"),
+            ("trust.untrusted-root", "use a certificate from a CA the clients trust"),
+            ("trust.not-yet-valid", "check the server's clock and the certificate's notBefore"),
+            ("trust.lifetime", "reissue with a validity of at most 398 days"),
+            ("trust.eku", "reissue with extendedKeyUsage serverAuth"),
+            ("trust.certificate-transparency", "get a certificate with embedded SCTs"),
+        ]
+        let chosen = fixes.filter { errors.contains($0.0) }.map(\.1)
+        var seen = Set<String>()
+        let unique = chosen.filter { seen.insert($0).inserted }
+        return unique.isEmpty ? "fix the chain: \(errors.joined(separator: ", "))" : unique.joined(separator: "; ")
     }
 
     /// Every certificate of every current chain expiring within `days` (or expired), once each,

@@ -22,7 +22,7 @@ struct ReportDocument {
         case subheading(String)
         case paragraph(String)
         case table(header: [String], rows: [[Cell]])
-        case trend([ComplianceReport.TrendPoint])
+        case trend([ComplianceReport.TrendPoint], goal: Double)
     }
 
     var title: String
@@ -37,6 +37,7 @@ struct ReportDocument {
         subtitle = "\(Timestamp.format(report.period.start)) to \(Timestamp.format(report.period.end)) (\(length)) · policy: "
             + (report.policy == "as-scanned" ? "each target's own" : report.policy)
         blocks = []
+        fixFirst(report)
         fleet(report)
         targets(report)
         changes(report)
@@ -46,11 +47,24 @@ struct ReportDocument {
 
     // MARK: - Sections
 
+    /// What to fix first, most urgent first: the operator's first question.
+    private mutating func fixFirst(_ report: ComplianceReport) {
+        blocks.append(.heading("Fix first"))
+        guard !report.fixFirst.isEmpty else {
+            blocks.append(.paragraph("Nothing to fix: every address reached is compliant and no certificate expires within \(report.expiringWithinDays) days."))
+            return
+        }
+        blocks.append(.table(header: ["#", "Target", "Address", "Problem", "Fix"], rows: report.fixFirst.enumerated().map { index, item in
+            let tone: Tone = ["expired", "untrusted", "pin-mismatch"].contains(item.category) ? .bad : .warning
+            return [Cell("\(index + 1)"), Cell(item.target), Cell(item.address), Cell(item.problem, tone), Cell(item.fix)]
+        }))
+    }
+
     private mutating func fleet(_ report: ComplianceReport) {
         let summary = report.summary
         blocks.append(.heading("Fleet"))
         blocks.append(.paragraph("\(summary.targets) target\(summary.targets == 1 ? "" : "s"), \(summary.addresses) address\(summary.addresses == 1 ? "" : "es"): \(summary.compliant) compliant, \(summary.notCompliant) not compliant, \(summary.unreachable) unreachable."))
-        var compliance = "Compliance (compliant share of the addresses reached): \(Self.percent(summary.compliance))"
+        var compliance = "Compliance (compliant share of the addresses reached): \(Self.percent(summary.compliance)) against a goal of \(Self.percent(report.goal))"
         switch summary.trend {
         case "unknown": compliance += "; no data at the start of the period."
         case "flat": compliance += ", unchanged since the start of the period."
@@ -62,7 +76,7 @@ struct ReportDocument {
             scans += " Verdicts re-judged under \(report.policy) from the stored observations (\(summary.rejudgedObservations) distinct)."
         }
         blocks.append(.paragraph(scans))
-        blocks.append(.trend(report.trend))
+        blocks.append(.trend(report.trend, goal: report.goal))
     }
 
     private mutating func targets(_ report: ComplianceReport) {

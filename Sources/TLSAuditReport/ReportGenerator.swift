@@ -11,14 +11,17 @@ public struct ReportRequest: Sendable, Hashable {
     /// Only these target keys (e.g. the configured ones); nil: every target in the database.
     public var targets: Set<String>?
     public var expiringWithinDays: Int
+    /// The compliance goal in percent the trend is coloured against.
+    public var goal: Double
 
     public init(since: TimeInterval, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil,
-                expiringWithinDays: Int = 30) {
+                expiringWithinDays: Int = 30, goal: Double = 95) {
         self.since = since
         self.end = end
         self.policy = policy
         self.targets = targets
         self.expiringWithinDays = expiringWithinDays
+        self.goal = goal
     }
 }
 
@@ -26,6 +29,6 @@ public enum ReportGenerator {
     /// Reads the store and builds the report.
     public static func report(from store: any ScanStore, _ request: ReportRequest) throws -> ComplianceReport {
         let query = ReportBuilder.query(end: request.end, since: request.since, policy: request.policy, targets: request.targets)
-        return ReportBuilder.build(try store.reportData(query), expiringWithinDays: request.expiringWithinDays)
+        return ReportBuilder.build(try store.reportData(query), expiringWithinDays: request.expiringWithinDays, goal: request.goal)
     }
 }

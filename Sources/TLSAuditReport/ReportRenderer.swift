@@ -67,10 +67,11 @@ enum TextReport {
                                              rows: rows.map { $0.map(\.text.withoutControlCharacters) })
                 out += table.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
                     .map { "  " + $0 }.joined(separator: "\n") + "\n"
-            case .trend(let points):
-                out += "\n  Compliance over the period:\n"
+            case .trend(let points, let goal):
+                out += "\n  Compliance over the period (goal \(ReportDocument.percent(goal))):\n"
                 for point in ReportDocument.thinned(points) {
-                    out += "  \(Timestamp.format(point.at))  \(bar(point.compliance))  \(ReportDocument.percent(point.compliance))"
+                    let mark = (point.compliance ?? 0) >= goal ? " " : "!"
+                    out += "  \(Timestamp.format(point.at)) \(mark)\(bar(point.compliance))  \(ReportDocument.percent(point.compliance))"
                         + "  (\(point.compliant) of \(point.compliant + point.notCompliant) reached; \(point.unreachable) unreachable)\n"
                 }
             }
@@ -107,10 +108,12 @@ enum MarkdownReport {
                         return cell.tone == .bad && !text.isEmpty ? "**\(text)**" : text
                     }.joined(separator: " | ") + " |\n"
                 }
-            case .trend(let points):
+            case .trend(let points, let goal):
+                out += "\nGoal: \(escape(ReportDocument.percent(goal))) compliant; below it in bold.\n"
                 out += "\n| When | Compliance | Compliant | Not compliant | Unreachable |\n| --- | --- | --- | --- | --- |\n"
                 for point in ReportDocument.thinned(points) {
-                    out += "| \(Timestamp.format(point.at)) | \(escape(ReportDocument.percent(point.compliance))) | \(point.compliant) | \(point.notCompliant) | \(point.unreachable) |\n"
+                    let percent = escape(ReportDocument.percent(point.compliance))
+                    out += "| \(Timestamp.format(point.at)) | \((point.compliance ?? 0) >= goal ? percent : "**\(percent)**") | \(point.compliant) | \(point.notCompliant) | \(point.unreachable) |\n"
                 }
             }
         }
@@ -139,22 +142,39 @@ enum MarkdownReport {
 enum CSVReport {
     static let header = ["target", "host", "port", "address", "status", "policy", "failed_rules", "trusted", "trust_errors",
                          "pin_state", "earliest_expiry", "days_left", "protocol", "cipher", "last_scan_at",
-                         "failure_category", "failure_message"]
+                         "failure_category", "failure_message", "fix_rank", "fix"]
 
+    /// The rows to fix come first, in `fixFirst` order (`fix_rank` 1, 2, ...; several problems of
+    /// one address are joined in `fix`), then the others in target order.
     static func render(_ report: ComplianceReport) -> String {
         var out = header.joined(separator: ",") + "\r\n"
+        var rank: [String: Int] = [:], fixes: [String: [String]] = [:]
+        for item in report.fixFirst {
+            let key = item.target + "\u{1F}" + item.address
+            if rank[key] == nil { rank[key] = rank.count + 1 }
+            fixes[key, default: []].append("\(item.problem): \(item.fix)")
+        }
+        var rows: [(order: Int, index: Int, target: ComplianceReport.TargetEntry, address: ComplianceReport.AddressEntry)] = []
         for target in report.targets {
             for address in target.addresses {
+                let order: Int = rank[target.target + "\u{1F}" + address.address] ?? Int.max
+                rows.append((order, rows.count, target, address))
+            }
+        }
+        rows.sort { ($0.order, $0.index) < ($1.order, $1.index) }
+        for (_, _, target, address) in rows {
+            do {
+                let key = target.target + "\u{1F}" + address.address
                 let cells: [String?] = [
                     target.target, target.host, String(target.port), address.address, address.status.rawValue,
                     address.policy.rawValue, address.failedRules.joined(separator: " "),
                     address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
                     address.pinState, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
                     address.protocolVersion, address.cipher, Timestamp.format(address.lastScanAt),
-                    address.failureCategory, address.failureMessage,
+                    address.failureCategory, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
                 ]
                 out += cells.enumerated().map { index, cell in
-                    field(cell ?? "", numeric: index == 2 || index == 11)
+                    field(cell ?? "", numeric: index == 2 || index == 11 || index == 17)
                 }.joined(separator: ",") + "\r\n"
             }
         }

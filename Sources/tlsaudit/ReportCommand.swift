@@ -37,7 +37,11 @@ struct ReportCommand: ParsableCommand {
     @Option(name: .customLong("expiring-within"), help: "List certificates expiring within this long (e.g. 30d).")
     var expiringWithin: String = "30d"
 
+    @Option(help: "The compliance goal in percent: the trend is green at or above it, red below (default 95).")
+    var goal: Double = 95
+
     func validate() throws {
+        guard (0...100).contains(goal) else { throw ValidationError("--goal must be a percentage from 0 to 100.") }
         guard let seconds = DurationText.seconds(since), seconds >= 60 else {
             throw ValidationError("--since must be a duration of at least a minute, like 24h, 7d or 30d.")
         }
@@ -54,7 +58,7 @@ struct ReportCommand: ParsableCommand {
         let targets = try databaseOptions.config.map { Set(try loadConfiguration($0).targets.map(\.key)) }
         let request = ReportRequest(since: DurationText.seconds(since)!, end: at.flatMap(Timestamp.parse) ?? Date(),
                                     policy: policy, targets: targets,
-                                    expiringWithinDays: Int(DurationText.seconds(expiringWithin)! / 86_400))
+                                    expiringWithinDays: Int(DurationText.seconds(expiringWithin)! / 86_400), goal: goal)
         let content: String
         do {
             content = try ReportRenderer.render(try ReportGenerator.report(from: store, request), as: format)

@@ -28,6 +28,20 @@ struct ReportTests {
         try Binary.run(["report", "--database", database, "--at", Self.end, "--since", "7d"] + arguments)
     }
 
+    @Test("the trend covers only the part of the period with scans, coloured against the goal")
+    func trendWithData() throws {
+        // 30 days, of which the fixture's scans cover the last eight.
+        let output = try Binary.run(["report", "--database", try fixtureCopy(), "--at", Self.end, "--since", "30d", "--format", "json", "--goal", "80"])
+        let report = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(output.stdout.utf8))
+        #expect(report.goal == 80)
+        #expect(!report.trend.isEmpty && report.trend.allSatisfy { $0.compliance != nil }, "no run of n/a points before the first scan")
+        #expect(report.trend.first.map { $0.at >= Timestamp.parse("2026-10-31T00:00:00Z")! } == true)
+        let html = try Binary.run(["report", "--database", try fixtureCopy(), "--at", Self.end, "--since", "30d", "--format", "html", "--goal", "80"]).stdout
+        #expect(html.contains("goal 80%") && html.contains("#cf222e") && html.contains("#1a7f37"), "red below the goal, green above")
+        let text = try Binary.run(["report", "--database", try fixtureCopy(), "--at", Self.end, "--since", "30d"]).stdout
+        #expect(!text.contains("n/a"), "\(text.prefix(1500))")
+    }
+
     @Test("every format matches its golden file (TLSAUDIT_UPDATE_GOLDEN=1 rewrites them)", arguments: ReportFormat.allCases)
     func golden(format: ReportFormat) throws {
         let database = try fixtureCopy()
@@ -60,6 +74,16 @@ struct ReportTests {
         #expect(renewal.sameKey)
         #expect(report.changes.certificates.filter { !$0.sameKey }.map(\.target) == ["fixed", "regressed", "pinned", "pinned"])
         #expect(report.unreachable.map(\.target) == ["down"])
+        // What to fix first: untrusted before expiring (soonest first), protocol, certificate rules, unreachable.
+        #expect(report.fixFirst.map(\.category) == ["untrusted", "expiring", "expiring", "protocol", "certificate", "unreachable"],
+                "\(report.fixFirst.map(\.category))")
+        #expect(report.fixFirst.first?.target == "wrong-name" && report.fixFirst.first?.fix.contains("subjectAltName") == true)
+        #expect(report.fixFirst.filter { $0.category == "expiring" }.map(\.target) == ["hostile", "tricky"])
+        for format in ["text", "markdown", "html", "csv"] {
+            let rendered = try self.report(try fixtureCopy(), ["--format", format]).stdout
+            let first = try #require(rendered.range(of: "wrong-name"), "\(format)")
+            #expect(!String(rendered[..<first.lowerBound]).lowercased().contains("fleet"), "\(format) opens with the fix-first list")
+        }
         #expect(report.unreachable.first?.lastReachableAt == Timestamp.parse("2026-11-05T00:00:00Z"))
         #expect(report.expiring.map(\.commonName) == ["<script>alert(1)</script>", "=HYPERLINK(\"x\") | *bold* [a](b) & co"])
         #expect(report.expiring.map(\.daysLeft) == [17, 23])
@@ -188,7 +212,7 @@ struct ReportTests {
         #expect(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(!html.lowercased().contains("<script"))
         #expect(!html.contains("src=") && !html.contains("href=") && !html.contains("@import") && !html.contains("url("))
-        #expect(html.contains("<svg") && html.contains("<polyline"))
+        #expect(html.contains("<svg") && html.contains("<circle") && html.contains("stroke-dasharray"), "the trend, with its goal line")
         #expect(html.contains("=HYPERLINK(&quot;x&quot;) | *bold* [a](b) &amp; co"))
         let markdown = try report(try fixtureCopy(), ["--format", "markdown"]).stdout
         #expect(markdown.contains("&lt;script&gt;alert\\(1\\)&lt;/script&gt;") || markdown.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
@@ -207,6 +231,18 @@ struct ReportTests {
         #expect(dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the CN is text in the rendered DOM")
         #expect(!dom.contains("<script"), "no script element in the rendered DOM")
         #expect(dom.contains("<svg"))
+        // No table wider than a 1280-pixel page (suite names wrap): measured in the page, by a
+        // script added to a copy (the report itself runs none: its CSP forbids it).
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        let probe = directory.appendingPathComponent("probe.html").path
+        try html.replacingOccurrences(of: #"<meta http-equiv="Content-Security-Policy""#, with: "<meta name=\"x-csp-removed\"")
+            .replacingOccurrences(of: "</body>", with: """
+                <script>document.documentElement.setAttribute('data-clipped', Array.from(document.querySelectorAll('.scroll'))
+                  .filter(e => e.scrollWidth > e.clientWidth + 1).length)</script></body>
+                """)
+            .write(toFile: probe, atomically: true, encoding: .utf8)
+        let measured = try run(browser, common + ["--window-size=1280,2400", "--dump-dom", "file://\(probe)"])
+        #expect(measured.contains("data-clipped=\"0\""), "a table is wider than 1280 pixels: \(measured.prefix(200))")
         let screenshot = directory.appendingPathComponent("report.png").path
         for (name, width) in [("desktop", 1280), ("phone", 390)] {
             let file = screenshot.replacingOccurrences(of: ".png", with: "-\(name).png")
