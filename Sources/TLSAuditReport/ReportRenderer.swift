@@ -22,13 +22,14 @@ public enum ReportFormat: String, CaseIterable, Sendable, Codable {
 /// Markdown and CSV (no terminal escapes), Markdown metacharacters escaped, CSV cells that a
 /// spreadsheet would run as a formula quoted, and everything escaped in HTML.
 public enum ReportRenderer {
-    public static func render(_ report: ComplianceReport, as format: ReportFormat) throws -> String {
+    /// `compact`: JSON on one line instead of indented.
+    public static func render(_ report: ComplianceReport, as format: ReportFormat, compact: Bool = false) throws -> String {
         switch format {
         case .text: TextReport.render(ReportDocument(report))
         case .markdown: MarkdownReport.render(ReportDocument(report))
         case .html: HTMLReport.render(ReportDocument(report))
         case .csv: CSVReport.render(report)
-        case .json: String(decoding: try JSONDocumentEncoder.tlsaudit.encode(report), as: UTF8.self) + "\n"
+        case .json: String(decoding: try (compact ? JSONDocumentEncoder.tlsauditCompact : .tlsaudit).encode(report), as: UTF8.self) + "\n"
         }
     }
 }

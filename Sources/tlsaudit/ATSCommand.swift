@@ -19,6 +19,8 @@ struct ATSCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     func run() throws {
         let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
         let store = try loadTrustStore(caFile: connection.caFile)
@@ -37,7 +39,7 @@ struct ATSCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(diagnostics) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encode(diagnostics) + Data("\n".utf8))
         case .text:
             StandardStream.output.write(Self.text(diagnostics))
         }

@@ -181,11 +181,13 @@ struct AlertsCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     func run() throws {
         let alerts = try databaseOptions.openStore().alerts(limit: limit)
         switch format {
         case .json:
-            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(alerts) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encode(alerts) + Data("\n".utf8))
         case .text:
             let rows = alerts.map { stored -> [String] in
                 let delivery = stored.deliveries.map { "\($0.sink):\($0.state)\($0.attempts > 1 ? "(\($0.attempts))" : "")" }

@@ -22,6 +22,8 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Output format: \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
     var format: ReportFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     @Option(help: "The period: the report covers this long up to --at (e.g. 24h, 7d, 30d).")
     var since: String = "7d"
 
@@ -61,7 +63,7 @@ struct ReportCommand: ParsableCommand {
                                     expiringWithinDays: Int(DurationText.seconds(expiringWithin)! / 86_400), goal: goal)
         let content: String
         do {
-            content = try ReportRenderer.render(try ReportGenerator.report(from: store, request), as: format)
+            content = try ReportRenderer.render(try ReportGenerator.report(from: store, request), as: format, compact: jsonStyle.compact)
         } catch {
             StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)

@@ -39,6 +39,8 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     @Option(help: "Policy to judge against: ats-runtime (the default: what current iOS and macOS clients offer and accept), ats (Apple's documented suite list alone) or apple-trust (the certificate rules only).")
     var policy: CompliancePolicy = .default
 
@@ -134,7 +136,7 @@ struct ScanCommand: ParsableCommand {
         let output: Data
         switch format {
         case .json:
-            output = try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8)
+            output = try jsonStyle.encoder.encode(report) + Data("\n".utf8)
         case .text:
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             output = Data(ScanTextRenderer(colour: colour).render(report).utf8)

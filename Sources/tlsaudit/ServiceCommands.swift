@@ -129,12 +129,14 @@ struct StatusCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     func run() throws {
         let store = try databaseOptions.openStore()
         let rows = try store.status()
         switch format {
         case .json:
-            let encoder = JSONDocumentEncoder.tlsaudit
+            let encoder = jsonStyle.encoder
             StandardStream.output.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
         case .text:
             StandardStream.output.write(StatusTable.render(rows, now: Date()))
@@ -168,6 +170,8 @@ struct HistoryCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     func run() throws {
         let store = try databaseOptions.openStore()
         let entries = try store.history(target: target, limit: limit)
@@ -177,7 +181,7 @@ struct HistoryCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(entries) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encode(entries) + Data("\n".utf8))
         case .text:
             StandardStream.output.write(HistoryTable.render(entries))
         }

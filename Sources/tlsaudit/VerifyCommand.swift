@@ -32,6 +32,8 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
     func validate() throws {
         guard !chainFiles.isEmpty else { throw ValidationError("Give --chain FILE.") }
         if let at, Timestamp.parse(at) == nil {
@@ -51,7 +53,7 @@ struct VerifyCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            StandardStream.output.write(try JSONDocumentEncoder.tlsaudit.encode(report) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encode(report) + Data("\n".utf8))
         case .text:
             let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             StandardStream.output.write(VerifyTextRenderer.render(report, colour: colour))

@@ -115,6 +115,18 @@ struct EnumerationTests {
         #expect(diagnostics.runtime.pass)
     }
 
+    @Test("enumeration text: reasons in words, never OpenSSL's raw error strings; TLS 1.3 key exchange named")
+    func enumerationText() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], minVersion: .tls1_2))
+        defer { server.stop() }
+        let output = try CLI.run(["scan", "--enumerate", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "\(TestPKI.hostname):\(server.port)"])
+        #expect(output.stdout.contains("TLSv1.3  accepted"), "\(output.stdout)")
+        #expect(!output.stdout.contains("routines:") && !output.stdout.contains("error:0"), "\(output.stdout)")
+        #expect(!output.stdout.contains("(ANY,"), "TLS 1.3 suites say ECDHE and the group")
+        #expect(output.stdout.contains("TLS_AES_128_GCM_SHA256  (ECDHE, x25519"), "\(output.stdout)")
+    }
+
     @Test("a server that prefers a weak suite: its order is reported and flagged")
     func prefersWeak() throws {
         let configuration = LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], maxVersion: .tls1_2,

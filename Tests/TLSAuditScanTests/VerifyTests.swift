@@ -45,6 +45,23 @@ struct VerifyTests {
         #expect(!incomplete.message.contains("the server"), "\(incomplete.message)")
     }
 
+    @Test("JSON is indented by every command, and on one line with --compact")
+    func jsonStyle() throws {
+        let file = pki.directory.appendingPathComponent("style-\(UUID().uuidString.prefix(8)).pem")
+        try ([try pki.leaf(), pki.intermediate].map(\.pem).joined()).write(to: file, atomically: true, encoding: .utf8)
+        let base = ["verify", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json"]
+        let indented = try CLI.run(base)
+        let compact = try CLI.run(base + ["--compact"])
+        #expect(indented.stdout.split(separator: "\n").count > 10)
+        #expect(compact.stdout.split(separator: "\n").count == 1, "\(compact.stdout.prefix(200))")
+        let one = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(indented.stdout.utf8))
+        let other = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(compact.stdout.utf8))
+        #expect(one.findings == other.findings && one.valid == other.valid)
+        for command in [["scan"], ["status"], ["history"], ["alerts"], ["ats"], ["report"]] {
+            #expect(try CLI.run(command + ["--help"]).stdout.contains("--compact"), "\(command)")
+        }
+    }
+
     @Test("DER input")
     func der() throws {
         let leaf = try pki.leaf()

@@ -79,7 +79,30 @@ public struct Alert: Hashable, Codable, Sendable {
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(summary, forKey: .summary)
         try container.encode(text, forKey: .text)
-        try container.encode(changes, forKey: .changes)
+        // Counts as JSON numbers and flags as booleans, not strings (docs/alerts.md).
+        var values = container.nestedContainer(keyedBy: ChangeKey.self, forKey: .changes)
+        for key in changes.keys.sorted() {
+            let value = changes[key]!
+            if Self.numericChanges.contains(key), let number = Int(value) {
+                try values.encode(number, forKey: ChangeKey(key))
+            } else if Self.booleanChanges.contains(key), let flag = Bool(value) {
+                try values.encode(flag, forKey: ChangeKey(key))
+            } else {
+                try values.encode(value, forKey: ChangeKey(key))
+            }
+        }
+    }
+
+    /// `changes` keys whose values are counts, and flags.
+    static let numericChanges: Set = ["failures", "days_left", "depth"]
+    static let booleanChanges: Set = ["same_key"]
+
+    struct ChangeKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     public init(from decoder: any Decoder) throws {
@@ -90,6 +113,25 @@ public struct Alert: Hashable, Codable, Sendable {
                   port: try container.decode(Int.self, forKey: .port), address: try container.decode(String.self, forKey: .address),
                   createdAt: try container.decode(Date.self, forKey: .createdAt),
                   summary: try container.decode(String.self, forKey: .summary),
-                  changes: try container.decode([String: String].self, forKey: .changes))
+                  changes: try Self.decodeChanges(try container.nestedContainer(keyedBy: ChangeKey.self, forKey: .changes)))
+    }
+
+    /// Values as strings, whether stored as strings (before 2026-11-23), numbers or booleans.
+    static func decodeChanges(_ container: KeyedDecodingContainer<ChangeKey>) throws -> [String: String] {
+        var changes: [String: String] = [:]
+        for key in container.allKeys {
+            // A decoder converting from snake_case hands these keys over camelCased: they are snake_case.
+            let name = key.stringValue.reduce(into: "") { out, character in
+                if character.isUppercase { out += "_" + character.lowercased() } else { out.append(character) }
+            }
+            if let text = try? container.decode(String.self, forKey: key) {
+                changes[name] = text
+            } else if let number = try? container.decode(Int.self, forKey: key) {
+                changes[name] = String(number)
+            } else {
+                changes[name] = String(try container.decode(Bool.self, forKey: key))
+            }
+        }
+        return changes
     }
 }

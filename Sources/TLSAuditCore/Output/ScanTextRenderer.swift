@@ -59,10 +59,7 @@ public struct ScanTextRenderer: Sendable {
             let cipher = handshake.cipher
             out += "    \(handshake.protocolVersion.displayName)  \(cipher.iana) (\(cipher.openssl))\n"
             let kx = handshake.keyExchange
-            // TLS 1.3 suites name no key exchange (OpenSSL says "any"): it is (EC)DHE over the group.
-            let kind = cipher.keyExchange.uppercased() == "ANY"
-                ? (kx.group.map { $0.hasPrefix("ffdhe") ? "DHE" : "ECDHE" } ?? "ephemeral") : cipher.keyExchange
-            var exchange = "key exchange \(kind)"
+            var exchange = "key exchange \(Self.keyExchangeName(cipher, group: kx.group))"
             if let group = kx.group { exchange += ", group \(group)" }
             if let key = kx.ephemeralKey { exchange += ", ephemeral \(key.type) \(key.bits) bits" } else { exchange += ", no ephemeral key" }
             exchange += kx.forwardSecrecy ? ", forward secret" : ", NOT forward secret"
@@ -95,7 +92,7 @@ public struct ScanTextRenderer: Sendable {
                 out += support.suites.isEmpty ? "  (\(support.detail))\n" : "\n"
                 for suite in support.suites {
                     let kx = suite.keyExchange
-                    var details = [suite.cipher.keyExchange]
+                    var details = [Self.keyExchangeName(suite.cipher, group: kx.group)]
                     if let group = kx.group { details.append(group) } else if let key = kx.ephemeralKey { details.append("\(key.type) \(key.bits)") }
                     details.append(kx.forwardSecrecy ? "FS" : "no FS")
                     details.append(suite.cipher.isAEAD ? "AEAD" : "CBC")
@@ -152,5 +149,11 @@ public struct ScanTextRenderer: Sendable {
     private func paint(_ text: String, _ style: Style) -> String {
         guard colour, style != .plain else { return text }
         return "\u{1B}[\(style.rawValue)m\(text)\u{1B}[0m"
+    }
+
+    /// The suite's key exchange; TLS 1.3 suites name none (OpenSSL says "any"): it is (EC)DHE over the group.
+    static func keyExchangeName(_ cipher: CipherSuiteDescription, group: String?) -> String {
+        guard cipher.keyExchange.uppercased() == "ANY" else { return cipher.keyExchange }
+        return group.map { $0.hasPrefix("ffdhe") ? "DHE" : "ECDHE" } ?? "(EC)DHE"
     }
 }

@@ -24,10 +24,16 @@ enum OpenSSLErrors {
         while true {
             let code = ERR_get_error()
             if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            entries.append(OpenSSLErrorEntry(library: ERR_GET_LIB(code), reason: ERR_GET_REASON(code),
-                                             text: buffer.nulTerminatedString))
+            // The reason in words ("no protocols available"), not "error:0A0000BF:SSL routines::...".
+            let text: String
+            if let reason = ERR_reason_error_string(code) {
+                text = String(cString: reason)
+            } else {
+                var buffer = [CChar](repeating: 0, count: 256)
+                ERR_error_string_n(code, &buffer, buffer.count)
+                text = buffer.nulTerminatedString
+            }
+            entries.append(OpenSSLErrorEntry(library: ERR_GET_LIB(code), reason: ERR_GET_REASON(code), text: text))
         }
         return entries
     }
