@@ -121,7 +121,10 @@ struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
         abstract: "Show every target address: last scan, verdict, days to the earliest expiry in the chain, pin state.",
-        discussion: "Reads the database; safe while the service runs. Exit 0 all compliant, 1 some not, 2 some unreachable."
+        discussion: """
+            Reads the database; safe while the service runs. With a configuration (--config, or the installed one), \
+            only its targets are shown (a target removed from it is not). Exit 0 all compliant, 1 some not, 2 some unreachable.
+            """
     )
 
     @OptionGroup var databaseOptions: DatabaseOptions
@@ -133,7 +136,13 @@ struct StatusCommand: ParsableCommand {
 
     func run() throws {
         let store = try databaseOptions.openStore()
-        let rows = try store.status()
+        var rows = try store.status()
+        // When the database is not named, the configuration tells which targets are in force (with
+        // --database alone, every stored target is shown).
+        if databaseOptions.database == nil, let file = databaseOptions.configurationPath {
+            let configured = Set(try loadConfiguration(file).targets.map(\.key))
+            rows = rows.filter { configured.contains($0.target) }
+        }
         switch format {
         case .json:
             let encoder = jsonStyle.encoder

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditService
 import TLSAuditStore
 #if canImport(Glibc)
 import Glibc
@@ -97,6 +98,32 @@ struct InstallTests {
         service.waitUntilExit()
         #expect(service.terminationStatus == 0, "\(text.suffix(2000))")
         #expect(FileManager.default.fileExists(atPath: state + "/tlsaudit.sqlite"), "the database is in the state directory")
+
+        // What the operator does next, as the README says: edit the targets (here a loopback
+        // server, so nothing leaves the machine), check, run the service, read status, history,
+        // alerts and the report, every command given the installed configuration.
+        let server = try ServiceLab.shared.goodServer()
+        defer { server.stop() }
+        let installed = root + ServiceConfiguration.installedPath
+        var sample = try String(contentsOfFile: installed, encoding: .utf8)
+        sample = sample.components(separatedBy: "\ngroups:\n").first! + """
+
+            targets:
+              - {host: \(ServiceLab.hostname), port: \(server.port), name: api, addresses: [127.0.0.1], trust: {ca_file: \(ServiceLab.shared.rootFile)}}
+
+            """
+        try sample.write(toFile: installed, atomically: true, encoding: .utf8)
+        let env = ["STATE_DIRECTORY": state]
+        #expect(try Binary.run(Array(pre.dropFirst()), program: pre[0]).status == 0)
+        let edited = try ServiceProcess(config: installed, workspace: URL(fileURLWithPath: root), environment: env)
+        edited.wait("scans of the edited target") { edited.storedScans.count >= 1 }
+        edited.signal(SIGTERM)
+        #expect(edited.waitForExit(timeout: 15) == 0)
+        for command in [["status"], ["history", "api"], ["alerts"], ["report"], ["report", "--format", "html", "--out", root + "/report.html"]] {
+            let output = try Binary.run(command + ["--config", installed], directory: root, environment: env)
+            #expect(output.status == 0, "\(command): \(output.stderr)\(output.stdout.prefix(500))")
+        }
+        #expect(FileManager.default.fileExists(atPath: root + "/report.html"))
     }
 
     @Test("serve and every reading command resolve a relative database the same way, from any working directory")

@@ -86,10 +86,12 @@ enum Binary {
     }
 
     /// Runs `tlsaudit ARGS` (or another `program`: systemd-analyze, chromium) to completion.
-    static func run(_ arguments: [String], program: String = path, directory: String? = nil) throws -> Output {
+    static func run(_ arguments: [String], program: String = path, directory: String? = nil,
+                    environment: [String: String] = [:]) throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         let out = Pipe()
         let err = Pipe()
