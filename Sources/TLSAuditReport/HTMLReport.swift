@@ -16,7 +16,9 @@ enum HTMLReport {
             case .paragraph(let text):
                 body += "<p>\(escape(text))</p>\n"
             case .table(let header, let rows):
-                body += "<div class=\"scroll\"><table>\n<thead><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr></thead>\n<tbody>\n"
+                // A numbered list (the fix-first table) stacks into one block per row on a phone.
+                let style = header.first == "#" ? " class=\"stack\"" : ""
+                body += "<div class=\"scroll\"><table\(style)>\n<thead><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr></thead>\n<tbody>\n"
                 for row in rows {
                     body += "<tr>" + row.map { cell in
                         // Long suite names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) may wrap after each underscore.
@@ -87,7 +89,14 @@ enum HTMLReport {
         td.warning { color: var(--warning); font-weight: 600; } td.muted, .muted { color: var(--muted); }
         figure { margin: 1rem 0; } figcaption { color: var(--muted); font-size: .8rem; }
         svg { width: 100%; height: auto; max-height: 16rem; }
-        @media (max-width: 40rem) { body { padding: .5rem; font-size: 14px; } th, td { padding: .25rem .35rem; } }
+        table.stack td:first-child { min-width: 0; width: 2rem; }
+        @media (max-width: 40rem) {
+          body { padding: .5rem; font-size: 14px; } th, td { padding: .25rem .35rem; }
+          table.stack thead { display: none; }
+          table.stack tr { display: block; border-bottom: 1px solid var(--line); padding: .3rem 0; }
+          table.stack td { display: inline-block; border: 0; min-width: 0; width: auto; padding: .1rem .35rem; }
+          table.stack td:nth-child(4), table.stack td:nth-child(5) { display: block; }
+        }
         @media print {
           body { max-width: none; padding: 0; font-size: 10pt; }
           * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
