@@ -164,6 +164,58 @@ struct VerifyTests {
         #expect(errors(report).contains("trust.name-constraints") == !valid)
     }
 
+    @Test("name constraints skip a self-issued intermediate (RFC 5280 6.1.4), as OpenSSL and webpki do")
+    func selfIssuedIntermediate() throws {
+        var request = LabCertificateRequest.authority("constrained CA", key: .rsa(bits: 2048))
+        request.extraExtensions = [.init(name: "nameConstraints", value: "critical,permitted;DNS:tlsaudit.test")]
+        let constrained = try pki.root.issue(request)
+        // A key rollover: the same name, a new key, certified by the old one, with a name outside the subtree.
+        var rollover = LabCertificateRequest.authority("constrained CA", key: .rsa(bits: 2048))
+        rollover.dnsNames = ["elsewhere.example"]
+        let selfIssued = try constrained.issue(rollover)
+        let leaf = try selfIssued.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+        let (status, report) = try verify([leaf, selfIssued, constrained])
+        #expect(status == 0, "before: trust.name-constraints on the self-issued certificate; \(report.findings)")
+        #expect(report.chain.path.count == 4)
+    }
+
+    @Test("a SAN that is not a valid DNS name is neither matched nor permitted by a constraint")
+    func invalidDNSNames() throws {
+        var request = LabCertificateRequest.authority("constrained CA", key: .rsa(bits: 2048))
+        request.extraExtensions = [.init(name: "nameConstraints", value: "critical,permitted;DNS:tlsaudit.test")]
+        let constrained = try pki.root.issue(request)
+        let leaf = try constrained.issue(.server([TestPKI.hostname, "bad..name.tlsaudit.test"], key: .rsa(bits: 2048)))
+        let (status, report) = try verify([leaf, constrained])
+        #expect(status == 1)
+        #expect(report.findings.first { $0.id == .trustNameConstraints }?.message.contains("bad..name.tlsaudit.test") == true,
+                "\(report.findings)")
+        // The host name check skips it too: a leaf whose only SAN is malformed matches nothing.
+        let malformed = try pki.leaf("exa mple.tlsaudit.test")
+        let (_, named) = try verify([malformed, pki.intermediate], host: "exa mple.tlsaudit.test")
+        #expect(errors(named).contains("trust.hostname-mismatch"), "\(named.findings)")
+        #expect(HostnameMatcher.isValidDNSName("*.tlsaudit.test") && HostnameMatcher.isValidDNSName("_srv.tlsaudit.test"))
+        #expect(!HostnameMatcher.isValidDNSName("-a.test") && !HostnameMatcher.isValidDNSName("a..test") && !HostnameMatcher.isValidDNSName("a.*.test"))
+    }
+
+    @Test("a trust anchor with a weak key fails ats.key-size, from a ca_file as from the system store")
+    func weakAnchor() throws {
+        let weakRoot = try LabCertificateAuthority.selfSigned(.authority("weak root", key: .rsa(bits: 1024)))
+        let intermediate = try weakRoot.issue(.authority("strong intermediate", key: .rsa(bits: 2048)))
+        let leaf = try intermediate.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+        let roots = pki.directory.appendingPathComponent("weak-root-\(UUID().uuidString.prefix(8)).pem").path
+        try weakRoot.pem.write(toFile: roots, atomically: true, encoding: .utf8)
+        let (status, report) = try verify([leaf, intermediate], roots: roots)
+        #expect(status == 1, "before: valid; the anchor's key was never judged")
+        let weak = try #require(report.findings.first { $0.id == .atsKeySize }, "\(report.findings)")
+        #expect(weak.depth == 2 && weak.message.hasPrefix("The trust anchor weak root has an RSA key of 1024 bits"), "\(weak.message)")
+        // A scan against the same anchors says the same.
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, intermediate]))
+        defer { server.stop() }
+        let scan = try CLI.run(["scan", "--format", "json", "--ca-file", roots, "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(server.port)"])
+        let result = try scan.report().single
+        #expect(result.ats.failedRules.contains("ats.key-size") && result.findings.contains { $0.id == .atsKeySize && $0.depth == 2 })
+    }
+
     @Test("basicConstraints and pathLen along the whole path")
     func pathConstraints() throws {
         let constrained = try pki.root.issue(.authority("pathlen 1 CA", pathLength: 1, key: .rsa(bits: 2048)))

@@ -113,6 +113,11 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
             ATSPolicy.checkSignatureHash(certificate, depth: depth, into: &findings)
             ATSPolicy.checkKeySize(certificate, depth: depth, into: &findings)
         }
+        // The anchor's own signature is not relied on, but its key signs what is below it: a weak
+        // anchor key fails too, from the system store or a ca_file alike.
+        if building.anchored, building.path.count > 1, let anchor = building.path.last {
+            ATSPolicy.checkKeySize(anchor.certificate, depth: building.path.count - 1, into: &findings, role: "The trust anchor")
+        }
         let trustErrors = trustFindings.filter { $0.severity == .error }
         if !trustErrors.isEmpty {
             let ids = Set(trustErrors.map(\.id.rawValue)).sorted().joined(separator: ", ")
@@ -158,7 +163,8 @@ public enum ATSPolicy {
     /// Signature digests ATS accepts ("SHA-256 or stronger").
     public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
 
-    /// The leaf and every issuing CA; the trust anchor itself is exempt (its signature is not relied on).
+    /// The leaf and every issuing CA; the trust anchor's signature is exempt (it is not relied on),
+    /// its key is not (see `evaluateChain`).
     static func certificatesToJudge(presented: [CertificateSummary], building: PathBuildingResult) -> [(Int, CertificateSummary)] {
         let certificates = building.path.isEmpty ? presented : building.path.map(\.certificate)
         var judged = Array(certificates.enumerated())
@@ -179,9 +185,9 @@ public enum ATSPolicy {
         }
     }
 
-    static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding]) {
+    static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding], role: String? = nil) {
         let key = certificate.publicKey
-        let role = depth == 0 ? "The leaf" : "The CA certificate"
+        let role = role ?? (depth == 0 ? "The leaf" : "The CA certificate")
         let problem: String?
         if key.isRSA {
             problem = key.bits < 2048 ? "an RSA key of \(key.bits) bits; ATS requires at least 2048" : nil

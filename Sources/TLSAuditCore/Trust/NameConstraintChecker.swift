@@ -69,8 +69,9 @@ struct NameConstraintChecker {
         let names = certificate.subjectAlternativeNames
         for name in names.dns {
             let normalized = HostnameMatcher.normalize(name)
+            // A name that is not a valid DNS name is permitted by no subtree (webpki, Go).
             if !constraints.permittedDNS.isEmpty, !permitsAnyName,
-               Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil {
+               !HostnameMatcher.isValidDNSName(name) || Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil {
                 found.outsidePermittedDNS.append(name)
             }
             if let subtree = excludedSubtree(covering: normalized) {

@@ -177,7 +177,8 @@ public enum TrustEvaluator {
         for (caDepth, ca) in path.enumerated() {
             guard let constraints = ca.nameConstraints else { continue }
             let checker = NameConstraintChecker(constraints)
-            for depth in 0..<caDepth {
+            // RFC 5280 6.1.4: a self-issued intermediate (subject = issuer) below the CA is not checked.
+            for depth in 0..<caDepth where depth == 0 || path[depth].subject != path[depth].issuer {
                 let violations = checker.violations(in: path[depth])
                 guard !violations.isEmpty else { continue }
                 findings.appendUnique(Finding(.trustNameConstraints, .error, depth: depth,
