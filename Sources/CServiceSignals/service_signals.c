@@ -1,23 +1,24 @@
 #include "service_signals.h"
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <string.h>
 
-static volatile sig_atomic_t hangups;
-static volatile sig_atomic_t terminations;
-static volatile sig_atomic_t installed;
+// Lock-free atomics: safe in a handler running on any thread, and read-and-reset without a race.
+static atomic_int hangups;
+static atomic_int terminations;
+static atomic_int installed;
 
 static void record(int signal_number) {
     if (signal_number == SIGHUP) {
-        hangups = hangups + 1;
+        atomic_fetch_add(&hangups, 1);
     } else {
-        terminations = terminations + 1;
+        atomic_fetch_add(&terminations, 1);
     }
 }
 
 void tlsaudit_signals_install(void) {
-    if (installed) return;
+    if (atomic_exchange(&installed, 1)) return;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = record;
@@ -26,7 +27,6 @@ void tlsaudit_signals_install(void) {
     sigaction(SIGHUP, &action, 0);
     sigaction(SIGTERM, &action, 0);
     sigaction(SIGINT, &action, 0);
-    installed = 1;
     // The unit starts serve through `env --block-signal=HUP,TERM,INT`, so that a signal sent while
     // the dynamic loader still runs (no code of ours can) waits, pending; it is delivered here.
     sigset_t ours;
@@ -37,19 +37,9 @@ void tlsaudit_signals_install(void) {
     sigprocmask(SIG_UNBLOCK, &ours, 0);
 }
 
-int tlsaudit_signals_take_hangups(void) {
-    // Blocking SIGHUP around the read-and-reset keeps a signal arriving in between from being lost.
-    sigset_t block, previous;
-    sigemptyset(&block);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &previous);
-    int count = hangups;
-    hangups = 0;
-    pthread_sigmask(SIG_SETMASK, &previous, 0);
-    return count;
-}
+int tlsaudit_signals_take_hangups(void) { return atomic_exchange(&hangups, 0); }
 
-int tlsaudit_signals_terminations(void) { return terminations; }
+int tlsaudit_signals_terminations(void) { return atomic_load(&terminations); }
 
 /// glibc passes argc and argv to the functions of the executable's .preinit_array, and runs them
 /// right after relocation, before any shared library's initializers (the Swift runtime, Foundation)

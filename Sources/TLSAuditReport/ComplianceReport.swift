@@ -31,7 +31,8 @@ public struct ComplianceReport: Codable, Sendable {
 
     /// One address to fix, in the order `ReportBuilder.fixFirst` gives.
     public struct FixItem: Codable, Sendable, Hashable {
-        /// `expired`, `untrusted`, `pin-mismatch`, `expiring`, `protocol`, `certificate`, `unreachable`.
+        /// `expired`, `untrusted`, `pin-mismatch`, `expiring`, `protocol`, `handshake` (reached, but
+        /// the handshake failed: a client certificate required, say), `certificate`, `unreachable`.
         public var category: String
         public var target: String
         public var address: String

@@ -23,6 +23,8 @@ public enum ReportBuilder {
         let addresses = data.addresses.map { address -> ComplianceReport.AddressEntry in
             let earliest = address.chain.map(\.notAfter).min()
             let reached = address.verdict.condition != .unreachable
+            // A server reached whose handshake still failed (a client certificate required, say) keeps its reason.
+            let failedHandshake = address.verdict.condition == .notCompliant && address.verdict.failedRules.isEmpty
             return ComplianceReport.AddressEntry(
                 address: address.address, status: address.verdict.condition, policy: address.verdict.policy,
                 failedRules: address.verdict.failedRules,
@@ -30,8 +32,8 @@ public enum ReportBuilder {
                 pinState: address.pinState, pinMessage: address.pinMessage, earliestExpiry: earliest,
                 daysLeft: earliest.map { Timestamp.daysLeft(until: $0, at: end) },
                 protocolVersion: address.protocolVersion, cipher: address.cipher, lastScanAt: address.lastScanAt,
-                failureCategory: reached ? nil : address.failureCategory,
-                failureMessage: reached ? nil : address.failureMessage)
+                failureCategory: reached && !failedHandshake ? nil : address.failureCategory,
+                failureMessage: reached && !failedHandshake ? nil : address.failureMessage)
         }
         var targets: [ComplianceReport.TargetEntry] = []
         for (index, address) in data.addresses.enumerated() {
@@ -56,7 +58,8 @@ public enum ReportBuilder {
         let counts = Dictionary(grouping: addresses, by: \.status).mapValues(\.count)
         let compliant = counts[.compliant] ?? 0, notCompliant = counts[.notCompliant] ?? 0
         let now = percentage(compliant, of: compliant + notCompliant)
-        let atStart = trend.first?.compliance
+        // At the start of the period itself (nil when nothing had been scanned yet), not at the first point shown.
+        let atStart = data.trend.first.flatMap { percentage($0.compliant, of: $0.compliant + $0.notCompliant) }
         let direction: String
         if let now, let atStart {
             direction = abs(now - atStart) < 0.05 ? "flat" : now > atStart ? "up" : "down"
@@ -112,6 +115,15 @@ public enum ReportBuilder {
         let certificateRules: Set = ["ats.signature-hash", "ats.key-size"]
         for target in targets {
             for address in target.addresses {
+                let before = items.count
+                defer {
+                    // Not compliant, yet no rule says why: the handshake itself failed.
+                    if address.status == .notCompliant, items.count == before {
+                        items.append((5, .max, .init(category: "handshake", target: target.target, address: address.address,
+                                                     problem: address.failureCategory ?? "not compliant",
+                                                     fix: "make the handshake complete with a current client (\(address.failureMessage ?? "see the scan"))")))
+                    }
+                }
                 func add(_ rank: Int, _ category: String, _ problem: String, _ fix: String, days: Int = .max) {
                     items.append((rank, days, .init(category: category, target: target.target, address: address.address,
                                                     problem: problem, fix: fix)))

@@ -245,7 +245,10 @@ struct ConfigurationParser {
             return nil
         }
         checkKeys(mapping, allowed: Self.topLevelKeys, in: "the top level")
-        var configuration = ServiceConfiguration(database: ServiceConfiguration.defaultDatabase, concurrency: 64,
+        // Without a `database:` key, tlsaudit.sqlite where a relative one would go (the same for serve and status).
+        let defaultDatabase = URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory))
+            .appendingPathComponent("tlsaudit.sqlite").path
+        var configuration = ServiceConfiguration(database: defaultDatabase, concurrency: 64,
                                                  perHostConcurrency: 4, retention: 90 * 86_400, maxBackoff: 3600,
                                                  logLevel: "info", targets: [])
         if let node = mapping["database"], let path = string(node, "a file path") {
@@ -434,7 +437,7 @@ struct ConfigurationParser {
         if let flag = mapping["allow_invalid_certificates"] { policy.allowInvalidCertificates = boolean(flag) ?? false }
         if let flag = mapping["validates_domain_name"] { policy.validatesDomainName = boolean(flag) ?? true }
         if let list = mapping["pins"] {
-            policy.pins = pinValues(list, mode: explicitMode)
+            (policy.pins, policy.pinnedCertificates) = pinValues(list, mode: explicitMode)
             if explicitMode == nil {
                 let allSPKI = policy.pins.allSatisfy { if case .spki = $0 { true } else { false } }
                 explicitMode = policy.pins.isEmpty ? PinMode.none : allSPKI ? .publicKey : .certificate
@@ -461,12 +464,15 @@ struct ConfigurationParser {
     }
 
     /// Pin values: pin strings, or `{file: cert.pem}` (PEM, DER .cer/.crt; every certificate in the file).
-    private mutating func pinValues(_ node: Node, mode: PinMode?) -> [PinValue] {
+    /// The pin values, and the DER of the certificates given as files in certificate mode (an app
+    /// bundles the pinned certificates: AFNetworking anchors on them even when the server does not send them).
+    private mutating func pinValues(_ node: Node, mode: PinMode?) -> ([PinValue], [Data]) {
         guard case .sequence(let sequence) = node else {
             report(node, "pins must be a list of 'sha256/BASE64=' SPKI pins, SHA-256 hex fingerprints or {file: PATH}")
-            return []
+            return ([], [])
         }
         var values: [PinValue] = []
+        var certificates: [Data] = []
         for entry in sequence {
             switch entry {
             case .scalar(let scalar):
@@ -482,6 +488,7 @@ struct ConfigurationParser {
                 do {
                     for certificate in try CertificateFile.summaries(path: absolute) {
                         values.append(mode == .certificate ? .certificate(certificate.sha256Fingerprint) : .spki(certificate.spkiSHA256))
+                        if mode == .certificate { certificates.append(certificate.der) }
                     }
                 } catch {
                     report(fileNode, "cannot read a certificate from \(absolute): \(error)")
@@ -490,7 +497,7 @@ struct ConfigurationParser {
                 report(entry, "a pin must be a string or {file: PATH}")
             }
         }
-        return values
+        return (values, certificates)
     }
 
     private mutating func alerts(_ node: Node) -> AlertConfiguration {

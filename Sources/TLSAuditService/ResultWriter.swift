@@ -20,7 +20,8 @@ final class ResultWriter: @unchecked Sendable {
     private var failing = false
     /// Results dropped because the in-memory queue was full (the exit status reports them).
     private var dropped = 0
-    var droppedCount: Int { queue.sync { dropped } }
+    /// Set by `finish`: the service is stopping and nothing more is stored.
+    private var closed = false
     /// Results kept in memory at most while the store is failing; beyond this the oldest are dropped (and logged).
     private let capacity: Int
     /// Called on `queue` after each successful commit with the alerts it raised.
@@ -80,6 +81,11 @@ final class ResultWriter: @unchecked Sendable {
     /// Queues results; they are committed within ~50 ms (together with whatever else arrived).
     func submit(_ scans: [StoredScan]) {
         queue.async {
+            guard !self.closed else {
+                // A scan abandoned at the shutdown grace that finished after all: not stored, and said so.
+                self.logger.warning("a scan finished after the stop; its result is not stored", metadata: ["results": "\(scans.count)"])
+                return
+            }
             self.pending += scans
             if self.pending.count > self.capacity {
                 let dropped = self.pending.count - self.capacity
@@ -150,59 +156,86 @@ final class ResultWriter: @unchecked Sendable {
     /// Replaces the alert settings (reload).
     func apply(_ settings: AlertSettings) { alerting.withLock { $0 = settings } }
 
-    /// Writes what is pending now and waits (for shutdown). Returns the number left unstored.
-    @discardableResult
-    func flush() -> Int {
-        queue.sync {
-            flushNow()
-            return pending.count
-        }
-    }
-
     // MARK: - Results kept across a restart
 
-    /// Where results that could not be stored at shutdown wait for the next start: beside the database.
-    static func spillPath(forDatabase database: String) -> String { database + ".unstored.json" }
+    /// What `finish` did with the results still unstored at shutdown.
+    struct Finish {
+        /// Results that could not be stored (now in `file` when it is set).
+        var unstored: Int
+        /// Results dropped earlier because the in-memory queue was full.
+        var dropped: Int
+        var file: String?
+        /// Why the file could not be written (the results are lost).
+        var error: String?
+    }
 
-    /// At shutdown, after `flush`: writes what is still pending to `path` (added to what an earlier
-    /// run left there), atomically and synced, and forgets it. Returns how many results the file holds.
-    func spillPending(to path: String) throws -> Int {
-        try queue.sync {
-            guard !pending.isEmpty else { return 0 }
-            var scans = FileManager.default.fileExists(atPath: path) ? try Self.readSpill(path) : []
-            scans += pending
-            try Self.writeDurably(try JSONEncoder().encode(scans), to: path)
-            pending.removeAll()
-            return scans.count
+    /// The files results wait in for the next start: one per stop, beside the database
+    /// (`DATABASE.unstored-MILLISECONDS.jsonl`, one stored scan per line).
+    static func spillFiles(forDatabase database: String) -> [String] {
+        let url = URL(fileURLWithPath: database)
+        let prefix = url.lastPathComponent + ".unstored-"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
+        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".jsonl") }.sorted()
+            .map { url.deletingLastPathComponent().appendingPathComponent($0).path }
+    }
+
+    /// At shutdown, in one step on the writer's queue (nothing can be stored or queued in between):
+    /// a last attempt to store, then what is still pending goes to a new spill file, written
+    /// atomically and synced. Later submissions are refused (and logged).
+    func finish(database: String) -> Finish {
+        queue.sync {
+            closed = true
+            flushNow()
+            var outcome = Finish(unstored: pending.count, dropped: dropped, file: nil, error: nil)
+            guard !pending.isEmpty else { return outcome }
+            let path = database + ".unstored-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
+            do {
+                let encoder = JSONEncoder()
+                var data = Data()
+                for scan in pending {
+                    data += try encoder.encode(scan)
+                    data.append(0x0A)
+                }
+                try Self.writeDurably(data, to: path)
+                outcome.file = path
+                pending.removeAll()
+            } catch {
+                outcome.error = "\(error)"
+            }
+            return outcome
         }
     }
 
-    /// At start: stores the results an earlier run could not store, then removes the file. When
-    /// they cannot be stored now either, the file stays for the next start.
-    func replaySpill(from path: String) {
+    /// At start: stores the results earlier runs could not store, file by file in batches, and
+    /// removes each file once all of it is stored in the file at the database path. A file that
+    /// cannot be stored now stays for the next start.
+    func replaySpills(database: String) {
         queue.async {
-            guard FileManager.default.fileExists(atPath: path) else { return }
-            do {
-                let scans = try Self.readSpill(path)
-                let store = try self.currentStore()
-                try store.checkFileIdentity()
-                let alerts = try store.record(scans, alerting: self.alerting.withLock { $0 })
-                guard unlink(path) == 0 || errno == ENOENT else {
-                    throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
+            for path in Self.spillFiles(forDatabase: database) {
+                do {
+                    let bytes = try InputLimits.read(path, limit: Int.max, what: "unstored results file")
+                    let decoder = JSONDecoder()
+                    let scans = try bytes.split(separator: 0x0A).map { try decoder.decode(StoredScan.self, from: Data($0)) }
+                    let store = try self.currentStore()
+                    var alerts: [Alert] = []
+                    for start in stride(from: 0, to: scans.count, by: 500) {
+                        try store.checkFileIdentity()
+                        alerts += try store.record(Array(scans[start..<min(start + 500, scans.count)]), alerting: self.alerting.withLock { $0 })
+                    }
+                    try store.checkFileIdentity()
+                    guard unlink(path) == 0 || errno == ENOENT else {
+                        throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
+                    }
+                    Self.syncDirectory(of: path)
+                    self.logger.notice("stored the scan results an earlier run could not store", metadata: [
+                        "stored": "\(scans.count)", "file": "\(path)",
+                    ])
+                    if !alerts.isEmpty { self.onAlerts?(alerts) }
+                } catch {
+                    self.logger.error("cannot store the scan results kept from an earlier run: \(error); they stay in \(path) for the next start")
                 }
-                self.logger.notice("stored the scan results the last run could not store", metadata: [
-                    "stored": "\(scans.count)", "file": "\(path)",
-                ])
-                if !alerts.isEmpty { self.onAlerts?(alerts) }
-            } catch {
-                self.logger.error("cannot store the scan results kept from the last run: \(error); they stay in \(path) for the next start")
             }
         }
-    }
-
-    static func readSpill(_ path: String) throws -> [StoredScan] {
-        let bytes = try InputLimits.read(path, limit: 1 << 30, what: "unstored results file")
-        return try JSONDecoder().decode([StoredScan].self, from: Data(bytes))
     }
 
     /// Writes `data` to a temporary file beside `path`, syncs it and renames it over `path`.
@@ -229,6 +262,15 @@ final class ResultWriter: @unchecked Sendable {
             unlink(temporary)
             throw StoreError(.other, "cannot rename \(temporary) to \(path): \(String(cString: strerror(failure)))")
         }
+        syncDirectory(of: path)
+    }
+
+    /// Syncs the directory holding `path`, so that a rename or an unlink in it survives a crash.
+    static func syncDirectory(of path: String) {
+        let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { return }
+        fsync(directory)
+        close(directory)
     }
 
     /// Runs `body` with the store on the writer's queue (so it is ordered with writes), waiting for it.

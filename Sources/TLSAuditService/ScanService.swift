@@ -75,8 +75,7 @@ public final class ScanService: Service, @unchecked Sendable {
             "database": "\(configuration.database)", "targets": "\(configuration.targets.count)",
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
-        let spill = ResultWriter.spillPath(forDatabase: configuration.database)
-        writer.replaySpill(from: spill)
+        writer.replaySpills(database: configuration.database)
         scheduler.start()
         dispatcher.start()
         reports.start()
@@ -93,11 +92,12 @@ public final class ScanService: Service, @unchecked Sendable {
         stopHousekeeping()
         reports.stop()
         let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
-        let unstored = await Self.onThread { [writer] in writer.flush() }
+        let database = configuration.database
+        let finish = await Self.onThread { [writer] in writer.finish(database: database) }
         // A delivery that just began gets a moment even when the scans used the whole grace.
         let deliveryDeadline = max(deadline, Date().addingTimeInterval(0.2))
         _ = await Self.onThread { [dispatcher] in dispatcher.stop(deadline: deliveryDeadline) }
-        keepUnstored(unstored, spill: spill)
+        report(finish)
         logger.notice("tlsaudit service stopped", metadata: ["abandoned_scans": "\(abandoned)"])
     }
 
@@ -116,24 +116,26 @@ public final class ScanService: Service, @unchecked Sendable {
         }
     }
 
-    /// Results still unstored at shutdown go to the spill file, stored at the next start; either
-    /// way the exit status says so (`unstoredAtExit`).
-    private func keepUnstored(_ unstored: Int, spill: String) {
-        let dropped = writer.droppedCount
-        if dropped > 0 {
+    /// Says what happened to the results still unstored at the stop, and sets `unstoredAtExit`:
+    /// results spilled or lost, results dropped earlier, and spill files an earlier start could
+    /// not store all make `serve` exit 75.
+    private func report(_ finish: ResultWriter.Finish) {
+        if finish.dropped > 0 {
             logger.critical("scan results were dropped while the store was failing (the in-memory queue was full)",
-                            metadata: ["dropped": "\(dropped)"])
+                            metadata: ["dropped": "\(finish.dropped)"])
         }
-        unstoredAtExit = unstored + dropped
-        guard unstored > 0 else { return }
-        do {
-            let kept = try writer.spillPending(to: spill)
+        if let file = finish.file {
             logger.error("stopped with scan results that could not be stored; they are kept for the next start",
-                         metadata: ["unstored": "\(unstored)", "file": "\(spill)", "results_in_file": "\(kept)"])
-        } catch {
+                         metadata: ["unstored": "\(finish.unstored)", "file": "\(file)"])
+        } else if let error = finish.error {
             logger.critical("stopped with scan results that could not be stored, and they cannot be kept: \(error)",
-                            metadata: ["unstored": "\(unstored)", "lost": "\(unstored)"])
+                            metadata: ["unstored": "\(finish.unstored)", "lost": "\(finish.unstored)"])
         }
+        let waiting = ResultWriter.spillFiles(forDatabase: configuration.database).filter { $0 != finish.file }
+        if !waiting.isEmpty {
+            logger.error("results kept from an earlier run are still not stored", metadata: ["files": "\(waiting.count)"])
+        }
+        unstoredAtExit = finish.unstored + finish.dropped + waiting.count
     }
 
     /// Runs blocking work off the cooperative pool.

@@ -171,6 +171,27 @@ struct AFNetworkingPinningTests {
         #expect((result.finding("pin.accepts-any-certificate") != nil) == acceptsAnything)
     }
 
+    @Test("certificate mode anchors on a pinned root the server does not send and no trust store holds, given as the certificate itself")
+    func pinnedRootNotSent() throws {
+        let lab = Lab.shared
+        let server = try #require(lab.servers[.valid])
+        // The system store knows nothing of the test root; the app bundles it (AFNetworking's pinnedCertificates).
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore.system()))
+        var target = ScanTarget(original: "pinning", host: TestPKI.hostname, port: server.port, sni: TestPKI.hostname,
+                                connectTo: [try ConnectAddress.parse("127.0.0.1")])
+        var policy = PinPolicy(mode: .certificate, pins: [.certificate(TestPKI.shared.root.summary.sha256Fingerprint)],
+                               allowInvalidCertificates: true, validatesDomainName: true)
+        policy.pinnedCertificates = [Data(TestPKI.shared.root.der)]
+        target.pins = policy
+        let pinned = try #require(scanner.scan(target).addresses.first?.pin)
+        #expect(pinned.state == .match, "\(pinned.message)")
+        // Known by fingerprint only, the root cannot anchor anything: a mismatch that says so.
+        policy.pinnedCertificates = []
+        target.pins = policy
+        let fingerprintOnly = try #require(scanner.scan(target).addresses.first?.pin)
+        #expect(fingerprintOnly.state == .mismatch)
+    }
+
     @Test("check-config warns of a policy that accepts any certificate")
     func acceptsAnyWarning() {
         let policy = PinPolicy(mode: .none, allowInvalidCertificates: true, validatesDomainName: false)

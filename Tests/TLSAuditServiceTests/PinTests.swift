@@ -186,6 +186,7 @@ struct PinTests {
         let fromFile = try parse("      mode: certificate\n      pins: [{file: pinned.pem}, \"\(String(repeating: "ab", count: 32))\"]\n")
         #expect(fromFile.targets[0].pins?.pins == [.certificate(lab.intermediate.summary.sha256Fingerprint),
                                                    .certificate(String(repeating: "ab", count: 32))])
+        #expect(fromFile.targets[0].pins?.pinnedCertificates == [Data(lab.intermediate.der)], "a file pin keeps the certificate itself")
         let inferred = try parse("      pins: [{file: pinned.pem}]\n")
         #expect(inferred.targets[0].pins?.mode == .publicKey)
         #expect(inferred.targets[0].pins?.pins == [.spki(lab.intermediate.summary.spkiSHA256)])
@@ -241,10 +242,9 @@ struct PinEvaluationTests {
     func extraCertificate() {
         let extra = Self.certificate("pinned but unused", spki: "PINNED", fingerprint: "pinned-fp")
         let evaluate = { (policy: PinPolicy) in
-            policy.evaluate(presented: [Self.leaf, Self.ca, extra], path: Self.path, trustErrors: []) { anchors in
-                // What a real evaluation gives: a chain that never reaches the unused extra certificate.
-                anchors.contains { $0.sha256Fingerprint == "pinned-fp" } && anchors.count == 1
-                    ? Self.pinnedEvaluation(trusted: false) : Self.pinnedEvaluation(trusted: true)
+            policy.evaluate(presented: [Self.leaf, Self.ca, extra], path: Self.path, trustErrors: []) { _ in
+                // What a real evaluation gives: the chain never reaches the unused extra certificate.
+                Self.pinnedEvaluation(trusted: false)
             }.state
         }
         #expect(evaluate(PinPolicy(mode: .publicKey, pins: [.spki("PINNED")])) == .mismatch)
@@ -278,6 +278,16 @@ struct PinEvaluationTests {
         #expect(evaluate(lenient, errors: [Self.expired]) == .match, "normal trust is skipped")
         #expect(evaluate(lenient, anchorTrusted: false) == .mismatch, "the pinned-anchor evaluation never is")
         #expect(evaluate(PinPolicy(mode: .certificate, pins: [.certificate("other")])) == .mismatch)
+    }
+
+    @Test("without validates_domain_name the trust policy is basic X.509: no name, lifetime, EKU or CT rule")
+    func basicX509() {
+        let lifetime = Finding(.trustLifetime, .error, depth: 0, "valid for 3650 days")
+        var policy = PinPolicy(mode: .publicKey, pins: [.spki("LEAF")], validatesDomainName: false)
+        #expect(evaluate(policy, errors: [lifetime, Self.hostnameError]) == .match)
+        #expect(evaluate(policy, errors: [Self.expired]) == .mismatch, "dates still count")
+        policy.validatesDomainName = true
+        #expect(evaluate(policy, errors: [lifetime]) == .mismatch)
     }
 
     @Test("AFNetworking's refusal and other configuration problems")

@@ -28,6 +28,17 @@ struct ReportTests {
         try Binary.run(["report", "--database", database, "--at", Self.end, "--since", "7d"] + arguments)
     }
 
+    @Test("fix first names an address that is not compliant for no rule (its handshake failed after the chain)")
+    func fixFirstCatchAll() {
+        let address = ComplianceReport.AddressEntry(
+            address: "127.0.0.1", status: .notCompliant, policy: .atsRuntime, failedRules: [], trusted: true, trustErrors: [],
+            pinState: "none", pinMessage: nil, earliestExpiry: nil, daysLeft: nil, protocolVersion: nil, cipher: nil,
+            lastScanAt: Date(), failureCategory: "client-certificate-required", failureMessage: "the server requires a client certificate")
+        let items = ReportBuilder.fixFirst([.init(target: "mtls", host: "h", port: 443, status: .notCompliant, addresses: [address])], within: 30)
+        #expect(items.map(\.category) == ["handshake"])
+        #expect(items.first?.problem == "client-certificate-required" && items.first?.fix.contains("client certificate") == true)
+    }
+
     @Test("the trend covers only the part of the period with scans, coloured against the goal")
     func trendWithData() throws {
         // 30 days, of which the fixture's scans cover the last eight.

@@ -157,14 +157,18 @@ struct ShutdownTests {
         // Before: exit 0 with `unstored=N` in the log.
         #expect(first.waitForExit(timeout: 15) == 75, "\(first.log.suffix(2000))")
         #expect(first.storedScans.isEmpty)
-        let spill = database + ".unstored.json"
-        let kept = try JSONDecoder().decode([StoredScan].self, from: Data(contentsOf: URL(fileURLWithPath: spill)))
+        let spills = try FileManager.default.contentsOfDirectory(atPath: workspace.path)
+            .filter { $0.hasPrefix("db.sqlite.unstored-") && $0.hasSuffix(".jsonl") }
+        #expect(spills.count == 1, "\(spills)")
+        let spill = workspace.appendingPathComponent(try #require(spills.first)).path
+        let kept = try String(contentsOfFile: spill, encoding: .utf8).split(separator: "\n")
+            .map { try JSONDecoder().decode(StoredScan.self, from: Data($0.utf8)) }
         #expect(kept.count >= 4, "\(kept.count) results kept")
 
         for suffix in ["", "-wal", "-shm"] { chmod(database + suffix, 0o644) }
         let second = try ServiceProcess(config: config, workspace: workspace, launcher: asNobody)
         second.wait("the kept results stored") {
-            !second.lines(containing: "stored the scan results the last run could not store").isEmpty
+            !second.lines(containing: "stored the scan results an earlier run could not store").isEmpty
         }
         #expect(!FileManager.default.fileExists(atPath: spill), "the file is removed once its results are stored")
         second.signal(SIGTERM)

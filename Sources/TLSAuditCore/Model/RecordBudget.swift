@@ -28,12 +28,32 @@ public enum RecordBudget {
         return rest > 0 ? "\(quoted) and \(rest.grouped) more" : quoted
     }
 
-    /// `text` cut to at most `limit` characters, saying how much was cut.
+    /// `text` cut to at most `limit` UTF-8 bytes, at a Unicode scalar boundary, saying how much
+    /// was cut. Bytes, not characters: a server chooses these strings, and one "character" can
+    /// carry thousands of combining marks.
     public static func clamp(_ text: String, to limit: Int = messageCharacters) -> String {
-        // utf8.count >= character count: a cheap test before counting characters.
-        guard text.utf8.count > limit, text.count > limit else { return text }
-        let marker = " [... \((text.count - limit).grouped) more characters]"
-        return String(text.prefix(max(0, limit - marker.count))) + marker
+        guard text.utf8.count > limit else { return text }
+        let marker = " [... \((text.utf8.count - limit).grouped) more bytes]"
+        var kept = String.UnicodeScalarView()
+        var bytes = 0
+        for scalar in text.unicodeScalars {
+            let size = String(scalar).utf8.count
+            guard bytes + size <= max(0, limit - marker.utf8.count) else { break }
+            kept.append(scalar)
+            bytes += size
+        }
+        return String(kept) + marker
+    }
+
+    /// The bytes `text` takes as a JSON string (quotes and escapes included).
+    static func jsonBytes(_ text: String) -> Int {
+        text.unicodeScalars.reduce(2) { total, scalar in
+            switch scalar.value {
+            case 0..<0x20: total + 6
+            case 0x22, 0x5C: total + 2
+            default: total + String(scalar).utf8.count
+            }
+        }
     }
 }
 
@@ -136,11 +156,18 @@ extension RecordBudget {
             kept = kept.indices.filter(keep.contains).map { kept[$0] }
         }
         guard earlier != nil || !notes.isEmpty else { return kept }
-        var message = earlier.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 } ?? "Over tlsaudit's record budget"
-        if !notes.isEmpty { message += (earlier == nil ? ": " : "; ") + notes.joined(separator: "; ") }
+        let limit = max(messageLimit, shortMessageCharacters)
+        let text: String
+        if let earlier, notes.isEmpty {
+            text = clamp(earlier, to: limit) // As it was: applying the budget again changes nothing.
+        } else {
+            var message = earlier.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 } ?? "Over tlsaudit's record budget"
+            message += (earlier == nil ? ": " : "; ") + notes.joined(separator: "; ")
+            text = clamp(message + ".", to: limit)
+        }
         // After the errors and warnings, before the information.
         let position = kept.firstIndex { $0.severity < .warning } ?? kept.endIndex
-        kept.insert(.overBudget(clamp(message + ".", to: max(messageLimit, shortMessageCharacters))), at: position)
+        kept.insert(.overBudget(text), at: position)
         return kept
     }
 
@@ -150,11 +177,11 @@ extension RecordBudget {
     /// A generous estimate of the bytes `result` takes in the store (its JSON columns and its
     /// certificate references), certificates themselves excluded.
     public static func estimatedBytes(_ result: AddressScanResult) -> Int {
-        let findings = result.findings.reduce(0) { $0 + $1.message.utf8.count + 96 }
-        let issues = result.chain?.issues.reduce(0) { $0 + $1.detail.utf8.count + 96 } ?? 0
+        let findings = result.findings.reduce(0) { $0 + jsonBytes($1.message) + 96 }
+        let issues = result.chain?.issues.reduce(0) { $0 + jsonBytes($1.detail) + 96 } ?? 0
         let references = ((result.chain?.presented.count ?? 0) + (result.chain?.path.count ?? 0)) * 128
-        let messages = (result.error?.message.utf8.count ?? 0) + (result.pin?.message.utf8.count ?? 0)
-            + (result.atsClientRefusal?.utf8.count ?? 0)
+        let messages = jsonBytes(result.error?.message ?? "") + jsonBytes(result.pin?.message ?? "")
+            + jsonBytes(result.atsClientRefusal ?? "")
         // The handshake, the verdict's rules and the row's own columns.
         return findings + issues + references + messages + 4_096
     }

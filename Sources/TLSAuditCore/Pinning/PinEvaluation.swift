@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The outcome of checking one handshake against a target's pins.
 public struct PinEvaluation: Hashable, Codable, Sendable {
     public enum State: String, Codable, Sendable {
@@ -47,6 +49,13 @@ public struct PinnedAnchorEvaluation: Sendable {
 }
 
 extension PinPolicy {
+    /// Whether a trust error counts under AFNetworking's trust policy: with `validatesDomainName`
+    /// the SSL policy (everything); without, basic X.509 (chain and dates), where the name and the
+    /// SSL-only rules (serverAuth EKU, lifetime, Certificate Transparency) are not evaluated.
+    func appliesUnderTrustPolicy(_ error: Finding) -> Bool {
+        validatesDomainName || ![.trustHostnameMismatch, .trustEKU, .trustLifetime, .trustCertificateTransparency].contains(error.id)
+    }
+
     /// True for the one setting under which AFNetworking accepts any certificate at all: mode
     /// none, invalid certificates allowed, no name validation.
     public var acceptsAnyCertificate: Bool {
@@ -61,9 +70,10 @@ extension PinPolicy {
     ///   ignored when `validatesDomainName` is false (AFNetworking's basic X.509 policy).
     /// - `evaluateWithPinnedAnchors`: certificate mode's second evaluation, the chain judged with the
     ///   given pinned certificates as its only anchors (dates always, the name when
-    ///   `validatesDomainName`); computed by the caller, who can verify signatures.
+    ///   `validatesDomainName`); given the DER of every pinned certificate known (those of the chain,
+    ///   and `pinnedCertificates`); computed by the caller, who can verify signatures.
     public func evaluate(presented: [CertificateSummary], path: [PathElement], trustErrors: [Finding],
-                         evaluateWithPinnedAnchors: ([CertificateSummary]) -> PinnedAnchorEvaluation) -> PinEvaluation {
+                         evaluateWithPinnedAnchors: ([Data]) -> PinnedAnchorEvaluation) -> PinEvaluation {
         let leaf = presented.first
         func result(_ state: PinEvaluation.State, _ message: String, matched: String? = nil) -> PinEvaluation {
             PinEvaluation(state: state, message: message, matched: matched, leafSPKI: leaf?.spkiSHA256,
@@ -74,7 +84,7 @@ extension PinPolicy {
         }
         guard pinsSomething else { return result(.none, "no pins configured") }
         guard let leaf else { return result(.mismatch, "the server presented no certificate") }
-        let relevantErrors = trustErrors.filter { validatesDomainName || $0.id != .trustHostnameMismatch }
+        let relevantErrors = trustErrors.filter(appliesUnderTrustPolicy)
         func listed(_ errors: [Finding]) -> String { Set(errors.map(\.id.rawValue)).sorted().joined(separator: ", ") }
         // The chain the client uses: the path as built (anchor included). Extra certificates the
         // server sends are not part of it, so they cannot satisfy a pin.
@@ -118,16 +128,17 @@ extension PinPolicy {
             // Step 5: the pinned certificates become the only anchors, the chain is evaluated again
             // (dates always, the name when validated), and only then compared with the pins.
             let pinned = Set(pins.compactMap { if case .certificate(let value) = $0 { value } else { nil } })
-            var anchors: [CertificateSummary] = []
-            for certificate in chain + presented
-            where pinned.contains(certificate.sha256Fingerprint) && !anchors.contains(where: { $0.sha256Fingerprint == certificate.sha256Fingerprint }) {
-                anchors.append(certificate)
+            var anchors: [Data] = []
+            for certificate in chain + presented where pinned.contains(certificate.sha256Fingerprint) && !anchors.contains(certificate.der) {
+                anchors.append(certificate.der)
             }
+            // The app's own copies (pins given as files): AFNetworking anchors on every pinned certificate.
+            for der in pinnedCertificates where !anchors.contains(der) { anchors.append(der) }
             guard !anchors.isEmpty else {
                 return result(.mismatch, "no certificate of the chain is pinned: \(seen)")
             }
             let evaluation = evaluateWithPinnedAnchors(anchors)
-            let errors = evaluation.errors.filter { validatesDomainName || $0.id != .trustHostnameMismatch }
+            let errors = evaluation.errors.filter(appliesUnderTrustPolicy)
             if !errors.isEmpty {
                 return result(.mismatch, "the chain does not validate with the pinned certificates as its only anchors (\(listed(errors)))")
             }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// AFNetworking's AFSSLPinningMode.
 public enum PinMode: String, Codable, Sendable, CaseIterable {
@@ -54,6 +54,9 @@ public struct PinPolicy: Hashable, Codable, Sendable {
     public var caIdentities: [String]
     public var allowInvalidCertificates: Bool
     public var validatesDomainName: Bool
+    /// Certificate mode: the DER of the pinned certificates when they were given as files (as an
+    /// app bundles them), so that they anchor the chain even when the server does not send them.
+    public var pinnedCertificates: [Data] = []
 
     public init(mode: PinMode = .none, pins: [PinValue] = [], leafIdentities: [String] = [], caIdentities: [String] = [],
                 allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true) {

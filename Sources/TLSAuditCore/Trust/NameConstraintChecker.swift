@@ -55,7 +55,9 @@ struct NameConstraintChecker {
         (permittedWithSelf, permittedBelow, permitsAnyName) = index(constraints.permittedDNS)
         (excludedWithSelf, excludedBelow, excludesAnyName) = index(constraints.excludedDNS)
         var parents: [String: String] = [:]
-        for subtree in constraints.excludedDNS {
+        // Only a subtree that includes its own name (`secret.example.com`, not `.secret.example.com`)
+        // is reached by a wildcard one label above it.
+        for subtree in constraints.excludedDNS where !HostnameMatcher.normalize(subtree).hasPrefix(".") {
             let trimmed = HostnameMatcher.normalize(subtree).trimmingCharacters(in: CharacterSet(charactersIn: "."))
             guard let dot = trimmed.firstIndex(of: ".") else { continue }
             parents[String(trimmed[trimmed.index(after: dot)...]), default: subtree] = subtree
@@ -70,8 +72,8 @@ struct NameConstraintChecker {
         for name in names.dns {
             let normalized = HostnameMatcher.normalize(name)
             // A name that is not a valid DNS name is permitted by no subtree (webpki, Go).
-            if !constraints.permittedDNS.isEmpty, !permitsAnyName,
-               !HostnameMatcher.isValidDNSName(name) || Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil {
+            if !constraints.permittedDNS.isEmpty, !HostnameMatcher.isValidDNSName(name)
+                || (!permitsAnyName && Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil) {
                 found.outsidePermittedDNS.append(name)
             }
             if let subtree = excludedSubtree(covering: normalized) {

@@ -200,21 +200,29 @@ public final class Enumerator: Sendable {
         let attempts = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration in
             self.handshake(address, target: target, probes: probes, override: configuration.override, profile: configuration.profile)
         }
-        // Apple's trust rules for all TLS, judged once on the first chain any probe received.
-        let chain = attempts.first { !$0.presented.isEmpty }.map { attempt -> (findings: [Finding], path: [CertificateSummary]) in
+        // Apple's trust rules for all TLS, judged on each chain a probe received (a server may send an
+        // ECDSA certificate to ECDHE suites and an RSA one to static RSA), each distinct chain once.
+        var judgedChains: [[UInt8]: (findings: [Finding], path: [CertificateSummary])] = [:]
+        func chain(of attempt: HandshakeAttempt) -> (findings: [Finding], path: [CertificateSummary])? {
+            guard !attempt.presented.isEmpty else { return nil }
+            let key = attempt.presented.flatMap { Digest.sha256($0.der) }
+            if let known = judgedChains[key] { return known }
             let presented = attempt.presented.map { $0.summary() }
             let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
             let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
             let rules = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)
             let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
-            return (failures, building.path.isEmpty ? presented : building.path.map(\.certificate))
+            let judged = (failures, building.path.isEmpty ? presented : building.path.map(\.certificate))
+            judgedChains[key] = judged
+            return judged
         }
         var results: [ATSConfigurationResult] = []
         for (configuration, attempt) in zip(configurations, attempts) {
+            let own = chain(of: attempt)
             let (pass, detail, failure) = Self.judge(attempt, forwardSecrecy: configuration.forwardSecrecy,
                                                      eccKeySizeRule: configuration.eccKeySizeRule,
-                                                     trustFailures: configuration.judgesTrust ? chain?.findings ?? [] : [],
-                                                     path: chain?.path ?? [])
+                                                     trustFailures: configuration.judgesTrust ? own?.findings ?? [] : [],
+                                                     path: own?.path ?? [])
             results.append(ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass,
                                                   detail: detail, failure: failure, diagnostic: configuration.diagnostic,
                                                   ownTrustEvaluation: !configuration.judgesTrust && !configuration.diagnostic))
@@ -222,18 +230,22 @@ public final class Enumerator: Sendable {
         let offer = attempts.last?.observation.map {
             ServerOffer(protocolVersion: $0.protocolVersion, cipher: $0.cipher, forwardSecrecy: $0.keyExchange.forwardSecrecy)
         }
-        let trustFailures = (chain?.findings ?? []).filter { failure in
+        // The conclusion speaks of the chain a current client gets (the default row's), else the first one seen.
+        let conclusionChain = chain(of: attempts[0]) ?? attempts.lazy.compactMap(chain(of:)).first
+        let trustFailures = (conclusionChain?.findings ?? []).filter { failure in
             // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
-            !(failure.id == .atsKeySize && !Self.isRSA(at: failure.depth, in: chain?.path ?? []))
+            !(failure.id == .atsKeySize && Self.isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
         }
         return ATSDiagnostics(target: target.displayName, address: address.host, configurations: results, serverOffer: offer,
                               trustFailures: trustFailures, privateAnchors: trustStore.label != "system",
                               domain: target.sni ?? target.host)
     }
 
-    static func isRSA(at depth: Int?, in path: [CertificateSummary]) -> Bool {
+    /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and
+    /// arbitrary-loads exceptions lift), not Apple's trust rule on RSA keys or a refused key type (DSA).
+    static func isLiftableKey(at depth: Int?, in path: [CertificateSummary]) -> Bool {
         guard let depth, path.indices.contains(depth) else { return false }
-        return path[depth].publicKey.isRSA
+        return path[depth].publicKey.isEC
     }
 
     /// Whether a current Apple client under one configuration accepts the handshake: it completed,
@@ -248,7 +260,7 @@ public final class Enumerator: Sendable {
         if forwardSecrecy, !observation.keyExchange.forwardSecrecy {
             return (false, "negotiated \(negotiated) without forward secrecy", .forwardSecrecy)
         }
-        let failures = trustFailures.filter { eccKeySizeRule || $0.id != .atsKeySize || isRSA(at: $0.depth, in: path) }
+        let failures = trustFailures.filter { eccKeySizeRule || $0.id != .atsKeySize || !isLiftableKey(at: $0.depth, in: path) }
         guard failures.isEmpty else {
             let reasons = failures.map { $0.message.hasPrefix("The ") ? "the" + $0.message.dropFirst(3) : $0.message }
             return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)

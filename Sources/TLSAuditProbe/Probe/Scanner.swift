@@ -205,7 +205,7 @@ public final class TLSScanner: Sendable {
                          building: PathBuildingResult, findings: [Finding], context: TrustContext) -> PinEvaluation {
         let trustErrors = findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
         return pins.evaluate(presented: presented, path: building.path, trustErrors: trustErrors) { pinned in
-            let anchors = pinned.compactMap { try? X509Certificate(der: Array($0.der)) }
+            let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
             guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else {
                 return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
             }
