@@ -14,6 +14,7 @@ public enum AddressAssessment {
                                        trustFindings: trust, atsClientRefusal: atsClientRefusal)
         findings += trust
         findings += handshakeFindings(observation)
+        findings += lints(presented: presented, building: building)
         let sorted = sort(findings)
         return (sorted, policy.verdict(from: sorted))
     }
@@ -23,7 +24,13 @@ public enum AddressAssessment {
     public static func assessChainOnly(presented: [CertificateSummary], building: PathBuildingResult,
                                        context: TrustContext) -> [Finding] {
         guard !presented.isEmpty else { return [] }
-        return sort(TrustEvaluator.evaluate(presented: presented, building: building, context: context))
+        return sort(TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+            + lints(presented: presented, building: building))
+    }
+
+    /// Conformance lints of the path as built (else the chain as presented): the same in `scan` and `verify`.
+    public static func lints(presented: [CertificateSummary], building: PathBuildingResult) -> [Finding] {
+        ConformanceLints.findings(path: building.path.isEmpty ? presented : building.path.map(\.certificate))
     }
 
     /// Judges a stored result again, under `policy` at `time`, from its raw observations

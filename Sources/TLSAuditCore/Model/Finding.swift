@@ -73,6 +73,19 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let chainOrder: FindingID = "chain.order"
     public static let chainExtraCertificates: FindingID = "chain.extra-certificates"
     public static let chainRootSent: FindingID = "chain.root-sent"
+    // Conformance lints (warnings; never change a verdict): docs/findings.md gives each one's source.
+    public static let lintCommonNameNotInSAN: FindingID = "lint.cn-not-in-san"
+    public static let lintSerialNumber: FindingID = "lint.serial-number"
+    public static let lintRootEKU: FindingID = "lint.root-eku"
+    public static let lintKeyCertSignNotCA: FindingID = "lint.key-cert-sign-not-ca"
+    public static let lintNameConstraintsNotCA: FindingID = "lint.name-constraints-not-ca"
+    public static let lintNameConstraintsEmpty: FindingID = "lint.name-constraints-empty"
+    public static let lintBasicConstraintsNotCritical: FindingID = "lint.basic-constraints-not-critical"
+    public static let lintDNSNameUnderscore: FindingID = "lint.dns-name-underscore"
+    public static let lintDNSNameLeadingDot: FindingID = "lint.dns-name-leading-dot"
+    public static let lintWildcardPublicSuffix: FindingID = "lint.wildcard-public-suffix"
+    public static let lintRSAModulus: FindingID = "lint.rsa-modulus"
+
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"
 }

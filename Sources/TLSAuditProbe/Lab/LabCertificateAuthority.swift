@@ -66,6 +66,8 @@ public struct LabCertificateRequest: Sendable {
     public var extraExtensions: [ExtraExtension]
     /// Certify this key instead of generating one (a renewal that keeps the key).
     public var existingKey: LabPrivateKey?
+    /// The serial number in hex (`-1`, `0`, 42 hex digits...) instead of a random positive one.
+    public var serialHex: String?
 
     public struct ExtraExtension: Sendable {
         public var name: String
@@ -153,6 +155,12 @@ public enum LabCertificateAuthority {
         let certificate = X509Certificate(takingOwnershipOf: x509)
         X509_set_version(x509, 2)
         ASN1_INTEGER_set(X509_get_serialNumber(x509), Int.random(in: 1..<Int.max))
+        if let serialHex = request.serialHex {
+            var number: OpaquePointer?
+            guard BN_hex2bn(&number, serialHex) > 0, let number else { throw OpenSSLFailure("bad serial \(serialHex)") }
+            defer { BN_free(number) }
+            BN_to_ASN1_INTEGER(number, X509_get_serialNumber(x509))
+        }
         ASN1_TIME_set(X509_getm_notBefore(x509), time_t(request.notBefore.timeIntervalSince1970))
         ASN1_TIME_set(X509_getm_notAfter(x509), time_t(request.notAfter.timeIntervalSince1970))
         X509_set_pubkey(x509, key.pointer)

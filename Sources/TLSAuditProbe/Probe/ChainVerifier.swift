@@ -27,7 +27,8 @@ public enum ChainVerifier {
         let trust = TrustEvaluator.evaluate(presented: ordered, building: building, context: context)
             .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
         let policy = CompliancePolicy.appleTrust
-        var findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust)
+        var findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust
+                                              + AddressAssessment.lints(presented: ordered, building: building))
         let verdict = policy.verdict(from: findings)
         var chain: ChainReport? = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
                                               trustStore: roots.label, issues: building.issues)

@@ -1,0 +1,83 @@
+/// What a certificate does wrong against the CA/Browser Forum Baseline Requirements and the RFC 5280
+/// profile while clients still accept it: `lint.*` findings, severity warning, that never change a
+/// verdict. Each id, with its source, is in docs/findings.md ("Conformance lints").
+public enum ConformanceLints {
+    /// The lints of every certificate of the path (leaf first), or of the presented chain when no
+    /// path was built.
+    public static func findings(path: [CertificateSummary]) -> [Finding] {
+        var findings: [Finding] = []
+        for (depth, certificate) in path.enumerated() {
+            findings += lint(certificate, depth: depth, isLeaf: depth == 0 && !certificate.isCA)
+        }
+        return findings
+    }
+
+    static func lint(_ certificate: CertificateSummary, depth: Int, isLeaf: Bool) -> [Finding] {
+        var findings: [Finding] = []
+        func add(_ id: FindingID, _ message: String) {
+            findings.append(Finding(id, .warning, depth: depth, "\(certificate.displayName): \(message)"))
+        }
+        let names = certificate.subjectAlternativeNames
+
+        // BR 7.1.4.3: a CN, when present, is one of the SANs (compared as clients compare names).
+        if isLeaf, let commonName = certificate.commonName, !commonName.isEmpty, !names.isEmpty {
+            let asIP = HostnameMatcher.canonicalIPAddress(commonName)
+            let listed = asIP.map { address in names.ip.contains { HostnameMatcher.canonicalIPAddress($0) == address } }
+                ?? names.dns.contains { HostnameMatcher.normalize($0) == HostnameMatcher.normalize(commonName) }
+            if !listed { add(.lintCommonNameNotInSAN, "the CN \"\(commonName)\" is not among the subjectAltNames (BR 7.1.4.3).") }
+        }
+        // RFC 5280 4.1.2.2: a positive serial number of at most 20 octets.
+        let serial = certificate.serial
+        if serial.hasPrefix("-") {
+            add(.lintSerialNumber, "the serial number is negative (RFC 5280 4.1.2.2).")
+        } else if serial.isEmpty || serial.allSatisfy({ $0 == "0" }) {
+            add(.lintSerialNumber, "the serial number is zero (RFC 5280 4.1.2.2).")
+        } else {
+            // DER octets: two hex digits each, plus a leading zero octet when the top bit is set.
+            let signOctet = serial.count % 2 == 0 && (serial.first?.hexDigitValue ?? 0) >= 8 ? 1 : 0
+            if (serial.count + 1) / 2 + signOctet > 20 {
+                add(.lintSerialNumber, "the serial number takes more than 20 octets (RFC 5280 4.1.2.2).")
+            }
+        }
+        // BR 7.1.2.1: a root CA has no extendedKeyUsage.
+        if certificate.isCA, certificate.isSelfSigned, certificate.extendedKeyUsage != nil {
+            add(.lintRootEKU, "a root certificate with an extendedKeyUsage extension (BR 7.1.2.1).")
+        }
+        // RFC 5280 4.2.1.3: keyCertSign only with cA = TRUE.
+        if !certificate.isCA, certificate.keyUsage?.contains("keyCertSign") == true {
+            add(.lintKeyCertSignNotCA, "keyUsage keyCertSign on a certificate that is not a CA (RFC 5280 4.2.1.3).")
+        }
+        // RFC 5280 4.2.1.10: nameConstraints only in CA certificates, and never empty.
+        if let constraints = certificate.nameConstraints {
+            if !certificate.isCA {
+                add(.lintNameConstraintsNotCA, "nameConstraints in a certificate that is not a CA (RFC 5280 4.2.1.10).")
+            }
+            if constraints.permittedDNS.isEmpty, constraints.excludedDNS.isEmpty, constraints.permittedIP.isEmpty,
+               constraints.excludedIP.isEmpty, !constraints.otherTypes {
+                add(.lintNameConstraintsEmpty, "nameConstraints with no subtree (RFC 5280 4.2.1.10).")
+            }
+        }
+        // RFC 5280 4.2.1.9: basicConstraints critical in a CA certificate.
+        if let constraints = certificate.basicConstraints, constraints.isCA, !constraints.critical {
+            add(.lintBasicConstraintsNotCritical, "basicConstraints is not marked critical in a CA certificate (RFC 5280 4.2.1.9).")
+        }
+        // BR 7.1.4.2.1 / RFC 5280 4.2.1.6: preferred name syntax; no wildcard over a public suffix.
+        for name in names.dns {
+            if name.contains("_") {
+                add(.lintDNSNameUnderscore, "the SAN \(RecordBudget.clamp(name, to: 200)) contains an underscore (BR 7.1.4.2.1).")
+            }
+            if name.hasPrefix(".") {
+                add(.lintDNSNameLeadingDot, "the SAN \(RecordBudget.clamp(name, to: 200)) starts with a dot (RFC 5280 4.2.1.6).")
+            }
+            let normalized = HostnameMatcher.normalize(name)
+            if normalized.hasPrefix("*."), PublicSuffixList.isPublicSuffix(String(normalized.dropFirst(2))) {
+                add(.lintWildcardPublicSuffix, "the SAN \(RecordBudget.clamp(name, to: 200)) is a wildcard over a public suffix (BR 3.2.2.6).")
+            }
+        }
+        // BR 6.1.5: an RSA modulus whose length is a multiple of 8 bits.
+        if certificate.publicKey.isRSA, certificate.publicKey.bits % 8 != 0 {
+            add(.lintRSAModulus, "an RSA modulus of \(certificate.publicKey.bits) bits, not a multiple of 8 (BR 6.1.5).")
+        }
+        return findings
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// Conformance lints on generated certificates, one case per rule: a `lint.*` warning that never
+/// changes the verdict, the same in `verify` and in `scan`.
+@Suite("conformance lints")
+struct LintTests {
+    let pki = TestPKI.shared
+
+    enum Case: String, CaseIterable, Sendable {
+        case cnNotInSAN, serialZero, serialNegative, serialLong, rootEKU, keyCertSignNotCA, nameConstraintsNotCA,
+             basicConstraintsNotCritical, underscore, wildcardPublicSuffix, rsaModulus
+    }
+
+    /// The chain (leaf first), the anchors file when not the test root, the expected lint and its depth.
+    func chain(_ kind: Case) throws -> (chain: [LabCertificate], roots: String?, lint: FindingID, depth: Int) {
+        func leaf(_ adjust: (inout LabCertificateRequest) -> Void) throws -> [LabCertificate] {
+            [try pki.leaf(key: .rsa(bits: 2048), adjust: adjust), pki.intermediate]
+        }
+        switch kind {
+        case .cnNotInSAN:
+            return (try leaf { $0.commonName = "elsewhere.tlsaudit.test" }, nil, .lintCommonNameNotInSAN, 0)
+        case .serialZero:
+            return (try leaf { $0.serialHex = "0" }, nil, .lintSerialNumber, 0)
+        case .serialNegative:
+            return (try leaf { $0.serialHex = "-2A" }, nil, .lintSerialNumber, 0)
+        case .serialLong:
+            return (try leaf { $0.serialHex = String(repeating: "7F", count: 21) }, nil, .lintSerialNumber, 0)
+        case .keyCertSignNotCA:
+            return (try leaf { $0.keyUsage = "critical,digitalSignature,keyCertSign" }, nil, .lintKeyCertSignNotCA, 0)
+        case .nameConstraintsNotCA:
+            return (try leaf { $0.extraExtensions = [.init(name: "nameConstraints", value: "permitted;DNS:tlsaudit.test")] },
+                    nil, .lintNameConstraintsNotCA, 0)
+        case .underscore:
+            return (try leaf { $0.dnsNames.append("_service.tlsaudit.test") }, nil, .lintDNSNameUnderscore, 0)
+        case .wildcardPublicSuffix:
+            return (try leaf { $0.dnsNames.append("*.co.uk") }, nil, .lintWildcardPublicSuffix, 0)
+        case .rsaModulus:
+            return ([try pki.leaf(key: .rsa(bits: 2052)), pki.intermediate], nil, .lintRSAModulus, 0)
+        case .rootEKU, .basicConstraintsNotCritical:
+            var rootRequest = LabCertificateRequest.authority("lint root \(kind.rawValue)", key: .rsa(bits: 2048))
+            if kind == .rootEKU { rootRequest.extendedKeyUsage = "serverAuth" } else {
+                rootRequest.isCA = nil
+                rootRequest.extraExtensions = [.init(name: "basicConstraints", value: "CA:TRUE")]
+            }
+            let root = try LabCertificateAuthority.selfSigned(rootRequest)
+            let leaf = try root.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
+            let roots = pki.directory.appendingPathComponent("lint-\(kind.rawValue)-\(UUID().uuidString.prefix(6)).pem").path
+            try root.pem.write(toFile: roots, atomically: true, encoding: .utf8)
+            return ([leaf], roots, kind == .rootEKU ? .lintRootEKU : .lintBasicConstraintsNotCritical, 1)
+        }
+    }
+
+    @Test("each lint, in verify and in scan, as a warning that leaves the verdict alone", arguments: Case.allCases)
+    func lint(_ kind: Case) throws {
+        let (certificates, roots, expected, depth) = try chain(kind)
+        let file = pki.directory.appendingPathComponent("lint-\(kind.rawValue)-\(UUID().uuidString.prefix(6)).pem")
+        try certificates.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        let anchors = roots ?? pki.rootFile
+        let verified = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", anchors, "--host", TestPKI.hostname])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(verified.stdout.utf8))
+        let lint = try #require(report.findings.first { $0.id == expected }, "\(report.findings.map(\.id))")
+        #expect(lint.severity == .warning && lint.depth == depth)
+        let lints = report.findings.filter { $0.id.rawValue.hasPrefix("lint.") }
+        #expect(lints.map(\.id) == [expected], "one lint per case: \(lints.map(\.id))")
+
+        let server = try LabTLSServer(LabServerConfiguration(chain: certificates))
+        defer { server.stop() }
+        let scanned = try CLI.run(["scan", "--format", "json", "--ca-file", anchors, "--connect-to", "127.0.0.1",
+                                   "\(TestPKI.hostname):\(server.port)"])
+        let result = try scanned.report().single
+        #expect(result.findings.filter { $0.id.rawValue.hasPrefix("lint.") }.map(\.id) == [expected], "scan and verify agree")
+        // Lints never decide: the verdict is what it is without them.
+        let withoutLints = result.findings.filter { !$0.id.rawValue.hasPrefix("lint.") }
+        #expect(result.ats.policy.verdict(from: withoutLints).compliant == result.ats.compliant)
+    }
+
+    @Test("a certificate the lab makes by default raises no lint")
+    func clean() throws {
+        let file = pki.directory.appendingPathComponent("lint-clean-\(UUID().uuidString.prefix(6)).pem")
+        try [try pki.leaf(), pki.intermediate].map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        let verified = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(verified.stdout.utf8))
+        #expect(!report.findings.contains { $0.id.rawValue.hasPrefix("lint.") }, "\(report.findings.map(\.id))")
+    }
+}
