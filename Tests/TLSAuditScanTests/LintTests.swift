@@ -11,7 +11,7 @@ struct LintTests {
 
     enum Case: String, CaseIterable, Sendable {
         case cnNotInSAN, serialZero, serialNegative, serialLong, rootEKU, keyCertSignNotCA, nameConstraintsNotCA,
-             basicConstraintsNotCritical, underscore, wildcardPublicSuffix, rsaModulus
+             basicConstraintsNotCritical, emptyNameConstraints, underscore, leadingDot, wildcardPublicSuffix, rsaModulus
     }
 
     /// The chain (leaf first), the anchors file when not the test root, the expected lint and its depth.
@@ -35,13 +35,20 @@ struct LintTests {
                     nil, .lintNameConstraintsNotCA, 0)
         case .underscore:
             return (try leaf { $0.dnsNames.append("_service.tlsaudit.test") }, nil, .lintDNSNameUnderscore, 0)
+        case .leadingDot:
+            return (try leaf { $0.dnsNames.append(".tlsaudit.test") }, nil, .lintDNSNameLeadingDot, 0)
         case .wildcardPublicSuffix:
             return (try leaf { $0.dnsNames.append("*.co.uk") }, nil, .lintWildcardPublicSuffix, 0)
         case .rsaModulus:
             return ([try pki.leaf(key: .rsa(bits: 2052)), pki.intermediate], nil, .lintRSAModulus, 0)
-        case .rootEKU, .basicConstraintsNotCritical:
+        case .rootEKU, .basicConstraintsNotCritical, .emptyNameConstraints:
             var rootRequest = LabCertificateRequest.authority("lint root \(kind.rawValue)", key: .rsa(bits: 2048))
-            if kind == .rootEKU { rootRequest.extendedKeyUsage = "serverAuth" } else {
+            switch kind {
+            case .rootEKU: rootRequest.extendedKeyUsage = "serverAuth"
+            case .emptyNameConstraints:
+                // NameConstraints ::= SEQUENCE {}: neither permitted nor excluded subtrees.
+                rootRequest.extraExtensions = [.init(name: "nameConstraints", value: "critical,DER:30:00")]
+            default:
                 rootRequest.isCA = nil
                 rootRequest.extraExtensions = [.init(name: "basicConstraints", value: "CA:TRUE")]
             }
@@ -49,7 +56,12 @@ struct LintTests {
             let leaf = try root.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048)))
             let roots = pki.directory.appendingPathComponent("lint-\(kind.rawValue)-\(UUID().uuidString.prefix(6)).pem").path
             try root.pem.write(toFile: roots, atomically: true, encoding: .utf8)
-            return ([leaf], roots, kind == .rootEKU ? .lintRootEKU : .lintBasicConstraintsNotCritical, 1)
+            let lint: FindingID = switch kind {
+            case .rootEKU: .lintRootEKU
+            case .emptyNameConstraints: .lintNameConstraintsEmpty
+            default: .lintBasicConstraintsNotCritical
+            }
+            return ([leaf], roots, lint, 1)
         }
     }
 
