@@ -94,6 +94,8 @@ public struct ComplianceReport: Codable, Sendable {
         /// Nil when the address was never reached.
         public var trusted: Bool?
         public var trustErrors: [String]
+        /// Conformance lints of the latest scan (`lint.*`: warnings, never in the verdict).
+        public var lints: [String] = []
         /// `none` (no pins), `match` or `mismatch`.
         public var pinState: String
         public var pinMessage: String?

@@ -29,6 +29,7 @@ public enum ReportBuilder {
                 address: address.address, status: address.verdict.condition, policy: address.verdict.policy,
                 failedRules: address.verdict.failedRules,
                 trusted: reached ? address.verdict.trustErrors.isEmpty : nil, trustErrors: address.verdict.trustErrors,
+                lints: address.verdict.lints,
                 pinState: address.pinState, pinMessage: address.pinMessage, earliestExpiry: earliest,
                 daysLeft: earliest.map { Timestamp.daysLeft(until: $0, at: end) },
                 protocolVersion: address.protocolVersion, cipher: address.cipher, lastScanAt: address.lastScanAt,

@@ -43,9 +43,24 @@ struct ReportDocument {
         changes(report)
         expiring(report)
         unreachable(report)
+        conformance(report)
     }
 
     // MARK: - Sections
+
+    /// Conformance lints of the current chains: what CAs get wrong while clients still accept it.
+    private mutating func conformance(_ report: ComplianceReport) {
+        let rows = report.targets.flatMap { target in
+            target.addresses.filter { !$0.lints.isEmpty }.map { [Cell(target.target), Cell($0.address), Cell($0.lints.joined(separator: ", "), .warning)] }
+        }
+        blocks.append(.heading("Conformance (\(rows.count))"))
+        guard !rows.isEmpty else {
+            blocks.append(.paragraph("No certificate breaks a Baseline Requirements or RFC 5280 rule tlsaudit lints (docs/findings.md)."))
+            return
+        }
+        blocks.append(.paragraph("Rules the certificates break while clients still accept them (lint.*, docs/findings.md); they never change a verdict."))
+        blocks.append(.table(header: ["Target", "Address", "Lints"], rows: rows))
+    }
 
     /// What to fix first, most urgent first: the operator's first question.
     private mutating func fixFirst(_ report: ComplianceReport) {

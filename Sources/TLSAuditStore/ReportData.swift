@@ -48,6 +48,8 @@ public struct ReportVerdict: Sendable, Hashable {
     public var failedRules: [String]
     /// Ids of the trust errors (`trust.expired`, ...); empty when the chain is trusted.
     public var trustErrors: [String]
+    /// Ids of the conformance lints of the scan (`lint.serial-number`, ...), for the current state.
+    public var lints: [String] = []
 
     public init(condition: AddressCondition, policy: CompliancePolicy, failedRules: [String], trustErrors: [String]) {
         self.condition = condition

@@ -389,10 +389,12 @@ private struct ReportReader {
     /// stored one under its own policy, or under `query.policy` when stored, else the content to
     /// re-judge it from.
     private static func verdictSQL(policy: CompliancePolicy?, withTrust: Bool = false) -> (columns: String, joins: String) {
-        // The ids of the trust errors among the findings, comma-separated (read for the current state only).
+        // The ids of the trust errors and of the conformance lints among the findings, comma-separated
+        // (read for the current state only).
         let trustErrors = !withTrust ? "NULL" : """
             (SELECT group_concat(json_extract(f.value, '$.id')) FROM json_each(v.findings) AS f
-             WHERE json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
+             WHERE (json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
+                OR json_extract(f.value, '$.id') LIKE 'lint.%')
             """
         let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrors)"
         let pinMismatch = """
@@ -461,16 +463,21 @@ private struct ReportReader {
 
     private mutating func verdict(_ row: Row) throws -> ReportVerdict {
         let verdict = try passVerdict(row, withTrust: true)
-        return ReportVerdict(condition: verdict.condition, policy: verdict.policy,
-                             failedRules: try SQLiteScanStore.rules(verdict.rules), trustErrors: verdict.trustErrors)
+        var report = ReportVerdict(condition: verdict.condition, policy: verdict.policy,
+                                   failedRules: try SQLiteScanStore.rules(verdict.rules),
+                                   trustErrors: verdict.trustErrors.filter { $0.hasPrefix("trust.") })
+        var seen = Set<String>()
+        report.lints = verdict.trustErrors.filter { $0.hasPrefix("lint.") && seen.insert($0).inserted }
+        return report
     }
 
     static func condition(status: String, hasChain: Bool, compliant: Bool) -> AddressCondition {
         AddressCondition(status: AddressScanResult.Status(rawValue: status) ?? .failed, hasChain: hasChain, compliant: compliant)
     }
 
+    /// The trust errors, then the conformance lints (`verdict(_:)` tells them apart by prefix).
     static func trustErrors(_ findings: [Finding]) -> [String] {
-        findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }.map(\.id.rawValue)
+        findings.filter { ($0.severity == .error && $0.id.rawValue.hasPrefix("trust.")) || $0.id.rawValue.hasPrefix("lint.") }.map(\.id.rawValue)
     }
 
     /// A new failure or a fix between two verdicts of scans that reached the server.

@@ -89,6 +89,20 @@ struct LintTests {
         #expect(result.ats.policy.verdict(from: withoutLints).compliant == result.ats.compliant)
     }
 
+    @Test("the report's conformance section lists the lints of the current chains")
+    func reportSection() throws {
+        let (certificates, _, expected, _) = try chain(.underscore)
+        let server = try LabTLSServer(LabServerConfiguration(chain: certificates))
+        defer { server.stop() }
+        let database = pki.directory.appendingPathComponent("lints-\(UUID().uuidString.prefix(6)).sqlite").path
+        _ = try CLI.run(["scan", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--database", database,
+                         "\(TestPKI.hostname):\(server.port)"])
+        let text = try CLI.run(["report", "--database", database, "--since", "1h"])
+        #expect(text.stdout.contains("CONFORMANCE (1)") && text.stdout.contains(expected.rawValue), "\(text.stdout.suffix(600))")
+        let json = try CLI.run(["report", "--database", database, "--since", "1h", "--format", "json"])
+        #expect(json.stdout.contains("\"lints\" : [\n") || json.stdout.contains("\"\(expected.rawValue)\""), "\(json.stdout.prefix(300))")
+    }
+
     @Test("a certificate the lab makes by default raises no lint")
     func clean() throws {
         let file = pki.directory.appendingPathComponent("lint-clean-\(UUID().uuidString.prefix(6)).pem")
