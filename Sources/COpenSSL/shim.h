@@ -100,6 +100,12 @@ static inline STACK_OF(GENERAL_SUBTREE) *tlsaudit_NAME_CONSTRAINTS_excluded(cons
 static inline int tlsaudit_sk_GENERAL_SUBTREE_num(const STACK_OF(GENERAL_SUBTREE) *sk) { return sk_GENERAL_SUBTREE_num(sk); }
 static inline const GENERAL_NAME *tlsaudit_GENERAL_SUBTREE_base(const STACK_OF(GENERAL_SUBTREE) *sk, int i) { return sk_GENERAL_SUBTREE_value(sk, i)->base; }
 static inline void tlsaudit_NAME_CONSTRAINTS_free(NAME_CONSTRAINTS *nc) { NAME_CONSTRAINTS_free(nc); }
+/* authorityInfoAccess, for the conformance lints: the entries and their location types. */
+static inline void tlsaudit_AUTHORITY_INFO_ACCESS_free(AUTHORITY_INFO_ACCESS *aia) { AUTHORITY_INFO_ACCESS_free(aia); }
+static inline int tlsaudit_sk_ACCESS_DESCRIPTION_num(const AUTHORITY_INFO_ACCESS *aia) { return sk_ACCESS_DESCRIPTION_num(aia); }
+static inline ACCESS_DESCRIPTION *tlsaudit_sk_ACCESS_DESCRIPTION_value(const AUTHORITY_INFO_ACCESS *aia, int i) { return sk_ACCESS_DESCRIPTION_value(aia, i); }
+static inline int tlsaudit_ACCESS_DESCRIPTION_location_type(const ACCESS_DESCRIPTION *description) { return description->location ? description->location->type : -1; }
+static inline ASN1_OBJECT *tlsaudit_ACCESS_DESCRIPTION_method(const ACCESS_DESCRIPTION *description) { return description->method; }
 
 static inline int tlsaudit_sk_SCT_num(const STACK_OF(SCT) *sk) { return sk_SCT_num(sk); }
 static inline SCT *tlsaudit_sk_SCT_value(const STACK_OF(SCT) *sk, int i) { return sk_SCT_value(sk, i); }

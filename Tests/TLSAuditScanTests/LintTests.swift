@@ -11,7 +11,9 @@ struct LintTests {
 
     enum Case: String, CaseIterable, Sendable {
         case cnNotInSAN, serialZero, serialNegative, serialLong, rootEKU, keyCertSignNotCA, nameConstraintsNotCA,
-             basicConstraintsNotCritical, emptyNameConstraints, underscore, leadingDot, wildcardPublicSuffix, rsaModulus
+             basicConstraintsNotCritical, emptyNameConstraints, underscore, leadingDot, wildcardPublicSuffix, rsaModulus,
+             akiMissing, akiWithoutKeyID, skiMissing, nameConstraintsNotCritical, policyConstraintsNotCritical, sanNotCritical,
+             aiaMalformed
     }
 
     /// The chain (leaf first), the anchors file when not the test root, the expected lint and its depth.
@@ -31,7 +33,7 @@ struct LintTests {
         case .keyCertSignNotCA:
             return (try leaf { $0.keyUsage = "critical,digitalSignature,keyCertSign" }, nil, .lintKeyCertSignNotCA, 0)
         case .nameConstraintsNotCA:
-            return (try leaf { $0.extraExtensions = [.init(name: "nameConstraints", value: "permitted;DNS:tlsaudit.test")] },
+            return (try leaf { $0.extraExtensions = [.init(name: "nameConstraints", value: "critical,permitted;DNS:tlsaudit.test")] },
                     nil, .lintNameConstraintsNotCA, 0)
         case .underscore:
             return (try leaf { $0.dnsNames.append("_service.tlsaudit.test") }, nil, .lintDNSNameUnderscore, 0)
@@ -41,6 +43,33 @@ struct LintTests {
             return (try leaf { $0.dnsNames.append("*.co.uk") }, nil, .lintWildcardPublicSuffix, 0)
         case .rsaModulus:
             return ([try pki.leaf(key: .rsa(bits: 2052)), pki.intermediate], nil, .lintRSAModulus, 0)
+        case .akiMissing:
+            return (try leaf { $0.authorityKeyIdentifier = nil }, nil, .lintAKIMissing, 0)
+        case .akiWithoutKeyID:
+            return (try leaf { $0.authorityKeyIdentifier = "issuer:always" }, nil, .lintAKIWithoutKeyID, 0)
+        case .sanNotCritical:
+            return (try leaf { $0.commonName = "" }, nil, .lintSANNotCritical, 0)
+        case .aiaMalformed:
+            return (try leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "OCSP;email:ocsp@tlsaudit.test")] },
+                    nil, .lintAIAMalformed, 0)
+        case .skiMissing, .nameConstraintsNotCritical, .policyConstraintsNotCritical:
+            var request = LabCertificateRequest.authority("lint CA \(kind.rawValue)", key: .rsa(bits: 2048))
+            switch kind {
+            case .skiMissing: request.subjectKeyIdentifier = nil
+            case .nameConstraintsNotCritical: request.extraExtensions = [.init(name: "nameConstraints", value: "permitted;DNS:tlsaudit.test")]
+            default: request.extraExtensions = [.init(name: "policyConstraints", value: "requireExplicitPolicy:5")]
+            }
+            let ca = try pki.root.issue(request)
+            var leafRequest = LabCertificateRequest.server([TestPKI.hostname], key: .rsa(bits: 2048))
+            // Without the issuer's subjectKeyIdentifier there is no key identifier to point at.
+            if kind == .skiMissing { leafRequest.authorityKeyIdentifier = "issuer:always" }
+            let leaf = try ca.issue(leafRequest)
+            let lint: FindingID = switch kind {
+            case .skiMissing: .lintSKIMissing
+            case .nameConstraintsNotCritical: .lintNameConstraintsNotCritical
+            default: .lintPolicyConstraintsNotCritical
+            }
+            return ([leaf, ca], nil, lint, 1)
         case .rootEKU, .basicConstraintsNotCritical, .emptyNameConstraints:
             var rootRequest = LabCertificateRequest.authority("lint root \(kind.rawValue)", key: .rsa(bits: 2048))
             switch kind {
@@ -75,15 +104,17 @@ struct LintTests {
         let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(verified.stdout.utf8))
         let lint = try #require(report.findings.first { $0.id == expected }, "\(report.findings.map(\.id))")
         #expect(lint.severity == .warning && lint.depth == depth)
+        // One lint per case (the leaf below a CA without SKI can only name its issuer by name and serial).
+        let also: [FindingID] = kind == .skiMissing ? [.lintAKIWithoutKeyID] : []
         let lints = report.findings.filter { $0.id.rawValue.hasPrefix("lint.") }
-        #expect(lints.map(\.id) == [expected], "one lint per case: \(lints.map(\.id))")
+        #expect(Set(lints.map(\.id)) == Set([expected] + also), "\(lints.map(\.id))")
 
         let server = try LabTLSServer(LabServerConfiguration(chain: certificates))
         defer { server.stop() }
         let scanned = try CLI.run(["scan", "--format", "json", "--ca-file", anchors, "--connect-to", "127.0.0.1",
                                    "\(TestPKI.hostname):\(server.port)"])
         let result = try scanned.report().single
-        #expect(result.findings.filter { $0.id.rawValue.hasPrefix("lint.") }.map(\.id) == [expected], "scan and verify agree")
+        #expect(result.findings.filter { $0.id.rawValue.hasPrefix("lint.") }.map(\.id) == lints.map(\.id), "scan and verify agree")
         // Lints never decide: the verdict is what it is without them.
         let withoutLints = result.findings.filter { !$0.id.rawValue.hasPrefix("lint.") }
         #expect(result.ats.policy.verdict(from: withoutLints).compliant == result.ats.compliant)

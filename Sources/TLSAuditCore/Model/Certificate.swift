@@ -65,6 +65,39 @@ public struct SubjectAlternativeNames: Hashable, Codable, Sendable {
     public var isEmpty: Bool { dns.isEmpty && ip.isEmpty && email.isEmpty && uri.isEmpty && other == 0 }
 }
 
+/// What the RFC 5280 profile asks of a certificate's extensions, as read from it.
+public struct CertificateProfile: Hashable, Codable, Sendable {
+    /// authorityKeyIdentifier present, and with a keyIdentifier.
+    public var authorityKeyIdentifier: Bool
+    public var authorityKeyIdentifierHasKeyID: Bool
+    public var subjectKeyIdentifier: Bool
+    /// Short names (or dotted OIDs) of the extensions marked critical.
+    public var criticalExtensions: [String]
+    /// Short names (or dotted OIDs) of every extension present.
+    public var extensions: [String]
+    /// authorityInfoAccess entries whose location is not a URI, as `method: location type`.
+    public var malformedAccessDescriptions: [String]
+    /// The subject is an empty name.
+    public var emptySubject: Bool
+
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
+    enum CodingKeys: String, CodingKey {
+        case authorityKeyIdentifier, authorityKeyIdentifierHasKeyID = "authorityKeyIdentifierHasKeyId", subjectKeyIdentifier
+        case criticalExtensions, extensions, malformedAccessDescriptions, emptySubject
+    }
+
+    public init(authorityKeyIdentifier: Bool, authorityKeyIdentifierHasKeyID: Bool, subjectKeyIdentifier: Bool,
+                criticalExtensions: [String], extensions: [String], malformedAccessDescriptions: [String], emptySubject: Bool) {
+        self.authorityKeyIdentifier = authorityKeyIdentifier
+        self.authorityKeyIdentifierHasKeyID = authorityKeyIdentifierHasKeyID
+        self.subjectKeyIdentifier = subjectKeyIdentifier
+        self.criticalExtensions = criticalExtensions
+        self.extensions = extensions
+        self.malformedAccessDescriptions = malformedAccessDescriptions
+        self.emptySubject = emptySubject
+    }
+}
+
 /// The nameConstraints extension, as far as TLS names go (DNS and IP subtrees).
 public struct NameConstraints: Hashable, Codable, Sendable {
     public var permittedDNS: [String] = []
@@ -119,6 +152,8 @@ public struct CertificateSummary: Hashable, Codable, Sendable, RepeatedlyEncodab
     public var unhandledCriticalExtensions: [String]
     /// nameConstraints, on CA certificates that have it.
     public var nameConstraints: NameConstraints?
+    /// Profile facts the conformance lints read (key identifiers, criticality, AIA); nil when not read.
+    public var profile: CertificateProfile?
     /// True when subject equals issuer and the certificate's signature verifies with its own key.
     public var isSelfSigned: Bool
     /// SHA-256 of the DER, lowercase hex.
@@ -134,6 +169,7 @@ public struct CertificateSummary: Hashable, Codable, Sendable, RepeatedlyEncodab
         case subject, issuer, commonName, serial, version, notBefore, notAfter, signatureAlgorithm, signatureHash
         case publicKey, basicConstraints, keyUsage, extendedKeyUsage, subjectAlternativeNames
         case unhandledCriticalExtensions, nameConstraints, isSelfSigned, sha256Fingerprint, spkiSHA256 = "spkiSha256", der, daysLeft
+        case profile
     }
 
     public init(subject: String, issuer: String, commonName: String?, serial: String, version: Int,

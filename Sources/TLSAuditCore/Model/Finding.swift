@@ -85,6 +85,13 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let lintDNSNameLeadingDot: FindingID = "lint.dns-name-leading-dot"
     public static let lintWildcardPublicSuffix: FindingID = "lint.wildcard-public-suffix"
     public static let lintRSAModulus: FindingID = "lint.rsa-modulus"
+    public static let lintAKIMissing: FindingID = "lint.aki-missing"
+    public static let lintAKIWithoutKeyID: FindingID = "lint.aki-without-key-id"
+    public static let lintSKIMissing: FindingID = "lint.ski-missing"
+    public static let lintNameConstraintsNotCritical: FindingID = "lint.name-constraints-not-critical"
+    public static let lintPolicyConstraintsNotCritical: FindingID = "lint.policy-constraints-not-critical"
+    public static let lintSANNotCritical: FindingID = "lint.san-not-critical"
+    public static let lintAIAMalformed: FindingID = "lint.aia-malformed"
 
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"

@@ -74,6 +74,32 @@ public enum ConformanceLints {
                 add(.lintWildcardPublicSuffix, "the SAN \(RecordBudget.clamp(name, to: 200)) is a wildcard over a public suffix (BR 3.2.2.6).")
             }
         }
+        if let profile = certificate.profile {
+            // RFC 5280 4.2.1.1 and 4.2.1.2: key identifiers.
+            if !certificate.isSelfSigned, !profile.authorityKeyIdentifier {
+                add(.lintAKIMissing, "no authorityKeyIdentifier (RFC 5280 4.2.1.1).")
+            } else if profile.authorityKeyIdentifier, !profile.authorityKeyIdentifierHasKeyID {
+                add(.lintAKIWithoutKeyID, "an authorityKeyIdentifier without keyIdentifier (RFC 5280 4.2.1.1).")
+            }
+            if certificate.isCA, !profile.subjectKeyIdentifier {
+                add(.lintSKIMissing, "a CA certificate without subjectKeyIdentifier (RFC 5280 4.2.1.2).")
+            }
+            // Criticality the profile requires.
+            func notCritical(_ name: String) -> Bool { profile.extensions.contains(name) && !profile.criticalExtensions.contains(name) }
+            if notCritical("nameConstraints") {
+                add(.lintNameConstraintsNotCritical, "nameConstraints is not marked critical (RFC 5280 4.2.1.10).")
+            }
+            if notCritical("policyConstraints") {
+                add(.lintPolicyConstraintsNotCritical, "policyConstraints is not marked critical (RFC 5280 4.2.1.11).")
+            }
+            if profile.emptySubject, notCritical("subjectAltName") {
+                add(.lintSANNotCritical, "an empty subject with a subjectAltName not marked critical (RFC 5280 4.2.1.6).")
+            }
+            // RFC 5280 4.2.2.1: access locations are URIs.
+            if !profile.malformedAccessDescriptions.isEmpty {
+                add(.lintAIAMalformed, "authorityInfoAccess has \(RecordBudget.list(profile.malformedAccessDescriptions, limit: 3)) (RFC 5280 4.2.2.1).")
+            }
+        }
         // BR 6.1.5: an RSA modulus whose length is a multiple of 8 bits.
         if certificate.publicKey.isRSA, certificate.publicKey.bits % 8 != 0 {
             add(.lintRSAModulus, "an RSA modulus of \(certificate.publicKey.bits) bits, not a multiple of 8 (BR 6.1.5).")

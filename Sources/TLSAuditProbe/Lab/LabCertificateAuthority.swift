@@ -68,6 +68,9 @@ public struct LabCertificateRequest: Sendable {
     public var existingKey: LabPrivateKey?
     /// The serial number in hex (`-1`, `0`, 42 hex digits...) instead of a random positive one.
     public var serialHex: String?
+    /// OpenSSL syntax for the key identifier extensions; nil leaves one out.
+    public var subjectKeyIdentifier: String? = "hash"
+    public var authorityKeyIdentifier: String? = "keyid:always"
 
     public struct ExtraExtension: Sendable {
         public var name: String
@@ -167,7 +170,7 @@ public enum LabCertificateAuthority {
 
         guard let name = X509_NAME_new() else { throw OpenSSLFailure("cannot allocate a name") }
         defer { X509_NAME_free(name) }
-        X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, request.commonName, -1, -1, 0)
+        if !request.commonName.isEmpty { X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, request.commonName, -1, -1, 0) }
         X509_set_subject_name(x509, name)
         X509_set_issuer_name(x509, issuer.map { X509_get_subject_name($0.certificate.pointer) } ?? name)
 
@@ -183,8 +186,8 @@ public enum LabCertificateAuthority {
         if let eku = request.extendedKeyUsage { extensions.append(("extendedKeyUsage", eku)) }
         let sans = request.dnsNames.map { "DNS:\($0)" } + request.ipAddresses.map { "IP:\($0)" }
         if !sans.isEmpty { extensions.append(("subjectAltName", sans.joined(separator: ","))) }
-        extensions.append(("subjectKeyIdentifier", "hash"))
-        extensions.append(("authorityKeyIdentifier", "keyid:always"))
+        if let ski = request.subjectKeyIdentifier { extensions.append(("subjectKeyIdentifier", ski)) }
+        if let aki = request.authorityKeyIdentifier { extensions.append(("authorityKeyIdentifier", aki)) }
         extensions += request.extraExtensions.map { ($0.name, $0.value) }
         for (extensionName, value) in extensions {
             guard let ext = X509V3_EXT_nconf(nil, &context, extensionName, value) else {

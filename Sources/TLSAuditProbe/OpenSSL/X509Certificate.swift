@@ -86,7 +86,39 @@ final class X509Certificate: @unchecked Sendable {
             spkiSHA256: Digest.sha256(spkiDER()).base64,
             der: Data(derBytes))
         summary.nameConstraints = nameConstraints()
+        summary.profile = profile()
         return summary
+    }
+
+    /// Key identifiers, criticality and AIA locations, for the conformance lints.
+    private func profile() -> CertificateProfile {
+        var critical: [String] = [], present: [String] = []
+        for index in 0..<X509_get_ext_count(pointer) {
+            guard let ext = X509_get_ext(pointer, index), let object = X509_EXTENSION_get_object(ext) else { continue }
+            let name = ObjectIdentifier.name(object)
+            present.append(name)
+            if X509_EXTENSION_get_critical(ext) == 1 { critical.append(name) }
+        }
+        var malformed: [String] = []
+        if let raw = X509_get_ext_d2i(pointer, NID_info_access, nil, nil) {
+            let access = OpaquePointer(raw)
+            defer { tlsaudit_AUTHORITY_INFO_ACCESS_free(access) }
+            for index in 0..<tlsaudit_sk_ACCESS_DESCRIPTION_num(access) {
+                guard let description = tlsaudit_sk_ACCESS_DESCRIPTION_value(access, index) else { continue }
+                let type = tlsaudit_ACCESS_DESCRIPTION_location_type(description)
+                if type != GEN_URI {
+                    let method = tlsaudit_ACCESS_DESCRIPTION_method(description).map { ObjectIdentifier.name($0) } ?? "?"
+                    malformed.append("\(method): a location of type \(type), not a URI")
+                }
+            }
+        }
+        OpenSSLErrors.clear()
+        return CertificateProfile(
+            authorityKeyIdentifier: X509_get_ext_by_NID(pointer, NID_authority_key_identifier, -1) >= 0,
+            authorityKeyIdentifierHasKeyID: X509_get0_authority_key_id(pointer) != nil,
+            subjectKeyIdentifier: X509_get_ext_by_NID(pointer, NID_subject_key_identifier, -1) >= 0,
+            criticalExtensions: critical, extensions: present, malformedAccessDescriptions: malformed,
+            emptySubject: X509_NAME_entry_count(X509_get_subject_name(pointer)) == 0)
     }
 
     private func nameConstraints() -> NameConstraints? {
