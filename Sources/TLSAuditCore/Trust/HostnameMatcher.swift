@@ -35,15 +35,15 @@ public enum HostnameMatcher {
 
     /// Whether a SAN dNSName is a syntactically valid DNS name (what clients match and constraints
     /// permit): labels of 1-63 letters, digits, hyphens (not at either end) and underscores (which
-    /// clients accept; a lint flags them), at most 253 characters; with `wildcard`, `*` may stand
-    /// as the whole left-most label. Anything else (empty labels, spaces, other punctuation) is
+    /// clients accept; a lint flags them), at most 253 characters; `*` may stand as the whole
+    /// left-most label. Anything else (empty labels, spaces, other punctuation) is
     /// never matched and never permitted.
-    public static func isValidDNSName(_ name: String, wildcard: Bool = true) -> Bool {
+    public static func isValidDNSName(_ name: String) -> Bool {
         let normalized = normalize(name)
         guard !normalized.isEmpty, normalized.utf8.count <= 253 else { return false }
         let labels = normalized.split(separator: ".", omittingEmptySubsequences: false)
         for (index, label) in labels.enumerated() {
-            if label == "*", wildcard, index == 0, labels.count > 1 { continue }
+            if label == "*", index == 0, labels.count > 1 { continue }
             guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
                   label.utf8.allSatisfy({ byte in
                       (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2D || byte == 0x5F

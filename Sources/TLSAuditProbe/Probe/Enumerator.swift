@@ -153,19 +153,19 @@ public final class Enumerator: Sendable {
             var exception: [String: String]
             var override: ClientHelloOverride
             var profile: ClientProfile
+            /// Forward secrecy is required, and with it the ATS rule on ECC keys under 256 bits (the
+            /// exceptions that lift one lift the other; RSA >= 2048 is a trust rule and stays).
             var forwardSecrecy: Bool
-            /// ECC keys under 256 bits are an ATS rule, lifted with forward secrecy; RSA >= 2048 is a trust rule.
-            var eccKeySizeRule: Bool
             var judgesTrust: Bool = true
             var diagnostic: Bool = false
         }
         let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
-        func make(_ name: String, _ exception: [String: String], min: TLSVersion, nonFS: Bool = false, max: TLSVersion = .tls1_3,
+        func make(_ name: String, _ exception: [String: String], min: TLSVersion, nonFS: Bool = false,
                   ciphers: String? = nil, ownTrust: Bool = false, diagnostic: Bool = false) -> Configuration {
             Configuration(name: name, exception: exception,
-                          override: ClientHelloOverride(minVersion: min, maxVersion: max, cipherList: ciphers ?? (nonFS ? currentNonFS : current),
+                          override: ClientHelloOverride(minVersion: min, maxVersion: .tls1_3, cipherList: ciphers ?? (nonFS ? currentNonFS : current),
                                                         tls13Suites: suites13),
-                          profile: min < .tls1_2 ? .permissive : .atsRuntime, forwardSecrecy: !nonFS, eccKeySizeRule: !nonFS,
+                          profile: min < .tls1_2 ? .permissive : .atsRuntime, forwardSecrecy: !nonFS,
                           judgesTrust: !ownTrust, diagnostic: diagnostic)
         }
         let noFS = ["NSExceptionRequiresForwardSecrecy": "NO"]
@@ -193,7 +193,7 @@ public final class Enumerator: Sendable {
             // Not an Apple client: what the server speaks at all, for the server-side advice.
             Configuration(name: "any-openssl-client", exception: [:],
                           override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,
-                          forwardSecrecy: false, eccKeySizeRule: false, judgesTrust: false, diagnostic: true),
+                          forwardSecrecy: false, judgesTrust: false, diagnostic: true),
         ]
         let probes = ProbeCounter()
         let context = TrustContext(hostname: target.sni ?? target.host, time: Date(), publicTrust: trustStore.label == "system")
@@ -220,7 +220,6 @@ public final class Enumerator: Sendable {
         for (configuration, attempt) in zip(configurations, attempts) {
             let own = chain(of: attempt)
             let (pass, detail, failure) = Self.judge(attempt, forwardSecrecy: configuration.forwardSecrecy,
-                                                     eccKeySizeRule: configuration.eccKeySizeRule,
                                                      trustFailures: configuration.judgesTrust ? own?.findings ?? [] : [],
                                                      path: own?.path ?? [])
             results.append(ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass,
@@ -250,8 +249,9 @@ public final class Enumerator: Sendable {
 
     /// Whether a current Apple client under one configuration accepts the handshake: it completed,
     /// with forward secrecy when required, and the chain meets Apple's trust rules (unless the app
-    /// evaluates trust itself); ECC key sizes only where the ATS key-size rule applies.
-    private static func judge(_ attempt: HandshakeAttempt, forwardSecrecy: Bool, eccKeySizeRule: Bool, trustFailures: [Finding],
+    /// evaluates trust itself); ECC key sizes only where forward secrecy (and with it the ATS
+    /// key-size rule) is required.
+    private static func judge(_ attempt: HandshakeAttempt, forwardSecrecy: Bool, trustFailures: [Finding],
                               path: [CertificateSummary]) -> (Bool, String, ATSConfigurationResult.Failure?) {
         guard let observation = attempt.observation, attempt.failure == nil else {
             return (false, attempt.failure?.description ?? "no handshake", .handshake)
@@ -260,7 +260,7 @@ public final class Enumerator: Sendable {
         if forwardSecrecy, !observation.keyExchange.forwardSecrecy {
             return (false, "negotiated \(negotiated) without forward secrecy", .forwardSecrecy)
         }
-        let failures = trustFailures.filter { eccKeySizeRule || $0.id != .atsKeySize || !isLiftableKey(at: $0.depth, in: path) }
+        let failures = trustFailures.filter { forwardSecrecy || $0.id != .atsKeySize || !isLiftableKey(at: $0.depth, in: path) }
         guard failures.isEmpty else {
             let reasons = failures.map { $0.message.hasPrefix("The ") ? "the" + $0.message.dropFirst(3) : $0.message }
             return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)
