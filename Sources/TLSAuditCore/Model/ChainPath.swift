@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Where a certificate of the verified path came from.
 public enum CertificateSource: String, Codable, Sendable {
     /// Sent by the server (or given in the chain file).
@@ -68,5 +70,15 @@ public struct PathBuildingResult: Hashable, Codable, Sendable {
         self.path = path
         self.anchored = anchored
         self.issues = issues
+    }
+
+    /// This result with every path certificate's `daysLeft` set for `date` (a built path is shared
+    /// across scans and carries none).
+    public func judged(at date: Date) -> PathBuildingResult {
+        var copy = self
+        for index in copy.path.indices {
+            copy.path[index].certificate = copy.path[index].certificate.judged(at: date)
+        }
+        return copy
     }
 }

@@ -16,10 +16,8 @@ public enum ChainVerifier {
         guard !certificates.isEmpty else { throw OpenSSLFailure("no certificate in \(files.joined(separator: ", "))") }
         let presented = certificates.map { $0.summary().judged(at: time) }
         let leafIndex = chosenLeaf.map { min(max(0, $0), presented.count - 1) } ?? chooseLeaf(presented, host: host)
-        var building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots, summaries: presented)
-        for index in building.path.indices {
-            building.path[index].certificate = building.path[index].certificate.judged(at: time)
-        }
+        let building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots, summaries: presented)
+            .judged(at: time)
         let context = TrustContext(hostname: host, time: time, publicTrust: roots.label == "system", fromFiles: true)
         // Trust judges the chain in path order, with the leaf first.
         var ordered = presented

@@ -209,10 +209,7 @@ public final class TLSScanner: Sendable {
             guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else {
                 return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
             }
-            var pinnedBuilding = PathBuilder.build(presented: attempt.presented, store: store)
-            for index in pinnedBuilding.path.indices {
-                pinnedBuilding.path[index].certificate = pinnedBuilding.path[index].certificate.judged(at: context.time)
-            }
+            let pinnedBuilding = PathBuilder.build(presented: attempt.presented, store: store).judged(at: context.time)
             let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
             var errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
                 .filter { $0.severity == .error }
@@ -240,9 +237,7 @@ public final class TLSScanner: Sendable {
         var building = PathBuildingResult(path: [], anchored: false, issues: [])
         if !attempt.presented.isEmpty {
             building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
-            for index in building.path.indices {
-                building.path[index].certificate = building.path[index].certificate.judged(at: context.time)
-            }
+                .judged(at: context.time)
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
                                 trustStore: trustStore.label, issues: building.issues)
         }
