@@ -31,20 +31,20 @@ struct NameConstraintChecker {
     private let permittedBelow: [String: String]
     private let excludedWithSelf: [String: String]
     private let excludedBelow: [String: String]
-    /// An empty subtree covers every name.
-    private let permitsAnyName: Bool
-    private let excludesAnyName: Bool
+    /// An empty subtree (as written) covers every name.
+    private let permittedAnyName: String?
+    private let excludedAnyName: String?
     /// The parent of each excluded subtree (`example.com` for `secret.example.com`): a wildcard
     /// `*.example.com` reaches into it.
     private let excludedParents: [String: String]
 
     init(_ constraints: NameConstraints) {
         self.constraints = constraints
-        func index(_ subtrees: [String]) -> (withSelf: [String: String], below: [String: String], any: Bool) {
-            var withSelf: [String: String] = [:], below: [String: String] = [:], any = false
+        func index(_ subtrees: [String]) -> (withSelf: [String: String], below: [String: String], any: String?) {
+            var withSelf: [String: String] = [:], below: [String: String] = [:], any: String?
             for subtree in subtrees {
                 let normalized = HostnameMatcher.normalize(subtree)
-                if normalized.isEmpty { any = true } else if normalized.hasPrefix(".") {
+                if normalized.isEmpty { any = any ?? subtree } else if normalized.hasPrefix(".") {
                     below[String(normalized.dropFirst()), default: subtree] = subtree
                 } else {
                     withSelf[normalized, default: subtree] = subtree
@@ -52,8 +52,8 @@ struct NameConstraintChecker {
             }
             return (withSelf, below, any)
         }
-        (permittedWithSelf, permittedBelow, permitsAnyName) = index(constraints.permittedDNS)
-        (excludedWithSelf, excludedBelow, excludesAnyName) = index(constraints.excludedDNS)
+        (permittedWithSelf, permittedBelow, permittedAnyName) = index(constraints.permittedDNS)
+        (excludedWithSelf, excludedBelow, excludedAnyName) = index(constraints.excludedDNS)
         var parents: [String: String] = [:]
         // Only a subtree that includes its own name (`secret.example.com`, not `.secret.example.com`)
         // is reached by a wildcard one label above it.
@@ -73,7 +73,7 @@ struct NameConstraintChecker {
             let normalized = HostnameMatcher.normalize(name)
             // A name that is not a valid DNS name is permitted by no subtree (webpki, Go).
             if !constraints.permittedDNS.isEmpty, !HostnameMatcher.isValidDNSName(name)
-                || (!permitsAnyName && Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil) {
+                || (permittedAnyName == nil && Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil) {
                 found.outsidePermittedDNS.append(name)
             }
             if let subtree = excludedSubtree(covering: normalized) {
@@ -101,7 +101,7 @@ struct NameConstraintChecker {
 
     /// The excluded subtree that covers `name`, or that a wildcard `name` reaches into.
     private func excludedSubtree(covering name: String) -> String? {
-        if excludesAnyName, let any = constraints.excludedDNS.first(where: { HostnameMatcher.normalize($0).isEmpty }) { return any }
+        if let excludedAnyName { return excludedAnyName }
         if let subtree = Self.subtree(covering: name, withSelf: excludedWithSelf, below: excludedBelow) { return subtree }
         if name.hasPrefix("*.") { return excludedParents[String(name.dropFirst(2))] }
         return nil
