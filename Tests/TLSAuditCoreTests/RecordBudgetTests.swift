@@ -10,11 +10,11 @@ struct RecordBudgetTests {
         let hostile = "a" + String(repeating: "\u{301}", count: 30_000) // one Character, 60,001 bytes
         #expect(hostile.count == 1)
         let clamped = RecordBudget.clamp(hostile)
-        #expect(clamped.utf8.count <= RecordBudget.messageCharacters, "\(clamped.utf8.count) bytes")
+        #expect(clamped.utf8.count <= RecordBudget.messageBytes, "\(clamped.utf8.count) bytes")
         #expect(clamped.hasSuffix("more bytes]"))
         #expect(RecordBudget.clamp("short") == "short")
         let finding = Finding(.trustExpired, .error, "x " + hostile)
-        #expect(finding.message.utf8.count <= RecordBudget.messageCharacters)
+        #expect(finding.message.utf8.count <= RecordBudget.messageBytes)
     }
 
     static func result(findings: Int, presented: Int, longMessages: Bool) -> AddressScanResult {

@@ -30,7 +30,7 @@ struct HostileChainTests {
     static func expectBoundedFindings(_ findings: [Finding], sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(findings.count <= RecordBudget.findings, sourceLocation: sourceLocation)
         for finding in findings {
-            #expect(finding.message.count <= RecordBudget.messageCharacters, "\(finding.id): \(finding.message.count) characters",
+            #expect(finding.message.utf8.count <= RecordBudget.messageBytes, "\(finding.id): \(finding.message.utf8.count) bytes",
                     sourceLocation: sourceLocation)
         }
     }

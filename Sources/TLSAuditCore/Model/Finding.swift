@@ -104,7 +104,7 @@ public struct Finding: Hashable, Codable, Sendable {
     public var severity: Severity
     /// Position in the certificate path (0 = leaf) when the finding is about one certificate.
     public var depth: Int?
-    /// One plain sentence for a human, at most `RecordBudget.messageCharacters` long.
+    /// One plain sentence for a human, at most `RecordBudget.messageBytes` long.
     public var message: String
 
     public init(_ id: FindingID, _ severity: Severity, depth: Int? = nil, _ message: String) {

@@ -3,8 +3,8 @@
 /// scan. `verify`, `scan`, the service, the store, `history` and reports all apply the same
 /// budget (README, "How it behaves").
 public enum RecordBudget {
-    /// Characters of one finding message, path-building detail or failure message.
-    public static let messageCharacters = 1_000
+    /// UTF-8 bytes of one finding message, path-building detail or failure message.
+    public static let messageBytes = 1_000
     /// Names (SANs, constraints, certificates) quoted in one message; the rest are counted.
     public static let namesQuoted = 5
     /// Findings kept per address; beyond it the least severe are dropped and counted.
@@ -31,7 +31,7 @@ public enum RecordBudget {
     /// `text` cut to at most `limit` UTF-8 bytes, at a Unicode scalar boundary, saying how much
     /// was cut. Bytes, not characters: a server chooses these strings, and one "character" can
     /// carry thousands of combining marks.
-    public static func clamp(_ text: String, to limit: Int = messageCharacters) -> String {
+    public static func clamp(_ text: String, to limit: Int = messageBytes) -> String {
         guard text.utf8.count > limit else { return text }
         let marker = " [... \((text.utf8.count - limit).grouped) more bytes]"
         var kept = String.UnicodeScalarView()
@@ -94,9 +94,9 @@ extension AddressScanResult {
         }
         result.atsClientRefusal = result.atsClientRefusal.map { RecordBudget.clamp($0) }
         if RecordBudget.estimatedBytes(result) > RecordBudget.recordBytes {
-            let short = RecordBudget.shortMessageCharacters
+            let short = RecordBudget.shortMessageBytes
             result.findings = RecordBudget.capFindings(result.findings, notes: [
-                "messages were cut to \(short) characters to keep the record within \(RecordBudget.recordBytes / 1024) KiB",
+                "messages were cut to \(short) bytes to keep the record within \(RecordBudget.recordBytes / 1024) KiB",
             ], messageLimit: short)
         }
         return result
@@ -136,7 +136,7 @@ extension RecordBudget {
 
     /// At most `findings` findings, the most severe kept (input order otherwise), messages clamped;
     /// `notes` and the count of dropped findings go into one `chain.oversized` finding.
-    static func capFindings(_ findings: [Finding], notes: [String], messageLimit: Int = messageCharacters) -> [Finding] {
+    static func capFindings(_ findings: [Finding], notes: [String], messageLimit: Int = messageBytes) -> [Finding] {
         var kept = findings.map { finding -> Finding in
             var finding = finding
             finding.message = clamp(finding.message, to: messageLimit)
@@ -156,7 +156,7 @@ extension RecordBudget {
             kept = kept.indices.filter(keep.contains).map { kept[$0] }
         }
         guard earlier != nil || !notes.isEmpty else { return kept }
-        let limit = max(messageLimit, shortMessageCharacters)
+        let limit = max(messageLimit, shortMessageBytes)
         let text: String
         if let earlier, notes.isEmpty {
             text = clamp(earlier, to: limit) // As it was: applying the budget again changes nothing.
@@ -172,7 +172,7 @@ extension RecordBudget {
     }
 
     /// Message length when a record would exceed `recordBytes` with full-length messages.
-    static let shortMessageCharacters = 200
+    static let shortMessageBytes = 200
 
     /// A generous estimate of the bytes `result` takes in the store (its JSON columns and its
     /// certificate references), certificates themselves excluded.
