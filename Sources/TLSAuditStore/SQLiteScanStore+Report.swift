@@ -83,7 +83,7 @@ private struct ReportReader {
                 """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
             while let row = try cursor.next() {
                 let verdict = PassVerdict(condition: AddressCondition(rawValue: row[2]) ?? .unreachable,
-                                          policy: CompliancePolicy(rawValue: row[3]) ?? .ats, rules: row[4], trustErrors: [])
+                                          policy: CompliancePolicy(rawValue: row[3]) ?? .ats, rules: row[4], trustErrorsAndLints: [])
                 try timeline.apply(verdict, key: row[0], at: Date(timeIntervalSince1970: row[1]))
             }
         } else {
@@ -378,7 +378,7 @@ private struct ReportReader {
     /// The columns every verdict query starts with, in this order (read by index: a million
     /// rows make name lookups count).
     private enum Column {
-        static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, trustErrors = 6
+        static let id = 0, status = 1, hasChain = 2, ownPolicy = 3, compliant = 4, failedRules = 5, trustErrorsAndLints = 6
         static let content = 7, sni = 8, host = 9, startedAt = 10
         /// 1 when a verdict of the observation records a pin mismatch (pins do not depend on the policy).
         static let pinMismatch = 11
@@ -391,12 +391,12 @@ private struct ReportReader {
     private static func verdictSQL(policy: CompliancePolicy?, withTrust: Bool = false) -> (columns: String, joins: String) {
         // The ids of the trust errors and of the conformance lints among the findings, comma-separated
         // (read for the current state only).
-        let trustErrors = !withTrust ? "NULL" : """
+        let trustErrorsAndLints = !withTrust ? "NULL" : """
             (SELECT group_concat(json_extract(f.value, '$.id')) FROM json_each(v.findings) AS f
              WHERE (json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
                 OR json_extract(f.value, '$.id') LIKE 'lint.%')
             """
-        let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrors)"
+        let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrorsAndLints)"
         let pinMismatch = """
             (SELECT 1 FROM verdict pv WHERE pv.observation_id = o.id AND json_extract(pv.pin, '$.state') = 'mismatch' LIMIT 1)
             """
@@ -415,7 +415,8 @@ private struct ReportReader {
         var condition: AddressCondition
         var policy: CompliancePolicy
         var rules: String
-        var trustErrors: [String]
+        /// The ids of the trust errors and of the conformance lints (current state only).
+        var trustErrorsAndLints: [String]
     }
 
     /// The verdict of a row that starts with `verdictSQL()`'s columns. `withTrust` decodes the
@@ -448,26 +449,26 @@ private struct ReportReader {
             let verdict = PassVerdict(
                 condition: Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
                 policy: policy, rules: try SQLiteScanStore.json(judged.verdict.failedRules),
-                trustErrors: Self.trustErrors(judged.findings))
+                trustErrorsAndLints: Self.trustErrorsAndLints(judged.findings))
             var entry = rejudged[content] ?? Judged(result)
             entry.verdicts[entry.validity(at: time)] = verdict
             rejudged[content] = entry
             return verdict
         }
         let policy = query.policy ?? CompliancePolicy(rawValue: row[Column.ownPolicy] ?? "") ?? .ats
-        let trustErrors = withTrust ? ((row[Column.trustErrors] as String?)?.split(separator: ",").map(String.init) ?? []) : []
+        let reported = withTrust ? ((row[Column.trustErrorsAndLints] as String?)?.split(separator: ",").map(String.init) ?? []) : []
         let compliant: Bool = row[Column.compliant]
         return PassVerdict(condition: Self.condition(status: status, hasChain: hasChain, compliant: compliant),
-                           policy: policy, rules: row[Column.failedRules] ?? "[]", trustErrors: trustErrors)
+                           policy: policy, rules: row[Column.failedRules] ?? "[]", trustErrorsAndLints: reported)
     }
 
     private mutating func verdict(_ row: Row) throws -> ReportVerdict {
         let verdict = try passVerdict(row, withTrust: true)
         var report = ReportVerdict(condition: verdict.condition, policy: verdict.policy,
                                    failedRules: try SQLiteScanStore.rules(verdict.rules),
-                                   trustErrors: verdict.trustErrors.filter { $0.hasPrefix("trust.") })
+                                   trustErrors: verdict.trustErrorsAndLints.filter { $0.hasPrefix("trust.") })
         var seen = Set<String>()
-        report.lints = verdict.trustErrors.filter { $0.hasPrefix("lint.") && seen.insert($0).inserted }
+        report.lints = verdict.trustErrorsAndLints.filter { $0.hasPrefix("lint.") && seen.insert($0).inserted }
         return report
     }
 
@@ -476,7 +477,7 @@ private struct ReportReader {
     }
 
     /// The trust errors, then the conformance lints (`verdict(_:)` tells them apart by prefix).
-    static func trustErrors(_ findings: [Finding]) -> [String] {
+    static func trustErrorsAndLints(_ findings: [Finding]) -> [String] {
         findings.filter { ($0.severity == .error && $0.id.rawValue.hasPrefix("trust.")) || $0.id.rawValue.hasPrefix("lint.") }.map(\.id.rawValue)
     }
 
