@@ -478,7 +478,7 @@ private struct ReportReader {
 
     /// The trust errors, then the conformance lints (`verdict(_:)` tells them apart by prefix).
     static func trustErrorsAndLints(_ findings: [Finding]) -> [String] {
-        findings.filter { ($0.severity == .error && $0.id.rawValue.hasPrefix("trust.")) || $0.id.rawValue.hasPrefix("lint.") }.map(\.id.rawValue)
+        findings.filter { $0.isTrustError || $0.id.rawValue.hasPrefix("lint.") }.map(\.id.rawValue)
     }
 
     /// A new failure or a fix between two verdicts of scans that reached the server.

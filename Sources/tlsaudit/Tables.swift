@@ -34,7 +34,7 @@ enum HistoryTable {
             if entry.status == .failed {
                 outcome = "FAILED \(entry.failureCategory?.rawValue ?? "")"
             } else {
-                let trustErrors = entry.findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }.map(\.id.rawValue)
+                let trustErrors = entry.findings.filter(\.isTrustError).map(\.id.rawValue)
                 outcome = entry.compliant ? "COMPLIANT"
                     : "NOT COMPLIANT (" + TrustReasons.expand(entry.failedRules, trustErrors: trustErrors).joined(separator: ",") + ")"
             }

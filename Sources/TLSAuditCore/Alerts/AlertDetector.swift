@@ -112,7 +112,7 @@ public enum AlertDetector {
             memory.leafSPKI = leaf.spkiSHA256
         }
         // Trust (judged from what the chain showed, even when the handshake did not complete).
-        let trustErrors = result.findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
+        let trustErrors = result.findings.filter(\.isTrustError)
         let trusted = trustErrors.isEmpty
         let firstLook = memory.trusted == nil && rules.alertOnFirstScan
         if memory.trusted == true || firstLook, !trusted {

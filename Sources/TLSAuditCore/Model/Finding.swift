@@ -113,6 +113,9 @@ public struct Finding: Hashable, Codable, Sendable {
         self.depth = depth
         self.message = RecordBudget.clamp(message)
     }
+
+    /// A `trust.*` error: one of the reasons behind `ats.trust`.
+    public var isTrustError: Bool { severity == .error && id.rawValue.hasPrefix("trust.") }
 }
 
 extension Array where Element == Finding {

@@ -203,7 +203,7 @@ public final class TLSScanner: Sendable {
     /// its own anchor), with dates, and with the name when `validates_domain_name`.
     static func evaluate(_ pins: PinPolicy, attempt: HandshakeAttempt, presented: [CertificateSummary],
                          building: PathBuildingResult, findings: [Finding], context: TrustContext) -> PinEvaluation {
-        let trustErrors = findings.filter { $0.severity == .error && $0.id.rawValue.hasPrefix("trust.") }
+        let trustErrors = findings.filter(\.isTrustError)
         return pins.evaluate(presented: presented, path: building.path, trustErrors: trustErrors) { pinned in
             let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
             guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else {
