@@ -22,7 +22,6 @@ func parseSingleTarget(_ text: String, connectTo: String?) throws -> ScanTarget 
     }
 }
 
-/// `--connect-to`, `--ca-file` and `--timeout` for commands that reach one server.
 /// How `--format json` documents are laid out: indented (the default, every command alike) or on one line.
 struct JSONStyleOptions: ParsableArguments {
     @Flag(help: "With --format json: the whole document on one line, no indentation (default: indented).")
@@ -31,6 +30,7 @@ struct JSONStyleOptions: ParsableArguments {
     var encoder: JSONDocumentEncoder { compact ? .tlsauditCompact : .tlsaudit }
 }
 
+/// `--connect-to`, `--ca-file` and `--timeout` for commands that reach one server.
 struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
     var connectTo: String?
