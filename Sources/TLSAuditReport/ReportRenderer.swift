@@ -150,34 +150,32 @@ enum CSVReport {
     static func render(_ report: ComplianceReport) -> String {
         var out = header.joined(separator: ",") + "\r\n"
         var rank: [String: Int] = [:], fixes: [String: [String]] = [:]
+        func key(_ target: String, _ address: String) -> String { target + "\u{1F}" + address }
         for item in report.fixFirst {
-            let key = item.target + "\u{1F}" + item.address
+            let key = key(item.target, item.address)
             if rank[key] == nil { rank[key] = rank.count + 1 }
             fixes[key, default: []].append("\(item.problem): \(item.fix)")
         }
-        var rows: [(order: Int, index: Int, target: ComplianceReport.TargetEntry, address: ComplianceReport.AddressEntry)] = []
+        var rows: [(order: Int, index: Int, key: String, target: ComplianceReport.TargetEntry, address: ComplianceReport.AddressEntry)] = []
         for target in report.targets {
             for address in target.addresses {
-                let order: Int = rank[target.target + "\u{1F}" + address.address] ?? Int.max
-                rows.append((order, rows.count, target, address))
+                let key = key(target.target, address.address)
+                rows.append((rank[key] ?? Int.max, rows.count, key, target, address))
             }
         }
         rows.sort { ($0.order, $0.index) < ($1.order, $1.index) }
-        for (_, _, target, address) in rows {
-            do {
-                let key = target.target + "\u{1F}" + address.address
-                let cells: [String?] = [
-                    target.target, target.host, String(target.port), address.address, address.status.rawValue,
-                    address.policy.rawValue, address.failedRules.joined(separator: " "),
-                    address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
-                    address.pinState, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
-                    address.protocolVersion, address.cipher, Timestamp.format(address.lastScanAt),
-                    address.failureCategory, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
-                ]
-                out += cells.enumerated().map { index, cell in
-                    field(cell ?? "", numeric: index == 2 || index == 11 || index == 17)
-                }.joined(separator: ",") + "\r\n"
-            }
+        for (_, _, key, target, address) in rows {
+            let cells: [String?] = [
+                target.target, target.host, String(target.port), address.address, address.status.rawValue,
+                address.policy.rawValue, address.failedRules.joined(separator: " "),
+                address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
+                address.pinState, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
+                address.protocolVersion, address.cipher, Timestamp.format(address.lastScanAt),
+                address.failureCategory, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
+            ]
+            out += cells.enumerated().map { index, cell in
+                field(cell ?? "", numeric: index == 2 || index == 11 || index == 17)
+            }.joined(separator: ",") + "\r\n"
         }
         return out
     }
