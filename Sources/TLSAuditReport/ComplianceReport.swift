@@ -27,7 +27,9 @@ public struct ComplianceReport: Codable, Sendable {
     /// with its one-line fix. Added in tlsaudit.report/1 on 2026-11-23.
     public var fixFirst: [FixItem] = []
     /// The compliance the trend is coloured against, in percent (`report --goal`).
-    public var goal: Double = 95
+    public var goal: Double = ComplianceReport.defaultGoal
+    /// `goal` unless `report --goal` (or a request) says otherwise.
+    public static let defaultGoal = 95.0
 
     /// One address to fix, in the order `ReportBuilder.fixFirst` gives.
     public struct FixItem: Codable, Sendable, Hashable {

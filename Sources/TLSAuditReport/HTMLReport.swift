@@ -109,7 +109,7 @@ enum HTMLReport {
 
 /// The compliance trend as an inline SVG line chart (0-100%), with a tooltip per point.
 enum TrendChart {
-    static func svg(_ points: [ComplianceReport.TrendPoint], goal: Double = 95) -> String {
+    static func svg(_ points: [ComplianceReport.TrendPoint], goal: Double) -> String {
         let width = 720.0, height = 220.0, left = 44.0, right = 12.0, top = 12.0, bottom = 30.0
         let plotWidth = width - left - right, plotHeight = height - top - bottom
         var out = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"Compliance over the period\">\n"

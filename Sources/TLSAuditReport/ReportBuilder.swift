@@ -18,7 +18,8 @@ public enum ReportBuilder {
         ReportQuery(start: end.addingTimeInterval(-since), end: end, policy: policy, targets: targets, step: step(for: since))
     }
 
-    public static func build(_ data: ReportData, expiringWithinDays: Int = 30, goal: Double = 95) -> ComplianceReport {
+    public static func build(_ data: ReportData, expiringWithinDays: Int = 30,
+                             goal: Double = ComplianceReport.defaultGoal) -> ComplianceReport {
         let end = data.query.end
         let addresses = data.addresses.map { address -> ComplianceReport.AddressEntry in
             let earliest = address.chain.map(\.notAfter).min()

@@ -40,7 +40,7 @@ struct ReportCommand: ParsableCommand {
     var expiringWithin: String = "30d"
 
     @Option(help: "The compliance goal in percent: the trend is green at or above it, red below (default 95).")
-    var goal: Double = 95
+    var goal: Double = ComplianceReport.defaultGoal
 
     func validate() throws {
         guard (0...100).contains(goal) else { throw ValidationError("--goal must be a percentage from 0 to 100.") }
