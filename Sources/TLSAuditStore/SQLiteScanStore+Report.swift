@@ -393,8 +393,7 @@ private struct ReportReader {
         // (read for the current state only).
         let trustErrorsAndLints = !withTrust ? "NULL" : """
             (SELECT group_concat(json_extract(f.value, '$.id')) FROM json_each(v.findings) AS f
-             WHERE (json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')
-                OR json_extract(f.value, '$.id') LIKE 'lint.%')
+             WHERE \(SQLiteScanStore.trustErrorSQL) OR json_extract(f.value, '$.id') LIKE 'lint.%')
             """
         let observation = "o.id, o.status, o.trust_store IS NOT NULL, o.policy, v.compliant, v.failed_rules, \(trustErrorsAndLints)"
         let pinMismatch = """

@@ -363,6 +363,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Reading
 
+    /// `Finding.isTrustError` in SQL, for a finding `f` of `json_each(findings)`.
+    static let trustErrorSQL = "(json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')"
+
     public func status() throws -> [TargetStatus] {
         do {
             return try pool.read { db in
@@ -370,8 +373,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     SELECT t.*, (SELECT group_concat(json_extract(f.value, '$.id'))
                                  FROM verdict v, json_each(v.findings) AS f
                                  WHERE v.observation_id = t.last_observation_id AND v.policy = t.policy
-                                   AND json_extract(f.value, '$.severity') = 'error'
-                                   AND json_extract(f.value, '$.id') LIKE 'trust.%') AS trust_errors
+                                   AND \(Self.trustErrorSQL)) AS trust_errors
                     FROM target_state t ORDER BY t.target, t.address
                     """).map { row in
                     var status = TargetStatus(
