@@ -15,9 +15,8 @@ enum HTMLReport {
                 body += "<h3>\(escape(text))</h3>\n"
             case .paragraph(let text):
                 body += "<p>\(escape(text))</p>\n"
-            case .table(let header, let rows):
-                // A numbered list (the fix-first table) stacks into one block per row on a phone.
-                let style = header.first == "#" ? " class=\"stack\"" : ""
+            case .table(let header, let rows, let stacksOnPhone):
+                let style = stacksOnPhone ? " class=\"stack\"" : ""
                 body += "<div class=\"scroll\"><table\(style)>\n<thead><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr></thead>\n<tbody>\n"
                 for row in rows {
                     body += "<tr>" + row.map { cell in

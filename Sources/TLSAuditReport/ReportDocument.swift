@@ -21,7 +21,8 @@ struct ReportDocument {
         case heading(String)
         case subheading(String)
         case paragraph(String)
-        case table(header: [String], rows: [[Cell]])
+        /// `stacksOnPhone`: in HTML, each row becomes one block on a narrow screen (the fix-first list).
+        case table(header: [String], rows: [[Cell]], stacksOnPhone: Bool = false)
         case trend([ComplianceReport.TrendPoint], goal: Double)
     }
 
@@ -72,7 +73,7 @@ struct ReportDocument {
         blocks.append(.table(header: ["#", "Target", "Address", "Problem", "Fix"], rows: report.fixFirst.enumerated().map { index, item in
             let tone: Tone = ["expired", "untrusted", "pin-mismatch"].contains(item.category) ? .bad : .warning
             return [Cell("\(index + 1)"), Cell(item.target), Cell(item.address), Cell(item.problem, tone), Cell(item.fix)]
-        }))
+        }, stacksOnPhone: true))
     }
 
     private mutating func fleet(_ report: ComplianceReport) {

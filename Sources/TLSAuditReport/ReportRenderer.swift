@@ -63,7 +63,7 @@ enum TextReport {
                 out += "\n  \(text)\n"
             case .paragraph(let text):
                 out += "  \(text.withoutControlCharacters)\n"
-            case .table(let header, let rows):
+            case .table(let header, let rows, _):
                 let table = TextTable.render(header: header.map { $0.uppercased() },
                                              rows: rows.map { $0.map(\.text.withoutControlCharacters) })
                 out += table.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
@@ -100,7 +100,7 @@ enum MarkdownReport {
                 out += "\n### \(escape(text))\n"
             case .paragraph(let text):
                 out += "\n\(escape(text))\n"
-            case .table(let header, let rows):
+            case .table(let header, let rows, _):
                 out += "\n| " + header.map(escape).joined(separator: " | ") + " |\n"
                 out += "|" + String(repeating: " --- |", count: header.count) + "\n"
                 for row in rows {
