@@ -41,6 +41,9 @@ public struct PathBuildingIssue: Hashable, Codable, Sendable {
         case policy
         /// Anything else OpenSSL reports, with its code.
         case other
+        /// Not OpenSSL's: the search for another path stopped at a bound (`code` 0), so a valid
+        /// path may exist that was not tried.
+        case searchLimit
     }
 
     public var kind: Kind
@@ -80,5 +83,44 @@ public struct PathBuildingResult: Hashable, Codable, Sendable {
             copy.path[index].certificate = copy.path[index].certificate.judged(at: date)
         }
         return copy
+    }
+}
+
+/// Every path built from one presented chain, OpenSSL's own choice first. Which one counts depends
+/// on the moment it is judged at (a cross-sign may have expired since), so the choice is made there.
+public struct PathCandidates: Hashable, Sendable {
+    /// Never empty.
+    public var candidates: [PathBuildingResult]
+    /// The search stopped at a bound before trying every candidate issuer.
+    public var searchLimitReached: Bool
+
+    public init(_ candidates: [PathBuildingResult], searchLimitReached: Bool = false) {
+        self.candidates = candidates.isEmpty ? [PathBuildingResult(path: [], anchored: false, issues: [])] : candidates
+        self.searchLimitReached = searchLimitReached
+    }
+
+    /// The path a client that backtracks would use at `date`: the first with the fewest problems
+    /// (not anchored outweighs everything; then each path-building issue and each certificate out
+    /// of its validity period counts one), with `daysLeft` set for `date`.
+    public func judged(at date: Date) -> PathBuildingResult {
+        var best = candidates[0]
+        var fewest = best.problems(at: date)
+        for candidate in candidates.dropFirst() where fewest > 0 {
+            let problems = candidate.problems(at: date)
+            if problems < fewest { (best, fewest) = (candidate, problems) }
+        }
+        if searchLimitReached {
+            best.issues.append(PathBuildingIssue(kind: .searchLimit, depth: 0, code: 0,
+                                                 detail: "the search for a trusted path stopped at its bound"))
+        }
+        return best.judged(at: date)
+    }
+}
+
+extension PathBuildingResult {
+    /// How far this path is from valid at `date`, for choosing among candidates.
+    func problems(at date: Date) -> Int {
+        let outOfDate = path.count { date < $0.certificate.notBefore || date > $0.certificate.notAfter }
+        return (anchored ? 0 : 1_000) + issues.count + outOfDate
     }
 }

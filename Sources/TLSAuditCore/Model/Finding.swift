@@ -61,6 +61,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let trustCertificateTransparency: FindingID = "trust.certificate-transparency"
     public static let trustInvalid: FindingID = "trust.invalid"
     public static let trustNoCertificate: FindingID = "trust.no-certificate"
+    /// Path building stopped at one of its bounds (depth, paths, signature checks): a warning.
+    public static let trustPathSearchLimit: FindingID = "trust.path-search-limit"
 
     // Pinning.
     public static let pinMismatch: FindingID = "pin.mismatch"

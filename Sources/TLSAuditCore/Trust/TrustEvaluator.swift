@@ -117,6 +117,9 @@ public enum TrustEvaluator {
         case .policy:
             return Finding(.trustPolicy, .error, depth: issue.depth,
                            "Certificate policy processing fails: \(issue.detail).")
+        case .searchLimit:
+            return Finding(.trustPathSearchLimit, .warning,
+                           "Path building stopped at its bound (\(issue.detail)): the chain offers more candidate issuers than a client tries, and a valid path may exist that was not tried.")
         case .other where issue.code == 1 && path.contains(where: { $0.nameConstraints != nil }):
             // OpenSSL's X509_V_ERR_UNSPECIFIED from name-constraint checking: more than 2^20 name and subtree pairs.
             return Finding(.trustInvalid, .error, depth: issue.depth,

@@ -209,6 +209,7 @@ public final class Enumerator: Sendable {
             if let known = judgedChains[key] { return known }
             let presented = attempt.presented.map { $0.summary() }
             let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
+                .judged(at: context.time)
             let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
             let rules = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)
             let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }

@@ -1,0 +1,275 @@
+import COpenSSL
+import Foundation
+import TLSAuditCore
+
+/// Builds paths from a presented chain to the anchors the way webpki, Go's crypto/x509 and
+/// BoringSSL do: every certificate whose subject names the issuer and whose key verifies the
+/// signature is a candidate (anchors first, then the certificates sent), a candidate that leads
+/// nowhere is left for the next one, and every complete path is then verified by OpenSSL's
+/// X509_verify_cert alone, collecting every error by depth. Which path counts is chosen when the
+/// result is judged at a date (`PathCandidates.judged(at:)`): the first with the fewest problems.
+enum PathBuilder {
+    /// Bounds on the search, against chains of hundreds of certificates, many certificates with
+    /// one subject, and loops: certificates in one path, complete paths kept, signature checks.
+    enum Limits {
+        static let pathLength = 12
+        static let completePaths = 8
+        static let signatureChecks = 64
+    }
+
+    /// Builds from `presented[leafIndex]` (the leaf; 0 for a server's chain) using every other
+    /// presented certificate as an untrusted intermediate candidate.
+    /// `summaries`, when given, are the presented certificates' summaries (same order): reused for
+    /// path elements that are presented certificates instead of being computed again. The paths'
+    /// summaries carry no `daysLeft` (built paths are reused across scans): callers judge them at
+    /// their own time.
+    static func build(presented: [X509Certificate], leafIndex: Int = 0, store: TrustStore,
+                      summaries: [CertificateSummary]? = nil) -> PathCandidates {
+        guard presented.indices.contains(leafIndex) else {
+            return PathCandidates([PathBuildingResult(path: [], anchored: false, issues: [])])
+        }
+        let known = summaries.flatMap { $0.count == presented.count ? $0 : nil }
+        let presentedFingerprints = known?.map(\.sha256Fingerprint) ?? presented.map { Digest.sha256($0.der).hex }
+        let key = TrustStore.BuiltPathKey(fingerprints: presentedFingerprints, leafIndex: leafIndex)
+        if let built = store.builtPaths.withLock({ $0[key] }) { return built }
+
+        let labels = PathLabels(presented: presented, known: known, fingerprints: presentedFingerprints, store: store)
+        let untrusted = presented.enumerated().filter { $0.offset != leafIndex }.map(\.element.pointer)
+        let openSSLChoice = verify(leaf: presented[leafIndex].pointer, untrusted: untrusted, store: store.pointer,
+                                   partialChain: store.partialChain, labels: labels)
+        var candidates = [openSSLChoice]
+        var searchLimitReached = false
+        if !store.partialChain { // Pinned certificates are anchors at any depth: OpenSSL's own path, as AFNetworking gets it.
+            let search = CandidateSearch(leaf: presented[leafIndex].pointer, others: untrusted, store: store)
+            searchLimitReached = search.limitReached
+            let chosen = openSSLChoice.path.map(\.certificate.sha256Fingerprint)
+            for path in search.paths {
+                let elements = path.map(labels.element(for:))
+                guard elements.map(\.certificate.sha256Fingerprint) != chosen else { continue }
+                candidates.append(verify(leaf: path[0].pointer,
+                                         untrusted: path.dropFirst().filter { !$0.fromStore }.map(\.pointer),
+                                         anchors: path.filter(\.fromStore).map(\.pointer), labels: labels))
+            }
+        }
+        let result = PathCandidates(candidates, searchLimitReached: searchLimitReached)
+        guard candidates.contains(where: \.anchored), let known, known.reduce(0, { $0 + $1.der.count }) <= 32_768 else {
+            return result
+        }
+        store.builtPaths.withLock { built in
+            if built.count >= 256 { built.removeAll(keepingCapacity: true) }
+            built[key] = result
+        }
+        return result
+    }
+
+    /// One certificate of a candidate path and where it came from.
+    struct Node {
+        var pointer: OpaquePointer
+        var fromStore: Bool
+    }
+
+    /// The depth-first search for complete paths (ending in a self-signed anchor, or in any anchor
+    /// of a partial-chain store), within `Limits`.
+    final class CandidateSearch {
+        private(set) var paths: [[Node]] = []
+        private(set) var limitReached = false
+        private var signatureChecks = 0
+        private let others: [OpaquePointer]
+        private let lookup: OpaquePointer?
+        /// Stacks returned by the store's lookups, freed with the search: they keep the anchors alive.
+        private var lookedUp: [OpaquePointer] = []
+
+        init(leaf: OpaquePointer, others: [OpaquePointer], store: TrustStore) {
+            self.others = others
+            lookup = X509_STORE_CTX_new()
+            guard let lookup, X509_STORE_CTX_init(lookup, store.pointer, leaf, nil) == 1 else {
+                OpenSSLErrors.clear()
+                return
+            }
+            if anchors(named: X509_get_subject_name(leaf)).contains(where: { X509_cmp($0, leaf) == 0 }) {
+                paths.append([Node(pointer: leaf, fromStore: true)]) // The leaf itself is trusted.
+            } else {
+                extend([Node(pointer: leaf, fromStore: false)])
+            }
+            OpenSSLErrors.clear()
+        }
+
+        deinit {
+            for stack in lookedUp { tlsaudit_sk_X509_pop_free(stack) }
+            if let lookup { X509_STORE_CTX_free(lookup) }
+        }
+
+        private func extend(_ path: [Node]) {
+            guard paths.count < Limits.completePaths, path.count < Limits.pathLength else {
+                limitReached = true
+                return
+            }
+            let current = path[path.count - 1].pointer
+            let issuerName = X509_get_issuer_name(current)
+            let anchors = likelyFirst(anchors(named: issuerName), for: current)
+            for anchor in anchors where !path.contains(where: { X509_cmp($0.pointer, anchor) == 0 }) {
+                guard signs(anchor, current) else { continue }
+                let extended = path + [Node(pointer: anchor, fromStore: true)]
+                if X509_self_signed(anchor, 0) == 1 { paths.append(extended) } else { extend(extended) }
+                if limitReached { return }
+            }
+            if X509_self_signed(current, 0) == 1 { return } // A root that is not an anchor ends nowhere.
+            let named = others.filter { X509_NAME_cmp(X509_get_subject_name($0), issuerName) == 0 }
+            for candidate in likelyFirst(named, for: current) {
+                // A sent copy of an anchor was tried as the anchor; a certificate appears once per path.
+                guard !anchors.contains(where: { X509_cmp($0, candidate) == 0 }),
+                      !path.contains(where: { X509_cmp($0.pointer, candidate) == 0 }),
+                      signs(candidate, current) else { continue }
+                extend(path + [Node(pointer: candidate, fromStore: false)])
+                if limitReached { return }
+            }
+        }
+
+        /// `issuers` with those whose subject key identifier is `certificate`'s authority key
+        /// identifier first and those whose identifier differs last (Go's order), each group in input order.
+        private func likelyFirst(_ issuers: [OpaquePointer], for certificate: OpaquePointer) -> [OpaquePointer] {
+            guard issuers.count > 1, let authority = X509_get0_authority_key_id(certificate) else { return issuers }
+            func rank(_ issuer: OpaquePointer) -> Int {
+                guard let subject = X509_get0_subject_key_id(issuer) else { return 1 }
+                return ASN1_OCTET_STRING_cmp(subject, authority) == 0 ? 0 : 2
+            }
+            return issuers.enumerated().sorted { (rank($0.element), $0.offset) < (rank($1.element), $1.offset) }.map(\.element)
+        }
+
+        /// Whether `issuer`'s key verifies `certificate`'s signature (counted against the limit).
+        private func signs(_ issuer: OpaquePointer, _ certificate: OpaquePointer) -> Bool {
+            guard signatureChecks < Limits.signatureChecks else {
+                limitReached = true
+                return false
+            }
+            signatureChecks += 1
+            guard let key = X509_get0_pubkey(issuer) else { return false }
+            return X509_verify(certificate, key) == 1
+        }
+
+        /// The store's certificates with subject `name` (loaded from the hashed directory on demand).
+        private func anchors(named name: OpaquePointer?) -> [OpaquePointer] {
+            guard let lookup, let name, let stack = X509_STORE_CTX_get1_certs(lookup, name) else {
+                OpenSSLErrors.clear()
+                return []
+            }
+            lookedUp.append(stack)
+            return (0..<tlsaudit_sk_X509_num(stack)).compactMap { tlsaudit_sk_X509_value(stack, $0) }
+        }
+    }
+
+    /// Turns OpenSSL's certificates back into path elements with their summaries and sources.
+    struct PathLabels {
+        var presented: [X509Certificate]
+        var known: [CertificateSummary]?
+        var fingerprints: [String]
+        var store: TrustStore
+
+        func element(for node: Node) -> PathElement { element(for: node.pointer) }
+
+        func element(for pointer: OpaquePointer) -> PathElement {
+            // OpenSSL's chain holds the very X509 objects it was given for presented certificates.
+            let summary: CertificateSummary
+            if let same = presented.firstIndex(where: { $0.pointer == pointer }) {
+                summary = known?[same] ?? X509Certificate(borrowing: pointer).summary()
+            } else {
+                summary = store.summary(ofStoreCertificate: pointer)
+            }
+            let presentedIndex = fingerprints.firstIndex(of: summary.sha256Fingerprint)
+            var element = PathElement(certificate: summary, source: presentedIndex == nil ? .trustStore : .presented,
+                                      presentedIndex: presentedIndex)
+            element.certificate.daysLeft = nil
+            return element
+        }
+    }
+
+    /// Verifies the path OpenSSL builds from `leaf` over exactly `untrusted` to exactly `anchors`
+    /// (a candidate path found by the search).
+    private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], anchors: [OpaquePointer],
+                               labels: PathLabels) -> PathBuildingResult {
+        guard let store = X509_STORE_new() else { return PathBuildingResult(path: [], anchored: false, issues: []) }
+        defer { X509_STORE_free(store) }
+        for anchor in anchors { X509_STORE_add_cert(store, anchor) }
+        OpenSSLErrors.clear()
+        return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: false, labels: labels)
+    }
+
+    /// Collects errors from the verify callback (C callbacks cannot capture, so this rides in app data).
+    private final class Collector {
+        var issues: [(code: Int32, depth: Int32)] = []
+    }
+
+    /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`.
+    private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], store: OpaquePointer, partialChain: Bool,
+                               labels: PathLabels) -> PathBuildingResult {
+        guard let context = X509_STORE_CTX_new(), let stack = tlsaudit_sk_X509_new_null() else {
+            return PathBuildingResult(path: [], anchored: false, issues: [])
+        }
+        defer {
+            X509_STORE_CTX_free(context)
+            tlsaudit_sk_X509_free(stack)
+        }
+        for certificate in untrusted { _ = tlsaudit_sk_X509_push(stack, certificate) }
+        guard X509_STORE_CTX_init(context, store, leaf, stack) == 1 else {
+            OpenSSLErrors.clear()
+            return PathBuildingResult(path: [], anchored: false, issues: [])
+        }
+        // Dates are checked by TrustEvaluator (inclusive notAfter, injectable time).
+        // RFC 5280 policy processing (requireExplicitPolicy, policy mappings, inhibitAnyPolicy) with
+        // anyPolicy as the initial policy set; OpenSSL needs the set given explicitly.
+        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | UInt(X509_V_FLAG_POLICY_CHECK)
+                                 | (partialChain ? UInt(X509_V_FLAG_PARTIAL_CHAIN) : 0))
+        if let parameters = X509_STORE_CTX_get0_param(context), let anyPolicy = OBJ_txt2obj("2.5.29.32.0", 1) {
+            X509_VERIFY_PARAM_add0_policy(parameters, anyPolicy) // takes ownership
+        }
+        let collector = Collector()
+        let unmanaged = Unmanaged.passRetained(collector)
+        defer { unmanaged.release() }
+        _ = tlsaudit_X509_STORE_CTX_set_app_data(context, unmanaged.toOpaque())
+        X509_STORE_CTX_set_verify_cb(context) { ok, context in
+            guard ok == 0, let context, let raw = tlsaudit_X509_STORE_CTX_get_app_data(context) else { return ok }
+            let collector = Unmanaged<Collector>.fromOpaque(raw).takeUnretainedValue()
+            collector.issues.append((X509_STORE_CTX_get_error(context), X509_STORE_CTX_get_error_depth(context)))
+            return 1 // Keep going: record every problem, not just the first.
+        }
+        let verified = X509_verify_cert(context) == 1
+        OpenSSLErrors.clear()
+
+        var path: [PathElement] = []
+        if let chain = X509_STORE_CTX_get1_chain(context) {
+            defer { tlsaudit_sk_X509_pop_free(chain) }
+            for index in 0..<tlsaudit_sk_X509_num(chain) {
+                guard let pointer = tlsaudit_sk_X509_value(chain, index) else { continue }
+                path.append(labels.element(for: pointer))
+            }
+        }
+        var issues: [PathBuildingIssue] = []
+        for (code, depth) in collector.issues {
+            let issue = PathBuildingIssue(kind: kind(of: code), depth: Int(depth), code: Int(code),
+                                          detail: String(cString: X509_verify_cert_error_string(Int(code))))
+            if !issues.contains(issue) { issues.append(issue) }
+        }
+        let anchored = verified && issues.allSatisfy { $0.kind != .untrustedRoot && $0.kind != .missingIssuer && $0.kind != .selfSignedLeaf }
+        return PathBuildingResult(path: path, anchored: anchored && !path.isEmpty, issues: issues)
+    }
+
+    static func kind(of code: Int32) -> PathBuildingIssue.Kind {
+        switch code {
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT: .selfSignedLeaf
+        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN: .untrustedRoot
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY,
+             X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE: .missingIssuer
+        case X509_V_ERR_CERT_SIGNATURE_FAILURE, X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE,
+             X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY: .badSignature
+        case X509_V_ERR_INVALID_CA, X509_V_ERR_INVALID_NON_CA: .issuerNotCA
+        case X509_V_ERR_PATH_LENGTH_EXCEEDED: .pathLengthExceeded
+        case X509_V_ERR_PERMITTED_VIOLATION, X509_V_ERR_EXCLUDED_VIOLATION,
+             X509_V_ERR_SUBTREE_MINMAX, X509_V_ERR_UNSUPPORTED_NAME_SYNTAX,
+             X509_V_ERR_UNSUPPORTED_CONSTRAINT_TYPE, X509_V_ERR_UNSUPPORTED_CONSTRAINT_SYNTAX: .nameConstraintViolation
+        case X509_V_ERR_UNHANDLED_CRITICAL_EXTENSION: .unknownCriticalExtension
+        case X509_V_ERR_KEYUSAGE_NO_CERTSIGN: .keyUsage
+        case X509_V_ERR_NO_EXPLICIT_POLICY, X509_V_ERR_INVALID_POLICY_EXTENSION: .policy
+        default: .other
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// Path building that backtracks: when the first candidate issuer leads to an invalid path and
+/// another leads to a valid one, the valid one counts (webpki, Go, BoringSSL, Apple), in `verify`
+/// and in a scan alike; and the search stays bounded on hostile chains.
+@Suite("path building tries every candidate issuer")
+struct PathBuildingTests {
+    let pki = TestPKI.shared
+
+    /// A root that only trusts `anchors`, written to a file of its own.
+    func rootsFile(_ anchors: [LabCertificate]) throws -> String {
+        let file = pki.directory.appendingPathComponent("roots-\(UUID().uuidString.prefix(8)).pem")
+        try anchors.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    /// `verify` through the binary, and a scan of a server sending the same chain, against the same roots.
+    func verifyAndScan(_ chain: [LabCertificate], roots: String) throws -> (verify: VerifyReport, scan: AddressScanResult) {
+        let file = pki.directory.appendingPathComponent("chain-\(UUID().uuidString.prefix(8)).pem")
+        try chain.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        let output = try CLI.run(["verify", "--chain", file.path, "--roots", roots, "--host", TestPKI.hostname, "--format", "json"])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        let server = try LabTLSServer(LabServerConfiguration(chain: chain))
+        defer { server.stop() }
+        let scanned = try CLI.run(["scan", "--format", "json", "--ca-file", roots, "--connect-to", "127.0.0.1", "--timeout", "5",
+                                   "\(TestPKI.hostname):\(server.port)"])
+        return (report, try scanned.report().single)
+    }
+
+    func trustIDs(_ findings: [Finding]) -> Set<String> {
+        Set(findings.filter { $0.id.rawValue.hasPrefix("trust.") }.map(\.id.rawValue))
+    }
+
+    /// A new root's key, self-signed and cross-signed by an old root (once expired, once valid).
+    struct CrossSigned {
+        let oldRoot: LabCertificate
+        let newRoot: LabCertificate
+        let expiredCrossSign: LabCertificate
+        let validCrossSign: LabCertificate
+        let intermediate: LabCertificate
+    }
+
+    func crossSigned() throws -> CrossSigned {
+        let oldRoot = try LabCertificateAuthority.selfSigned(.authority("path old root"))
+        let newRoot = try LabCertificateAuthority.selfSigned(.authority("path new root"))
+        var expired = LabCertificateRequest.authority("path new root")
+        expired.existingKey = newRoot.key
+        expired.notBefore = Date().addingTimeInterval(-400 * 86_400)
+        expired.notAfter = Date().addingTimeInterval(-30 * 86_400)
+        var valid = LabCertificateRequest.authority("path new root")
+        valid.existingKey = newRoot.key
+        return CrossSigned(oldRoot: oldRoot, newRoot: newRoot, expiredCrossSign: try oldRoot.issue(expired),
+                           validCrossSign: try oldRoot.issue(valid),
+                           intermediate: try newRoot.issue(.authority("path intermediate")))
+    }
+
+    @Test("an expired cross-sign sent before a valid one: the valid one is used, by verify and by a scan")
+    func expiredCrossSignFirst() throws {
+        let pki = try crossSigned()
+        let leaf = try pki.intermediate.issue(.server([TestPKI.hostname]))
+        let (verified, scanned) = try verifyAndScan([leaf, pki.intermediate, pki.expiredCrossSign, pki.validCrossSign],
+                                                    roots: try rootsFile([pki.oldRoot]))
+        #expect(verified.valid, "\(verified.findings)")
+        #expect(!trustIDs(verified.findings).contains("trust.expired"))
+        #expect(verified.chain.path.map(\.presentedIndex) == [0, 1, 3, nil])
+        #expect(scanned.chain?.path.map(\.presentedIndex) == [0, 1, 3, nil])
+        #expect(trustIDs(scanned.findings) == trustIDs(verified.findings), "\(scanned.findings)")
+        #expect(scanned.ats.compliant, "\(scanned.findings)")
+    }
+
+    @Test("only the expired cross-sign: the path through it is reported expired")
+    func onlyExpiredCrossSign() throws {
+        let pki = try crossSigned()
+        let leaf = try pki.intermediate.issue(.server([TestPKI.hostname]))
+        let (verified, scanned) = try verifyAndScan([leaf, pki.intermediate, pki.expiredCrossSign], roots: try rootsFile([pki.oldRoot]))
+        #expect(!verified.valid)
+        #expect(trustIDs(verified.findings).contains("trust.expired"))
+        #expect(trustIDs(scanned.findings) == trustIDs(verified.findings), "\(scanned.findings)")
+    }
+
+    @Test("cross-signed root also trusted itself: the shorter path to the new root, whatever is sent")
+    func crossSignedRootTrusted() throws {
+        let pki = try crossSigned()
+        let leaf = try pki.intermediate.issue(.server([TestPKI.hostname]))
+        let (verified, scanned) = try verifyAndScan([leaf, pki.intermediate, pki.expiredCrossSign],
+                                                    roots: try rootsFile([pki.oldRoot, pki.newRoot]))
+        #expect(verified.valid, "\(verified.findings)")
+        #expect(verified.chain.path.count == 3)
+        #expect(verified.chain.path.last?.certificate.sha256Fingerprint == pki.newRoot.summary.sha256Fingerprint)
+        #expect(scanned.ats.compliant, "\(scanned.findings)")
+    }
+
+    @Test("two intermediates with one name and key, the first name-constrained away from the host: the other one is used")
+    func nameConstraintsExcludeOnePath() throws {
+        let root = try LabCertificateAuthority.selfSigned(.authority("path nc root"))
+        let open = try root.issue(.authority("path nc intermediate"))
+        var constrainedRequest = LabCertificateRequest.authority("path nc intermediate")
+        constrainedRequest.existingKey = open.key
+        constrainedRequest.extraExtensions = [.init(name: "nameConstraints", value: "critical,permitted;DNS:elsewhere.test")]
+        let constrained = try root.issue(constrainedRequest)
+        let leaf = try open.issue(.server([TestPKI.hostname]))
+        let roots = try rootsFile([root])
+        let (verified, scanned) = try verifyAndScan([leaf, constrained, open], roots: roots)
+        #expect(verified.valid, "\(verified.findings)")
+        #expect(verified.chain.path.map(\.presentedIndex) == [0, 2, nil])
+        #expect(trustIDs(scanned.findings) == trustIDs(verified.findings), "\(scanned.findings)")
+        // With only the constrained one, the violation stands.
+        let (alone, _) = try verifyAndScan([leaf, constrained], roots: roots)
+        #expect(trustIDs(alone.findings).contains("trust.name-constraints"), "\(alone.findings)")
+    }
+
+    @Test("an intermediate whose key signed the leaf but which is no CA, beside a real CA of the same name: the CA is used")
+    func leafSignerBesideRealCA() throws {
+        let root = try LabCertificateAuthority.selfSigned(.authority("path ca root"))
+        let real = try root.issue(.authority("path shared name"))
+        var notCA = LabCertificateRequest(commonName: "path shared name", isCA: false)
+        notCA.existingKey = real.key
+        let impostor = try root.issue(notCA)
+        let leaf = try real.issue(.server([TestPKI.hostname]))
+        let roots = try rootsFile([root])
+        let (verified, _) = try verifyAndScan([leaf, impostor, real], roots: roots)
+        #expect(verified.valid, "\(verified.findings)")
+        let (alone, _) = try verifyAndScan([leaf, impostor], roots: roots)
+        #expect(trustIDs(alone.findings).contains("trust.issuer-not-ca"), "\(alone.findings)")
+    }
+
+    @Test("a loop of two CAs naming each other ends; the chain is untrusted, not hung")
+    func loop() throws {
+        let yFirst = try LabCertificateAuthority.selfSigned(.authority("path loop y"))
+        let x = try yFirst.issue(.authority("path loop x"))
+        var yAgain = LabCertificateRequest.authority("path loop y")
+        yAgain.existingKey = yFirst.key
+        let y = try x.issue(yAgain)
+        let leaf = try x.issue(.server([TestPKI.hostname]))
+        let started = Date()
+        let (verified, scanned) = try verifyAndScan([leaf, x, y], roots: pki.rootFile)
+        #expect(!verified.valid)
+        #expect(!scanned.ats.compliant)
+        #expect(Date().timeIntervalSince(started) < 30)
+    }
+
+    @Test("many certificates with the issuer's name, none the issuer: the search stops at its bound and says so")
+    func manyCandidates() throws {
+        let hidden = try LabCertificateAuthority.selfSigned(.authority("path crowded name"))
+        let leaf = try hidden.issue(.server([TestPKI.hostname]))
+        var decoys: [LabCertificate] = []
+        for _ in 0..<70 { decoys.append(try LabCertificateAuthority.selfSigned(.authority("path crowded name"))) }
+        let file = pki.directory.appendingPathComponent("crowd-\(UUID().uuidString.prefix(8)).pem")
+        try ([leaf] + decoys).map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        let output = try CLI.run(["verify", "--chain", file.path, "--roots", try rootsFile([pki.root]), "--host", TestPKI.hostname,
+                                  "--format", "json"])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        #expect(output.status == 1)
+        #expect(!report.valid)
+        let limit = try #require(report.findings.first { $0.id == .trustPathSearchLimit }, "\(report.findings)")
+        #expect(limit.severity == .warning)
+    }
+}
