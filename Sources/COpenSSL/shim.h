@@ -116,4 +116,21 @@ static inline int tlsaudit_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) {
 static inline ASN1_OBJECT *tlsaudit_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }
 static inline void tlsaudit_EXTENDED_KEY_USAGE_free(EXTENDED_KEY_USAGE *eku) { EXTENDED_KEY_USAGE_free(eku); }
 
+/* --- Revocation: OCSP URLs, CRL distribution points, must-staple, CRL stacks --- */
+static inline int tlsaudit_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }
+static inline const char *tlsaudit_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) { return sk_OPENSSL_STRING_value(sk, i); }
+static inline int tlsaudit_sk_DIST_POINT_num(const STACK_OF(DIST_POINT) *sk) { return sk_DIST_POINT_num(sk); }
+/* The full name of a distribution point (a GENERAL_NAMES), or NULL when it has none (a relative name). */
+static inline const GENERAL_NAMES *tlsaudit_DIST_POINT_fullname(const STACK_OF(DIST_POINT) *sk, int i) {
+    DIST_POINT *point = sk_DIST_POINT_value(sk, i);
+    return (point && point->distpoint && point->distpoint->type == 0) ? point->distpoint->name.fullname : NULL;
+}
+static inline void tlsaudit_CRL_DIST_POINTS_free(STACK_OF(DIST_POINT) *sk) { CRL_DIST_POINTS_free(sk); }
+static inline int tlsaudit_sk_ASN1_INTEGER_num(const STACK_OF(ASN1_INTEGER) *sk) { return sk_ASN1_INTEGER_num(sk); }
+static inline const ASN1_INTEGER *tlsaudit_sk_ASN1_INTEGER_value(const STACK_OF(ASN1_INTEGER) *sk, int i) { return sk_ASN1_INTEGER_value(sk, i); }
+static inline void tlsaudit_TLS_FEATURE_free(TLS_FEATURE *features) { TLS_FEATURE_free(features); }
+static inline STACK_OF(X509_CRL) *tlsaudit_sk_X509_CRL_new_null(void) { return sk_X509_CRL_new_null(); }
+static inline int tlsaudit_sk_X509_CRL_push(STACK_OF(X509_CRL) *sk, X509_CRL *crl) { return sk_X509_CRL_push(sk, crl); }
+static inline void tlsaudit_sk_X509_CRL_free(STACK_OF(X509_CRL) *sk) { sk_X509_CRL_free(sk); }
+
 #endif

@@ -42,10 +42,12 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var group: String?
     /// Pins checked on every scan; nil when the target has none.
     public var pins: PinPolicy?
+    /// Revocation checking (soft-fail unless configured).
+    public var revocation: RevocationMode
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
-                pins: PinPolicy? = nil) {
+                pins: PinPolicy? = nil, revocation: RevocationMode = .soft) {
         self.key = key
         self.host = host
         self.port = port
@@ -58,6 +60,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.tags = tags
         self.group = group
         self.pins = pins
+        self.revocation = revocation
     }
 
     /// The scanner's view of this target.
@@ -67,6 +70,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.policy = policy
         target.timeout = timeout
         target.pins = pins
+        target.revocation = revocation
         return target
     }
 }
@@ -203,7 +207,7 @@ struct ConfigurationParser {
     static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
-    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins"]
+    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -219,13 +223,14 @@ struct ConfigurationParser {
         var trust: TrustSetting?
         var tags: [String] = []
         var pins: PinPolicy?
+        var revocation: RevocationMode?
 
         /// `self` with `other`'s values where `other` sets them (tags accumulate; pins replace).
         func overridden(by other: Settings) -> Settings {
             Settings(port: other.port ?? port, sni: other.sni ?? sni, addresses: other.addresses ?? addresses,
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
-                     pins: other.pins ?? pins)
+                     pins: other.pins ?? pins, revocation: other.revocation ?? revocation)
         }
     }
 
@@ -387,7 +392,7 @@ struct ConfigurationParser {
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? 300,
                                    timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .default,
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
-                                   pins: resolved.pins)
+                                   pins: resolved.pins, revocation: resolved.revocation ?? .soft)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -404,6 +409,12 @@ struct ConfigurationParser {
             settings.policy = CompliancePolicy(rawValue: name)
             if settings.policy == nil {
                 report(node, "policy '\(name)' is not one of \(CompliancePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+        }
+        if let node = mapping["revocation"], let name = string(node, "a revocation mode") {
+            settings.revocation = RevocationMode(rawValue: name)
+            if settings.revocation == nil {
+                report(node, "revocation '\(name)' is not one of \(RevocationMode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
         }
         if let node = mapping["addresses"] { settings.addresses = addresses(node) }

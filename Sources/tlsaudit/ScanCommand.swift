@@ -63,6 +63,9 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Judge certificate dates at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
     var at: String?
 
+    @Option(help: "Revocation checking: off, soft (the default: an answer that cannot be had is a warning) or hard (it is an error). OCSP (stapled, then the responder in the leaf's AIA), then CRLs.")
+    var revocation: RevocationMode = .soft
+
     @Option(help: "Also store the results in this SQLite database (the service's format: status and history read it).")
     var database: String?
 
@@ -93,7 +96,7 @@ struct ScanCommand: ParsableCommand {
         let credentials = clientCert.flatMap { cert in clientKey.map { ClientCredentials(certificatePath: cert, keyPath: $0) } }
         let options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
                                   clientCredentials: credentials, addresses: addresses,
-                                  evaluationTime: at.flatMap(Timestamp.parse))
+                                  evaluationTime: at.flatMap(Timestamp.parse), revocation: revocation)
         let scanner: TLSScanner
         do {
             scanner = try TLSScanner(options: options)
@@ -215,6 +218,7 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 
 extension AddressSelection: ExpressibleByArgument {}
 extension CompliancePolicy: ExpressibleByArgument {}
+extension RevocationMode: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
 
 extension StoredScan {

@@ -12,7 +12,9 @@ struct VerifyCommand: ParsableCommand {
             Input: PEM (several certificates per file) or DER, in any order, extras allowed; the \
             leaf is the certificate that issued none of the others (preferring one matching --host). \
             Verdict: the chain is trusted and meets Apple's certificate rules (SHA-2 signatures, \
-            RSA >= 2048 / ECC >= 256 below the root). Exit status: 0 valid, 1 not valid, 2 input \
+            RSA >= 2048 / ECC >= 256 below the root). Revocation is checked from the CRLs and OCSP \
+            responses given (--crl, --ocsp-response), offline; with --revocation soft or hard, what \
+            they do not cover is fetched as a scan does. Exit status: 0 valid, 1 not valid, 2 input \
             unreadable, 64 usage error.
             """
     )
@@ -29,6 +31,18 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: "Judge at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
     var at: String?
 
+    @Option(name: .customLong("crl"), help: "CRL file (DER or PEM) to check revocation against, offline; repeatable.")
+    var crlFiles: [String] = []
+
+    @Option(name: .customLong("ocsp-response"), help: "DER OCSP response file to check revocation against, offline; repeatable.")
+    var ocspResponseFiles: [String] = []
+
+    @Option(help: "Revocation checking: off, soft or hard. Default: soft from the files given (--crl, --ocsp-response), else off; given without files, OCSP and CRLs are fetched as a scan does.")
+    var revocation: RevocationMode?
+
+    @Option(help: "Seconds allowed for fetching revocation answers (with --revocation and no files).")
+    var timeout: Double = 10
+
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
 
@@ -39,16 +53,20 @@ struct VerifyCommand: ParsableCommand {
         if let at, Timestamp.parse(at) == nil {
             throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
         }
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds.") }
     }
 
     func run() throws {
         let store = try loadTrustStore(caFile: roots)
         let report: VerifyReport
         do {
+            let evidence = try OfflineRevocationEvidence(crlFiles: crlFiles, ocspResponseFiles: ocspResponseFiles)
             report = try ChainVerifier.verify(files: chainFiles, roots: store, host: host,
-                                              at: at.flatMap(Timestamp.parse) ?? Date(), toolVersion: TLSAuditCommand.version)
+                                              at: at.flatMap(Timestamp.parse) ?? Date(),
+                                              revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
+                                              timeout: timeout, toolVersion: TLSAuditCommand.version)
         } catch {
-            StandardStream.error.write("tlsaudit: cannot read the chain: \(error)\n")
+            StandardStream.error.write("tlsaudit: cannot read the input: \(error)\n")
             throw ExitCode(2)
         }
         switch format {

@@ -6,9 +6,9 @@ public import Foundation
 public enum AddressAssessment {
     /// Findings for a completed handshake, most severe first, and the ATS verdict.
     public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
-                              building: PathBuildingResult, context: TrustContext, policy: CompliancePolicy,
-                              atsClientRefusal: String?) -> (findings: [Finding], verdict: ATSVerdict) {
-        var trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+                              building: PathBuildingResult, revocation: RevocationReport? = nil, context: TrustContext,
+                              policy: CompliancePolicy, atsClientRefusal: String?) -> (findings: [Finding], verdict: ATSVerdict) {
+        var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
         if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
                                        trustFindings: trust, atsClientRefusal: atsClientRefusal)
@@ -22,10 +22,18 @@ public enum AddressAssessment {
     /// Findings for a chain seen without a completed handshake (e.g. before the server asked
     /// for a client certificate). The verdict is never compliant: the scan did not complete.
     public static func assessChainOnly(presented: [CertificateSummary], building: PathBuildingResult,
-                                       context: TrustContext) -> [Finding] {
+                                       revocation: RevocationReport? = nil, context: TrustContext) -> [Finding] {
         guard !presented.isEmpty else { return [] }
-        return sort(TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+        return sort(trustFindings(presented: presented, building: building, revocation: revocation, context: context)
             + lints(presented: presented, building: building))
+    }
+
+    /// The trust findings of a chain: the path's (`TrustEvaluator`) and its revocation status's.
+    public static func trustFindings(presented: [CertificateSummary], building: PathBuildingResult,
+                                     revocation: RevocationReport?, context: TrustContext) -> [Finding] {
+        let names = building.path.isEmpty ? presented.map(\.displayName) : building.path.map(\.certificate.displayName)
+        return TrustEvaluator.evaluate(presented: presented, building: building, context: context)
+            + (revocation?.findings(names: names) ?? [])
     }
 
     /// Conformance lints of the path as built (else the chain as presented): the same in `scan` and `verify`.
@@ -43,9 +51,11 @@ public enum AddressAssessment {
         let presented = result.chain?.presented ?? []
         let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
         var (findings, verdict) = result.handshake.flatMap { handshake in
-            result.error == nil ? assess(observation: handshake, presented: presented, building: building, context: context,
+            result.error == nil ? assess(observation: handshake, presented: presented, building: building,
+                                         revocation: result.chain?.revocation, context: context,
                                          policy: policy, atsClientRefusal: result.atsClientRefusal) : nil
-        } ?? (assessChainOnly(presented: presented, building: building, context: context), notScanned(policy))
+        } ?? (assessChainOnly(presented: presented, building: building, revocation: result.chain?.revocation, context: context),
+              notScanned(policy))
         // Reports judge history again: the same per-scan budget as the scan itself.
         var chain = result.chain
         RecordBudget.bound(chain: &chain, findings: &findings)

@@ -63,6 +63,14 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let trustNoCertificate: FindingID = "trust.no-certificate"
     /// Path building stopped at one of its bounds (depth, paths, signature checks): a warning.
     public static let trustPathSearchLimit: FindingID = "trust.path-search-limit"
+    /// A certificate of the path is revoked (OCSP or CRL).
+    public static let trustRevoked: FindingID = "trust.revoked"
+
+    // Revocation checking (revocation: soft | hard).
+    /// No definitive revocation answer: warning in soft mode, error in hard mode.
+    public static let revocationUnknown: FindingID = "revocation.unknown"
+    /// The leaf demands OCSP stapling and the server stapled nothing.
+    public static let revocationMustStaple: FindingID = "revocation.must-staple"
 
     // Pinning.
     public static let pinMismatch: FindingID = "pin.mismatch"

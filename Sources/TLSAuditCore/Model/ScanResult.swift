@@ -12,14 +12,17 @@ public struct ChainReport: Hashable, Codable, Sendable {
     public var trustStore: String
     /// What the path builder reported (raw: kept so the chain can be judged again later).
     public var issues: [PathBuildingIssue]
+    /// What revocation checking found (absent when it is off).
+    public var revocation: RevocationReport?
 
     public init(presented: [CertificateSummary], path: [PathElement], anchored: Bool, trustStore: String,
-                issues: [PathBuildingIssue]) {
+                issues: [PathBuildingIssue], revocation: RevocationReport? = nil) {
         self.presented = presented
         self.path = path
         self.anchored = anchored
         self.trustStore = trustStore
         self.issues = issues
+        self.revocation = revocation
     }
 
     /// The path building result this report was made from.

@@ -17,6 +17,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var timeout: Double?
     /// The target's pins, checked on every handshake.
     public var pins: PinPolicy?
+    /// Revocation checking for this target; `nil` takes the scan's (`ScanOptions.revocation`).
+    public var revocation: RevocationMode?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -81,6 +81,24 @@ public enum HTTPClient {
     public static func post(_ url: URL, body: [UInt8], headers: [(name: String, value: String)], timeout: Double,
                             caFile: String? = nil,
                             proxies: HTTPProxySettings = .fromEnvironment()) throws(HTTPRequestFailure) -> Response {
+        try exchange("POST", url, body: body, headers: headers, timeout: timeout, caFile: caFile, proxies: proxies,
+                     maximumBody: nil).response
+    }
+
+    /// Sends a request and reads the whole answer, its body at most `maximumBody` bytes (longer
+    /// is an error, not a truncation), everything within `timeout` seconds. For revocation data
+    /// (OCSP responses, CRLs); the answer's status is the caller's to judge.
+    static func fetch(_ method: String, _ url: URL, body: [UInt8] = [], headers: [(name: String, value: String)] = [],
+                      timeout: Double, maximumBody: Int,
+                      proxies: HTTPProxySettings = .fromEnvironment()) throws(HTTPRequestFailure) -> (response: Response, body: [UInt8]) {
+        try exchange(method, url, body: body, headers: headers, timeout: timeout, caFile: nil, proxies: proxies,
+                     maximumBody: maximumBody)
+    }
+
+    /// One request; the answer's body is read when `maximumBody` is given, else only its status line.
+    private static func exchange(_ method: String, _ url: URL, body: [UInt8], headers: [(name: String, value: String)],
+                                 timeout: Double, caFile: String?, proxies: HTTPProxySettings,
+                                 maximumBody: Int?) throws(HTTPRequestFailure) -> (response: Response, body: [UInt8]) {
         let deadline = Deadline(after: timeout)
         let target = try Endpoint(url)
         let https = target.scheme == "https"
@@ -93,9 +111,9 @@ public enum HTTPClient {
         let stream: any ByteStream = https
             ? try TLSStream(socket: socket, host: target.host, caFile: caFile, deadline: deadline, timeout: timeout)
             : socket
-        var head = "POST \(proxy != nil && !https ? target.absoluteForm : target.requestTarget) HTTP/1.1\r\n"
+        var head = "\(method) \(proxy != nil && !https ? target.absoluteForm : target.requestTarget) HTTP/1.1\r\n"
         if !https, let authorization = proxy?.basicAuthorization { head += "Proxy-Authorization: \(authorization)\r\n" }
-        head += "Host: \(target.hostHeader)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+        head += "Host: \(target.hostHeader)\r\n\(method == "GET" ? "" : "Content-Length: \(body.count)\r\n")Connection: close\r\n"
         if let authorization = target.basicAuthorization { head += "Authorization: \(authorization)\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
@@ -107,12 +125,15 @@ public enum HTTPClient {
             // Large, 401): that answer, when it can still be read, says more than the failed write.
             // A success it cannot be: the server did not read all of what it would have accepted.
             if let early = try? readResponse(stream, from: target.display, deadline: deadline, timeout: timeout) {
-                guard (200..<300).contains(early.status) else { return early }
+                guard (200..<300).contains(early.status) else { return (early, []) }
                 throw HTTPRequestFailure("\(target.display) answered HTTP \(early.status) before the whole request was sent")
             }
             throw HTTPRequestFailure("\(target.display) closed the connection before the request was sent")
         }
-        return try readResponse(stream, from: target.display, deadline: deadline, timeout: timeout)
+        guard let maximumBody else {
+            return (try readResponse(stream, from: target.display, deadline: deadline, timeout: timeout), [])
+        }
+        return try readAnswer(stream, from: target.display, deadline: deadline, timeout: timeout, maximumBody: maximumBody)
     }
 
     /// The first address of `endpoint` that accepts a TCP connection.
@@ -192,6 +213,84 @@ public enum HTTPClient {
             received += chunk
             total += chunk.count
         }
+    }
+
+    /// Reads a whole answer: the final header block (interim 1xx answers skipped), then a body
+    /// framed by Content-Length, chunked transfer coding, or the end of the connection.
+    private static func readAnswer(_ stream: any ByteStream, from display: String, deadline: Deadline, timeout: Double,
+                                   maximumBody: Int) throws(HTTPRequestFailure) -> (response: Response, body: [UInt8]) {
+        var received: [UInt8] = []
+        var closed = false
+        func more() throws(HTTPRequestFailure) {
+            let chunk = stream.receive(atLeast: 1, until: deadline, maximum: 65_536)
+            if chunk.isEmpty {
+                if deadline.hasPassed { throw HTTPRequestFailure("no complete answer from \(display) within \(formatSeconds(timeout))") }
+                closed = true
+            }
+            received += chunk
+        }
+        var response: Response
+        var headerEnd: Int
+        while true {
+            while headerBlockEnd(received) == nil {
+                guard received.count <= 65_536 else { throw HTTPRequestFailure("\(display) sent 64 KiB of headers") }
+                try more()
+                if closed { throw HTTPRequestFailure("\(display) closed the connection without a complete answer") }
+            }
+            headerEnd = headerBlockEnd(received)!
+            response = try parseStatusLine(received, from: display)
+            guard (100..<200).contains(response.status), response.status != 101 else { break }
+            received.removeSubrange(..<headerEnd)
+        }
+        let fields = String(decoding: received[..<headerEnd], as: UTF8.self).split(whereSeparator: \.isNewline).dropFirst()
+        func field(_ name: String) -> String? {
+            fields.lazy.compactMap { line -> String? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { return nil }
+                return parts[1].trimmingCharacters(in: .whitespaces)
+            }.first
+        }
+        var body = Array(received[headerEnd...])
+        func tooLarge() -> HTTPRequestFailure { HTTPRequestFailure("\(display) sent more than \(maximumBody) bytes") }
+        if field("transfer-encoding")?.lowercased().contains("chunked") == true {
+            var decoded: [UInt8] = []
+            var cursor = 0
+            while true {
+                guard let lineEnd = body[cursor...].firstIndex(of: 10) else {
+                    guard body.count - cursor < 1_024, !closed else { throw HTTPRequestFailure("\(display) sent a malformed chunk") }
+                    received = body
+                    try more()
+                    body = received
+                    continue
+                }
+                let sizeText = String(decoding: body[cursor..<lineEnd], as: UTF8.self).split(separator: ";")[0]
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                guard let size = Int(sizeText, radix: 16), size >= 0 else { throw HTTPRequestFailure("\(display) sent a malformed chunk") }
+                if size == 0 { return (response, decoded) }
+                guard decoded.count + size <= maximumBody else { throw tooLarge() }
+                while body.count < lineEnd + 1 + size + 2 {
+                    received = body
+                    try more()
+                    body = received
+                    if closed { throw HTTPRequestFailure("\(display) closed the connection inside a chunk") }
+                }
+                decoded += body[(lineEnd + 1)..<(lineEnd + 1 + size)]
+                cursor = lineEnd + 1 + size + 2
+            }
+        }
+        let length = field("content-length").flatMap { Int($0) }
+        if let length, length > maximumBody { throw tooLarge() }
+        received = body
+        while !closed, received.count < (length ?? Int.max) {
+            guard received.count <= maximumBody else { throw tooLarge() }
+            try more()
+        }
+        if let length {
+            guard received.count >= length else { throw HTTPRequestFailure("\(display) closed the connection before the whole answer") }
+            return (response, Array(received.prefix(length)))
+        }
+        guard received.count <= maximumBody else { throw tooLarge() }
+        return (response, received)
     }
 
     /// Where the first header block ends: just after its first empty line, whether lines end in

@@ -23,6 +23,9 @@ struct Deadline: Sendable {
     }
 
     var hasPassed: Bool { ContinuousClock.now >= instant }
+
+    /// Seconds left, never negative.
+    var remainingSeconds: Double { Double(remainingMilliseconds) / 1000 }
 }
 
 /// An IPv4 or IPv6 socket address.

@@ -194,11 +194,6 @@ enum PathBuilder {
         return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: false, labels: labels)
     }
 
-    /// Collects errors from the verify callback (C callbacks cannot capture, so this rides in app data).
-    private final class Collector {
-        var issues: [(code: Int32, depth: Int32)] = []
-    }
-
     /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`.
     private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], store: OpaquePointer, partialChain: Bool,
                                labels: PathLabels) -> PathBuildingResult {
@@ -222,18 +217,8 @@ enum PathBuilder {
         if let parameters = X509_STORE_CTX_get0_param(context), let anyPolicy = OBJ_txt2obj("2.5.29.32.0", 1) {
             X509_VERIFY_PARAM_add0_policy(parameters, anyPolicy) // takes ownership
         }
-        let collector = Collector()
-        let unmanaged = Unmanaged.passRetained(collector)
-        defer { unmanaged.release() }
-        _ = tlsaudit_X509_STORE_CTX_set_app_data(context, unmanaged.toOpaque())
-        X509_STORE_CTX_set_verify_cb(context) { ok, context in
-            guard ok == 0, let context, let raw = tlsaudit_X509_STORE_CTX_get_app_data(context) else { return ok }
-            let collector = Unmanaged<Collector>.fromOpaque(raw).takeUnretainedValue()
-            collector.issues.append((X509_STORE_CTX_get_error(context), X509_STORE_CTX_get_error_depth(context)))
-            return 1 // Keep going: record every problem, not just the first.
-        }
-        let verified = X509_verify_cert(context) == 1
-        OpenSSLErrors.clear()
+        let collector = VerifyErrorCollector()
+        let verified = collector.verify(context)
 
         var path: [PathElement] = []
         if let chain = X509_STORE_CTX_get1_chain(context) {
@@ -271,5 +256,27 @@ enum PathBuilder {
         case X509_V_ERR_NO_EXPLICIT_POLICY, X509_V_ERR_INVALID_POLICY_EXTENSION: .policy
         default: .other
         }
+    }
+}
+
+/// Runs X509_verify_cert collecting every error by depth instead of stopping at the first (C
+/// callbacks cannot capture, so the collector rides in the context's app data).
+final class VerifyErrorCollector {
+    private(set) var issues: [(code: Int32, depth: Int32)] = []
+
+    /// Verifies with `context` (initialised by the caller); true when OpenSSL found no error.
+    func verify(_ context: OpaquePointer) -> Bool {
+        let unmanaged = Unmanaged.passRetained(self)
+        defer { unmanaged.release() }
+        _ = tlsaudit_X509_STORE_CTX_set_app_data(context, unmanaged.toOpaque())
+        X509_STORE_CTX_set_verify_cb(context) { ok, context in
+            guard ok == 0, let context, let raw = tlsaudit_X509_STORE_CTX_get_app_data(context) else { return ok }
+            let collector = Unmanaged<VerifyErrorCollector>.fromOpaque(raw).takeUnretainedValue()
+            collector.issues.append((X509_STORE_CTX_get_error(context), X509_STORE_CTX_get_error_depth(context)))
+            return 1 // Keep going: record every problem, not just the first.
+        }
+        let verified = X509_verify_cert(context) == 1
+        OpenSSLErrors.clear()
+        return verified
     }
 }

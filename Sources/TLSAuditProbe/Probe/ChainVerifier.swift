@@ -5,7 +5,10 @@ public import TLSAuditCore
 /// live server. Input may be PEM (several certificates) or DER, in any order, with extras.
 public enum ChainVerifier {
     /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`), builds and judges the path.
+    /// Revocation is checked in `revocation` mode from `evidence` when given (offline), else fetched
+    /// within `timeout` seconds, as a scan does.
     public static func verify(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
+                              revocation: RevocationMode = .soft, evidence: OfflineRevocationEvidence? = nil, timeout: Double = 10,
                               toolVersion: String) throws -> VerifyReport {
         var certificates: [X509Certificate] = []
         var seen = Set<[UInt8]>()
@@ -22,14 +25,18 @@ public enum ChainVerifier {
         // Trust judges the chain in path order, with the leaf first.
         var ordered = presented
         ordered.swapAt(0, leafIndex)
-        let trust = TrustEvaluator.evaluate(presented: ordered, building: building, context: context)
+        let revocationReport = RevocationChecker(mode: revocation, offline: evidence.flatMap { $0.isEmpty ? nil : $0 })
+            .check(path: building.path, presented: certificates, stapled: nil, handshake: false, time: time,
+                   deadline: Deadline(after: timeout))
+        let trust = AddressAssessment.trustFindings(presented: ordered, building: building, revocation: revocationReport,
+                                                    context: context)
             .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
         let policy = CompliancePolicy.appleTrust
         var findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust
                                               + AddressAssessment.lints(presented: ordered, building: building))
         let verdict = policy.verdict(from: findings)
         var chain: ChainReport? = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                              trustStore: roots.label, issues: building.issues)
+                                              trustStore: roots.label, issues: building.issues, revocation: revocationReport)
         RecordBudget.bound(chain: &chain, findings: &findings)
         return VerifyReport(toolVersion: toolVersion, evaluatedAt: time, inputs: files, host: host, leafIndex: leafIndex,
                             chain: chain!, findings: findings, verdict: verdict)

@@ -23,6 +23,8 @@ struct HandshakeAttempt {
     var observation: HandshakeObservation?
     var failure: ProbeFailure?
     var presented: [X509Certificate]
+    /// The stapled OCSP response as received (DER), for revocation checking.
+    var stapledResponse: [UInt8]? = nil
 
     static func failed(_ failure: ProbeFailure, presented: [X509Certificate] = []) -> HandshakeAttempt {
         HandshakeAttempt(observation: nil, failure: failure, presented: presented)
@@ -121,11 +123,12 @@ enum HandshakeProbe {
 
         if trace.certificateRequested, !context.presentsClientCertificate,
            let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline) {
-            return HandshakeAttempt(observation: observation, failure: refusal, presented: presented)
+            return HandshakeAttempt(observation: observation, failure: refusal, presented: presented,
+                                    stapledResponse: stapledResponse(ssl))
         }
         _ = SSL_shutdown(ssl) // Best effort close_notify; the socket is non-blocking.
         OpenSSLErrors.clear()
-        return HandshakeAttempt(observation: observation, failure: nil, presented: presented)
+        return HandshakeAttempt(observation: observation, failure: nil, presented: presented, stapledResponse: stapledResponse(ssl))
     }
 
     // MARK: - Reading the handshake
@@ -185,6 +188,14 @@ enum HandshakeProbe {
         var nid: Int32 = NID_undef
         guard tlsaudit_SSL_get_peer_signature_nid(ssl, &nid) == 1, nid != NID_undef, let name = OBJ_nid2sn(nid) else { return nil }
         return String(cString: name).uppercased().replacingOccurrences(of: "-", with: "")
+    }
+
+    /// The stapled OCSP response's bytes.
+    static func stapledResponse(_ ssl: OpaquePointer) -> [UInt8]? {
+        var bytes: UnsafePointer<UInt8>?
+        let length = tlsaudit_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
+        guard length > 0, let start = bytes else { return nil }
+        return Array(UnsafeBufferPointer(start: start, count: length))
     }
 
     /// The stapled OCSP response's status and the leaf's status in it.

@@ -24,16 +24,19 @@ public struct ScanOptions: Sendable {
     public var addresses: AddressSelection
     /// The moment certificates are judged at; `nil` means the time of each probe.
     public var evaluationTime: Date?
+    /// Revocation checking of targets that do not set their own (soft-fail by default).
+    public var revocation: RevocationMode
 
     public init(timeout: Double = 10, concurrency: Int = 64, trustStore: TrustStore,
                 clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
-                evaluationTime: Date? = nil) {
+                evaluationTime: Date? = nil, revocation: RevocationMode = .soft) {
         self.timeout = timeout
         self.concurrency = concurrency
         self.trustStore = trustStore
         self.clientCredentials = clientCredentials
         self.addresses = addresses
         self.evaluationTime = evaluationTime
+        self.revocation = revocation
     }
 }
 
@@ -238,17 +241,23 @@ public final class TLSScanner: Sendable {
         if !attempt.presented.isEmpty {
             building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
                 .judged(at: context.time)
+            // Revocation answers are fetched within the target's timeout, after the handshake.
+            let revocation = RevocationChecker(mode: target.revocation ?? options.revocation)
+                .check(path: building.path, presented: attempt.presented, stapled: attempt.stapledResponse,
+                       handshake: attempt.observation != nil, time: context.time,
+                       deadline: Deadline(after: target.timeout ?? options.timeout))
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                trustStore: trustStore.label, issues: building.issues)
+                                trustStore: trustStore.label, issues: building.issues, revocation: revocation)
         }
         var findings: [Finding]
         var verdict: ATSVerdict
         if let observation = attempt.observation {
             (findings, verdict) = AddressAssessment.assess(observation: observation, presented: presented,
-                                                           building: building, context: context, policy: target.policy,
-                                                           atsClientRefusal: atsRefusal)
+                                                           building: building, revocation: chain?.revocation, context: context,
+                                                           policy: target.policy, atsClientRefusal: atsRefusal)
         } else {
-            findings = AddressAssessment.assessChainOnly(presented: presented, building: building, context: context)
+            findings = AddressAssessment.assessChainOnly(presented: presented, building: building, revocation: chain?.revocation,
+                                                         context: context)
             verdict = AddressAssessment.notScanned(target.policy)
         }
         if attempt.failure != nil { verdict = AddressAssessment.notScanned(target.policy) }

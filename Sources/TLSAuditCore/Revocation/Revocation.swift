@@ -1,0 +1,122 @@
+public import Foundation
+
+/// How revocation is checked: not at all, soft-fail (an answer that cannot be had is a warning,
+/// as browsers and Apple's clients behave) or hard-fail (it is an error).
+public enum RevocationMode: String, Codable, Sendable, CaseIterable {
+    case off
+    case soft
+    case hard
+}
+
+/// What is known about one certificate of the path: its status and where it came from.
+public struct RevocationCheck: Hashable, Codable, Sendable {
+    public enum Status: String, Codable, Sendable {
+        case good
+        case revoked
+        /// No definitive answer: see `detail`.
+        case unknown
+    }
+
+    public enum Source: String, Codable, Sendable {
+        /// The OCSP response the server stapled to the handshake.
+        case stapledOCSP = "stapled-ocsp"
+        /// An OCSP responder named in the certificate's AIA (or a response file given to `verify`).
+        case ocsp
+        /// A CRL from the certificate's distribution points (or a CRL file given to `verify`).
+        case crl
+        /// No source was available or none answered.
+        case none
+    }
+
+    /// Position in the path (0 = leaf).
+    public var depth: Int
+    public var status: Status
+    public var source: Source
+    /// The responder or CRL URL the answer came from (a file path offline).
+    public var url: String?
+    /// RFC 5280 reason (`keyCompromise`, ...) when revoked and given.
+    public var reason: String?
+    public var revokedAt: Date?
+    /// The answer's validity: thisUpdate and nextUpdate of the OCSP response or CRL.
+    public var thisUpdate: Date?
+    public var nextUpdate: Date?
+    /// Why the status is unknown, or what was wrong with a source tried before the one that answered.
+    public var detail: String?
+
+    public init(depth: Int, status: Status, source: Source, url: String? = nil, reason: String? = nil, revokedAt: Date? = nil,
+                thisUpdate: Date? = nil, nextUpdate: Date? = nil, detail: String? = nil) {
+        self.depth = depth
+        self.status = status
+        self.source = source
+        self.url = url
+        self.reason = reason
+        self.revokedAt = revokedAt
+        self.thisUpdate = thisUpdate
+        self.nextUpdate = nextUpdate
+        self.detail = detail.map { RecordBudget.clamp($0) }
+    }
+}
+
+/// The revocation facts of one chain, kept with the scan so that it can be judged again later.
+public struct RevocationReport: Hashable, Codable, Sendable {
+    public var mode: RevocationMode
+    /// One per certificate of the path but the anchor, leaf first.
+    public var checks: [RevocationCheck]
+    /// The leaf carries the TLS feature extension with status_request (OCSP must-staple).
+    public var mustStaple: Bool
+    /// The server stapled an OCSP response (`nil` when there was no handshake: `verify`).
+    public var stapled: Bool?
+
+    public init(mode: RevocationMode, checks: [RevocationCheck], mustStaple: Bool, stapled: Bool?) {
+        self.mode = mode
+        self.checks = checks
+        self.mustStaple = mustStaple
+        self.stapled = stapled
+    }
+
+    /// `trust.revoked`, `revocation.unknown` and `revocation.must-staple` for this report. Only the
+    /// leaf's lack of any source counts as unknown: an intermediate without OCSP or CRL is not
+    /// checked by clients either (a source it names that fails does count).
+    public func findings(names: [String]) -> [Finding] {
+        var findings: [Finding] = []
+        let unknownSeverity: Severity = mode == .hard ? .error : .warning
+        for check in checks {
+            let name = check.depth < names.count ? names[check.depth] : "the certificate at depth \(check.depth)"
+            switch check.status {
+            case .good:
+                break
+            case .revoked:
+                var message = "\(name) is revoked"
+                if let revokedAt = check.revokedAt { message += " since \(Timestamp.format(revokedAt))" }
+                if let reason = check.reason { message += " (reason: \(reason))" }
+                message += ", according to \(check.describedSource)."
+                findings.append(Finding(.trustRevoked, .error, depth: check.depth, message))
+            case .unknown where check.source == .none && check.depth > 0 && check.detail == Self.noSource:
+                break
+            case .unknown:
+                findings.append(Finding(.revocationUnknown, unknownSeverity, depth: check.depth,
+                    "The revocation status of \(name) is unknown: \(check.detail ?? "no answer")."
+                    + (mode == .hard ? " Revocation is checked hard-fail for this target." : "")))
+            }
+        }
+        if mustStaple, stapled == false {
+            findings.append(Finding(.revocationMustStaple, unknownSeverity, depth: 0,
+                "\(names.first ?? "The leaf") demands a stapled OCSP response (TLS feature status_request, must-staple) and the server sent none: Firefox refuses the connection."))
+        }
+        return findings
+    }
+
+    /// The detail of a certificate that names no OCSP responder and no CRL distribution point.
+    public static let noSource = "it names no OCSP responder and no CRL distribution point"
+}
+
+extension RevocationCheck {
+    var describedSource: String {
+        switch source {
+        case .stapledOCSP: "the OCSP response the server stapled"
+        case .ocsp: "the OCSP responder" + (url.map { " \($0)" } ?? "")
+        case .crl: "the CRL" + (url.map { " \($0)" } ?? "")
+        case .none: "no source"
+        }
+    }
+}

@@ -1,0 +1,280 @@
+public import Foundation
+public import TLSAuditCore
+
+/// Revocation evidence given on the command line (`verify --crl`, `--ocsp-response`): with any
+/// of it, nothing is fetched.
+public struct OfflineRevocationEvidence: Sendable {
+    let crls: [RevocationList]
+    /// DER OCSP responses with the file each came from.
+    let ocspResponses: [(origin: String, der: [UInt8])]
+
+    /// Reads CRL files (DER or PEM) and OCSP response files (DER), within the input limits.
+    public init(crlFiles: [String], ocspResponseFiles: [String]) throws {
+        func read(_ path: String, limit: Int, what: String) throws -> [UInt8] {
+            do { return try InputLimits.read(path, limit: limit, what: what) } catch { throw OpenSSLFailure(error.description) }
+        }
+        var crls: [RevocationList] = []
+        for path in crlFiles {
+            crls.append(try RevocationList(try read(path, limit: RevocationChecker.Limits.crlBytes, what: "CRL file"), origin: path))
+        }
+        var responses: [(origin: String, der: [UInt8])] = []
+        for path in ocspResponseFiles {
+            responses.append((path, try read(path, limit: RevocationChecker.Limits.ocspResponseBytes, what: "OCSP response file")))
+        }
+        self.crls = crls
+        ocspResponses = responses
+    }
+
+    public var isEmpty: Bool { crls.isEmpty && ocspResponses.isEmpty }
+}
+
+/// Checks the revocation status of every certificate of a built path but the anchor, the way
+/// clients do: for each, the stapled OCSP response (leaf), else the OCSP responders its AIA
+/// names, else the CRLs its distribution points name; every answer verified before it counts.
+/// Fetches share `RevocationCache.shared`, so a fleet whose endpoints share a CA asks once.
+struct RevocationChecker {
+    enum Limits {
+        static let ocspResponseBytes = 65_536
+        static let crlBytes = 16 << 20
+    }
+
+    var mode: RevocationMode
+    /// Evidence given offline; when present nothing is fetched.
+    var offline: OfflineRevocationEvidence?
+    var cache: RevocationCache = .shared
+
+    /// The report for `path` (leaf first, as built; `presented` are the certificates as sent,
+    /// reused for the path's presented members), judged at `time`, every fetch done by `deadline`.
+    /// `stapled` is the stapled OCSP response; `nil` with `handshake` false means there was no handshake.
+    func check(path elements: [PathElement], presented: [X509Certificate], stapled: [UInt8]?, handshake: Bool,
+               time: Date, deadline: Deadline) -> RevocationReport? {
+        guard mode != .off else { return nil }
+        let path: [X509Certificate] = elements.compactMap { element in
+            if let index = element.presentedIndex, presented.indices.contains(index) { return presented[index] }
+            return try? X509Certificate(der: Array(element.certificate.der))
+        }
+        let leaf = path.first ?? presented.first
+        var report = RevocationReport(mode: mode, checks: [], mustStaple: leaf?.requiresStapling ?? false,
+                                      stapled: handshake ? stapled != nil : nil)
+        guard path.count == elements.count, path.count > 1 else { return report }
+        let anchor = path[path.count - 1]
+        var checks: [RevocationCheck?] = Array(repeating: nil, count: path.count - 1)
+        var problems: [[String]] = Array(repeating: [], count: path.count - 1)
+        var crlURLs: [[String]] = Array(repeating: [], count: path.count - 1)
+
+        // OCSP first: stapled, given, then fetched.
+        for depth in checks.indices {
+            let certificate = path[depth], issuer = path[depth + 1]
+            func evaluate(_ der: [UInt8]) -> OCSPAnswer {
+                OCSPExchange.evaluate(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor, time: time)
+            }
+            if depth == 0, let stapled {
+                let answer = evaluate(stapled)
+                if answer.isDefinitive {
+                    checks[depth] = Self.check(depth, answer, source: .stapledOCSP, url: nil)
+                    continue
+                }
+                problems[depth].append("the stapled OCSP response: \(answer.detail ?? "no answer")")
+            }
+            if let offline {
+                for response in offline.ocspResponses {
+                    let answer = evaluate(response.der)
+                    if answer.isDefinitive {
+                        checks[depth] = Self.check(depth, answer, source: .ocsp, url: response.origin)
+                        break
+                    }
+                    if answer.detail != "the response does not cover the certificate" {
+                        problems[depth].append("\(response.origin): \(answer.detail ?? "no answer")")
+                    }
+                }
+                continue
+            }
+            for url in certificate.ocspURLs where checks[depth] == nil {
+                guard let request = OCSPExchange.request(for: certificate, issuer: issuer) else { continue }
+                switch fetchOCSP(url, request: request, deadline: deadline) {
+                case .success(let der):
+                    let answer = evaluate(der)
+                    if answer.isDefinitive {
+                        checks[depth] = Self.check(depth, answer, source: .ocsp, url: url)
+                    } else {
+                        problems[depth].append("the OCSP responder \(url): \(answer.detail ?? "no answer")")
+                    }
+                case .failure(let failure):
+                    problems[depth].append("the OCSP responder \(url): \(failure.description)")
+                }
+            }
+            if checks[depth] == nil { crlURLs[depth] = certificate.crlURLs }
+        }
+
+        // CRLs for what OCSP did not settle, all judged in one pass of RFC 5280 processing.
+        var crls = offline?.crls ?? []
+        var fetched = Set<String>()
+        for depth in checks.indices where checks[depth] == nil {
+            for url in crlURLs[depth] where fetched.insert(url).inserted {
+                switch fetchCRL(url, deadline: deadline) {
+                case .success(let list): crls.append(list)
+                case .failure(let failure): problems[depth].append("the CRL \(url): \(failure.description)")
+                }
+            }
+        }
+        let needCRL = checks.indices.filter { checks[$0] == nil && (offline != nil || !crlURLs[$0].isEmpty) }
+        if !needCRL.isEmpty, !crls.isEmpty {
+            let outcomes = CRLValidation.check(path: path, crls: crls, time: time)
+            for depth in needCRL {
+                let issuerName = elements[depth + 1].certificate.subject
+                let list = crls.first { $0.issuerName == issuerName } ?? crls[0]
+                switch outcomes[depth] {
+                case .good?:
+                    checks[depth] = RevocationCheck(depth: depth, status: .good, source: .crl, url: list.origin,
+                                                    thisUpdate: list.thisUpdate, nextUpdate: list.nextUpdate)
+                case .revoked(let reason, let date)?:
+                    checks[depth] = RevocationCheck(depth: depth, status: .revoked, source: .crl, url: list.origin, reason: reason,
+                                                    revokedAt: date, thisUpdate: list.thisUpdate, nextUpdate: list.nextUpdate)
+                case .unavailable(let reason)?:
+                    problems[depth].append("no valid CRL covers it (\(reason))")
+                case nil:
+                    break
+                }
+            }
+        } else if offline != nil {
+            for depth in needCRL where problems[depth].isEmpty { problems[depth].append("no CRL or OCSP response given covers it") }
+        }
+        report.checks = checks.indices.map { depth in
+            checks[depth] ?? RevocationCheck(depth: depth, status: .unknown, source: .none,
+                                             detail: problems[depth].isEmpty ? RevocationReport.noSource
+                                                 : RecordBudget.list(problems[depth]))
+        }
+        return report
+    }
+
+    private static func check(_ depth: Int, _ answer: OCSPAnswer, source: RevocationCheck.Source, url: String?) -> RevocationCheck {
+        RevocationCheck(depth: depth, status: answer.status, source: source, url: url, reason: answer.reason,
+                        revokedAt: answer.revokedAt, thisUpdate: answer.thisUpdate, nextUpdate: answer.nextUpdate)
+    }
+
+    /// A DER OCSP response from `url` for `request` (POST, RFC 6960 appendix A), through the cache.
+    private func fetchOCSP(_ url: String, request: [UInt8], deadline: Deadline) -> Result<[UInt8], HTTPRequestFailure> {
+        let key = "ocsp \(url) \(Digest.sha256(request).hex)"
+        return cache.value(key, deadline: deadline) { () -> (Result<[UInt8], HTTPRequestFailure>, Date?) in
+            guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
+            do {
+                let (response, body) = try HTTPClient.fetch("POST", target, body: request,
+                    headers: [("Content-Type", "application/ocsp-request"), ("Accept", "application/ocsp-response")],
+                    timeout: deadline.remainingSeconds, maximumBody: Limits.ocspResponseBytes)
+                guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
+                return (.success(body), OCSPExchange.nextUpdate(of: body))
+            } catch let error as HTTPRequestFailure {
+                return (.failure(error), nil)
+            } catch {
+                return (.failure(HTTPRequestFailure("\(error)")), nil)
+            }
+        } ?? .failure(HTTPRequestFailure("no answer within the scan's timeout (another scan is still asking)"))
+    }
+
+    /// The CRL at `url` (http or https; LDAP is not fetched), parsed, through the cache.
+    private func fetchCRL(_ url: String, deadline: Deadline) -> Result<RevocationList, HTTPRequestFailure> {
+        guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
+            return .failure(HTTPRequestFailure("only http and https distribution points are fetched"))
+        }
+        return cache.value("crl \(url)", deadline: deadline) { () -> (Result<RevocationList, HTTPRequestFailure>, Date?) in
+            guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
+            do {
+                let (response, body) = try HTTPClient.fetch("GET", target, timeout: deadline.remainingSeconds,
+                                                            maximumBody: Limits.crlBytes)
+                guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
+                let list = try RevocationList(body, origin: url)
+                return (.success(list), list.nextUpdate)
+            } catch let error as HTTPRequestFailure {
+                return (.failure(error), nil)
+            } catch {
+                return (.failure(HTTPRequestFailure("\(error)")), nil)
+            }
+        } ?? .failure(HTTPRequestFailure("no answer within the scan's timeout (another scan is still asking)"))
+    }
+}
+
+/// Revocation answers by what was asked (OCSP: responder and CertID; CRL: URL), kept until their
+/// nextUpdate (at most a day; an hour without one; failures five minutes, so that a dead or
+/// tarpit responder costs a fleet one timeout, not one per endpoint). One fetch per key at a time:
+/// concurrent scans asking the same wait for it. At most 512 entries and 64 MiB.
+final class RevocationCache: @unchecked Sendable {
+    // @unchecked: every field is guarded by `condition`.
+    static let shared = RevocationCache()
+
+    private struct Entry {
+        var value: any Sendable
+        var expires: Date
+        var bytes: Int
+    }
+
+    private let condition = NSCondition()
+    private var entries: [String: Entry] = [:]
+    private var inFlight: Set<String> = []
+    private var totalBytes = 0
+    /// Fetches made (not answered from the cache), for tests and the bench.
+    private(set) var fetches = 0
+
+    /// The cached value for `key`, else the one `produce` makes (its result and the answer's
+    /// nextUpdate), or nil when another caller's fetch of the same key outlasts `deadline`.
+    func value<Value: Sendable, Failure: Error>(_ key: String, deadline: Deadline,
+                                                produce: () -> (Result<Value, Failure>, Date?)) -> Result<Value, Failure>? {
+        condition.lock()
+        while true {
+            if let entry = entries[key], entry.expires > Date(), let value = entry.value as? Result<Value, Failure> {
+                condition.unlock()
+                return value
+            }
+            if !inFlight.contains(key) { break }
+            guard condition.wait(until: Date().addingTimeInterval(deadline.remainingSeconds)), !deadline.hasPassed else {
+                condition.unlock()
+                return nil
+            }
+        }
+        inFlight.insert(key)
+        fetches += 1
+        condition.unlock()
+
+        let (result, nextUpdate) = produce()
+        let now = Date()
+        let expires: Date
+        var bytes = 64
+        switch result {
+        case .success(let value):
+            expires = min(nextUpdate ?? now.addingTimeInterval(3_600), now.addingTimeInterval(86_400))
+            if let list = value as? RevocationList { bytes = list.byteCount }
+            if let der = value as? [UInt8] { bytes = der.count }
+        case .failure:
+            expires = now.addingTimeInterval(300)
+        }
+        condition.lock()
+        inFlight.remove(key)
+        if let old = entries.removeValue(forKey: key) { totalBytes -= old.bytes }
+        if expires > now {
+            while entries.count >= 512 || totalBytes + bytes > 64 << 20, let oldest = entries.min(by: { $0.value.expires < $1.value.expires }) {
+                totalBytes -= oldest.value.bytes
+                entries.removeValue(forKey: oldest.key)
+            }
+            entries[key] = Entry(value: result, expires: expires, bytes: bytes)
+            totalBytes += bytes
+        }
+        condition.broadcast()
+        condition.unlock()
+        return result
+    }
+
+    /// Forgets everything (tests).
+    func removeAll() {
+        condition.lock()
+        entries.removeAll()
+        totalBytes = 0
+        fetches = 0
+        condition.unlock()
+    }
+
+    /// Fetches made since the start (or `removeAll`).
+    var fetchCount: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return fetches
+    }
+}
