@@ -47,7 +47,9 @@ public final class ScanService: Service, @unchecked Sendable {
             dispatcher.poke()
         }
         reports = ReportScheduler(configuration: configuration, writer: writer, logger: logger)
-        let scanner = try TLSScanner(options: ScanOptions(trustStore: try TrustStore.system()))
+        var options = ScanOptions(trustStore: try TrustStore.system())
+        options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try SQLiteScanStore(path: database) }
+        let scanner = try TLSScanner(options: options)
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)
     }

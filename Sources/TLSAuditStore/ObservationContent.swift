@@ -17,9 +17,12 @@ enum ObservationContent {
     /// SHA-256 of the observation's stored columns and certificate references, lowercase hex
     /// (a server chooses much of this content: a non-cryptographic hash could be made to collide).
     static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
-                     trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry]) -> String {
+                     trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry],
+                     revocation: String? = nil) -> String {
         var text = [status, failureCategory ?? "", handshake ?? "", atsRefusal ?? "", trustStore ?? "",
                     anchored.map(String.init) ?? "", pathIssues ?? "", hostname].joined(separator: "\u{1F}")
+        // Appended only when present: observations stored before revocation checking keep their hash.
+        if let revocation { text += "\u{1D}\(revocation)" }
         for entry in chain.sorted(by: { ($0.role, $0.position) < ($1.role, $1.position) }) {
             text += "\u{1E}\(entry.role)\u{1F}\(entry.position)\u{1F}\(entry.fingerprint)\u{1F}\(entry.source ?? "")"
         }

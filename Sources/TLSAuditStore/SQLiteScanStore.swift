@@ -129,6 +129,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
         let handshake = try result.handshake.map(handshakeJSON)
         let pathIssues = try chain.map { try json($0.issues) }
+        let revocation = try chain?.revocation.map { try json($0) }
         let anchored = chain.map { $0.anchored ? 1 : 0 }
         let references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)
@@ -139,17 +140,17 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let contentHash = ObservationContent.hash(
             status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
             atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
-            hostname: scan.sni ?? scan.host, chain: references)
+            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation)
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              handshake, result.atsClientRefusal, chain?.trustStore, anchored, pathIssues,
-                             result.ats.policy.rawValue, contentHash])
+                             result.ats.policy.rawValue, contentHash, revocation])
         let observationID = db.lastInsertedRowID
         let rules = try json(result.ats.failedRules)
         for reference in references {
@@ -485,7 +486,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let trustStore: String? = row["trust_store"]
         let chain = trustStore.map { store in
             ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: store,
-                        issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [])
+                        issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [],
+                        revocation: try? Self.decode(RevocationReport.self, row["revocation"]))
         }
         let category = (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:))
         let policy = CompliancePolicy(rawValue: row["policy"]) ?? .ats

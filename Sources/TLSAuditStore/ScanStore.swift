@@ -175,6 +175,10 @@ public protocol ScanStore: Sendable {
     /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
     /// no scan refers to any more.
     func prune(olderThan cutoff: Date) throws -> PruneResult
+    /// A revocation answer (OCSP response or CRL, as fetched) stored under `key` that has not expired at `time`.
+    func revocationAnswer(for key: String, at time: Date) throws -> (body: [UInt8], expires: Date)?
+    /// Keeps a revocation answer until `expires` (expired ones are dropped meanwhile).
+    func saveRevocationAnswer(_ body: [UInt8], for key: String, expires: Date) throws
     /// Throws `StoreError.Kind.vanished` when the file this store writes is no longer the file at
     /// its path (deleted, moved away or replaced while open): what it commits would be lost.
     func checkFileIdentity() throws

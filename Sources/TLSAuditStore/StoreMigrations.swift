@@ -10,6 +10,7 @@ package enum StoreMigrations {
         migrator.registerMigration("v3-alerts", migrate: addAlerts)
         migrator.registerMigration("v4-reports", migrate: addReports)
         migrator.registerMigration("v5-pin-counts", migrate: countPinMismatches)
+        migrator.registerMigration("v6-revocation", migrate: addRevocation)
         return migrator
     }
 
@@ -179,6 +180,20 @@ package enum StoreMigrations {
             DELETE FROM address_change;
             INSERT INTO address_change (target, address, started_at, observation_id, condition, policy, failed_rules)
             \(addressChanges);
+            """)
+    }
+
+    /// Revocation facts per observation, and the service's cache of revocation answers (OCSP
+    /// responses and CRLs as fetched, kept until their nextUpdate) so that a restart does not ask
+    /// every responder again.
+    static func addRevocation(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE observation ADD COLUMN revocation TEXT;   -- JSON RevocationReport
+            CREATE TABLE revocation_answer (
+                key TEXT PRIMARY KEY,                  -- "ocsp URL sha256(request)" or "crl URL"
+                body BLOB NOT NULL,                    -- the DER OCSP response or CRL as fetched
+                expires_at REAL NOT NULL
+            );
             """)
     }
 

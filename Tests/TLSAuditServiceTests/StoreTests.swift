@@ -56,6 +56,36 @@ struct StoreTests {
         #expect(later.findings.contains { $0.id == .trustExpired })
     }
 
+    @Test("revocation facts are stored with the scan and judged again from the store; answers are kept until they expire")
+    func revocation() throws {
+        let crlServer = try LabHTTPServer()
+        defer { crlServer.stop() }
+        var request = LabCertificateRequest.server([ServiceLab.hostname])
+        request.extraExtensions = [.init(name: "crlDistributionPoints", value: "URI:\(crlServer.url("/ca.crl"))")]
+        let leaf = try lab.intermediate.issue(request)
+        crlServer.serve(try lab.intermediate.crl(revoking: [LabRevocation(leaf, reason: 1)]), at: "/ca.crl")
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        defer { server.stop() }
+        let store = try newStore()
+        let original = try scan(server, at: Date())
+        #expect(original.chain?.revocation?.checks.first?.status == .revoked)
+        _ = try store.record([StoredScan(target: "revoked", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
+                                         result: original)], alerting: nil)
+        let id = try #require(try store.status().first?.lastObservationID)
+        let loaded = try #require(try store.result(observationID: id))
+        #expect(loaded.chain?.revocation == original.chain?.revocation)
+        let again = AddressAssessment.rejudge(loaded, hostname: ServiceLab.hostname, policy: .appleTrust, at: original.startedAt)
+        #expect(again.findings.contains { $0.id == .trustRevoked })
+        #expect(again.verdict.failedRules == ["ats.trust"])
+
+        let now = Date()
+        try store.saveRevocationAnswer([1, 2, 3], for: "crl http://example.test/a.crl", expires: now.addingTimeInterval(60))
+        try store.saveRevocationAnswer([4], for: "crl http://example.test/old.crl", expires: now.addingTimeInterval(-1))
+        #expect(try store.revocationAnswer(for: "crl http://example.test/a.crl", at: now)?.body == [1, 2, 3])
+        #expect(try store.revocationAnswer(for: "crl http://example.test/a.crl", at: now.addingTimeInterval(120)) == nil)
+        #expect(try store.revocationAnswer(for: "crl http://example.test/old.crl", at: now) == nil)
+    }
+
     @Test("each stored scan keeps its own handshake, with several servers' scans interleaved")
     func handshakesStoredApart() throws {
         let weak = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate], maxVersion: .tls1_2,

@@ -211,3 +211,63 @@ public enum LabCertificateAuthority {
         return LabCertificate(certificate: certificate, key: key)
     }
 }
+
+/// A certificate listed in a lab CRL.
+public struct LabRevocation: Sendable {
+    public var certificate: LabCertificate
+    /// RFC 5280 CRLReason code (1 = keyCompromise, ...); nil leaves the reason out.
+    public var reason: Int?
+    public var date: Date
+
+    public init(_ certificate: LabCertificate, reason: Int? = 1, date: Date = Date().addingTimeInterval(-3_600)) {
+        self.certificate = certificate
+        self.reason = reason
+        self.date = date
+    }
+}
+
+extension LabCertificate {
+    /// A DER CRL issued by this certificate's name, listing `revoked`, signed with `signer`
+    /// (default: this certificate's key; another key makes a badly signed CRL).
+    public func crl(revoking revoked: [LabRevocation] = [], thisUpdate: Date = Date().addingTimeInterval(-3_600),
+                    nextUpdate: Date = Date().addingTimeInterval(86_400), number: Int = 1,
+                    signer: LabPrivateKey? = nil) throws -> [UInt8] {
+        guard let crl = X509_CRL_new() else { throw OpenSSLFailure("cannot allocate a CRL") }
+        defer { X509_CRL_free(crl) }
+        X509_CRL_set_version(crl, 1)
+        X509_CRL_set_issuer_name(crl, X509_get_subject_name(certificate.pointer))
+        let last = ASN1_TIME_set(nil, time_t(thisUpdate.timeIntervalSince1970))
+        let next = ASN1_TIME_set(nil, time_t(nextUpdate.timeIntervalSince1970))
+        defer { ASN1_TIME_free(last); ASN1_TIME_free(next) }
+        X509_CRL_set1_lastUpdate(crl, last)
+        X509_CRL_set1_nextUpdate(crl, next)
+        for entry in revoked {
+            guard let item = X509_REVOKED_new() else { throw OpenSSLFailure("cannot allocate a CRL entry") }
+            X509_REVOKED_set_serialNumber(item, X509_get_serialNumber(entry.certificate.certificate.pointer))
+            let date = ASN1_TIME_set(nil, time_t(entry.date.timeIntervalSince1970))
+            X509_REVOKED_set_revocationDate(item, date)
+            ASN1_TIME_free(date)
+            if let reason = entry.reason, let code = ASN1_ENUMERATED_new() {
+                ASN1_ENUMERATED_set(code, reason)
+                X509_REVOKED_add1_ext_i2d(item, NID_crl_reason, code, 0, 0)
+                ASN1_ENUMERATED_free(code)
+            }
+            X509_CRL_add0_revoked(crl, item)
+        }
+        if let crlNumber = ASN1_INTEGER_new() {
+            ASN1_INTEGER_set(crlNumber, number)
+            X509_CRL_add1_ext_i2d(crl, NID_crl_number, crlNumber, 0, 0)
+            ASN1_INTEGER_free(crlNumber)
+        }
+        X509_CRL_sort(crl)
+        guard X509_CRL_sign(crl, (signer ?? key).pointer, EVP_sha256()) > 0 else { throw OpenSSLFailure("cannot sign the CRL") }
+        let length = i2d_X509_CRL(crl, nil)
+        var bytes = [UInt8](repeating: 0, count: Int(max(0, length)))
+        bytes.withUnsafeMutableBufferPointer { buffer in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            _ = i2d_X509_CRL(crl, &cursor)
+        }
+        OpenSSLErrors.clear()
+        return bytes
+    }
+}

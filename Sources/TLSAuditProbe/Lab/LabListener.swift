@@ -98,7 +98,7 @@ final class LabListener: Sendable {
 /// An error setting up a lab server.
 public struct LabError: Error, CustomStringConvertible, Sendable {
     public var description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }
 
 /// Ports for tests that need nothing listening.

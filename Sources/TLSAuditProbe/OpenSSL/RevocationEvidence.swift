@@ -249,23 +249,35 @@ final class RevocationList: @unchecked Sendable {
 /// issuing distribution point, indirect and delta CRLs).
 enum CRLValidation {
     /// What the CRLs say about each certificate of `path` (leaf first, the anchor last and not
-    /// judged), at `time`: revoked (with the entry), good, or why no CRL answers.
-    static func check(path: [X509Certificate], crls: [RevocationList], time: Date) -> [Int: CRLOutcome] {
-        guard path.count > 1, let store = X509_STORE_new() else { return [:] }
+    /// judged), at `time`: revoked (with the entry), good, or why no CRL answers. `others` are
+    /// certificates that may have signed a CRL without being in the path (a CA's separate CRL
+    /// key, an indirect CRL issuer).
+    static func check(path: [X509Certificate], others: [X509Certificate], crls: [RevocationList], time: Date) -> [Int: CRLOutcome] {
+        guard path.count > 1 else { return [:] }
+        // OpenSSL builds its own chain: it must be `path`, else the answer is about another one.
+        if let outcomes = run(path: path, others: others, crls: crls, time: time) { return outcomes }
+        return run(path: path, others: [], crls: crls, time: time) ?? [:]
+    }
+
+    private static func run(path: [X509Certificate], others: [X509Certificate], crls: [RevocationList], time: Date) -> [Int: CRLOutcome]? {
+        guard let store = X509_STORE_new() else { return nil }
         defer { X509_STORE_free(store) }
         X509_STORE_add_cert(store, path[path.count - 1].pointer)
         guard let context = X509_STORE_CTX_new(), let untrusted = tlsaudit_sk_X509_new_null(),
-              let stack = tlsaudit_sk_X509_CRL_new_null() else { return [:] }
+              let stack = tlsaudit_sk_X509_CRL_new_null() else { return nil }
         defer {
             X509_STORE_CTX_free(context)
             tlsaudit_sk_X509_free(untrusted)
             tlsaudit_sk_X509_CRL_free(stack)
         }
-        for certificate in path.dropFirst().dropLast() { _ = tlsaudit_sk_X509_push(untrusted, certificate.pointer) }
+        let members = Set(path.map(\.pointer))
+        for certificate in path.dropFirst().dropLast() + others.filter({ !members.contains($0.pointer) }) {
+            _ = tlsaudit_sk_X509_push(untrusted, certificate.pointer)
+        }
         for crl in crls { _ = tlsaudit_sk_X509_CRL_push(stack, crl.pointer) }
         guard X509_STORE_CTX_init(context, store, path[0].pointer, untrusted) == 1 else {
             OpenSSLErrors.clear()
-            return [:]
+            return nil
         }
         X509_STORE_CTX_set0_crls(context, stack)
         X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_CRL_CHECK) | UInt(X509_V_FLAG_CRL_CHECK_ALL)
@@ -274,14 +286,20 @@ enum CRLValidation {
         X509_STORE_CTX_set_time(context, 0, time_t(time.timeIntervalSince1970))
         let collector = VerifyErrorCollector()
         _ = collector.verify(context)
+        guard let chain = X509_STORE_CTX_get0_chain(context), Int(tlsaudit_sk_X509_num(chain)) == path.count,
+              path.indices.allSatisfy({ X509_cmp(tlsaudit_sk_X509_value(chain, Int32($0)), path[$0].pointer) == 0 }) else {
+            return nil
+        }
         var outcomes: [Int: CRLOutcome] = [:]
         for depth in 0..<(path.count - 1) {
             let codes = collector.issues.filter { Int($0.depth) == depth }.map(\.code)
-            if codes.contains(X509_V_ERR_CERT_REVOKED) {
+            // The verify callback lets OpenSSL go on past a CRL it found bad, so a "revoked" may
+            // come from that very CRL: a CRL problem wins.
+            if let problem = codes.first(where: { crlProblems.contains($0) }) {
+                outcomes[depth] = .unavailable(String(cString: X509_verify_cert_error_string(Int(problem))))
+            } else if codes.contains(X509_V_ERR_CERT_REVOKED) {
                 let entry = crls.lazy.compactMap { $0.entry(for: path[depth]) }.first
                 outcomes[depth] = .revoked(reason: entry?.reason, date: entry?.date)
-            } else if let problem = codes.first(where: { crlProblems.contains($0) }) {
-                outcomes[depth] = .unavailable(String(cString: X509_verify_cert_error_string(Int(problem))))
             } else {
                 outcomes[depth] = .good
             }

@@ -28,6 +28,13 @@ public struct OfflineRevocationEvidence: Sendable {
     public var isEmpty: Bool { crls.isEmpty && ocspResponses.isEmpty }
 }
 
+/// Where revocation answers outlive the process (the service's database): bytes as fetched, by
+/// the cache's key, until they expire. Failures to read or write are the store's to report.
+public protocol RevocationAnswerStore: Sendable {
+    func revocationAnswer(for key: String, at time: Date) -> (body: [UInt8], expires: Date)?
+    func saveRevocationAnswer(_ body: [UInt8], for key: String, expires: Date)
+}
+
 /// Checks the revocation status of every certificate of a built path but the anchor, the way
 /// clients do: for each, the stapled OCSP response (leaf), else the OCSP responders its AIA
 /// names, else the CRLs its distribution points name; every answer verified before it counts.
@@ -42,6 +49,8 @@ struct RevocationChecker {
     /// Evidence given offline; when present nothing is fetched.
     var offline: OfflineRevocationEvidence?
     var cache: RevocationCache = .shared
+    /// Answers kept across restarts (the service's database), consulted before fetching.
+    var answers: (any RevocationAnswerStore)?
 
     /// The report for `path` (leaf first, as built; `presented` are the certificates as sent,
     /// reused for the path's presented members), judged at `time`, every fetch done by `deadline`.
@@ -119,7 +128,7 @@ struct RevocationChecker {
         }
         let needCRL = checks.indices.filter { checks[$0] == nil && (offline != nil || !crlURLs[$0].isEmpty) }
         if !needCRL.isEmpty, !crls.isEmpty {
-            let outcomes = CRLValidation.check(path: path, crls: crls, time: time)
+            let outcomes = CRLValidation.check(path: path, others: presented, crls: crls, time: time)
             for depth in needCRL {
                 let issuerName = elements[depth + 1].certificate.subject
                 let list = crls.first { $0.issuerName == issuerName } ?? crls[0]
@@ -156,13 +165,16 @@ struct RevocationChecker {
     private func fetchOCSP(_ url: String, request: [UInt8], deadline: Deadline) -> Result<[UInt8], HTTPRequestFailure> {
         let key = "ocsp \(url) \(Digest.sha256(request).hex)"
         return cache.value(key, deadline: deadline) { () -> (Result<[UInt8], HTTPRequestFailure>, Date?) in
+            if let stored = answers?.revocationAnswer(for: key, at: Date()) { return (.success(stored.body), stored.expires) }
             guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
             do {
                 let (response, body) = try HTTPClient.fetch("POST", target, body: request,
                     headers: [("Content-Type", "application/ocsp-request"), ("Accept", "application/ocsp-response")],
                     timeout: deadline.remainingSeconds, maximumBody: Limits.ocspResponseBytes)
                 guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
-                return (.success(body), OCSPExchange.nextUpdate(of: body))
+                let expires = RevocationCache.expiry(nextUpdate: OCSPExchange.nextUpdate(of: body))
+                answers?.saveRevocationAnswer(body, for: key, expires: expires)
+                return (.success(body), expires)
             } catch let error as HTTPRequestFailure {
                 return (.failure(error), nil)
             } catch {
@@ -176,14 +188,20 @@ struct RevocationChecker {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
             return .failure(HTTPRequestFailure("only http and https distribution points are fetched"))
         }
-        return cache.value("crl \(url)", deadline: deadline) { () -> (Result<RevocationList, HTTPRequestFailure>, Date?) in
+        let key = "crl \(url)"
+        return cache.value(key, deadline: deadline) { () -> (Result<RevocationList, HTTPRequestFailure>, Date?) in
+            if let stored = answers?.revocationAnswer(for: key, at: Date()), let list = try? RevocationList(stored.body, origin: url) {
+                return (.success(list), stored.expires)
+            }
             guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
             do {
                 let (response, body) = try HTTPClient.fetch("GET", target, timeout: deadline.remainingSeconds,
                                                             maximumBody: Limits.crlBytes)
                 guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
                 let list = try RevocationList(body, origin: url)
-                return (.success(list), list.nextUpdate)
+                let expires = RevocationCache.expiry(nextUpdate: list.nextUpdate)
+                answers?.saveRevocationAnswer(body, for: key, expires: expires)
+                return (.success(list), expires)
             } catch let error as HTTPRequestFailure {
                 return (.failure(error), nil)
             } catch {
@@ -240,7 +258,7 @@ final class RevocationCache: @unchecked Sendable {
         var bytes = 64
         switch result {
         case .success(let value):
-            expires = min(nextUpdate ?? now.addingTimeInterval(3_600), now.addingTimeInterval(86_400))
+            expires = nextUpdate ?? Self.expiry(nextUpdate: nil)
             if let list = value as? RevocationList { bytes = list.byteCount }
             if let der = value as? [UInt8] { bytes = der.count }
         case .failure:
@@ -260,6 +278,12 @@ final class RevocationCache: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         return result
+    }
+
+    /// How long an answer is kept: until its nextUpdate, at most a day, an hour without one.
+    static func expiry(nextUpdate: Date?) -> Date {
+        let now = Date()
+        return min(nextUpdate ?? now.addingTimeInterval(3_600), now.addingTimeInterval(86_400))
     }
 
     /// Forgets everything (tests).

@@ -26,6 +26,8 @@ public struct ScanOptions: Sendable {
     public var evaluationTime: Date?
     /// Revocation checking of targets that do not set their own (soft-fail by default).
     public var revocation: RevocationMode
+    /// Where revocation answers are kept across restarts (the service's database).
+    public var revocationAnswers: (any RevocationAnswerStore)?
 
     public init(timeout: Double = 10, concurrency: Int = 64, trustStore: TrustStore,
                 clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
@@ -242,7 +244,7 @@ public final class TLSScanner: Sendable {
             building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
                 .judged(at: context.time)
             // Revocation answers are fetched within the target's timeout, after the handshake.
-            let revocation = RevocationChecker(mode: target.revocation ?? options.revocation)
+            let revocation = RevocationChecker(mode: target.revocation ?? options.revocation, answers: options.revocationAnswers)
                 .check(path: building.path, presented: attempt.presented, stapled: attempt.stapledResponse,
                        handshake: attempt.observation != nil, time: context.time,
                        deadline: Deadline(after: target.timeout ?? options.timeout))

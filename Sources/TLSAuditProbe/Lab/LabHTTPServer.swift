@@ -1,0 +1,87 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A small HTTP/1.1 server on a loopback ephemeral port for tests and the bench: serves fixed
+/// bodies by path (CRLs, OCSP responses answered to any POST), or holds every connection without
+/// answering (a tarpit), and counts the requests it answered per path.
+public final class LabHTTPServer: Sendable {
+    public let port: Int
+    private let listener: LabListener
+    private let state: State
+
+    private final class State: Sendable {
+        let routes: Mutex<[String: (status: Int, body: [UInt8])]>
+        let counts = Mutex<[String: Int]>([:])
+        init(_ routes: [String: [UInt8]]) { self.routes = Mutex(routes.mapValues { (status: 200, body: $0) }) }
+    }
+
+    /// `routes`: path to body (status 200); an unknown path answers 404. `tarpit`: never answer.
+    public init(routes: [String: [UInt8]] = [:], tarpit: Bool = false) throws {
+        let state = State(routes)
+        listener = try LabListener(address: "127.0.0.1") { fd in
+            LabListener.setTimeouts(fd, seconds: 30)
+            defer { close(fd) }
+            if tarpit {
+                var entry = pollfd(fd: fd, events: 0x2000 /* POLLRDHUP */, revents: 0)
+                _ = poll(&entry, 1, 30_000)
+                return
+            }
+            guard let path = Self.readRequest(fd) else { return }
+            let (status, body) = state.routes.withLock { $0[path] } ?? (404, Array("not found\n".utf8))
+            state.counts.withLock { $0[path, default: 0] += 1 }
+            let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Not Found")\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+            let bytes = Array(head.utf8) + body
+            var sent = 0
+            while sent < bytes.count {
+                let written = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                guard written > 0 else { return }
+                sent += written
+            }
+        }
+        self.state = state
+        port = listener.port
+    }
+
+    /// Replaces (or adds) the body served at `path`.
+    public func serve(_ body: [UInt8], at path: String, status: Int = 200) {
+        state.routes.withLock { $0[path] = (status, body) }
+    }
+
+    /// Requests answered at `path` so far.
+    public func requests(to path: String) -> Int { state.counts.withLock { $0[path] ?? 0 } }
+
+    /// `http://127.0.0.1:PORT/path`.
+    public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    public func stop() { listener.stop() }
+
+    /// Reads a request's head and body (Content-Length), returns its path.
+    private static func readRequest(_ fd: Int32) -> String? {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while received.count < 1 << 20 {
+            if let end = received.firstRange(of: [13, 10, 13, 10]) {
+                let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
+                let lines = head.split(separator: "\r\n")
+                let length = lines.dropFirst().compactMap { line -> Int? in
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    return parts.count == 2 && parts[0].lowercased() == "content-length" ? Int(parts[1].trimmingCharacters(in: .whitespaces)) : nil
+                }.first ?? 0
+                while received.count - end.upperBound < length {
+                    let count = read(fd, &buffer, buffer.count)
+                    guard count > 0 else { return nil }
+                    received += buffer[..<count]
+                }
+                let parts = lines.first?.split(separator: " ") ?? []
+                return parts.count >= 2 ? String(parts[1]) : nil
+            }
+            let count = read(fd, &buffer, buffer.count)
+            guard count > 0 else { return nil }
+            received += buffer[..<count]
+        }
+        return nil
+    }
+}

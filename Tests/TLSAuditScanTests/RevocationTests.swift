@@ -1,0 +1,314 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditProbe
+
+/// A real OCSP responder (`openssl ocsp -index ... -port 0`) for one issuer, started by the test,
+/// and one-shot responses made by the same tool (for stapling, the cache and offline checks).
+final class OCSPLab {
+    enum Entry {
+        case good
+        case revoked(reason: String)
+    }
+
+    let directory: URL
+    let issuer: LabCertificate
+    private(set) var responder: Process?
+    private(set) var port = 0
+
+    /// `signer`: who signs the answers (default the issuer; another CA makes them wrongly signed).
+    init(issuer: LabCertificate, entries: [(serial: String, entry: Entry)], signer: LabCertificate? = nil) throws {
+        self.issuer = issuer
+        directory = TestPKI.shared.directory.appendingPathComponent("ocsp-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try issuer.pem.write(toFile: path("ca.pem"), atomically: true, encoding: .utf8)
+        let signing = signer ?? issuer
+        try signing.pem.write(toFile: path("signer.pem"), atomically: true, encoding: .utf8)
+        try signing.key.pem.write(toFile: path("signer.key"), atomically: true, encoding: .utf8)
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyMMddHHmmss'Z'"
+        let expiry = formatter.string(from: Date().addingTimeInterval(365 * 86_400))
+        let revokedAt = formatter.string(from: Date().addingTimeInterval(-86_400))
+        let index = entries.map { serial, entry in
+            switch entry {
+            case .good: "V\t\(expiry)\t\t\(serial)\tunknown\t/CN=lab\n"
+            case .revoked(let reason): "R\t\(expiry)\t\(revokedAt),\(reason)\t\(serial)\tunknown\t/CN=lab\n"
+            }
+        }.joined()
+        try index.write(toFile: path("index.txt"), atomically: true, encoding: .utf8)
+    }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// Starts the responder on an ephemeral port (it listens on all interfaces: the tests only
+    /// ever connect to 127.0.0.1).
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
+        process.arguments = ["ocsp", "-index", path("index.txt"), "-port", "0", "-rsigner", path("signer.pem"),
+                             "-rkey", path("signer.key"), "-CA", path("ca.pem"), "-ndays", "1", "-ignore_err"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        responder = process
+        var text = ""
+        let reader = output.fileHandleForReading
+        let deadline = Date().addingTimeInterval(10)
+        while !text.contains("\n"), Date() < deadline {
+            let chunk = reader.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        // "ACCEPT [::]:PORT PID=..."
+        guard let range = text.range(of: #":(\d+) "#, options: .regularExpression),
+              let number = Int(text[range].dropFirst().dropLast()) else {
+            stop()
+            throw LabError("openssl ocsp did not say where it listens: \(text.debugDescription)")
+        }
+        port = number
+    }
+
+    var url: String { "http://127.0.0.1:\(port)/" }
+
+    func stop() {
+        guard let responder, responder.isRunning else { return }
+        kill(responder.processIdentifier, SIGKILL)
+        responder.waitUntilExit()
+    }
+
+    deinit { stop() }
+
+    /// A DER response for `certificate` made by `openssl ocsp` from the index (`days` of validity).
+    func response(for certificate: LabCertificate, days: Int = 1) throws -> [UInt8] {
+        try certificate.pem.write(toFile: path("cert.pem"), atomically: true, encoding: .utf8)
+        try Self.openssl(["ocsp", "-issuer", path("ca.pem"), "-cert", path("cert.pem"), "-no_nonce", "-reqout", path("req.der")])
+        try Self.openssl(["ocsp", "-index", path("index.txt"), "-rsigner", path("signer.pem"), "-rkey", path("signer.key"),
+                          "-CA", path("ca.pem"), "-reqin", path("req.der"), "-respout", path("resp.der"), "-ndays", "\(days)"])
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path("resp.der"))))
+    }
+
+    static func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw LabError("openssl \(arguments.joined(separator: " ")) failed") }
+    }
+}
+
+/// Revocation checking against real responders and CRLs served on loopback.
+@Suite("revocation: OCSP and CRLs")
+struct RevocationTests {
+    let pki = TestPKI.shared
+
+    static func randomSerial() -> String {
+        "4" + (0..<15).map { _ in String("0123456789ABCDEF".randomElement()!) }.joined()
+    }
+
+    /// A leaf of the test intermediate with `serial`, naming `ocsp` in its AIA and `crl` as its distribution point.
+    func leaf(serial: String = randomSerial(), ocsp: String? = nil, crl: String? = nil, mustStaple: Bool = false) throws -> LabCertificate {
+        try pki.leaf { request in
+            request.serialHex = serial
+            if let ocsp { request.extraExtensions.append(.init(name: "authorityInfoAccess", value: "OCSP;URI:\(ocsp)")) }
+            if let crl { request.extraExtensions.append(.init(name: "crlDistributionPoints", value: "URI:\(crl)")) }
+            if mustStaple { request.extraExtensions.append(.init(name: "tlsfeature", value: "status_request")) }
+        }
+    }
+
+    /// Scans a server sending `[leaf, intermediate]` with `extra` arguments.
+    func scan(_ leaf: LabCertificate, extra: [String] = []) throws -> (status: Int32, result: AddressScanResult, seconds: Double) {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        defer { server.stop() }
+        let started = Date()
+        let output = try CLI.scan(port: server.port, extra: extra)
+        return (output.status, try output.report().single, Date().timeIntervalSince(started))
+    }
+
+    func finding(_ result: AddressScanResult, _ id: FindingID) -> Finding? { result.findings.first { $0.id == id } }
+
+    @Test("OCSP responder in the AIA: good, revoked (with reason and date), unknown to the responder")
+    func responder() throws {
+        let good = Self.randomSerial(), revoked = Self.randomSerial(), unlisted = Self.randomSerial()
+        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(good, .good), (revoked, .revoked(reason: "keyCompromise"))])
+        try lab.start()
+        defer { lab.stop() }
+
+        let (okStatus, ok, _) = try scan(try leaf(serial: good, ocsp: lab.url))
+        #expect(okStatus == 0, "\(ok.findings)")
+        let check = try #require(ok.chain?.revocation?.checks.first)
+        #expect(check.status == .good && check.source == .ocsp && check.url == lab.url && check.nextUpdate != nil)
+        #expect(finding(ok, .revocationUnknown) == nil && finding(ok, .trustRevoked) == nil)
+
+        let (badStatus, bad, _) = try scan(try leaf(serial: revoked, ocsp: lab.url))
+        #expect(badStatus == 1)
+        #expect(!bad.ats.compliant && bad.ats.failedRules == ["ats.trust"])
+        let finding = try #require(self.finding(bad, .trustRevoked))
+        #expect(finding.severity == .error && finding.depth == 0)
+        #expect(finding.message.contains("keyCompromise") && finding.message.contains("since"), "\(finding.message)")
+        #expect(bad.chain?.revocation?.checks.first?.revokedAt != nil)
+
+        let (unknownStatus, unknown, _) = try scan(try leaf(serial: unlisted, ocsp: lab.url))
+        #expect(unknownStatus == 0, "soft-fail: a warning")
+        #expect(self.finding(unknown, .revocationUnknown)?.severity == .warning)
+        let (hardStatus, hard, _) = try scan(try leaf(serial: unlisted, ocsp: lab.url), extra: ["--revocation", "hard"])
+        #expect(hardStatus == 1)
+        #expect(self.finding(hard, .revocationUnknown)?.severity == .error)
+        #expect(!hard.ats.compliant)
+        let (_, off, _) = try scan(try leaf(serial: revoked, ocsp: lab.url), extra: ["--revocation", "off"])
+        #expect(off.chain?.revocation == nil && self.finding(off, .trustRevoked) == nil)
+    }
+
+    @Test("an answer signed by another CA's key is not believed")
+    func wronglySigned() throws {
+        let serial = Self.randomSerial()
+        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))],
+                              signer: pki.otherIntermediate)
+        try lab.start()
+        defer { lab.stop() }
+        let (status, result, _) = try scan(try leaf(serial: serial, ocsp: lab.url))
+        #expect(status == 0)
+        #expect(finding(result, .trustRevoked) == nil)
+        let unknown = try #require(finding(result, .revocationUnknown))
+        #expect(unknown.message.contains("does not verify"), "\(unknown.message)")
+    }
+
+    @Test("an unreachable responder and a tarpit: unknown, and the scan ends within its timeout")
+    func unreachableAndTarpit() throws {
+        let closedPort = try LabPorts.unusedPort()
+        let (status, unreachable, _) = try scan(try leaf(ocsp: "http://127.0.0.1:\(closedPort)/"))
+        #expect(status == 0)
+        #expect(finding(unreachable, .revocationUnknown)?.message.contains("127.0.0.1:\(closedPort)") == true)
+
+        let tarpit = try LabHTTPServer(tarpit: true)
+        defer { tarpit.stop() }
+        let (_, stalled, seconds) = try scan(try leaf(ocsp: tarpit.url("/")), extra: ["--timeout", "2"])
+        #expect(finding(stalled, .revocationUnknown) != nil)
+        #expect(seconds < 4.5, "took \(seconds) s with --timeout 2")
+    }
+
+    @Test("CRL from the distribution point: revoked, not listed, wrongly signed, expired")
+    func distributionPoint() throws {
+        let server = try LabHTTPServer()
+        defer { server.stop() }
+        let revokedLeaf = try leaf(crl: server.url("/revoked.crl"))
+        let listed = try pki.intermediate.crl(revoking: [LabRevocation(revokedLeaf, reason: 4)]) // superseded
+        server.serve(listed, at: "/revoked.crl")
+        let (status, revoked, _) = try scan(revokedLeaf)
+        #expect(status == 1)
+        #expect(finding(revoked, .trustRevoked)?.message.contains("superseded") == true, "\(revoked.findings)")
+        #expect(revoked.chain?.revocation?.checks.first?.source == .crl)
+
+        server.serve(try pki.intermediate.crl(), at: "/empty.crl")
+        let (goodStatus, good, _) = try scan(try leaf(crl: server.url("/empty.crl")))
+        #expect(goodStatus == 0)
+        #expect(good.chain?.revocation?.checks.first?.status == .good)
+
+        let impostor = try LabPrivateKey(.ec(curve: "P-256"))
+        let forgedLeaf = try leaf(crl: server.url("/forged.crl"))
+        server.serve(try pki.intermediate.crl(revoking: [LabRevocation(forgedLeaf)], signer: impostor), at: "/forged.crl")
+        let (_, forged, _) = try scan(forgedLeaf)
+        #expect(finding(forged, .trustRevoked) == nil)
+        #expect(finding(forged, .revocationUnknown)?.message.contains("signature") == true, "\(forged.findings)")
+
+        server.serve(try pki.intermediate.crl(thisUpdate: Date().addingTimeInterval(-3 * 86_400),
+                                              nextUpdate: Date().addingTimeInterval(-86_400)), at: "/stale.crl")
+        let (_, stale, _) = try scan(try leaf(crl: server.url("/stale.crl")))
+        #expect(finding(stale, .revocationUnknown)?.message.contains("expired") == true, "\(stale.findings)")
+    }
+
+    @Test("a stapled revoked answer is used first; must-staple without a staple is flagged")
+    func stapling() throws {
+        let serial = Self.randomSerial()
+        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))])
+        let revokedLeaf = try leaf(serial: serial)
+        let response = try lab.response(for: revokedLeaf)
+        try revokedLeaf.pem.write(toFile: lab.path("leaf.pem"), atomically: true, encoding: .utf8)
+        try revokedLeaf.key.pem.write(toFile: lab.path("leaf.key"), atomically: true, encoding: .utf8)
+        try Data(response).write(to: URL(fileURLWithPath: lab.path("staple.der")))
+        let port = try LabPorts.unusedPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
+        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", lab.path("leaf.pem"), "-key", lab.path("leaf.key"),
+                            "-cert_chain", lab.path("ca.pem"), "-status_file", lab.path("staple.der"), "-quiet", "-naccept", "20"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        var result: AddressScanResult?
+        for _ in 0..<50 where result?.status != .completed {
+            Thread.sleep(forTimeInterval: 0.1)
+            result = try? CLI.scan(port: port).report().single
+        }
+        let scanned = try #require(result)
+        #expect(scanned.chain?.revocation?.checks.first?.source == .stapledOCSP)
+        #expect(finding(scanned, .trustRevoked) != nil, "\(scanned.findings)")
+
+        let (_, unstapled, _) = try scan(try leaf(mustStaple: true))
+        #expect(unstapled.chain?.revocation?.mustStaple == true)
+        #expect(finding(unstapled, .revocationMustStaple)?.severity == .warning)
+    }
+
+    @Test("verify --crl and --ocsp-response check offline, the answer's dates included")
+    func offline() throws {
+        let serial = Self.randomSerial()
+        let goodLeaf = try leaf(serial: serial)
+        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .good)])
+        let response = lab.path("good.der")
+        try Data(try lab.response(for: goodLeaf)).write(to: URL(fileURLWithPath: response))
+        let chain = lab.path("chain.pem")
+        try (goodLeaf.pem + pki.intermediate.pem).write(toFile: chain, atomically: true, encoding: .utf8)
+        let base = ["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json"]
+        func verify(_ extra: [String]) throws -> (Int32, VerifyReport) {
+            let output = try CLI.run(base + extra)
+            return (output.status, try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8)))
+        }
+        let (goodStatus, good) = try verify(["--ocsp-response", response])
+        #expect(goodStatus == 0)
+        #expect(good.chain.revocation?.checks.first?.status == .good)
+        // Judged three days on, the one-day answer is stale.
+        let later = Timestamp.format(Date().addingTimeInterval(3 * 86_400))
+        let (staleStatus, stale) = try verify(["--ocsp-response", response, "--at", later])
+        #expect(staleStatus == 0)
+        #expect(stale.findings.first { $0.id == .revocationUnknown }?.message.contains("stale") == true, "\(stale.findings)")
+        let (hardStatus, _) = try verify(["--ocsp-response", response, "--at", later, "--revocation", "hard"])
+        #expect(hardStatus == 1)
+
+        let crl = lab.path("revoked.crl")
+        try Data(try pki.intermediate.crl(revoking: [LabRevocation(goodLeaf)])).write(to: URL(fileURLWithPath: crl))
+        let (revokedStatus, revoked) = try verify(["--crl", crl])
+        #expect(revokedStatus == 1)
+        #expect(revoked.findings.contains { $0.id == .trustRevoked })
+        let (_, plain) = try verify([])
+        #expect(plain.chain.revocation == nil, "without files verify stays offline")
+    }
+
+    @Test("many endpoints sharing a CA: one OCSP request for their one certificate, the rest from the cache")
+    func sharedAnswer() throws {
+        let serial = Self.randomSerial()
+        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .good)])
+        let http = try LabHTTPServer()
+        defer { http.stop() }
+        let shared = try leaf(serial: serial, ocsp: http.url("/ocsp"))
+        http.serve(try lab.response(for: shared), at: "/ocsp")
+        let servers = try (0..<8).map { _ in try LabTLSServer(LabServerConfiguration(chain: [shared, pki.intermediate])) }
+        defer { servers.forEach { $0.stop() } }
+        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--timeout", "5"]
+                                 + servers.map { "\(TestPKI.hostname):\($0.port)" })
+        #expect(output.status == 0, "\(output.stderr)")
+        let report = try output.report()
+        #expect(report.targets.count == 8)
+        for target in report.targets {
+            #expect(target.addresses.first?.chain?.revocation?.checks.first?.status == .good)
+        }
+        #expect(http.requests(to: "/ocsp") == 1)
+    }
+}
