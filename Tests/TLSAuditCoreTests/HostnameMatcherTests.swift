@@ -1,5 +1,6 @@
+import Foundation
 import Testing
-import TLSAuditCore
+@testable import TLSAuditCore
 
 @Suite("host name matching (SAN only, one-label wildcards)")
 struct HostnameMatcherTests {
@@ -100,5 +101,56 @@ struct ScanTargetTests {
         for malformed in ["10.0.0.0/-1", "10.0.0.0/33", "::/129", "10.0.0.0", "10.0.0.0/x", "example.com/8"] {
             #expect(!HostnameMatcher.ip("10.0.0.1", within: malformed), "\(malformed)")
         }
+    }
+}
+
+/// Validity times as X.680 defines them, and names in their ASCII form.
+@Suite("certificate times and IDN forms")
+struct CertificateTimeTests {
+    func read(_ text: String, generalized: Bool = false) -> CertificateTime {
+        CertificateTime.read(Array(text.utf8), generalized: generalized)
+    }
+
+    @Test("DER UTCTime and GeneralizedTime, with the 1950-2049 window")
+    func der() {
+        #expect(read("491231235959Z").date == Date(timeIntervalSince1970: 2_524_607_999))
+        #expect(read("500101000000Z").date == Date(timeIntervalSince1970: -631_152_000))
+        #expect(read("491231235959Z").problem == nil)
+        #expect(read("20500101000000Z", generalized: true).date == Date(timeIntervalSince1970: 2_524_608_000))
+        #expect(read("20500101000000Z", generalized: true).problem == nil)
+        #expect(read("20240229120000Z", generalized: true).problem?.contains("before 2050") == true)
+    }
+
+    @Test("forms X.680 allows and DER does not: read, and said")
+    func berForms() {
+        let noSeconds = read("2601021504Z")
+        #expect(noSeconds.date == Date(timeIntervalSince1970: 1_767_366_240))
+        #expect(noSeconds.problem?.contains("no seconds") == true)
+        let offset = read("260102150405-0130")
+        #expect(offset.date == Date(timeIntervalSince1970: 1_767_366_245 + 5_400))
+        #expect(offset.problem?.contains("offset") == true)
+        let trailingZero = read("20510101000000.50Z", generalized: true)
+        #expect(trailingZero.date == Date(timeIntervalSince1970: 2_556_144_000.5))
+        #expect(trailingZero.problem?.contains("ends in zero") == true)
+    }
+
+    @Test("what is no time at all", arguments: ["", "2601021504", "26010215Z", "261301000000Z", "260230000000Z", "260101246000Z",
+                                                 "2601010000000Z", "26010100000aZ", "260101000000+25"])
+    func unreadable(_ text: String) {
+        #expect(read(text).date == nil, "\(text)")
+    }
+
+    @Test("local GeneralizedTime has no instant")
+    func localTime() {
+        #expect(read("20510101000000", generalized: true).date == nil)
+    }
+
+    @Test("Punycode (RFC 3492) and the ASCII form of names")
+    func punycode() {
+        #expect(DomainNameForm.punycode("bücher") == "bcher-kva")
+        #expect(DomainNameForm.punycode("münchen") == "mnchen-3ya")
+        #expect(DomainNameForm.punycode("例え") == "r8jz45g")
+        #expect(DomainNameForm.ascii("Bücher.Example.") == "xn--bcher-kva.example")
+        #expect(DomainNameForm.ascii("WWW.Example.COM") == "www.example.com")
     }
 }

@@ -185,61 +185,20 @@ struct EnumerationTests {
 /// OCSP stapling, recorded from a real stapled response (`openssl ocsp` signs it, `openssl s_server` staples it).
 @Suite("OCSP stapling")
 struct OCSPStaplingTests {
-    func run(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "openssl \(arguments.joined(separator: " "))")
-    }
-
     @Test("a stapled good response is recorded as successful / good")
     func stapled() throws {
         let pki = TestPKI.shared
-        let leaf = try pki.leaf()
-        let directory = pki.directory.appendingPathComponent("ocsp-\(UUID().uuidString.prefix(6))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-        try leaf.pem.write(toFile: path("leaf.pem"), atomically: true, encoding: .utf8)
-        try leaf.key.pem.write(toFile: path("leaf.key"), atomically: true, encoding: .utf8)
-        try pki.intermediate.pem.write(toFile: path("ca.pem"), atomically: true, encoding: .utf8)
-        try pki.intermediate.key.pem.write(toFile: path("ca.key"), atomically: true, encoding: .utf8)
-        let summary = leaf.summary
-        let expiry = Date(timeIntervalSince1970: summary.notAfter.timeIntervalSince1970)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyMMddHHmmss'Z'"
-        try "V\t\(formatter.string(from: expiry))\t\t\(summary.serial)\tunknown\t/CN=\(TestPKI.hostname)\n"
-            .write(toFile: path("index.txt"), atomically: true, encoding: .utf8)
-        try run(["ocsp", "-issuer", path("ca.pem"), "-cert", path("leaf.pem"), "-no_nonce", "-reqout", path("req.der")])
-        try run(["ocsp", "-index", path("index.txt"), "-rsigner", path("ca.pem"), "-rkey", path("ca.key"), "-CA", path("ca.pem"),
-                 "-reqin", path("req.der"), "-respout", path("resp.der"), "-ndays", "1"])
-        let port = try LabPorts.unusedPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", path("leaf.pem"), "-key", path("leaf.key"),
-                            "-cert_chain", path("ca.pem"), "-status_file", path("resp.der"), "-quiet", "-naccept", "5"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { // SIGKILL: started from a test thread, s_server may have SIGTERM blocked (it lingered).
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        var result: AddressScanResult?
-        for _ in 0..<50 where result?.status != .completed {
-            Thread.sleep(forTimeInterval: 0.1)
-            result = try? CLI.scan(port: port).report().single
-        }
+        let serial = RevocationTests.randomSerial()
+        let leaf = try pki.leaf { $0.serialHex = serial }
+        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .good)])
+        let (server, result) = try lab.stapledServerScan(leaf: leaf, staple: try lab.response(for: leaf))
+        defer { OCSPLab.kill(server) }
         let handshake = try #require(result?.handshake)
         #expect(handshake.stapledOCSP?.responseStatus == "successful")
         #expect(handshake.stapledOCSP?.certificateStatus == "good")
         #expect(handshake.stapledOCSP?.nextUpdate != nil)
         #expect(handshake.signedCertificateTimestamps == SCTCounts(embedded: 0, tlsExtension: 0, ocsp: 0))
+        #expect(result?.chain?.revocation?.checks.first?.source == .stapledOCSP)
     }
 }
 

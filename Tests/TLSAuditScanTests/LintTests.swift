@@ -13,7 +13,7 @@ struct LintTests {
         case cnNotInSAN, serialZero, serialNegative, serialLong, rootEKU, keyCertSignNotCA, nameConstraintsNotCA,
              basicConstraintsNotCritical, emptyNameConstraints, underscore, leadingDot, wildcardPublicSuffix, rsaModulus,
              akiMissing, akiWithoutKeyID, skiMissing, nameConstraintsNotCritical, policyConstraintsNotCritical, sanNotCritical,
-             aiaMalformed
+             aiaMalformed, ekuCritical, validityEncoding
     }
 
     /// The chain (leaf first), the anchors file when not the test root, the expected lint and its depth.
@@ -49,6 +49,12 @@ struct LintTests {
             return (try leaf { $0.authorityKeyIdentifier = "issuer:always" }, nil, .lintAKIWithoutKeyID, 0)
         case .sanNotCritical:
             return (try leaf { $0.commonName = "" }, nil, .lintSANNotCritical, 0)
+        case .ekuCritical:
+            return (try leaf { $0.extendedKeyUsage = "critical,serverAuth" }, nil, .lintEKUCritical, 0)
+        case .validityEncoding:
+            // A UTCTime without seconds: X.680 allows it, DER and RFC 5280 do not; clients read it.
+            return (try leaf { $0.rawNotAfter = ("\(Self.utcTime(Date().addingTimeInterval(200 * 86_400)).dropLast(3))Z", false) },
+                    nil, .lintValidityEncoding, 0)
         case .aiaMalformed:
             return (try leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "OCSP;email:ocsp@tlsaudit.test")] },
                     nil, .lintAIAMalformed, 0)
@@ -118,6 +124,54 @@ struct LintTests {
         // Lints never decide: the verdict is what it is without them.
         let withoutLints = result.findings.filter { !$0.id.rawValue.hasPrefix("lint.") }
         #expect(result.ats.policy.verdict(from: withoutLints).compliant == result.ats.compliant)
+    }
+
+    /// `YYMMDDHHMMSSZ`.
+    static func utcTime(_ date: Date) -> String {
+        let text = Timestamp.format(date).filter(\.isNumber) // YYYYMMDDHHMMSS
+        return String(text.dropFirst(2)) + "Z"
+    }
+
+    @Test("a CN in Unicode is the same name as its A-label among the SANs; a different one is not")
+    func unicodeCommonName() throws {
+        for (commonName, expectLint) in [("bücher.tlsaudit.test", false), ("BÜCHER.tlsaudit.test", false), ("bucher.tlsaudit.test", true)] {
+            let leaf = try pki.leaf { request in
+                request.commonName = commonName
+                request.dnsNames = [TestPKI.hostname, "xn--bcher-kva.tlsaudit.test"]
+            }
+            let file = pki.directory.appendingPathComponent("lint-idn-\(UUID().uuidString.prefix(6)).pem")
+            try [leaf, pki.intermediate].map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+            let output = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname])
+            let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+            #expect(report.findings.contains { $0.id == .lintCommonNameNotInSAN } == expectLint, "\(commonName): \(report.findings.map(\.id))")
+        }
+    }
+
+    @Test("validity times: every X.680 form read, DER deviations a lint, an unreadable time never valid")
+    func validityTimes() throws {
+        func verify(_ adjust: (inout LabCertificateRequest) -> Void) throws -> VerifyReport {
+            let file = pki.directory.appendingPathComponent("lint-time-\(UUID().uuidString.prefix(6)).pem")
+            try [try pki.leaf(adjust: adjust), pki.intermediate].map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+            let output = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname])
+            return try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        }
+        // A UTC offset is applied: 2 hours east of UTC, a notAfter 1 hour ahead in local time has passed.
+        let soon = Date().addingTimeInterval(3_600)
+        let local = Self.utcTime(soon.addingTimeInterval(2 * 3_600)).dropLast() + "+0200"
+        let offset = try verify { $0.rawNotAfter = (String(local), false) }
+        #expect(offset.valid, "\(offset.findings)")
+        #expect(offset.findings.contains { $0.id == .lintValidityEncoding })
+        #expect(abs(offset.chain.presented[0].notAfter.timeIntervalSince(soon)) < 2)
+        // A GeneralizedTime with a fraction of a second, for a year after 2049.
+        let fraction = try verify { $0.rawNotAfter = ("20500101000000.5Z", true) }
+        #expect(abs(fraction.chain.presented[0].notAfter.timeIntervalSince1970 - 2_524_608_000) < 1) // JSON keeps whole seconds
+        #expect(fraction.findings.first { $0.id == .lintValidityEncoding }?.message.contains("fraction") == true)
+        // Garbage for a notBefore: never valid (before, it read as the distant past: always valid).
+        let garbage = try verify { $0.rawNotBefore = ("not a time", false) }
+        #expect(!garbage.valid)
+        #expect(garbage.findings.contains { $0.id == .trustInvalid && $0.message.contains("cannot be read") }, "\(garbage.findings)")
+        let leapDay = try verify { $0.rawNotBefore = ("230229000000Z", false) } // 2023 had no 29 February
+        #expect(!leapDay.valid)
     }
 
     @Test("the report's conformance section lists the lints of the current chains")

@@ -75,8 +75,7 @@ final class OCSPLab {
 
     func stop() {
         guard let responder, responder.isRunning else { return }
-        kill(responder.processIdentifier, SIGKILL)
-        responder.waitUntilExit()
+        Self.kill(responder)
     }
 
     deinit { stop() }
@@ -88,6 +87,35 @@ final class OCSPLab {
         try Self.openssl(["ocsp", "-index", path("index.txt"), "-rsigner", path("signer.pem"), "-rkey", path("signer.key"),
                           "-CA", path("ca.pem"), "-reqin", path("req.der"), "-respout", path("resp.der"), "-ndays", "\(days)"])
         return Array(try Data(contentsOf: URL(fileURLWithPath: path("resp.der"))))
+    }
+
+    /// `openssl s_server` sending `leaf` (and the issuer) with `staple` stapled, on a free loopback
+    /// port; the caller kills it. Returns the process and the result of the first completed scan.
+    func stapledServerScan(leaf: LabCertificate, staple: [UInt8]) throws -> (server: Process, result: AddressScanResult?) {
+        try leaf.pem.write(toFile: path("leaf.pem"), atomically: true, encoding: .utf8)
+        try leaf.key.pem.write(toFile: path("leaf.key"), atomically: true, encoding: .utf8)
+        try Data(staple).write(to: URL(fileURLWithPath: path("staple.der")))
+        let port = try LabPorts.unusedPort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
+        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", path("leaf.pem"), "-key", path("leaf.key"),
+                            "-cert_chain", path("ca.pem"), "-status_file", path("staple.der"), "-quiet", "-naccept", "20"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        var result: AddressScanResult?
+        for _ in 0..<50 where result?.status != .completed {
+            Thread.sleep(forTimeInterval: 0.1)
+            result = try? CLI.scan(port: port).report().single
+        }
+        return (server, result)
+    }
+
+    /// Stops a process the lab started (SIGKILL: started from a test thread, s_server may have
+    /// SIGTERM blocked).
+    static func kill(_ server: Process) {
+        Glibc.kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
     }
 
     static func openssl(_ arguments: [String]) throws {
@@ -227,27 +255,8 @@ struct RevocationTests {
         let serial = Self.randomSerial()
         let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))])
         let revokedLeaf = try leaf(serial: serial)
-        let response = try lab.response(for: revokedLeaf)
-        try revokedLeaf.pem.write(toFile: lab.path("leaf.pem"), atomically: true, encoding: .utf8)
-        try revokedLeaf.key.pem.write(toFile: lab.path("leaf.key"), atomically: true, encoding: .utf8)
-        try Data(response).write(to: URL(fileURLWithPath: lab.path("staple.der")))
-        let port = try LabPorts.unusedPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", lab.path("leaf.pem"), "-key", lab.path("leaf.key"),
-                            "-cert_chain", lab.path("ca.pem"), "-status_file", lab.path("staple.der"), "-quiet", "-naccept", "20"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        var result: AddressScanResult?
-        for _ in 0..<50 where result?.status != .completed {
-            Thread.sleep(forTimeInterval: 0.1)
-            result = try? CLI.scan(port: port).report().single
-        }
+        let (server, result) = try lab.stapledServerScan(leaf: revokedLeaf, staple: try lab.response(for: revokedLeaf))
+        defer { OCSPLab.kill(server) }
         let scanned = try #require(result)
         #expect(scanned.chain?.revocation?.checks.first?.source == .stapledOCSP)
         #expect(finding(scanned, .trustRevoked) != nil, "\(scanned.findings)")

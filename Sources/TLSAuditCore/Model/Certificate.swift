@@ -79,11 +79,15 @@ public struct CertificateProfile: Hashable, Codable, Sendable {
     public var malformedAccessDescriptions: [String]
     /// The subject is an empty name.
     public var emptySubject: Bool
+    /// notBefore or notAfter encoded as X.680 allows but DER or RFC 5280 does not (`notAfter: ...`).
+    public var validityEncoding: [String]?
+    /// notBefore or notAfter that is no time at all (`notBefore: ...`): such a certificate is never valid.
+    public var unreadableValidity: [String]?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case authorityKeyIdentifier, authorityKeyIdentifierHasKeyID = "authorityKeyIdentifierHasKeyId", subjectKeyIdentifier
-        case criticalExtensions, extensions, malformedAccessDescriptions, emptySubject
+        case criticalExtensions, extensions, malformedAccessDescriptions, emptySubject, validityEncoding, unreadableValidity
     }
 
     public init(authorityKeyIdentifier: Bool, authorityKeyIdentifierHasKeyID: Bool, subjectKeyIdentifier: Bool,

@@ -102,6 +102,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let lintPolicyConstraintsNotCritical: FindingID = "lint.policy-constraints-not-critical"
     public static let lintSANNotCritical: FindingID = "lint.san-not-critical"
     public static let lintAIAMalformed: FindingID = "lint.aia-malformed"
+    public static let lintEKUCritical: FindingID = "lint.eku-critical"
+    public static let lintValidityEncoding: FindingID = "lint.validity-encoding"
 
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"

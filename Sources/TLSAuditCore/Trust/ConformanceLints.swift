@@ -19,11 +19,12 @@ public enum ConformanceLints {
         }
         let names = certificate.subjectAlternativeNames
 
-        // BR 7.1.4.3: a CN, when present, is one of the SANs (compared as clients compare names).
+        // BR 7.1.4.3: a CN, when present, is one of the SANs (compared as clients compare names:
+        // case, IP forms, a Unicode CN against its A-label SAN).
         if isLeaf, let commonName = certificate.commonName, !commonName.isEmpty, !names.isEmpty {
             let asIP = HostnameMatcher.canonicalIPAddress(commonName)
             let listed = asIP.map { address in names.ip.contains { HostnameMatcher.canonicalIPAddress($0) == address } }
-                ?? names.dns.contains { HostnameMatcher.normalize($0) == HostnameMatcher.normalize(commonName) }
+                ?? names.dns.contains { DomainNameForm.ascii($0) == DomainNameForm.ascii(commonName) }
             if !listed { add(.lintCommonNameNotInSAN, "the CN \"\(commonName)\" is not among the subjectAltNames (BR 7.1.4.3).") }
         }
         // RFC 5280 4.1.2.2: a positive serial number of at most 20 octets.
@@ -94,6 +95,19 @@ public enum ConformanceLints {
             }
             if profile.emptySubject, notCritical("subjectAltName") {
                 add(.lintSANNotCritical, "an empty subject with a subjectAltName not marked critical (RFC 5280 4.2.1.6).")
+            }
+            // BR 7.1.2.7.6 and 7.1.2.10.6: extKeyUsage is not critical in subscriber and subordinate
+            // CA certificates; RFC 5280 4.2.1.12: never critical beside anyExtendedKeyUsage.
+            if profile.criticalExtensions.contains("extendedKeyUsage") {
+                if certificate.extendedKeyUsage?.contains("anyExtendedKeyUsage") == true {
+                    add(.lintEKUCritical, "extendedKeyUsage is marked critical with anyExtendedKeyUsage (RFC 5280 4.2.1.12).")
+                } else if !certificate.isSelfSigned {
+                    add(.lintEKUCritical, "extendedKeyUsage is marked critical (BR 7.1.2.7.6, 7.1.2.10.6).")
+                }
+            }
+            // X.690 11.7 and 11.8 (DER), RFC 5280 4.1.2.5: validity times in UTC with seconds, UTCTime through 2049.
+            if let problems = profile.validityEncoding, !problems.isEmpty {
+                add(.lintValidityEncoding, "\(RecordBudget.list(problems, limit: 2)) (X.690 11.7-11.8, RFC 5280 4.1.2.5).")
             }
             // RFC 5280 4.2.2.1: access locations are URIs.
             if !profile.malformedAccessDescriptions.isEmpty {

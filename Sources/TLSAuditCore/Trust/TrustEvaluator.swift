@@ -138,6 +138,12 @@ public enum TrustEvaluator {
     /// notBefore <= now <= notAfter for every certificate of the path (notAfter inclusive, RFC 5280).
     static func checkDates(_ path: [CertificateSummary], at time: Date, into findings: inout [Finding]) {
         for (depth, certificate) in path.enumerated() {
+            if let unreadable = certificate.profile?.unreadableValidity, !unreadable.isEmpty {
+                // No client can tell when such a certificate is valid: it never is.
+                findings.appendUnique(Finding(.trustInvalid, .error, depth: depth,
+                    "\(certificate.displayName) has a validity time that cannot be read (\(RecordBudget.list(unreadable, limit: 2))): no client accepts it."))
+                continue
+            }
             if time < certificate.notBefore {
                 findings.appendUnique(Finding(.trustNotYetValid, .error, depth: depth,
                     "\(certificate.displayName) is not valid before \(Timestamp.format(certificate.notBefore))."))

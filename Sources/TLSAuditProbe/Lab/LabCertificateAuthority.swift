@@ -70,6 +70,10 @@ public struct LabCertificateRequest: Sendable {
     public var serialHex: String?
     /// OpenSSL syntax for the key identifier extensions; nil leaves one out.
     public var subjectKeyIdentifier: String? = "hash"
+    /// Validity times written as given instead of from the dates (bad certificates): the ASN.1
+    /// text and whether it is a GeneralizedTime (else a UTCTime).
+    public var rawNotBefore: (text: String, generalized: Bool)?
+    public var rawNotAfter: (text: String, generalized: Bool)?
     public var authorityKeyIdentifier: String? = "keyid:always"
 
     public struct ExtraExtension: Sendable {
@@ -166,6 +170,12 @@ public enum LabCertificateAuthority {
         }
         ASN1_TIME_set(X509_getm_notBefore(x509), time_t(request.notBefore.timeIntervalSince1970))
         ASN1_TIME_set(X509_getm_notAfter(x509), time_t(request.notAfter.timeIntervalSince1970))
+        for (raw, setter) in [(request.rawNotBefore, X509_set1_notBefore), (request.rawNotAfter, X509_set1_notAfter)] {
+            guard let raw, let time = ASN1_STRING_type_new(raw.generalized ? V_ASN1_GENERALIZEDTIME : V_ASN1_UTCTIME) else { continue }
+            ASN1_STRING_set(time, raw.text, Int32(raw.text.utf8.count))
+            _ = setter(x509, time)
+            ASN1_STRING_free(time)
+        }
         X509_set_pubkey(x509, key.pointer)
 
         guard let name = X509_NAME_new() else { throw OpenSSLFailure("cannot allocate a name") }

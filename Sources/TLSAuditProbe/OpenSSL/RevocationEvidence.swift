@@ -72,12 +72,12 @@ enum OCSPExchange {
         return bytes
     }
 
-    /// What a response says about `certificate`, every part verified: the response status, the
-    /// signature, that the signer is the issuer or a responder the issuer delegated to (OCSP signing
-    /// EKU) with a chain to `anchor`, the certificate's entry, and thisUpdate/nextUpdate at `time`
-    /// (five minutes of clock skew allowed).
-    static func evaluate(_ der: [UInt8], certificate: X509Certificate, issuer: X509Certificate, path: [X509Certificate],
-                         anchor: X509Certificate, time: Date) -> OCSPAnswer {
+    /// What a response says about `certificate`, every part verified but its dates (the answer's
+    /// `judged(at:)`): the response status, the signature, that the signer is the issuer or a
+    /// responder the issuer delegated to (OCSP signing EKU) with a chain to `anchor`, and the
+    /// certificate's entry.
+    static func verify(_ der: [UInt8], certificate: X509Certificate, issuer: X509Certificate, path: [X509Certificate],
+                       anchor: X509Certificate) -> OCSPAnswer {
         defer { OpenSSLErrors.clear() }
         var cursor: UnsafePointer<UInt8>? = nil
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
@@ -118,13 +118,6 @@ enum OCSPExchange {
         guard found else { return .failed("the response does not cover the certificate") }
         let issued = X509Certificate.date(thisUpdate.map { UnsafePointer($0) })
         let expires = nextUpdate.map { X509Certificate.date(UnsafePointer($0)) }
-        let skew: TimeInterval = 300
-        if issued > time.addingTimeInterval(skew) {
-            return .failed("the response's thisUpdate (\(Timestamp.format(issued))) is in the future")
-        }
-        if let expires, expires < time.addingTimeInterval(-skew) {
-            return .failed("the response is stale: its nextUpdate was \(Timestamp.format(expires))")
-        }
         switch certificateStatus {
         case V_OCSP_CERTSTATUS_GOOD:
             return OCSPAnswer(status: .good, thisUpdate: issued, nextUpdate: expires)
@@ -171,6 +164,19 @@ struct OCSPAnswer: Sendable {
 
     /// Good or revoked: no other source needs asking.
     var isDefinitive: Bool { status != .unknown }
+
+    /// This answer at `time`: unknown when its thisUpdate is in the future or its nextUpdate has
+    /// passed (five minutes of clock skew allowed either way).
+    func judged(at time: Date) -> OCSPAnswer {
+        let skew: TimeInterval = 300
+        if let thisUpdate, thisUpdate > time.addingTimeInterval(skew) {
+            return .failed("the response's thisUpdate (\(Timestamp.format(thisUpdate))) is in the future")
+        }
+        if let nextUpdate, nextUpdate < time.addingTimeInterval(-skew) {
+            return .failed("the response is stale: its nextUpdate was \(Timestamp.format(nextUpdate))")
+        }
+        return self
+    }
 
     static func failed(_ detail: String) -> OCSPAnswer { OCSPAnswer(status: .unknown, detail: detail) }
 }

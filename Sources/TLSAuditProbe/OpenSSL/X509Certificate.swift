@@ -65,14 +65,15 @@ final class X509Certificate: @unchecked Sendable {
 
     private func summarize(_ derBytes: [UInt8]) -> CertificateSummary {
         let (signatureAlgorithm, signatureHash) = signature()
+        let notBefore = Self.time(X509_get0_notBefore(pointer)), notAfter = Self.time(X509_get0_notAfter(pointer))
         var summary = CertificateSummary(
             subject: Self.rfc2253(X509_get_subject_name(pointer)),
             issuer: Self.rfc2253(X509_get_issuer_name(pointer)),
             commonName: commonName(),
             serial: serialHex(),
             version: Int(X509_get_version(pointer)) + 1,
-            notBefore: Self.date(X509_get0_notBefore(pointer)),
-            notAfter: Self.date(X509_get0_notAfter(pointer)),
+            notBefore: notBefore.date ?? .distantFuture, // Unreadable: never valid.
+            notAfter: notAfter.date ?? .distantPast,
             signatureAlgorithm: signatureAlgorithm,
             signatureHash: signatureHash,
             publicKey: publicKeyDescription(),
@@ -87,6 +88,11 @@ final class X509Certificate: @unchecked Sendable {
             der: Data(derBytes))
         summary.nameConstraints = nameConstraints()
         summary.profile = profile()
+        let times = [("notBefore", notBefore), ("notAfter", notAfter)]
+        let encoding = times.compactMap { field, time in time.date == nil ? nil : time.problem.map { "\(field): \($0)" } }
+        let unreadable = times.compactMap { field, time in time.date == nil ? "\(field): \(time.problem ?? "unreadable")" : nil }
+        summary.profile?.validityEncoding = encoding.isEmpty ? nil : encoding
+        summary.profile?.unreadableValidity = unreadable.isEmpty ? nil : unreadable
         return summary
     }
 
@@ -183,6 +189,13 @@ final class X509Certificate: @unchecked Sendable {
         guard let hex = BN_bn2hex(bignum) else { return "" }
         defer { tlsaudit_OPENSSL_free(hex) }
         return String(cString: hex)
+    }
+
+    /// A validity time read from its ASN.1 text (`CertificateTime`: every X.680 form).
+    static func time(_ time: UnsafePointer<ASN1_TIME>?) -> CertificateTime {
+        guard let time, let data = ASN1_STRING_get0_data(time) else { return CertificateTime(date: nil, problem: "absent") }
+        let text = Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(time))))
+        return CertificateTime.read(text, generalized: ASN1_STRING_type(time) == V_ASN1_GENERALIZEDTIME)
     }
 
     static func date(_ time: UnsafePointer<ASN1_TIME>?) -> Date {

@@ -75,7 +75,7 @@ struct RevocationChecker {
         for depth in checks.indices {
             let certificate = path[depth], issuer = path[depth + 1]
             func evaluate(_ der: [UInt8]) -> OCSPAnswer {
-                OCSPExchange.evaluate(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor, time: time)
+                verifiedAnswer(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor).judged(at: time)
             }
             if depth == 0, let stapled {
                 let answer = evaluate(stapled)
@@ -156,6 +156,19 @@ struct RevocationChecker {
         return report
     }
 
+    /// `OCSPExchange.verify`, once per response, certificate, issuer and anchor: a fleet sharing
+    /// a certificate (or a stapled response) verifies its signature once, not once per endpoint.
+    private func verifiedAnswer(_ der: [UInt8], certificate: X509Certificate, issuer: X509Certificate, path: [X509Certificate],
+                                anchor: X509Certificate) -> OCSPAnswer {
+        let key = "verified \(Digest.sha256(der).hex) \(Digest.sha256(certificate.der).hex) \(Digest.sha256(issuer.der).hex) \(Digest.sha256(anchor.der).hex)"
+        let answer = cache.value(key, deadline: Deadline(after: 1)) { () -> (Result<OCSPAnswer, Never>, Date?) in
+            let answer = OCSPExchange.verify(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor)
+            return (.success(answer), RevocationCache.expiry(nextUpdate: answer.nextUpdate))
+        }
+        if case .success(let verified)? = answer { return verified }
+        return OCSPExchange.verify(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor)
+    }
+
     private static func check(_ depth: Int, _ answer: OCSPAnswer, source: RevocationCheck.Source, url: String?) -> RevocationCheck {
         RevocationCheck(depth: depth, status: answer.status, source: source, url: url, reason: answer.reason,
                         revokedAt: answer.revokedAt, thisUpdate: answer.thisUpdate, nextUpdate: answer.nextUpdate)
@@ -163,24 +176,9 @@ struct RevocationChecker {
 
     /// A DER OCSP response from `url` for `request` (POST, RFC 6960 appendix A), through the cache.
     private func fetchOCSP(_ url: String, request: [UInt8], deadline: Deadline) -> Result<[UInt8], HTTPRequestFailure> {
-        let key = "ocsp \(url) \(Digest.sha256(request).hex)"
-        return cache.value(key, deadline: deadline) { () -> (Result<[UInt8], HTTPRequestFailure>, Date?) in
-            if let stored = answers?.revocationAnswer(for: key, at: Date()) { return (.success(stored.body), stored.expires) }
-            guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
-            do {
-                let (response, body) = try HTTPClient.fetch("POST", target, body: request,
-                    headers: [("Content-Type", "application/ocsp-request"), ("Accept", "application/ocsp-response")],
-                    timeout: deadline.remainingSeconds, maximumBody: Limits.ocspResponseBytes)
-                guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
-                let expires = RevocationCache.expiry(nextUpdate: OCSPExchange.nextUpdate(of: body))
-                answers?.saveRevocationAnswer(body, for: key, expires: expires)
-                return (.success(body), expires)
-            } catch let error as HTTPRequestFailure {
-                return (.failure(error), nil)
-            } catch {
-                return (.failure(HTTPRequestFailure("\(error)")), nil)
-            }
-        } ?? .failure(HTTPRequestFailure("no answer within the scan's timeout (another scan is still asking)"))
+        fetch("ocsp \(url) \(Digest.sha256(request).hex)", url: url, deadline: deadline,
+              request: ("POST", request, [("Content-Type", "application/ocsp-request"), ("Accept", "application/ocsp-response")]),
+              maximumBody: Limits.ocspResponseBytes) { body in (body, OCSPExchange.nextUpdate(of: body)) }
     }
 
     /// The CRL at `url` (http or https; LDAP is not fetched), parsed, through the cache.
@@ -188,20 +186,31 @@ struct RevocationChecker {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
             return .failure(HTTPRequestFailure("only http and https distribution points are fetched"))
         }
-        let key = "crl \(url)"
-        return cache.value(key, deadline: deadline) { () -> (Result<RevocationList, HTTPRequestFailure>, Date?) in
-            if let stored = answers?.revocationAnswer(for: key, at: Date()), let list = try? RevocationList(stored.body, origin: url) {
-                return (.success(list), stored.expires)
+        return fetch("crl \(url)", url: url, deadline: deadline, request: ("GET", [], []), maximumBody: Limits.crlBytes) { body in
+            let list = try RevocationList(body, origin: url)
+            return (list, list.nextUpdate)
+        }
+    }
+
+    /// An answer by `key`: from the cache, else from the database, else fetched (and kept in both);
+    /// `parse` turns the bytes into the value and its nextUpdate.
+    private func fetch<Value: Sendable>(_ key: String, url: String, deadline: Deadline,
+                                        request: (method: String, body: [UInt8], headers: [(name: String, value: String)]),
+                                        maximumBody: Int,
+                                        parse: @escaping ([UInt8]) throws -> (Value, Date?)) -> Result<Value, HTTPRequestFailure> {
+        cache.value(key, deadline: deadline) { () -> (Result<Value, HTTPRequestFailure>, Date?) in
+            if let stored = answers?.revocationAnswer(for: key, at: Date()), let (value, _) = try? parse(stored.body) {
+                return (.success(value), stored.expires)
             }
             guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
             do {
-                let (response, body) = try HTTPClient.fetch("GET", target, timeout: deadline.remainingSeconds,
-                                                            maximumBody: Limits.crlBytes)
+                let (response, body) = try HTTPClient.fetch(request.method, target, body: request.body, headers: request.headers,
+                                                            timeout: deadline.remainingSeconds, maximumBody: maximumBody)
                 guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
-                let list = try RevocationList(body, origin: url)
-                let expires = RevocationCache.expiry(nextUpdate: list.nextUpdate)
+                let (value, nextUpdate) = try parse(body)
+                let expires = RevocationCache.expiry(nextUpdate: nextUpdate)
                 answers?.saveRevocationAnswer(body, for: key, expires: expires)
-                return (.success(list), expires)
+                return (.success(value), expires)
             } catch let error as HTTPRequestFailure {
                 return (.failure(error), nil)
             } catch {
@@ -211,7 +220,8 @@ struct RevocationChecker {
     }
 }
 
-/// Revocation answers by what was asked (OCSP: responder and CertID; CRL: URL), kept until their
+/// Revocation answers by what was asked (OCSP: responder and CertID; CRL: URL; a response's
+/// verification: the response, certificate, issuer and anchor), kept until their
 /// nextUpdate (at most a day; an hour without one; failures five minutes, so that a dead or
 /// tarpit responder costs a fleet one timeout, not one per endpoint). One fetch per key at a time:
 /// concurrent scans asking the same wait for it. At most 512 entries and 64 MiB.
@@ -229,8 +239,6 @@ final class RevocationCache: @unchecked Sendable {
     private var entries: [String: Entry] = [:]
     private var inFlight: Set<String> = []
     private var totalBytes = 0
-    /// Fetches made (not answered from the cache), for tests and the bench.
-    private(set) var fetches = 0
 
     /// The cached value for `key`, else the one `produce` makes (its result and the answer's
     /// nextUpdate), or nil when another caller's fetch of the same key outlasts `deadline`.
@@ -249,7 +257,6 @@ final class RevocationCache: @unchecked Sendable {
             }
         }
         inFlight.insert(key)
-        fetches += 1
         condition.unlock()
 
         let (result, nextUpdate) = produce()
@@ -284,21 +291,5 @@ final class RevocationCache: @unchecked Sendable {
     static func expiry(nextUpdate: Date?) -> Date {
         let now = Date()
         return min(nextUpdate ?? now.addingTimeInterval(3_600), now.addingTimeInterval(86_400))
-    }
-
-    /// Forgets everything (tests).
-    func removeAll() {
-        condition.lock()
-        entries.removeAll()
-        totalBytes = 0
-        fetches = 0
-        condition.unlock()
-    }
-
-    /// Fetches made since the start (or `removeAll`).
-    var fetchCount: Int {
-        condition.lock()
-        defer { condition.unlock() }
-        return fetches
     }
 }
