@@ -176,6 +176,9 @@ public enum ReportBuilder {
             ("trust.lifetime", "reissue with a validity of at most 398 days"),
             ("trust.eku", "reissue with extendedKeyUsage serverAuth"),
             ("trust.certificate-transparency", "get a certificate with embedded SCTs"),
+            ("trust.revoked", "replace the revoked certificate with one on a new key"),
+            ("revocation.unknown", "staple OCSP, or make the certificate's OCSP responder or CRL answer"),
+            ("revocation.must-staple", "staple OCSP"),
         ]
         let chosen = fixes.filter { errors.contains($0.0) }.map(\.1)
         var seen = Set<String>()

@@ -142,6 +142,25 @@ struct PathBuildingTests {
         #expect(Date().timeIntervalSince(started) < 30)
     }
 
+    @Test("a chain of 120 certificates: judged quickly, refused, and the search's bound said")
+    func deepChain() throws {
+        var issuer = pki.root
+        var chain: [LabCertificate] = []
+        for index in 0..<119 {
+            issuer = try issuer.issue(.authority("path deep \(index)"))
+            chain.insert(issuer, at: 0)
+        }
+        let leaf = try issuer.issue(.server([TestPKI.hostname]))
+        let file = pki.directory.appendingPathComponent("deep-\(UUID().uuidString.prefix(8)).pem")
+        try ([leaf] + chain).map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        let started = Date()
+        let output = try CLI.run(["verify", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json"])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(!report.valid, "OpenSSL's depth limit (100) refuses it")
+        #expect(report.findings.contains { $0.id == .trustPathSearchLimit })
+    }
+
     @Test("many certificates with the issuer's name, none the issuer: the search stops at its bound and says so")
     func manyCandidates() throws {
         let hidden = try LabCertificateAuthority.selfSigned(.authority("path crowded name"))

@@ -250,6 +250,41 @@ struct RevocationTests {
         #expect(finding(stale, .revocationUnknown)?.message.contains("expired") == true, "\(stale.findings)")
     }
 
+    @Test("a CRL signed by an issuer without cRLSign, and an older CRL number after a newer one, are not believed")
+    func crlIssuerAndNumber() throws {
+        let server = try LabHTTPServer()
+        defer { server.stop() }
+        // An intermediate whose keyUsage lacks cRLSign signs its own CRL.
+        var request = LabCertificateRequest.authority("revocation no-crlsign CA")
+        request.keyUsage = "critical,keyCertSign"
+        let ca = try pki.root.issue(request)
+        var leafRequest = LabCertificateRequest.server([TestPKI.hostname])
+        leafRequest.extraExtensions = [.init(name: "crlDistributionPoints", value: "URI:\(server.url("/nosign.crl"))")]
+        let unsignedLeaf = try ca.issue(leafRequest)
+        server.serve(try ca.crl(revoking: [LabRevocation(unsignedLeaf)]), at: "/nosign.crl")
+        let tlsServer = try LabTLSServer(LabServerConfiguration(chain: [unsignedLeaf, ca]))
+        defer { tlsServer.stop() }
+        let output = try CLI.scan(port: tlsServer.port)
+        let result = try output.report().single
+        #expect(finding(result, .trustRevoked) == nil)
+        #expect(finding(result, .revocationUnknown)?.message.contains("CRL sign") == true, "\(result.findings)")
+
+        // One process (the service's case): CRL number 5, then, once it expired, number 3.
+        let numbered = try leaf(crl: server.url("/numbered.crl"))
+        server.serve(try pki.intermediate.crl(nextUpdate: Date().addingTimeInterval(2), number: 5), at: "/numbered.crl")
+        let numberedServer = try LabTLSServer(LabServerConfiguration(chain: [numbered, pki.intermediate]))
+        defer { numberedServer.stop() }
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: pki.rootFile)))
+        let target = ScanTarget(original: "t", host: TestPKI.hostname, port: numberedServer.port, sni: TestPKI.hostname,
+                                connectTo: [ConnectAddress(host: "127.0.0.1")])
+        #expect(scanner.scan(target).addresses[0].chain?.revocation?.checks.first?.status == .good)
+        Thread.sleep(forTimeInterval: 2.5)
+        server.serve(try pki.intermediate.crl(number: 3), at: "/numbered.crl")
+        let replayed = scanner.scan(target).addresses[0]
+        #expect(replayed.chain?.revocation?.checks.first?.status == .unknown)
+        #expect(finding(replayed, .revocationUnknown)?.message.contains("replayed") == true, "\(replayed.findings)")
+    }
+
     @Test("a stapled revoked answer is used first; must-staple without a staple is flagged")
     func stapling() throws {
         let serial = Self.randomSerial()

@@ -209,6 +209,10 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
                 : "use a certificate from a publicly trusted CA, or a private CA whose root every device installs (configuration profile or MDM): \(failure.message)"
         case .trustCertificateTransparency:
             return "get a certificate with embedded SCTs (Certificate Transparency): \(failure.message)"
+        case .trustRevoked:
+            return "replace \(at) with a new certificate on a new key (no exception accepts a revoked one): \(failure.message)"
+        case .revocationUnknown, .revocationMustStaple:
+            return "staple an OCSP response on the server (or make the responder in the certificate's AIA answer): \(failure.message)"
         case .atsTrust:
             return nil // The trust.* findings behind it say what to change.
         default:

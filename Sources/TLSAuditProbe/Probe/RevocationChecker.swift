@@ -188,6 +188,10 @@ struct RevocationChecker {
         }
         return fetch("crl \(url)", url: url, deadline: deadline, request: ("GET", [], []), maximumBody: Limits.crlBytes) { body in
             let list = try RevocationList(body, origin: url)
+            // RFC 5280 5.2.3: CRL numbers only grow. A lower one than seen before is an old CRL replayed.
+            if let number = list.number, let higher = cache.higherCRLNumber(than: number, from: url) {
+                throw OpenSSLFailure("its CRL number \(number) is lower than \(higher), seen before from the same URL: an old CRL replayed")
+            }
             return (list, list.nextUpdate)
         }
     }
@@ -285,6 +289,23 @@ final class RevocationCache: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         return result
+    }
+
+    /// The highest CRL number seen from each URL (hex), at most 4,096 URLs.
+    private var crlNumbers: [String: String] = [:]
+
+    /// Records `number` for `url` and returns the higher one seen before from it, if any.
+    func higherCRLNumber(than number: String, from url: String) -> String? {
+        func value(_ hex: String) -> (Int, String) {
+            let digits = String(hex.drop { $0 == "0" })
+            return (digits.count, digits)
+        }
+        condition.lock()
+        defer { condition.unlock() }
+        if let seen = crlNumbers[url], value(seen) > value(number) { return seen }
+        if crlNumbers.count >= 4_096 { crlNumbers.removeAll() }
+        crlNumbers[url] = number
+        return nil
     }
 
     /// How long an answer is kept: until its nextUpdate, at most a day, an hour without one.
