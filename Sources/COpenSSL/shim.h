@@ -17,6 +17,7 @@
 #include <openssl/core_names.h>
 #include <openssl/ocsp.h>
 #include <openssl/ct.h>
+#include <openssl/pkcs7.h>
 
 static const uint64_t tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT = SSL_OP_LEGACY_SERVER_CONNECT;
 static const uint64_t tlsaudit_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
@@ -106,6 +107,7 @@ static inline int tlsaudit_sk_ACCESS_DESCRIPTION_num(const AUTHORITY_INFO_ACCESS
 static inline ACCESS_DESCRIPTION *tlsaudit_sk_ACCESS_DESCRIPTION_value(const AUTHORITY_INFO_ACCESS *aia, int i) { return sk_ACCESS_DESCRIPTION_value(aia, i); }
 static inline int tlsaudit_ACCESS_DESCRIPTION_location_type(const ACCESS_DESCRIPTION *description) { return description->location ? description->location->type : -1; }
 static inline ASN1_OBJECT *tlsaudit_ACCESS_DESCRIPTION_method(const ACCESS_DESCRIPTION *description) { return description->method; }
+static inline const GENERAL_NAME *tlsaudit_ACCESS_DESCRIPTION_location(const ACCESS_DESCRIPTION *description) { return description->location; }
 
 static inline int tlsaudit_sk_SCT_num(const STACK_OF(SCT) *sk) { return sk_SCT_num(sk); }
 static inline SCT *tlsaudit_sk_SCT_value(const STACK_OF(SCT) *sk, int i) { return sk_SCT_value(sk, i); }
@@ -115,6 +117,11 @@ static inline long tlsaudit_SSL_CTX_set_tlsext_status_type(SSL_CTX *ctx, int typ
 static inline int tlsaudit_sk_ASN1_OBJECT_num(const STACK_OF(ASN1_OBJECT) *sk) { return sk_ASN1_OBJECT_num(sk); }
 static inline ASN1_OBJECT *tlsaudit_sk_ASN1_OBJECT_value(const STACK_OF(ASN1_OBJECT) *sk, int i) { return sk_ASN1_OBJECT_value(sk, i); }
 static inline void tlsaudit_EXTENDED_KEY_USAGE_free(EXTENDED_KEY_USAGE *eku) { EXTENDED_KEY_USAGE_free(eku); }
+
+/* The certificates of a signed PKCS#7 (a certs-only `.p7c` from a caIssuers URL), or NULL. */
+static inline STACK_OF(X509) *tlsaudit_PKCS7_certificates(PKCS7 *pkcs7) {
+    return PKCS7_type_is_signed(pkcs7) && pkcs7->d.sign ? pkcs7->d.sign->cert : NULL;
+}
 
 /* --- Revocation: OCSP URLs, CRL distribution points, must-staple, CRL stacks --- */
 static inline int tlsaudit_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }

@@ -44,10 +44,12 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var pins: PinPolicy?
     /// Revocation checking (soft-fail unless configured).
     public var revocation: RevocationMode
+    /// Fetch a missing intermediate from its caIssuers URL.
+    public var aiaFetch: Bool
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
-                pins: PinPolicy? = nil, revocation: RevocationMode = .soft) {
+                pins: PinPolicy? = nil, revocation: RevocationMode = .soft, aiaFetch: Bool = false) {
         self.key = key
         self.host = host
         self.port = port
@@ -61,6 +63,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.group = group
         self.pins = pins
         self.revocation = revocation
+        self.aiaFetch = aiaFetch
     }
 
     /// The scanner's view of this target.
@@ -71,6 +74,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.timeout = timeout
         target.pins = pins
         target.revocation = revocation
+        target.aiaFetch = aiaFetch
         return target
     }
 }
@@ -207,7 +211,7 @@ struct ConfigurationParser {
     static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
-    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation"]
+    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -224,13 +228,14 @@ struct ConfigurationParser {
         var tags: [String] = []
         var pins: PinPolicy?
         var revocation: RevocationMode?
+        var aiaFetch: Bool?
 
         /// `self` with `other`'s values where `other` sets them (tags accumulate; pins replace).
         func overridden(by other: Settings) -> Settings {
             Settings(port: other.port ?? port, sni: other.sni ?? sni, addresses: other.addresses ?? addresses,
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
-                     pins: other.pins ?? pins, revocation: other.revocation ?? revocation)
+                     pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch)
         }
     }
 
@@ -392,7 +397,8 @@ struct ConfigurationParser {
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? 300,
                                    timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .default,
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
-                                   pins: resolved.pins, revocation: resolved.revocation ?? .soft)
+                                   pins: resolved.pins, revocation: resolved.revocation ?? .soft,
+                                   aiaFetch: resolved.aiaFetch ?? false)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -417,6 +423,7 @@ struct ConfigurationParser {
                 report(node, "revocation '\(name)' is not one of \(RevocationMode.allCases.map(\.rawValue).joined(separator: ", "))")
             }
         }
+        if let node = mapping["aia_fetch"] { settings.aiaFetch = boolean(node) }
         if let node = mapping["addresses"] { settings.addresses = addresses(node) }
         if let node = mapping["trust"] { settings.trust = trust(node) }
         if let node = mapping["tags"] {

@@ -66,6 +66,9 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Revocation checking: off, soft (the default: an answer that cannot be had is a warning) or hard (it is an error). OCSP (stapled, then the responder in the leaf's AIA), then CRLs.")
     var revocation: RevocationMode = .soft
 
+    @Flag(name: .customLong("aia-fetch"), help: "Fetch an intermediate the server does not send from the caIssuers URL in the AIA, as Apple's clients do (a chain.aia-fetched warning says so).")
+    var aiaFetch = false
+
     @Option(help: "Also store the results in this SQLite database (the service's format: status and history read it).")
     var database: String?
 
@@ -94,9 +97,10 @@ struct ScanCommand: ParsableCommand {
         let parsedTargets = try loadTargets()
         let trustStore = try loadTrustStore(caFile: caFile)
         let credentials = clientCert.flatMap { cert in clientKey.map { ClientCredentials(certificatePath: cert, keyPath: $0) } }
-        let options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
+        var options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
                                   clientCredentials: credentials, addresses: addresses,
                                   evaluationTime: at.flatMap(Timestamp.parse), revocation: revocation)
+        options.aiaFetch = aiaFetch
         let scanner: TLSScanner
         do {
             scanner = try TLSScanner(options: options)

@@ -40,7 +40,10 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: "Revocation checking: off, soft or hard. Default: soft from the files given (--crl, --ocsp-response), else off; given without files, OCSP and CRLs are fetched as a scan does.")
     var revocation: RevocationMode?
 
-    @Option(help: "Seconds allowed for fetching revocation answers (with --revocation and no files).")
+    @Flag(name: .customLong("aia-fetch"), help: "Fetch a missing intermediate from the caIssuers URL in the AIA, as Apple's clients do.")
+    var aiaFetch = false
+
+    @Option(help: "Seconds allowed for fetching (missing intermediates with --aia-fetch; revocation answers with --revocation and no files).")
     var timeout: Double = 10
 
     @Option(help: "Output format: text or json.")
@@ -64,7 +67,7 @@ struct VerifyCommand: ParsableCommand {
             report = try ChainVerifier.verify(files: chainFiles, roots: store, host: host,
                                               at: at.flatMap(Timestamp.parse) ?? Date(),
                                               revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
-                                              timeout: timeout, toolVersion: TLSAuditCommand.version)
+                                              timeout: timeout, aiaFetch: aiaFetch, toolVersion: TLSAuditCommand.version)
         } catch {
             StandardStream.error.write("tlsaudit: cannot read the input: \(error)\n")
             throw ExitCode(2)

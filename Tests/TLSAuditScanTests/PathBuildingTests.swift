@@ -142,6 +142,40 @@ struct PathBuildingTests {
         #expect(Date().timeIntervalSince(started) < 30)
     }
 
+    @Test("aia_fetch: a missing intermediate fetched from the caIssuers URL (DER or PKCS#7), only when asked")
+    func aiaFetch() throws {
+        let http = try LabHTTPServer()
+        defer { http.stop() }
+        let leaf = try pki.leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/int.cer"))")] }
+        http.serve(pki.intermediate.der, at: "/int.cer")
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf]))
+        defer { server.stop() }
+        let base = ["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--timeout", "5",
+                    "\(TestPKI.hostname):\(server.port)"]
+        let plain = try CLI.run(base).report().single
+        #expect(plain.findings.contains { $0.id == .trustIncompleteChain })
+        #expect(http.requests(to: "/int.cer") == 0, "nothing fetched unless asked")
+        let fetched = try CLI.run(base + ["--aia-fetch"]).report().single
+        #expect(fetched.ats.compliant, "\(fetched.findings)")
+        #expect(fetched.chain?.path.map(\.source) == [.presented, .aiaFetched, .trustStore])
+        #expect(fetched.findings.first { $0.id == .chainAIAFetched }?.severity == .warning)
+
+        // verify, with the intermediate served as a certs-only PKCS#7 (.p7c).
+        let directory = pki.directory.appendingPathComponent("aia-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let intermediatePEM = directory.appendingPathComponent("int.pem").path, p7c = directory.appendingPathComponent("int.p7c").path
+        try pki.intermediate.pem.write(toFile: intermediatePEM, atomically: true, encoding: .utf8)
+        try OCSPLab.openssl(["crl2pkcs7", "-nocrl", "-certfile", intermediatePEM, "-outform", "DER", "-out", p7c])
+        let p7Leaf = try pki.leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/int.p7c"))")] }
+        http.serve(Array(try Data(contentsOf: URL(fileURLWithPath: p7c))), at: "/int.p7c")
+        let chain = directory.appendingPathComponent("leaf.pem").path
+        try p7Leaf.pem.write(toFile: chain, atomically: true, encoding: .utf8)
+        let output = try CLI.run(["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json", "--aia-fetch"])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        #expect(report.valid, "\(report.findings)")
+        #expect(report.chain.path.count == 3)
+    }
+
     @Test("a chain of 120 certificates: judged quickly, refused, and the search's bound said")
     func deepChain() throws {
         var issuer = pki.root

@@ -6,6 +6,9 @@ public enum CertificateSource: String, Codable, Sendable {
     case presented
     /// Taken from the trust store (system store or `--ca-file`).
     case trustStore = "trust-store"
+    /// Fetched from the caIssuers URL in the AIA of the certificate below it (`aia_fetch`), as
+    /// Apple's clients do for a server that does not send its intermediate.
+    case aiaFetched = "aia-fetched"
 }
 
 /// One certificate of the path as built, leaf first.

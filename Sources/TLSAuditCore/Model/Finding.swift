@@ -83,6 +83,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
     public static let chainOrder: FindingID = "chain.order"
     public static let chainExtraCertificates: FindingID = "chain.extra-certificates"
     public static let chainRootSent: FindingID = "chain.root-sent"
+    /// The path needed an intermediate fetched from an AIA caIssuers URL (`aia_fetch`).
+    public static let chainAIAFetched: FindingID = "chain.aia-fetched"
     // Conformance lints (warnings; never change a verdict): docs/findings.md gives each one's source.
     public static let lintCommonNameNotInSAN: FindingID = "lint.cn-not-in-san"
     public static let lintSerialNumber: FindingID = "lint.serial-number"

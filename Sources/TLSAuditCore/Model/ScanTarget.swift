@@ -19,6 +19,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var pins: PinPolicy?
     /// Revocation checking for this target; `nil` takes the scan's (`ScanOptions.revocation`).
     public var revocation: RevocationMode?
+    /// Fetch a missing intermediate from the caIssuers URL (as Apple's clients do); `nil` takes the scan's.
+    public var aiaFetch: Bool?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -238,6 +238,10 @@ public enum TrustEvaluator {
             findings.append(Finding(.chainExtraCertificates, .info,
                 "The server sends certificates that are not part of the path: \(names)."))
         }
+        for (depth, element) in building.path.enumerated() where element.source == .aiaFetched {
+            findings.append(Finding(.chainAIAFetched, .warning, depth: depth,
+                "\(element.certificate.displayName) was not sent and was fetched from the caIssuers URL of the certificate below it: Apple's clients do the same, but Android, Firefox, curl and most other clients refuse the chain; send it with the leaf."))
+        }
         if building.anchored, presented.count > 1, let root = building.path.last,
            root.presentedIndex != nil, root.certificate.isSelfSigned {
             findings.append(Finding(.chainRootSent, .info, depth: building.path.count - 1,

@@ -22,25 +22,49 @@ enum PathBuilder {
     /// `summaries`, when given, are the presented certificates' summaries (same order): reused for
     /// path elements that are presented certificates instead of being computed again. The paths'
     /// summaries carry no `daysLeft` (built paths are reused across scans): callers judge them at
-    /// their own time.
+    /// their own time. With `fetchMissing` (`aia_fetch`), a path that reaches no anchor is extended
+    /// with the certificates its last certificate's caIssuers URLs give, up to three times, every
+    /// fetch done by that deadline.
     static func build(presented: [X509Certificate], leafIndex: Int = 0, store: TrustStore,
-                      summaries: [CertificateSummary]? = nil) -> PathCandidates {
+                      summaries: [CertificateSummary]? = nil, fetchMissing: Deadline? = nil) -> PathCandidates {
         guard presented.indices.contains(leafIndex) else {
             return PathCandidates([PathBuildingResult(path: [], anchored: false, issues: [])])
         }
         let known = summaries.flatMap { $0.count == presented.count ? $0 : nil }
         let presentedFingerprints = known?.map(\.sha256Fingerprint) ?? presented.map { Digest.sha256($0.der).hex }
-        let key = TrustStore.BuiltPathKey(fingerprints: presentedFingerprints, leafIndex: leafIndex)
+        let key = TrustStore.BuiltPathKey(fingerprints: presentedFingerprints, leafIndex: leafIndex, fetchesMissing: fetchMissing != nil)
         if let built = store.builtPaths.withLock({ $0[key] }) { return built }
 
-        let labels = PathLabels(presented: presented, known: known, fingerprints: presentedFingerprints, store: store)
-        let untrusted = presented.enumerated().filter { $0.offset != leafIndex }.map(\.element.pointer)
-        let openSSLChoice = verify(leaf: presented[leafIndex].pointer, untrusted: untrusted, store: store.pointer,
-                                   partialChain: store.partialChain, labels: labels)
+        var labels = PathLabels(presented: presented, known: known, fingerprints: presentedFingerprints, store: store, fetched: [])
+        var result = candidates(leafIndex: leafIndex, store: store, labels: labels)
+        if let deadline = fetchMissing {
+            for _ in 0..<3 where !result.candidates.contains(where: \.anchored) {
+                let fetched = fetchIssuers(of: result.candidates[0].path.last, among: presented + labels.fetched, deadline: deadline)
+                guard !fetched.isEmpty else { break }
+                labels.fetched += fetched
+                result = candidates(leafIndex: leafIndex, store: store, labels: labels)
+            }
+        }
+        guard result.candidates.contains(where: \.anchored), let known, known.reduce(0, { $0 + $1.der.count }) <= 32_768 else {
+            return result
+        }
+        store.builtPaths.withLock { built in
+            if built.count >= 256 { built.removeAll(keepingCapacity: true) }
+            built[key] = result
+        }
+        return result
+    }
+
+    /// OpenSSL's own path, then every other complete path the search finds, each verified.
+    private static func candidates(leafIndex: Int, store: TrustStore, labels: PathLabels) -> PathCandidates {
+        let leaf = labels.presented[leafIndex].pointer
+        let untrusted = labels.presented.enumerated().filter { $0.offset != leafIndex }.map(\.element.pointer)
+            + labels.fetched.map(\.pointer)
+        let openSSLChoice = verify(leaf: leaf, untrusted: untrusted, store: store.pointer, partialChain: store.partialChain, labels: labels)
         var candidates = [openSSLChoice]
         var searchLimitReached = false
         if !store.partialChain { // Pinned certificates are anchors at any depth: OpenSSL's own path, as AFNetworking gets it.
-            let search = CandidateSearch(leaf: presented[leafIndex].pointer, others: untrusted, store: store)
+            let search = CandidateSearch(leaf: leaf, others: untrusted, store: store)
             searchLimitReached = search.limitReached
             let chosen = openSSLChoice.path.map(\.certificate.sha256Fingerprint)
             for path in search.paths {
@@ -51,15 +75,26 @@ enum PathBuilder {
                                          anchors: path.filter(\.fromStore).map(\.pointer), labels: labels))
             }
         }
-        let result = PathCandidates(candidates, searchLimitReached: searchLimitReached)
-        guard candidates.contains(where: \.anchored), let known, known.reduce(0, { $0 + $1.der.count }) <= 32_768 else {
-            return result
+        return PathCandidates(candidates, searchLimitReached: searchLimitReached)
+    }
+
+    /// The certificates the caIssuers URLs of `last` (the end of a path that reaches no anchor)
+    /// give, but those already known; nothing for a self-signed certificate.
+    private static func fetchIssuers(of last: PathElement?, among known: [X509Certificate], deadline: Deadline) -> [X509Certificate] {
+        guard let last, !last.certificate.isSelfSigned,
+              let certificate = known.first(where: { Digest.sha256($0.der).hex == last.certificate.sha256Fingerprint }) else { return [] }
+        let knownDER = Set(known.map(\.der))
+        var fetched: [X509Certificate] = []
+        for url in certificate.caIssuersURLs.prefix(2) where url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") {
+            let answer = RevocationCache.shared.fetch("aia \(url)", url: url, deadline: deadline, answers: nil,
+                                                      request: ("GET", [], []), maximumBody: 65_536) { body in
+                (X509Certificate.fromIssuerAnswer(body).prefix(4).map { $0 }, nil as Date?)
+            }
+            if case .success(let certificates) = answer {
+                fetched += certificates.filter { !knownDER.contains($0.der) && !fetched.map(\.der).contains($0.der) }
+            }
         }
-        store.builtPaths.withLock { built in
-            if built.count >= 256 { built.removeAll(keepingCapacity: true) }
-            built[key] = result
-        }
-        return result
+        return fetched
     }
 
     /// One certificate of a candidate path and where it came from.
@@ -164,6 +199,8 @@ enum PathBuilder {
         var known: [CertificateSummary]?
         var fingerprints: [String]
         var store: TrustStore
+        /// Certificates fetched from caIssuers URLs (`aia_fetch`).
+        var fetched: [X509Certificate]
 
         func element(for node: Node) -> PathElement { element(for: node.pointer) }
 
@@ -176,8 +213,9 @@ enum PathBuilder {
                 summary = store.summary(ofStoreCertificate: pointer)
             }
             let presentedIndex = fingerprints.firstIndex(of: summary.sha256Fingerprint)
-            var element = PathElement(certificate: summary, source: presentedIndex == nil ? .trustStore : .presented,
-                                      presentedIndex: presentedIndex)
+            let source: CertificateSource = presentedIndex != nil ? .presented
+                : fetched.contains(where: { $0.pointer == pointer }) ? .aiaFetched : .trustStore
+            var element = PathElement(certificate: summary, source: source, presentedIndex: presentedIndex)
             element.certificate.daysLeft = nil
             return element
         }

@@ -17,6 +17,42 @@ extension X509Certificate {
         return (0..<tlsaudit_sk_OPENSSL_STRING_num(stack)).compactMap { tlsaudit_sk_OPENSSL_STRING_value(stack, $0).map(String.init(cString:)) }
     }
 
+    /// caIssuers URIs from the authority information access extension: where the issuer's
+    /// certificate can be fetched.
+    var caIssuersURLs: [String] {
+        guard let raw = X509_get_ext_d2i(pointer, NID_info_access, nil, nil) else {
+            OpenSSLErrors.clear()
+            return []
+        }
+        let access = OpaquePointer(raw)
+        defer { tlsaudit_AUTHORITY_INFO_ACCESS_free(access) }
+        var urls: [String] = []
+        for index in 0..<tlsaudit_sk_ACCESS_DESCRIPTION_num(access) {
+            guard let description = tlsaudit_sk_ACCESS_DESCRIPTION_value(access, index),
+                  let method = tlsaudit_ACCESS_DESCRIPTION_method(description), OBJ_obj2nid(method) == NID_ad_ca_issuers,
+                  let name = tlsaudit_ACCESS_DESCRIPTION_location(description), tlsaudit_GENERAL_NAME_type(name) == GEN_URI,
+                  let string = tlsaudit_GENERAL_NAME_string(name) else { continue }
+            urls.append(ASN1Text.latin1(string))
+        }
+        return urls
+    }
+
+    /// The certificates in a caIssuers answer: DER, PEM, or a certs-only PKCS#7 (`.p7c`).
+    static func fromIssuerAnswer(_ bytes: [UInt8]) -> [X509Certificate] {
+        if let certificates = try? CertificateFile.parse(bytes, name: "caIssuers answer") { return certificates }
+        defer { OpenSSLErrors.clear() }
+        let parsed: UnsafeMutablePointer<PKCS7>? = bytes.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PKCS7(nil, &cursor, buffer.count)
+        }
+        guard let pkcs7 = parsed else { return [] }
+        defer { PKCS7_free(pkcs7) }
+        guard let stack = tlsaudit_PKCS7_certificates(pkcs7) else { return [] }
+        return (0..<tlsaudit_sk_X509_num(stack)).compactMap { index in
+            tlsaudit_sk_X509_value(stack, index).map { X509Certificate(borrowing: $0) }
+        }
+    }
+
     /// URI full names of the CRL distribution points.
     var crlURLs: [String] {
         guard let raw = X509_get_ext_d2i(pointer, NID_crl_distribution_points, nil, nil) else {

@@ -23,6 +23,8 @@ public final class TrustStore: @unchecked Sendable {
     struct BuiltPathKey: Hashable {
         var fingerprints: [String]
         var leafIndex: Int
+        /// Built with `aia_fetch`: may hold fetched intermediates.
+        var fetchesMissing: Bool
     }
 
     /// The system store (`/etc/ssl/certs` on Debian, OpenSSL's default paths).

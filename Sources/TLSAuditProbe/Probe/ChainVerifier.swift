@@ -6,10 +6,11 @@ public import TLSAuditCore
 public enum ChainVerifier {
     /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`), builds and judges the path.
     /// Revocation is checked in `revocation` mode from `evidence` when given (offline), else fetched
-    /// within `timeout` seconds, as a scan does.
+    /// within `timeout` seconds, as a scan does; with `aiaFetch`, a missing intermediate is fetched
+    /// from its caIssuers URL within the same time.
     public static func verify(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
                               revocation: RevocationMode = .soft, evidence: OfflineRevocationEvidence? = nil, timeout: Double = 10,
-                              toolVersion: String) throws -> VerifyReport {
+                              aiaFetch: Bool = false, toolVersion: String) throws -> VerifyReport {
         var certificates: [X509Certificate] = []
         var seen = Set<[UInt8]>()
         for file in files {
@@ -19,15 +20,16 @@ public enum ChainVerifier {
         guard !certificates.isEmpty else { throw OpenSSLFailure("no certificate in \(files.joined(separator: ", "))") }
         let presented = certificates.map { $0.summary().judged(at: time) }
         let leafIndex = chosenLeaf.map { min(max(0, $0), presented.count - 1) } ?? chooseLeaf(presented, host: host)
-        let building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots, summaries: presented)
+        let deadline = Deadline(after: timeout)
+        let building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots, summaries: presented,
+                                         fetchMissing: aiaFetch ? deadline : nil)
             .judged(at: time)
         let context = TrustContext(hostname: host, time: time, publicTrust: roots.label == "system", fromFiles: true)
         // Trust judges the chain in path order, with the leaf first.
         var ordered = presented
         ordered.swapAt(0, leafIndex)
         let revocationReport = RevocationChecker(mode: revocation, offline: evidence.flatMap { $0.isEmpty ? nil : $0 })
-            .check(path: building.path, presented: certificates, stapled: nil, handshake: false, time: time,
-                   deadline: Deadline(after: timeout))
+            .check(path: building.path, presented: certificates, stapled: nil, handshake: false, time: time, deadline: deadline)
         let trust = AddressAssessment.trustFindings(presented: ordered, building: building, revocation: revocationReport,
                                                     context: context)
             .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.

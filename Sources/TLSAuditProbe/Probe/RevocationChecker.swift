@@ -176,7 +176,7 @@ struct RevocationChecker {
 
     /// A DER OCSP response from `url` for `request` (POST, RFC 6960 appendix A), through the cache.
     private func fetchOCSP(_ url: String, request: [UInt8], deadline: Deadline) -> Result<[UInt8], HTTPRequestFailure> {
-        fetch("ocsp \(url) \(Digest.sha256(request).hex)", url: url, deadline: deadline,
+        cache.fetch("ocsp \(url) \(Digest.sha256(request).hex)", url: url, deadline: deadline, answers: answers,
               request: ("POST", request, [("Content-Type", "application/ocsp-request"), ("Accept", "application/ocsp-response")]),
               maximumBody: Limits.ocspResponseBytes) { body in (body, OCSPExchange.nextUpdate(of: body)) }
     }
@@ -186,7 +186,8 @@ struct RevocationChecker {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
             return .failure(HTTPRequestFailure("only http and https distribution points are fetched"))
         }
-        return fetch("crl \(url)", url: url, deadline: deadline, request: ("GET", [], []), maximumBody: Limits.crlBytes) { body in
+        return cache.fetch("crl \(url)", url: url, deadline: deadline, answers: answers, request: ("GET", [], []),
+                           maximumBody: Limits.crlBytes) { body in
             let list = try RevocationList(body, origin: url)
             // RFC 5280 5.2.3: CRL numbers only grow. A lower one than seen before is an old CRL replayed.
             if let number = list.number, let higher = cache.higherCRLNumber(than: number, from: url) {
@@ -194,33 +195,6 @@ struct RevocationChecker {
             }
             return (list, list.nextUpdate)
         }
-    }
-
-    /// An answer by `key`: from the cache, else from the database, else fetched (and kept in both);
-    /// `parse` turns the bytes into the value and its nextUpdate.
-    private func fetch<Value: Sendable>(_ key: String, url: String, deadline: Deadline,
-                                        request: (method: String, body: [UInt8], headers: [(name: String, value: String)]),
-                                        maximumBody: Int,
-                                        parse: @escaping ([UInt8]) throws -> (Value, Date?)) -> Result<Value, HTTPRequestFailure> {
-        cache.value(key, deadline: deadline) { () -> (Result<Value, HTTPRequestFailure>, Date?) in
-            if let stored = answers?.revocationAnswer(for: key, at: Date()), let (value, _) = try? parse(stored.body) {
-                return (.success(value), stored.expires)
-            }
-            guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
-            do {
-                let (response, body) = try HTTPClient.fetch(request.method, target, body: request.body, headers: request.headers,
-                                                            timeout: deadline.remainingSeconds, maximumBody: maximumBody)
-                guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
-                let (value, nextUpdate) = try parse(body)
-                let expires = RevocationCache.expiry(nextUpdate: nextUpdate)
-                answers?.saveRevocationAnswer(body, for: key, expires: expires)
-                return (.success(value), expires)
-            } catch let error as HTTPRequestFailure {
-                return (.failure(error), nil)
-            } catch {
-                return (.failure(HTTPRequestFailure("\(error)")), nil)
-            }
-        } ?? .failure(HTTPRequestFailure("no answer within the scan's timeout (another scan is still asking)"))
     }
 }
 
@@ -312,5 +286,34 @@ final class RevocationCache: @unchecked Sendable {
     static func expiry(nextUpdate: Date?) -> Date {
         let now = Date()
         return min(nextUpdate ?? now.addingTimeInterval(3_600), now.addingTimeInterval(86_400))
+    }
+}
+
+extension RevocationCache {
+    /// An answer by `key`: from the cache, else from `answers` (the database), else fetched over
+    /// HTTP (and kept in both); `parse` turns the bytes into the value and its nextUpdate.
+    func fetch<Value: Sendable>(_ key: String, url: String, deadline: Deadline, answers: (any RevocationAnswerStore)?,
+                                        request: (method: String, body: [UInt8], headers: [(name: String, value: String)]),
+                                        maximumBody: Int,
+                                        parse: @escaping ([UInt8]) throws -> (Value, Date?)) -> Result<Value, HTTPRequestFailure> {
+        value(key, deadline: deadline) { () -> (Result<Value, HTTPRequestFailure>, Date?) in
+            if let stored = answers?.revocationAnswer(for: key, at: Date()), let (value, _) = try? parse(stored.body) {
+                return (.success(value), stored.expires)
+            }
+            guard let target = URL(string: url) else { return (.failure(HTTPRequestFailure("not a URL")), nil) }
+            do {
+                let (response, body) = try HTTPClient.fetch(request.method, target, body: request.body, headers: request.headers,
+                                                            timeout: deadline.remainingSeconds, maximumBody: maximumBody)
+                guard response.status == 200 else { return (.failure(HTTPRequestFailure("HTTP \(response.status) \(response.reason)")), nil) }
+                let (value, nextUpdate) = try parse(body)
+                let expires = RevocationCache.expiry(nextUpdate: nextUpdate)
+                answers?.saveRevocationAnswer(body, for: key, expires: expires)
+                return (.success(value), expires)
+            } catch let error as HTTPRequestFailure {
+                return (.failure(error), nil)
+            } catch {
+                return (.failure(HTTPRequestFailure("\(error)")), nil)
+            }
+        } ?? .failure(HTTPRequestFailure("no answer within the scan's timeout (another scan is still asking)"))
     }
 }

@@ -28,6 +28,9 @@ public struct ScanOptions: Sendable {
     public var revocation: RevocationMode
     /// Where revocation answers are kept across restarts (the service's database).
     public var revocationAnswers: (any RevocationAnswerStore)?
+    /// Fetch an intermediate the server does not send from its caIssuers URL, for targets that do
+    /// not set their own (off by default: most clients do not).
+    public var aiaFetch = false
 
     public init(timeout: Double = 10, concurrency: Int = 64, trustStore: TrustStore,
                 clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
@@ -241,13 +244,14 @@ public final class TLSScanner: Sendable {
         var chain: ChainReport?
         var building = PathBuildingResult(path: [], anchored: false, issues: [])
         if !attempt.presented.isEmpty {
-            building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
+            // Missing intermediates and revocation answers are fetched within one more timeout, after the handshake.
+            let fetchDeadline = Deadline(after: target.timeout ?? options.timeout)
+            building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented,
+                                         fetchMissing: (target.aiaFetch ?? options.aiaFetch) ? fetchDeadline : nil)
                 .judged(at: context.time)
-            // Revocation answers are fetched within the target's timeout, after the handshake.
             let revocation = RevocationChecker(mode: target.revocation ?? options.revocation, answers: options.revocationAnswers)
                 .check(path: building.path, presented: attempt.presented, stapled: attempt.stapledResponse,
-                       handshake: attempt.observation != nil, time: context.time,
-                       deadline: Deadline(after: target.timeout ?? options.timeout))
+                       handshake: attempt.observation != nil, time: context.time, deadline: fetchDeadline)
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
                                 trustStore: trustStore.label, issues: building.issues, revocation: revocation)
         }
