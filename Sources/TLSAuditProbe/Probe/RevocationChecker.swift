@@ -1,5 +1,5 @@
 public import Foundation
-public import TLSAuditCore
+import TLSAuditCore
 
 /// Revocation evidence given on the command line (`verify --crl`, `--ocsp-response`): with any
 /// of it, nothing is fetched.
