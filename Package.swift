@@ -38,11 +38,19 @@ let package = Package(
             name: "TLSAuditCore",
             swiftSettings: swiftSettings
         ),
-        // The only module that touches OpenSSL: sockets, handshakes, certificate parsing,
-        // chain building, and the loopback lab (test PKI and in-process TLS servers).
+        // The module that touches OpenSSL: sockets, handshakes, certificate parsing, chain
+        // building, revocation, the HTTP client.
         .target(
             name: "TLSAuditProbe",
             dependencies: ["COpenSSL", "TLSAuditCore"],
+            swiftSettings: swiftSettings
+        ),
+        // The loopback lab: test PKI (certificates and CRLs made with OpenSSL), in-process TLS,
+        // HTTP and hostile servers, a CONNECT proxy. For the tests, the bench and `demo` only:
+        // the product's scan and serve paths never import it.
+        .target(
+            name: "TLSAuditLab",
+            dependencies: ["COpenSSL", "TLSAuditCore", "TLSAuditProbe"],
             swiftSettings: swiftSettings
         ),
         // History in SQLite (GRDB): observations, certificates by fingerprint, verdicts, current state.
@@ -78,6 +86,7 @@ let package = Package(
                 "TLSAuditStore",
                 "TLSAuditReport",
                 "TLSAuditService",
+                "TLSAuditLab", // `demo` only
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -87,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",
@@ -100,7 +109,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "tlsaudit",
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "tlsaudit",
                            .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -108,7 +117,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
     ],

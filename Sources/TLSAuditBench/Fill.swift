@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 import TLSAuditStore
 
 /// `tlsaudit-bench fill`: a synthetic fleet for the report benchmark. A handful of real

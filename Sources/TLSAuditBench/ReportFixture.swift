@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 import TLSAuditStore
 
 /// `tlsaudit-bench report-fixture`: the fixed database of the report golden-file tests.

@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
 

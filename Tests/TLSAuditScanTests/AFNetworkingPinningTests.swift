@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// Every combination of AFNetworking's pinning settings against real servers, compared with what
 /// `AFSecurityPolicy evaluateServerTrust:forDomain:` does (../shared/ATS.md section 4, written out

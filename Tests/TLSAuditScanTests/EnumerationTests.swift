@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// `scan --enumerate` and `tlsaudit ats` against real loopback servers, through the binary.
 @Suite("enumeration and ATS diagnostics")

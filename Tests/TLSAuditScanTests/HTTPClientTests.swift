@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// The HTTP client behind webhook deliveries, against real loopback servers: plain HTTP, TLS with
 /// a verified chain and name, HTTP proxies (absolute form and CONNECT), and the failures a

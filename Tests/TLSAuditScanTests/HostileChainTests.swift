@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// Chains built to inflate output, memory and time: each stays within `RecordBudget`, and the
 /// test measures the process (wall time, peak RSS, bytes written) with generous margins.

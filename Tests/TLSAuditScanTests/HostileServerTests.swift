@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// Servers that misbehave: each failure is named plainly, exits 2, and never outlasts the timeout.
 @Suite("tlsaudit scan against hostile servers")

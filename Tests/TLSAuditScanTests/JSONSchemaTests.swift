@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// The JSON output matches its documented schema (docs/scan.schema.json), checked by an
 /// independent validator (Python's jsonschema), on a report mixing every kind of result.

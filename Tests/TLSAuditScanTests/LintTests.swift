@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// Conformance lints on generated certificates, one case per rule: a `lint.*` warning that never
 /// changes the verdict, the same in `verify` and in `scan`.

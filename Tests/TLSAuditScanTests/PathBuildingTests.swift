@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// Path building that backtracks: when the first candidate issuer leads to an invalid path and
 /// another leads to a valid one, the valid one counts (webpki, Go, BoringSSL, Apple), in `verify`

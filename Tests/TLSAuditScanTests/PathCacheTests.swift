@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// A trust store remembers the paths built against it, and the probe the summaries of the
 /// certificates it met: a scan's results must be what a fresh process would find.

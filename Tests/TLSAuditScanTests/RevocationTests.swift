@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// A real OCSP responder (`openssl ocsp -index ... -port 0`) for one issuer, started by the test,
 /// and one-shot responses made by the same tool (for stapling, the cache and offline checks).

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// `tlsaudit verify` on generated chains, one case per rule plain OpenSSL gets wrong, through the binary.
 @Suite("tlsaudit verify")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
 #if canImport(Glibc)

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 @testable import TLSAuditReport
 @testable import TLSAuditService
 @testable import TLSAuditStore

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 import TLSAuditService
 @testable import TLSAuditStore
 #if canImport(Glibc)

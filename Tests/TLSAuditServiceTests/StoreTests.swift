@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 import TLSAuditStore
 
 /// The SQLite store on real scan results (from real loopback handshakes).

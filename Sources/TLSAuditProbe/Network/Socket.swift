@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+package import Glibc
 #endif
 public import TLSAuditCore
 
@@ -41,7 +41,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     public let host: String
     public let port: Int
 
-    init?(_ address: UnsafePointer<sockaddr>, length: socklen_t) {
+    package init?(_ address: UnsafePointer<sockaddr>, length: socklen_t) {
         storage = Array(UnsafeRawBufferPointer(start: address, count: Int(length)))
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         switch Int32(address.pointee.sa_family) {
@@ -64,9 +64,9 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     /// `127.0.0.1:443` or `[::1]:443`.
     public var description: String { family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    var socketFamily: Int32 { family == .ipv6 ? AF_INET6 : AF_INET }
+    package var socketFamily: Int32 { family == .ipv6 ? AF_INET6 : AF_INET }
 
-    func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    package func withSockaddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
         storage.withUnsafeBytes { raw in
             body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(storage.count))
         }
@@ -231,7 +231,7 @@ final class TCPSocket {
     }
 }
 
-func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
+package func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
 
 /// `10 s`, `0.5 s`.
 func formatSeconds(_ seconds: Double) -> String {

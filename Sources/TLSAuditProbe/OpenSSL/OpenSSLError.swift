@@ -17,7 +17,7 @@ struct OpenSSLErrorEntry: Sendable, CustomStringConvertible {
     }
 }
 
-enum OpenSSLErrors {
+package enum OpenSSLErrors {
     /// Empties the calling thread's error queue into values.
     static func drain() -> [OpenSSLErrorEntry] {
         var entries: [OpenSSLErrorEntry] = []
@@ -39,10 +39,10 @@ enum OpenSSLErrors {
     }
 
     /// Clears the queue before an operation whose errors will be read.
-    static func clear() { ERR_clear_error() }
+    package static func clear() { ERR_clear_error() }
 
     /// A short description of the last failure, for messages.
-    static func describeAndClear(_ fallback: String) -> String {
+    package static func describeAndClear(_ fallback: String) -> String {
         let entries = drain()
         guard let last = entries.last else { return fallback }
         return "\(fallback): \(last.text)"
@@ -67,5 +67,5 @@ enum OpenSSLErrors {
 /// An error raised by tlsaudit's own use of OpenSSL (bad input files, failed allocation).
 public struct OpenSSLFailure: Error, CustomStringConvertible, Sendable {
     public var description: String
-    init(_ what: String) { description = OpenSSLErrors.describeAndClear(what) }
+    package init(_ what: String) { description = OpenSSLErrors.describeAndClear(what) }
 }

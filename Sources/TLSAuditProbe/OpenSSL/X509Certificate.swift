@@ -1,26 +1,26 @@
 import COpenSSL
 import Foundation
 import Synchronization
-import TLSAuditCore
+package import TLSAuditCore
 
 /// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
-final class X509Certificate: @unchecked Sendable {
+package final class X509Certificate: @unchecked Sendable {
     // @unchecked: the X509 is never mutated after init, and OpenSSL's X509 reads are thread-safe.
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
 
     /// Adopts a reference the caller owns (e.g. from `d2i_X509` or `X509_dup`).
-    init(takingOwnershipOf pointer: OpaquePointer) {
+    package init(takingOwnershipOf pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
     /// Takes a new reference to a certificate someone else owns (e.g. from `SSL_get_peer_cert_chain`).
-    convenience init(borrowing pointer: OpaquePointer) {
+    package convenience init(borrowing pointer: OpaquePointer) {
         X509_up_ref(pointer)
         self.init(takingOwnershipOf: pointer)
     }
 
     /// Parses one DER certificate.
-    convenience init(der: [UInt8]) throws {
+    package convenience init(der: [UInt8]) throws {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_X509(nil, &cursor, buffer.count)
@@ -32,7 +32,7 @@ final class X509Certificate: @unchecked Sendable {
     deinit { X509_free(pointer) }
 
     /// The DER encoding.
-    var der: [UInt8] {
+    package var der: [UInt8] {
         let length = i2d_X509(pointer, nil)
         guard length > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: Int(length))
@@ -50,7 +50,7 @@ final class X509Certificate: @unchecked Sendable {
     private static let summariesKept = 256
 
     /// Everything tlsaudit records about this certificate.
-    func summary() -> CertificateSummary {
+    package func summary() -> CertificateSummary {
         let derBytes = der
         // Certificates over 16 KB (a hostile server's) are not kept: the cache stays within a few MB.
         guard derBytes.count <= 16_384 else { return summarize(derBytes) }
@@ -393,12 +393,12 @@ enum ASN1Text {
 }
 
 /// Reading a memory BIO.
-enum MemoryBIO {
-    static func string(_ bio: OpaquePointer) -> String {
+package enum MemoryBIO {
+    package static func string(_ bio: OpaquePointer) -> String {
         String(decoding: bytes(bio), as: UTF8.self)
     }
 
-    static func bytes(_ bio: OpaquePointer) -> [UInt8] {
+    package static func bytes(_ bio: OpaquePointer) -> [UInt8] {
         var data: UnsafeMutablePointer<CChar>?
         let length = tlsaudit_BIO_get_mem_data(bio, &data)
         guard length > 0, let data else { return [] }

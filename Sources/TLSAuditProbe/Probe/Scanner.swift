@@ -290,7 +290,7 @@ public final class TLSScanner: Sendable {
 
 /// A write to a socket the peer closed raises SIGPIPE, whose default action kills the process:
 /// OpenSSL's socket BIO does not pass MSG_NOSIGNAL. Ignored once, before the first connection.
-let ignoreSIGPIPE: Void = {
+package let ignoreSIGPIPE: Void = {
     signal(SIGPIPE, SIG_IGN)
 }()
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// Runs the built `tlsaudit` binary, the way a user does.
 enum CLI {

@@ -1,6 +1,7 @@
 import Foundation
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditLab
 
 /// The test PKI: one trusted root and intermediate, plus a second, untrusted root.
 /// Generated once per test run with the lab CA (real OpenSSL certificates).

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditProbe
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import COpenSSL
 public import Foundation
+import TLSAuditProbe
 public import TLSAuditCore
 
 /// Key types the lab can generate.

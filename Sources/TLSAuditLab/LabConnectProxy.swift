@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditProbe
 import Synchronization
 #if canImport(Glibc)
 import Glibc

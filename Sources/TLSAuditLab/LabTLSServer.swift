@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import TLSAuditProbe
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditProbe
 #if canImport(Glibc)
 import Glibc
 #endif
