@@ -32,10 +32,16 @@ let package = Package(
         // `tlsaudit serve`'s signal handler, installed by an ELF constructor before the Swift runtime
         // starts (a SIGHUP during start-up killed the service). The only C source of the package.
         .target(name: "CServiceSignals"),
-        // The domain: certificates, handshake observations, trust and ATS policies, findings, output.
-        // Pure Swift: no C, no sockets.
+        // The domain: certificates, handshake observations, trust and ATS policies, findings.
+        // Pure Swift: no C, no sockets, no output formats.
         .target(
             name: "TLSAuditCore",
+            swiftSettings: swiftSettings
+        ),
+        // Output: the JSON document encoder (and its decoder settings), the scan text renderer, text tables.
+        .target(
+            name: "TLSAuditOutput",
+            dependencies: ["TLSAuditCore"],
             swiftSettings: swiftSettings
         ),
         // The module that touches OpenSSL: sockets, handshakes, certificate parsing, chain
@@ -56,21 +62,21 @@ let package = Package(
         // History in SQLite (GRDB): observations, certificates by fingerprint, verdicts, current state.
         .target(
             name: "TLSAuditStore",
-            dependencies: ["TLSAuditCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // Compliance reports: the report model, computed from the store, and its renderers
         // (text, Markdown, JSON, CSV, self-contained HTML with an SVG trend).
         .target(
             name: "TLSAuditReport",
-            dependencies: ["TLSAuditCore", "TLSAuditStore"],
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // The service: YAML configuration, the Dispatch scheduler, lifecycle and sd_notify.
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "CServiceSignals",
+                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "CServiceSignals",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -82,6 +88,7 @@ let package = Package(
             name: "tlsaudit",
             dependencies: [
                 "TLSAuditCore",
+                "TLSAuditOutput",
                 "TLSAuditProbe",
                 "TLSAuditStore",
                 "TLSAuditReport",
@@ -96,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab",
+                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",
@@ -104,12 +111,12 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditCoreTests",
-            dependencies: ["TLSAuditCore"],
+            dependencies: ["TLSAuditCore", "TLSAuditOutput"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "tlsaudit",
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "tlsaudit",
                            .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -117,7 +124,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore

@@ -1,5 +1,6 @@
 import Foundation
 import TLSAuditCore
+import TLSAuditOutput
 
 /// The formats `tlsaudit report --format` writes.
 public enum ReportFormat: String, CaseIterable, Sendable, Codable {

@@ -2,6 +2,7 @@ public import Foundation
 import Logging
 import Synchronization
 public import TLSAuditCore
+import TLSAuditOutput
 public import TLSAuditReport
 import TLSAuditStore
 

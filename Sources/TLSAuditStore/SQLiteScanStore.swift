@@ -2,6 +2,7 @@ public import Foundation
 import GRDB
 import Synchronization
 public import TLSAuditCore
+import TLSAuditOutput
 
 /// The embedded store: one SQLite file in WAL mode (readers never block the writer, so `status`
 /// works while the service runs), synchronous=FULL (a commit survives power loss, not only a

@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditCore
+import TLSAuditOutput
 
 /// One probed address, ready to be stored: the result plus the target it belongs to.
 public struct StoredScan: Sendable, Codable {

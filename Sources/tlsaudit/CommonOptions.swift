@@ -1,5 +1,6 @@
 import ArgumentParser
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 
 /// Anchors from a PEM file, or the system store; an unreadable file is a usage error (exit 64).

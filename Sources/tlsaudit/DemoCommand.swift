@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService

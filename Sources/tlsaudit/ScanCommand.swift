@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditReport
 import TLSAuditProbe
 import TLSAuditStore

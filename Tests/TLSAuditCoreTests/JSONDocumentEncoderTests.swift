@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import TLSAuditCore
+import TLSAuditCore
+@testable import TLSAuditOutput
 
 /// `JSONDocumentEncoder` must write the very bytes Foundation's `JSONEncoder` writes with the same
 /// options: stored documents are hashed, and scripts compare outputs.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 

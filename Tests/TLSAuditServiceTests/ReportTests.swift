@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 @testable import TLSAuditReport

@@ -129,7 +129,7 @@ public struct NameConstraints: Hashable, Codable, Sendable {
 }
 
 /// Everything tlsaudit reads from one X.509 certificate, with the DER kept.
-public struct CertificateSummary: Hashable, Codable, Sendable, RepeatedlyEncodable {
+public struct CertificateSummary: Hashable, Codable, Sendable {
     /// RFC 2253 distinguished names.
     public var subject: String
     public var issuer: String

@@ -101,7 +101,7 @@ public enum CountedVerdict {
 }
 
 /// The result for one target (a name or address and a port).
-public struct TargetScanResult: Hashable, Codable, Sendable, ConcurrentlyEncodable {
+public struct TargetScanResult: Hashable, Codable, Sendable {
     /// As the user wrote it.
     public var target: String
     public var host: String
@@ -185,15 +185,5 @@ public struct ScanReport: Codable, Sendable {
         if summary.failed > 0 { return 2 }
         if summary.notCompliant > 0 || summary.pinMismatches > 0 { return 1 }
         return 0
-    }
-}
-
-extension JSONDecoder {
-    /// Reads what `JSONDocumentEncoder.tlsaudit` writes.
-    public static var tlsaudit: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 

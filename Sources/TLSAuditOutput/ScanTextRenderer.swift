@@ -1,4 +1,5 @@
 import Foundation
+public import TLSAuditCore
 
 /// Renders a scan report as readable text: one block per target and address, the chain,
 /// then findings, most severe first. ANSI colour only when asked (the CLI asks on a TTY).

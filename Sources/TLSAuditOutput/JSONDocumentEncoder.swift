@@ -1,4 +1,5 @@
 public import Foundation
+public import TLSAuditCore
 import Synchronization
 
 /// Encodes `Encodable` values to JSON, byte for byte as Foundation's `JSONEncoder` does with
@@ -909,3 +910,18 @@ enum JSONConcurrency {
         return try results.map { result throws(Failure) in try result!.get() }
     }
 }
+
+extension JSONDecoder {
+    /// Reads what `JSONDocumentEncoder.tlsaudit` writes.
+    public static var tlsaudit: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}
+
+// The domain's large documents: a scan's targets are encoded on all cores, and a certificate met
+// again in the same document is encoded once.
+extension TargetScanResult: ConcurrentlyEncodable {}
+extension CertificateSummary: RepeatedlyEncodable {}
