@@ -258,17 +258,20 @@ struct ConfigurationParser {
         // Without a `database:` key, tlsaudit.sqlite where a relative one would go (the same for serve and status).
         let defaultDatabase = URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory))
             .appendingPathComponent("tlsaudit.sqlite").path
-        var configuration = ServiceConfiguration(database: defaultDatabase, concurrency: 64,
-                                                 perHostConcurrency: 4, retention: 90 * 86_400, maxBackoff: 3600,
-                                                 logLevel: "info", targets: [])
+        var configuration = ServiceConfiguration(database: defaultDatabase, concurrency: SettingBounds.concurrency.defaultValue,
+                                                 perHostConcurrency: SettingBounds.perHostConcurrency.defaultValue,
+                                                 retention: SettingBounds.retention.defaultValue,
+                                                 maxBackoff: SettingBounds.maxBackoff.defaultValue, logLevel: "info", targets: [])
         if let node = mapping["database"], let path = string(node, "a file path") {
             configuration.database = path.hasPrefix("/") ? path
                 : URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)).appendingPathComponent(path).path
         }
-        if let node = mapping["concurrency"], let value = integer(node, in: 1...4096) { configuration.concurrency = value }
-        if let node = mapping["per_host_concurrency"], let value = integer(node, in: 1...256) { configuration.perHostConcurrency = value }
-        if let node = mapping["retention"], let value = duration(node, minimum: 3600) { configuration.retention = value }
-        if let node = mapping["max_backoff"], let value = duration(node, minimum: 1) { configuration.maxBackoff = value }
+        if let node = mapping["concurrency"], let value = integer(node, in: SettingBounds.concurrency.range) { configuration.concurrency = value }
+        if let node = mapping["per_host_concurrency"], let value = integer(node, in: SettingBounds.perHostConcurrency.range) {
+            configuration.perHostConcurrency = value
+        }
+        if let node = mapping["retention"], let value = duration(node, SettingBounds.retention) { configuration.retention = value }
+        if let node = mapping["max_backoff"], let value = duration(node, SettingBounds.maxBackoff) { configuration.maxBackoff = value }
         if let node = mapping["log_level"], let level = string(node, "a log level") {
             if Self.logLevels.contains(level) {
                 configuration.logLevel = level
@@ -276,7 +279,9 @@ struct ConfigurationParser {
                 report(node, "log_level '\(level)' is not one of \(Self.logLevels.joined(separator: ", "))")
             }
         }
-        let builtIn = Settings(port: 443, addresses: .all, interval: 300, timeout: 10, policy: .default, trust: .system)
+        let builtIn = Settings(port: SettingBounds.port.defaultValue, addresses: .all, interval: SettingBounds.interval.defaultValue,
+                               timeout: SettingBounds.timeout.defaultValue, policy: .default, trust: .system,
+                               revocation: SettingBounds.revocation)
         var defaults = builtIn
         if let node = mapping["defaults"] {
             if case .mapping(let defaultsMapping) = node {
@@ -390,27 +395,24 @@ struct ConfigurationParser {
         }
         targetLines.append(node.mark?.line)
         let resolved = inherited.overridden(by: own)
-        let port = resolved.port ?? 443
+        let port = resolved.port ?? SettingBounds.port.defaultValue
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let sni = resolved.sni ?? (HostnameMatcher.canonicalIPAddress(host) == nil ? host : nil)
         return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
-                                   addresses: resolved.addresses ?? .all, interval: resolved.interval ?? 300,
-                                   timeout: resolved.timeout ?? 10, policy: resolved.policy ?? .default,
+                                   addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
+                                   timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue, policy: resolved.policy ?? .default,
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
-                                   pins: resolved.pins, revocation: resolved.revocation ?? .soft,
+                                   pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
     private mutating func settings(_ mapping: Node.Mapping) -> Settings {
         var settings = Settings()
-        if let node = mapping["port"] { settings.port = integer(node, in: 1...65535) }
+        if let node = mapping["port"] { settings.port = integer(node, in: SettingBounds.port.range) }
         if let node = mapping["sni"] { settings.sni = string(node, "a server name") }
-        if let node = mapping["interval"] { settings.interval = duration(node, minimum: 0.1) }
-        if let node = mapping["timeout"] {
-            settings.timeout = duration(node, minimum: 0.1)
-            if let timeout = settings.timeout, timeout > 300 { report(node, "timeout must be at most 5m"); settings.timeout = nil }
-        }
+        if let node = mapping["interval"] { settings.interval = duration(node, SettingBounds.interval) }
+        if let node = mapping["timeout"] { settings.timeout = duration(node, SettingBounds.timeout) }
         if let node = mapping["policy"], let name = string(node, "a policy") {
             settings.policy = CompliancePolicy(rawValue: name)
             if settings.policy == nil {
@@ -668,7 +670,7 @@ struct ConfigurationParser {
             report(node, "a sink needs a 'type': log, webhook or command")
             return nil
         }
-        let timeout = mapping["timeout"].flatMap { duration($0, minimum: 0.1) } ?? 10
+        let timeout = mapping["timeout"].flatMap { duration($0, SettingBounds.sinkTimeout) } ?? SettingBounds.sinkTimeout.defaultValue
         if let timeoutNode = mapping["timeout"], timeout > ServiceConfiguration.defaultShutdownGrace {
             // README, "Stopping": deliveries do not hold up a stop beyond the grace.
             warnings.append(ConfigurationError(file: file, line: timeoutNode.mark?.line, message: """
@@ -808,6 +810,16 @@ struct ConfigurationParser {
     }
 
     /// `30`, `30s`, `5m`, `2h`, `7d` (or `500ms`): seconds.
+    /// A duration within `bound`'s range.
+    private mutating func duration(_ node: Node, _ bound: SettingBounds.Bound<Double>) -> Double? {
+        guard let seconds = duration(node, minimum: bound.range.lowerBound) else { return nil }
+        guard seconds <= bound.range.upperBound else {
+            report(node, "expected a duration \(bound.described)")
+            return nil
+        }
+        return seconds
+    }
+
     private mutating func duration(_ node: Node, minimum: Double) -> Double? {
         guard case .scalar(let scalar) = node, let seconds = DurationText.seconds(scalar.string) else {
             report(node, "expected a duration like 30s, 5m, 2h or 7d")

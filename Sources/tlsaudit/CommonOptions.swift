@@ -40,5 +40,9 @@ struct ConnectionOptions: ParsableArguments {
     var caFile: String?
 
     @Option(help: "Seconds for each of resolution, connect and handshake.")
-    var timeout: Double = 10
+    var timeout: Double = SettingBounds.timeout.defaultValue
+
+    func validate() throws {
+        if let problem = SettingBounds.timeout.problem(timeout, name: "--timeout") { throw ValidationError(problem + ".") }
+    }
 }

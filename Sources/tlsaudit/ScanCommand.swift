@@ -35,7 +35,7 @@ struct ScanCommand: ParsableCommand {
     var caFile: String?
 
     @Option(help: "Seconds allowed for each of name resolution, TCP connect and TLS handshake.")
-    var timeout: Double = 10
+    var timeout: Double = SettingBounds.timeout.defaultValue
 
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
@@ -46,7 +46,7 @@ struct ScanCommand: ParsableCommand {
     var policy: CompliancePolicy = .default
 
     @Option(help: "Addresses probed at once.")
-    var concurrency: Int = 64
+    var concurrency: Int = SettingBounds.concurrency.defaultValue
 
     @Option(help: "Which resolved addresses to probe: all, ipv4 or ipv6.")
     var addresses: AddressSelection = .all
@@ -83,8 +83,8 @@ struct ScanCommand: ParsableCommand {
         guard !targets.isEmpty || targetsFile != nil else {
             throw ValidationError("Give at least one target, or --targets-file.")
         }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds.") }
-        guard concurrency >= 1, concurrency <= 4096 else { throw ValidationError("--concurrency must be between 1 and 4096.") }
+        if let problem = SettingBounds.timeout.problem(timeout, name: "--timeout") { throw ValidationError(problem + ".") }
+        if let problem = SettingBounds.concurrency.problem(concurrency, name: "--concurrency") { throw ValidationError(problem + ".") }
         guard (clientCert == nil) == (clientKey == nil) else {
             throw ValidationError("--client-cert and --client-key go together.")
         }

@@ -44,7 +44,7 @@ struct VerifyCommand: ParsableCommand {
     var aiaFetch = false
 
     @Option(help: "Seconds allowed for fetching (missing intermediates with --aia-fetch; revocation answers with --revocation and no files).")
-    var timeout: Double = 10
+    var timeout: Double = SettingBounds.timeout.defaultValue
 
     @Option(help: "Output format: text or json.")
     var format: OutputFormat = .text
@@ -56,7 +56,7 @@ struct VerifyCommand: ParsableCommand {
         if let at, Timestamp.parse(at) == nil {
             throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
         }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds.") }
+        if let problem = SettingBounds.timeout.problem(timeout, name: "--timeout") { throw ValidationError(problem + ".") }
     }
 
     func run() throws {

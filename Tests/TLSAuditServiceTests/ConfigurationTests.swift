@@ -83,6 +83,32 @@ struct ConfigurationTests {
         #expect(problems.allSatisfy { $0.description.hasPrefix("test.yaml:") })
     }
 
+    @Test("one range per setting: the configuration and every command that takes the option refuse the same values")
+    func settingRanges() throws {
+        let problems = errors("""
+            concurrency: 5000
+            defaults:
+              timeout: 6m
+              revocation: sometimes
+            targets:
+              - host: ok.example
+                port: 70000
+                interval: 50ms
+            """)
+        #expect(problems.map(\.line) == [1, 3, 4, 7, 8], "\(problems)")
+        #expect(problems[1].message.contains(SettingBounds.timeout.described), "\(problems[1])")
+        #expect(problems[2].message.contains("off, soft, hard"))
+        let accepted = try parse("defaults: {timeout: 5m}\ntargets: [ok.example]")
+        #expect(accepted.targets[0].timeout == 300)
+        for command in [["scan", "ok.example"], ["ats", "ok.example"], ["pin", "ok.example"], ["verify", "--chain", "/dev/null"]] {
+            for value in ["0", "301"] {
+                let output = try Binary.run(command + ["--timeout", value])
+                #expect(output.status == 64, "\(command) --timeout \(value): \(output.stderr)")
+                #expect(output.stderr.contains("--timeout must be \(SettingBounds.timeout.described)"), "\(command): \(output.stderr)")
+            }
+        }
+    }
+
     @Test("a target's trust ca_file that cannot be read or holds no certificate stops the configuration, with its line")
     func trustCAFile() throws {
         let directory = try ServiceLab.shared.workspace("trust-ca-file")

@@ -9,7 +9,8 @@ public enum ChainVerifier {
     /// within `timeout` seconds, as a scan does; with `aiaFetch`, a missing intermediate is fetched
     /// from its caIssuers URL within the same time.
     public static func verify(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
-                              revocation: RevocationMode = .soft, evidence: OfflineRevocationEvidence? = nil, timeout: Double = 10,
+                              revocation: RevocationMode = SettingBounds.revocation, evidence: OfflineRevocationEvidence? = nil,
+                              timeout: Double = SettingBounds.timeout.defaultValue,
                               aiaFetch: Bool = false, toolVersion: String) throws -> VerifyReport {
         var certificates: [X509Certificate] = []
         var seen = Set<[UInt8]>()

@@ -32,9 +32,9 @@ public struct ScanOptions: Sendable {
     /// not set their own (off by default: most clients do not).
     public var aiaFetch = false
 
-    public init(timeout: Double = 10, concurrency: Int = 64, trustStore: TrustStore,
-                clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
-                evaluationTime: Date? = nil, revocation: RevocationMode = .soft) {
+    public init(timeout: Double = SettingBounds.timeout.defaultValue, concurrency: Int = SettingBounds.concurrency.defaultValue,
+                trustStore: TrustStore, clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
+                evaluationTime: Date? = nil, revocation: RevocationMode = SettingBounds.revocation) {
         self.timeout = timeout
         self.concurrency = concurrency
         self.trustStore = trustStore

@@ -1,0 +1,37 @@
+/// Every setting a user can give twice (as a command-line option and as a configuration key):
+/// its default and its one allowed range, in one place. The CLI and the configuration read them
+/// here; README ("Settings and their ranges") lists them.
+public enum SettingBounds {
+    /// A setting's default and the values allowed.
+    public struct Bound<Value: Comparable & Sendable>: Sendable {
+        public let defaultValue: Value
+        public let range: ClosedRange<Value>
+        /// How the range is said in messages, e.g. "between 0.1 and 300 seconds".
+        public let described: String
+
+        /// Nil when `value` is allowed, else the message for `name` (an option or a key).
+        public func problem(_ value: Value, name: String) -> String? {
+            range.contains(value) ? nil : "\(name) must be \(described)"
+        }
+    }
+
+    /// Seconds for each of name resolution, TCP connect and TLS handshake (and, after the
+    /// handshake, for fetching revocation answers and missing intermediates).
+    public static let timeout = Bound(defaultValue: 10.0, range: 0.1...300, described: "between 0.1 and 300 seconds")
+    /// Addresses probed at once.
+    public static let concurrency = Bound(defaultValue: 64, range: 1...4096, described: "between 1 and 4096")
+    /// Scans of one host at once (the service).
+    public static let perHostConcurrency = Bound(defaultValue: 4, range: 1...256, described: "between 1 and 256")
+    /// Seconds between scans of a target (the service).
+    public static let interval = Bound(defaultValue: 300.0, range: 0.1...3_153_600_000, described: "between 100 ms and 100 years")
+    /// TCP port of a target.
+    public static let port = Bound(defaultValue: 443, range: 1...65535, described: "between 1 and 65535")
+    /// Seconds a scan is kept (the service; each address's latest scan is always kept).
+    public static let retention = Bound(defaultValue: 90.0 * 86_400, range: 3_600...3_153_600_000, described: "between 1 hour and 100 years")
+    /// Longest wait before retrying an unreachable target (the service).
+    public static let maxBackoff = Bound(defaultValue: 3_600.0, range: 1...3_153_600_000, described: "between 1 second and 100 years")
+    /// Seconds an alert delivery may take.
+    public static let sinkTimeout = Bound(defaultValue: 10.0, range: 0.1...300, described: "between 0.1 and 300 seconds")
+    /// Revocation checking when a target does not set it.
+    public static let revocation = RevocationMode.soft
+}
