@@ -99,7 +99,7 @@ public struct ComplianceReport: Codable, Sendable {
         /// Conformance lints of the latest scan (`lint.*`: warnings, never in the verdict).
         public var lints: [String] = []
         /// `none` (no pins), `match` or `mismatch`.
-        public var pinState: String
+        public var pinState: PinEvaluation.State
         public var pinMessage: String?
         /// The earliest notAfter over the current chain, and the whole days left until it at the report's end.
         public var earliestExpiry: Date?

@@ -142,7 +142,7 @@ public enum ReportBuilder {
                     let errors = address.trustErrors
                     add(2, "untrusted", errors.joined(separator: ", "), trustFix(errors))
                 }
-                if address.pinState == "mismatch" {
+                if address.pinState == .mismatch {
                     add(3, "pin-mismatch", "pin.mismatch",
                         "find out why the key changed (an unplanned reissue, or interception); update the pins only for a change you made")
                 }

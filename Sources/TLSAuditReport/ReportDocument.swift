@@ -110,9 +110,9 @@ struct ReportDocument {
                 case nil: Cell("-", .muted)
                 }
                 let pin: Cell = switch address.pinState {
-                case "match": Cell("match", .good)
-                case "mismatch": Cell("MISMATCH", .bad)
-                default: Cell(address.pinState, .muted)
+                case .match: Cell("match", .good)
+                case .mismatch: Cell("MISMATCH", .bad)
+                case .none: Cell(address.pinState.rawValue, .muted)
                 }
                 rows.append([
                     Cell(target.target), Cell(address.address), Self.status(address.status),

@@ -170,7 +170,7 @@ enum CSVReport {
                 target.target, target.host, String(target.port), address.address, address.status.rawValue,
                 address.policy.rawValue, address.failedRules.joined(separator: " "),
                 address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
-                address.pinState, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
+                address.pinState.rawValue, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
                 address.protocolVersion, address.cipher, Timestamp.format(address.lastScanAt),
                 address.failureCategory, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
             ]

@@ -80,7 +80,7 @@ public struct ReportAddress: Sendable {
     public var lastScanAt: Date
     public var verdict: ReportVerdict
     /// `none`, `match`, `mismatch`, ... (the pin check of the last scan that reached the server).
-    public var pinState: String
+    public var pinState: PinEvaluation.State
     public var pinMessage: String?
     public var protocolVersion: String?
     public var cipher: String?

@@ -82,8 +82,9 @@ private struct ReportReader {
                 WHERE started_at > ? AND started_at <= ? ORDER BY started_at, rowid
                 """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970])
             while let row = try cursor.next() {
-                let verdict = PassVerdict(condition: AddressCondition(rawValue: row[2]) ?? .unreachable,
-                                          policy: CompliancePolicy(rawValue: row[3]) ?? .ats, rules: row[4], trustErrorsAndLints: [])
+                let place = "the address timeline of \((row[0] as String).replacingOccurrences(of: "\u{1F}", with: " "))"
+                let verdict = PassVerdict(condition: try SQLiteScanStore.known(row[2], "condition", in: place),
+                                          policy: try SQLiteScanStore.known(row[3], "policy", in: place), rules: row[4], trustErrorsAndLints: [])
                 try timeline.apply(verdict, key: row[0], at: Date(timeIntervalSince1970: row[1]))
             }
         } else {
@@ -244,7 +245,8 @@ private struct ReportReader {
         return ReportAddress(
             target: fleet.target, address: fleet.address, host: last["host"], port: last["port"],
             lastScanAt: Date(timeIntervalSince1970: last["started_at"]), verdict: verdict,
-            pinState: reachable?["pin_state"] ?? "none", pinMessage: reachable?["pin_message"],
+            pinState: try SQLiteScanStore.known((reachable?["pin_state"] as String?) ?? "none", "pin state", in: "the current state of \(fleet.target) \(fleet.address)"),
+            pinMessage: reachable?["pin_message"],
             protocolVersion: last["protocol_version"], cipher: last["cipher"],
             failureCategory: last["failure_category"], failureMessage: last["failure_message"],
             lastReachableAt: (reachable?["started_at"] as Double?).map(Date.init(timeIntervalSince1970:)), chain: chain)
@@ -289,7 +291,8 @@ private struct ReportReader {
                 WHERE started_at <= ? \(reachableOnly ? "AND condition != 'unreachable'" : "") GROUP BY target, address
                 """, arguments: [query.start.timeIntervalSince1970]) {
                 let key: String = row[0]
-                let condition = AddressCondition(rawValue: row[1]) ?? .unreachable
+                let condition: AddressCondition = try SQLiteScanStore.known(row[1], "condition",
+                    in: "the address timeline of \(key.replacingOccurrences(of: "\u{1F}", with: " "))")
                 var state = startStates[key] ?? Tracked()
                 if reachableOnly {
                     state.lastReachable = (condition, row[2])
@@ -349,9 +352,11 @@ private struct ReportReader {
             FROM alert WHERE created_at > ? AND created_at <= ? ORDER BY created_at, id
             """), arguments: [query.start.timeIntervalSince1970, query.end.timeIntervalSince1970]).compactMap { row in
             let target: String = row[4]
-            guard targets.contains(target), let kind = AlertKind(rawValue: row[2]),
-                  let severity = AlertSeverity(rawValue: row[3]) else { return nil }
-            return ReportAlert(id: row[0], createdAt: Date(timeIntervalSince1970: row[1]), kind: kind, severity: severity,
+            guard targets.contains(target) else { return nil }
+            let place = "alert \(row[0] as String? ?? "?")"
+            return ReportAlert(id: row[0], createdAt: Date(timeIntervalSince1970: row[1]),
+                               kind: try SQLiteScanStore.known(row[2], "alert kind", in: place),
+                               severity: try SQLiteScanStore.known(row[3], "alert severity", in: place),
                                target: target, address: row[5], summary: row[6],
                                changes: try SQLiteScanStore.decode([String: String].self, row[7]) ?? [:])
         }
@@ -426,7 +431,7 @@ private struct ReportReader {
         if (row[Column.pinMismatch] as Int?) == 1 {
             verdict.condition = verdict.condition == .compliant ? .notCompliant : verdict.condition
             verdict.rules = try SQLiteScanStore.json(CountedVerdict.reasons(try SQLiteScanStore.rules(verdict.rules),
-                                                                            pinState: PinEvaluation.State.mismatch.rawValue))
+                                                                            pinState: .mismatch))
         }
         return verdict
     }
@@ -446,7 +451,7 @@ private struct ReportReader {
             let judged = AddressAssessment.rejudge(result, hostname: hostname, policy: policy, at: result.startedAt)
             judgements += 1
             let verdict = PassVerdict(
-                condition: Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
+                condition: try Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
                 policy: policy, rules: try SQLiteScanStore.json(judged.verdict.failedRules),
                 trustErrorsAndLints: Self.trustErrorsAndLints(judged.findings))
             var entry = rejudged[content] ?? Judged(result)
@@ -454,10 +459,10 @@ private struct ReportReader {
             rejudged[content] = entry
             return verdict
         }
-        let policy = query.policy ?? CompliancePolicy(rawValue: row[Column.ownPolicy] ?? "") ?? .ats
+        let policy = try query.policy ?? SQLiteScanStore.known(row[Column.ownPolicy], "policy", in: "observation \(row[Column.id] as Int64? ?? 0)")
         let reported = withTrust ? ((row[Column.trustErrorsAndLints] as String?)?.split(separator: ",").map(String.init) ?? []) : []
         let compliant: Bool = row[Column.compliant]
-        return PassVerdict(condition: Self.condition(status: status, hasChain: hasChain, compliant: compliant),
+        return PassVerdict(condition: try Self.condition(status: status, hasChain: hasChain, compliant: compliant),
                            policy: policy, rules: row[Column.failedRules] ?? "[]", trustErrorsAndLints: reported)
     }
 
@@ -471,8 +476,8 @@ private struct ReportReader {
         return report
     }
 
-    static func condition(status: String, hasChain: Bool, compliant: Bool) -> AddressCondition {
-        AddressCondition(status: AddressScanResult.Status(rawValue: status) ?? .failed, hasChain: hasChain, compliant: compliant)
+    static func condition(status: String, hasChain: Bool, compliant: Bool) throws -> AddressCondition {
+        AddressCondition(status: try SQLiteScanStore.known(status, "status", in: "an observation"), hasChain: hasChain, compliant: compliant)
     }
 
     /// The trust errors, then the conformance lints (`verdict(_:)` tells them apart by prefix).

@@ -177,8 +177,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             row.map { [$0["condition"], $0["policy"], $0["failed_rules"]] }
         }
         func stateOf(observation row: Row) throws -> [String] {
-            let pinState: String? = row["pin_state"]
-            let condition = AddressCondition(status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
+            let place = "observation \(row["id"] as Int64? ?? 0)"
+            let pinState: PinEvaluation.State? = try Self.known(row["pin_state"], "pin state", in: place, optional: true)
+            let condition = AddressCondition(status: try Self.known(row["status"], "status", in: place),
                                              hasChain: row["has_chain"], compliant: CountedVerdict.compliant(row["compliant"], pinState: pinState))
             return [condition.rawValue, row["policy"], try json(CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState))]
         }
@@ -352,8 +353,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     let deliveries = try Row.fetchAll(db, sql: """
                         SELECT sink, state, attempts, last_error FROM alert_delivery WHERE alert_id = ? ORDER BY sink
                         """, arguments: [alert.id]).map { delivery in
-                        StoredAlert.Delivery(sink: delivery["sink"], state: delivery["state"], attempts: delivery["attempts"],
-                                             lastError: delivery["last_error"])
+                        StoredAlert.Delivery(sink: delivery["sink"],
+                                             state: try Self.known(delivery["state"], "delivery state", in: "alert \(alert.id)"),
+                                             attempts: delivery["attempts"], lastError: delivery["last_error"])
                     }
                     return StoredAlert(alert: alert, deliveries: deliveries)
                 }
@@ -378,20 +380,22 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                                    AND \(Self.trustErrorSQL)) AS trust_errors
                     FROM target_state t ORDER BY t.target, t.address
                     """).map { row in
+                    let place = "the current state of \(row["target"] as String? ?? "?") \(row["address"] as String? ?? "?")"
+                    let pinState: PinEvaluation.State = try Self.known((row["pin_state"] as String?) ?? "none", "pin state", in: place)
                     var status = TargetStatus(
                         target: row["target"], address: row["address"], host: row["host"], port: row["port"],
                         lastScanAt: Date(timeIntervalSince1970: row["last_scan_at"]),
                         lastObservationID: row["last_observation_id"],
-                        status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
-                        policy: CompliancePolicy(rawValue: row["policy"] ?? "ats") ?? .ats,
-                        compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: row["pin_state"]),
-                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: row["pin_state"]),
+                        status: try Self.known(row["status"], "status", in: place),
+                        policy: try Self.known(row["policy"], "policy", in: place),
+                        compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: pinState),
+                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState),
                         earliestExpiry: (row["earliest_expiry"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
                         failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
                         consecutiveFailures: row["consecutive_failures"],
                         lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
-                        pinState: row["pin_state"] ?? "none")
+                        pinState: pinState)
                     status.trustErrors = (row["trust_errors"] as String?)?.split(separator: ",").map(String.init) ?? []
                     return status
                 }
@@ -414,17 +418,19 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     ORDER BY o.started_at DESC, o.id DESC LIMIT ?
                     """, arguments: [target, target, target, limit])
                 return try rows.map { row in
+                    let place = "observation \(row["id"] as Int64? ?? 0)"
+                    let pinState: PinEvaluation.State? = try Self.known(row["pin_state"], "pin state", in: place, optional: true)
                     let handshake = try Self.decode(HandshakeObservation.self, row["handshake"])
                     return HistoryEntry(
                         observationID: row["id"], target: row["target"], address: row["address"],
                         startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
-                        status: AddressScanResult.Status(rawValue: row["status"]) ?? .failed,
-                        failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
+                        status: try Self.known(row["status"], "status", in: place),
+                        failureCategory: try Self.known(row["failure_category"], "failure category", in: place, optional: true),
                         failureMessage: row["failure_message"], protocolVersion: handshake?.protocolVersion,
                         cipher: handshake?.cipher.iana, leafFingerprint: row["leaf"], leafSPKI: row["leaf_spki"],
-                        policy: CompliancePolicy(rawValue: row["policy"]) ?? .ats,
-                        compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: row["pin_state"]),
-                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: row["pin_state"]),
+                        policy: try Self.known(row["policy"], "policy", in: place),
+                        compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: pinState),
+                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState),
                         findings: try Self.decode([Finding].self, row["findings"]) ?? [])
                 }
             }
@@ -476,7 +482,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             } else {
                 let index = presented.firstIndex { $0.sha256Fingerprint == summary.sha256Fingerprint }
                 path.append(PathElement(certificate: summary,
-                                        source: CertificateSource(rawValue: entry["source"] ?? "") ?? .presented,
+                                        source: try Self.known((entry["source"] as String?) ?? "presented", "certificate source",
+                                                               in: "observation \(observationID)"),
                                         presentedIndex: index))
             }
         }
@@ -490,14 +497,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [],
                         revocation: try? Self.decode(RevocationReport.self, row["revocation"]))
         }
-        let category = (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:))
-        let policy = CompliancePolicy(rawValue: row["policy"]) ?? .ats
+        let place = "observation \(observationID)"
+        let category: ProbeFailureCategory? = try Self.known(row["failure_category"], "failure category", in: place, optional: true)
+        let policy: CompliancePolicy = try Self.known(row["policy"], "policy", in: place)
         let failedRules = try Self.rules(row["failed_rules"])
         let findings = try Self.decode([Finding].self, row["findings"]) ?? []
         let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
             ($0.rawValue, failedRules.contains($0.rawValue) ? RuleOutcome.fail : .pass)
         })
-        let status = AddressScanResult.Status(rawValue: row["status"]) ?? .failed
+        let status: AddressScanResult.Status = try Self.known(row["status"], "status", in: place)
         return AddressScanResult(
             address: row["address"], family: row["family"], port: row["port"], status: status,
             startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
@@ -597,6 +605,23 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     /// path issues: an encoder call costs some 30,000 instructions, whatever the value).
     static func json<Element: Encodable>(_ list: [Element]) throws -> String {
         list.isEmpty ? "[]" : try encoder.encodeString(list)
+    }
+
+    /// A stored enumeration value. One this version does not know (written by a newer tlsaudit, or
+    /// damaged) is an error naming where it was read, never a silent default.
+    static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String) throws -> Value
+    where Value.RawValue == String {
+        guard let raw, let value = Value(rawValue: raw) else {
+            throw StoreError(.corrupt, "\(place): the \(what) \(raw.map { "'\($0)'" } ?? "is missing and") is not one this tlsaudit knows (written by a newer version, or damaged)")
+        }
+        return value
+    }
+
+    /// `known`, for a column that may be NULL.
+    static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String, optional: Bool) throws -> Value?
+    where Value.RawValue == String {
+        guard let raw else { return nil }
+        return try known(raw, what, in: place) as Value
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {

@@ -40,7 +40,7 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     public var consecutiveFailures: Int
     public var lastSuccessAt: Date?
     /// Pin state: `none` until pins are configured for the target.
-    public var pinState: String
+    public var pinState: PinEvaluation.State
     /// The `trust.*` errors of the latest scan (what is behind `ats.trust`: `trust.expired`, ...).
     public var trustErrors: [String] = []
 
@@ -57,7 +57,7 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     public init(target: String, address: String, host: String, port: Int, lastScanAt: Date, lastObservationID: Int64,
                 status: AddressScanResult.Status, policy: CompliancePolicy, compliant: Bool, failedRules: [String],
                 earliestExpiry: Date?, leafFingerprint: String?, leafSPKI: String?, failureCategory: ProbeFailureCategory?,
-                consecutiveFailures: Int, lastSuccessAt: Date?, pinState: String) {
+                consecutiveFailures: Int, lastSuccessAt: Date?, pinState: PinEvaluation.State) {
         self.target = target
         self.address = address
         self.host = host
@@ -229,12 +229,18 @@ public struct PendingDelivery: Sendable {
     public var attempts: Int
 }
 
+/// Where an alert's delivery to one sink stands.
+public enum DeliveryState: String, Sendable, Codable {
+    /// Not delivered yet (attempts may have failed; `lastError` says why).
+    case pending
+    case delivered
+}
+
 /// An alert as stored, with its delivery state per sink.
 public struct StoredAlert: Sendable, Codable {
     public struct Delivery: Sendable, Codable, Hashable {
         public var sink: String
-        /// `pending` or `delivered`.
-        public var state: String
+        public var state: DeliveryState
         public var attempts: Int
         public var lastError: String?
     }

@@ -16,7 +16,7 @@ enum StatusTable {
                 verdict = "NOT COMPLIANT (" + row.reasons.joined(separator: ",") + ")"
             }
             let expiry = row.earliestExpiry.map { "\(Timestamp.daysLeft(until: $0, at: now))" } ?? "-"
-            return [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState]
+            return [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState.rawValue]
         }
         let compliant = rows.filter { $0.status == .completed && $0.compliant }.count
         let unreachable = rows.filter { $0.status == .failed }.count

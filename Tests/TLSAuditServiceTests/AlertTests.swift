@@ -109,7 +109,7 @@ struct AlertTests {
         try server.swap(to: LabServerConfiguration(chain: [genuine, lab.intermediate]))
         service.wait("the restored alert") { count(.pinRestored, receiver) == 1 }
         let status = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false).status()
-        #expect(status.first?.pinState == "match")
+        #expect(status.first?.pinState == .match)
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
         #expect(count(.pinMismatch, receiver) == 1 && count(.pinRestored, receiver) == 1)
@@ -207,8 +207,8 @@ struct AlertTests {
         #expect(restarted.waitForExit(timeout: 10) == 0)
         let stored = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false).alerts(limit: 100)
         let mismatch = try #require(stored.first { $0.alert.kind == .pinMismatch })
-        #expect(mismatch.deliveries.contains { $0.sink == "hook" && $0.state == "delivered" })
-        #expect(mismatch.deliveries.contains { $0.sink == "log" && $0.state == "delivered" })
+        #expect(mismatch.deliveries.contains { $0.sink == "hook" && $0.state == .delivered })
+        #expect(mismatch.deliveries.contains { $0.sink == "log" && $0.state == .delivered })
     }
 
     @Test("trust broken and restored, ATS regressed and recovered, expiry thresholds once, unreachable and recovered; command sink gets JSON on stdin")

@@ -34,7 +34,7 @@ struct ReportTests {
     func fixFirstCatchAll() {
         let address = ComplianceReport.AddressEntry(
             address: "127.0.0.1", status: .notCompliant, policy: .atsRuntime, failedRules: [], trusted: true, trustErrors: [],
-            pinState: "none", pinMessage: nil, earliestExpiry: nil, daysLeft: nil, protocolVersion: nil, cipher: nil,
+            pinState: .none, pinMessage: nil, earliestExpiry: nil, daysLeft: nil, protocolVersion: nil, cipher: nil,
             lastScanAt: Date(), failureCategory: "client-certificate-required", failureMessage: "the server requires a client certificate")
         let items = ReportBuilder.fixFirst([.init(target: "mtls", host: "h", port: 443, status: .notCompliant, addresses: [address])], within: 30)
         #expect(items.map(\.category) == ["handshake"])
@@ -107,7 +107,7 @@ struct ReportTests {
         #expect(regressed.protocolVersion == "TLSv1" && regressed.trusted == true)
         let wrongName = try #require(report.targets.first { $0.target == "wrong-name" }?.addresses.first)
         #expect(wrongName.trustErrors == ["trust.hostname-mismatch"] && wrongName.trusted == false)
-        #expect(report.targets.first { $0.target == "pinned" }?.addresses.first?.pinState == "match")
+        #expect(report.targets.first { $0.target == "pinned" }?.addresses.first?.pinState == .match)
     }
 
     @Test("--policy judges the stored observations again without rescanning: other rules fail, nothing is written")

@@ -242,7 +242,7 @@ struct ServiceTests {
         // v4 fills in each observation's own policy from the verdict it was stored with.
         let backfilled = try DatabaseQueue(path: path).read { try String.fetchOne($0, sql: "SELECT policy FROM observation WHERE id = 1") }
         #expect(backfilled == "ats")
-        #expect(try store.status().first?.pinState == "none")
+        #expect(try store.status().first?.pinState == PinEvaluation.State.none)
         #expect(try store.history(target: "legacy", limit: 10).count == 1)
         #expect(try store.integrityCheck() == "ok")
     }

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import GRDB
 
 /// The SQLite store on real scan results (from real loopback handshakes).
 @Suite("SQLite store")
@@ -85,6 +86,33 @@ struct StoreTests {
         #expect(try store.revocationAnswer(for: "crl http://example.test/a.crl", at: now)?.body == [1, 2, 3])
         #expect(try store.revocationAnswer(for: "crl http://example.test/a.crl", at: now.addingTimeInterval(120)) == nil)
         #expect(try store.revocationAnswer(for: "crl http://example.test/old.crl", at: now) == nil)
+    }
+
+    @Test("a stored value this version does not know is an error that names the row, never a silent default")
+    func unknownStoredValues() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server([ServiceLab.hostname])), lab.intermediate]))
+        defer { server.stop() }
+        let path = try lab.workspace("store").appendingPathComponent("db.sqlite").path
+        let store = try SQLiteScanStore(path: path)
+        _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
+                                         result: try scan(server, at: Date()))], alerting: nil)
+        let id = try #require(try store.status().first?.lastObservationID)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE verdict SET policy = 'future-policy'")
+            try db.execute(sql: "UPDATE observation SET policy = 'future-policy'")
+            try db.execute(sql: "UPDATE target_state SET policy = 'future-policy', pin_state = 'half-pinned'")
+        }
+        for read in [{ _ = try store.status() }, { _ = try store.history(target: "t", limit: 5) }, { _ = try store.result(observationID: id) }] {
+            do {
+                try read()
+                Issue.record("an unknown policy was read without an error")
+            } catch let error as StoreError {
+                #expect(error.kind == .corrupt)
+                #expect(error.description.contains("is not one this tlsaudit knows"), "\(error)")
+                #expect(error.description.contains("observation \(id)") || error.description.contains("current state of t"), "\(error)")
+            }
+        }
     }
 
     @Test("each stored scan keeps its own handshake, with several servers' scans interleaved")

@@ -82,7 +82,7 @@ extension AddressScanResult {
     public var countedCompliant: Bool { status == .completed && ats.compliant && pin?.state != .mismatch }
 
     /// Why the address is not compliant: the policy's failed rules, then `pin.mismatch`.
-    public var countedReasons: [String] { CountedVerdict.reasons(ats.failedRules, pinState: pin?.state.rawValue) }
+    public var countedReasons: [String] { CountedVerdict.reasons(ats.failedRules, pinState: pin?.state) }
 }
 
 /// The verdict as counted everywhere: the policy's rules plus the pins (a mismatch fails).
@@ -90,13 +90,13 @@ public enum CountedVerdict {
     public static let pinMismatch = FindingID.pinMismatch.rawValue
 
     /// `compliant` unless the pins mismatch.
-    public static func compliant(_ compliant: Bool, pinState: String?) -> Bool {
-        compliant && pinState != PinEvaluation.State.mismatch.rawValue
+    public static func compliant(_ compliant: Bool, pinState: PinEvaluation.State?) -> Bool {
+        compliant && pinState != .mismatch
     }
 
     /// `rules`, with `pin.mismatch` added when the pins mismatch.
-    public static func reasons(_ rules: [String], pinState: String?) -> [String] {
-        pinState == PinEvaluation.State.mismatch.rawValue && !rules.contains(pinMismatch) ? rules + [pinMismatch] : rules
+    public static func reasons(_ rules: [String], pinState: PinEvaluation.State?) -> [String] {
+        pinState == .mismatch && !rules.contains(pinMismatch) ? rules + [pinMismatch] : rules
     }
 }
 
