@@ -103,7 +103,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab",
+                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab", "TLSAuditService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditService
 
 /// `tlsaudit-bench fill`: a synthetic fleet for the report benchmark. A handful of real
 /// handshakes with loopback servers (good, weak, expired, wrong name, refused) serve as
@@ -73,14 +74,14 @@ struct FillCommand: ParsableCommand {
                 result.startedAt = time
                 pending.append(StoredScan(target: name, host: name, port: 443, sni: name, result: result))
                 if pending.count >= batch {
-                    _ = try store.record(pending, alerting: nil)
+                    _ = try store.record(pending, decide: AlertSettings.decision(nil))
                     stored += pending.count
                     pending.removeAll(keepingCapacity: true)
                     if stored % 100_000 == 0 { print("stored \(stored) scans (\(clock.now - began))") }
                 }
             }
         }
-        _ = try store.record(pending, alerting: nil)
+        _ = try store.record(pending, decide: AlertSettings.decision(nil))
         stored += pending.count
         print("\(database): \(targets) targets, \(stored) scans from \(Timestamp.format(startDate)) to \(Timestamp.format(endDate)) in \(clock.now - began)")
     }

@@ -5,6 +5,7 @@ import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditService
 
 /// `tlsaudit-bench report-fixture`: the fixed database of the report golden-file tests.
 ///
@@ -52,7 +53,7 @@ struct ReportFixtureCommand: ParsableCommand {
                 // The service stores every address under the target's configured port.
                 batch.append(StoredScan(target: target.name, host: host, port: lab.configuredPort(target), sni: host, result: address))
             }
-            _ = try store.record(batch, alerting: nil)
+            _ = try store.record(batch, decide: AlertSettings.decision(nil))
         }
         try store.compact()
         print("\(database): \(lab.targets.count) targets x \(Self.scans) scans")

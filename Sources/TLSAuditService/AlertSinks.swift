@@ -4,7 +4,7 @@ import Synchronization
 public import TLSAuditCore
 import TLSAuditOutput
 import TLSAuditProbe
-import TLSAuditStore
+public import TLSAuditStore
 
 /// Where alerts go. Names are the keys of delivery state in the database.
 public struct SinkConfiguration: Sendable, Hashable {
@@ -41,6 +41,18 @@ public struct AlertConfiguration: Sendable, Hashable {
 
     var settings: AlertSettings {
         AlertSettings(rules: rules, sinks: sinks.map { AlertSettings.Sink(name: $0.name, minimumSeverity: $0.minimumSeverity) })
+    }
+}
+
+extension AlertSettings {
+    /// What a store calls inside its write: the alert detector with these rules, and the sinks
+    /// each alert goes to (`nil`: the default rules and no sink, as `scan --database` stores).
+    public static func decision(_ settings: AlertSettings?) -> AlertDecision {
+        { previous, scan, observationID in
+            let (alerts, memory) = decide(settings, previous: previous, result: scan.result, target: scan.target,
+                                          host: scan.host, port: scan.port, observationID: observationID)
+            return AlertOutcome(alerts: alerts, memory: memory)
+        }
     }
 }
 

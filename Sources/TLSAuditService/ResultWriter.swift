@@ -116,7 +116,7 @@ final class ResultWriter: @unchecked Sendable {
             // Checked before and after the commit: a batch committed to a file that was deleted or
             // replaced meanwhile is lost with it, so it stays pending and goes to the new file.
             try store.checkFileIdentity()
-            let alerts = try store.record(batch, alerting: alerting.withLock { $0 })
+            let alerts = try store.record(batch, decide: AlertSettings.decision(alerting.withLock { $0 }))
             try store.checkFileIdentity()
             pending.removeFirst(batch.count)
             if failing {
@@ -220,7 +220,8 @@ final class ResultWriter: @unchecked Sendable {
                     var alerts: [Alert] = []
                     for start in stride(from: 0, to: scans.count, by: 500) {
                         try store.checkFileIdentity()
-                        alerts += try store.record(Array(scans[start..<min(start + 500, scans.count)]), alerting: self.alerting.withLock { $0 })
+                        alerts += try store.record(Array(scans[start..<min(start + 500, scans.count)]),
+                                                   decide: AlertSettings.decision(self.alerting.withLock { $0 }))
                     }
                     try store.checkFileIdentity()
                     guard unlink(path) == 0 || errno == ENOENT else {

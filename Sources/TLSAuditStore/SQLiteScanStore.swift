@@ -84,12 +84,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Writing
 
-    public func record(_ scans: [StoredScan], alerting: AlertSettings?) throws -> [Alert] {
+    public func record(_ scans: [StoredScan], decide: AlertDecision) throws -> [Alert] {
         guard !scans.isEmpty else { return [] }
         do {
             return try pool.write { db in
                 var alerts: [Alert] = []
-                for scan in scans { alerts += try Self.insert(scan, alerting: alerting, handshakeJSON: json(handshake:), into: db) }
+                for scan in scans { alerts += try Self.insert(scan, decide: decide, handshakeJSON: json(handshake:), into: db) }
                 // A target's current state is the addresses its latest scan saw: drop the others
                 // (rotated out of DNS, or the placeholder of an earlier resolution failure).
                 for (target, group) in Dictionary(grouping: scans, by: \.target) {
@@ -108,7 +108,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// Stores one scan, detects transitions against the remembered state, stores the alerts and
     /// their pending deliveries, and updates the state: all in the caller's transaction.
-    private static func insert(_ scan: StoredScan, alerting: AlertSettings?,
+    private static func insert(_ scan: StoredScan, decide: AlertDecision,
                                handshakeJSON: (HandshakeObservation) throws -> String, into db: Database) throws -> [Alert] {
         // The per-scan budget holds whoever made the result (README, "How it behaves").
         let result = scan.result.withinBudget()
@@ -211,24 +211,25 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
         // Change detection against what is remembered of this address.
         let previous = try memory(target: scan.target, address: result.address, in: db)
-        let (alerts, memory) = AlertDetector.detect(previous: previous, result: result, target: scan.target, host: scan.host,
-                                                    port: scan.port, rules: alerting?.rules ?? AlertRules(),
-                                                    observationID: observationID)
+        // What the scan raises is the caller's decision; the store keeps the facts.
+        let outcome = decide(previous, StoredScan(target: scan.target, host: scan.host, port: scan.port, sni: scan.sni, result: result),
+                             observationID)
+        let memory = outcome.memory
         for mark in memory.expiryMarks.subtracting(previous?.expiryMarks ?? []) {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO expiry_alert (target, address, mark, created_at) VALUES (?, ?, ?, ?)")
                 .execute(arguments: [scan.target, result.address, mark, result.startedAt.timeIntervalSince1970])
         }
-        for alert in alerts {
+        for (alert, sinks) in outcome.alerts {
             try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
                                  alert.severity.rawValue, alert.summary, try json(alert), observationID])
-            for sink in alerting?.sinks ?? [] where alert.severity >= sink.minimumSeverity {
+            for sink in sinks {
                 try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at)
                     VALUES (?, ?, 'pending', 0, ?)
-                    """).execute(arguments: [alert.id, sink.name, alert.createdAt.timeIntervalSince1970])
+                    """).execute(arguments: [alert.id, sink, alert.createdAt.timeIntervalSince1970])
             }
         }
 
@@ -263,7 +264,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              (memory.pinState ?? .none).rawValue, result.pin?.message,
                              memory.atsCompliant.map { $0 ? 1 : 0 }, memory.trusted.map { $0 ? 1 : 0 },
                              memory.unreachableAlerted ? 1 : 0])
-        return alerts
+        return outcome.alerts.map(\.alert)
     }
 
     /// One row of an address's timeline; `state` is condition, policy, failed rules (JSON).

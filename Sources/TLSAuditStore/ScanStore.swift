@@ -149,9 +149,9 @@ public struct PruneResult: Sendable, Hashable {
 /// SQLite is the embedded default; another backend (PostgreSQL for fleets of scanners) implements
 /// the same protocol.
 public protocol ScanStore: Sendable {
-    /// Stores scans in one transaction, with the alerts their transitions raise and a pending
-    /// delivery per sink; when it returns all of it is durable. Returns the new alerts.
-    func record(_ scans: [StoredScan], alerting: AlertSettings?) throws -> [Alert]
+    /// Stores scans in one transaction, with the alerts `decide` says they raise and a pending
+    /// delivery per sink it names; when it returns all of it is durable. Returns the new alerts.
+    func record(_ scans: [StoredScan], decide: AlertDecision) throws -> [Alert]
     /// Deliveries not yet made to one of `sinks` whose next attempt is due, oldest alert first
     /// (a sink removed from the configuration keeps its backlog without blocking the others).
     func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery]
@@ -202,25 +202,22 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// Where alerts go and when they are raised, as the store needs it.
-public struct AlertSettings: Sendable {
-    public struct Sink: Sendable, Hashable {
-        public var name: String
-        public var minimumSeverity: AlertSeverity
-        public init(name: String, minimumSeverity: AlertSeverity) {
-            self.name = name
-            self.minimumSeverity = minimumSeverity
-        }
-    }
+/// What one stored scan raises, decided by the caller (the service's alert detector and sink
+/// choice) inside the write transaction, from what the store remembers of the address: the alerts,
+/// each with the sinks to deliver it to, and what to remember now. The store only keeps the facts.
+public struct AlertOutcome: Sendable {
+    public var alerts: [(alert: Alert, sinks: [String])]
+    public var memory: AddressMemory
 
-    public var rules: AlertRules
-    public var sinks: [Sink]
-
-    public init(rules: AlertRules, sinks: [Sink]) {
-        self.rules = rules
-        self.sinks = sinks
+    public init(alerts: [(alert: Alert, sinks: [String])], memory: AddressMemory) {
+        self.alerts = alerts
+        self.memory = memory
     }
 }
+
+/// Decides a stored scan's `AlertOutcome` from the address's previous memory (nil before its
+/// first scan) and the id the observation was stored under.
+public typealias AlertDecision = @Sendable (_ previous: AddressMemory?, _ scan: StoredScan, _ observationID: Int64) -> AlertOutcome
 
 /// An alert still to be delivered to one sink.
 public struct PendingDelivery: Sendable {

@@ -292,7 +292,7 @@ final class ScanRecorder: @unchecked Sendable {
             return
         }
         do {
-            _ = try store.record(batch, alerting: nil)
+            _ = try store.record(batch, decide: AlertSettings.decision(nil))
         } catch {
             failure = error
         }

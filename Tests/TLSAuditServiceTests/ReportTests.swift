@@ -185,7 +185,7 @@ struct ReportTests {
         scans.shuffle(using: &generator)
         let path = try lab.workspace("shuffled").appendingPathComponent("db.sqlite").path
         let store = try SQLiteScanStore(path: path)
-        for scan in scans { _ = try store.record([scan], alerting: nil) }
+        for scan in scans { _ = try store.record([scan], decide: AlertSettings.decision(nil)) }
         let (written, derived) = try DatabaseQueue(path: path).read { db in
             (try Row.fetchAll(db, sql: """
                 SELECT target, address, started_at, condition, policy, failed_rules FROM address_change ORDER BY started_at, target

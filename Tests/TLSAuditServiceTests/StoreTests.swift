@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditService
 import GRDB
 
 /// The SQLite store on real scan results (from real loopback handshakes).
@@ -35,7 +36,7 @@ struct StoreTests {
         let original = try scan(server, at: Date())
         #expect(original.ats.failedRules.contains("ats.tls-version"))
         _ = try store.record([StoredScan(target: "weak", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
-                                     result: original)], alerting: nil)
+                                     result: original)], decide: AlertSettings.decision(nil))
         let id = try #require(try store.status().first?.lastObservationID)
         let loaded = try #require(try store.result(observationID: id))
         #expect(loaded.handshake == original.handshake)
@@ -72,7 +73,7 @@ struct StoreTests {
         let original = try scan(server, at: Date())
         #expect(original.chain?.revocation?.checks.first?.status == .revoked)
         _ = try store.record([StoredScan(target: "revoked", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
-                                         result: original)], alerting: nil)
+                                         result: original)], decide: AlertSettings.decision(nil))
         let id = try #require(try store.status().first?.lastObservationID)
         let loaded = try #require(try store.result(observationID: id))
         #expect(loaded.chain?.revocation == original.chain?.revocation)
@@ -95,7 +96,7 @@ struct StoreTests {
         let path = try lab.workspace("store").appendingPathComponent("db.sqlite").path
         let store = try SQLiteScanStore(path: path)
         _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
-                                         result: try scan(server, at: Date()))], alerting: nil)
+                                         result: try scan(server, at: Date()))], decide: AlertSettings.decision(nil))
         let id = try #require(try store.status().first?.lastObservationID)
         let queue = try DatabaseQueue(path: path)
         try queue.write { db in
@@ -126,7 +127,7 @@ struct StoreTests {
         #expect(scans[0].handshake != scans[1].handshake)
         for (index, result) in scans.enumerated() {
             _ = try store.record([StoredScan(target: "t\(index)", host: ServiceLab.hostname, port: 443, sni: ServiceLab.hostname,
-                                             result: result)], alerting: nil)
+                                             result: result)], decide: AlertSettings.decision(nil))
         }
         let stored = try store.status().sorted { $0.target < $1.target }
         #expect(stored.count == 4)
@@ -146,11 +147,11 @@ struct StoreTests {
         second.address = "::1"
         _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: nil, result: first),
                               StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: nil, result: second)],
-                             alerting: nil)
+                             decide: AlertSettings.decision(nil))
         #expect(try store.status().map(\.address).sorted() == ["127.0.0.1", "::1"])
         first.startedAt = Date()
         _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: nil, result: first)],
-                             alerting: nil)
+                             decide: AlertSettings.decision(nil))
         #expect(try store.status().map(\.address) == ["127.0.0.1"], "::1 no longer resolves")
     }
 
@@ -166,12 +167,12 @@ struct StoreTests {
         // Ten old scans of "a" with its first leaf; "b" scanned once, long ago; then "a" with a renewed leaf.
         for day in 0..<10 {
             _ = try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: first.port, sni: nil,
-                                         result: try scan(first, at: old.addingTimeInterval(Double(day) * 86_400)))], alerting: nil)
+                                         result: try scan(first, at: old.addingTimeInterval(Double(day) * 86_400)))], decide: AlertSettings.decision(nil))
         }
         _ = try store.record([StoredScan(target: "b", host: ServiceLab.hostname, port: second.port, sni: nil,
-                                     result: try scan(second, at: old))], alerting: nil)
+                                     result: try scan(second, at: old))], decide: AlertSettings.decision(nil))
         _ = try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: rotated.port, sni: nil,
-                                     result: try scan(rotated, at: Date()))], alerting: nil)
+                                     result: try scan(rotated, at: Date()))], decide: AlertSettings.decision(nil))
         #expect(try store.history(target: "a", limit: 100).count == 11)
         #expect(Set(try store.history(target: "a", limit: 100).compactMap(\.leafFingerprint)).count == 2,
                 "ten scans share one stored leaf")

@@ -191,3 +191,37 @@ public enum StableHash {
         return hash
     }
 }
+
+/// Where alerts go and when they are raised: the detector's rules and the sinks with the least
+/// severity each takes.
+public struct AlertSettings: Sendable {
+    public struct Sink: Sendable, Hashable {
+        public var name: String
+        public var minimumSeverity: AlertSeverity
+        public init(name: String, minimumSeverity: AlertSeverity) {
+            self.name = name
+            self.minimumSeverity = minimumSeverity
+        }
+    }
+
+    public var rules: AlertRules
+    public var sinks: [Sink]
+
+    public init(rules: AlertRules, sinks: [Sink]) {
+        self.rules = rules
+        self.sinks = sinks
+    }
+}
+
+extension AlertSettings {
+    /// The detector and the sink choice for one stored scan (`nil` settings: the default rules, no sink).
+    public static func decide(_ settings: AlertSettings?, previous: AddressMemory?, result: AddressScanResult, target: String,
+                              host: String, port: Int, observationID: Int64) -> (alerts: [(alert: Alert, sinks: [String])], memory: AddressMemory) {
+        let (alerts, memory) = AlertDetector.detect(previous: previous, result: result, target: target, host: host, port: port,
+                                                    rules: settings?.rules ?? AlertRules(), observationID: observationID)
+        let routed = alerts.map { alert in
+            (alert, (settings?.sinks ?? []).filter { alert.severity >= $0.minimumSeverity }.map(\.name))
+        }
+        return (routed, memory)
+    }
+}
