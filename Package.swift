@@ -121,6 +121,13 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
+        // The store conformance suite: what any ScanStore backend must do, run against SQLite.
+        .testTarget(
+            name: "TLSAuditStoreTests",
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditService",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.

@@ -406,6 +406,27 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
     }
 
+    public func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws {
+        do {
+            try pool.read { db in
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: """
+                    SELECT id, target, address, started_at, status, policy FROM observation
+                    WHERE started_at >= ? AND started_at <= ? ORDER BY started_at, id
+                    """), arguments: [period.lowerBound.timeIntervalSince1970, period.upperBound.timeIntervalSince1970])
+                while let row = try rows.next() {
+                    let id: Int64 = row[0]
+                    try body(ObservationRow(id: id, target: row[1], address: row[2], startedAt: Date(timeIntervalSince1970: row[3]),
+                                            status: try Self.known(row[4], "status", in: "observation \(id)"),
+                                            policy: try Self.known(row[5], "policy", in: "observation \(id)", optional: true)))
+                }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw Self.storeError(error, doing: "reading observations")
+        }
+    }
+
     public func history(target: String, limit: Int) throws -> [HistoryEntry] {
         do {
             return try pool.read { db in

@@ -165,6 +165,10 @@ public protocol ScanStore: Sendable {
     func history(target: String, limit: Int) throws -> [HistoryEntry]
     /// A stored result, rebuilt from its raw observations (for re-judging under another policy).
     func result(observationID: Int64) throws -> AddressScanResult?
+    /// Calls `body` with every observation started within `period`, oldest first, one row at a
+    /// time from a cursor: memory stays bounded however many there are. `body` must not write to
+    /// the store (the read holds a snapshot).
+    func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws
     /// What a compliance report over `query` needs, from the stored observations (re-judged under
     /// `query.policy` when given; nothing is rescanned or written).
     func reportData(_ query: ReportQuery) throws -> ReportData
@@ -183,6 +187,17 @@ public protocol ScanStore: Sendable {
     /// Throws `StoreError.Kind.vanished` when the file this store writes is no longer the file at
     /// its path (deleted, moved away or replaced while open): what it commits would be lost.
     func checkFileIdentity() throws
+}
+
+/// One stored observation as `forEachObservation` streams it: what identifies it and its verdict
+/// under its own policy.
+public struct ObservationRow: Sendable, Hashable {
+    public var id: Int64
+    public var target: String
+    public var address: String
+    public var startedAt: Date
+    public var status: AddressScanResult.Status
+    public var policy: CompliancePolicy?
 }
 
 /// Errors from the store, with a plain message. `isFull` / `isReadOnly` let the service say

@@ -1,0 +1,179 @@
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditProbe
+import TLSAuditService
+import TLSAuditStore
+
+/// What every `ScanStore` backend must do, written against the protocol only: a backend is a
+/// function that opens (creating when needed) the store at a location. SQLite runs it here; the
+/// next backend runs the same suite with its own `Backend`.
+struct StoreConformance {
+    /// Opens the store at `location` (a fresh location gives an empty store).
+    let open: @Sendable (_ location: String) throws -> any ScanStore
+    /// A fresh location.
+    let newLocation: @Sendable () throws -> String
+
+    /// Real scan results, from real handshakes with a lab server: the facts a store keeps.
+    static let samples: [AddressScanResult] = {
+        let pki = try! LabCertificateAuthority.selfSigned(.authority("conformance root"))
+        let intermediate = try! pki.issue(.authority("conformance intermediate"))
+        let leaf = try! intermediate.issue(.server(["conformance.tlsaudit.test"]))
+        let rootFile = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-root-\(getpid()).pem").path
+        try! pki.pem.write(toFile: rootFile, atomically: true, encoding: .utf8)
+        let server = try! LabTLSServer(LabServerConfiguration(chain: [leaf, intermediate]))
+        defer { server.stop() }
+        let scanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try! TrustStore(caFile: rootFile)))
+        let target = ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: server.port, sni: "conformance.tlsaudit.test",
+                                connectTo: [ConnectAddress(host: "127.0.0.1")])
+        let good = scanner.scan(target).addresses[0]
+        let refused = scanner.scan(ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: try! LabPorts.unusedPort(),
+                                              sni: nil, connectTo: [ConnectAddress(host: "127.0.0.1")])).addresses[0]
+        return [good, refused]
+    }()
+
+    /// `count` scans of target `target`, a minute apart from `start`, alternating a good scan and a refused one.
+    func scans(_ count: Int, target: String = "t", address: String = "127.0.0.1", from start: Date) -> [StoredScan] {
+        (0..<count).map { index in
+            var result = Self.samples[index % 2]
+            result.address = address
+            result.startedAt = start.addingTimeInterval(Double(index) * 60)
+            return StoredScan(target: target, host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result)
+        }
+    }
+
+    let decide = AlertSettings.decision(nil)
+
+    func durability() throws {
+        let location = try newLocation()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        do {
+            let store = try open(location)
+            _ = try store.record(scans(10, from: start), decide: decide)
+        }
+        let reopened = try open(location)
+        let history = try reopened.history(target: "t", limit: 100)
+        #expect(history.count == 10)
+        #expect(history.first?.startedAt == start.addingTimeInterval(540))
+        let status = try #require(try reopened.status().first)
+        #expect(status.status == .failed, "the latest scan (the tenth, refused) is the current state")
+        let result = try #require(try reopened.result(observationID: status.lastObservationID))
+        #expect(result.status == .failed)
+        let good = try #require(try reopened.result(observationID: history[1].observationID))
+        #expect(good.handshake == Self.samples[0].handshake)
+        #expect(good.chain?.presented.map(\.der) == Self.samples[0].chain?.presented.map(\.der))
+        #expect(good.findings == Self.samples[0].findings)
+    }
+
+    func atomicBatchesBesideAReader() throws {
+        let location = try newLocation()
+        let store = try open(location)
+        let reader = try open(location)
+        let done = Atomic<Bool>(false)
+        let seen = Mutex<Set<Int>>([])
+        let thread = Thread {
+            while !done.load(ordering: .relaxed) {
+                if let count = try? reader.history(target: "batched", limit: 10_000).count { seen.withLock { _ = $0.insert(count) } }
+            }
+        }
+        thread.start()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        for batch in 0..<20 {
+            _ = try store.record(scans(25, target: "batched", from: start.addingTimeInterval(Double(batch) * 25 * 60)), decide: decide)
+        }
+        done.store(true, ordering: .relaxed)
+        while thread.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+        let counts = seen.withLock { $0 }
+        #expect(counts.allSatisfy { $0 % 25 == 0 }, "a reader saw part of a batch: \(counts.sorted())")
+        #expect(counts.count > 1, "the reader read while the writer wrote")
+        #expect(try reader.history(target: "batched", limit: 10_000).count == 500)
+    }
+
+    func retention() throws {
+        let store = try open(try newLocation())
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        _ = try store.record(scans(6, target: "old", from: start), decide: decide)
+        _ = try store.record(scans(4, target: "new", from: start.addingTimeInterval(86_400)), decide: decide)
+        let pruned = try store.prune(olderThan: start.addingTimeInterval(3_600))
+        #expect(pruned.observations == 5, "every old scan but the address's latest")
+        #expect(try store.history(target: "old", limit: 100).count == 1)
+        #expect(try store.history(target: "new", limit: 100).count == 4)
+        #expect(try store.status().count == 2)
+    }
+
+    func streaming(rows: Int, fill: (String) throws -> Void) throws {
+        let location = try newLocation()
+        let store = try open(location)
+        _ = try store.record(scans(2, target: "real", from: Date(timeIntervalSince1970: 1_700_000_000)), decide: decide)
+        try fill(location)
+        let baseline = Self.residentBytes()
+        var peak = baseline
+        var count = 0
+        var last = Date.distantPast
+        var outOfOrder = 0
+        try store.forEachObservation(startedIn: Date.distantPast...Date.distantFuture) { row in
+            if row.startedAt < last { outOfOrder += 1 }
+            last = row.startedAt
+            count += 1
+            if count % 100_000 == 0 { peak = max(peak, Self.residentBytes()) }
+        }
+        #expect(count == rows + 2)
+        #expect(outOfOrder == 0)
+        let growth = peak - baseline
+        #expect(growth < 64 << 20, "streaming \(count) rows grew the resident set by \(growth >> 20) MiB")
+    }
+
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+              let pages = text.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+@Suite("store conformance: SQLite")
+struct SQLiteStoreConformanceTests {
+    static let directory: URL = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-conformance-\(getpid())")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        atexit { try? FileManager.default.removeItem(at: SQLiteStoreConformanceTests.directory) }
+        return directory
+    }()
+
+    let suite = StoreConformance(
+        open: { try SQLiteScanStore(path: $0) },
+        newLocation: { SQLiteStoreConformanceTests.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path })
+
+    @Test("durability: what record returned is there after the store is closed and opened again, whole")
+    func durability() throws { try suite.durability() }
+
+    @Test("transactions: a reader beside the writer never sees part of a batch")
+    func transactions() throws { try suite.atomicBatchesBesideAReader() }
+
+    @Test("retention: old scans go, each address's latest stays")
+    func retention() throws { try suite.retention() }
+
+    @Test("migrations: a new store has every named migration, in order")
+    func migrations() throws {
+        let store = try SQLiteScanStore(path: try suite.newLocation())
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation"])
+    }
+
+    @Test("streaming: a million observations read one at a time, in bounded memory")
+    func streaming() throws {
+        try suite.streaming(rows: 1_000_000) { path in
+            // A million rows straight into the schema (recording them one by one would take minutes).
+            let queue = try DatabaseQueue(path: path)
+            try queue.write { db in
+                try db.execute(sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000)
+                    INSERT INTO observation (target, host, port, address, family, started_at, duration_ms, status, policy)
+                    SELECT 'bulk-' || (i % 1000), 'bulk.test', 443, '10.0.' || (i % 250) || '.1', 'ipv4', 1800000000 + i, 3,
+                        'completed', 'ats-runtime' FROM n
+                    """)
+            }
+        }
+    }
+}
