@@ -23,6 +23,11 @@ public struct ReportQuery: Sendable, Hashable {
     }
 }
 
+/// Judges a stored result again under a policy at a time (the report module passes
+/// `AddressAssessment.rejudge`): the store reads the facts, it does not judge them.
+public typealias Rejudging = @Sendable (_ result: AddressScanResult, _ hostname: String, _ policy: CompliancePolicy,
+                                        _ time: Date) -> (findings: [Finding], verdict: ATSVerdict)
+
 /// Where an address stands under a verdict.
 public enum AddressCondition: String, Codable, Sendable, Hashable {
     case compliant

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import GRDB
-import TLSAuditCore
+public import TLSAuditCore
 
 extension SQLiteScanStore {
     /// Reads what a compliance report needs: the state of every target address at `query.end`, the
@@ -8,10 +8,10 @@ extension SQLiteScanStore {
     /// verdict changes), and the period's alerts. With `query.policy` every scan of the period is
     /// judged again from its stored observation (each distinct content once per validity state);
     /// nothing is rescanned or written.
-    public func reportData(_ query: ReportQuery) throws -> ReportData {
+    public func reportData(_ query: ReportQuery, rejudge: @escaping Rejudging) throws -> ReportData {
         do {
             return try pool.read { db in
-                var reader = ReportReader(query: query, db: db)
+                var reader = ReportReader(query: query, db: db, rejudge: rejudge)
                 return try reader.read()
             }
         } catch {
@@ -25,6 +25,8 @@ extension SQLiteScanStore {
 private struct ReportReader {
     let query: ReportQuery
     let db: Database
+    /// The caller's judge, for `query.policy`.
+    let rejudge: Rejudging
     /// Verdicts re-judged under `query.policy`, by observation content hash.
     private var rejudged: [String: Judged] = [:]
     /// Observations judged again so far.
@@ -48,9 +50,10 @@ private struct ReportReader {
     /// The current-state query over one observation `o` (see `currentSQL`), built once per report.
     private let currentDetails: String
 
-    init(query: ReportQuery, db: Database) {
+    init(query: ReportQuery, db: Database, rejudge: @escaping Rejudging) {
         self.query = query
         self.db = db
+        self.rejudge = rejudge
         currentDetails = Self.currentSQL(from: "observation o", policy: query.policy)
     }
 
@@ -448,7 +451,7 @@ private struct ReportReader {
                 throw StoreError(.other, "observation \(id) vanished while reading")
             }
             let hostname: String = row[Column.sni] ?? row[Column.host]
-            let judged = AddressAssessment.rejudge(result, hostname: hostname, policy: policy, at: result.startedAt)
+            let judged = rejudge(result, hostname, policy, result.startedAt)
             judgements += 1
             let verdict = PassVerdict(
                 condition: try Self.condition(status: status, hasChain: hasChain, compliant: judged.verdict.compliant),
