@@ -105,7 +105,7 @@ struct TrustEvaluatorTests {
 }
 
 @Suite("ATS rules")
-struct ATSPolicyTests {
+struct ATSRuleTests {
     static func observation(_ version: TLSVersion, iana: String, forwardSecret: Bool) -> HandshakeObservation {
         HandshakeObservation(clientProfile: .ats, protocolVersion: version,
                              cipher: CipherSuiteDescription(iana: iana, openssl: iana, code: "0x0000", keyExchange: forwardSecret ? "ECDHE" : "RSA",
@@ -138,7 +138,7 @@ struct CertificateTransparencyTests {
         var leaf = TrustEvaluatorTests.certificate("host.test", issuer: "root", ca: false)
         leaf.notAfter = leaf.notBefore.addingTimeInterval(lifetimeDays * 86_400)
         let root = TrustEvaluatorTests.certificate("root", issuer: "root", ca: true)
-        var observation = ATSPolicyTests.observation(.tls1_3, iana: "TLS_AES_128_GCM_SHA256", forwardSecret: true)
+        var observation = ATSRuleTests.observation(.tls1_3, iana: "TLS_AES_128_GCM_SHA256", forwardSecret: true)
         observation.signedCertificateTimestamps = scts
         let building = PathBuildingResult(path: [PathElement(certificate: leaf, source: .presented, presentedIndex: 0),
                                                  PathElement(certificate: root, source: .trustStore, presentedIndex: nil)],

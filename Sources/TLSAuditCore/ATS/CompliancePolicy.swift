@@ -53,8 +53,8 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
     /// The TLS 1.2 suites the policy accepts (IANA names); TLS 1.3 suites always pass.
     public var tls12Suites: Set<String> {
         switch self {
-        case .ats, .appleTrust: ATSPolicy.documentedTLS12Suites
-        case .atsRuntime: ATSPolicy.runtimeTLS12Suites
+        case .ats, .appleTrust: ATSRequirements.documentedTLS12Suites
+        case .atsRuntime: ATSRequirements.runtimeTLS12Suites
         }
     }
 
@@ -89,7 +89,7 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
         } else if observation.protocolVersion != .tls1_3, !tls12Suites.contains(observation.cipher.iana) {
             let suite = observation.cipher.iana
             let message = switch self {
-            case .atsRuntime where ATSPolicy.documentedTLS12Suites.contains(suite):
+            case .atsRuntime where ATSRequirements.documentedTLS12Suites.contains(suite):
                 "\(suite) is on Apple's documented ATS list, but current iOS and macOS clients no longer offer it: they cannot connect (the `ats` policy, the documented list alone, passes it)."
             case .atsRuntime:
                 "\(suite) is forward secret but not among the suites current iOS and macOS clients offer: they cannot connect."
@@ -108,15 +108,15 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
     public func evaluateChain(presented: [CertificateSummary], building: PathBuildingResult,
                               trustFindings: [Finding]) -> [Finding] {
         var findings: [Finding] = []
-        let judged = ATSPolicy.certificatesToJudge(presented: presented, building: building)
+        let judged = ATSRequirements.certificatesToJudge(presented: presented, building: building)
         for (depth, certificate) in judged {
-            ATSPolicy.checkSignatureHash(certificate, depth: depth, into: &findings)
-            ATSPolicy.checkKeySize(certificate, depth: depth, into: &findings)
+            ATSRequirements.checkSignatureHash(certificate, depth: depth, into: &findings)
+            ATSRequirements.checkKeySize(certificate, depth: depth, into: &findings)
         }
         // The anchor's own signature is not relied on, but its key signs what is below it: a weak
         // anchor key fails too, from the system store or a ca_file alike.
         if building.anchored, building.path.count > 1, let anchor = building.path.last {
-            ATSPolicy.checkKeySize(anchor.certificate, depth: building.path.count - 1, into: &findings, role: "The trust anchor")
+            ATSRequirements.checkKeySize(anchor.certificate, depth: building.path.count - 1, into: &findings, role: "The trust anchor")
         }
         let trustErrors = trustFindings.filter { $0.severity == .error }
         if !trustErrors.isEmpty {
@@ -139,8 +139,9 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
     }
 }
 
-/// Apple's suite lists and the certificate checks shared by every policy.
-public enum ATSPolicy {
+/// What ATS requires beyond the rule list: Apple's suite lists and the certificate checks every
+/// policy shares (named for what it is: the policies are `CompliancePolicy`).
+public enum ATSRequirements {
     /// Apple's documented forward-secret TLS 1.2 suites (IANA names).
     public static let documentedTLS12Suites: Set<String> = [
         "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",

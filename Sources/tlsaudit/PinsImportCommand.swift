@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import TLSAuditCore
+import TLSAuditOutput
+import TLSAuditProbe
+import TLSAuditReport
+import TLSAuditService
+import TLSAuditStore
+
+/// `tlsaudit pins`: pin utilities.
+struct PinsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pins",
+        abstract: "Pin utilities.",
+        subcommands: [PinsImportCommand.self]
+    )
+}
+
+/// `tlsaudit pins import`: NSPinnedDomains from an Info.plist to tlsaudit groups.
+struct PinsImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Turn an Info.plist's NSPinnedDomains (or a bare NSAppTransportSecurity dictionary) into tlsaudit groups with pins.",
+        discussion: "An empty identity array is an error (exit 64); a single pin without a backup is a warning."
+    )
+
+    @Argument(help: "The property list (XML or binary).")
+    var plist: String
+
+    @Option(name: .customLong("host"), help: "Hosts to place under the pinned domain that covers them (Apple's NSIncludesSubdomains meaning); repeatable.")
+    var hosts: [String] = []
+
+    @Option(help: "Write the YAML here instead of standard output.")
+    var output: String?
+
+    func run() throws {
+        let result: PinnedDomainsImport.Result
+        do {
+            result = try PinnedDomainsImport.read(path: plist)
+        } catch {
+            StandardStream.error.write(error.description + "\n")
+            throw ExitCode(64)
+        }
+        for warning in result.warnings { StandardStream.error.write("warning: \(warning)\n") }
+        let (yaml, uncovered) = PinnedDomainsImport.yaml(for: result.domains, hosts: hosts, source: plist)
+        for host in uncovered {
+            StandardStream.error.write("note: no pinned domain covers \(host); it is left out\n")
+        }
+        if let output {
+            do {
+                try OutputFile.write(yaml, to: output)
+            } catch {
+                StandardStream.error.write("tlsaudit: cannot write \(output): \(error.localizedDescription)\n")
+                throw ExitCode(2)
+            }
+        } else {
+            StandardStream.output.write(yaml)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TLSAuditCore
+import TLSAuditService
+import TLSAuditStore
+
+/// Sets up swift-log once: one line per event on stderr (journald adds its own timestamp).
+enum LogSetup {
+    static func bootstrap(level: String) {
+        let logLevel = Logger.Level(rawValue: level) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = logLevel
+            return handler
+        }
+    }
+}
+
+/// Loads a configuration file or exits 64 with every problem listed.
+func loadConfiguration(_ path: String) throws -> ServiceConfiguration {
+    do {
+        return try ServiceConfiguration.load(path: path)
+    } catch {
+        StandardStream.error.write(error.description + "\n")
+        throw ExitCode(64)
+    }
+}
+
+/// `tlsaudit serve`: the long-running service.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the service: scan every configured target on its schedule and keep the history in SQLite.",
+        discussion: """
+            SIGTERM or SIGINT: stop scheduling, let scans and alert deliveries in flight finish (up to \
+            --shutdown-grace; an abandoned delivery is retried after the restart), commit, exit 0; exit 75 \
+            when scan results could not be stored (they are kept in DATABASE.unstored-TIME.jsonl and stored at \
+            the next start). SIGHUP: reload the configuration; an invalid one is refused and the old \
+            one keeps running. With NOTIFY_SOCKET set (systemd Type=notify) it sends READY, \
+            RELOADING, STOPPING and WATCHDOG notifications.
+            """
+    )
+
+    @Option(help: "The YAML configuration.")
+    var config: String = "/etc/tlsaudit/tlsaudit.yaml"
+
+    @Option(help: "Override the configuration's database path.")
+    var database: String?
+
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds scans and alert deliveries in flight may run on after SIGTERM.")
+    var shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace
+
+    func run() async throws {
+        var configuration = try loadConfiguration(config)
+        if let database { configuration.database = database }
+        LogSetup.bootstrap(level: configuration.logLevel)
+        let logger = Logger(label: "tlsaudit")
+        for warning in configuration.warnings { logger.warning("configuration: \(warning)") }
+        let service: ScanService
+        do {
+            service = try ScanService(configuration: configuration, configurationPath: config, logger: logger,
+                                      shutdownGrace: shutdownGrace)
+        } catch {
+            logger.critical("cannot start: \(error)")
+            throw ExitCode(2)
+        }
+        try await service.runUntilTerminated()
+        // Documented in README ("Exit status"): results that could not be stored.
+        if service.unstoredAtExit > 0 { throw ExitCode(75) }
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import Logging
+import TLSAuditCore
+import TLSAuditService
+import TLSAuditStore
+
+/// `tlsaudit status`: the fleet table.
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show every target address: last scan, verdict, days to the earliest expiry in the chain, pin state.",
+        discussion: """
+            Reads the database; safe while the service runs. With a configuration (--config, or the installed one), \
+            only its targets are shown (a target removed from it is not). Exit 0 all compliant, 1 some not, 2 some unreachable.
+            """
+    )
+
+    @OptionGroup var databaseOptions: DatabaseOptions
+
+    @Option(help: "Output format: text or json.")
+    var format: OutputFormat = .text
+
+    @OptionGroup var jsonStyle: JSONStyleOptions
+
+    func run() throws {
+        let store = try databaseOptions.openStore()
+        var rows = try store.status()
+        // When the database is not named, the configuration tells which targets are in force (with
+        // --database alone, every stored target is shown).
+        if databaseOptions.database == nil, let file = databaseOptions.configurationPath {
+            let configured = Set(try loadConfiguration(file).targets.map(\.key))
+            rows = rows.filter { configured.contains($0.target) }
+        }
+        switch format {
+        case .json:
+            let encoder = jsonStyle.encoder
+            StandardStream.output.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
+        case .text:
+            StandardStream.output.write(StatusTable.render(rows, now: Date()))
+        }
+        if rows.contains(where: { $0.status == .failed }) { throw ExitCode(2) }
+        if rows.contains(where: { !$0.compliant }) { throw ExitCode(1) }
+    }
+}
+
+/// The JSON of `status --format json`.
+struct StatusDocument: Encodable {
+    let schema = "tlsaudit.status/1"
+    let targets: [TargetStatus]
+}
