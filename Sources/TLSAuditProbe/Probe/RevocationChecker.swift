@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 import TLSAuditCore
 
 /// Revocation evidence given on the command line (`verify --crl`, `--ocsp-response`): with any
@@ -58,14 +59,22 @@ struct RevocationChecker {
     func check(path elements: [PathElement], presented: [X509Certificate], stapled: [UInt8]?, handshake: Bool,
                time: Date, deadline: Deadline) -> RevocationReport? {
         guard mode != .off else { return nil }
-        let path: [X509Certificate] = elements.compactMap { element in
+        func parsed(_ element: PathElement) -> X509Certificate? {
             if let index = element.presentedIndex, presented.indices.contains(index) { return presented[index] }
             return try? X509Certificate(der: Array(element.certificate.der))
         }
-        let leaf = path.first ?? presented.first
-        var report = RevocationReport(mode: mode, checks: [], mustStaple: leaf?.requiresStapling ?? false,
-                                      stapled: handshake ? stapled != nil : nil)
-        guard path.count == elements.count, path.count > 1 else { return report }
+        let sources = elements.map { element in RevocationSources.of(element.certificate) { parsed(element) } }
+        let mustStaple = sources.first?.mustStaple ?? presented.first?.requiresStapling ?? false
+        var report = RevocationReport(mode: mode, checks: [], mustStaple: mustStaple, stapled: handshake ? stapled != nil : nil)
+        guard elements.count > 1 else { return report }
+        // Most private chains name no source at all: said without touching OpenSSL.
+        let checked = 0..<(elements.count - 1)
+        if stapled == nil, offline == nil, checked.allSatisfy({ sources[$0].ocsp.isEmpty && sources[$0].crl.isEmpty }) {
+            report.checks = checked.map { RevocationCheck(depth: $0, status: .unknown, source: .none, detail: RevocationReport.noSource) }
+            return report
+        }
+        let path = elements.compactMap(parsed)
+        guard path.count == elements.count else { return report }
         let anchor = path[path.count - 1]
         var checks: [RevocationCheck?] = Array(repeating: nil, count: path.count - 1)
         var problems: [[String]] = Array(repeating: [], count: path.count - 1)
@@ -75,7 +84,9 @@ struct RevocationChecker {
         for depth in checks.indices {
             let certificate = path[depth], issuer = path[depth + 1]
             func evaluate(_ der: [UInt8]) -> OCSPAnswer {
-                verifiedAnswer(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor).judged(at: time)
+                verifiedAnswer(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor,
+                               identities: [depth, depth + 1, path.count - 1].map { elements[$0].certificate.sha256Fingerprint })
+                    .judged(at: time)
             }
             if depth == 0, let stapled {
                 let answer = evaluate(stapled)
@@ -98,7 +109,7 @@ struct RevocationChecker {
                 }
                 continue
             }
-            for url in certificate.ocspURLs where checks[depth] == nil {
+            for url in sources[depth].ocsp where checks[depth] == nil {
                 guard let request = OCSPExchange.request(for: certificate, issuer: issuer) else { continue }
                 switch fetchOCSP(url, request: request, deadline: deadline) {
                 case .success(let der):
@@ -112,7 +123,7 @@ struct RevocationChecker {
                     problems[depth].append("the OCSP responder \(url): \(failure.description)")
                 }
             }
-            if checks[depth] == nil { crlURLs[depth] = certificate.crlURLs }
+            if checks[depth] == nil { crlURLs[depth] = sources[depth].crl }
         }
 
         // CRLs for what OCSP did not settle, all judged in one pass of RFC 5280 processing.
@@ -158,9 +169,10 @@ struct RevocationChecker {
 
     /// `OCSPExchange.verify`, once per response, certificate, issuer and anchor: a fleet sharing
     /// a certificate (or a stapled response) verifies its signature once, not once per endpoint.
+    /// `identities`: the certificate's, the issuer's and the anchor's fingerprints.
     private func verifiedAnswer(_ der: [UInt8], certificate: X509Certificate, issuer: X509Certificate, path: [X509Certificate],
-                                anchor: X509Certificate) -> OCSPAnswer {
-        let key = "verified \(Digest.sha256(der).hex) \(Digest.sha256(certificate.der).hex) \(Digest.sha256(issuer.der).hex) \(Digest.sha256(anchor.der).hex)"
+                                anchor: X509Certificate, identities: [String]) -> OCSPAnswer {
+        let key = "verified \(Digest.sha256(der).hex) \(identities.joined(separator: " "))"
         let answer = cache.value(key, deadline: Deadline(after: 1)) { () -> (Result<OCSPAnswer, Never>, Date?) in
             let answer = OCSPExchange.verify(der, certificate: certificate, issuer: issuer, path: path, anchor: anchor)
             return (.success(answer), RevocationCache.expiry(nextUpdate: answer.nextUpdate))
@@ -195,6 +207,27 @@ struct RevocationChecker {
             }
             return (list, list.nextUpdate)
         }
+    }
+}
+
+/// Where a certificate says its revocation status can be had, read once per distinct certificate
+/// (by fingerprint; at most 4,096 kept): a fleet's scans do not parse the same extensions again.
+struct RevocationSources: Sendable {
+    var ocsp: [String]
+    var crl: [String]
+    var mustStaple: Bool
+
+    private static let known = Mutex<[String: RevocationSources]>([:])
+
+    static func of(_ summary: CertificateSummary, certificate: () -> X509Certificate?) -> RevocationSources {
+        if let cached = known.withLock({ $0[summary.sha256Fingerprint] }) { return cached }
+        guard let certificate = certificate() else { return RevocationSources(ocsp: [], crl: [], mustStaple: false) }
+        let sources = RevocationSources(ocsp: certificate.ocspURLs, crl: certificate.crlURLs, mustStaple: certificate.requiresStapling)
+        known.withLock { known in
+            if known.count >= 4_096 { known.removeAll(keepingCapacity: true) }
+            known[summary.sha256Fingerprint] = sources
+        }
+        return sources
     }
 }
 
