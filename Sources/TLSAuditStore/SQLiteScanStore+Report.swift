@@ -1,6 +1,6 @@
-public import Foundation
+import Foundation
 import GRDB
-public import TLSAuditCore
+import TLSAuditCore
 
 extension SQLiteScanStore {
     /// Reads what a compliance report needs: the state of every target address at `query.end`, the

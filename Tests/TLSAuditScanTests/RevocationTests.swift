@@ -220,6 +220,15 @@ struct RevocationTests {
         let (_, stalled, seconds) = try scan(try leaf(ocsp: tarpit.url("/")), extra: ["--timeout", "2"])
         #expect(finding(stalled, .revocationUnknown) != nil)
         #expect(seconds < 4.5, "took \(seconds) s with --timeout 2")
+        // A certificate naming a dozen distribution points, all tarpits: still one timeout, three tried.
+        let many = try pki.leaf { request in
+            request.extraExtensions = [.init(name: "crlDistributionPoints",
+                                             value: (0..<12).map { "URI:\(tarpit.url("/crl\($0).crl"))" }.joined(separator: ","))]
+        }
+        let (_, crowded, crowdedSeconds) = try scan(many, extra: ["--timeout", "2"])
+        #expect(crowdedSeconds < 4.5, "took \(crowdedSeconds) s with --timeout 2")
+        let detail = crowded.chain?.revocation?.checks.first?.detail ?? ""
+        #expect(detail.contains("crl2.crl") && !detail.contains("crl3.crl"), "\(detail)")
     }
 
     @Test("CRL from the distribution point: revoked, not listed, wrongly signed, expired")

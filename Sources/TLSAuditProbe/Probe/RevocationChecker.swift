@@ -44,6 +44,8 @@ struct RevocationChecker {
     enum Limits {
         static let ocspResponseBytes = 65_536
         static let crlBytes = 16 << 20
+        /// URLs tried per certificate and kind: a certificate naming dozens is not asked dozens of times.
+        static let urlsPerCertificate = 3
     }
 
     var mode: RevocationMode
@@ -222,7 +224,9 @@ struct RevocationSources: Sendable {
     static func of(_ summary: CertificateSummary, certificate: () -> X509Certificate?) -> RevocationSources {
         if let cached = known.withLock({ $0[summary.sha256Fingerprint] }) { return cached }
         guard let certificate = certificate() else { return RevocationSources(ocsp: [], crl: [], mustStaple: false) }
-        let sources = RevocationSources(ocsp: certificate.ocspURLs, crl: certificate.crlURLs, mustStaple: certificate.requiresStapling)
+        let sources = RevocationSources(ocsp: Array(certificate.ocspURLs.prefix(RevocationChecker.Limits.urlsPerCertificate)),
+                                        crl: Array(certificate.crlURLs.prefix(RevocationChecker.Limits.urlsPerCertificate)),
+                                        mustStaple: certificate.requiresStapling)
         known.withLock { known in
             if known.count >= 4_096 { known.removeAll(keepingCapacity: true) }
             known[summary.sha256Fingerprint] = sources
