@@ -128,6 +128,12 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
+        // The report module's own tests, on hand-made values.
+        .testTarget(
+            name: "TLSAuditReportTests",
+            dependencies: ["TLSAuditCore", "TLSAuditReport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.

@@ -30,17 +30,6 @@ struct ReportTests {
         try Binary.run(["report", "--database", database, "--at", Self.end, "--since", "7d"] + arguments)
     }
 
-    @Test("fix first names an address that is not compliant for no rule (its handshake failed after the chain)")
-    func fixFirstCatchAll() {
-        let address = ComplianceReport.AddressEntry(
-            address: "127.0.0.1", status: .notCompliant, policy: .atsRuntime, failedRules: [], trusted: true, trustErrors: [],
-            pinState: .none, pinMessage: nil, earliestExpiry: nil, daysLeft: nil, protocolVersion: nil, cipher: nil,
-            lastScanAt: Date(), failureCategory: "client-certificate-required", failureMessage: "the server requires a client certificate")
-        let items = ReportBuilder.fixFirst([.init(target: "mtls", host: "h", port: 443, status: .notCompliant, addresses: [address])], within: 30)
-        #expect(items.map(\.category) == ["handshake"])
-        #expect(items.first?.problem == "client-certificate-required" && items.first?.fix.contains("client certificate") == true)
-    }
-
     @Test("the trend covers only the part of the period with scans, coloured against the goal")
     func trendWithData() throws {
         // 30 days, of which the fixture's scans cover the last eight.
@@ -315,20 +304,6 @@ struct ReportTests {
         let outcome = AlertDispatcher.runCommand(["/bin/sleep", "30"], input: Data(count: 4 << 20), timeout: 1)
         #expect(Date().timeIntervalSince(started) < 5)
         if case .success = outcome { Issue.record("a command killed at its timeout is a failure") }
-    }
-
-    @Test("server-made strings cannot escape their format: CSV formulas, Markdown markup, terminal escapes")
-    func neutralising() {
-        #expect(CSVReport.field("=\u{301}1+1", numeric: false).utf8.starts(with: "\"'=".utf8))
-        #expect("abc\u{202E}fed".withoutControlCharacters == "abc\u{FFFD}fed")
-        #expect(HTMLReport.escape("x\u{2066}y") == "x\u{FFFD}y")
-        #expect(CSVReport.field("=HYPERLINK(\"x\")", numeric: false) == "\"'=HYPERLINK(\"\"x\"\")\"")
-        #expect(CSVReport.field("-3", numeric: true) == "-3")
-        #expect(CSVReport.field("@SUM(A1)", numeric: false) == "\"'@SUM(A1)\"")
-        #expect(CSVReport.field("a,b", numeric: false) == "\"a,b\"")
-        #expect(MarkdownReport.escape("<b>|*x*") == "&lt;b&gt;\\|\\*x\\*")
-        #expect("red\u{1B}[31m\nline".withoutControlCharacters == "red\u{FFFD}[31m\u{FFFD}line")
-        #expect(HTMLReport.escape("<a href='x'>\"&") == "&lt;a href=&#39;x&#39;&gt;&quot;&amp;")
     }
 }
 
