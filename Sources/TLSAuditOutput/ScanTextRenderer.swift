@@ -70,6 +70,7 @@ public struct ScanTextRenderer: Sendable {
         if let chain = result.chain {
             let anchor = chain.anchored ? "anchored in \(chain.trustStore)" : "not anchored in \(chain.trustStore)"
             out += "    chain: \(chain.presented.count) sent, path of \(chain.path.count), \(anchor)\n"
+            if let revocation = chain.revocation { out += "    \(RevocationText.line(revocation))\n" }
             if showChain {
                 for (depth, element) in chain.path.enumerated() {
                     render(element.certificate, label: "path \(depth)", source: element.source, at: time, into: &out)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 
 /// `tlsaudit verify`: offline chain audit.
@@ -100,6 +101,7 @@ enum VerifyTextRenderer {
             let origin = element.presentedIndex.map { "#\($0)" } ?? "trust store"
             out += "  [\(depth)] \(element.certificate.subject)  (\(origin))\n"
         }
+        if let revocation = report.chain.revocation { out += "\(RevocationText.line(revocation))\n" }
         for finding in report.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             out += "  \(finding.severity.rawValue.uppercased()) \(finding.id)\(depth): \(finding.message)\n"

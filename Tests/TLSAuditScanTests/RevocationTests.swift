@@ -342,6 +342,8 @@ struct RevocationTests {
         let (revokedStatus, revoked) = try verify(["--crl", crl])
         #expect(revokedStatus == 1)
         #expect(revoked.findings.contains { $0.id == .trustRevoked })
+        let text = try CLI.run(["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--crl", crl]).stdout
+        #expect(text.contains("revocation (soft): [0] revoked since") && text.contains(", CRL \(crl)"), "\(text)")
         let (_, plain) = try verify([])
         #expect(plain.chain.revocation == nil, "without files verify stays offline")
     }
