@@ -66,6 +66,41 @@ struct ServiceTests {
         #expect(try SQLiteScanStore(path: database, create: false).integrityCheck() == "ok")
     }
 
+    @Test("the service checks revocation per target (hard here), stores the facts, and keeps the fetched CRL in its database")
+    func revocation() throws {
+        let crl = try LabHTTPServer()
+        defer { crl.stop() }
+        var request = LabCertificateRequest.server([ServiceLab.hostname])
+        request.extraExtensions = [.init(name: "crlDistributionPoints", value: "URI:\(crl.url("/ca.crl"))")]
+        let revoked = try lab.intermediate.issue(request)
+        crl.serve(try lab.intermediate.crl(revoking: [LabRevocation(revoked, reason: 1)]), at: "/ca.crl")
+        let server = try LabTLSServer(LabServerConfiguration(chain: [revoked, lab.intermediate]))
+        let good = try lab.goodServer()
+        defer { server.stop(); good.stop() }
+        let workspace = try lab.workspace("revocation")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let yaml = lab.configuration(database: database, targets: [("revoked", server.port), ("plain", good.port)])
+            .replacingOccurrences(of: "  - {host: \(ServiceLab.hostname), port: \(good.port), name: plain}",
+                                  with: "  - {host: \(ServiceLab.hostname), port: \(good.port), name: plain, revocation: hard}")
+        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("two scans of each target") {
+            let scans = service.storedScans
+            return scans.filter { $0.target == "revoked" }.count >= 2 && scans.filter { $0.target == "plain" }.count >= 2
+        }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+        let status = try SQLiteScanStore(path: database, create: false).status()
+        let revokedState = try #require(status.first { $0.target == "revoked" })
+        #expect(revokedState.trustErrors.contains("trust.revoked"), "\(revokedState)")
+        let plainState = try #require(status.first { $0.target == "plain" })
+        #expect(!plainState.compliant && plainState.failedRules == ["ats.trust"], "hard mode: no source is an error")
+        #expect(crl.requests(to: "/ca.crl") == 1, "one fetch, then the cache")
+        let queue = try DatabaseQueue(path: database)
+        #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM revocation_answer WHERE key LIKE 'crl %'") } == 1)
+    }
+
     @Test("sd_notify: READY, WATCHDOG, RELOADING on SIGHUP, STOPPING on SIGTERM")
     func systemdNotifications() throws {
         let good = try lab.goodServer()
