@@ -125,7 +125,7 @@ struct Templates {
         defer { try? FileManager.default.removeItem(at: directory) }
         let caFile = directory.appendingPathComponent("root.pem").path
         try root.pem.write(toFile: caFile, atomically: true, encoding: .utf8)
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 3, trustStore: try TrustStore(caFile: caFile)))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 3, trustStore: try TrustStore(caFile: caFile)), judge: AddressAssessment.judge)
         let name = "template.fleet.test"
         var expiredRequest = LabCertificateRequest.server([name])
         expiredRequest.notBefore = Date().addingTimeInterval(-400 * 86_400)

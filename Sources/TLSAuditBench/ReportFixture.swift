@@ -37,7 +37,7 @@ struct ReportFixtureCommand: ParsableCommand {
         let store = try SQLiteScanStore(path: database)
         for index in 0..<Self.scans {
             let time = Self.firstScan.addingTimeInterval(Double(index) * Self.step)
-            let scanner = try TLSScanner(options: ScanOptions(timeout: 3, trustStore: lab.trustStore, evaluationTime: time))
+            let scanner = try TLSScanner(options: ScanOptions(timeout: 3, trustStore: lab.trustStore, evaluationTime: time), judge: AddressAssessment.judge)
             var batch: [StoredScan] = []
             for target in lab.targets {
                 let port = target.port(index)

@@ -49,7 +49,7 @@ public final class ScanService: Service, @unchecked Sendable {
         reports = ReportScheduler(configuration: configuration, writer: writer, logger: logger)
         var options = ScanOptions(trustStore: try TrustStore.system())
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try SQLiteScanStore(path: database) }
-        let scanner = try TLSScanner(options: options)
+        let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)
     }

@@ -24,7 +24,7 @@ struct ATSCommand: ParsableCommand {
     func run() throws {
         let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
         let store = try loadTrustStore(caFile: connection.caFile)
-        let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store), judge: AddressAssessment.judge)
         let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
             if case .failure(let failure) = scanner.addresses(for: parsed) {

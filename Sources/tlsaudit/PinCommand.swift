@@ -35,7 +35,7 @@ struct PinCommand: ParsableCommand {
             let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
             domain = parsed.sni ?? parsed.host
             let store = try loadTrustStore(caFile: connection.caFile)
-            let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store))
+            let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store), judge: AddressAssessment.judge)
             let result = scanner.scan(parsed)
             guard let address = result.addresses.first(where: { $0.chain != nil }) else {
                 let reason = result.error?.description ?? result.addresses.first?.error?.description ?? "no certificate"

@@ -104,7 +104,7 @@ struct ScanCommand: ParsableCommand {
         options.aiaFetch = aiaFetch
         let scanner: TLSScanner
         do {
-            scanner = try TLSScanner(options: options)
+            scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         } catch {
             throw ValidationError("\(error)")
         }

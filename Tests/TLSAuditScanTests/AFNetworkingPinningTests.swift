@@ -136,7 +136,7 @@ struct AFNetworkingPinningTests {
         return cases
     }()
 
-    static let scanner: TLSScanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: TestPKI.shared.rootFile)))
+    static let scanner: TLSScanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: TestPKI.shared.rootFile)), judge: AddressAssessment.judge)
 
     @Test("every mode x allow_invalid_certificates x validates_domain_name x server x pinned certificate", arguments: cases)
     func table(_ row: Case) throws {
@@ -178,7 +178,7 @@ struct AFNetworkingPinningTests {
         let lab = Lab.shared
         let server = try #require(lab.servers[.valid])
         // The system store knows nothing of the test root; the app bundles it (AFNetworking's pinnedCertificates).
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore.system()))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore.system()), judge: AddressAssessment.judge)
         var target = ScanTarget(original: "pinning", host: TestPKI.hostname, port: server.port, sni: TestPKI.hostname,
                                 connectTo: [try ConnectAddress.parse("127.0.0.1")])
         var policy = PinPolicy(mode: .certificate, pins: [.certificate(TestPKI.shared.root.summary.sha256Fingerprint)],

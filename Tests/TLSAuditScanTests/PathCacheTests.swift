@@ -20,7 +20,7 @@ struct PathCacheTests {
         let complete = try LabTLSServer(LabServerConfiguration(chain: [leaf, TestPKI.shared.intermediate]))
         let bare = try LabTLSServer(LabServerConfiguration(chain: [leaf]))
         defer { complete.stop(); bare.stop() }
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: TestPKI.shared.rootFile)))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: TestPKI.shared.rootFile)), judge: AddressAssessment.judge)
         for _ in 0..<2 {
             let good = scan(complete, scanner: scanner)
             #expect(good.chain?.anchored == true)
@@ -40,7 +40,7 @@ struct PathCacheTests {
         let store = try TrustStore(caFile: TestPKI.shared.rootFile)
         let now = Date()
         for offset in [0.0, 10.0] {
-            let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store, evaluationTime: now.addingTimeInterval(offset * 86_400)))
+            let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store, evaluationTime: now.addingTimeInterval(offset * 86_400)), judge: AddressAssessment.judge)
             let result = scan(server, scanner: scanner)
             let chain = try #require(result.chain)
             for element in chain.path {

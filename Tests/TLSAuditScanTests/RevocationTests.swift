@@ -285,7 +285,7 @@ struct RevocationTests {
         server.serve(try pki.intermediate.crl(nextUpdate: Date().addingTimeInterval(2), number: 5), at: "/numbered.crl")
         let numberedServer = try LabTLSServer(LabServerConfiguration(chain: [numbered, pki.intermediate]))
         defer { numberedServer.stop() }
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: pki.rootFile)))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: pki.rootFile)), judge: AddressAssessment.judge)
         let target = ScanTarget(original: "t", host: TestPKI.hostname, port: numberedServer.port, sni: TestPKI.hostname,
                                 connectTo: [ConnectAddress(host: "127.0.0.1")])
         #expect(scanner.scan(target).addresses[0].chain?.revocation?.checks.first?.status == .good)

@@ -14,7 +14,7 @@ struct StoreTests {
 
     /// A real scan of a loopback server, with `startedAt` moved to `date`.
     func scan(_ server: LabTLSServer, at date: Date, policy: CompliancePolicy = .ats) throws -> AddressScanResult {
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: lab.rootFile)))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: lab.rootFile)), judge: AddressAssessment.judge)
         var target = ScanTarget(original: "t", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
                                 connectTo: [ConnectAddress(host: "127.0.0.1")])
         target.policy = policy

@@ -26,7 +26,7 @@ struct StoreConformance {
         try! pki.pem.write(toFile: rootFile, atomically: true, encoding: .utf8)
         let server = try! LabTLSServer(LabServerConfiguration(chain: [leaf, intermediate]))
         defer { server.stop() }
-        let scanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try! TrustStore(caFile: rootFile)))
+        let scanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try! TrustStore(caFile: rootFile)), judge: AddressAssessment.judge)
         let target = ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: server.port, sni: "conformance.tlsaudit.test",
                                 connectTo: [ConnectAddress(host: "127.0.0.1")])
         let good = scanner.scan(target).addresses[0]

@@ -45,16 +45,24 @@ public struct ScanOptions: Sendable {
     }
 }
 
+/// How the scanner's caller judges what the probe saw at an address (`AddressAssessment.judge`).
+public typealias AddressJudge = @Sendable (ProbedAddress, ScanTarget) -> AddressScanResult
+
 /// Scans targets: resolves each name to all its addresses, probes every address with an
-/// ATS-shaped ClientHello (and a permissive one when that is refused), builds and judges the chain.
+/// ATS-shaped ClientHello (and a permissive one when that is refused), builds the chain, fetches
+/// revocation answers, and hands what it saw to the caller's judge.
 public final class TLSScanner: Sendable {
     public let options: ScanOptions
+    /// The caller's judge, applied to each address as it is probed (so that results can be stored
+    /// while the rest are scanned); the probe itself judges nothing.
+    let judge: AddressJudge
     /// One configured client context per ClientHello profile (the enumerator uses them too).
     let contexts: [ClientProfile: ClientContext]
 
-    public init(options: ScanOptions) throws {
+    public init(options: ScanOptions, judge: @escaping AddressJudge) throws {
         ignoreSIGPIPE
         self.options = options
+        self.judge = judge
         var contexts: [ClientProfile: ClientContext] = [:]
         for profile in [ClientProfile.ats, .atsRuntime, .permissive] {
             contexts[profile] = try ClientContext(profile: profile, credentials: options.clientCredentials)
@@ -202,30 +210,8 @@ public final class TLSScanner: Sendable {
         }
         let elapsed = ContinuousClock.now - clock
         let durationMs = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        return judge(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
-                     atsRefusal: atsRefusal, started: started, durationMs: durationMs)
-    }
-
-    /// The pin check, in AFNetworking's order. Certificate mode evaluates the chain a second time
-    /// with the pinned certificates as its only anchors (partial chains allowed: a pinned leaf is
-    /// its own anchor), with dates, and with the name when `validates_domain_name`.
-    static func evaluate(_ pins: PinPolicy, attempt: HandshakeAttempt, presented: [CertificateSummary],
-                         building: PathBuildingResult, findings: [Finding], context: TrustContext) -> PinEvaluation {
-        let trustErrors = findings.filter(\.isTrustError)
-        return pins.evaluate(presented: presented, path: building.path, trustErrors: trustErrors) { pinned in
-            let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
-            guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else {
-                return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
-            }
-            let pinnedBuilding = PathBuilder.build(presented: attempt.presented, store: store).judged(at: context.time)
-            let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
-            var errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
-                .filter { $0.severity == .error }
-            if !pinnedBuilding.anchored, errors.isEmpty {
-                errors.append(Finding(.trustInvalid, .error, "the chain does not lead to a pinned certificate"))
-            }
-            return PinnedAnchorEvaluation(path: pinnedBuilding.path.map(\.certificate), errors: errors)
-        }
+        return judge(observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
+                             atsRefusal: atsRefusal, started: started, durationMs: durationMs), target)
     }
 
     /// Only refusals are retried: timeouts, refused connections and non-TLS peers would fail again.
@@ -236,11 +222,12 @@ public final class TLSScanner: Sendable {
         }
     }
 
-    private func judge(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, trustStore: TrustStore,
-                       atsRefusal: String?, started: Date, durationMs: Int) -> AddressScanResult {
-        let context = TrustContext(hostname: target.sni ?? target.host, time: options.evaluationTime ?? started,
-                                   publicTrust: trustStore.label == "system")
-        let presented = attempt.presented.map { $0.summary().judged(at: context.time) }
+    /// What the probe saw, ready for the caller's judge: the chain as sent, the path as built
+    /// (missing intermediates fetched when asked) and the revocation facts, all at the evaluation time.
+    private func observe(_ attempt: HandshakeAttempt, address: SocketAddress, target: ScanTarget, trustStore: TrustStore,
+                         atsRefusal: String?, started: Date, durationMs: Int) -> ProbedAddress {
+        let time = options.evaluationTime ?? started
+        let presented = attempt.presented.map { $0.summary().judged(at: time) }
         var chain: ChainReport?
         var building = PathBuildingResult(path: [], anchored: false, issues: [])
         if !attempt.presented.isEmpty {
@@ -248,43 +235,23 @@ public final class TLSScanner: Sendable {
             let fetchDeadline = Deadline(after: target.timeout ?? options.timeout)
             building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented,
                                          fetchMissing: (target.aiaFetch ?? options.aiaFetch) ? fetchDeadline : nil)
-                .judged(at: context.time)
+                .judged(at: time)
             let revocation = RevocationChecker(mode: target.revocation ?? options.revocation, answers: options.revocationAnswers)
                 .check(path: building.path, presented: attempt.presented, stapled: attempt.stapledResponse,
-                       handshake: attempt.observation != nil, time: context.time, deadline: fetchDeadline)
+                       handshake: attempt.observation != nil, time: time, deadline: fetchDeadline)
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
                                 trustStore: trustStore.label, issues: building.issues, revocation: revocation)
         }
-        var findings: [Finding]
-        var verdict: ATSVerdict
-        if let observation = attempt.observation {
-            (findings, verdict) = AddressAssessment.assess(observation: observation, presented: presented,
-                                                           building: building, revocation: chain?.revocation, context: context,
-                                                           policy: target.policy, atsClientRefusal: atsRefusal)
-        } else {
-            findings = AddressAssessment.assessChainOnly(presented: presented, building: building, revocation: chain?.revocation,
-                                                         context: context)
-            verdict = AddressAssessment.notScanned(target.policy)
-        }
-        if attempt.failure != nil { verdict = AddressAssessment.notScanned(target.policy) }
-        var pin: PinEvaluation?
-        if let pins = target.pins, !presented.isEmpty || attempt.failure == nil {
-            let evaluation = Self.evaluate(pins, attempt: attempt, presented: presented, building: building, findings: findings,
-                                           context: context)
-            pin = evaluation
-            if evaluation.state == .mismatch {
-                findings.insert(Finding(.pinMismatch, .error, "A pinned client refuses this server: \(evaluation.message)."), at: 0)
-            }
-            if pins.acceptsAnyCertificate {
-                findings.append(Finding(.pinAcceptsAnyCertificate, .warning,
-                    "The client's policy (mode none, allow_invalid_certificates, no validates_domain_name) accepts any certificate at all: anyone on the path can impersonate this server to the app."))
-            }
-        }
-        return AddressScanResult(address: address.host, family: address.family.rawValue, port: address.port,
-                                 status: attempt.failure == nil ? .completed : .failed, startedAt: started,
-                                 durationMs: durationMs, handshake: attempt.observation,
-                                 atsClientRefusal: attempt.observation == nil ? nil : atsRefusal, error: attempt.failure,
-                                 chain: chain, findings: findings, ats: verdict, pin: pin).withinBudget()
+        let sent = attempt.presented
+        return ProbedAddress(
+            address: address.host, family: address.family.rawValue, port: address.port, startedAt: started, durationMs: durationMs,
+            handshake: attempt.observation, atsClientRefusal: atsRefusal, failure: attempt.failure, presented: presented,
+            building: building, chain: chain, time: time, publicTrust: trustStore.label == "system",
+            buildWithPinnedAnchors: { pinned in
+                let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
+                guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
+                return PathBuilder.build(presented: sent, store: store).judged(at: time)
+            })
     }
 }
 

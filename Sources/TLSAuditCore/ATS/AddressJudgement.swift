@@ -1,0 +1,106 @@
+public import Foundation
+
+/// What the probe saw at one address, before any judgement: the handshake (or why there was
+/// none), the chain as sent, the path as built, the revocation facts. The scanner's callers judge
+/// it with `AddressAssessment.judge` (the probe only probes).
+public struct ProbedAddress: Sendable {
+    public var address: String
+    public var family: String
+    public var port: Int
+    public var startedAt: Date
+    public var durationMs: Int
+    public var handshake: HandshakeObservation?
+    /// Why an Apple-shaped ClientHello was refused, when a permissive one then succeeded.
+    public var atsClientRefusal: String?
+    public var failure: ProbeFailure?
+    /// The chain as sent, with days left at `time`.
+    public var presented: [CertificateSummary]
+    /// The path chosen at `time`.
+    public var building: PathBuildingResult
+    /// The chain report to keep (nil when nothing was sent).
+    public var chain: ChainReport?
+    /// The moment certificates are judged at.
+    public var time: Date
+    /// The anchors are the system store (Apple's public-trust rules apply).
+    public var publicTrust: Bool
+    /// Builds the path again with the given certificates as the only anchors (partial chains
+    /// allowed), for certificate-mode pins: path building is the probe's, judging the path is not.
+    public var buildWithPinnedAnchors: @Sendable ([Data]) -> PathBuildingResult?
+
+    public init(address: String, family: String, port: Int, startedAt: Date, durationMs: Int, handshake: HandshakeObservation?,
+                atsClientRefusal: String?, failure: ProbeFailure?, presented: [CertificateSummary], building: PathBuildingResult,
+                chain: ChainReport?, time: Date, publicTrust: Bool,
+                buildWithPinnedAnchors: @escaping @Sendable ([Data]) -> PathBuildingResult?) {
+        self.address = address
+        self.family = family
+        self.port = port
+        self.startedAt = startedAt
+        self.durationMs = durationMs
+        self.handshake = handshake
+        self.atsClientRefusal = atsClientRefusal
+        self.failure = failure
+        self.presented = presented
+        self.building = building
+        self.chain = chain
+        self.time = time
+        self.publicTrust = publicTrust
+        self.buildWithPinnedAnchors = buildWithPinnedAnchors
+    }
+}
+
+extension AddressAssessment {
+    /// Judges what the probe saw at an address for `target`: trust and revocation findings, the
+    /// policy's rules, lints, the pins (AFNetworking's order), the verdict; the result kept within
+    /// the record budget.
+    public static func judge(_ probed: ProbedAddress, target: ScanTarget) -> AddressScanResult {
+        let context = TrustContext(hostname: target.sni ?? target.host, time: probed.time, publicTrust: probed.publicTrust)
+        let presented = probed.presented, building = probed.building
+        var findings: [Finding]
+        var verdict: ATSVerdict
+        if let observation = probed.handshake {
+            (findings, verdict) = assess(observation: observation, presented: presented, building: building,
+                                         revocation: probed.chain?.revocation, context: context, policy: target.policy,
+                                         atsClientRefusal: probed.atsClientRefusal)
+        } else {
+            findings = assessChainOnly(presented: presented, building: building, revocation: probed.chain?.revocation, context: context)
+            verdict = notScanned(target.policy)
+        }
+        if probed.failure != nil { verdict = notScanned(target.policy) }
+        var pin: PinEvaluation?
+        if let pins = target.pins, !presented.isEmpty || probed.failure == nil {
+            let evaluation = pinEvaluation(pins, probed: probed, findings: findings, context: context)
+            pin = evaluation
+            if evaluation.state == .mismatch {
+                findings.insert(Finding(.pinMismatch, .error, "A pinned client refuses this server: \(evaluation.message)."), at: 0)
+            }
+            if pins.acceptsAnyCertificate {
+                findings.append(Finding(.pinAcceptsAnyCertificate, .warning,
+                    "The client's policy (mode none, allow_invalid_certificates, no validates_domain_name) accepts any certificate at all: anyone on the path can impersonate this server to the app."))
+            }
+        }
+        return AddressScanResult(address: probed.address, family: probed.family, port: probed.port,
+                                 status: probed.failure == nil ? .completed : .failed, startedAt: probed.startedAt,
+                                 durationMs: probed.durationMs, handshake: probed.handshake,
+                                 atsClientRefusal: probed.handshake == nil ? nil : probed.atsClientRefusal, error: probed.failure,
+                                 chain: probed.chain, findings: findings, ats: verdict, pin: pin).withinBudget()
+    }
+
+    /// The pin check, in AFNetworking's order. Certificate mode evaluates the chain a second time
+    /// with the pinned certificates as its only anchors (partial chains allowed: a pinned leaf is
+    /// its own anchor), with dates, and with the name when `validates_domain_name`.
+    static func pinEvaluation(_ pins: PinPolicy, probed: ProbedAddress, findings: [Finding], context: TrustContext) -> PinEvaluation {
+        let trustErrors = findings.filter(\.isTrustError)
+        return pins.evaluate(presented: probed.presented, path: probed.building.path, trustErrors: trustErrors) { pinned in
+            guard let pinnedBuilding = probed.buildWithPinnedAnchors(pinned) else {
+                return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
+            }
+            let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
+            var errors = TrustEvaluator.evaluate(presented: probed.presented, building: pinnedBuilding, context: pinnedContext)
+                .filter { $0.severity == .error }
+            if !pinnedBuilding.anchored, errors.isEmpty {
+                errors.append(Finding(.trustInvalid, .error, "the chain does not lead to a pinned certificate"))
+            }
+            return PinnedAnchorEvaluation(path: pinnedBuilding.path.map(\.certificate), errors: errors)
+        }
+    }
+}
