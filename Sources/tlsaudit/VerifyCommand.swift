@@ -65,10 +65,11 @@ struct VerifyCommand: ParsableCommand {
         let report: VerifyReport
         do {
             let evidence = try OfflineRevocationEvidence(crlFiles: crlFiles, ocspResponseFiles: ocspResponseFiles)
-            report = try ChainVerifier.verify(files: chainFiles, roots: store, host: host,
-                                              at: at.flatMap(Timestamp.parse) ?? Date(),
-                                              revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
-                                              timeout: timeout, aiaFetch: aiaFetch, toolVersion: TLSAuditCommand.version)
+            let probed = try ChainVerifier.probe(files: chainFiles, roots: store, host: host,
+                                                 at: at.flatMap(Timestamp.parse) ?? Date(),
+                                                 revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
+                                                 timeout: timeout, aiaFetch: aiaFetch)
+            report = AddressAssessment.judge(probed, toolVersion: TLSAuditCommand.version)
         } catch {
             StandardStream.error.write("tlsaudit: cannot read the input: \(error)\n")
             throw ExitCode(2)

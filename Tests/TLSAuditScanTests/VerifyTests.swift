@@ -315,9 +315,10 @@ struct PKITSTests {
         #expect(tests.count >= 190)
         var disagreements: Set<String> = []
         for test in tests {
-            let report = try ChainVerifier.verify(files: [directory.appendingPathComponent(test).path] + pool, roots: roots,
-                                                  host: nil, at: Date(timeIntervalSince1970: 1_800_000_000), leafIndex: 0,
-                                                  revocation: .hard, evidence: evidence, toolVersion: "test")
+            let probed = try ChainVerifier.probe(files: [directory.appendingPathComponent(test).path] + pool, roots: roots,
+                                                 host: nil, at: Date(timeIntervalSince1970: 1_800_000_000), leafIndex: 0,
+                                                 revocation: .hard, evidence: evidence)
+            let report = AddressAssessment.judge(probed, toolVersion: "test")
             // RFC 5280 path validity: trust and revocation errors, without the web-PKI rule that an end entity is no CA.
             let valid = !report.findings.contains {
                 $0.severity == .error && ($0.id.rawValue.hasPrefix("trust.") || $0.id == .revocationUnknown) && $0.id != .trustLeafIsCA

@@ -104,3 +104,50 @@ extension AddressAssessment {
         }
     }
 }
+
+/// What `verify`'s probe read from certificate files: the chain as given, the leaf chosen, the path
+/// as built and the revocation facts, at the evaluation time.
+public struct ProbedChain: Sendable {
+    public var inputs: [String]
+    public var host: String?
+    public var time: Date
+    /// In input order, with days left at `time`.
+    public var presented: [CertificateSummary]
+    public var leafIndex: Int
+    public var building: PathBuildingResult
+    public var chain: ChainReport
+    public var publicTrust: Bool
+
+    public init(inputs: [String], host: String?, time: Date, presented: [CertificateSummary], leafIndex: Int,
+                building: PathBuildingResult, chain: ChainReport, publicTrust: Bool) {
+        self.inputs = inputs
+        self.host = host
+        self.time = time
+        self.presented = presented
+        self.leafIndex = leafIndex
+        self.building = building
+        self.chain = chain
+        self.publicTrust = publicTrust
+    }
+}
+
+extension AddressAssessment {
+    /// Judges a chain read from files as a scan judges a server's (Apple's trust rules, revocation,
+    /// lints), but for what only a server can show (presentation order, the handshake).
+    public static func judge(_ probed: ProbedChain, toolVersion: String) -> VerifyReport {
+        let context = TrustContext(hostname: probed.host, time: probed.time, publicTrust: probed.publicTrust, fromFiles: true)
+        // Trust judges the chain in path order, with the leaf first.
+        var ordered = probed.presented
+        ordered.swapAt(0, probed.leafIndex)
+        let trust = trustFindings(presented: ordered, building: probed.building, revocation: probed.chain.revocation, context: context)
+            .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
+        let policy = CompliancePolicy.appleTrust
+        var findings = sort(policy.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust) + trust
+                            + lints(presented: ordered, building: probed.building))
+        let verdict = policy.verdict(from: findings)
+        var chain: ChainReport? = probed.chain
+        RecordBudget.bound(chain: &chain, findings: &findings)
+        return VerifyReport(toolVersion: toolVersion, evaluatedAt: probed.time, inputs: probed.inputs, host: probed.host,
+                            leafIndex: probed.leafIndex, chain: chain ?? probed.chain, findings: findings, verdict: verdict)
+    }
+}

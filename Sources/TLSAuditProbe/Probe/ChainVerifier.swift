@@ -1,17 +1,17 @@
 public import Foundation
 public import TLSAuditCore
 
-/// `verify`: the same path building and findings as a scan, on certificate files instead of a
-/// live server. Input may be PEM (several certificates) or DER, in any order, with extras.
+/// `verify`'s probe: the same path building and revocation checking as a scan, on certificate files
+/// instead of a live server (judged by the caller with `AddressAssessment.judge(_:toolVersion:)`).
+/// Input may be PEM (several certificates) or DER, in any order, with extras.
 public enum ChainVerifier {
-    /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`), builds and judges the path.
+    /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`), builds the path.
     /// Revocation is checked in `revocation` mode from `evidence` when given (offline), else fetched
     /// within `timeout` seconds, as a scan does; with `aiaFetch`, a missing intermediate is fetched
     /// from its caIssuers URL within the same time.
-    public static func verify(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
-                              revocation: RevocationMode = SettingBounds.revocation, evidence: OfflineRevocationEvidence? = nil,
-                              timeout: Double = SettingBounds.timeout.defaultValue,
-                              aiaFetch: Bool = false, toolVersion: String) throws -> VerifyReport {
+    public static func probe(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
+                             revocation: RevocationMode = SettingBounds.revocation, evidence: OfflineRevocationEvidence? = nil,
+                             timeout: Double = SettingBounds.timeout.defaultValue, aiaFetch: Bool = false) throws -> ProbedChain {
         var certificates: [X509Certificate] = []
         var seen = Set<[UInt8]>()
         for file in files {
@@ -25,24 +25,12 @@ public enum ChainVerifier {
         let building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots, summaries: presented,
                                          fetchMissing: aiaFetch ? deadline : nil)
             .judged(at: time)
-        let context = TrustContext(hostname: host, time: time, publicTrust: roots.label == "system", fromFiles: true)
-        // Trust judges the chain in path order, with the leaf first.
-        var ordered = presented
-        ordered.swapAt(0, leafIndex)
         let revocationReport = RevocationChecker(mode: revocation, offline: evidence.flatMap { $0.isEmpty ? nil : $0 })
             .check(path: building.path, presented: certificates, stapled: nil, handshake: false, time: time, deadline: deadline)
-        let trust = AddressAssessment.trustFindings(presented: ordered, building: building, revocation: revocationReport,
-                                                    context: context)
-            .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
-        let policy = CompliancePolicy.appleTrust
-        var findings = AddressAssessment.sort(policy.evaluateChain(presented: ordered, building: building, trustFindings: trust) + trust
-                                              + AddressAssessment.lints(presented: ordered, building: building))
-        let verdict = policy.verdict(from: findings)
-        var chain: ChainReport? = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                              trustStore: roots.label, issues: building.issues, revocation: revocationReport)
-        RecordBudget.bound(chain: &chain, findings: &findings)
-        return VerifyReport(toolVersion: toolVersion, evaluatedAt: time, inputs: files, host: host, leafIndex: leafIndex,
-                            chain: chain!, findings: findings, verdict: verdict)
+        return ProbedChain(inputs: files, host: host, time: time, presented: presented, leafIndex: leafIndex, building: building,
+                           chain: ChainReport(presented: presented, path: building.path, anchored: building.anchored,
+                                              trustStore: roots.label, issues: building.issues, revocation: revocationReport),
+                           publicTrust: roots.label == "system")
     }
 
     /// The leaf: a certificate that issued none of the others, preferring one that matches
