@@ -32,7 +32,7 @@ struct ATSCommand: ParsableCommand {
             }
             throw ExitCode(2)
         }
-        let diagnostics = enumerator.atsDiagnostics(address, target: parsed, trustStore: store)
+        let diagnostics = ATSDiagnostics.judge(enumerator.atsProbes(address, target: parsed, trustStore: store))
         if diagnostics.configurations.allSatisfy({ $0.detail.hasPrefix("connection refused") || $0.detail.hasPrefix("connect timeout") }) {
             StandardStream.error.write("tlsaudit: cannot connect: \(diagnostics.configurations.first?.detail ?? "")\n")
             throw ExitCode(2)

@@ -144,8 +144,9 @@ public final class Enumerator: Sendable {
     /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does, each offering what a
     /// current Apple client offers under that configuration (never a suite it does not send: no
     /// exception unlocks DHE or CBC-SHA256/SHA384), plus the documented list and a permissive
-    /// OpenSSL client as diagnostics. The conclusion is drawn in `ATSDiagnostics`.
-    public func atsDiagnostics(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore) -> ATSDiagnostics {
+    /// OpenSSL client as diagnostics. What each showed goes to the caller, who draws the conclusion
+    /// with `ATSDiagnostics.judge`.
+    public func atsProbes(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore) -> ATSProbes {
         let current = ClientContext.atsRuntimeCipherList
         let currentNonFS = current + ":" + Self.staticRSASuites
         struct Configuration: Sendable {
@@ -196,77 +197,31 @@ public final class Enumerator: Sendable {
                           forwardSecrecy: false, judgesTrust: false, diagnostic: true),
         ]
         let probes = ProbeCounter()
-        let context = TrustContext(hostname: target.sni ?? target.host, time: Date(), publicTrust: trustStore.label == "system")
+        let time = Date()
         let attempts = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration in
             self.handshake(address, target: target, probes: probes, override: configuration.override, profile: configuration.profile)
         }
-        // Apple's trust rules for all TLS, judged on each chain a probe received (a server may send an
-        // ECDSA certificate to ECDHE suites and an RSA one to static RSA), each distinct chain once.
-        var judgedChains: [[UInt8]: (findings: [Finding], path: [CertificateSummary])] = [:]
-        func chain(of attempt: HandshakeAttempt) -> (findings: [Finding], path: [CertificateSummary])? {
+        // Each distinct chain's path is built once.
+        var built: [[UInt8]: ProbedChainPath] = [:]
+        func chain(of attempt: HandshakeAttempt) -> ProbedChainPath? {
             guard !attempt.presented.isEmpty else { return nil }
             let key = attempt.presented.flatMap { Digest.sha256($0.der) }
-            if let known = judgedChains[key] { return known }
+            if let known = built[key] { return known }
             let presented = attempt.presented.map { $0.summary() }
-            let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented)
-                .judged(at: context.time)
-            let trust = TrustEvaluator.evaluate(presented: presented, building: building, context: context)
-            let rules = CompliancePolicy.appleTrust.evaluateChain(presented: presented, building: building, trustFindings: trust)
-            let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
-            let judged = (failures, building.path.isEmpty ? presented : building.path.map(\.certificate))
-            judgedChains[key] = judged
-            return judged
+            let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented).judged(at: time)
+            let chain = ProbedChainPath(presented: presented, building: building)
+            built[key] = chain
+            return chain
         }
-        var results: [ATSConfigurationResult] = []
-        for (configuration, attempt) in zip(configurations, attempts) {
-            let own = chain(of: attempt)
-            let (pass, detail, failure) = Self.judge(attempt, forwardSecrecy: configuration.forwardSecrecy,
-                                                     trustFailures: configuration.judgesTrust ? own?.findings ?? [] : [],
-                                                     path: own?.path ?? [])
-            results.append(ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass,
-                                                  detail: detail, failure: failure, diagnostic: configuration.diagnostic,
-                                                  ownTrustEvaluation: !configuration.judgesTrust && !configuration.diagnostic))
-        }
-        let offer = attempts.last?.observation.map {
-            ServerOffer(protocolVersion: $0.protocolVersion, cipher: $0.cipher, forwardSecrecy: $0.keyExchange.forwardSecrecy)
-        }
-        // The conclusion speaks of the chain a current client gets (the default row's), else the first one seen.
-        let conclusionChain = chain(of: attempts[0]) ?? attempts.lazy.compactMap(chain(of:)).first
-        let trustFailures = (conclusionChain?.findings ?? []).filter { failure in
-            // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
-            !(failure.id == .atsKeySize && Self.isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
-        }
-        return ATSDiagnostics(target: target.displayName, address: address.host, configurations: results, serverOffer: offer,
-                              trustFailures: trustFailures, privateAnchors: trustStore.label != "system",
-                              domain: target.sni ?? target.host)
-    }
-
-    /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and
-    /// arbitrary-loads exceptions lift), not Apple's trust rule on RSA keys or a refused key type (DSA).
-    static func isLiftableKey(at depth: Int?, in path: [CertificateSummary]) -> Bool {
-        guard let depth, path.indices.contains(depth) else { return false }
-        return path[depth].publicKey.isEC
-    }
-
-    /// Whether a current Apple client under one configuration accepts the handshake: it completed,
-    /// with forward secrecy when required, and the chain meets Apple's trust rules (unless the app
-    /// evaluates trust itself); ECC key sizes only where forward secrecy (and with it the ATS
-    /// key-size rule) is required.
-    private static func judge(_ attempt: HandshakeAttempt, forwardSecrecy: Bool, trustFailures: [Finding],
-                              path: [CertificateSummary]) -> (Bool, String, ATSConfigurationResult.Failure?) {
-        guard let observation = attempt.observation, attempt.failure == nil else {
-            return (false, attempt.failure?.description ?? "no handshake", .handshake)
-        }
-        let negotiated = "\(observation.protocolVersion.displayName), \(observation.cipher.iana)"
-        if forwardSecrecy, !observation.keyExchange.forwardSecrecy {
-            return (false, "negotiated \(negotiated) without forward secrecy", .forwardSecrecy)
-        }
-        let failures = trustFailures.filter { forwardSecrecy || $0.id != .atsKeySize || !isLiftableKey(at: $0.depth, in: path) }
-        guard failures.isEmpty else {
-            let reasons = failures.map { $0.message.hasPrefix("The ") ? "the" + $0.message.dropFirst(3) : $0.message }
-            return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)
-        }
-        return (true, "negotiated \(negotiated)", nil)
+        return ATSProbes(
+            target: target.displayName, address: address.host, domain: target.sni ?? target.host, time: time,
+            privateAnchors: trustStore.label != "system",
+            configurations: zip(configurations, attempts).map { configuration, attempt in
+                ATSConfigurationProbe(name: configuration.name, exception: configuration.exception,
+                                      forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
+                                      diagnostic: configuration.diagnostic, handshake: attempt.observation,
+                                      failure: attempt.failure, chain: chain(of: attempt))
+            })
     }
 }
 

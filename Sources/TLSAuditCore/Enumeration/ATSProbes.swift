@@ -1,0 +1,131 @@
+public import Foundation
+
+/// What the probe saw under one ATS configuration (`nscurl --ats-diagnostics` style): the handshake
+/// or its failure, and the chain with its path built. `ATSDiagnostics.judge` draws the conclusion.
+public struct ATSConfigurationProbe: Sendable {
+    public var name: String
+    public var exception: [String: String]
+    /// Forward secrecy is required, and with it the ATS rule on ECC keys under 256 bits (the
+    /// exceptions that lift one lift the other; RSA >= 2048 is a trust rule and stays).
+    public var forwardSecrecy: Bool
+    /// The configuration relies on the system's trust evaluation (not the app's own).
+    public var judgesTrust: Bool
+    /// Shown for diagnosis only (not an Apple client's configuration).
+    public var diagnostic: Bool
+    public var handshake: HandshakeObservation?
+    public var failure: ProbeFailure?
+    /// The chain received and its path (built against the target's anchors); nil when none came.
+    public var chain: ProbedChainPath?
+
+    public init(name: String, exception: [String: String], forwardSecrecy: Bool, judgesTrust: Bool, diagnostic: Bool,
+                handshake: HandshakeObservation?, failure: ProbeFailure?, chain: ProbedChainPath?) {
+        self.name = name
+        self.exception = exception
+        self.forwardSecrecy = forwardSecrecy
+        self.judgesTrust = judgesTrust
+        self.diagnostic = diagnostic
+        self.handshake = handshake
+        self.failure = failure
+        self.chain = chain
+    }
+}
+
+/// A chain as received and the path built from it.
+public struct ProbedChainPath: Sendable, Hashable {
+    public var presented: [CertificateSummary]
+    public var building: PathBuildingResult
+
+    public init(presented: [CertificateSummary], building: PathBuildingResult) {
+        self.presented = presented
+        self.building = building
+    }
+}
+
+/// Everything `tlsaudit ats` probed at one address.
+public struct ATSProbes: Sendable {
+    public var target: String
+    public var address: String
+    public var domain: String
+    public var time: Date
+    public var privateAnchors: Bool
+    /// In the order probed; the first is the default configuration, the last any OpenSSL client.
+    public var configurations: [ATSConfigurationProbe]
+
+    public init(target: String, address: String, domain: String, time: Date, privateAnchors: Bool,
+                configurations: [ATSConfigurationProbe]) {
+        self.target = target
+        self.address = address
+        self.domain = domain
+        self.time = time
+        self.privateAnchors = privateAnchors
+        self.configurations = configurations
+    }
+}
+
+extension ATSDiagnostics {
+    /// Judges each configuration as a current Apple client would, and draws the conclusion.
+    public static func judge(_ probes: ATSProbes) -> ATSDiagnostics {
+        let context = TrustContext(hostname: probes.domain, time: probes.time, publicTrust: !probes.privateAnchors)
+        // Apple's trust rules for all TLS, judged on each chain a probe received (a server may send an
+        // ECDSA certificate to ECDHE suites and an RSA one to static RSA), each distinct chain once.
+        var judgedChains: [ProbedChainPath: (findings: [Finding], path: [CertificateSummary])] = [:]
+        func judged(_ chain: ProbedChainPath?) -> (findings: [Finding], path: [CertificateSummary])? {
+            guard let chain else { return nil }
+            if let known = judgedChains[chain] { return known }
+            let trust = TrustEvaluator.evaluate(presented: chain.presented, building: chain.building, context: context)
+            let rules = CompliancePolicy.appleTrust.evaluateChain(presented: chain.presented, building: chain.building, trustFindings: trust)
+            let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
+            let result = (failures, chain.building.path.isEmpty ? chain.presented : chain.building.path.map(\.certificate))
+            judgedChains[chain] = result
+            return result
+        }
+        var results: [ATSConfigurationResult] = []
+        for configuration in probes.configurations {
+            let own = judged(configuration.chain)
+            let (pass, detail, failure) = judge(configuration, trustFailures: configuration.judgesTrust ? own?.findings ?? [] : [],
+                                                path: own?.path ?? [])
+            results.append(ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass,
+                                                  detail: detail, failure: failure, diagnostic: configuration.diagnostic,
+                                                  ownTrustEvaluation: !configuration.judgesTrust && !configuration.diagnostic))
+        }
+        let offer = probes.configurations.last?.handshake.map {
+            ServerOffer(protocolVersion: $0.protocolVersion, cipher: $0.cipher, forwardSecrecy: $0.keyExchange.forwardSecrecy)
+        }
+        // The conclusion speaks of the chain a current client gets (the default row's), else the first one seen.
+        let conclusionChain = judged(probes.configurations.first?.chain) ?? probes.configurations.lazy.compactMap { judged($0.chain) }.first
+        let trustFailures = (conclusionChain?.findings ?? []).filter { failure in
+            // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
+            !(failure.id == .atsKeySize && isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
+        }
+        return ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
+                              trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
+    }
+
+    /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and
+    /// arbitrary-loads exceptions lift), not Apple's trust rule on RSA keys or a refused key type (DSA).
+    static func isLiftableKey(at depth: Int?, in path: [CertificateSummary]) -> Bool {
+        guard let depth, path.indices.contains(depth) else { return false }
+        return path[depth].publicKey.isEC
+    }
+
+    /// Whether a current Apple client under one configuration accepts the handshake: it completed,
+    /// with forward secrecy when required, and the chain meets Apple's trust rules (unless the app
+    /// evaluates trust itself); ECC key sizes only where forward secrecy (and with it the ATS
+    /// key-size rule) is required.
+    static func judge(_ probe: ATSConfigurationProbe, trustFailures: [Finding],
+                      path: [CertificateSummary]) -> (Bool, String, ATSConfigurationResult.Failure?) {
+        guard let observation = probe.handshake, probe.failure == nil else {
+            return (false, probe.failure?.description ?? "no handshake", .handshake)
+        }
+        let negotiated = "\(observation.protocolVersion.displayName), \(observation.cipher.iana)"
+        if probe.forwardSecrecy, !observation.keyExchange.forwardSecrecy {
+            return (false, "negotiated \(negotiated) without forward secrecy", .forwardSecrecy)
+        }
+        let failures = trustFailures.filter { probe.forwardSecrecy || $0.id != .atsKeySize || !isLiftableKey(at: $0.depth, in: path) }
+        guard failures.isEmpty else {
+            let reasons = failures.map { $0.message.hasPrefix("The ") ? "the" + $0.message.dropFirst(3) : $0.message }
+            return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)
+        }
+        return (true, "negotiated \(negotiated)", nil)
+    }
+}
