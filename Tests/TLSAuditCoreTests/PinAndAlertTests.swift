@@ -55,7 +55,7 @@ struct AlertDetectorTests {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
 
     func result(leaf: String = "leaf", compliant: Bool = true, failed: Bool = false, pin: PinEvaluation.State? = nil,
-                at offset: Double = 0) -> AddressScanResult {
+                findings: [Finding] = [], at offset: Double = 0) -> AddressScanResult {
         let certificate = TrustEvaluatorTests.certificate(leaf, issuer: "int", ca: false,
                                                           notAfter: Self.start.addingTimeInterval(365 * 86_400))
         let chain = failed ? nil : ChainReport(presented: [certificate],
@@ -64,7 +64,7 @@ struct AlertDetectorTests {
         return AddressScanResult(
             address: "192.0.2.1", family: "ipv4", port: 443, status: failed ? .failed : .completed,
             startedAt: Self.start.addingTimeInterval(offset), durationMs: 5, handshake: nil,
-            error: failed ? ProbeFailure(.connectionRefused, "refused") : nil, chain: chain, findings: [],
+            error: failed ? ProbeFailure(.connectionRefused, "refused") : nil, chain: chain, findings: findings,
             ats: ATSVerdict(policy: .atsRuntime, compliant: compliant && !failed, rules: [:],
                             failedRules: compliant || failed ? [] : ["ats.tls-version"]),
             pin: pin.map { PinEvaluation(state: $0, message: "", matched: nil, leafSPKI: leaf, leafFingerprint: leaf) })
@@ -100,6 +100,15 @@ struct AlertDetectorTests {
         #expect(steps[3] == [.unreachable])
         #expect(steps[4].isEmpty)
         #expect(steps[5].contains(.reachable))
+    }
+
+    @Test("a certificate revoked while it was trusted raises trust.broken at once; an unknown status does not")
+    func revocation() {
+        let revoked = Finding(.trustRevoked, .error, depth: 0, "leaf is revoked since 2026-11-23 (reason: keyCompromise)")
+        let unknown = Finding(.revocationUnknown, .warning, depth: 0, "the status is unknown")
+        let steps = run([result(), result(findings: [unknown], at: 60), result(compliant: false, findings: [revoked], at: 120)])
+        #expect(steps[1].isEmpty)
+        #expect(steps[2].contains(.trustBroken), "\(steps)")
     }
 
     @Test("a pin mismatch raises, a match after it restores")
