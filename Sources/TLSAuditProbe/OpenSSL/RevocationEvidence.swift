@@ -169,23 +169,32 @@ enum OCSPExchange {
 }
 
 extension OCSPExchange {
-    /// The nextUpdate of a response's first entry (how long a cache may keep it), unverified.
-    static func nextUpdate(of der: [UInt8]) -> Date? {
+    /// A response as received, unverified: its status, and its first entry's status and nextUpdate
+    /// (what a handshake records of a stapled response, and how long a cache may keep a fetched one).
+    static func summary(of der: [UInt8]) -> OCSPStapling {
         defer { OpenSSLErrors.clear() }
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_OCSP_RESPONSE(nil, &cursor, buffer.count)
         }
-        guard let response = parsed else { return nil }
+        guard let response = parsed else { return OCSPStapling(responseStatus: "malformed", certificateStatus: nil, nextUpdate: nil) }
         defer { OCSP_RESPONSE_free(response) }
-        guard let basic = OCSP_response_get1_basic(response) else { return nil }
+        let status = OCSP_response_status(response)
+        let statusName = String(cString: OCSP_response_status_str(Int(status)))
+        guard status == OCSP_RESPONSE_STATUS_SUCCESSFUL, let basic = OCSP_response_get1_basic(response) else {
+            return OCSPStapling(responseStatus: statusName, certificateStatus: nil, nextUpdate: nil)
+        }
         defer { OCSP_BASICRESP_free(basic) }
-        guard OCSP_resp_count(basic) > 0, let single = OCSP_resp_get0(basic, 0) else { return nil }
+        guard OCSP_resp_count(basic) > 0, let single = OCSP_resp_get0(basic, 0) else {
+            return OCSPStapling(responseStatus: statusName, certificateStatus: nil, nextUpdate: nil)
+        }
         var reason: Int32 = 0
         var revoked: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?, thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
         var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-        _ = OCSP_single_get0_status(single, &reason, &revoked, &thisUpdate, &nextUpdate)
-        return nextUpdate.map { X509Certificate.date(UnsafePointer($0)) }
+        let certificateStatus = OCSP_single_get0_status(single, &reason, &revoked, &thisUpdate, &nextUpdate)
+        return OCSPStapling(responseStatus: statusName,
+                            certificateStatus: String(cString: OCSP_cert_status_str(Int(certificateStatus))),
+                            nextUpdate: nextUpdate.map { X509Certificate.date(UnsafePointer($0)) })
     }
 }
 

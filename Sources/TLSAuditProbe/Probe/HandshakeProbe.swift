@@ -118,17 +118,18 @@ enum HandshakeProbe {
             keyExchange: keyExchange(ssl),
             serverSignatureHash: serverSignatureHash(ssl),
             clientCertificateRequested: trace.certificateRequested)
-        observation.stapledOCSP = stapledOCSP(ssl)
+        let stapled = stapledResponse(ssl)
+        observation.stapledOCSP = stapled.map(OCSPExchange.summary(of:))
         observation.signedCertificateTimestamps = signedCertificateTimestamps(ssl, leaf: presented.first)
 
         if trace.certificateRequested, !context.presentsClientCertificate,
            let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline) {
             return HandshakeAttempt(observation: observation, failure: refusal, presented: presented,
-                                    stapledResponse: stapledResponse(ssl))
+                                    stapledResponse: stapled)
         }
         _ = SSL_shutdown(ssl) // Best effort close_notify; the socket is non-blocking.
         OpenSSLErrors.clear()
-        return HandshakeAttempt(observation: observation, failure: nil, presented: presented, stapledResponse: stapledResponse(ssl))
+        return HandshakeAttempt(observation: observation, failure: nil, presented: presented, stapledResponse: stapled)
     }
 
     // MARK: - Reading the handshake
@@ -196,36 +197,6 @@ enum HandshakeProbe {
         let length = tlsaudit_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
         guard length > 0, let start = bytes else { return nil }
         return Array(UnsafeBufferPointer(start: start, count: length))
-    }
-
-    /// The stapled OCSP response's status and the leaf's status in it.
-    static func stapledOCSP(_ ssl: OpaquePointer) -> OCSPStapling? {
-        var bytes: UnsafePointer<UInt8>?
-        let length = tlsaudit_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
-        guard length > 0, let start = bytes else { return nil }
-        var cursor: UnsafePointer<UInt8>? = start
-        guard let response = d2i_OCSP_RESPONSE(nil, &cursor, length) else {
-            OpenSSLErrors.clear()
-            return OCSPStapling(responseStatus: "malformed", certificateStatus: nil, nextUpdate: nil)
-        }
-        defer { OCSP_RESPONSE_free(response) }
-        let status = OCSP_response_status(response)
-        let statusName = String(cString: OCSP_response_status_str(Int(status)))
-        guard status == OCSP_RESPONSE_STATUS_SUCCESSFUL, let basic = OCSP_response_get1_basic(response) else {
-            return OCSPStapling(responseStatus: statusName, certificateStatus: nil, nextUpdate: nil)
-        }
-        defer { OCSP_BASICRESP_free(basic) }
-        guard OCSP_resp_count(basic) > 0, let single = OCSP_resp_get0(basic, 0) else {
-            return OCSPStapling(responseStatus: statusName, certificateStatus: nil, nextUpdate: nil)
-        }
-        var reason: Int32 = 0
-        var revoked: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-        var thisUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-        var nextUpdate: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?
-        let certificateStatus = OCSP_single_get0_status(single, &reason, &revoked, &thisUpdate, &nextUpdate)
-        return OCSPStapling(responseStatus: statusName,
-                            certificateStatus: String(cString: OCSP_cert_status_str(Int(certificateStatus))),
-                            nextUpdate: nextUpdate.map { X509Certificate.date(UnsafePointer($0)) })
     }
 
     /// SCTs by channel: embedded in the leaf, in the TLS extension, in the stapled OCSP response.

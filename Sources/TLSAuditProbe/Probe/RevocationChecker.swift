@@ -192,7 +192,7 @@ struct RevocationChecker {
     private func fetchOCSP(_ url: String, request: [UInt8], deadline: Deadline) -> Result<[UInt8], HTTPRequestFailure> {
         cache.fetch("ocsp \(url) \(Digest.sha256(request).hex)", url: url, deadline: deadline, answers: answers,
               request: ("POST", request, [("Content-Type", "application/ocsp-request"), ("Accept", "application/ocsp-response")]),
-              maximumBody: Limits.ocspResponseBytes) { body in (body, OCSPExchange.nextUpdate(of: body)) }
+              maximumBody: Limits.ocspResponseBytes) { body in (body, OCSPExchange.summary(of: body).nextUpdate) }
     }
 
     /// The CRL at `url` (http or https; LDAP is not fetched), parsed, through the cache.
