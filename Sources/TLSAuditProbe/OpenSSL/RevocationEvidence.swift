@@ -270,11 +270,7 @@ final class RevocationList: @unchecked Sendable {
         }
         let integer = raw.assumingMemoryBound(to: ASN1_INTEGER.self)
         defer { ASN1_INTEGER_free(integer) }
-        guard let bignum = ASN1_INTEGER_to_BN(integer, nil) else { return nil }
-        defer { BN_free(bignum) }
-        guard let hex = BN_bn2hex(bignum) else { return nil }
-        defer { tlsaudit_OPENSSL_free(hex) }
-        return String(cString: hex)
+        return ASN1Text.hex(integer)
     }
 
     /// The entry for `certificate` when this CRL lists it as revoked: its reason and date.

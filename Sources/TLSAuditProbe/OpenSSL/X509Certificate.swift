@@ -183,12 +183,7 @@ package final class X509Certificate: @unchecked Sendable {
     }
 
     private func serialHex() -> String {
-        guard let serial = X509_get_serialNumber(pointer),
-              let bignum = ASN1_INTEGER_to_BN(serial, nil) else { return "" }
-        defer { BN_free(bignum) }
-        guard let hex = BN_bn2hex(bignum) else { return "" }
-        defer { tlsaudit_OPENSSL_free(hex) }
-        return String(cString: hex)
+        X509_get_serialNumber(pointer).flatMap { ASN1Text.hex(UnsafePointer($0)) } ?? ""
     }
 
     /// A validity time read from its ASN.1 text (`CertificateTime`: every X.680 form).
@@ -337,6 +332,15 @@ enum ObjectIdentifier {
 
 /// Reading ASN.1 strings.
 enum ASN1Text {
+    /// An INTEGER as uppercase hex (`-` first when negative), as `BN_bn2hex` writes it.
+    static func hex(_ integer: UnsafePointer<ASN1_INTEGER>) -> String? {
+        guard let bignum = ASN1_INTEGER_to_BN(integer, nil) else { return nil }
+        defer { BN_free(bignum) }
+        guard let hex = BN_bn2hex(bignum) else { return nil }
+        defer { tlsaudit_OPENSSL_free(hex) }
+        return String(cString: hex)
+    }
+
     static func utf8(_ string: UnsafePointer<ASN1_STRING>) -> String? {
         var out: UnsafeMutablePointer<UInt8>?
         let length = ASN1_STRING_to_UTF8(&out, string)
