@@ -20,21 +20,7 @@ extension X509Certificate {
     /// caIssuers URIs from the authority information access extension: where the issuer's
     /// certificate can be fetched.
     var caIssuersURLs: [String] {
-        guard let raw = X509_get_ext_d2i(pointer, NID_info_access, nil, nil) else {
-            OpenSSLErrors.clear()
-            return []
-        }
-        let access = OpaquePointer(raw)
-        defer { tlsaudit_AUTHORITY_INFO_ACCESS_free(access) }
-        var urls: [String] = []
-        for index in 0..<tlsaudit_sk_ACCESS_DESCRIPTION_num(access) {
-            guard let description = tlsaudit_sk_ACCESS_DESCRIPTION_value(access, index),
-                  let method = tlsaudit_ACCESS_DESCRIPTION_method(description), OBJ_obj2nid(method) == NID_ad_ca_issuers,
-                  let name = tlsaudit_ACCESS_DESCRIPTION_location(description), tlsaudit_GENERAL_NAME_type(name) == GEN_URI,
-                  let string = tlsaudit_GENERAL_NAME_string(name) else { continue }
-            urls.append(ASN1Text.latin1(string))
-        }
-        return urls
+        accessDescriptions().filter { $0.nid == NID_ad_ca_issuers }.compactMap(\.uri)
     }
 
     /// The certificates in a caIssuers answer: DER, PEM, or a certs-only PKCS#7 (`.p7c`).

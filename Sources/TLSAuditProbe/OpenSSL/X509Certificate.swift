@@ -105,19 +105,7 @@ package final class X509Certificate: @unchecked Sendable {
             present.append(name)
             if X509_EXTENSION_get_critical(ext) == 1 { critical.append(name) }
         }
-        var malformed: [String] = []
-        if let raw = X509_get_ext_d2i(pointer, NID_info_access, nil, nil) {
-            let access = OpaquePointer(raw)
-            defer { tlsaudit_AUTHORITY_INFO_ACCESS_free(access) }
-            for index in 0..<tlsaudit_sk_ACCESS_DESCRIPTION_num(access) {
-                guard let description = tlsaudit_sk_ACCESS_DESCRIPTION_value(access, index) else { continue }
-                let type = tlsaudit_ACCESS_DESCRIPTION_location_type(description)
-                if type != GEN_URI {
-                    let method = tlsaudit_ACCESS_DESCRIPTION_method(description).map { ObjectIdentifier.name($0) } ?? "?"
-                    malformed.append("\(method): a location of type \(type), not a URI")
-                }
-            }
-        }
+        let malformed = accessDescriptions().filter { $0.uri == nil }.map { "\($0.method): a location of type \($0.locationType), not a URI" }
         OpenSSLErrors.clear()
         return CertificateProfile(
             authorityKeyIdentifier: X509_get_ext_by_NID(pointer, NID_authority_key_identifier, -1) >= 0,
@@ -125,6 +113,25 @@ package final class X509Certificate: @unchecked Sendable {
             subjectKeyIdentifier: X509_get_ext_by_NID(pointer, NID_subject_key_identifier, -1) >= 0,
             criticalExtensions: critical, extensions: present, malformedAccessDescriptions: malformed,
             emptySubject: X509_NAME_entry_count(X509_get_subject_name(pointer)) == 0)
+    }
+
+    /// The entries of the authority information access extension: the access method's name and
+    /// NID, the location's GENERAL_NAME type, and its URI when it is one.
+    func accessDescriptions() -> [(method: String, nid: Int32, locationType: Int32, uri: String?)] {
+        guard let raw = X509_get_ext_d2i(pointer, NID_info_access, nil, nil) else {
+            OpenSSLErrors.clear()
+            return []
+        }
+        let access = OpaquePointer(raw)
+        defer { tlsaudit_AUTHORITY_INFO_ACCESS_free(access) }
+        return (0..<tlsaudit_sk_ACCESS_DESCRIPTION_num(access)).compactMap { index in
+            guard let description = tlsaudit_sk_ACCESS_DESCRIPTION_value(access, index) else { return nil }
+            let method = tlsaudit_ACCESS_DESCRIPTION_method(description)
+            let type = tlsaudit_ACCESS_DESCRIPTION_location_type(description)
+            let uri = type == GEN_URI ? tlsaudit_ACCESS_DESCRIPTION_location(description)
+                .flatMap(tlsaudit_GENERAL_NAME_string).map(ASN1Text.latin1) : nil
+            return (method.map { ObjectIdentifier.name($0) } ?? "?", method.map(OBJ_obj2nid) ?? NID_undef, type, uri)
+        }
     }
 
     private func nameConstraints() -> NameConstraints? {
