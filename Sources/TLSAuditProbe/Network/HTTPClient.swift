@@ -70,6 +70,13 @@ public struct HTTPProxySettings: Sendable, Equatable {
 /// status is the result. Linux's URLSession would bring libcurl and some thirty libraries into
 /// every tlsaudit process for this one POST.
 public enum HTTPClient {
+    /// Whether `url` is one this client fetches (http or https; certificates also name ldap:// and
+    /// file locations, which are not fetched).
+    static func fetches(_ url: String) -> Bool {
+        let lowered = url.lowercased()
+        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
+    }
+
     /// The status line of an answer.
     public struct Response: Sendable, Equatable {
         public var status: Int

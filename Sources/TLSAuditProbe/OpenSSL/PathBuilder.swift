@@ -85,7 +85,7 @@ enum PathBuilder {
               let certificate = known.first(where: { Digest.sha256($0.der).hex == last.certificate.sha256Fingerprint }) else { return [] }
         let knownDER = Set(known.map(\.der))
         var fetched: [X509Certificate] = []
-        for url in certificate.caIssuersURLs.prefix(2) where url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") {
+        for url in certificate.caIssuersURLs.prefix(2) where HTTPClient.fetches(url) {
             let answer = RevocationCache.shared.fetch("aia \(url)", url: url, deadline: deadline, answers: nil,
                                                       request: ("GET", [], []), maximumBody: 65_536) { body in
                 (X509Certificate.fromIssuerAnswer(body).prefix(4).map { $0 }, nil as Date?)

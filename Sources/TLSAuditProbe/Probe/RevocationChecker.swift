@@ -197,7 +197,7 @@ struct RevocationChecker {
 
     /// The CRL at `url` (http or https; LDAP is not fetched), parsed, through the cache.
     private func fetchCRL(_ url: String, deadline: Deadline) -> Result<RevocationList, HTTPRequestFailure> {
-        guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://") else {
+        guard HTTPClient.fetches(url) else {
             return .failure(HTTPRequestFailure("only http and https distribution points are fetched"))
         }
         return cache.fetch("crl \(url)", url: url, deadline: deadline, answers: answers, request: ("GET", [], []),
