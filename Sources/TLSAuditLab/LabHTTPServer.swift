@@ -30,7 +30,7 @@ public final class LabHTTPServer: Sendable {
                 _ = poll(&entry, 1, 30_000)
                 return
             }
-            guard let path = Self.readRequest(fd) else { return }
+            guard let path = LabWebhookReceiver.read(fd)?.path else { return }
             let (status, body) = state.routes.withLock { $0[path] } ?? (404, Array("not found\n".utf8))
             state.counts.withLock { $0[path, default: 0] += 1 }
             let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Not Found")\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
@@ -58,31 +58,4 @@ public final class LabHTTPServer: Sendable {
     public func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
     public func stop() { listener.stop() }
-
-    /// Reads a request's head and body (Content-Length), returns its path.
-    private static func readRequest(_ fd: Int32) -> String? {
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        while received.count < 1 << 20 {
-            if let end = received.firstRange(of: [13, 10, 13, 10]) {
-                let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
-                let lines = head.split(separator: "\r\n")
-                let length = lines.dropFirst().compactMap { line -> Int? in
-                    let parts = line.split(separator: ":", maxSplits: 1)
-                    return parts.count == 2 && parts[0].lowercased() == "content-length" ? Int(parts[1].trimmingCharacters(in: .whitespaces)) : nil
-                }.first ?? 0
-                while received.count - end.upperBound < length {
-                    let count = read(fd, &buffer, buffer.count)
-                    guard count > 0 else { return nil }
-                    received += buffer[..<count]
-                }
-                let parts = lines.first?.split(separator: " ") ?? []
-                return parts.count >= 2 ? String(parts[1]) : nil
-            }
-            let count = read(fd, &buffer, buffer.count)
-            guard count > 0 else { return nil }
-            received += buffer[..<count]
-        }
-        return nil
-    }
 }

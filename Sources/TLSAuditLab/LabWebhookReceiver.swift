@@ -101,7 +101,9 @@ public final class LabWebhookReceiver: Sendable {
         listener.withLock { $0 = restarted }
     }
 
-    private static func read(_ fd: Int32, body readBody: Bool = true) -> Request? {
+    /// Reads one HTTP/1.1 request (headers, and the body by Content-Length unless `readBody` is
+    /// false); the lab's HTTP server reads its requests with it too.
+    static func read(_ fd: Int32, body readBody: Bool = true) -> Request? {
         var data = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var headerEnd: Int?
