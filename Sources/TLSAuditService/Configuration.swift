@@ -413,18 +413,8 @@ struct ConfigurationParser {
         if let node = mapping["sni"] { settings.sni = string(node, "a server name") }
         if let node = mapping["interval"] { settings.interval = duration(node, SettingBounds.interval) }
         if let node = mapping["timeout"] { settings.timeout = duration(node, SettingBounds.timeout) }
-        if let node = mapping["policy"], let name = string(node, "a policy") {
-            settings.policy = CompliancePolicy(rawValue: name)
-            if settings.policy == nil {
-                report(node, "policy '\(name)' is not one of \(CompliancePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
-        if let node = mapping["revocation"], let name = string(node, "a revocation mode") {
-            settings.revocation = RevocationMode(rawValue: name)
-            if settings.revocation == nil {
-                report(node, "revocation '\(name)' is not one of \(RevocationMode.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
+        if let node = mapping["policy"] { settings.policy = choice(node, "policy", expected: "a policy") }
+        if let node = mapping["revocation"] { settings.revocation = choice(node, "revocation", expected: "a revocation mode") }
         if let node = mapping["aia_fetch"] { settings.aiaFetch = boolean(node) }
         if let node = mapping["addresses"] { settings.addresses = addresses(node) }
         if let node = mapping["trust"] { settings.trust = trust(node) }
@@ -448,12 +438,7 @@ struct ConfigurationParser {
         checkKeys(mapping, allowed: Self.pinKeys, in: "pins")
         var policy = PinPolicy()
         var explicitMode: PinMode?
-        if let modeNode = mapping["mode"], let text = string(modeNode, "a pinning mode") {
-            explicitMode = PinMode(rawValue: text)
-            if explicitMode == nil {
-                report(modeNode, "mode '\(text)' is not one of \(PinMode.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-        }
+        if let modeNode = mapping["mode"] { explicitMode = choice(modeNode, "mode", expected: "a pinning mode") }
         if let flag = mapping["allow_invalid_certificates"] { policy.allowInvalidCertificates = boolean(flag) ?? false }
         if let flag = mapping["validates_domain_name"] { policy.validatesDomainName = boolean(flag) ?? true }
         if let list = mapping["pins"] {
@@ -611,10 +596,8 @@ struct ConfigurationParser {
                 schedule.expiringWithinDays = Int(seconds / 86_400)
             }
             if let keepNode = mapping["keep"], let value = integer(keepNode, in: 0...100_000) { schedule.keep = value }
-            if let policyNode = mapping["policy"], let text = string(policyNode, "a policy") {
-                if let policy = CompliancePolicy(rawValue: text) { schedule.policy = policy } else {
-                    report(policyNode, "policy '\(text)' is not one of \(CompliancePolicy.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
+            if let policyNode = mapping["policy"], let policy: CompliancePolicy = choice(policyNode, "policy", expected: "a policy") {
+                schedule.policy = policy
             }
             if let formatsNode = mapping["formats"] {
                 let texts: [String]
@@ -799,6 +782,17 @@ struct ConfigurationParser {
             return nil
         }
         return scalar.string
+    }
+
+    /// One of an enumeration's names; another is reported with the names allowed.
+    private mutating func choice<Value: RawRepresentable & CaseIterable>(_ node: Node, _ key: String, expected: String) -> Value?
+    where Value.RawValue == String {
+        guard let text = string(node, expected) else { return nil }
+        guard let value = Value(rawValue: text) else {
+            report(node, "\(key) '\(text)' is not one of \(Value.allCases.map(\.rawValue).joined(separator: ", "))")
+            return nil
+        }
+        return value
     }
 
     private mutating func integer(_ node: Node, in range: ClosedRange<Int>) -> Int? {
