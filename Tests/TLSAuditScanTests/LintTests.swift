@@ -105,11 +105,8 @@ struct LintTests {
     @Test("each lint, in verify and in scan, as a warning that leaves the verdict alone", arguments: Case.allCases)
     func lint(_ kind: Case) throws {
         let (certificates, roots, expected, depth) = try chain(kind)
-        let file = pki.directory.appendingPathComponent("lint-\(kind.rawValue)-\(UUID().uuidString.prefix(6)).pem")
-        try certificates.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
         let anchors = roots ?? pki.rootFile
-        let verified = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", anchors, "--host", TestPKI.hostname])
-        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(verified.stdout.utf8))
+        let report = try CLI.verify(certificates, roots: anchors).report
         let lint = try #require(report.findings.first { $0.id == expected }, "\(report.findings.map(\.id))")
         #expect(lint.severity == .warning && lint.depth == depth)
         // One lint per case (the leaf below a CA without SKI can only name its issuer by name and serial).
@@ -141,10 +138,7 @@ struct LintTests {
                 request.commonName = commonName
                 request.dnsNames = [TestPKI.hostname, "xn--bcher-kva.tlsaudit.test"]
             }
-            let file = pki.directory.appendingPathComponent("lint-idn-\(UUID().uuidString.prefix(6)).pem")
-            try [leaf, pki.intermediate].map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
-            let output = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname])
-            let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+            let report = try CLI.verify([leaf, pki.intermediate]).report
             #expect(report.findings.contains { $0.id == .lintCommonNameNotInSAN } == expectLint, "\(commonName): \(report.findings.map(\.id))")
         }
     }
@@ -152,10 +146,7 @@ struct LintTests {
     @Test("validity times: every X.680 form read, DER deviations a lint, an unreadable time never valid")
     func validityTimes() throws {
         func verify(_ adjust: (inout LabCertificateRequest) -> Void) throws -> VerifyReport {
-            let file = pki.directory.appendingPathComponent("lint-time-\(UUID().uuidString.prefix(6)).pem")
-            try [try pki.leaf(adjust: adjust), pki.intermediate].map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
-            let output = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname])
-            return try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+            try CLI.verify([try pki.leaf(adjust: adjust), pki.intermediate]).report
         }
         // A UTC offset is applied: 2 hours east of UTC, a notAfter 1 hour ahead in local time has passed.
         let soon = Date().addingTimeInterval(3_600)
@@ -192,10 +183,7 @@ struct LintTests {
 
     @Test("a certificate the lab makes by default raises no lint")
     func clean() throws {
-        let file = pki.directory.appendingPathComponent("lint-clean-\(UUID().uuidString.prefix(6)).pem")
-        try [try pki.leaf(), pki.intermediate].map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
-        let verified = try CLI.run(["verify", "--format", "json", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname])
-        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(verified.stdout.utf8))
+        let report = try CLI.verify([try pki.leaf(), pki.intermediate]).report
         #expect(!report.findings.contains { $0.id.rawValue.hasPrefix("lint.") }, "\(report.findings.map(\.id))")
     }
 }

@@ -21,10 +21,7 @@ struct PathBuildingTests {
 
     /// `verify` through the binary, and a scan of a server sending the same chain, against the same roots.
     func verifyAndScan(_ chain: [LabCertificate], roots: String) throws -> (verify: VerifyReport, scan: AddressScanResult) {
-        let file = pki.directory.appendingPathComponent("chain-\(UUID().uuidString.prefix(8)).pem")
-        try chain.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
-        let output = try CLI.run(["verify", "--chain", file.path, "--roots", roots, "--host", TestPKI.hostname, "--format", "json"])
-        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        let report = try CLI.verify(chain, roots: roots).report
         let server = try LabTLSServer(LabServerConfiguration(chain: chain))
         defer { server.stop() }
         let scanned = try CLI.run(["scan", "--format", "json", "--ca-file", roots, "--connect-to", "127.0.0.1", "--timeout", "5",
@@ -187,11 +184,8 @@ struct PathBuildingTests {
             chain.insert(issuer, at: 0)
         }
         let leaf = try issuer.issue(.server([TestPKI.hostname]))
-        let file = pki.directory.appendingPathComponent("deep-\(UUID().uuidString.prefix(8)).pem")
-        try ([leaf] + chain).map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
         let started = Date()
-        let output = try CLI.run(["verify", "--chain", file.path, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json"])
-        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        let report = try CLI.verify([leaf] + chain).report
         #expect(Date().timeIntervalSince(started) < 10)
         #expect(!report.valid, "OpenSSL's depth limit (100) refuses it")
         #expect(report.findings.contains { $0.id == .trustPathSearchLimit })
@@ -203,12 +197,8 @@ struct PathBuildingTests {
         let leaf = try hidden.issue(.server([TestPKI.hostname]))
         var decoys: [LabCertificate] = []
         for _ in 0..<70 { decoys.append(try LabCertificateAuthority.selfSigned(.authority("path crowded name"))) }
-        let file = pki.directory.appendingPathComponent("crowd-\(UUID().uuidString.prefix(8)).pem")
-        try ([leaf] + decoys).map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
-        let output = try CLI.run(["verify", "--chain", file.path, "--roots", try rootsFile([pki.root]), "--host", TestPKI.hostname,
-                                  "--format", "json"])
-        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
-        #expect(output.status == 1)
+        let (status, report) = try CLI.verify([leaf] + decoys, roots: try rootsFile([pki.root]))
+        #expect(status == 1)
         #expect(!report.valid)
         let limit = try #require(report.findings.first { $0.id == .trustPathSearchLimit }, "\(report.findings)")
         #expect(limit.severity == .warning)

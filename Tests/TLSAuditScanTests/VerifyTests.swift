@@ -13,13 +13,7 @@ struct VerifyTests {
     /// Writes PEMs (in the order given) to one file and verifies it.
     func verify(_ certificates: [LabCertificate], host: String? = TestPKI.hostname, extra: [String] = [],
                 roots: String? = nil) throws -> (Int32, VerifyReport) {
-        let file = pki.directory.appendingPathComponent("chain-\(UUID().uuidString.prefix(8)).pem")
-        try certificates.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
-        var arguments = ["verify", "--chain", file.path, "--roots", roots ?? pki.rootFile, "--format", "json"] + extra
-        if let host { arguments += ["--host", host] }
-        let output = try CLI.run(arguments)
-        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
-        return (output.status, report)
+        try CLI.verify(certificates, roots: roots ?? pki.rootFile, host: host, extra: extra)
     }
 
     func errors(_ report: VerifyReport) -> Set<String> {

@@ -124,6 +124,18 @@ enum CLI {
         var description: String
     }
 
+    /// Writes `certificates` (PEM, in the order given) to one file and runs
+    /// `tlsaudit verify --format json --chain FILE --roots ROOTS [--host HOST] EXTRA...` on it.
+    static func verify(_ certificates: [LabCertificate], roots: String = TestPKI.shared.rootFile, host: String? = TestPKI.hostname,
+                       extra: [String] = []) throws -> (status: Int32, report: VerifyReport) {
+        let file = TestPKI.shared.directory.appendingPathComponent("chain-\(UUID().uuidString.prefix(8)).pem")
+        try certificates.map(\.pem).joined().write(to: file, atomically: true, encoding: .utf8)
+        var arguments = ["verify", "--chain", file.path, "--roots", roots, "--format", "json"] + extra
+        if let host { arguments += ["--host", host] }
+        let output = try run(arguments)
+        return (output.status, try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8)))
+    }
+
     /// `tlsaudit scan --format json --ca-file ROOT --connect-to 127.0.0.1 HOST:PORT ...`.
     static func scan(port: Int, host: String = TestPKI.hostname, connectTo: String = "127.0.0.1",
                      extra: [String] = []) throws -> Output {
