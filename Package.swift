@@ -32,23 +32,30 @@ let package = Package(
         // `tlsaudit serve`'s signal handler, installed by an ELF constructor before the Swift runtime
         // starts (a SIGHUP during start-up killed the service). The only C source of the package.
         .target(name: "CServiceSignals"),
-        // The domain: certificates, handshake observations, trust and ATS policies, findings.
-        // Pure Swift: no C, no sockets, no output formats.
+        // The facts: certificates, handshake observations, scan results, findings and verdicts as
+        // values, alerts, pins, settings and their ranges. No rule lives here. Pure Swift.
+        .target(
+            name: "TLSAuditModel",
+            swiftSettings: swiftSettings
+        ),
+        // The judges: trust, ATS policies, revocation and pin evaluation, lints, the alert detector.
+        // Re-exports the model. Pure Swift: no C, no sockets, no output formats.
         .target(
             name: "TLSAuditCore",
+            dependencies: ["TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // Output: the JSON document encoder (and its decoder settings), the scan text renderer, text tables.
         .target(
             name: "TLSAuditOutput",
-            dependencies: ["TLSAuditCore"],
+            dependencies: ["TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The module that touches OpenSSL: sockets, handshakes, certificate parsing, chain
         // building, revocation, the HTTP client.
         .target(
             name: "TLSAuditProbe",
-            dependencies: ["COpenSSL", "TLSAuditCore"],
+            dependencies: ["COpenSSL", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The loopback lab: test PKI (certificates and CRLs made with OpenSSL), in-process TLS,
@@ -56,13 +63,14 @@ let package = Package(
         // the product's scan and serve paths never import it.
         .target(
             name: "TLSAuditLab",
-            dependencies: ["COpenSSL", "TLSAuditCore", "TLSAuditProbe"],
+            dependencies: ["COpenSSL", "TLSAuditModel", "TLSAuditProbe"],
             swiftSettings: swiftSettings
         ),
-        // History in SQLite (GRDB): observations, certificates by fingerprint, verdicts, current state.
+        // Persistence only (the ScanStore protocol; SQLite through GRDB): observations, certificates by
+        // fingerprint, verdicts, current state, alerts and deliveries, report runs. Knows the model, no rule.
         .target(
             name: "TLSAuditStore",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditModel", "TLSAuditOutput", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // Compliance reports: the report model, computed from the store, and its renderers

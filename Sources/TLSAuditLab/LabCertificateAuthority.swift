@@ -1,7 +1,7 @@
 import COpenSSL
 public import Foundation
 import TLSAuditProbe
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// Key types the lab can generate.
 public enum LabKeyType: Sendable, Hashable {
@@ -116,8 +116,8 @@ public struct LabCertificateRequest: Sendable {
     /// A TLS server leaf for `names` (DNS names; IP literals go to iPAddress SANs).
     public static func server(_ names: [String], key: LabKeyType = .ec(curve: "P-256"),
                               digest: LabDigest = .sha256) -> LabCertificateRequest {
-        let ips = names.filter { HostnameMatcher.canonicalIPAddress($0) != nil }
-        let dns = names.filter { HostnameMatcher.canonicalIPAddress($0) == nil }
+        let ips = names.filter { IPAddress.canonical($0) != nil }
+        let dns = names.filter { IPAddress.canonical($0) == nil }
         return LabCertificateRequest(commonName: names.first ?? "server", dnsNames: dns, ipAddresses: ips, digest: digest, key: key)
     }
 }

@@ -4,7 +4,7 @@ import TLSAuditProbe
 #if canImport(Glibc)
 import Glibc
 #endif
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// How a lab server treats client certificates.
 public enum LabClientCertificateMode: Sendable {

@@ -1,5 +1,5 @@
 public import Foundation
-public import TLSAuditCore
+public import TLSAuditModel
 import Synchronization
 
 /// Encodes `Encodable` values to JSON, byte for byte as Foundation's `JSONEncoder` does with

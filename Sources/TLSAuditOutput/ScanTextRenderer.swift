@@ -1,5 +1,5 @@
 import Foundation
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// Renders a scan report as readable text: one block per target and address, the chain,
 /// then findings, most severe first. ANSI colour only when asked (the CLI asks on a TTY).

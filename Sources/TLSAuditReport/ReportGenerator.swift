@@ -29,6 +29,6 @@ public enum ReportGenerator {
     /// Reads the store and builds the report.
     public static func report(from store: any ScanStore, _ request: ReportRequest) throws -> ComplianceReport {
         let query = ReportBuilder.query(end: request.end, since: request.since, policy: request.policy, targets: request.targets)
-        return ReportBuilder.build(try store.reportData(query, rejudge: AddressAssessment.rejudge), expiringWithinDays: request.expiringWithinDays, goal: request.goal)
+        return ReportBuilder.build(try ReportData.read(query, from: store, rejudge: AddressAssessment.rejudge), expiringWithinDays: request.expiringWithinDays, goal: request.goal)
     }
 }

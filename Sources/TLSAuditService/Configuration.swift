@@ -397,7 +397,7 @@ struct ConfigurationParser {
         let resolved = inherited.overridden(by: own)
         let port = resolved.port ?? SettingBounds.port.defaultValue
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        let sni = resolved.sni ?? (HostnameMatcher.canonicalIPAddress(host) == nil ? host : nil)
+        let sni = resolved.sni ?? (IPAddress.canonical(host) == nil ? host : nil)
         return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
                                    timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue, policy: resolved.policy ?? .default,
@@ -725,7 +725,7 @@ struct ConfigurationParser {
             var list: [String] = []
             for entry in sequence {
                 guard let text = string(entry, "an IP address") else { continue }
-                if HostnameMatcher.canonicalIPAddress(text) == nil {
+                if IPAddress.canonical(text) == nil {
                     report(entry, "'\(text)' is not an IP address")
                 } else {
                     list.append(text)

@@ -1,5 +1,5 @@
 import GRDB
-import TLSAuditCore
+import TLSAuditModel
 
 /// What a verdict depends on apart from the time, as stored: two observations with the same
 /// content hash get the same verdict under any policy at any instant where the same certificates

@@ -1,7 +1,7 @@
 public import Foundation
 import GRDB
 import Synchronization
-public import TLSAuditCore
+public import TLSAuditModel
 import TLSAuditOutput
 
 /// The embedded store: one SQLite file in WAL mode (readers never block the writer, so `status`

@@ -1,5 +1,5 @@
 public import Foundation
-public import TLSAuditCore
+public import TLSAuditModel
 import TLSAuditOutput
 
 /// One probed address, ready to be stored: the result plus the target it belongs to.
@@ -169,9 +169,9 @@ public protocol ScanStore: Sendable {
     /// time from a cursor: memory stays bounded however many there are. `body` must not write to
     /// the store (the read holds a snapshot).
     func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws
-    /// What a compliance report over `query` needs, from the stored observations (re-judged by
-    /// `rejudge` under `query.policy` when given; nothing is rescanned or written).
-    func reportData(_ query: ReportQuery, rejudge: @escaping Rejudging) throws -> ReportData
+    /// Calls `body` with a reader of the stored facts a report is computed from, inside one read
+    /// snapshot (consistent while scans keep being written); the reader is valid only within `body`.
+    func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T
     /// The end of the period of the latest scheduled report `name` written, nil before the first.
     func lastReportRun(name: String) throws -> Date?
     /// Records that the scheduled report `name` for the period ending at `periodEnd` was written

@@ -130,7 +130,7 @@ struct ScanCommand: ParsableCommand {
                 for addressIndex in results[targetIndex].addresses.indices {
                     let result = results[targetIndex].addresses[addressIndex]
                     guard let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
-                    results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex])
+                    results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
                 }
             }
         }

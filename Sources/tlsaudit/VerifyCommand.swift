@@ -67,6 +67,7 @@ struct VerifyCommand: ParsableCommand {
             let evidence = try OfflineRevocationEvidence(crlFiles: crlFiles, ocspResponseFiles: ocspResponseFiles)
             let probed = try ChainVerifier.probe(files: chainFiles, roots: store, host: host,
                                                  at: at.flatMap(Timestamp.parse) ?? Date(),
+                                                 namesHost: { names in host.map { HostnameMatcher.matches(host: $0, names: names) } ?? false },
                                                  revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
                                                  timeout: timeout, aiaFetch: aiaFetch)
             report = AddressAssessment.judge(probed, toolVersion: TLSAuditCommand.version)

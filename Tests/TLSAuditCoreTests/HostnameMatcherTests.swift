@@ -89,17 +89,17 @@ struct ScanTargetTests {
 
     @Test("CIDR ranges: IPv4 and IPv6, prefix bounds, the other family never matches")
     func cidr() {
-        #expect(HostnameMatcher.ip("10.1.2.3", within: "10.0.0.0/8"))
-        #expect(!HostnameMatcher.ip("11.0.0.1", within: "10.0.0.0/8"))
-        #expect(HostnameMatcher.ip("192.168.1.77", within: "192.168.1.64/26"))
-        #expect(!HostnameMatcher.ip("192.168.1.128", within: "192.168.1.64/26"))
-        #expect(HostnameMatcher.ip("203.0.113.9", within: "0.0.0.0/0"))
-        #expect(HostnameMatcher.ip("fd00::1", within: "fd00::/8"))
-        #expect(!HostnameMatcher.ip("fe80::1", within: "fd00::/8"))
-        #expect(HostnameMatcher.ip("::1", within: "0:0::1/128"))
-        #expect(!HostnameMatcher.ip("10.0.0.1", within: "::/0"), "an IPv4 address is outside every IPv6 range")
+        #expect(IPAddress.ip("10.1.2.3", within: "10.0.0.0/8"))
+        #expect(!IPAddress.ip("11.0.0.1", within: "10.0.0.0/8"))
+        #expect(IPAddress.ip("192.168.1.77", within: "192.168.1.64/26"))
+        #expect(!IPAddress.ip("192.168.1.128", within: "192.168.1.64/26"))
+        #expect(IPAddress.ip("203.0.113.9", within: "0.0.0.0/0"))
+        #expect(IPAddress.ip("fd00::1", within: "fd00::/8"))
+        #expect(!IPAddress.ip("fe80::1", within: "fd00::/8"))
+        #expect(IPAddress.ip("::1", within: "0:0::1/128"))
+        #expect(!IPAddress.ip("10.0.0.1", within: "::/0"), "an IPv4 address is outside every IPv6 range")
         for malformed in ["10.0.0.0/-1", "10.0.0.0/33", "::/129", "10.0.0.0", "10.0.0.0/x", "example.com/8"] {
-            #expect(!HostnameMatcher.ip("10.0.0.1", within: malformed), "\(malformed)")
+            #expect(!IPAddress.ip("10.0.0.1", within: malformed), "\(malformed)")
         }
     }
 }

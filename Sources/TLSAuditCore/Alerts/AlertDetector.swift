@@ -1,35 +1,5 @@
 import Foundation
 
-/// What the store remembers of a target address between scans (the inputs of change detection).
-public struct AddressMemory: Hashable, Sendable {
-    public var pinState: PinEvaluation.State?
-    public var leafFingerprint: String?
-    public var leafSPKI: String?
-    /// Verdict of the last completed scan (failed scans do not change it).
-    public var atsCompliant: Bool?
-    public var failedRules: [String]
-    /// Trust of the last completed scan.
-    public var trusted: Bool?
-    public var consecutiveFailures: Int
-    public var unreachableAlerted: Bool
-    /// `fingerprint#level` marks of expiry alerts already raised.
-    public var expiryMarks: Set<String>
-
-    public init(pinState: PinEvaluation.State? = nil, leafFingerprint: String? = nil, leafSPKI: String? = nil,
-                atsCompliant: Bool? = nil, failedRules: [String] = [], trusted: Bool? = nil, consecutiveFailures: Int = 0,
-                unreachableAlerted: Bool = false, expiryMarks: Set<String> = []) {
-        self.pinState = pinState
-        self.leafFingerprint = leafFingerprint
-        self.leafSPKI = leafSPKI
-        self.atsCompliant = atsCompliant
-        self.failedRules = failedRules
-        self.trusted = trusted
-        self.consecutiveFailures = consecutiveFailures
-        self.unreachableAlerted = unreachableAlerted
-        self.expiryMarks = expiryMarks
-    }
-}
-
 /// When to alert.
 public struct AlertRules: Hashable, Sendable {
     /// Consecutive failed scans before `target.unreachable`.
@@ -177,18 +147,6 @@ public enum AlertDetector {
     /// A stable, unique alert id (hex FNV-1a over the identifying fields, twice for 128 bits).
     static func stableID(_ text: String) -> String {
         String(format: "%016llx%016llx", StableHash.fnv1a(text), StableHash.fnv1a(text, seed: 0x8422_2325_cbf2_9ce4))
-    }
-}
-
-/// FNV-1a: a hash that is the same in every run (Swift's `hashValue` is seeded per process).
-public enum StableHash {
-    public static func fnv1a(_ text: String, seed: UInt64 = 0xcbf2_9ce4_8422_2325) -> UInt64 {
-        var hash = seed
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return hash
     }
 }
 

@@ -1,66 +1,7 @@
 public import Foundation
 
-/// What the probe saw under one ATS configuration (`nscurl --ats-diagnostics` style): the handshake
-/// or its failure, and the chain with its path built. `ATSDiagnostics.judge` draws the conclusion.
-public struct ATSConfigurationProbe: Sendable {
-    public var name: String
-    public var exception: [String: String]
-    /// Forward secrecy is required, and with it the ATS rule on ECC keys under 256 bits (the
-    /// exceptions that lift one lift the other; RSA >= 2048 is a trust rule and stays).
-    public var forwardSecrecy: Bool
-    /// The configuration relies on the system's trust evaluation (not the app's own).
-    public var judgesTrust: Bool
-    /// Shown for diagnosis only (not an Apple client's configuration).
-    public var diagnostic: Bool
-    public var handshake: HandshakeObservation?
-    public var failure: ProbeFailure?
-    /// The chain received and its path (built against the target's anchors); nil when none came.
-    public var chain: ProbedChainPath?
 
-    public init(name: String, exception: [String: String], forwardSecrecy: Bool, judgesTrust: Bool, diagnostic: Bool,
-                handshake: HandshakeObservation?, failure: ProbeFailure?, chain: ProbedChainPath?) {
-        self.name = name
-        self.exception = exception
-        self.forwardSecrecy = forwardSecrecy
-        self.judgesTrust = judgesTrust
-        self.diagnostic = diagnostic
-        self.handshake = handshake
-        self.failure = failure
-        self.chain = chain
-    }
-}
 
-/// A chain as received and the path built from it.
-public struct ProbedChainPath: Sendable, Hashable {
-    public var presented: [CertificateSummary]
-    public var building: PathBuildingResult
-
-    public init(presented: [CertificateSummary], building: PathBuildingResult) {
-        self.presented = presented
-        self.building = building
-    }
-}
-
-/// Everything `tlsaudit ats` probed at one address.
-public struct ATSProbes: Sendable {
-    public var target: String
-    public var address: String
-    public var domain: String
-    public var time: Date
-    public var privateAnchors: Bool
-    /// In the order probed; the first is the default configuration, the last any OpenSSL client.
-    public var configurations: [ATSConfigurationProbe]
-
-    public init(target: String, address: String, domain: String, time: Date, privateAnchors: Bool,
-                configurations: [ATSConfigurationProbe]) {
-        self.target = target
-        self.address = address
-        self.domain = domain
-        self.time = time
-        self.privateAnchors = privateAnchors
-        self.configurations = configurations
-    }
-}
 
 extension ATSDiagnostics {
     /// Judges each configuration as a current Apple client would, and draws the conclusion.

@@ -22,8 +22,8 @@ public enum ConformanceLints {
         // BR 7.1.4.3: a CN, when present, is one of the SANs (compared as clients compare names:
         // case, IP forms, a Unicode CN against its A-label SAN).
         if isLeaf, let commonName = certificate.commonName, !commonName.isEmpty, !names.isEmpty {
-            let asIP = HostnameMatcher.canonicalIPAddress(commonName)
-            let listed = asIP.map { address in names.ip.contains { HostnameMatcher.canonicalIPAddress($0) == address } }
+            let asIP = IPAddress.canonical(commonName)
+            let listed = asIP.map { address in names.ip.contains { IPAddress.canonical($0) == address } }
                 ?? names.dns.contains { DomainNameForm.ascii($0) == DomainNameForm.ascii(commonName) }
             if !listed { add(.lintCommonNameNotInSAN, "the CN \"\(commonName)\" is not among the subjectAltNames (BR 7.1.4.3).") }
         }

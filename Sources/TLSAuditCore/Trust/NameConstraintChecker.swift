@@ -89,10 +89,10 @@ struct NameConstraintChecker {
             let sameFamily = { (cidr: String) in cidr.contains(":") == address.contains(":") }
             // Any permitted IP range constrains every address: one of the other family matches none.
             let permitted = constraints.permittedIP
-            if !permitted.isEmpty, !permitted.contains(where: { HostnameMatcher.ip(address, within: $0) }) {
+            if !permitted.isEmpty, !permitted.contains(where: { IPAddress.ip(address, within: $0) }) {
                 found.outsidePermittedIP.append(address)
             }
-            if let excluded = constraints.excludedIP.filter(sameFamily).first(where: { HostnameMatcher.ip(address, within: $0) }) {
+            if let excluded = constraints.excludedIP.filter(sameFamily).first(where: { IPAddress.ip(address, within: $0) }) {
                 found.excludedIP.append((address, excluded))
             }
         }

@@ -3,7 +3,7 @@ public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import TLSAuditCore
+import TLSAuditModel
 
 /// Why an HTTP request did not get an answer (the reason, ready for a log line or a delivery row).
 public struct HTTPRequestFailure: Error, CustomStringConvertible, Sendable {
@@ -44,15 +44,15 @@ public struct HTTPProxySettings: Sendable, Equatable {
     func proxy(scheme: String, host: String) -> String? {
         guard let proxy = scheme == "https" ? httpsProxy : httpProxy else { return nil }
         let name = host.lowercased()
-        let address = HostnameMatcher.canonicalIPAddress(name)
+        let address = IPAddress.canonical(name)
         for entry in noProxy {
             if entry == "*" { return nil }
             if let address {
                 // An IP address matches the same address or a range, never by suffix.
                 let unbracketed = entry.replacingOccurrences(of: "[", with: "").replacingOccurrences(of: "]", with: "")
                 let matches = unbracketed.contains("/")
-                    ? HostnameMatcher.ip(address, within: unbracketed)
-                    : HostnameMatcher.canonicalIPAddress(unbracketed) == address
+                    ? IPAddress.ip(address, within: unbracketed)
+                    : IPAddress.canonical(unbracketed) == address
                 if matches { return nil }
                 continue
             }
@@ -421,7 +421,7 @@ private final class TLSStream: ByteStream {
         // The name as a browser checks it: subjectAltName only, no partial wildcards.
         SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT))
         let identity: Int32
-        if HostnameMatcher.canonicalIPAddress(host) != nil {
+        if IPAddress.canonical(host) != nil {
             identity = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
         } else {
             _ = tlsaudit_SSL_set_tlsext_host_name(ssl, host)

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(Glibc)
 package import Glibc
 #endif
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// A point in time on the monotonic clock, by which an operation must be done.
 struct Deadline: Sendable {

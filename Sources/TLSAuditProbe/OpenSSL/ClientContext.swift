@@ -1,6 +1,6 @@
 import COpenSSL
 import Foundation
-import TLSAuditCore
+import TLSAuditModel
 
 /// A client certificate and key for servers that require mutual TLS.
 public struct ClientCredentials: Sendable, Hashable {

@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
 import Synchronization
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// The anchors a chain is verified against: the system store or the operator's own CA file.
 public final class TrustStore: @unchecked Sendable {

@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
 import Synchronization
-package import TLSAuditCore
+package import TLSAuditModel
 
 /// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
 package final class X509Certificate: @unchecked Sendable {

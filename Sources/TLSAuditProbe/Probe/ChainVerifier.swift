@@ -1,15 +1,17 @@
 public import Foundation
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// `verify`'s probe: the same path building and revocation checking as a scan, on certificate files
 /// instead of a live server (judged by the caller with `AddressAssessment.judge(_:toolVersion:)`).
 /// Input may be PEM (several certificates) or DER, in any order, with extras.
 public enum ChainVerifier {
-    /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`), builds the path.
+    /// Reads every certificate of `files`, picks the leaf (or takes `leafIndex`; `namesHost` is the
+    /// caller's name matcher, which prefers a leaf naming the host), builds the path.
     /// Revocation is checked in `revocation` mode from `evidence` when given (offline), else fetched
     /// within `timeout` seconds, as a scan does; with `aiaFetch`, a missing intermediate is fetched
     /// from its caIssuers URL within the same time.
     public static func probe(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
+                             namesHost: (SubjectAlternativeNames) -> Bool = { _ in false },
                              revocation: RevocationMode = SettingBounds.revocation, evidence: OfflineRevocationEvidence? = nil,
                              timeout: Double = SettingBounds.timeout.defaultValue, aiaFetch: Bool = false) throws -> ProbedChain {
         var certificates: [X509Certificate] = []
@@ -20,7 +22,7 @@ public enum ChainVerifier {
         }
         guard !certificates.isEmpty else { throw OpenSSLFailure("no certificate in \(files.joined(separator: ", "))") }
         let presented = certificates.map { $0.summary().judged(at: time) }
-        let leafIndex = chosenLeaf.map { min(max(0, $0), presented.count - 1) } ?? chooseLeaf(presented, host: host)
+        let leafIndex = chosenLeaf.map { min(max(0, $0), presented.count - 1) } ?? chooseLeaf(presented, namesHost: namesHost)
         let deadline = Deadline(after: timeout)
         let building = PathBuilder.build(presented: certificates, leafIndex: leafIndex, store: roots, summaries: presented,
                                          fetchMissing: aiaFetch ? deadline : nil)
@@ -33,9 +35,9 @@ public enum ChainVerifier {
                            publicTrust: roots.label == "system")
     }
 
-    /// The leaf: a certificate that issued none of the others, preferring one that matches
-    /// `host`, then the first such certificate in input order (leaf-first is the convention).
-    static func chooseLeaf(_ certificates: [CertificateSummary], host: String?) -> Int {
+    /// The leaf: a certificate that issued none of the others, preferring one that names the host,
+    /// then the first such certificate in input order (leaf-first is the convention).
+    static func chooseLeaf(_ certificates: [CertificateSummary], namesHost: (SubjectAlternativeNames) -> Bool) -> Int {
         // A CA that issued another certificate of the input is not the leaf (a CA:FALSE
         // certificate that signed one still may be: the leaf-signed-leaf case).
         let issuers = Set(certificates.filter { !$0.isSelfSigned }.map(\.issuer))
@@ -43,9 +45,7 @@ public enum ChainVerifier {
             let certificate = certificates[index]
             return !(certificate.isCA && issuers.contains(certificate.subject)) || certificates.count == 1
         }
-        if let host, let match = candidates.first(where: {
-            HostnameMatcher.matches(host: host, names: certificates[$0].subjectAlternativeNames)
-        }) {
+        if let match = candidates.first(where: { namesHost(certificates[$0].subjectAlternativeNames) }) {
             return match
         }
         return candidates.first ?? 0

@@ -4,7 +4,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// Protocol and cipher-suite enumeration, and the ATS configuration matrix, for one address.
 /// Every answer comes from a real handshake: a version or suite is "rejected" only after it was
@@ -39,7 +39,7 @@ public final class Enumerator: Sendable {
             }
         }
         let elapsed = ContinuousClock.now - started
-        return EnumerationReport(address: address.host, protocols: results, findings: EnumerationReport.findings(for: results),
+        return EnumerationReport(address: address.host, protocols: results, findings: [],
                                  probes: probes.value,
                                  durationMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
     }

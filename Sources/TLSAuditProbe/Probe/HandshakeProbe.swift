@@ -3,7 +3,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import TLSAuditCore
+import TLSAuditModel
 
 /// What the server sent during one handshake, as seen by OpenSSL's message callback.
 /// Passed to the C callback through `SSL_set_msg_callback_arg`; lives as long as the `SSL`.
@@ -76,7 +76,7 @@ enum HandshakeProbe {
         SSL_set_msg_callback(ssl, recordMessage)
         tlsaudit_SSL_set_msg_callback_arg(ssl, traceReference.toOpaque())
         _ = SSL_set_fd(ssl, socket.descriptor)
-        if let sni, HostnameMatcher.canonicalIPAddress(sni) == nil {
+        if let sni, IPAddress.canonical(sni) == nil {
             // RFC 6066: SNI carries DNS names only, never IP literals.
             _ = tlsaudit_SSL_set_tlsext_host_name(ssl, sni)
         }

@@ -1,6 +1,6 @@
 public import Foundation
 import Synchronization
-import TLSAuditCore
+import TLSAuditModel
 
 /// Revocation evidence given on the command line (`verify --crl`, `--ocsp-response`): with any
 /// of it, nothing is fetched.

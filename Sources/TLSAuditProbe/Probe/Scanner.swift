@@ -4,7 +4,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-public import TLSAuditCore
+public import TLSAuditModel
 
 /// Which resolved addresses to probe.
 public enum AddressSelection: String, Sendable, CaseIterable {

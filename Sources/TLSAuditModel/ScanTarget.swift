@@ -41,7 +41,7 @@ public struct ScanTarget: Hashable, Sendable {
         if let slash = rest.firstIndex(of: "/") { rest = String(rest[..<slash]) }
         guard !rest.isEmpty else { throw ParseError(description: "empty target") }
         let (host, port) = try splitHostPort(rest, defaultPort: defaultPort, whole: text)
-        let sni = HostnameMatcher.canonicalIPAddress(host) == nil ? host : nil
+        let sni = IPAddress.canonical(host) == nil ? host : nil
         return ScanTarget(original: text, host: host, port: port, sni: sni)
     }
 
@@ -62,7 +62,7 @@ public struct ScanTarget: Hashable, Sendable {
             guard !host.isEmpty else { throw ParseError(description: "\(shown): missing host") }
             return (host, try port(String(text[text.index(after: colon)...]), in: shown))
         }
-        if colons > 1, HostnameMatcher.canonicalIPAddress(text) == nil {
+        if colons > 1, IPAddress.canonical(text) == nil {
             throw ParseError(description: "\(shown): write IPv6 addresses with a port as [ADDRESS]:PORT")
         }
         guard text.allSatisfy({ $0.isLetter || $0.isNumber || "-._:*".contains($0) }) else {

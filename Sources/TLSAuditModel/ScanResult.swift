@@ -100,6 +100,24 @@ public enum CountedVerdict {
     }
 }
 
+/// Where an address stands under a verdict.
+public enum AddressCondition: String, Codable, Sendable, Hashable {
+    case compliant
+    case notCompliant = "not-compliant"
+    /// No handshake and no chain: nothing could be judged.
+    case unreachable
+
+    /// The condition of one scan: unreachable when it saw neither a handshake nor a chain;
+    /// compliant only when the handshake completed and the verdict says so.
+    public init(status: AddressScanResult.Status, hasChain: Bool, compliant: Bool) {
+        if status == .failed, !hasChain {
+            self = .unreachable
+        } else {
+            self = compliant && status == .completed ? .compliant : .notCompliant
+        }
+    }
+}
+
 /// The result for one target (a name or address and a port).
 public struct TargetScanResult: Hashable, Codable, Sendable {
     /// As the user wrote it.

@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditCore
+public import TLSAuditStore
 
 /// What a compliance report covers.
 public struct ReportQuery: Sendable, Hashable {
@@ -23,28 +24,10 @@ public struct ReportQuery: Sendable, Hashable {
     }
 }
 
-/// Judges a stored result again under a policy at a time (the report module passes
-/// `AddressAssessment.rejudge`): the store reads the facts, it does not judge them.
+/// Judges a stored result again under a policy at a time (`AddressAssessment.rejudge`; the
+/// report's tests pass their own).
 public typealias Rejudging = @Sendable (_ result: AddressScanResult, _ hostname: String, _ policy: CompliancePolicy,
                                         _ time: Date) -> (findings: [Finding], verdict: ATSVerdict)
-
-/// Where an address stands under a verdict.
-public enum AddressCondition: String, Codable, Sendable, Hashable {
-    case compliant
-    case notCompliant = "not-compliant"
-    /// No handshake and no chain: nothing could be judged.
-    case unreachable
-
-    /// The condition of one scan: unreachable when it saw neither a handshake nor a chain;
-    /// compliant only when the handshake completed and the verdict says so.
-    public init(status: AddressScanResult.Status, hasChain: Bool, compliant: Bool) {
-        if status == .failed, !hasChain {
-            self = .unreachable
-        } else {
-            self = compliant && status == .completed ? .compliant : .notCompliant
-        }
-    }
-}
 
 /// One scan's verdict, as a report needs it.
 public struct ReportVerdict: Sendable, Hashable {
@@ -65,16 +48,7 @@ public struct ReportVerdict: Sendable, Hashable {
 }
 
 /// A certificate of an address's current chain (path as built, else as presented).
-public struct ReportCertificate: Sendable, Hashable {
-    public var fingerprint: String
-    public var subject: String
-    public var commonName: String?
-    public var issuer: String
-    public var notBefore: Date
-    public var notAfter: Date
-    /// 0 for the leaf.
-    public var depth: Int
-}
+public typealias ReportCertificate = ChainCertificate
 
 /// One target address as of the report's end.
 public struct ReportAddress: Sendable {
@@ -123,19 +97,10 @@ public struct ReportTransition: Sendable, Hashable {
 }
 
 /// An alert as a report lists it.
-public struct ReportAlert: Sendable, Hashable {
-    public var id: String
-    public var createdAt: Date
-    public var kind: AlertKind
-    public var severity: AlertSeverity
-    public var target: String
-    public var address: String
-    public var summary: String
-    /// The alert's `changes`, for `certificate.changed` only (old and new fingerprints, same key).
-    public var changes: [String: String]
-}
+public typealias ReportAlert = AlertSummary
 
-/// Everything a report is computed from, read from the stored observations.
+/// Everything a report is computed from: the stored facts, with the trend and transitions
+/// computed from them by `ReportReader`.
 public struct ReportData: Sendable {
     public var query: ReportQuery
     public var addresses: [ReportAddress]

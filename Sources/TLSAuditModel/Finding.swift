@@ -129,13 +129,18 @@ public struct Finding: Hashable, Codable, Sendable {
     }
 
     /// A `trust.*` error: one of the reasons behind `ats.trust`.
-    public var isTrustError: Bool { severity == .error && id.rawValue.hasPrefix("trust.") }
+    public var isTrustError: Bool { Self.isTrustError(id: id, severity: severity) }
+
+    /// A trust error: a `trust.*` finding of severity error (what fails `ats.trust`).
+    public static func isTrustError(id: FindingID, severity: Severity) -> Bool {
+        severity == .error && id.rawValue.hasPrefix("trust.")
+    }
 }
 
 extension Array where Element == Finding {
     /// Appends `finding` unless one with the same id and depth is already present
     /// (two sources, OpenSSL and tlsaudit's own checks, may see the same problem).
-    mutating func appendUnique(_ finding: Finding) {
+    package mutating func appendUnique(_ finding: Finding) {
         guard !contains(where: { $0.id == finding.id && $0.depth == finding.depth }) else { return }
         append(finding)
     }

@@ -59,7 +59,7 @@ public enum RecordBudget {
 
 extension Int {
     /// Thousands separated by commas (1,500), independent of the locale.
-    var grouped: String {
+    package var grouped: String {
         let digits = String(magnitude)
         var grouped = ""
         for (index, digit) in digits.enumerated() {

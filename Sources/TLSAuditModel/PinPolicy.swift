@@ -105,4 +105,10 @@ public struct PinPolicy: Hashable, Codable, Sendable {
         }
         return warnings
     }
+
+    /// True for the one setting under which AFNetworking accepts any certificate at all: mode
+    /// none, invalid certificates allowed, no name validation.
+    public var acceptsAnyCertificate: Bool {
+        mode == .none && leafIdentities.isEmpty && caIdentities.isEmpty && allowInvalidCertificates && !validatesDomainName
+    }
 }

@@ -1,0 +1,2 @@
+// Whoever imports the judges sees the facts they judge.
+@_exported public import TLSAuditModel
