@@ -1,14 +1,28 @@
 import Foundation
-import Logging
+public import Logging
 import Synchronization
-import TLSAuditCore
-import TLSAuditStore
+public import TLSAuditCore
+public import TLSAuditStore
 
-/// Stores scan results in batches on its own serial queue. When the store fails (disk full,
-/// read-only file, missing directory), results stay queued in memory and are retried with
-/// backoff, reopening the database when it could not be written: the service keeps scanning and
-/// resumes storing when it can. A result is logged as "stored" only after its transaction committed.
-final class ResultWriter: @unchecked Sendable {
+/// The one batching writer of scan results, for `serve` and `scan --database`: results are
+/// committed in batches on its own serial queue while scanning goes on. When the store fails (disk
+/// full, read-only file, missing directory), the service's writer (`.retry`) keeps results queued in
+/// memory and retries with backoff, reopening the database when it could not be written, so the
+/// service keeps scanning and resumes storing when it can; a command's writer (`.stop`) stops at
+/// the first failure and `finish` reports it. A result is logged as "stored" only after its
+/// transaction committed.
+public final class ResultWriter: @unchecked Sendable {
+    /// What a failed commit does.
+    public enum FailureHandling: Sendable {
+        /// Keep the results in memory (up to the capacity) and retry with backoff: the service.
+        case retry
+        /// Stop storing; `finish` reports the failure: a command that prints its results anyway.
+        case stop
+    }
+
+    private let failureHandling: FailureHandling
+    /// With `.stop`: the failure that stopped storing.
+    private var stoppedBy: (any Error)?
     // @unchecked: `store`, `pending`, `retryDelay` and `failing` are only touched on `queue`.
     private let queue = DispatchQueue(label: "tlsaudit.writer")
     private let openStore: @Sendable () throws -> any ScanStore
@@ -25,21 +39,27 @@ final class ResultWriter: @unchecked Sendable {
     /// Results kept in memory at most while the store is failing; beyond this the oldest are dropped (and logged).
     private let capacity: Int
     /// Called on `queue` after each successful commit with the alerts it raised.
-    var onAlerts: (@Sendable ([Alert]) -> Void)?
+    public var onAlerts: (@Sendable ([Alert]) -> Void)?
     /// How alerts are raised; replaced on reload.
     private let alerting: Mutex<AlertSettings>
 
     /// `openStore` opens (and migrates) the database; it is called again after failures that a
     /// fresh connection may cure (read-only, unavailable).
-    init(openStore: @escaping @Sendable () throws -> any ScanStore, alerting: AlertSettings, logger: Logger,
-         capacity: Int = 100_000) {
+    public init(openStore: @escaping @Sendable () throws -> any ScanStore, alerting: AlertSettings, logger: Logger,
+                capacity: Int = 100_000, failureHandling: FailureHandling = .retry) {
         self.openStore = openStore
+        self.failureHandling = failureHandling
         self.alerting = Mutex(alerting)
         self.logger = logger
         self.capacity = capacity
         queue.async {
-            // Open early so a problem shows at start-up; a failure here counts as failing.
-            if (try? self.currentStore()) == nil { self.failing = true }
+            // Open early so a problem shows at start-up; a failure here counts as failing (with
+            // `.stop`, it stops storing: `finish` reports it even when no result arrives).
+            do {
+                _ = try self.currentStore()
+            } catch {
+                if failureHandling == .stop { self.stoppedBy = error } else { self.failing = true }
+            }
         }
         identityTimer.schedule(deadline: .now() + Self.identityCheckInterval, repeating: Self.identityCheckInterval)
         identityTimer.setEventHandler { [weak self] in self?.checkIdentity() }
@@ -79,8 +99,9 @@ final class ResultWriter: @unchecked Sendable {
     }
 
     /// Queues results; they are committed within ~50 ms (together with whatever else arrived).
-    func submit(_ scans: [StoredScan]) {
+    public func submit(_ scans: [StoredScan]) {
         queue.async {
+            guard self.stoppedBy == nil else { return }
             guard !self.closed else {
                 // A scan abandoned at the shutdown grace that finished after all: not stored, and said so.
                 self.logger.warning("a scan finished after the stop; its result is not stored", metadata: ["results": "\(scans.count)"])
@@ -133,6 +154,11 @@ final class ResultWriter: @unchecked Sendable {
             }
             if !alerts.isEmpty { onAlerts?(alerts) }
         } catch {
+            if failureHandling == .stop {
+                stoppedBy = error
+                pending.removeAll()
+                return
+            }
             let kind = (error as? StoreError)?.kind
             // A vanished file is recreated at once; other failures back off.
             retryDelay = kind == .vanished ? 0.05 : min(60, max(1, retryDelay * 2))
@@ -154,24 +180,26 @@ final class ResultWriter: @unchecked Sendable {
     }
 
     /// Replaces the alert settings (reload).
-    func apply(_ settings: AlertSettings) { alerting.withLock { $0 = settings } }
+    public func apply(_ settings: AlertSettings) { alerting.withLock { $0 = settings } }
 
     // MARK: - Results kept across a restart
 
     /// What `finish` did with the results still unstored at shutdown.
-    struct Finish {
+    public struct Finish: Sendable {
         /// Results that could not be stored (now in `file` when it is set).
-        var unstored: Int
+        public var unstored: Int
         /// Results dropped earlier because the in-memory queue was full.
-        var dropped: Int
-        var file: String?
+        public var dropped: Int
+        public var file: String?
         /// Why the file could not be written (the results are lost).
-        var error: String?
+        public var error: String?
+        /// With `.stop`: the failure that stopped storing (the results from then on were not stored).
+        public var stoppedBy: String?
     }
 
     /// The files results wait in for the next start: one per stop, beside the database
     /// (`DATABASE.unstored-MILLISECONDS.jsonl`, one stored scan per line).
-    static func spillFiles(forDatabase database: String) -> [String] {
+    public static func spillFiles(forDatabase database: String) -> [String] {
         let url = URL(fileURLWithPath: database)
         let prefix = url.lastPathComponent + ".unstored-"
         let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
@@ -181,13 +209,16 @@ final class ResultWriter: @unchecked Sendable {
 
     /// At shutdown, in one step on the writer's queue (nothing can be stored or queued in between):
     /// a last attempt to store, then what is still pending goes to a new spill file, written
-    /// atomically and synced. Later submissions are refused (and logged).
-    func finish(database: String) -> Finish {
+    /// atomically and synced. Later submissions are refused (and logged). The database is closed.
+    /// With `.stop`, nothing is spilled: the outcome names the failure that stopped storing.
+    public func finish(database: String) -> Finish {
         queue.sync {
             closed = true
             flushNow()
-            var outcome = Finish(unstored: pending.count, dropped: dropped, file: nil, error: nil)
-            guard !pending.isEmpty else { return outcome }
+            defer { store = nil }
+            var outcome = Finish(unstored: pending.count, dropped: dropped, file: nil, error: nil,
+                                 stoppedBy: stoppedBy.map { "\($0)" })
+            guard !pending.isEmpty, failureHandling == .retry else { return outcome }
             let path = database + ".unstored-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
             do {
                 let encoder = JSONEncoder()
@@ -209,7 +240,7 @@ final class ResultWriter: @unchecked Sendable {
     /// At start: stores the results earlier runs could not store, file by file in batches, and
     /// removes each file once all of it is stored in the file at the database path. A file that
     /// cannot be stored now stays for the next start.
-    func replaySpills(database: String) {
+    public func replaySpills(database: String) {
         queue.async {
             for path in Self.spillFiles(forDatabase: database) {
                 do {
@@ -275,7 +306,7 @@ final class ResultWriter: @unchecked Sendable {
     }
 
     /// Runs `body` with the store on the writer's queue (so it is ordered with writes), waiting for it.
-    func perform<T>(_ body: (any ScanStore) throws -> T) throws -> T {
+    public func perform<T>(_ body: (any ScanStore) throws -> T) throws -> T {
         try queue.sync {
             checkIdentity()
             return try body(try currentStore())

@@ -5,6 +5,8 @@ import TLSAuditOutput
 import TLSAuditReport
 import TLSAuditProbe
 import TLSAuditStore
+import TLSAuditService
+import Logging
 
 /// `tlsaudit scan`: probe targets and judge them against ATS.
 struct ScanCommand: ParsableCommand {
@@ -112,7 +114,11 @@ struct ScanCommand: ParsableCommand {
         let started = Date()
         // Results are stored as targets finish, while the others are still being scanned
         // (after the enumeration when there is one, since it adds to them).
-        let recorder = database.map(ScanRecorder.init(path:))
+        let recorder = database.map { path in
+            ResultWriter(openStore: { try SQLiteScanStore(path: path) }, alerting: AlertSettings(rules: AlertRules(), sinks: []),
+                         logger: Logger(label: "tlsaudit.scan", factory: { _ in SwiftLogNoOpLogHandler() }),
+                         failureHandling: .stop)
+        }
         // A name given twice is stored once at the end (the store makes each batch a target's
         // current address set: two batches of one name would keep only the later one's addresses).
         let namesUnique = Set(parsedTargets.map(\.original)).count == parsedTargets.count
@@ -137,10 +143,9 @@ struct ScanCommand: ParsableCommand {
         if !storeWhileScanning {
             recorder?.submit(zip(parsedTargets, results).flatMap { target, result in StoredScan.all(of: result, target: target) })
         }
-        recorder?.close()
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
-        // Formatted while the recorder commits its last batch and closes the database.
+        // Formatted while the writer commits what arrived last.
         let output: Data
         switch format {
         case .json:
@@ -149,10 +154,8 @@ struct ScanCommand: ParsableCommand {
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             output = Data(ScanTextRenderer(colour: colour).render(report).utf8)
         }
-        do {
-            try recorder?.waitUntilClosed()
-        } catch {
-            StandardStream.error.write("tlsaudit: cannot store the results: \(error)\n")
+        if let database, let failure = recorder?.finish(database: database).stoppedBy {
+            StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
             throw ExitCode(2)
         }
         StandardStream.output.write(output)
@@ -230,71 +233,5 @@ extension StoredScan {
     /// One stored scan per probed address of a target.
     static func all(of result: TargetScanResult, target: ScanTarget) -> [StoredScan] {
         result.addresses.map { StoredScan(target: target.original, host: target.host, port: target.port, sni: target.sni, result: $0) }
-    }
-}
-
-/// Stores a scan's results while it runs: the database is opened (and migrated) on the
-/// recorder's own queue as the scan starts, and targets are committed in batches as they finish
-/// (whatever arrived while the previous commit ran), so storing overlaps the handshakes instead
-/// of following them. A target's addresses always go in one batch (the store replaces a target's
-/// current addresses with those of its latest batch).
-final class ScanRecorder: @unchecked Sendable {
-    // @unchecked: `store`, `pending`, `flushScheduled` and `failure` are only touched on `queue`.
-    private let queue = DispatchQueue(label: "tlsaudit.scan-recorder")
-    private var store: SQLiteScanStore?
-    private var pending: [StoredScan] = []
-    private var flushScheduled = false
-    private var failure: (any Error)?
-
-    init(path: String) {
-        queue.async {
-            do {
-                self.store = try SQLiteScanStore(path: path)
-            } catch {
-                self.failure = error
-            }
-        }
-    }
-
-    /// Queues one target's scans for the next commit.
-    func submit(_ scans: [StoredScan]) {
-        queue.async {
-            self.pending += scans
-            guard !self.flushScheduled else { return }
-            self.flushScheduled = true
-            self.queue.async { self.flush() }
-        }
-    }
-
-    /// Commits what is still pending, then closes the database (SQLite folds its write-ahead log
-    /// into the file on close), on the recorder's queue: the caller formats its output meanwhile.
-    func close() {
-        queue.async {
-            self.flush()
-            self.store = nil
-        }
-    }
-
-    /// Waits until `close` (called before) is done; throws the first failure (opening or storing).
-    func waitUntilClosed() throws {
-        try queue.sync {
-            if let failure { throw failure }
-        }
-    }
-
-    private func flush() {
-        flushScheduled = false
-        let batch = pending
-        pending = []
-        guard failure == nil, !batch.isEmpty else { return }
-        guard let store else {
-            failure = StoreError(.other, "\(batch.count) scan(s) arrived after the database was closed")
-            return
-        }
-        do {
-            _ = try store.record(batch, decide: AlertSettings.decision(nil))
-        } catch {
-            failure = error
-        }
     }
 }
