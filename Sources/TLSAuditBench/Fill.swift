@@ -60,7 +60,7 @@ struct FillCommand: ParsableCommand {
         })
         print("issued \(leaves.count + renewals.count + weakLeaves.count) leaf certificates in \(clock.now - began)")
 
-        let store = try SQLiteScanStore(path: database)
+        let store = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex)
         var pending: [StoredScan] = []
         var stored = 0
         for slot in 0..<perTarget {

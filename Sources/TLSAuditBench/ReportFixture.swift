@@ -34,7 +34,7 @@ struct ReportFixtureCommand: ParsableCommand {
         }
         let lab = try FixtureLab()
         defer { lab.stop() }
-        let store = try SQLiteScanStore(path: database)
+        let store = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex)
         for index in 0..<Self.scans {
             let time = Self.firstScan.addingTimeInterval(Double(index) * Self.step)
             let scanner = try TLSScanner(options: ScanOptions(timeout: 3, trustStore: lab.trustStore, evaluationTime: time), judge: AddressAssessment.judge)

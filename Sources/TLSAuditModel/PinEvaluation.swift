@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The outcome of checking one handshake against a target's pins.
 public struct PinEvaluation: Hashable, Codable, Sendable {

@@ -1,6 +1,6 @@
 public import Foundation
 public import TLSAuditCore
-public import TLSAuditStore
+import TLSAuditStore
 
 /// A compliance report: the fleet at the end of a period, how it got there, and what needs doing.
 /// Its JSON form (`schema` = `tlsaudit.report/1`) is documented in docs/report.md and

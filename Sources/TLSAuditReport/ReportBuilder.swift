@@ -1,6 +1,6 @@
 public import Foundation
 public import TLSAuditCore
-public import TLSAuditStore
+import TLSAuditStore
 
 /// Turns what the store read into a `ComplianceReport`. Pure: the same data always gives the
 /// same report, which the golden-file tests rely on.

@@ -1,5 +1,5 @@
-public import Foundation
-public import TLSAuditCore
+import Foundation
+import TLSAuditCore
 public import TLSAuditStore
 
 extension ReportData {

@@ -3,6 +3,7 @@ import Logging
 import Synchronization
 public import TLSAuditCore
 import TLSAuditOutput
+import TLSAuditProbe
 public import TLSAuditReport
 import TLSAuditStore
 
@@ -189,7 +190,7 @@ final class ReportScheduler: @unchecked Sendable {
         let started = Date()
         let report: ComplianceReport
         do {
-            let store = try SQLiteScanStore(path: database, create: false)
+            let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
             report = try ReportGenerator.report(from: store, ReportRequest(
                 since: schedule.since, end: end, policy: schedule.policy, targets: targets,
                 expiringWithinDays: schedule.expiringWithinDays))

@@ -35,7 +35,7 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let database = configuration.database
-        writer = ResultWriter(openStore: { try SQLiteScanStore(path: database) }, alerting: configuration.alerts.settings,
+        writer = ResultWriter(openStore: { try SQLiteScanStore(path: database, sha256: Digest.sha256Hex) }, alerting: configuration.alerts.settings,
                               logger: logger)
         dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
         writer.onAlerts = { [dispatcher, logger] alerts in
@@ -48,7 +48,7 @@ public final class ScanService: Service, @unchecked Sendable {
         }
         reports = ReportScheduler(configuration: configuration, writer: writer, logger: logger)
         var options = ScanOptions(trustStore: try TrustStore.system())
-        options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try SQLiteScanStore(path: database) }
+        options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try SQLiteScanStore(path: database, sha256: Digest.sha256Hex) }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)

@@ -18,7 +18,7 @@ enum ObservationContent {
     /// (a server chooses much of this content: a non-cryptographic hash could be made to collide).
     static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
                      trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry],
-                     revocation: String? = nil) -> String {
+                     revocation: String? = nil, sha256: SHA256Hex) -> String {
         var text = [status, failureCategory ?? "", handshake ?? "", atsRefusal ?? "", trustStore ?? "",
                     anchored.map(String.init) ?? "", pathIssues ?? "", hostname].joined(separator: "\u{1F}")
         // Appended only when present: observations stored before revocation checking keep their hash.
@@ -26,12 +26,12 @@ enum ObservationContent {
         for entry in chain.sorted(by: { ($0.role, $0.position) < ($1.role, $1.position) }) {
             text += "\u{1E}\(entry.role)\u{1F}\(entry.position)\u{1F}\(entry.fingerprint)\u{1F}\(entry.source ?? "")"
         }
-        return SHA256.hex(text.utf8)
+        return sha256(Array(text.utf8))
     }
 
     /// Fills in `content_hash` for observations stored before it existed (the v4 migration), in
     /// batches so that a database of millions of scans does not hold every hash in memory.
-    static func backfill(_ db: Database, batch: Int = 10_000) throws {
+    static func backfill(_ db: Database, batch: Int = 10_000, sha256: SHA256Hex) throws {
         let update = try db.makeStatement(sql: "UPDATE observation SET content_hash = ? WHERE id = ?")
         while true {
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
@@ -45,7 +45,8 @@ enum ObservationContent {
                     SELECT role, position, fingerprint, source FROM observation_certificate WHERE observation_id = ?
                     """), arguments: [id]).map { ChainEntry(role: $0[0], position: $0[1], fingerprint: $0[2], source: $0[3]) }
                 let hash = hash(status: row[1], failureCategory: row[2], handshake: row[3], atsRefusal: row[4],
-                                trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain)
+                                trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain,
+                                sha256: sha256)
                 try update.execute(arguments: [hash, id])
             }
         }

@@ -13,10 +13,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     /// The JSON of the handshakes stored lately: across a fleet most servers show one of a few
     /// (an encoding is some 90,000 instructions, most of a stored scan's JSON).
     private let handshakeJSON = Mutex<[HandshakeObservation: String]>([:])
+    /// The SHA-256 of observation content hashes (OpenSSL's, handed in: the store links no C).
+    private let sha256: SHA256Hex
 
-    /// Opens (creating when `create` is true) and migrates the database at `path`.
-    public init(path: String, create: Bool = true, busyTimeout: Double = 10) throws {
+    /// Opens (creating when `create` is true) and migrates the database at `path`. `sha256` is the
+    /// package's one SHA-256 (`Digest.sha256Hex` in the probe), for observation content hashes.
+    public init(path: String, create: Bool = true, busyTimeout: Double = 10, sha256: @escaping SHA256Hex) throws {
         self.path = path
+        self.sha256 = sha256
         if !create, !FileManager.default.fileExists(atPath: path) {
             throw StoreError(.unavailable, "no database at \(path) (has the service run yet?)")
         }
@@ -30,7 +34,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             if create { try Self.createDirectories(URL(fileURLWithPath: path).deletingLastPathComponent().path) }
             pool = try DatabasePool(path: path, configuration: configuration)
-            try StoreMigrations.migrator.migrate(pool)
+            try StoreMigrations.migrator(sha256: sha256).migrate(pool)
         } catch {
             throw Self.storeError(error, doing: "opening \(path)")
         }
@@ -79,7 +83,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// The migrations applied so far, in order.
     public func appliedMigrations() throws -> [String] {
-        try pool.read { db in try StoreMigrations.migrator.appliedMigrations(db) }
+        try pool.read { db in try StoreMigrations.migrator(sha256: sha256).appliedMigrations(db) }
     }
 
     // MARK: - Writing
@@ -89,7 +93,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             return try pool.write { db in
                 var alerts: [Alert] = []
-                for scan in scans { alerts += try Self.insert(scan, decide: decide, handshakeJSON: json(handshake:), into: db) }
+                for scan in scans { alerts += try Self.insert(scan, decide: decide, handshakeJSON: json(handshake:), sha256: sha256, into: db) }
                 // A target's current state is the addresses its latest scan saw: drop the others
                 // (rotated out of DNS, or the placeholder of an earlier resolution failure).
                 for (target, group) in Dictionary(grouping: scans, by: \.target) {
@@ -109,7 +113,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     /// Stores one scan, detects transitions against the remembered state, stores the alerts and
     /// their pending deliveries, and updates the state: all in the caller's transaction.
     private static func insert(_ scan: StoredScan, decide: AlertDecision,
-                               handshakeJSON: (HandshakeObservation) throws -> String, into db: Database) throws -> [Alert] {
+                               handshakeJSON: (HandshakeObservation) throws -> String, sha256: SHA256Hex,
+                               into db: Database) throws -> [Alert] {
         // The per-scan budget holds whoever made the result (README, "How it behaves").
         let result = scan.result.withinBudget()
         let chain = result.chain
@@ -141,7 +146,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let contentHash = ObservationContent.hash(
             status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
             atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
-            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation)
+            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, sha256: sha256)
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,

@@ -1,14 +1,15 @@
 package import GRDB
+package import TLSAuditModel
 
 /// The schema, as append-only named migrations: a released migration is never edited, only
 /// followed by a new one, so a database made by any earlier version upgrades in place.
 package enum StoreMigrations {
-    package static var migrator: DatabaseMigrator {
+    package static func migrator(sha256: @escaping SHA256Hex) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-initial", migrate: createInitialSchema)
         migrator.registerMigration("v2-pin-state", migrate: addPinState)
         migrator.registerMigration("v3-alerts", migrate: addAlerts)
-        migrator.registerMigration("v4-reports", migrate: addReports)
+        migrator.registerMigration("v4-reports") { db in try addReports(db, sha256: sha256) }
         migrator.registerMigration("v5-pin-counts", migrate: countPinMismatches)
         migrator.registerMigration("v6-revocation", migrate: addRevocation)
         return migrator
@@ -197,7 +198,7 @@ package enum StoreMigrations {
             """)
     }
 
-    static func addReports(_ db: Database) throws {
+    static func addReports(_ db: Database, sha256: SHA256Hex) throws {
         try db.execute(sql: """
             ALTER TABLE observation ADD COLUMN policy TEXT;
             ALTER TABLE observation ADD COLUMN content_hash TEXT;  -- see ObservationContent
@@ -231,6 +232,6 @@ package enum StoreMigrations {
                 PRIMARY KEY (name, period_end)
             );
             """)
-        try ObservationContent.backfill(db)
+        try ObservationContent.backfill(db, sha256: sha256)
     }
 }

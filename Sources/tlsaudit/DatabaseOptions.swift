@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import TLSAuditCore
+import TLSAuditProbe
 import TLSAuditService
 import TLSAuditStore
 
@@ -22,7 +23,7 @@ struct DatabaseOptions: ParsableArguments {
         var path = database
         if path == nil, let file = configurationPath { path = try loadConfiguration(file).database }
         do {
-            return try SQLiteScanStore(path: path ?? ServiceConfiguration.defaultDatabase, create: false)
+            return try SQLiteScanStore(path: path ?? ServiceConfiguration.defaultDatabase, create: false, sha256: Digest.sha256Hex)
         } catch {
             StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)

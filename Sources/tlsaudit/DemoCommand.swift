@@ -64,7 +64,7 @@ struct DemoCommand: AsyncParsableCommand {
             }
             try await tasks.waitForAll()
         }
-        let store = try SQLiteScanStore(path: configuration.database, create: false)
+        let store = try SQLiteScanStore(path: configuration.database, create: false, sha256: Digest.sha256Hex)
         StandardStream.output.write(StatusTable.render(try store.status(), now: Date()) + "\n")
         StandardStream.output.write("See one target's scans:  tlsaudit history --database \(configuration.database) expired\n")
         StandardStream.output.write("A compliance report:     tlsaudit report --database \(configuration.database) --since 1h [--format html --out demo.html]\n")

@@ -115,7 +115,7 @@ struct ScanCommand: ParsableCommand {
         // Results are stored as targets finish, while the others are still being scanned
         // (after the enumeration when there is one, since it adds to them).
         let recorder = database.map { path in
-            ResultWriter(openStore: { try SQLiteScanStore(path: path) }, alerting: AlertSettings(rules: AlertRules(), sinks: []),
+            ResultWriter(openStore: { try SQLiteScanStore(path: path, sha256: Digest.sha256Hex) }, alerting: AlertSettings(rules: AlertRules(), sinks: []),
                          logger: Logger(label: "tlsaudit.scan", factory: { _ in SwiftLogNoOpLogHandler() }),
                          failureHandling: .stop)
         }

@@ -108,7 +108,7 @@ struct AlertTests {
 
         try server.swap(to: LabServerConfiguration(chain: [genuine, lab.intermediate]))
         service.wait("the restored alert") { count(.pinRestored, receiver) == 1 }
-        let status = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false).status()
+        let status = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false, sha256: Digest.sha256Hex).status()
         #expect(status.first?.pinState == .match)
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
@@ -128,7 +128,7 @@ struct AlertTests {
                               extra: "alerts:\n  first_scan: \(enabled)\n  sinks: [{type: log}]")
             .write(toFile: config, atomically: true, encoding: .utf8)
         func kinds() throws -> [AlertKind] {
-            try SQLiteScanStore(path: database, create: false).alerts(limit: 100).map(\.alert.kind)
+            try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).alerts(limit: 100).map(\.alert.kind)
         }
         for run in 0..<2 {
             let service = try ServiceProcess(config: config, workspace: workspace)
@@ -145,7 +145,7 @@ struct AlertTests {
             }
         }
         if enabled {
-            let broken = try #require(try SQLiteScanStore(path: database, create: false).alerts(limit: 100)
+            let broken = try #require(try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).alerts(limit: 100)
                 .first { $0.alert.kind == .trustBroken })
             #expect(broken.alert.changes["previous"] == "unknown")
             #expect(broken.alert.summary.contains("not trusted on the first scan"), "\(broken.alert.summary)")
@@ -205,7 +205,7 @@ struct AlertTests {
         #expect(count(.pinMismatch, receiver) == 1, "the impostor is still there: no second mismatch alert")
         restarted.signal(SIGTERM)
         #expect(restarted.waitForExit(timeout: 10) == 0)
-        let stored = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false).alerts(limit: 100)
+        let stored = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false, sha256: Digest.sha256Hex).alerts(limit: 100)
         let mismatch = try #require(stored.first { $0.alert.kind == .pinMismatch })
         #expect(mismatch.deliveries.contains { $0.sink == "hook" && $0.state == .delivered })
         #expect(mismatch.deliveries.contains { $0.sink == "log" && $0.state == .delivered })

@@ -35,7 +35,7 @@ struct DurabilityTests {
 
     /// Every scan the log reports stored is in the database, and the file is sound.
     func expectNothingLost(_ service: ServiceProcess, database: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        #expect(try SQLiteScanStore(path: database, create: false).integrityCheck() == "ok", sourceLocation: sourceLocation)
+        #expect(try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).integrityCheck() == "ok", sourceLocation: sourceLocation)
         try expectStored(after: nil, service: service, database: database, sourceLocation: sourceLocation)
     }
 
@@ -80,7 +80,7 @@ struct DurabilityTests {
         let workspace = try lab.workspace("readonly")
         chmod(workspace.path, 0o777)
         let database = workspace.appendingPathComponent("db.sqlite").path
-        _ = try SQLiteScanStore(path: database) // An existing, migrated database...
+        _ = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex) // An existing, migrated database...
         chown(database, 65534, 65534)
         chmod(database, 0o444)                   // ...that the service's user may not write.
         let config = try writeConfig(workspace, database: database, servers: servers)
@@ -107,7 +107,7 @@ struct DurabilityTests {
     func expectStored(after marker: String?, service: ServiceProcess, database: String,
                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         let logged = service.storedScans(after: marker)
-        let store = try SQLiteScanStore(path: database, create: false)
+        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
         var storedTimes: [String: [Double]] = [:]
         for target in Set(logged.map(\.target)) {
             storedTimes[target] = try store.history(target: target, limit: 100_000).map(\.startedAt.timeIntervalSince1970)
@@ -145,7 +145,7 @@ struct DurabilityTests {
 
         // 3. The file replaced by another database (a restored backup, say).
         let other = workspace.appendingPathComponent("other.sqlite").path
-        do { _ = try SQLiteScanStore(path: other) }
+        do { _ = try SQLiteScanStore(path: other, sha256: Digest.sha256Hex) }
         #expect(rename(other, database) == 0)
         service.wait("the replacement noticed") { !service.lines(containing: "was replaced").isEmpty }
         service.wait("scans stored in the replacement") { service.storedScans(after: "was replaced").count >= 6 }
@@ -153,6 +153,6 @@ struct DurabilityTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 15) == 0)
         try expectStored(after: "was replaced", service: service, database: database)
-        #expect(try SQLiteScanStore(path: database, create: false).integrityCheck() == "ok")
+        #expect(try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).integrityCheck() == "ok")
     }
 }

@@ -47,7 +47,7 @@ struct PinTests {
         }
         // Messages as a person writes them: no empty old leaf on a first mismatch, ISO 8601 in log
         // lines, a 10-minute period in minutes.
-        let mismatch = try #require(try SQLiteScanStore(path: database, create: false).alerts(limit: 10).first { $0.alert.kind == .pinMismatch })
+        let mismatch = try #require(try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).alerts(limit: 10).first { $0.alert.kind == .pinMismatch })
         #expect(mismatch.alert.changes["old_leaf_sha256"] == nil && mismatch.alert.changes["old_leaf_spki"] == nil, "\(mismatch.alert.changes)")
         let stored = try #require(service.lines(containing: "stored scan").first)
         #expect(stored.range(of: #"started_at=20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z"#, options: .regularExpression) != nil, "\(stored)")

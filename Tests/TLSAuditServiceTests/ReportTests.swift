@@ -150,7 +150,7 @@ struct ReportTests {
         // verdict from 10-31, long before the cutoff.
         let arguments = ["report", "--database", database, "--at", Self.end, "--since", "4d", "--format", "json"]
         let before = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try Binary.run(arguments).stdout.utf8))
-        let pruned = try SQLiteScanStore(path: database, create: false).prune(olderThan: Timestamp.parse("2026-11-03T06:00:00Z")!)
+        let pruned = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).prune(olderThan: Timestamp.parse("2026-11-03T06:00:00Z")!)
         #expect(pruned.observations > 0)
         let after = try JSONDecoder.tlsaudit.decode(ComplianceReport.self, from: Data(try Binary.run(arguments).stdout.utf8))
         #expect(before.changes.newFailures.map(\.target) == ["regressed", "pinned"])
@@ -161,7 +161,7 @@ struct ReportTests {
 
     @Test("scans stored out of order give the same timeline as scans stored in order")
     func outOfOrder() throws {
-        let source = try SQLiteScanStore(path: try fixtureCopy(), create: false)
+        let source = try SQLiteScanStore(path: try fixtureCopy(), create: false, sha256: Digest.sha256Hex)
         let rows = try DatabaseQueue(path: source.path).read {
             try Row.fetchAll($0, sql: "SELECT id, target, host, port, sni FROM observation ORDER BY id")
         }
@@ -173,7 +173,7 @@ struct ReportTests {
         var generator = SplitMix(seed: 42)
         scans.shuffle(using: &generator)
         let path = try lab.workspace("shuffled").appendingPathComponent("db.sqlite").path
-        let store = try SQLiteScanStore(path: path)
+        let store = try SQLiteScanStore(path: path, sha256: Digest.sha256Hex)
         for scan in scans { _ = try store.record([scan], decide: AlertSettings.decision(nil)) }
         let (written, derived) = try DatabaseQueue(path: path).read { db in
             (try Row.fetchAll(db, sql: """
@@ -190,18 +190,20 @@ struct ReportTests {
         let queue = try DatabaseQueue(path: try fixtureCopy())
         let stored = try queue.read { try String.fetchAll($0, sql: "SELECT content_hash FROM observation ORDER BY id") }
         #expect(stored.count == 135 && stored.allSatisfy { $0.count == 64 })
-        // The hash is SHA-256 (FIPS 180-4 test vectors).
-        #expect(SHA256.hex("abc".utf8) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SHA256.hex("".utf8) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+        // The hash is SHA-256 (FIPS 180-4 test vectors), OpenSSL's (the one the store is handed).
+        let sha256Text: (String) -> String = { Digest.sha256Hex(Array($0.utf8)) }
+        #expect(sha256Text("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(sha256Text("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(sha256Text("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
             == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        #expect(SHA256.hex(Array(repeating: UInt8(ascii: "a"), count: 1_000_000))
+        #expect(Digest.sha256Hex(Array(repeating: UInt8(ascii: "a"), count: 1_000_000))
             == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-        // Scans of an unchanged server share a hash; a changed server gets a new one.
+        // Scans of an unchanged server share a hash; a changed server gets a new one. The hashes the
+        // fixture was written with (by an earlier, Swift SHA-256) are what OpenSSL's computes now.
         #expect(Set(stored).count < stored.count && Set(stored).count > 9)
         let recomputed = try queue.write { db in
             try db.execute(sql: "UPDATE observation SET content_hash = NULL")
-            try ObservationContent.backfill(db)
+            try ObservationContent.backfill(db, sha256: Digest.sha256Hex)
             return try String.fetchAll(db, sql: "SELECT content_hash FROM observation ORDER BY id")
         }
         #expect(recomputed == stored)
@@ -409,7 +411,7 @@ struct ScheduledReportTests {
         #expect(caughtUp.lines(containing: "missed while stopped").count == 1)
         caughtUp.signal(SIGTERM)
         #expect(caughtUp.waitForExit(timeout: 10) == 0)
-        let runs = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false)
+        let runs = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false, sha256: Digest.sha256Hex)
             .lastReportRun(name: "daily-ops")
         #expect(runs != nil && runs! > report.period.end)
     }

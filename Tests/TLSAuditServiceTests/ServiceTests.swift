@@ -16,7 +16,7 @@ struct ServiceTests {
     let lab = ServiceLab.shared
 
     func status(_ database: String) throws -> [TargetStatus] {
-        try SQLiteScanStore(path: database, create: false).status()
+        try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).status()
     }
 
     @Test("scans land on schedule; status and history read them while the service runs; SIGTERM exits 0")
@@ -51,7 +51,7 @@ struct ServiceTests {
 
         let history = try Binary.run(["history", "--database", database, "good", "--format", "json"])
         #expect(history.status == 0)
-        let entries = try SQLiteScanStore(path: database, create: false).history(target: "good", limit: 100)
+        let entries = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).history(target: "good", limit: 100)
         #expect(entries.count >= 4)
         // On schedule: consecutive scans of one target about one interval (1 s) apart, never overlapping.
         let times = entries.map(\.startedAt).sorted()
@@ -63,7 +63,7 @@ struct ServiceTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
         #expect(!service.lines(containing: "tlsaudit service stopped").isEmpty)
-        #expect(try SQLiteScanStore(path: database, create: false).integrityCheck() == "ok")
+        #expect(try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).integrityCheck() == "ok")
     }
 
     @Test("the service checks revocation per target (hard here), stores the facts, and keeps the fetched CRL in its database")
@@ -91,7 +91,7 @@ struct ServiceTests {
         }
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
-        let status = try SQLiteScanStore(path: database, create: false).status()
+        let status = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex).status()
         let revokedState = try #require(status.first { $0.target == "revoked" })
         #expect(revokedState.trustErrors.contains("trust.revoked"), "\(revokedState)")
         let plainState = try #require(status.first { $0.target == "plain" })
@@ -171,7 +171,7 @@ struct ServiceTests {
         #expect(service.waitForExit(timeout: 5) != nil)
         let logged = service.storedScans
 
-        let store = try SQLiteScanStore(path: database, create: false)
+        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
         #expect(try store.integrityCheck() == "ok")
         var stored: [String: [Double]] = [:]
         for target in Set(logged.map(\.target)) {
@@ -250,7 +250,7 @@ struct ServiceTests {
         let workspace = try lab.workspace("migration")
         let path = workspace.appendingPathComponent("old.sqlite").path
         let queue = try DatabaseQueue(path: path)
-        try StoreMigrations.migrator.migrate(queue, upTo: "v1-initial")
+        try StoreMigrations.migrator(sha256: Digest.sha256Hex).migrate(queue, upTo: "v1-initial")
         try queue.write { db in
             try db.execute(sql: """
                 INSERT INTO observation (id, target, host, port, sni, address, family, started_at, duration_ms, status,
@@ -265,14 +265,14 @@ struct ServiceTests {
                 VALUES ('legacy', '192.0.2.1', 'legacy.example', 443, 1, 1700000000, 'failed', 'ats', 0, '[]', 'connect-timeout', 3)
                 """)
         }
-        #expect(try queue.read { try StoreMigrations.migrator.appliedMigrations($0) } == ["v1-initial"])
+        #expect(try queue.read { try StoreMigrations.migrator(sha256: Digest.sha256Hex).appliedMigrations($0) } == ["v1-initial"])
         try queue.close()
 
         let output = try Binary.run(["status", "--database", path])
         #expect(output.status == 2, "\(output.stderr)")
         #expect(output.stdout.contains("legacy"))
         #expect(output.stdout.contains("UNREACHABLE (connect-timeout, 3x)"))
-        let store = try SQLiteScanStore(path: path, create: false)
+        let store = try SQLiteScanStore(path: path, create: false, sha256: Digest.sha256Hex)
         #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation"])
         // v4 fills in each observation's own policy from the verdict it was stored with.
         let backfilled = try DatabaseQueue(path: path).read { try String.fetchOne($0, sql: "SELECT policy FROM observation WHERE id = 1") }

@@ -51,7 +51,7 @@ struct ShutdownTests {
         #expect(status == 0, "\(service.log.suffix(2000))")
         #expect(took < .seconds(4.5), "stopping took \(took) with a 2 s grace")
         #expect(!service.lines(containing: "abandoned at the end of the shutdown grace").isEmpty, "\(service.log.suffix(2000))")
-        let store = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false)
+        let store = try SQLiteScanStore(path: workspace.appendingPathComponent("db.sqlite").path, create: false, sha256: Digest.sha256Hex)
         let pending = try store.pendingDeliveries(dueBy: Date().addingTimeInterval(86_400), sinks: ["hook"], limit: 10)
         #expect(pending.contains { $0.alert.kind == .unreachable }, "the abandoned delivery is retried after the restart")
     }
@@ -142,7 +142,7 @@ struct ShutdownTests {
         let workspace = try lab.workspace("spill")
         chmod(workspace.path, 0o777)
         let database = workspace.appendingPathComponent("db.sqlite").path
-        _ = try SQLiteScanStore(path: database)
+        _ = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex)
         chown(database, 65534, 65534)
         chmod(database, 0o444) // The service's user may not write the database, but may write beside it.
         let config = workspace.appendingPathComponent("tlsaudit.yaml").path
@@ -174,7 +174,7 @@ struct ShutdownTests {
         #expect(!FileManager.default.fileExists(atPath: spill), "the file is removed once its results are stored")
         second.signal(SIGTERM)
         #expect(second.waitForExit(timeout: 15) == 0)
-        let store = try SQLiteScanStore(path: database, create: false)
+        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
         for target in Set(kept.map(\.target)) {
             let times = try store.history(target: target, limit: 100_000).map(\.startedAt.timeIntervalSince1970)
             let missing = kept.filter { scan in

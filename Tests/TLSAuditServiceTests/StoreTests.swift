@@ -24,7 +24,7 @@ struct StoreTests {
     }
 
     func newStore() throws -> SQLiteScanStore {
-        try SQLiteScanStore(path: try lab.workspace("store").appendingPathComponent("db.sqlite").path)
+        try SQLiteScanStore(path: try lab.workspace("store").appendingPathComponent("db.sqlite").path, sha256: Digest.sha256Hex)
     }
 
     @Test("a stored result comes back whole, and can be judged again under another policy without rescanning")
@@ -94,7 +94,7 @@ struct StoreTests {
         let server = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server([ServiceLab.hostname])), lab.intermediate]))
         defer { server.stop() }
         let path = try lab.workspace("store").appendingPathComponent("db.sqlite").path
-        let store = try SQLiteScanStore(path: path)
+        let store = try SQLiteScanStore(path: path, sha256: Digest.sha256Hex)
         _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
                                          result: try scan(server, at: Date()))], decide: AlertSettings.decision(nil))
         let id = try #require(try store.status().first?.lastObservationID)

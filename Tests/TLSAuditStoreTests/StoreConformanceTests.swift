@@ -143,7 +143,7 @@ struct SQLiteStoreConformanceTests {
     }()
 
     let suite = StoreConformance(
-        open: { try SQLiteScanStore(path: $0) },
+        open: { try SQLiteScanStore(path: $0, sha256: Digest.sha256Hex) },
         newLocation: { SQLiteStoreConformanceTests.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path })
 
     @Test("durability: what record returned is there after the store is closed and opened again, whole")
@@ -157,7 +157,7 @@ struct SQLiteStoreConformanceTests {
 
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
-        let store = try SQLiteScanStore(path: try suite.newLocation())
+        let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
         #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation"])
     }
 

@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
 import Synchronization
-package import TLSAuditModel
+public import TLSAuditModel
 
 /// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
 package final class X509Certificate: @unchecked Sendable {
@@ -417,9 +417,12 @@ package enum MemoryBIO {
     }
 }
 
-/// SHA-256 through OpenSSL.
-enum Digest {
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+/// SHA-256 through OpenSSL: the package's one implementation.
+public enum Digest {
+    /// `sha256` as lowercase hex, for the modules that are handed a `SHA256Hex`.
+    public static let sha256Hex: SHA256Hex = { sha256($0).hex }
+
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         _ = EVP_Digest(bytes, bytes.count, &out, &length, EVP_sha256(), nil)
