@@ -6,7 +6,7 @@ public struct AddressMemory: Hashable, Sendable {
     public var leafSPKI: String?
     /// Verdict of the last completed scan (failed scans do not change it).
     public var atsCompliant: Bool?
-    public var failedRules: [String]
+    public var failedRules: [FindingID]
     /// Trust of the last completed scan.
     public var trusted: Bool?
     public var consecutiveFailures: Int
@@ -15,7 +15,7 @@ public struct AddressMemory: Hashable, Sendable {
     public var expiryMarks: Set<String>
 
     public init(pinState: PinEvaluation.State? = nil, leafFingerprint: String? = nil, leafSPKI: String? = nil,
-                atsCompliant: Bool? = nil, failedRules: [String] = [], trusted: Bool? = nil, consecutiveFailures: Int = 0,
+                atsCompliant: Bool? = nil, failedRules: [FindingID] = [], trusted: Bool? = nil, consecutiveFailures: Int = 0,
                 unreachableAlerted: Bool = false, expiryMarks: Set<String> = []) {
         self.pinState = pinState
         self.leafFingerprint = leafFingerprint

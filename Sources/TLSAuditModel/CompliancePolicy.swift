@@ -11,11 +11,11 @@ public struct ATSVerdict: Hashable, Codable, Sendable {
     /// True when an iOS app with default ATS settings would accept this server.
     public var compliant: Bool
     /// `ats.tls-version` etc. to pass / fail.
-    public var rules: [String: RuleOutcome]
+    public var rules: [FindingID: RuleOutcome]
     /// The failing rule ids, in a fixed order.
-    public var failedRules: [String]
+    public var failedRules: [FindingID]
 
-    public init(policy: CompliancePolicy, compliant: Bool, rules: [String: RuleOutcome], failedRules: [String]) {
+    public init(policy: CompliancePolicy, compliant: Bool, rules: [FindingID: RuleOutcome], failedRules: [FindingID]) {
         self.policy = policy
         self.compliant = compliant
         self.rules = rules

@@ -20,7 +20,8 @@ public enum Severity: String, Codable, Sendable, Comparable, CaseIterable {
 
 /// A stable finding identifier. Users script against these strings: never rename one.
 /// The full list, with meanings, is in `docs/findings.md`.
-public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresentable, Sendable, CustomStringConvertible,
+    ExpressibleByStringLiteral, Comparable {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
@@ -30,6 +31,16 @@ public struct FindingID: RawRepresentable, Hashable, Codable, Sendable, CustomSt
         try container.encode(rawValue)
     }
     public var description: String { rawValue }
+    public static func < (lhs: FindingID, rhs: FindingID) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// A JSON object keyed by rule id (`ats.rules`) keeps its ids as keys.
+    public var codingKey: any CodingKey { RuleKey(stringValue: rawValue) }
+    public init?<T: CodingKey>(codingKey: T) { rawValue = codingKey.stringValue }
+    private struct RuleKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
 
     // ATS rules (../shared/ATS.md section 1).
     public static let atsTLSVersion: FindingID = "ats.tls-version"
@@ -143,5 +154,12 @@ extension Array where Element == Finding {
     package mutating func appendUnique(_ finding: Finding) {
         guard !contains(where: { $0.id == finding.id && $0.depth == finding.depth }) else { return }
         append(finding)
+    }
+}
+
+extension Sequence where Element == FindingID {
+    /// The ids as text, `separator` between them (as `joined` does for strings).
+    public func joined(separator: String) -> String {
+        map(\.rawValue).joined(separator: separator)
     }
 }

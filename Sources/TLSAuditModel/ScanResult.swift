@@ -82,12 +82,12 @@ extension AddressScanResult {
     public var countedCompliant: Bool { status == .completed && ats.compliant && pin?.state != .mismatch }
 
     /// Why the address is not compliant: the policy's failed rules, then `pin.mismatch`.
-    public var countedReasons: [String] { CountedVerdict.reasons(ats.failedRules, pinState: pin?.state) }
+    public var countedReasons: [FindingID] { CountedVerdict.reasons(ats.failedRules, pinState: pin?.state) }
 }
 
 /// The verdict as counted everywhere: the policy's rules plus the pins (a mismatch fails).
 public enum CountedVerdict {
-    public static let pinMismatch = FindingID.pinMismatch.rawValue
+    public static let pinMismatch = FindingID.pinMismatch
 
     /// `compliant` unless the pins mismatch.
     public static func compliant(_ compliant: Bool, pinState: PinEvaluation.State?) -> Bool {
@@ -95,7 +95,7 @@ public enum CountedVerdict {
     }
 
     /// `rules`, with `pin.mismatch` added when the pins mismatch.
-    public static func reasons(_ rules: [String], pinState: PinEvaluation.State?) -> [String] {
+    public static func reasons(_ rules: [FindingID], pinState: PinEvaluation.State?) -> [FindingID] {
         pinState == .mismatch && !rules.contains(pinMismatch) ? rules + [pinMismatch] : rules
     }
 }

@@ -92,10 +92,10 @@ public struct ComplianceReport: Codable, Sendable {
         public var address: String
         public var status: AddressCondition
         public var policy: CompliancePolicy
-        public var failedRules: [String]
+        public var failedRules: [FindingID]
         /// Nil when the address was never reached.
         public var trusted: Bool?
-        public var trustErrors: [String]
+        public var trustErrors: [FindingID]
         /// Conformance lints of the latest scan (`lint.*`: warnings, never in the verdict).
         public var lints: [String] = []
         /// `none` (no pins), `match` or `mismatch`.
@@ -139,7 +139,7 @@ public struct ComplianceReport: Codable, Sendable {
         public var address: String
         public var policy: CompliancePolicy
         /// New failures: the rules failing now that did not before. Fixes: the rules that failed.
-        public var rules: [String]
+        public var rules: [FindingID]
     }
 
     public struct AlertEntry: Codable, Sendable, Hashable {

@@ -113,8 +113,8 @@ public enum ReportBuilder {
     /// protocol and suite problems, then other certificate rules, then unreachable addresses.
     static func fixFirst(_ targets: [ComplianceReport.TargetEntry], within days: Int) -> [ComplianceReport.FixItem] {
         var items: [(rank: Int, days: Int, item: ComplianceReport.FixItem)] = []
-        let protocolRules: Set = ["ats.tls-version", "ats.forward-secrecy", "ats.cipher-suite", "ats.handshake"]
-        let certificateRules: Set = ["ats.signature-hash", "ats.key-size"]
+        let protocolRules: Set<FindingID> = [.atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsHandshake]
+        let certificateRules: Set<FindingID> = [.atsSignatureHash, .atsKeySize]
         for target in targets {
             for address in target.addresses {
                 let before = items.count
@@ -136,7 +136,7 @@ public enum ReportBuilder {
                         "make the server reachable again (\(address.failureMessage ?? "no TLS server answered"))")
                     continue
                 }
-                if address.trustErrors.contains("trust.expired") || left < 0 {
+                if address.trustErrors.contains(.trustExpired) || left < 0 {
                     add(1, "expired", "trust.expired", "renew the expired certificate and install it with its intermediate", days: left)
                 } else if address.trusted == false {
                     let errors = address.trustErrors
@@ -166,19 +166,19 @@ public enum ReportBuilder {
     }
 
     /// The fix for the trust errors of an address (the most basic first).
-    static func trustFix(_ errors: [String]) -> String {
-        let fixes: [(String, String)] = [
-            ("trust.incomplete-chain", "send the intermediate certificate with the leaf"),
-            ("trust.hostname-mismatch", "reissue with the host name in subjectAltName"),
-            ("trust.self-signed", "use a certificate from a CA the clients trust"),
-            ("trust.untrusted-root", "use a certificate from a CA the clients trust"),
-            ("trust.not-yet-valid", "check the server's clock and the certificate's notBefore"),
-            ("trust.lifetime", "reissue with a validity of at most 398 days"),
-            ("trust.eku", "reissue with extendedKeyUsage serverAuth"),
-            ("trust.certificate-transparency", "get a certificate with embedded SCTs"),
-            ("trust.revoked", "replace the revoked certificate with one on a new key"),
-            ("revocation.unknown", "staple OCSP, or make the certificate's OCSP responder or CRL answer"),
-            ("revocation.must-staple", "staple OCSP"),
+    static func trustFix(_ errors: [FindingID]) -> String {
+        let fixes: [(FindingID, String)] = [
+            (.trustIncompleteChain, "send the intermediate certificate with the leaf"),
+            (.trustHostnameMismatch, "reissue with the host name in subjectAltName"),
+            (.trustSelfSigned, "use a certificate from a CA the clients trust"),
+            (.trustUntrustedRoot, "use a certificate from a CA the clients trust"),
+            (.trustNotYetValid, "check the server's clock and the certificate's notBefore"),
+            (.trustLifetime, "reissue with a validity of at most 398 days"),
+            (.trustEKU, "reissue with extendedKeyUsage serverAuth"),
+            (.trustCertificateTransparency, "get a certificate with embedded SCTs"),
+            (.trustRevoked, "replace the revoked certificate with one on a new key"),
+            (.revocationUnknown, "staple OCSP, or make the certificate's OCSP responder or CRL answer"),
+            (.revocationMustStaple, "staple OCSP"),
         ]
         let chosen = fixes.filter { errors.contains($0.0) }.map(\.1)
         var seen = Set<String>()

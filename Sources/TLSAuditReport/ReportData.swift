@@ -33,13 +33,13 @@ public typealias Rejudging = @Sendable (_ result: AddressScanResult, _ hostname:
 public struct ReportVerdict: Sendable, Hashable {
     public var condition: AddressCondition
     public var policy: CompliancePolicy
-    public var failedRules: [String]
+    public var failedRules: [FindingID]
     /// Ids of the trust errors (`trust.expired`, ...); empty when the chain is trusted.
-    public var trustErrors: [String]
+    public var trustErrors: [FindingID]
     /// Ids of the conformance lints of the scan (`lint.serial-number`, ...), for the current state.
     public var lints: [String] = []
 
-    public init(condition: AddressCondition, policy: CompliancePolicy, failedRules: [String], trustErrors: [String]) {
+    public init(condition: AddressCondition, policy: CompliancePolicy, failedRules: [FindingID], trustErrors: [FindingID]) {
         self.condition = condition
         self.policy = policy
         self.failedRules = failedRules
@@ -93,7 +93,7 @@ public struct ReportTransition: Sendable, Hashable {
     public var at: Date
     public var policy: CompliancePolicy
     /// For a new failure: the rules failing now that did not before. For a fix: the rules that failed.
-    public var rules: [String]
+    public var rules: [FindingID]
 }
 
 /// An alert as a report lists it.

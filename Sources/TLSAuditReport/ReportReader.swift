@@ -280,7 +280,7 @@ struct ReportReader {
         let verdict = try passVerdict(scan)
         var report = ReportVerdict(condition: verdict.condition, policy: verdict.policy, failedRules: try verdict.rules.decoded(),
                                    trustErrors: verdict.findings.filter { Finding.isTrustError(id: $0.id, severity: $0.severity) }
-                                       .map(\.id.rawValue))
+                                       .map(\.id))
         var seen = Set<String>()
         report.lints = verdict.findings.map(\.id.rawValue).filter { $0.hasPrefix("lint.") && seen.insert($0).inserted }
         return report
@@ -292,7 +292,7 @@ struct ReportReader {
         guard previous.condition != verdict.condition || previous.rules != verdict.rules else { return nil }
         let before = try previous.rules.decoded()
         let now = try verdict.rules.decoded()
-        func make(_ kind: ReportTransition.Kind, _ rules: [String]) -> ReportTransition {
+        func make(_ kind: ReportTransition.Kind, _ rules: [FindingID]) -> ReportTransition {
             ReportTransition(kind: kind, target: key.target, address: key.address, at: time, policy: verdict.policy, rules: rules)
         }
         switch (previous.condition, verdict.condition) {

@@ -65,12 +65,12 @@ public struct StoredRules: Sendable, Hashable {
         self.json = json
     }
 
-    public init(_ rules: [String]) throws {
+    public init(_ rules: [FindingID]) throws {
         json = try SQLiteScanStore.json(rules)
     }
 
     /// The rule ids; `[]`, by far the most common, without a decoder.
-    public func decoded() throws -> [String] {
+    public func decoded() throws -> [FindingID] {
         try SQLiteScanStore.rules(json)
     }
 }

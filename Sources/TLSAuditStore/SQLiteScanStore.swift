@@ -402,7 +402,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         consecutiveFailures: row["consecutive_failures"],
                         lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         pinState: pinState)
-                    status.trustErrors = (row["trust_errors"] as String?)?.split(separator: ",").map(String.init) ?? []
+                    status.trustErrors = (row["trust_errors"] as String?)?.split(separator: ",").map { FindingID(rawValue: String($0)) } ?? []
                     return status
                 }
             }
@@ -530,7 +530,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let failedRules = try Self.rules(row["failed_rules"])
         let findings = try Self.decode([Finding].self, row["findings"]) ?? []
         let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
-            ($0.rawValue, failedRules.contains($0.rawValue) ? RuleOutcome.fail : .pass)
+            ($0, failedRules.contains($0) ? RuleOutcome.fail : .pass)
         })
         let status: AddressScanResult.Status = try Self.known(row["status"], "status", in: place)
         return AddressScanResult(
@@ -657,9 +657,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     }
 
     /// A stored list of failed rules (JSON); `[]`, by far the most common, without a decoder.
-    static func rules(_ text: String?) throws -> [String] {
+    static func rules(_ text: String?) throws -> [FindingID] {
         guard let text, text != "[]" else { return [] }
-        return try decode([String].self, text) ?? []
+        return try decode([FindingID].self, text) ?? []
     }
 
     /// The summary without its DER (kept once, in its own column) and without evaluation-time data.

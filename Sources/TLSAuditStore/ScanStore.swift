@@ -31,7 +31,7 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     public var status: AddressScanResult.Status
     public var policy: CompliancePolicy
     public var compliant: Bool
-    public var failedRules: [String]
+    public var failedRules: [FindingID]
     /// The earliest notAfter over the chain (path as built, else as presented).
     public var earliestExpiry: Date?
     public var leafFingerprint: String?
@@ -42,7 +42,7 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     /// Pin state: `none` until pins are configured for the target.
     public var pinState: PinEvaluation.State
     /// The `trust.*` errors of the latest scan (what is behind `ats.trust`: `trust.expired`, ...).
-    public var trustErrors: [String] = []
+    public var trustErrors: [FindingID] = []
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
@@ -52,10 +52,10 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     }
 
     /// The reasons to show: the failed rules, `ats.trust` replaced by the trust errors behind it.
-    public var reasons: [String] { TrustReasons.expand(failedRules, trustErrors: trustErrors) }
+    public var reasons: [FindingID] { TrustReasons.expand(failedRules, trustErrors: trustErrors) }
 
     public init(target: String, address: String, host: String, port: Int, lastScanAt: Date, lastObservationID: Int64,
-                status: AddressScanResult.Status, policy: CompliancePolicy, compliant: Bool, failedRules: [String],
+                status: AddressScanResult.Status, policy: CompliancePolicy, compliant: Bool, failedRules: [FindingID],
                 earliestExpiry: Date?, leafFingerprint: String?, leafSPKI: String?, failureCategory: ProbeFailureCategory?,
                 consecutiveFailures: Int, lastSuccessAt: Date?, pinState: PinEvaluation.State) {
         self.target = target
@@ -81,8 +81,8 @@ public struct TargetStatus: Sendable, Codable, Hashable {
 /// What a person needs instead of `ats.trust`: the specific trust errors.
 public enum TrustReasons {
     /// `rules` with `ats.trust` replaced by `trustErrors` (deduplicated, in order), when there are any.
-    public static func expand(_ rules: [String], trustErrors: [String]) -> [String] {
-        var seen = Set<String>()
+    public static func expand(_ rules: [FindingID], trustErrors: [FindingID]) -> [FindingID] {
+        var seen = Set<FindingID>()
         let specific = trustErrors.filter { seen.insert($0).inserted }
         guard !specific.isEmpty, let index = rules.firstIndex(of: "ats.trust") else { return rules }
         var expanded = rules
@@ -107,7 +107,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var leafSPKI: String?
     public var policy: CompliancePolicy
     public var compliant: Bool
-    public var failedRules: [String]
+    public var failedRules: [FindingID]
     public var findings: [Finding]
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
@@ -119,7 +119,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
                 status: AddressScanResult.Status, failureCategory: ProbeFailureCategory?, failureMessage: String?,
                 protocolVersion: TLSVersion?, cipher: String?, leafFingerprint: String?, leafSPKI: String?,
-                policy: CompliancePolicy, compliant: Bool, failedRules: [String], findings: [Finding]) {
+                policy: CompliancePolicy, compliant: Bool, failedRules: [FindingID], findings: [Finding]) {
         self.observationID = observationID
         self.target = target
         self.address = address

@@ -35,7 +35,7 @@ enum HistoryTable {
             if entry.status == .failed {
                 outcome = "FAILED \(entry.failureCategory?.rawValue ?? "")"
             } else {
-                let trustErrors = entry.findings.filter(\.isTrustError).map(\.id.rawValue)
+                let trustErrors = entry.findings.filter(\.isTrustError).map(\.id)
                 outcome = entry.compliant ? "COMPLIANT"
                     : "NOT COMPLIANT (" + TrustReasons.expand(entry.failedRules, trustErrors: trustErrors).joined(separator: ",") + ")"
             }

@@ -70,12 +70,12 @@ extension CompliancePolicy {
 
     /// The verdict from all findings of an address.
     public func verdict(from findings: [Finding]) -> ATSVerdict {
-        var outcomes: [String: RuleOutcome] = [:]
-        var failed: [String] = []
+        var outcomes: [FindingID: RuleOutcome] = [:]
+        var failed: [FindingID] = []
         for rule in rules {
             let fails = findings.contains { $0.id == rule && $0.severity == .error }
-            outcomes[rule.rawValue] = fails ? .fail : .pass
-            if fails { failed.append(rule.rawValue) }
+            outcomes[rule] = fails ? .fail : .pass
+            if fails { failed.append(rule) }
         }
         return ATSVerdict(policy: self, compliant: failed.isEmpty, rules: outcomes, failedRules: failed)
     }
