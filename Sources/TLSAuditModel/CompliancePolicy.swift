@@ -25,7 +25,7 @@ public struct ATSVerdict: Hashable, Codable, Sendable {
 
 /// The policies an address can be judged under. Raw values are stable config and CLI names.
 public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
-    /// Apple's App Transport Security as documented (../shared/ATS.md section 1): TLS 1.2+, a
+    /// Apple's App Transport Security as documented (docs/apple-rules.md section 1): TLS 1.2+, a
     /// forward-secret suite from Apple's documented list, SHA-2 signatures and RSA >= 2048 /
     /// ECC >= 256 keys on the leaf and issuing CAs, and a trusted chain with a matching name.
     case ats

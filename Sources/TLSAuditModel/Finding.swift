@@ -42,7 +42,7 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
         init?(intValue: Int) { nil }
     }
 
-    // ATS rules (../shared/ATS.md section 1).
+    // ATS rules (docs/apple-rules.md section 1).
     public static let atsTLSVersion: FindingID = "ats.tls-version"
     public static let atsForwardSecrecy: FindingID = "ats.forward-secrecy"
     public static let atsCipherSuite: FindingID = "ats.cipher-suite"

@@ -42,7 +42,7 @@ public enum PinValue: Hashable, Codable, Sendable, CustomStringConvertible {
 
 /// A target's pinning, in either of the two forms users bring:
 /// AFNetworking's AFSecurityPolicy (mode + pins + flags), or Apple's NSPinnedDomains
-/// (leaf and CA SPKI identities). See ../shared/ATS.md section 4.
+/// (leaf and CA SPKI identities). See docs/apple-rules.md section 4.
 public struct PinPolicy: Hashable, Codable, Sendable {
     /// AFNetworking mode; `none` for an NSPinnedDomains-style policy.
     public var mode: PinMode

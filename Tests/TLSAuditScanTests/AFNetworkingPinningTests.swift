@@ -6,7 +6,7 @@ import TLSAuditProbe
 import TLSAuditLab
 
 /// Every combination of AFNetworking's pinning settings against real servers, compared with what
-/// `AFSecurityPolicy evaluateServerTrust:forDomain:` does (../shared/ATS.md section 4, written out
+/// `AFSecurityPolicy evaluateServerTrust:forDomain:` does (docs/apple-rules.md section 4, written out
 /// below as `afnetworkingAccepts`, independently of tlsaudit's code).
 @Suite("AFNetworking pinning, exactly")
 struct AFNetworkingPinningTests {

@@ -52,7 +52,7 @@ public struct ServerOffer: Hashable, Codable, Sendable {
 }
 
 /// `tlsaudit ats`: what `nscurl --ats-diagnostics` tells on macOS, judged by what current iOS and
-/// macOS clients offer and accept (../shared/ATS.md sections 1, 2 and 5), and what to change: the
+/// macOS clients offer and accept (docs/apple-rules.md sections 1, 2 and 5), and what to change: the
 /// server first, then the smallest app-side exception, if any works at all.
 public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public static let schemaVersion = "tlsaudit.ats/2"

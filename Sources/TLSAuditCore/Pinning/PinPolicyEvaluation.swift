@@ -1,7 +1,7 @@
 public import Foundation
 
 /// How a chain fares when the pinned certificates are its only trust anchors (AFNetworking's
-/// certificate mode, step 5 of ../shared/ATS.md section 4).
+/// certificate mode, step 5 of docs/apple-rules.md section 4).
 public struct PinnedAnchorEvaluation: Sendable {
     /// The path as built to a pinned anchor, leaf first (partial when none was reached).
     public var path: [CertificateSummary]
@@ -23,7 +23,7 @@ extension PinPolicy {
     }
 
     /// Judges a chain the way the pinned client would, in AFNetworking's order (`AFSecurityPolicy
-    /// evaluateServerTrust:forDomain:`, ../shared/ATS.md section 4) or with NSPinnedDomains' rules.
+    /// evaluateServerTrust:forDomain:`, docs/apple-rules.md section 4) or with NSPinnedDomains' rules.
     ///
     /// - `trustErrors`: tlsaudit's trust findings of severity error for the chain against the
     ///   target's anchors (system store or `ca_file`), with the name check; hostname mismatches are

@@ -138,7 +138,7 @@ public final class Enumerator: Sendable {
 
     // MARK: - ATS matrix
 
-    /// The static-RSA suites `NSExceptionRequiresForwardSecrecy = NO` adds (../shared/ATS.md section 1).
+    /// The static-RSA suites `NSExceptionRequiresForwardSecrecy = NO` adds (docs/apple-rules.md section 1).
     static let staticRSASuites = "AES256-GCM-SHA384:AES128-GCM-SHA256:AES256-SHA:AES128-SHA"
 
     /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does, each offering what a
