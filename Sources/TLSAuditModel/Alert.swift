@@ -13,6 +13,9 @@ public enum AlertKind: String, Codable, Sendable, CaseIterable {
     case certificateExpired = "certificate.expired"
     case unreachable = "target.unreachable"
     case reachable = "target.recovered"
+
+    /// A pin event (`pin.mismatch`, `pin.restored`): what a report's pin section lists.
+    public var isPinEvent: Bool { self == .pinMismatch || self == .pinRestored }
 }
 
 /// How urgent an alert is.

@@ -32,6 +32,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     }
     public var description: String { rawValue }
     public static func < (lhs: FindingID, rhs: FindingID) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// A conformance lint (`lint.*`): a warning about how the certificate is made, never in a verdict.
+    public var isLint: Bool { rawValue.hasPrefix("lint.") }
     /// A JSON object keyed by rule id (`ats.rules`) keeps its ids as keys.
     public var codingKey: any CodingKey { RuleKey(stringValue: rawValue) }
     public init?<T: CodingKey>(codingKey: T) { rawValue = codingKey.stringValue }

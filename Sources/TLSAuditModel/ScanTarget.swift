@@ -35,7 +35,7 @@ public struct ScanTarget: Hashable, Sendable {
     }
 
     /// Parses `host[:port]`.
-    public static func parse(_ text: String, defaultPort: Int = 443) throws(ParseError) -> ScanTarget {
+    public static func parse(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError) -> ScanTarget {
         var rest = text.trimmingCharacters(in: .whitespaces)
         if let scheme = rest.range(of: "://") { rest = String(rest[scheme.upperBound...]) }
         if let slash = rest.firstIndex(of: "/") { rest = String(rest[..<slash]) }
@@ -84,7 +84,7 @@ public struct ScanTarget: Hashable, Sendable {
     }
 
     /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment.
-    public static func parseList(_ text: String, defaultPort: Int = 443) throws(ParseError) -> [ScanTarget] {
+    public static func parseList(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError) -> [ScanTarget] {
         var targets: [ScanTarget] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first

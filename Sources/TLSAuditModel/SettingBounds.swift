@@ -34,4 +34,17 @@ public enum SettingBounds {
     public static let sinkTimeout = Bound(defaultValue: 10.0, range: 0.1...300, described: "between 0.1 and 300 seconds")
     /// Revocation checking when a target does not set it.
     public static let revocation = RevocationMode.soft
+    /// Seconds a compliance report covers, up to its end (`report --since`, a report's `since`).
+    public static let reportPeriod = Bound(defaultValue: 7.0 * 86_400, range: 60...3_153_600_000,
+                                           described: "a duration of at least a minute, like 24h, 7d or 30d")
+    /// A report lists the certificates expiring within this many seconds (`--expiring-within`, `expiring_within`).
+    public static let expiringWithin = Bound(defaultValue: 30.0 * 86_400, range: 0...3_153_600_000,
+                                             described: "a duration from 0 to 100 years, like 30d")
+    /// `expiringWithin`'s default in whole days, as reports count them.
+    public static var expiringWithinDays: Int { Int(expiringWithin.defaultValue / 86_400) }
+    /// The compliance goal of a report's trend, in percent (`report --goal`).
+    public static let goal = Bound(defaultValue: 95.0, range: 0...100, described: "a percentage from 0 to 100")
+    /// Seconds scans and deliveries in flight may run on after SIGTERM (`serve --shutdown-grace`):
+    /// the default is well within the systemd unit's TimeoutStopSec=30.
+    public static let shutdownGrace = Bound(defaultValue: 15.0, range: 0...3_600, described: "between 0 and 3600 seconds")
 }

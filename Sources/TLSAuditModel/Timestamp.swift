@@ -89,4 +89,12 @@ public enum DurationText {
         guard let value, value.isFinite, value >= 0, value <= maximum else { return nil }
         return value
     }
+
+    /// `seconds` as `seconds(_:)` reads it back, in the largest whole unit: `7d`, `2h`, `90s`.
+    public static func text(_ seconds: Double) -> String {
+        for (suffix, factor) in [("d", 86_400.0), ("h", 3600), ("m", 60)] where seconds >= factor && seconds.truncatingRemainder(dividingBy: factor) == 0 {
+            return "\(Int(seconds / factor))\(suffix)"
+        }
+        return seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(Int((seconds * 1000).rounded()))ms"
+    }
 }

@@ -29,7 +29,7 @@ public struct ComplianceReport: Codable, Sendable {
     /// The compliance the trend is coloured against, in percent (`report --goal`).
     public var goal: Double = ComplianceReport.defaultGoal
     /// `goal` unless `report --goal` (or a request) says otherwise.
-    public static let defaultGoal = 95.0
+    public static let defaultGoal = SettingBounds.goal.defaultValue
 
     /// One address to fix, in the order `ReportBuilder.fixFirst` gives.
     public struct FixItem: Codable, Sendable, Hashable {
@@ -97,7 +97,7 @@ public struct ComplianceReport: Codable, Sendable {
         public var trusted: Bool?
         public var trustErrors: [FindingID]
         /// Conformance lints of the latest scan (`lint.*`: warnings, never in the verdict).
-        public var lints: [String] = []
+        public var lints: [FindingID] = []
         /// `none` (no pins), `match` or `mismatch`.
         public var pinState: PinEvaluation.State
         public var pinMessage: String?
@@ -145,8 +145,8 @@ public struct ComplianceReport: Codable, Sendable {
     public struct AlertEntry: Codable, Sendable, Hashable {
         public var id: String
         public var at: Date
-        public var kind: String
-        public var severity: String
+        public var kind: AlertKind
+        public var severity: AlertSeverity
         public var target: String
         public var address: String
         public var summary: String

@@ -18,7 +18,7 @@ public enum ReportBuilder {
         ReportQuery(start: end.addingTimeInterval(-since), end: end, policy: policy, targets: targets, step: step(for: since))
     }
 
-    public static func build(_ data: ReportData, expiringWithinDays: Int = 30,
+    public static func build(_ data: ReportData, expiringWithinDays: Int = SettingBounds.expiringWithinDays,
                              goal: Double = ComplianceReport.defaultGoal) -> ComplianceReport {
         let end = data.query.end
         let addresses = data.addresses.map { address -> ComplianceReport.AddressEntry in
@@ -74,7 +74,7 @@ public enum ReportBuilder {
             scans: data.scans, failedScans: data.failedScans, rejudgedObservations: data.rejudged)
 
         let alerts = data.alerts.map {
-            ComplianceReport.AlertEntry(id: $0.id, at: $0.createdAt, kind: $0.kind.rawValue, severity: $0.severity.rawValue,
+            ComplianceReport.AlertEntry(id: $0.id, at: $0.createdAt, kind: $0.kind, severity: $0.severity,
                                         target: $0.target, address: $0.address, summary: $0.summary)
         }
         let certificateChanges = data.alerts.filter { $0.kind == .certificateChanged }.map {
@@ -90,7 +90,7 @@ public enum ReportBuilder {
         }
         let changes = ComplianceReport.Changes(
             certificates: certificateChanges, newFailures: ruleChanges(.newFailure), fixes: ruleChanges(.fix),
-            pinEvents: alerts.filter { $0.kind.hasPrefix("pin.") }, alerts: alerts)
+            pinEvents: alerts.filter { $0.kind.isPinEvent }, alerts: alerts)
 
         let unreachable = data.addresses.filter { $0.verdict.condition == .unreachable }.map {
             ComplianceReport.UnreachableEntry(target: $0.target, address: $0.address, lastScanAt: $0.lastScanAt,

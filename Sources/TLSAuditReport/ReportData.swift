@@ -37,7 +37,7 @@ public struct ReportVerdict: Sendable, Hashable {
     /// Ids of the trust errors (`trust.expired`, ...); empty when the chain is trusted.
     public var trustErrors: [FindingID]
     /// Ids of the conformance lints of the scan (`lint.serial-number`, ...), for the current state.
-    public var lints: [String] = []
+    public var lints: [FindingID] = []
 
     public init(condition: AddressCondition, policy: CompliancePolicy, failedRules: [FindingID], trustErrors: [FindingID]) {
         self.condition = condition

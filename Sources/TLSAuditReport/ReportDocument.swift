@@ -155,7 +155,7 @@ struct ReportDocument {
             blocks.append(.subheading("\(title) (\(list.count))"))
             if !list.isEmpty {
                 blocks.append(.table(header: ["When", "Severity", "Kind", "Target", "Address", "Summary"], rows: list.map {
-                    [Cell(Timestamp.format($0.at)), Self.severity($0.severity), Cell($0.kind), Cell($0.target), Cell($0.address),
+                    [Cell(Timestamp.format($0.at)), Self.severity($0.severity.rawValue), Cell($0.kind.rawValue), Cell($0.target), Cell($0.address),
                      Cell($0.summary)]
                 }))
             }

@@ -15,7 +15,7 @@ public struct ReportRequest: Sendable, Hashable {
     public var goal: Double
 
     public init(since: TimeInterval, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil,
-                expiringWithinDays: Int = 30, goal: Double = ComplianceReport.defaultGoal) {
+                expiringWithinDays: Int = SettingBounds.expiringWithinDays, goal: Double = ComplianceReport.defaultGoal) {
         self.since = since
         self.end = end
         self.policy = policy

@@ -281,8 +281,8 @@ struct ReportReader {
         var report = ReportVerdict(condition: verdict.condition, policy: verdict.policy, failedRules: try verdict.rules.decoded(),
                                    trustErrors: verdict.findings.filter { Finding.isTrustError(id: $0.id, severity: $0.severity) }
                                        .map(\.id))
-        var seen = Set<String>()
-        report.lints = verdict.findings.map(\.id.rawValue).filter { $0.hasPrefix("lint.") && seen.insert($0).inserted }
+        var seen = Set<FindingID>()
+        report.lints = verdict.findings.map(\.id).filter { $0.isLint && seen.insert($0).inserted }
         return report
     }
 

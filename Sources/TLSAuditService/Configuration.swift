@@ -100,8 +100,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var reports: [ReportSchedule] = []
     /// Advice that does not make the file invalid (e.g. a single pin with no backup).
     public var warnings: [ConfigurationError] = []
-    /// `serve --shutdown-grace`'s default, in seconds: well within the unit's TimeoutStopSec=30.
-    public static let defaultShutdownGrace: Double = 15
+    /// `serve --shutdown-grace`'s default, in seconds (`SettingBounds.shutdownGrace`).
+    public static let defaultShutdownGrace = SettingBounds.shutdownGrace.defaultValue
 
     public init(database: String, concurrency: Int, perHostConcurrency: Int, retention: Double, maxBackoff: Double,
                 logLevel: String, targets: [TargetConfiguration], alerts: AlertConfiguration = AlertConfiguration()) {
@@ -381,7 +381,7 @@ struct ConfigurationParser {
             }
             guard let value = string(hostNode, "a host name or IP address") else { return nil }
             do {
-                _ = try ScanTarget.splitHostPort(value, defaultPort: 443)
+                _ = try ScanTarget.splitHostPort(value, defaultPort: SettingBounds.port.defaultValue)
             } catch {
                 report(hostNode, "host '\(value)': \(error.description)")
                 return nil
@@ -591,8 +591,8 @@ struct ConfigurationParser {
                     report(zoneNode, "'\(text)' is not a time zone (an IANA name like UTC or Europe/Paris)")
                 }
             }
-            if let sinceNode = mapping["since"], let value = duration(sinceNode, minimum: 60) { schedule.since = value }
-            if let value = mapping["expiring_within"], let seconds = duration(value, minimum: 0) {
+            if let sinceNode = mapping["since"], let value = duration(sinceNode, SettingBounds.reportPeriod) { schedule.since = value }
+            if let value = mapping["expiring_within"], let seconds = duration(value, SettingBounds.expiringWithin) {
                 schedule.expiringWithinDays = Int(seconds / 86_400)
             }
             if let keepNode = mapping["keep"], let value = integer(keepNode, in: 0...100_000) { schedule.keep = value }

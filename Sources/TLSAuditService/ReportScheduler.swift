@@ -32,7 +32,7 @@ public struct ReportSchedule: Sendable, Hashable {
 
     public init(name: String, frequency: Frequency, timeOfDay: Int = 6 * 3600, weekday: Int = 2,
                 timeZone: TimeZone = TimeZone(identifier: "UTC")!, since: TimeInterval? = nil, formats: [ReportFormat] = [.html],
-                directory: String, policy: CompliancePolicy? = nil, expiringWithinDays: Int = 30, keep: Int = 0,
+                directory: String, policy: CompliancePolicy? = nil, expiringWithinDays: Int = SettingBounds.expiringWithinDays, keep: Int = 0,
                 sinks: [String] = []) {
         self.name = name
         self.frequency = frequency
@@ -213,7 +213,7 @@ final class ReportScheduler: @unchecked Sendable {
         }
         guard files.count == schedule.formats.count else { return false }
         prune(schedule)
-        var delivery: [String: String] = [:]
+        var delivery: [String: ReportDelivery] = [:]
         for name in schedule.sinks {
             guard let sink = sinks[name] else { continue }
             delivery[name] = send(report, of: schedule, end: end, to: sink)
@@ -230,13 +230,13 @@ final class ReportScheduler: @unchecked Sendable {
         return true
     }
 
-    /// Sends the JSON report to one sink, three attempts; "delivered" or the last error.
-    private func send(_ report: ComplianceReport, of schedule: ReportSchedule, end: Date, to sink: SinkConfiguration) -> String {
+    /// Sends the JSON report to one sink, three attempts; delivered, or failed with the last error.
+    private func send(_ report: ComplianceReport, of schedule: ReportSchedule, end: Date, to sink: SinkConfiguration) -> ReportDelivery {
         let body: Data
         do {
             body = try JSONDocumentEncoder.tlsauditCompact.encode(ReportNotice(report: report, name: schedule.name)) + Data("\n".utf8)
         } catch {
-            return "cannot encode the report: \(error)"
+            return .failed("cannot encode the report: \(error)")
         }
         let id = "\(schedule.name)@\(Timestamp.format(end))"
         var outcome = "not sent"
@@ -247,14 +247,14 @@ final class ReportScheduler: @unchecked Sendable {
             }
             switch result {
             case .success:
-                return "delivered"
+                return .delivered
             case .failure(let error):
                 outcome = error.description
                 logger.warning("scheduled report delivery failed", metadata: [
                     "report": "\(schedule.name)", "sink": "\(sink.name)", "attempt": "\(attempt + 1)", "error": "\(error.description)"])
             }
         }
-        return outcome
+        return .failed(outcome)
     }
 
     /// Deletes the oldest files of this report beyond `keep` per format.

@@ -29,7 +29,7 @@ public final class ScanService: Service, @unchecked Sendable {
 
     /// Builds the service from a validated configuration. `configurationPath` is what SIGHUP rereads.
     public init(configuration: ServiceConfiguration, configurationPath: String?, logger: Logger,
-                shutdownGrace: Double = 15) throws {
+                shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace) throws {
         self.configuration = configuration
         self.configurationPath = configurationPath
         self.logger = logger

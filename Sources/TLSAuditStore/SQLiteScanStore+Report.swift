@@ -199,8 +199,7 @@ private final class SQLiteReportFacts: ReportFactReader {
     /// severity, separated by char(31)) and the scan's details.
     private static func detailSQL(from source: String, policy: CompliancePolicy?) -> String {
         verdictSQL(from: source, policy: policy, extra: """
-            , (SELECT group_concat(json_extract(f.value, '$.severity') || ' ' || json_extract(f.value, '$.id'), char(31))
-               FROM json_each(v.findings) AS f),
+            , (SELECT \(FindingMarks.sql) FROM json_each(v.findings) AS f),
             o.port, o.failure_category, o.failure_message,
             json_extract(o.handshake, '$.protocolVersion'), json_extract(o.handshake, '$.cipher.iana'),
             json_extract(own.pin, '$.state'), json_extract(own.pin, '$.message')
@@ -212,15 +211,7 @@ private final class SQLiteReportFacts: ReportFactReader {
         let place = "observation \(id)"
         var verdict: StoredVerdict?
         if (row[Column.storedPolicy] as String?) != nil {
-            var findings: [(id: FindingID, severity: Severity)] = []
-            if details, let marks = row[Column.findings] as String? {
-                for mark in marks.split(separator: "\u{1F}") {
-                    let parts = mark.split(separator: " ", maxSplits: 1)
-                    guard parts.count == 2 else { continue }
-                    findings.append((FindingID(rawValue: String(parts[1])),
-                                     try SQLiteScanStore.known(String(parts[0]), "finding severity", in: place)))
-                }
-            }
+            let findings = details ? try FindingMarks.parse(row[Column.findings], in: place) : []
             verdict = StoredVerdict(compliant: row[Column.compliant], failedRules: StoredRules(json: row[Column.failedRules] ?? "[]"),
                                     findings: findings)
         }
@@ -248,5 +239,20 @@ private final class SQLiteReportFacts: ReportFactReader {
                              condition: try SQLiteScanStore.known(row[3], "condition", in: place),
                              policy: try SQLiteScanStore.known(row[4], "policy", in: place),
                              failedRules: StoredRules(json: row[5] ?? "[]"))
+    }
+}
+
+/// The ids and severities of a verdict's findings, read in one column without decoding the findings.
+enum FindingMarks {
+    /// The column over a finding `f` of `json_each(findings)`: `severity id`, separated by char(31).
+    static let sql = "group_concat(json_extract(f.value, '$.severity') || ' ' || json_extract(f.value, '$.id'), char(31))"
+
+    static func parse(_ column: String?, in place: String) throws -> [(id: FindingID, severity: Severity)] {
+        guard let column else { return [] }
+        return try column.split(separator: "\u{1F}").map { mark in
+            let parts = mark.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2 else { throw StoreError(.corrupt, "\(place): a stored finding has no id or severity") }
+            return (FindingID(rawValue: String(parts[1])), try SQLiteScanStore.known(String(parts[0]), "finding severity", in: place))
+        }
     }
 }

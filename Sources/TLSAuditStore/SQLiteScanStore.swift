@@ -293,7 +293,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let marks = try String.fetchAll(db.cachedStatement(sql: "SELECT mark FROM expiry_alert WHERE target = ? AND address = ?"),
                                         arguments: [target, address])
         return AddressMemory(
-            pinState: (row["pin_state"] as String?).flatMap(PinEvaluation.State.init(rawValue:)),
+            pinState: try known(row["pin_state"], "pin state", in: "the current state of \(target) \(address)", optional: true),
             leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
             atsCompliant: (row["ats_compliant"] as Int?).map { $0 == 1 },
             failedRules: try rules(row["failed_rules"]),
@@ -373,17 +373,13 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Reading
 
-    /// `Finding.isTrustError` in SQL, for a finding `f` of `json_each(findings)`.
-    static let trustErrorSQL = "(json_extract(f.value, '$.severity') = 'error' AND json_extract(f.value, '$.id') LIKE 'trust.%')"
-
     public func status() throws -> [TargetStatus] {
         do {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: """
-                    SELECT t.*, (SELECT group_concat(json_extract(f.value, '$.id'))
+                    SELECT t.*, (SELECT \(FindingMarks.sql)
                                  FROM verdict v, json_each(v.findings) AS f
-                                 WHERE v.observation_id = t.last_observation_id AND v.policy = t.policy
-                                   AND \(Self.trustErrorSQL)) AS trust_errors
+                                 WHERE v.observation_id = t.last_observation_id AND v.policy = t.policy) AS findings
                     FROM target_state t ORDER BY t.target, t.address
                     """).map { row in
                     let place = "the current state of \(row["target"] as String? ?? "?") \(row["address"] as String? ?? "?")"
@@ -398,11 +394,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState),
                         earliestExpiry: (row["earliest_expiry"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
-                        failureCategory: (row["failure_category"] as String?).flatMap(ProbeFailureCategory.init(rawValue:)),
+                        failureCategory: try Self.known(row["failure_category"], "failure category", in: place, optional: true),
                         consecutiveFailures: row["consecutive_failures"],
                         lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         pinState: pinState)
-                    status.trustErrors = (row["trust_errors"] as String?)?.split(separator: ",").map { FindingID(rawValue: String($0)) } ?? []
+                    status.trustErrors = try FindingMarks.parse(row["findings"], in: place)
+                        .filter { Finding.isTrustError(id: $0.id, severity: $0.severity) }.map(\.id)
                     return status
                 }
             }
@@ -518,13 +515,13 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         for index in path.indices {
             path[index].presentedIndex = presented.firstIndex { $0.sha256Fingerprint == path[index].certificate.sha256Fingerprint }
         }
-        let trustStore: String? = row["trust_store"]
-        let chain = trustStore.map { store in
-            ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: store,
-                        issues: (try? Self.decode([PathBuildingIssue].self, row["path_issues"])) ?? [],
-                        revocation: try? Self.decode(RevocationReport.self, row["revocation"]))
-        }
         let place = "observation \(observationID)"
+        var chain: ChainReport?
+        if let trustStore = row["trust_store"] as String? {
+            chain = ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: trustStore,
+                                issues: try stored([PathBuildingIssue].self, row["path_issues"], "path issues", in: place) ?? [],
+                                revocation: try stored(RevocationReport.self, row["revocation"], "revocation facts", in: place))
+        }
         let category: ProbeFailureCategory? = try Self.known(row["failure_category"], "failure category", in: place, optional: true)
         let policy: CompliancePolicy = try Self.known(row["policy"], "policy", in: place)
         let failedRules = try Self.rules(row["failed_rules"])
@@ -558,7 +555,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
     }
 
-    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: String]) throws {
+    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws {
         do {
             try pool.write { db in
                 try db.execute(sql: """
@@ -649,6 +646,15 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     where Value.RawValue == String {
         guard let raw else { return nil }
         return try known(raw, what, in: place) as Value
+    }
+
+    /// A stored document; one this version cannot read is an error naming where it was read.
+    static func stored<T: Decodable>(_ type: T.Type, _ text: String?, _ what: String, in place: String) throws -> T? {
+        do {
+            return try decode(type, text)
+        } catch {
+            throw StoreError(.corrupt, "\(place): the stored \(what) cannot be read (written by a newer version, or damaged): \(error)")
+        }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {

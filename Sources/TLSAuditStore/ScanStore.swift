@@ -84,7 +84,7 @@ public enum TrustReasons {
     public static func expand(_ rules: [FindingID], trustErrors: [FindingID]) -> [FindingID] {
         var seen = Set<FindingID>()
         let specific = trustErrors.filter { seen.insert($0).inserted }
-        guard !specific.isEmpty, let index = rules.firstIndex(of: "ats.trust") else { return rules }
+        guard !specific.isEmpty, let index = rules.firstIndex(of: .atsTrust) else { return rules }
         var expanded = rules
         expanded.replaceSubrange(index...index, with: specific)
         return expanded
@@ -175,8 +175,8 @@ public protocol ScanStore: Sendable {
     /// The end of the period of the latest scheduled report `name` written, nil before the first.
     func lastReportRun(name: String) throws -> Date?
     /// Records that the scheduled report `name` for the period ending at `periodEnd` was written
-    /// (`files`) and delivered (`delivery`: sink name to "delivered" or the error).
-    func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: String]) throws
+    /// (`files`) and how its delivery to each sink went (by sink name).
+    func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws
     /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
     /// no scan refers to any more.
     func prune(olderThan cutoff: Date) throws -> PruneResult
@@ -246,6 +246,20 @@ public enum DeliveryState: String, Sendable, Codable {
     /// Not delivered yet (attempts may have failed; `lastError` says why).
     case pending
     case delivered
+}
+
+/// How a scheduled report's delivery to one sink went. Stored as `delivered` or the error's text.
+public enum ReportDelivery: Sendable, Hashable, Encodable {
+    case delivered
+    case failed(String)
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .delivered: try container.encode("delivered")
+        case .failed(let error): try container.encode(error)
+        }
+    }
 }
 
 /// An alert as stored, with its delivery state per sink.

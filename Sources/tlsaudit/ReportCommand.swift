@@ -25,7 +25,7 @@ struct ReportCommand: ParsableCommand {
     @OptionGroup var jsonStyle: JSONStyleOptions
 
     @Option(help: "The period: the report covers this long up to --at (e.g. 24h, 7d, 30d).")
-    var since: String = "7d"
+    var since: String = DurationText.text(SettingBounds.reportPeriod.defaultValue)
 
     @Option(help: "Write the report to this file (atomically) instead of standard output.")
     var out: String?
@@ -37,18 +37,19 @@ struct ReportCommand: ParsableCommand {
     var at: String?
 
     @Option(name: .customLong("expiring-within"), help: "List certificates expiring within this long (e.g. 30d).")
-    var expiringWithin: String = "30d"
+    var expiringWithin: String = DurationText.text(SettingBounds.expiringWithin.defaultValue)
 
-    @Option(help: "The compliance goal in percent: the trend is green at or above it, red below (default 95).")
+    @Option(help: "The compliance goal in percent: the trend is green at or above it, red below (default \(Int(SettingBounds.goal.defaultValue))).")
     var goal: Double = ComplianceReport.defaultGoal
 
     func validate() throws {
-        guard (0...100).contains(goal) else { throw ValidationError("--goal must be a percentage from 0 to 100.") }
-        guard let seconds = DurationText.seconds(since), seconds >= 60 else {
-            throw ValidationError("--since must be a duration of at least a minute, like 24h, 7d or 30d.")
+        if let problem = SettingBounds.goal.problem(goal, name: "--goal") { throw ValidationError(problem + ".") }
+        guard let seconds = DurationText.seconds(since), SettingBounds.reportPeriod.problem(seconds, name: "--since") == nil else {
+            throw ValidationError("--since must be \(SettingBounds.reportPeriod.described).")
         }
-        guard DurationText.seconds(expiringWithin) != nil else {
-            throw ValidationError("--expiring-within must be a duration like 30d.")
+        guard let expiring = DurationText.seconds(expiringWithin),
+              SettingBounds.expiringWithin.problem(expiring, name: "--expiring-within") == nil else {
+            throw ValidationError("--expiring-within must be \(SettingBounds.expiringWithin.described).")
         }
         if let at, Timestamp.parse(at) == nil {
             throw ValidationError("--at must be an ISO 8601 time like 2026-11-22T00:00:00Z.")

@@ -67,7 +67,7 @@ struct ScanCommand: ParsableCommand {
     var at: String?
 
     @Option(help: "Revocation checking: off, soft (the default: an answer that cannot be had is a warning) or hard (it is an error). OCSP (stapled, then the responder in the leaf's AIA), then CRLs.")
-    var revocation: RevocationMode = .soft
+    var revocation: RevocationMode = SettingBounds.revocation
 
     @Flag(name: .customLong("aia-fetch"), help: "Fetch an intermediate the server does not send from the caIssuers URL in the AIA, as Apple's clients do (a chain.aia-fetched warning says so).")
     var aiaFetch = false

@@ -43,13 +43,19 @@ struct ServeCommand: AsyncParsableCommand {
     )
 
     @Option(help: "The YAML configuration.")
-    var config: String = "/etc/tlsaudit/tlsaudit.yaml"
+    var config: String = ServiceConfiguration.installedPath
 
     @Option(help: "Override the configuration's database path.")
     var database: String?
 
     @Option(name: .customLong("shutdown-grace"), help: "Seconds scans and alert deliveries in flight may run on after SIGTERM.")
     var shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace
+
+    func validate() throws {
+        if let problem = SettingBounds.shutdownGrace.problem(shutdownGrace, name: "--shutdown-grace") {
+            throw ValidationError(problem + ".")
+        }
+    }
 
     func run() async throws {
         var configuration = try loadConfiguration(config)

@@ -107,6 +107,28 @@ struct ConfigurationTests {
                 #expect(output.stderr.contains("--timeout must be \(SettingBounds.timeout.described)"), "\(command): \(output.stderr)")
             }
         }
+        // The report's period and expiry window: the same range for a scheduled report and `report`.
+        let reportProblems = errors("""
+            targets: [ok.example]
+            reports:
+              - name: weekly
+                schedule: daily
+                directory: /tmp
+                since: 30s
+            """)
+        #expect(reportProblems.map(\.line) == [6], "\(reportProblems)")
+        #expect(reportProblems.first?.message.contains("at least \(Int(SettingBounds.reportPeriod.range.lowerBound))s") == true,
+                "\(reportProblems)")
+        for (option, value, bound) in [("--since", "30s", SettingBounds.reportPeriod.described),
+                                       ("--expiring-within", "soon", SettingBounds.expiringWithin.described),
+                                       ("--goal", "101", SettingBounds.goal.described)] {
+            let output = try Binary.run(["report", "--database", "/nonexistent.sqlite", option, value])
+            #expect(output.status == 64, "report \(option) \(value): \(output.stderr)")
+            #expect(output.stderr.contains("\(option) must be \(bound)"), "\(option): \(output.stderr)")
+        }
+        let grace = try Binary.run(["serve", "--config", "/nonexistent.yaml", "--shutdown-grace", "3601"])
+        #expect(grace.status == 64 && grace.stderr.contains("--shutdown-grace must be \(SettingBounds.shutdownGrace.described)"),
+                "\(grace.stderr)")
     }
 
     @Test("a target's trust ca_file that cannot be read or holds no certificate stops the configuration, with its line")

@@ -10,7 +10,7 @@ import TLSAuditLab
 @testable import TLSAuditStore
 
 /// `tlsaudit report` on a fixed database of real handshakes (built by
-/// `tlsaudit-bench report-fixture`; see Fixtures/report/README.md), and the service's scheduled reports.
+/// `tlsaudit-bench report-fixture`; see docs/report.md, "The test fixture"), and the service's scheduled reports.
 @Suite("Compliance reports", .serialized)
 struct ReportTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/report")
@@ -71,7 +71,7 @@ struct ReportTests {
         #expect(report.changes.newFailures.first?.rules.contains("ats.tls-version") == true)
         #expect(report.changes.newFailures.last?.rules == ["pin.mismatch"])
         #expect(report.changes.fixes.map(\.target) == ["fixed", "pinned"] && report.changes.fixes.first?.rules == ["ats.trust"])
-        #expect(report.changes.pinEvents.map(\.kind) == ["pin.mismatch", "pin.restored"])
+        #expect(report.changes.pinEvents.map(\.kind.rawValue) == ["pin.mismatch", "pin.restored"])
         let renewal = try #require(report.changes.certificates.first { $0.target == "renewed" })
         #expect(renewal.sameKey)
         #expect(report.changes.certificates.filter { !$0.sameKey }.map(\.target) == ["fixed", "regressed", "pinned", "pinned"])

@@ -114,6 +114,34 @@ struct StoreTests {
                 #expect(error.description.contains("observation \(id)") || error.description.contains("current state of t"), "\(error)")
             }
         }
+
+        // With the policies readable again: an unknown pin state is an error for the alert memory
+        // (the next scan), an unknown failure category for the status, and a damaged path document
+        // for the stored result (none of them read as nil or empty).
+        try queue.write { db in
+            try db.execute(sql: "UPDATE verdict SET policy = 'ats-runtime'")
+            try db.execute(sql: "UPDATE observation SET policy = 'ats-runtime', path_issues = '{damaged'")
+            try db.execute(sql: "UPDATE target_state SET policy = 'ats-runtime', pin_state = 'none', failure_category = 'future-category'")
+        }
+        let damaged: [(String, () throws -> Void)] = [
+            ("failure category", { _ = try store.status() }),
+            ("path issues cannot be read", { _ = try store.result(observationID: id) }),
+            ("pin state", {
+                try queue.write { try $0.execute(sql: "UPDATE target_state SET pin_state = 'half-pinned', failure_category = NULL") }
+                _ = try store.record([StoredScan(target: "t", host: ServiceLab.hostname, port: server.port, sni: ServiceLab.hostname,
+                                                 result: try self.scan(server, at: Date()))], decide: AlertSettings.decision(nil))
+            }),
+        ]
+        for (what, read) in damaged {
+            do {
+                try read()
+                Issue.record("a damaged \(what) was read without an error")
+            } catch let error as StoreError {
+                #expect(error.kind == .corrupt)
+                #expect(error.description.contains(what), "\(error)")
+                #expect(error.description.contains("observation \(id)") || error.description.contains("current state of t"), "\(error)")
+            }
+        }
     }
 
     @Test("each stored scan keeps its own handshake, with several servers' scans interleaved")

@@ -63,8 +63,10 @@ public struct HTTPProxySettings: Sendable, Equatable {
     }
 }
 
-/// A small HTTP/1.1 client for deliveries (alert and report webhooks): one request per
-/// connection, over TCP or TLS, directly or through an HTTP proxy (CONNECT for https). TLS needs
+/// A small HTTP/1.1 client, the transport of everything tlsaudit sends or fetches over HTTP: the
+/// webhook sinks' POSTs (what is sent, signed and retried is theirs: `AlertDispatcher` in the
+/// service) and the probe's own fetches of OCSP responses, CRLs and caIssuers certificates. One
+/// request per connection, over TCP or TLS, directly or through an HTTP proxy (CONNECT for https). TLS needs
 /// 1.2 or later and a certificate chain that verifies against the system trust store (or
 /// `caFile`) for the URL's host name or IP address. Redirects are not followed: the answer's
 /// status is the result. Linux's URLSession would bring libcurl and some thirty libraries into
