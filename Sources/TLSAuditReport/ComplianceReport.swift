@@ -104,10 +104,10 @@ public struct ComplianceReport: Codable, Sendable {
         /// The earliest notAfter over the current chain, and the whole days left until it at the report's end.
         public var earliestExpiry: Date?
         public var daysLeft: Int?
-        public var protocolVersion: String?
+        public var protocolVersion: TLSVersion?
         public var cipher: String?
         public var lastScanAt: Date
-        public var failureCategory: String?
+        public var failureCategory: ProbeFailureCategory?
         public var failureMessage: String?
     }
 
@@ -172,7 +172,7 @@ public struct ComplianceReport: Codable, Sendable {
         public var lastScanAt: Date
         /// The last scan that reached the server, nil when none in the stored history did.
         public var lastReachableAt: Date?
-        public var failureCategory: String?
+        public var failureCategory: ProbeFailureCategory?
         public var failureMessage: String?
     }
 }

@@ -122,7 +122,7 @@ public enum ReportBuilder {
                     // Not compliant, yet no rule says why: the handshake itself failed.
                     if address.status == .notCompliant, items.count == before {
                         items.append((5, .max, .init(category: "handshake", target: target.target, address: address.address,
-                                                     problem: address.failureCategory ?? "not compliant",
+                                                     problem: address.failureCategory?.rawValue ?? "not compliant",
                                                      fix: "make the handshake complete with a current client (\(address.failureMessage ?? "see the scan"))")))
                     }
                 }
@@ -132,7 +132,7 @@ public enum ReportBuilder {
                 }
                 let left = address.daysLeft ?? .max
                 if address.status == .unreachable {
-                    add(7, "unreachable", address.failureCategory ?? "unreachable",
+                    add(7, "unreachable", address.failureCategory?.rawValue ?? "unreachable",
                         "make the server reachable again (\(address.failureMessage ?? "no TLS server answered"))")
                     continue
                 }

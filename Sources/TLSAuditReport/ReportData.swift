@@ -61,9 +61,9 @@ public struct ReportAddress: Sendable {
     /// `none`, `match`, `mismatch`, ... (the pin check of the last scan that reached the server).
     public var pinState: PinEvaluation.State
     public var pinMessage: String?
-    public var protocolVersion: String?
+    public var protocolVersion: TLSVersion?
     public var cipher: String?
-    public var failureCategory: String?
+    public var failureCategory: ProbeFailureCategory?
     public var failureMessage: String?
     /// The last scan that reached the server (nil: never, as far as the history goes).
     public var lastReachableAt: Date?

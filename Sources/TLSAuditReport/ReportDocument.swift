@@ -116,11 +116,11 @@ struct ReportDocument {
                 }
                 rows.append([
                     Cell(target.target), Cell(address.address), Self.status(address.status),
-                    Cell(address.status == .unreachable ? (address.failureCategory ?? "failed")
+                    Cell(address.status == .unreachable ? (address.failureCategory?.rawValue ?? "failed")
                          : address.failedRules.isEmpty ? "-" : address.failedRules.joined(separator: ", "),
                          address.failedRules.isEmpty ? .muted : .bad),
                     trust, pin, Self.expiry(address.earliestExpiry, daysLeft: address.daysLeft),
-                    Cell([address.protocolVersion, address.cipher].compactMap { $0 }.joined(separator: " "), .muted),
+                    Cell([address.protocolVersion?.rawValue, address.cipher].compactMap { $0 }.joined(separator: " "), .muted),
                 ])
             }
         }
@@ -184,7 +184,7 @@ struct ReportDocument {
         blocks.append(.table(header: ["Target", "Address", "Last reached", "Last scan", "Failure"], rows: report.unreachable.map {
             [Cell($0.target), Cell($0.address), Cell($0.lastReachableAt.map(Timestamp.format) ?? "never", .muted),
              Cell(Timestamp.format($0.lastScanAt)),
-             Cell([$0.failureCategory, $0.failureMessage].compactMap { $0 }.joined(separator: ": "), .bad)]
+             Cell([$0.failureCategory?.rawValue, $0.failureMessage].compactMap { $0 }.joined(separator: ": "), .bad)]
         }))
     }
 

@@ -171,8 +171,8 @@ enum CSVReport {
                 address.policy.rawValue, address.failedRules.joined(separator: " "),
                 address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
                 address.pinState.rawValue, address.earliestExpiry.map(Timestamp.format), address.daysLeft.map(String.init),
-                address.protocolVersion, address.cipher, Timestamp.format(address.lastScanAt),
-                address.failureCategory, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
+                address.protocolVersion?.rawValue, address.cipher, Timestamp.format(address.lastScanAt),
+                address.failureCategory?.rawValue, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
             ]
             out += cells.enumerated().map { index, cell in
                 field(cell ?? "", numeric: index == 2 || index == 11 || index == 17)

@@ -102,9 +102,9 @@ public struct StoredVerdict: Sendable {
 /// What a report shows of a scan beyond its verdict.
 public struct ScanDetails: Sendable {
     public var port: Int
-    public var failureCategory: String?
+    public var failureCategory: ProbeFailureCategory?
     public var failureMessage: String?
-    public var protocolVersion: String?
+    public var protocolVersion: TLSVersion?
     public var cipher: String?
     /// The pin check under the scan's own policy (`none` without pins).
     public var pinState: PinEvaluation.State

@@ -223,8 +223,11 @@ private final class SQLiteReportFacts: ReportFactReader {
             contentKey: row[Column.content], pinMismatch: (row[Column.pinMismatch] as Int?) == 1)
         if details {
             scan.details = ScanDetails(
-                port: row[Column.port], failureCategory: row[Column.failureCategory], failureMessage: row[Column.failureMessage],
-                protocolVersion: row[Column.protocolVersion], cipher: row[Column.cipher],
+                port: row[Column.port],
+                failureCategory: try SQLiteScanStore.known(row[Column.failureCategory], "failure category", in: place, optional: true),
+                failureMessage: row[Column.failureMessage],
+                protocolVersion: try SQLiteScanStore.known(row[Column.protocolVersion], "protocol version", in: place, optional: true),
+                cipher: row[Column.cipher],
                 pinState: try SQLiteScanStore.known((row[Column.pinState] as String?) ?? "none", "pin state", in: place),
                 pinMessage: row[Column.pinMessage])
         }

@@ -13,7 +13,7 @@ struct ReportModelTests {
         let address = ComplianceReport.AddressEntry(
             address: "127.0.0.1", status: .notCompliant, policy: .atsRuntime, failedRules: [], trusted: true, trustErrors: [],
             pinState: .none, pinMessage: nil, earliestExpiry: nil, daysLeft: nil, protocolVersion: nil, cipher: nil,
-            lastScanAt: Date(), failureCategory: "client-certificate-required", failureMessage: "the server requires a client certificate")
+            lastScanAt: Date(), failureCategory: .clientCertificateRequired, failureMessage: "the server requires a client certificate")
         let items = ReportBuilder.fixFirst([.init(target: "mtls", host: "h", port: 443, status: .notCompliant, addresses: [address])], within: 30)
         #expect(items.map(\.category) == ["handshake"])
         #expect(items.first?.problem == "client-certificate-required" && items.first?.fix.contains("client certificate") == true)

@@ -93,7 +93,7 @@ struct ReportTests {
         let points = Dictionary(uniqueKeysWithValues: report.trend.map { (Timestamp.format($0.at), $0.compliance) })
         #expect(points["2026-11-02T00:00:00Z"] == 77.8 && points["2026-11-03T06:00:00Z"] == 88.9 && points[Self.end] == 75)
         let regressed = try #require(report.targets.first { $0.target == "regressed" }?.addresses.first)
-        #expect(regressed.protocolVersion == "TLSv1" && regressed.trusted == true)
+        #expect(regressed.protocolVersion?.rawValue == "TLSv1" && regressed.trusted == true)
         let wrongName = try #require(report.targets.first { $0.target == "wrong-name" }?.addresses.first)
         #expect(wrongName.trustErrors == ["trust.hostname-mismatch"] && wrongName.trusted == false)
         #expect(report.targets.first { $0.target == "pinned" }?.addresses.first?.pinState == .match)
