@@ -1,22 +1,22 @@
 import GRDB
-import TLSAuditModel
+package import TLSAuditModel
 
 /// What a verdict depends on apart from the time, as stored: two observations with the same
 /// content hash get the same verdict under any policy at any instant where the same certificates
 /// are within their validity. Reports re-judging history under another policy judge each content
 /// once (per validity state) instead of every scan.
-enum ObservationContent {
+package enum ObservationContent {
     /// One certificate reference of an observation, as `observation_certificate` holds it.
-    struct ChainEntry {
-        var role: String
-        var position: Int
-        var fingerprint: String
-        var source: String?
+    package struct ChainEntry {
+        package var role: String
+        package var position: Int
+        package var fingerprint: String
+        package var source: String?
     }
 
     /// SHA-256 of the observation's stored columns and certificate references, lowercase hex
     /// (a server chooses much of this content: a non-cryptographic hash could be made to collide).
-    static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
+    package static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
                      trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry],
                      revocation: String? = nil, sha256: SHA256Hex) -> String {
         var text = [status, failureCategory ?? "", handshake ?? "", atsRefusal ?? "", trustStore ?? "",

@@ -115,38 +115,22 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     private static func insert(_ scan: StoredScan, decide: AlertDecision,
                                handshakeJSON: (HandshakeObservation) throws -> String, sha256: SHA256Hex,
                                into db: Database) throws -> [Alert] {
-        // The per-scan budget holds whoever made the result (README, "How it behaves").
-        let result = scan.result.withinBudget()
-        let chain = result.chain
-        var seen = Set<String>()
-        for certificate in (chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? [])
-        where seen.insert(certificate.sha256Fingerprint).inserted {
+        let rows = try ScanRows(scan, handshakeJSON: handshakeJSON, sha256: sha256)
+        let result = rows.result
+        for certificate in rows.certificates {
             // Most scans show certificates already stored: skip encoding those.
             let known = try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM certificate WHERE fingerprint = ?"),
-                                          arguments: [certificate.sha256Fingerprint]) ?? false
+                                          arguments: [certificate.fingerprint]) ?? false
             if known { continue }
             try db.cachedStatement(sql: """
                 INSERT OR IGNORE INTO certificate (fingerprint, der, subject, issuer, not_before, not_after, spki_sha256, summary, first_seen)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [
-                    certificate.sha256Fingerprint, certificate.der, certificate.subject, certificate.issuer,
-                    certificate.notBefore.timeIntervalSince1970, certificate.notAfter.timeIntervalSince1970,
-                    certificate.spkiSHA256, try json(stripped(certificate)), result.startedAt.timeIntervalSince1970])
+                    certificate.fingerprint, Data(certificate.der), certificate.subject, certificate.issuer,
+                    certificate.notBefore, certificate.notAfter, certificate.spki, try certificate.summary(),
+                    result.startedAt.timeIntervalSince1970])
         }
-        let handshake = try result.handshake.map(handshakeJSON)
-        let pathIssues = try chain.map { try json($0.issues) }
-        let revocation = try chain?.revocation.map { try json($0) }
-        let anchored = chain.map { $0.anchored ? 1 : 0 }
-        let references = (chain?.presented ?? []).enumerated().map {
-            ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)
-        } + (chain?.path ?? []).enumerated().map {
-            ObservationContent.ChainEntry(role: "path", position: $0.offset, fingerprint: $0.element.certificate.sha256Fingerprint,
-                                          source: $0.element.source.rawValue)
-        }
-        let contentHash = ObservationContent.hash(
-            status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
-            atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
-            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, sha256: sha256)
+        let chain = result.chain
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
@@ -155,11 +139,10 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
-                             handshake, result.atsClientRefusal, chain?.trustStore, anchored, pathIssues,
-                             result.ats.policy.rawValue, contentHash, revocation])
+                             rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
+                             result.ats.policy.rawValue, rows.contentHash, rows.revocation])
         let observationID = db.lastInsertedRowID
-        let rules = try json(result.ats.failedRules)
-        for reference in references {
+        for reference in rows.references {
             try db.cachedStatement(sql: """
                 INSERT INTO observation_certificate (observation_id, role, position, fingerprint, source) VALUES (?, ?, ?, ?, ?)
                 """).execute(arguments: [observationID, reference.role, reference.position, reference.fingerprint, reference.source])
@@ -168,25 +151,21 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             INSERT INTO verdict (observation_id, policy, judged_at, compliant, failed_rules, findings, pin)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [observationID, result.ats.policy.rawValue, result.startedAt.timeIntervalSince1970,
-                             result.ats.compliant ? 1 : 0, rules, try json(result.findings),
-                             try result.pin.map(json)])
+                             result.ats.compliant ? 1 : 0, rows.failedRules, rows.findings, rows.pin])
 
-        // A new row in the address's timeline when its verdict changed.
-        let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.countedCompliant)
         // The address's timeline: a row when this scan's verdict differs from the one in force at its
         // time. A scan stored after a later one (a CLI scan racing the service, a clock step) also
         // fixes up the scan that follows it.
         let time = result.startedAt.timeIntervalSince1970
-        let state = [condition.rawValue, result.ats.policy.rawValue, try json(result.countedReasons)]
+        let state = rows.timeline
         func stateOf(_ row: Row?) -> [String]? {
             row.map { [$0["condition"], $0["policy"], $0["failed_rules"]] }
         }
         func stateOf(observation row: Row) throws -> [String] {
             let place = "observation \(row["id"] as Int64? ?? 0)"
-            let pinState: PinEvaluation.State? = try Self.known(row["pin_state"], "pin state", in: place, optional: true)
-            let condition = AddressCondition(status: try Self.known(row["status"], "status", in: place),
-                                             hasChain: row["has_chain"], compliant: CountedVerdict.compliant(row["compliant"], pinState: pinState))
-            return [condition.rawValue, row["policy"], try json(CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState))]
+            return try ScanRows.timeline(status: try Self.known(row["status"], "status", in: place), hasChain: row["has_chain"],
+                                         compliant: row["compliant"], policy: row["policy"], failedRules: try Self.rules(row["failed_rules"]),
+                                         pinState: try Self.known(row["pin_state"], "pin state", in: place, optional: true))
         }
         let before = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
@@ -238,8 +217,6 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             }
         }
 
-        let certificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
-        let earliest = certificates.map(\.notAfter).min()
         let failed = result.status == .failed
         try db.cachedStatement(sql: """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
@@ -263,7 +240,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             """).execute(arguments: [scan.target, result.address, scan.host, scan.port, observationID,
                              result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
                              result.ats.compliant ? 1 : 0, try json(memory.failedRules),
-                             earliest?.timeIntervalSince1970, memory.leafFingerprint, memory.leafSPKI,
+                             rows.earliestExpiry, memory.leafFingerprint, memory.leafSPKI,
                              result.error?.category.rawValue, memory.consecutiveFailures,
                              failed ? nil : result.startedAt.timeIntervalSince1970,
                              (memory.pinState ?? .none).rawValue, result.pin?.message,
@@ -610,7 +587,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         return decoder
     }()
 
-    static func json<T: Encodable>(_ value: T) throws -> String {
+    package static func json<T: Encodable>(_ value: T) throws -> String {
         try encoder.encodeString(value)
     }
 
@@ -627,13 +604,13 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// A list; `[]` without the encoder when it is empty (most scans' failed rules, findings and
     /// path issues: an encoder call costs some 30,000 instructions, whatever the value).
-    static func json<Element: Encodable>(_ list: [Element]) throws -> String {
+    package static func json<Element: Encodable>(_ list: [Element]) throws -> String {
         list.isEmpty ? "[]" : try encoder.encodeString(list)
     }
 
     /// A stored enumeration value. One this version does not know (written by a newer tlsaudit, or
     /// damaged) is an error naming where it was read, never a silent default.
-    static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String) throws -> Value
+    package static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String) throws -> Value
     where Value.RawValue == String {
         guard let raw, let value = Value(rawValue: raw) else {
             throw StoreError(.corrupt, "\(place): the \(what) \(raw.map { "'\($0)'" } ?? "is missing and") is not one this tlsaudit knows (written by a newer version, or damaged)")
@@ -642,14 +619,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     }
 
     /// `known`, for a column that may be NULL.
-    static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String, optional: Bool) throws -> Value?
+    package static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String, optional: Bool) throws -> Value?
     where Value.RawValue == String {
         guard let raw else { return nil }
         return try known(raw, what, in: place) as Value
     }
 
     /// A stored document; one this version cannot read is an error naming where it was read.
-    static func stored<T: Decodable>(_ type: T.Type, _ text: String?, _ what: String, in place: String) throws -> T? {
+    package static func stored<T: Decodable>(_ type: T.Type, _ text: String?, _ what: String, in place: String) throws -> T? {
         do {
             return try decode(type, text)
         } catch {
@@ -657,19 +634,19 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+    package static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
         guard let text else { return nil }
         return try decoder.decode(type, from: Data(text.utf8))
     }
 
     /// A stored list of failed rules (JSON); `[]`, by far the most common, without a decoder.
-    static func rules(_ text: String?) throws -> [FindingID] {
+    package static func rules(_ text: String?) throws -> [FindingID] {
         guard let text, text != "[]" else { return [] }
         return try decode([FindingID].self, text) ?? []
     }
 
     /// The summary without its DER (kept once, in its own column) and without evaluation-time data.
-    static func stripped(_ certificate: CertificateSummary) -> CertificateSummary {
+    package static func stripped(_ certificate: CertificateSummary) -> CertificateSummary {
         var copy = certificate
         copy.der = Data()
         copy.daysLeft = nil

@@ -1,0 +1,80 @@
+import Foundation
+package import TLSAuditModel
+
+/// What storing one scan writes, whatever the backend: the certificates, the observation's
+/// columns, its certificate references and content hash, its verdict, and its place in the
+/// address's timeline, computed once from the scan. Each backend runs its own SQL over these.
+package struct ScanRows {
+    package struct CertificateRow {
+        package var fingerprint: String
+        package var der: [UInt8]
+        package var subject: String
+        package var issuer: String
+        package var notBefore: Double
+        package var notAfter: Double
+        package var spki: String
+        /// The summary's JSON (without the DER, kept apart, and without evaluation-time data).
+        package var summary: () throws -> String
+    }
+
+    /// The result as stored: within the per-scan budget (README, "How it behaves").
+    package var result: AddressScanResult
+    /// Each distinct certificate of the chain as sent and the path as built.
+    package var certificates: [CertificateRow]
+    package var handshake: String?
+    package var pathIssues: String?
+    package var revocation: String?
+    package var anchored: Int?
+    package var references: [ObservationContent.ChainEntry]
+    package var contentHash: String
+    package var failedRules: String
+    package var findings: String
+    package var pin: String?
+    /// The scan's counted verdict on the address's timeline: condition, policy, failed rules (JSON).
+    package var timeline: [String]
+    /// The earliest notAfter of the chain (path as built, else as presented).
+    package var earliestExpiry: Double?
+
+    package init(_ scan: StoredScan, handshakeJSON: (HandshakeObservation) throws -> String, sha256: SHA256Hex) throws {
+        result = scan.result.withinBudget()
+        let chain = result.chain
+        var seen = Set<String>()
+        certificates = ((chain?.presented ?? []) + (chain?.path.map(\.certificate) ?? []))
+            .filter { seen.insert($0.sha256Fingerprint).inserted }
+            .map { certificate in
+                CertificateRow(fingerprint: certificate.sha256Fingerprint, der: Array(certificate.der), subject: certificate.subject,
+                               issuer: certificate.issuer, notBefore: certificate.notBefore.timeIntervalSince1970,
+                               notAfter: certificate.notAfter.timeIntervalSince1970, spki: certificate.spkiSHA256,
+                               summary: { try SQLiteScanStore.json(SQLiteScanStore.stripped(certificate)) })
+            }
+        handshake = try result.handshake.map(handshakeJSON)
+        pathIssues = try chain.map { try SQLiteScanStore.json($0.issues) }
+        revocation = try chain?.revocation.map { try SQLiteScanStore.json($0) }
+        anchored = chain.map { $0.anchored ? 1 : 0 }
+        references = (chain?.presented ?? []).enumerated().map {
+            ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)
+        } + (chain?.path ?? []).enumerated().map {
+            ObservationContent.ChainEntry(role: "path", position: $0.offset, fingerprint: $0.element.certificate.sha256Fingerprint,
+                                          source: $0.element.source.rawValue)
+        }
+        contentHash = ObservationContent.hash(
+            status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
+            atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
+            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, sha256: sha256)
+        failedRules = try SQLiteScanStore.json(result.ats.failedRules)
+        findings = try SQLiteScanStore.json(result.findings)
+        pin = try result.pin.map { try SQLiteScanStore.json($0) }
+        let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.countedCompliant)
+        timeline = [condition.rawValue, result.ats.policy.rawValue, try SQLiteScanStore.json(result.countedReasons)]
+        let chainCertificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
+        earliestExpiry = chainCertificates.map(\.notAfter).min()?.timeIntervalSince1970
+    }
+
+    /// The timeline state of a stored scan read back (for a scan stored before a later one).
+    package static func timeline(status: AddressScanResult.Status, hasChain: Bool, compliant: Bool, policy: String,
+                                 failedRules: [FindingID], pinState: PinEvaluation.State?) throws -> [String] {
+        let condition = AddressCondition(status: status, hasChain: hasChain,
+                                         compliant: CountedVerdict.compliant(compliant, pinState: pinState))
+        return [condition.rawValue, policy, try SQLiteScanStore.json(CountedVerdict.reasons(failedRules, pinState: pinState))]
+    }
+}
