@@ -29,6 +29,12 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // libpq, PostgreSQL's C client (Debian's libpq-dev), for the PostgreSQL store only.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
         // `tlsaudit serve`'s signal handler, installed by an ELF constructor before the Swift runtime
         // starts (a SIGHUP during start-up killed the service). The only C source of the package.
         .target(name: "CServiceSignals"),
@@ -71,6 +77,12 @@ let package = Package(
         .target(
             name: "TLSAuditStore",
             dependencies: ["TLSAuditModel", "TLSAuditOutput", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        // The PostgreSQL store for fleets (libpq): the same ScanStore, the same named migrations.
+        .target(
+            name: "TLSAuditPostgres",
+            dependencies: ["CLibPQ", "TLSAuditModel", "TLSAuditOutput", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // Compliance reports: the report model, computed from the store, and its renderers
@@ -132,8 +144,8 @@ let package = Package(
         // The store conformance suite: what any ScanStore backend must do, run against SQLite.
         .testTarget(
             name: "TLSAuditStoreTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditService",
-                           .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditService",
+                           "TLSAuditReport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // The report module's own tests, on hand-made values.

@@ -54,6 +54,12 @@ public struct StoredAddress: Sendable, Hashable {
     public var key: AddressKey
     public var lastObservationID: Int64
     public var lastScanAt: Date
+
+    package init(key: AddressKey, lastObservationID: Int64, lastScanAt: Date) {
+        self.key = key
+        self.lastObservationID = lastObservationID
+        self.lastScanAt = lastScanAt
+    }
 }
 
 /// A verdict's failed rules as stored (a JSON array of rule ids): compared as stored and decoded
@@ -83,12 +89,25 @@ public struct VerdictChange: Sendable {
     public var condition: AddressCondition
     public var policy: CompliancePolicy
     public var failedRules: StoredRules
+
+    package init(key: AddressKey, at: Date, condition: AddressCondition, policy: CompliancePolicy, failedRules: StoredRules) {
+        self.key = key
+        self.at = at
+        self.condition = condition
+        self.policy = policy
+        self.failedRules = failedRules
+    }
 }
 
 /// Where an address stood at an instant: its last verdict change, and the last one that reached the server.
 public struct VerdictStanding: Sendable {
     public var last: VerdictChange?
     public var lastReachable: VerdictChange?
+
+    package init(last: VerdictChange? = nil, lastReachable: VerdictChange? = nil) {
+        self.last = last
+        self.lastReachable = lastReachable
+    }
 }
 
 /// A verdict as stored under one policy.
@@ -97,6 +116,12 @@ public struct StoredVerdict: Sendable {
     public var failedRules: StoredRules
     /// The ids and severities of its findings (read with a scan's details only).
     public var findings: [(id: FindingID, severity: Severity)]
+
+    package init(compliant: Bool, failedRules: StoredRules, findings: [(id: FindingID, severity: Severity)]) {
+        self.compliant = compliant
+        self.failedRules = failedRules
+        self.findings = findings
+    }
 }
 
 /// What a report shows of a scan beyond its verdict.
@@ -109,6 +134,16 @@ public struct ScanDetails: Sendable {
     /// The pin check under the scan's own policy (`none` without pins).
     public var pinState: PinEvaluation.State
     public var pinMessage: String?
+
+    package init(port: Int, failureCategory: ProbeFailureCategory? = nil, failureMessage: String? = nil, protocolVersion: TLSVersion? = nil, cipher: String? = nil, pinState: PinEvaluation.State, pinMessage: String? = nil) {
+        self.port = port
+        self.failureCategory = failureCategory
+        self.failureMessage = failureMessage
+        self.protocolVersion = protocolVersion
+        self.cipher = cipher
+        self.pinState = pinState
+        self.pinMessage = pinMessage
+    }
 }
 
 /// One stored scan with its verdict, as a report reads it.
@@ -132,6 +167,21 @@ public struct ScanFacts: Sendable {
     public var pinMismatch: Bool
     /// Present when asked for (current state reads).
     public var details: ScanDetails?
+
+    package init(observationID: Int64, key: AddressKey, host: String, sni: String? = nil, startedAt: Date, status: AddressScanResult.Status, hasChain: Bool, ownPolicy: CompliancePolicy, verdict: StoredVerdict? = nil, contentKey: String? = nil, pinMismatch: Bool, details: ScanDetails? = nil) {
+        self.observationID = observationID
+        self.key = key
+        self.host = host
+        self.sni = sni
+        self.startedAt = startedAt
+        self.status = status
+        self.hasChain = hasChain
+        self.ownPolicy = ownPolicy
+        self.verdict = verdict
+        self.contentKey = contentKey
+        self.pinMismatch = pinMismatch
+        self.details = details
+    }
 }
 
 /// A certificate reference of a scan: `presented` (as sent) or `path` (as built), at a position.
@@ -139,6 +189,12 @@ public struct ChainReference: Sendable, Hashable {
     public var role: String
     public var position: Int
     public var fingerprint: String
+
+    package init(role: String, position: Int, fingerprint: String) {
+        self.role = role
+        self.position = position
+        self.fingerprint = fingerprint
+    }
 }
 
 /// A certificate of a chain: its names and dates.
@@ -151,6 +207,16 @@ public struct ChainCertificate: Sendable, Hashable {
     public var notAfter: Date
     /// 0 for the leaf.
     public var depth: Int
+
+    package init(fingerprint: String, subject: String, commonName: String? = nil, issuer: String, notBefore: Date, notAfter: Date, depth: Int) {
+        self.fingerprint = fingerprint
+        self.subject = subject
+        self.commonName = commonName
+        self.issuer = issuer
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+        self.depth = depth
+    }
 }
 
 /// An alert as a report lists it (read from its columns).
@@ -164,4 +230,15 @@ public struct AlertSummary: Sendable, Hashable {
     public var summary: String
     /// The alert's `changes`, for `certificate.changed` only (old and new fingerprints, same key).
     public var changes: [String: String]
+
+    package init(id: String, createdAt: Date, kind: AlertKind, severity: AlertSeverity, target: String, address: String, summary: String, changes: [String: String]) {
+        self.id = id
+        self.createdAt = createdAt
+        self.kind = kind
+        self.severity = severity
+        self.target = target
+        self.address = address
+        self.summary = summary
+        self.changes = changes
+    }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import TLSAuditModel
+package import TLSAuditModel
 
 extension SQLiteScanStore {
     /// Calls `body` with a reader of the stored facts inside one read transaction: a consistent
@@ -246,11 +246,11 @@ private final class SQLiteReportFacts: ReportFactReader {
 }
 
 /// The ids and severities of a verdict's findings, read in one column without decoding the findings.
-enum FindingMarks {
+package enum FindingMarks {
     /// The column over a finding `f` of `json_each(findings)`: `severity id`, separated by char(31).
-    static let sql = "group_concat(json_extract(f.value, '$.severity') || ' ' || json_extract(f.value, '$.id'), char(31))"
+    package static let sql = "group_concat(json_extract(f.value, '$.severity') || ' ' || json_extract(f.value, '$.id'), char(31))"
 
-    static func parse(_ column: String?, in place: String) throws -> [(id: FindingID, severity: Severity)] {
+    package static func parse(_ column: String?, in place: String) throws -> [(id: FindingID, severity: Severity)] {
         guard let column else { return [] }
         return try column.split(separator: "\u{1F}").map { mark in
             let parts = mark.split(separator: " ", maxSplits: 1)

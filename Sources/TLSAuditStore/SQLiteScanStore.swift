@@ -218,26 +218,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
 
         let failed = result.status == .failed
-        try db.cachedStatement(sql: """
-            INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
-                compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
-                consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (target, address) DO UPDATE SET
-                host = excluded.host, port = excluded.port,
-                last_observation_id = excluded.last_observation_id, last_scan_at = excluded.last_scan_at,
-                status = excluded.status, policy = excluded.policy, compliant = excluded.compliant,
-                failed_rules = excluded.failed_rules,
-                earliest_expiry = coalesce(excluded.earliest_expiry, target_state.earliest_expiry),
-                leaf_fingerprint = excluded.leaf_fingerprint, leaf_spki = excluded.leaf_spki,
-                failure_category = excluded.failure_category,
-                consecutive_failures = excluded.consecutive_failures,
-                last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at),
-                pin_state = excluded.pin_state,
-                pin_message = excluded.pin_message,
-                ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
-                unreachable_alerted = excluded.unreachable_alerted
-            """).execute(arguments: [scan.target, result.address, scan.host, scan.port, observationID,
+        try db.cachedStatement(sql: ScanRows.upsertTargetState).execute(arguments: [scan.target, result.address, scan.host, scan.port, observationID,
                              result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
                              result.ats.compliant ? 1 : 0, try json(memory.failedRules),
                              rows.earliestExpiry, memory.leafFingerprint, memory.leafSPKI,

@@ -77,4 +77,27 @@ package struct ScanRows {
                                          compliant: CountedVerdict.compliant(compliant, pinState: pinState))
         return [condition.rawValue, policy, try SQLiteScanStore.json(CountedVerdict.reasons(failedRules, pinState: pinState))]
     }
+
+    /// The address's current state after a scan (21 parameters, `?` placeholders; the PostgreSQL
+    /// store numbers them): the same upsert on every backend.
+    package static let upsertTargetState = """
+            INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
+                compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
+                consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (target, address) DO UPDATE SET
+                host = excluded.host, port = excluded.port,
+                last_observation_id = excluded.last_observation_id, last_scan_at = excluded.last_scan_at,
+                status = excluded.status, policy = excluded.policy, compliant = excluded.compliant,
+                failed_rules = excluded.failed_rules,
+                earliest_expiry = coalesce(excluded.earliest_expiry, target_state.earliest_expiry),
+                leaf_fingerprint = excluded.leaf_fingerprint, leaf_spki = excluded.leaf_spki,
+                failure_category = excluded.failure_category,
+                consecutive_failures = excluded.consecutive_failures,
+                last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at),
+                pin_state = excluded.pin_state,
+                pin_message = excluded.pin_message,
+                ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
+                unreachable_alerted = excluded.unreachable_alerted
+"""
 }

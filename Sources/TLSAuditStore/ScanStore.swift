@@ -143,6 +143,11 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
 public struct PruneResult: Sendable, Hashable {
     public var observations: Int
     public var certificates: Int
+
+    package init(observations: Int, certificates: Int) {
+        self.observations = observations
+        self.certificates = certificates
+    }
 }
 
 /// Where scan history lives. The one interface the service, `status`, `history` and reports use:
@@ -198,6 +203,15 @@ public struct ObservationRow: Sendable, Hashable {
     public var startedAt: Date
     public var status: AddressScanResult.Status
     public var policy: CompliancePolicy?
+
+    package init(id: Int64, target: String, address: String, startedAt: Date, status: AddressScanResult.Status, policy: CompliancePolicy?) {
+        self.id = id
+        self.target = target
+        self.address = address
+        self.startedAt = startedAt
+        self.status = status
+        self.policy = policy
+    }
 }
 
 /// Errors from the store, with a plain message. `isFull` / `isReadOnly` let the service say
@@ -239,6 +253,12 @@ public struct PendingDelivery: Sendable {
     public var alert: Alert
     public var sink: String
     public var attempts: Int
+
+    package init(alert: Alert, sink: String, attempts: Int) {
+        self.alert = alert
+        self.sink = sink
+        self.attempts = attempts
+    }
 }
 
 /// Where an alert's delivery to one sink stands.
@@ -269,8 +289,20 @@ public struct StoredAlert: Sendable, Codable {
         public var state: DeliveryState
         public var attempts: Int
         public var lastError: String?
+
+        package init(sink: String, state: DeliveryState, attempts: Int, lastError: String?) {
+            self.sink = sink
+            self.state = state
+            self.attempts = attempts
+            self.lastError = lastError
+        }
     }
 
     public var alert: Alert
     public var deliveries: [Delivery]
+
+    package init(alert: Alert, deliveries: [Delivery]) {
+        self.alert = alert
+        self.deliveries = deliveries
+    }
 }

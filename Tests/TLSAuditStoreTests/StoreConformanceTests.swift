@@ -4,6 +4,8 @@ import Synchronization
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditPostgres
+import TLSAuditReport
 import TLSAuditProbe
 import TLSAuditService
 import TLSAuditStore
@@ -174,6 +176,114 @@ struct SQLiteStoreConformanceTests {
                         'completed', 'ats-runtime' FROM n
                     """)
             }
+        }
+    }
+}
+
+/// The same suite against a real PostgreSQL: a throwaway cluster (Debian's server, started by the
+/// test as an unprivileged user on a free loopback port), one new database per location.
+@Suite("store conformance: PostgreSQL", .serialized)
+struct PostgresStoreConformanceTests {
+    static let server: LabPostgresServer = {
+        let server = try! LabPostgresServer()
+        atexit { PostgresStoreConformanceTests.server.stop() }
+        return server
+    }()
+
+    let suite = StoreConformance(
+        open: { try PostgresScanStore(url: PostgresStoreConformanceTests.server.url(database: $0), sha256: Digest.sha256Hex) },
+        newLocation: {
+            let name = "conformance_\(UUID().uuidString.prefix(8).lowercased())"
+            try PostgresStoreConformanceTests.server.createDatabase(name)
+            return name
+        })
+
+    @Test("durability: what record returned is there after the store is closed and opened again, whole")
+    func durability() throws { try suite.durability() }
+
+    @Test("transactions: a reader beside the writer never sees part of a batch")
+    func transactions() throws { try suite.atomicBatchesBesideAReader() }
+
+    @Test("retention: old scans go, each address's latest stays")
+    func retention() throws { try suite.retention() }
+
+    @Test("migrations: a new store has every named migration, in order (SQLite's names); a newer schema is refused")
+    func migrations() throws {
+        let location = try suite.newLocation()
+        let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation"])
+        try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
+        #expect {
+            _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
+        } throws: { error in
+            "\(error)".contains("newer tlsaudit (migration v99-from-the-future")
+        }
+    }
+
+    @Test("migrations: nodes starting together migrate once (an advisory lock), each then sees the whole schema")
+    func concurrentMigrations() async throws {
+        let location = try suite.newLocation()
+        let url = Self.server.url(database: location)
+        try await withThrowingTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 {
+                group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
+            }
+            for try await applied in group { #expect(applied.count == 6) }
+        }
+        #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "6")
+    }
+
+    @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")
+    func sameAsSQLite() throws {
+        let sqlite = try SQLiteScanStore(path: SQLiteStoreConformanceTests.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path,
+                                         sha256: Digest.sha256Hex)
+        let postgres = try PostgresScanStore(url: Self.server.url(database: try suite.newLocation()), sha256: Digest.sha256Hex)
+        let settings = AlertSettings(rules: AlertRules(unreachableAfter: 2), sinks: [AlertSettings.Sink(name: "hook", minimumSeverity: .info)])
+        let decide = AlertSettings.decision(settings)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        // Three targets, two addresses for one of them, good and refused scans interleaved, one batch out of order.
+        var batches = [suite.scans(6, target: "alpha", from: start), suite.scans(4, target: "beta", from: start.addingTimeInterval(30)),
+                       suite.scans(3, target: "gamma", address: "::1", from: start.addingTimeInterval(90))]
+        batches.append(suite.scans(2, target: "alpha", from: start.addingTimeInterval(-600)))
+        // A target refused three times in a row: a target.unreachable alert and its delivery.
+        batches.append(suite.scans(6, target: "delta", from: start.addingTimeInterval(120)).enumerated().filter { $0.offset % 2 == 1 }.map(\.element))
+        let stores: [any ScanStore] = [sqlite, postgres]
+        for store in stores {
+            for batch in batches { _ = try store.record(batch, decide: decide) }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .secondsSince1970
+        #expect(try sqlite.status() == postgres.status())
+        for target in ["alpha", "beta", "gamma", "conformance.tlsaudit.test"] {
+            #expect(try sqlite.history(target: target, limit: 50) == postgres.history(target: target, limit: 50), "\(target)")
+        }
+        #expect(try encoder.encode(sqlite.alerts(limit: 100)) == encoder.encode(postgres.alerts(limit: 100)))
+        #expect(try !sqlite.alerts(limit: 100).isEmpty)
+        let due = start.addingTimeInterval(86_400)
+        #expect(try encoder.encode(sqlite.pendingDeliveries(dueBy: due, sinks: ["hook"], limit: 100).map(\.alert))
+            == encoder.encode(postgres.pendingDeliveries(dueBy: due, sinks: ["hook"], limit: 100).map(\.alert)))
+        for policy in [nil, CompliancePolicy.appleTrust] {
+            let query = ReportBuilder.query(end: start.addingTimeInterval(3_600), since: 7_200, policy: policy, targets: nil)
+            var reports: [ComplianceReport] = []
+            for store in stores {
+                let data = try ReportData.read(query, from: store, rejudge: AddressAssessment.rejudge)
+                reports.append(ReportBuilder.build(data))
+            }
+            #expect(try encoder.encode(reports[0]) == encoder.encode(reports[1]), "policy \(policy?.rawValue ?? "as scanned")")
+            #expect(reports[0].summary.addresses == 4)
+        }
+    }
+
+    @Test("streaming: a million observations read one at a time, in bounded memory")
+    func streaming() throws {
+        try suite.streaming(rows: 1_000_000) { location in
+            try Self.server.psql("""
+                INSERT INTO observation (target, host, port, address, family, started_at, duration_ms, status, policy)
+                SELECT 'bulk-' || (i % 1000), 'bulk.test', 443, '10.0.' || (i % 250) || '.1', 'ipv4', 1800000000 + i, 3,
+                    'completed', 'ats-runtime' FROM generate_series(1, 1000000) AS i
+                """, database: location)
         }
     }
 }

@@ -1,0 +1,269 @@
+import CLibPQ
+import Foundation
+public import TLSAuditStore
+
+/// Where a PostgreSQL store lives and how to reach it. No password is ever written in a
+/// configuration: it is read from `passwordFile` (or libpq's own `~/.pgpass` / `PGPASSWORD`).
+public struct PostgresSettings: Sendable, Hashable {
+    public var host: String
+    public var port: Int
+    public var database: String
+    public var user: String
+    public var passwordFile: String?
+    /// libpq's sslmode: `disable`, `require`, `verify-ca`, `verify-full` (the default for a host that
+    /// is not a Unix socket directory or loopback).
+    public var sslMode: String
+    /// The CA certificates the server's certificate must chain to (`sslrootcert`).
+    public var caFile: String?
+    /// Connections kept open at most.
+    public var poolSize: Int
+    /// Every statement ends after this long (`statement_timeout`), and a connection attempt too.
+    public var statementTimeout: Double
+
+    public init(host: String, port: Int = 5432, database: String, user: String, passwordFile: String? = nil,
+                sslMode: String? = nil, caFile: String? = nil, poolSize: Int = 4, statementTimeout: Double = 30) {
+        self.host = host
+        self.port = port
+        self.database = database
+        self.user = user
+        self.passwordFile = passwordFile
+        self.sslMode = sslMode ?? (host.hasPrefix("/") || ["127.0.0.1", "::1", "localhost"].contains(host) ? "prefer" : "verify-full")
+        self.caFile = caFile
+        self.poolSize = poolSize
+        self.statementTimeout = statementTimeout
+    }
+
+    /// The sslmode values libpq knows.
+    public static let sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
+
+    /// Parses `postgres://USER@HOST:PORT/DATABASE?sslmode=...&sslrootcert=...&password_file=...&pool_size=...`
+    /// (`postgresql://` too). A password in the URL is refused: it would sit in the configuration in clear.
+    public static func parse(url text: String) throws(StoreError) -> PostgresSettings {
+        guard let components = URLComponents(string: text), ["postgres", "postgresql"].contains(components.scheme ?? "") else {
+            throw StoreError(.unavailable, "\(text): not a postgres:// URL")
+        }
+        guard components.password == nil else {
+            throw StoreError(.unavailable, "the postgres:// URL holds a password: put it in a file and name it with password_file=PATH")
+        }
+        guard let host = components.host, !host.isEmpty else { throw StoreError(.unavailable, "\(text): no host") }
+        let database = String(components.path.drop { $0 == "/" })
+        guard !database.isEmpty else { throw StoreError(.unavailable, "\(text): no database name (postgres://USER@HOST/DATABASE)") }
+        var query: [String: String] = [:]
+        for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        let known: Set = ["sslmode", "sslrootcert", "password_file", "pool_size", "statement_timeout"]
+        if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
+            throw StoreError(.unavailable, "\(text): unknown parameter '\(unknown)' (known: \(known.sorted().joined(separator: ", ")))")
+        }
+        if let mode = query["sslmode"], !sslModes.contains(mode) {
+            throw StoreError(.unavailable, "sslmode '\(mode)' is not one of \(sslModes.joined(separator: ", "))")
+        }
+        var settings = PostgresSettings(host: host, port: components.port ?? 5432, database: database,
+                                        user: components.user ?? NSUserName(), passwordFile: query["password_file"],
+                                        sslMode: query["sslmode"], caFile: query["sslrootcert"])
+        if let size = query["pool_size"] {
+            guard let value = Int(size), (1...64).contains(value) else { throw StoreError(.unavailable, "pool_size must be from 1 to 64") }
+            settings.poolSize = value
+        }
+        if let timeout = query["statement_timeout"] {
+            guard let value = Double(timeout), (0.1...3600).contains(value) else {
+                throw StoreError(.unavailable, "statement_timeout must be from 0.1 to 3600 seconds")
+            }
+            settings.statementTimeout = value
+        }
+        return settings
+    }
+
+    /// Where the store is, without secrets, for messages.
+    public var display: String { "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
+
+    /// libpq's connection string (values quoted as it wants them).
+    func connectionString() throws(StoreError) -> String {
+        func quoted(_ value: String) -> String {
+            "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+        }
+        var parts = [
+            "host=\(quoted(host))", "port=\(port)", "dbname=\(quoted(database))", "user=\(quoted(user))",
+            "sslmode=\(quoted(sslMode))", "connect_timeout=\(max(2, Int(statementTimeout.rounded(.up))))",
+            "application_name='tlsaudit'",
+            // Every statement bounded; times and numbers as the store reads them.
+            "options=\(quoted("-c statement_timeout=\(Int(statementTimeout * 1000)) -c TimeZone=UTC -c extra_float_digits=3"))",
+        ]
+        if let caFile { parts.append("sslrootcert=\(quoted(caFile))") }
+        if let passwordFile {
+            guard let password = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
+                throw StoreError(.unavailable, "cannot read the PostgreSQL password file \(passwordFile)")
+            }
+            parts.append("password=\(quoted(password.trimmingCharacters(in: .newlines)))")
+        }
+        return parts.joined(separator: " ")
+    }
+}
+
+/// A parameter of a statement, sent as text (PostgreSQL casts it to the column's type).
+enum PostgresValue {
+    case text(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    case bytes([UInt8])
+
+    var wire: String {
+        switch self {
+        case .text(let text): text
+        case .int(let value): String(value)
+        case .double(let value): value.description
+        case .bool(let value): value ? "t" : "f"
+        case .bytes(let bytes): "\\x" + bytes.hex
+        }
+    }
+}
+
+/// The rows a statement returned, read as text (libpq's text format).
+final class PostgresRows {
+    private let result: OpaquePointer
+    let count: Int
+    /// Rows an INSERT, UPDATE or DELETE changed.
+    let affected: Int
+    private let columns: [String: Int32]
+
+    init(_ result: OpaquePointer) {
+        self.result = result
+        count = Int(PQntuples(result))
+        affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+        var columns: [String: Int32] = [:]
+        for index in 0..<PQnfields(result) { columns[String(cString: PQfname(result, index))] = index }
+        self.columns = columns
+    }
+
+    deinit { PQclear(result) }
+
+    private func column(_ name: String) -> Int32 {
+        guard let index = columns[name] else { preconditionFailure("no column \(name) in the result") }
+        return index
+    }
+
+    func text(_ row: Int, _ name: String) -> String? {
+        let index = column(name)
+        guard PQgetisnull(result, Int32(row), index) == 0 else { return nil }
+        return String(cString: PQgetvalue(result, Int32(row), index))
+    }
+
+    func int(_ row: Int, _ name: String) -> Int64? { text(row, name).flatMap { Int64($0) } }
+    func double(_ row: Int, _ name: String) -> Double? { text(row, name).flatMap { Double($0) } }
+    func bool(_ row: Int, _ name: String) -> Bool? { text(row, name).map { $0 == "t" } }
+
+    /// A bytea column (hex output, `\x...`).
+    func bytes(_ row: Int, _ name: String) -> [UInt8]? {
+        guard let text = text(row, name) else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(max(0, text.utf8.count - 2) / 2)
+        var high: UInt8?
+        for character in text.utf8.dropFirst(2) {
+            let nibble: UInt8 = switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
+            default: 0
+            }
+            if let pending = high { bytes.append(pending << 4 | nibble); high = nil } else { high = nibble }
+        }
+        return bytes
+    }
+}
+
+/// One libpq connection, used by one thread at a time (`PostgresPool` hands it out).
+final class PostgresConnection {
+    private let handle: OpaquePointer
+    let settings: PostgresSettings
+
+    init(_ settings: PostgresSettings) throws(StoreError) {
+        self.settings = settings
+        let info = try settings.connectionString()
+        guard let handle = PQconnectdb(info) else { throw StoreError(.unavailable, "\(settings.display): out of memory") }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.message(handle)
+            PQfinish(handle)
+            throw StoreError(.unavailable, "cannot connect to \(settings.display): \(message)")
+        }
+        self.handle = handle
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// The connection is still up (a restarted server or a broken socket makes it bad).
+    var isUsable: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+
+    /// Runs one statement with bind parameters (never interpolated into the SQL).
+    @discardableResult
+    func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws(StoreError) -> PostgresRows {
+        var values: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0.wire) } ?? nil }
+        defer { values.forEach { free($0) } }
+        let result = values.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) {
+                PQexecParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0)
+            }
+        }
+        guard let result else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let error = Self.error(result, connection: handle, display: settings.display)
+            PQclear(result)
+            throw error
+        }
+        return PostgresRows(result)
+    }
+
+    /// `sql` with its `?` placeholders numbered `$1`, `$2`, ... as PostgreSQL wants them (for SQL
+    /// both backends share; it holds no `?` of its own).
+    static func numbered(_ sql: String) -> String {
+        var number = 0
+        return sql.split(separator: "?", omittingEmptySubsequences: false).enumerated().map { index, part in
+            guard index > 0 else { return String(part) }
+            number += 1
+            return "$\(number)" + part
+        }.joined()
+    }
+
+    /// Runs several statements without parameters (a migration's script).
+    func run(script sql: String) throws(StoreError) {
+        guard let result = PQexec(handle, sql) else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            throw Self.error(result, connection: handle, display: settings.display)
+        }
+    }
+
+    /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
+    func transaction<T>(readOnly: Bool = false, _ body: () throws -> T) throws -> T {
+        try execute(readOnly ? "BEGIN READ ONLY" : "BEGIN")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private static func message(_ handle: OpaquePointer) -> String {
+        String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A failed statement as a StoreError, classified by its SQLSTATE.
+    private static func error(_ result: OpaquePointer, connection: OpaquePointer, display: String) -> StoreError {
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        let text = PQresultErrorMessage(result).map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let message = text.isEmpty ? message(connection) : text
+        switch state {
+        case "53100": return StoreError(.full, "\(display): the disk is full (\(message))")
+        case "25006": return StoreError(.readOnly, "\(display): read-only (\(message))")
+        case "57014": return StoreError(.unavailable, "\(display): a statement ran past statement_timeout (\(message))")
+        case let state where state.hasPrefix("08") || state.hasPrefix("57P"):
+            return StoreError(.unavailable, "\(display): the connection failed (\(message))")
+        case "XX001", "XX002": return StoreError(.corrupt, "\(display): data corrupted (\(message))")
+        default:
+            return StoreError(PQstatus(connection) == CONNECTION_OK ? .other : .unavailable, "\(display): \(message)")
+        }
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import TLSAuditModel
+public import TLSAuditStore
+
+extension PostgresScanStore {
+    /// Calls `body` with a reader of the stored facts inside one read-only, repeatable-read
+    /// transaction: a consistent snapshot while other nodes keep writing.
+    public func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T {
+        try pool.withConnection { connection in
+            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            do {
+                let value = try body(PostgresReportFacts(connection: connection))
+                try connection.execute("COMMIT")
+                return value
+            } catch {
+                _ = try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}
+
+/// The report's reads over one PostgreSQL snapshot (the same facts `SQLiteReportFacts` reads).
+private final class PostgresReportFacts: ReportFactReader {
+    let connection: PostgresConnection
+    private var summaries: [String: CertificateSummary] = [:]
+
+    init(connection: PostgresConnection) {
+        self.connection = connection
+    }
+
+    func addresses() throws -> [StoredAddress] {
+        let rows = try connection.execute("""
+            SELECT target, address, last_observation_id, last_scan_at FROM target_state ORDER BY target COLLATE "C", address COLLATE "C"
+            """)
+        return (0..<rows.count).map { row in
+            StoredAddress(key: AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? ""),
+                          lastObservationID: rows.int(row, "last_observation_id") ?? 0,
+                          lastScanAt: Date(timeIntervalSince1970: rows.double(row, "last_scan_at") ?? 0))
+        }
+    }
+
+    func latestScans(upTo end: Date, policy: CompliancePolicy?) throws -> [Int64: ScanFacts] {
+        let rows = try connection.execute(Self.scanSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id",
+                                                       policy: policy, details: true) + " WHERE t.last_scan_at <= $1",
+                                          [.double(end.timeIntervalSince1970)])
+        var scans: [Int64: ScanFacts] = [:]
+        for row in 0..<rows.count {
+            let scan = try Self.scan(rows, row, details: true)
+            scans[scan.observationID] = scan
+        }
+        return scans
+    }
+
+    func latestChainReferences() throws -> [Int64: [ChainReference]] {
+        let rows = try connection.execute("""
+            SELECT c.observation_id, c.role, c.position, c.fingerprint
+            FROM target_state t JOIN observation_certificate c ON c.observation_id = t.last_observation_id
+            ORDER BY c.observation_id, c.role COLLATE "C", c.position
+            """)
+        var chains: [Int64: [ChainReference]] = [:]
+        for row in 0..<rows.count {
+            chains[rows.int(row, "observation_id") ?? 0, default: []].append(Self.reference(rows, row))
+        }
+        return chains
+    }
+
+    func lastScan(target: String, address: String, atOrBefore time: Date, reachableOnly: Bool,
+                  policy: CompliancePolicy?, details: Bool) throws -> ScanFacts? {
+        let reachable = reachableOnly ? "AND (o.status = 'completed' OR o.trust_store IS NOT NULL)" : ""
+        let rows = try connection.execute(Self.scanSQL(from: "observation o", policy: policy, details: details) + """
+             WHERE o.target = $1 AND o.address = $2 AND o.started_at <= $3 \(reachable)
+             ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+            """, [.text(target), .text(address), .double(time.timeIntervalSince1970)])
+        return rows.count == 0 ? nil : try Self.scan(rows, 0, details: details)
+    }
+
+    func chainReferences(observationID: Int64) throws -> [ChainReference] {
+        let rows = try connection.execute("""
+            SELECT role, position, fingerprint FROM observation_certificate WHERE observation_id = $1
+            ORDER BY role COLLATE "C", position
+            """, [.int(observationID)])
+        return (0..<rows.count).map { Self.reference(rows, $0) }
+    }
+
+    func certificate(fingerprint: String) throws -> ChainCertificate? {
+        let rows = try connection.execute("""
+            SELECT subject, issuer, not_before, not_after, summary::jsonb ->> 'commonName' AS common_name FROM certificate
+            WHERE fingerprint = $1
+            """, [.text(fingerprint)])
+        guard rows.count > 0 else { return nil }
+        return ChainCertificate(fingerprint: fingerprint, subject: rows.text(0, "subject") ?? "", commonName: rows.text(0, "common_name"),
+                                issuer: rows.text(0, "issuer") ?? "",
+                                notBefore: Date(timeIntervalSince1970: rows.double(0, "not_before") ?? 0),
+                                notAfter: Date(timeIntervalSince1970: rows.double(0, "not_after") ?? 0), depth: 0)
+    }
+
+    func standings(at time: Date) throws -> [AddressKey: VerdictStanding] {
+        var standings: [AddressKey: VerdictStanding] = [:]
+        for reachableOnly in [false, true] {
+            let rows = try connection.execute("""
+                SELECT DISTINCT ON (target, address) target, address, started_at, condition, policy, failed_rules FROM address_change
+                WHERE started_at <= $1 \(reachableOnly ? "AND condition != 'unreachable'" : "")
+                ORDER BY target, address, started_at DESC, id DESC
+                """, [.double(time.timeIntervalSince1970)])
+            for row in 0..<rows.count {
+                let change = try Self.change(rows, row)
+                if reachableOnly {
+                    standings[change.key, default: VerdictStanding()].lastReachable = change
+                } else {
+                    standings[change.key, default: VerdictStanding()].last = change
+                }
+            }
+        }
+        return standings
+    }
+
+    func forEachVerdictChange(after start: Date, through end: Date, _ body: (VerdictChange) throws -> Void) throws {
+        try stream("""
+            SELECT target, address, started_at, condition, policy, failed_rules FROM address_change
+            WHERE started_at > $1 AND started_at <= $2 ORDER BY started_at, id
+            """, [.double(start.timeIntervalSince1970), .double(end.timeIntervalSince1970)]) { rows, row in
+            try body(try Self.change(rows, row))
+        }
+    }
+
+    func forEachScan(after start: Date, through end: Date, policy: CompliancePolicy,
+                     _ body: (ScanFacts) throws -> Void) throws {
+        try stream(Self.scanSQL(from: "observation o", policy: policy, details: false) + """
+             WHERE o.started_at > $1 AND o.started_at <= $2 ORDER BY o.started_at, o.id
+            """, [.double(start.timeIntervalSince1970), .double(end.timeIntervalSince1970)]) { rows, row in
+            try body(try Self.scan(rows, row, details: false))
+        }
+    }
+
+    func result(observationID: Int64) throws -> AddressScanResult? {
+        try PostgresScanStore.loadResult(observationID: observationID, on: connection, summaries: &summaries)
+    }
+
+    func scanCounts(after start: Date, through end: Date, targets: Set<String>?) throws -> (all: Int, failed: Int) {
+        let rows = try connection.execute("""
+            SELECT target, count(*) AS scans, count(*) FILTER (WHERE status = 'failed') AS failed FROM observation
+            WHERE started_at > $1 AND started_at <= $2 GROUP BY target
+            """, [.double(start.timeIntervalSince1970), .double(end.timeIntervalSince1970)])
+        var all = 0, failed = 0
+        for row in 0..<rows.count where targets?.contains(rows.text(row, "target") ?? "") ?? true {
+            all += Int(rows.int(row, "scans") ?? 0)
+            failed += Int(rows.int(row, "failed") ?? 0)
+        }
+        return (all, failed)
+    }
+
+    func alerts(after start: Date, through end: Date) throws -> [AlertSummary] {
+        let rows = try connection.execute("""
+            SELECT id, created_at, kind, severity, target, address, summary,
+                CASE WHEN kind = 'certificate.changed' THEN (document::jsonb -> 'changes')::text END AS changes
+            FROM alert WHERE created_at > $1 AND created_at <= $2 ORDER BY created_at, id COLLATE "C"
+            """, [.double(start.timeIntervalSince1970), .double(end.timeIntervalSince1970)])
+        return try (0..<rows.count).map { row in
+            let place = "alert \(rows.text(row, "id") ?? "?")"
+            return AlertSummary(id: rows.text(row, "id") ?? "", createdAt: Date(timeIntervalSince1970: rows.double(row, "created_at") ?? 0),
+                                kind: try SQLiteScanStore.known(rows.text(row, "kind"), "alert kind", in: place),
+                                severity: try SQLiteScanStore.known(rows.text(row, "severity"), "alert severity", in: place),
+                                target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "",
+                                summary: rows.text(row, "summary") ?? "",
+                                changes: try SQLiteScanStore.decode([String: String].self, rows.text(row, "changes")) ?? [:])
+        }
+    }
+
+    // MARK: - Rows
+
+    /// Runs a query through a cursor, 2,000 rows at a time (memory stays bounded).
+    private func stream(_ sql: String, _ parameters: [PostgresValue?], _ body: (PostgresRows, Int) throws -> Void) throws {
+        try connection.execute("DECLARE report_rows NO SCROLL CURSOR FOR " + sql, parameters)
+        defer { _ = try? connection.execute("CLOSE report_rows") }
+        while true {
+            let rows = try connection.execute("FETCH 2000 FROM report_rows")
+            if rows.count == 0 { return }
+            for row in 0..<rows.count { try body(rows, row) }
+        }
+    }
+
+    /// A scan query from `source` (which names the observation `o`), with its verdict under
+    /// `policy` (its own when nil; when none is stored under it, the key of its content instead).
+    private static func scanSQL(from source: String, policy: CompliancePolicy?, details: Bool) -> String {
+        let join = policy.map { "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\($0.rawValue)'" }
+            ?? "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy"
+        let content = policy == nil ? "NULL" : "CASE WHEN v.observation_id IS NULL THEN coalesce(o.content_hash, 'id:' || o.id) END"
+        let detail = !details ? "" : """
+            , (SELECT string_agg((f.value ->> 'severity') || ' ' || (f.value ->> 'id'), chr(31))
+               FROM jsonb_array_elements(v.findings::jsonb) AS f) AS findings,
+            o.port, o.failure_category, o.failure_message,
+            o.handshake::jsonb ->> 'protocolVersion' AS protocol_version, o.handshake::jsonb -> 'cipher' ->> 'iana' AS cipher,
+            own.pin::jsonb ->> 'state' AS pin_state, own.pin::jsonb ->> 'message' AS pin_message
+            """
+        return """
+            SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain,
+                o.policy AS own_policy, v.policy AS stored_policy, v.compliant, v.failed_rules, \(content) AS content_key,
+                EXISTS (SELECT 1 FROM verdict pv WHERE pv.observation_id = o.id AND pv.pin::jsonb ->> 'state' = 'mismatch')
+                    AS pin_mismatch
+                \(detail)
+            FROM \(source) \(join)
+            \(details ? "LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy" : "")
+            """
+    }
+
+    private static func scan(_ rows: PostgresRows, _ row: Int, details: Bool) throws -> ScanFacts {
+        let id = rows.int(row, "id") ?? 0
+        let place = "observation \(id)"
+        var verdict: StoredVerdict?
+        if rows.text(row, "stored_policy") != nil {
+            verdict = StoredVerdict(compliant: rows.int(row, "compliant") == 1,
+                                    failedRules: StoredRules(json: rows.text(row, "failed_rules") ?? "[]"),
+                                    findings: details ? try FindingMarks.parse(rows.text(row, "findings"), in: place) : [])
+        }
+        var scan = ScanFacts(
+            observationID: id, key: AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? ""),
+            host: rows.text(row, "host") ?? "", sni: rows.text(row, "sni"),
+            startedAt: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
+            status: try SQLiteScanStore.known(rows.text(row, "status"), "status", in: place), hasChain: rows.bool(row, "has_chain") ?? false,
+            ownPolicy: try SQLiteScanStore.known(rows.text(row, "own_policy"), "policy", in: place), verdict: verdict,
+            contentKey: rows.text(row, "content_key"), pinMismatch: rows.bool(row, "pin_mismatch") ?? false)
+        if details {
+            scan.details = ScanDetails(
+                port: Int(rows.int(row, "port") ?? 0),
+                failureCategory: try SQLiteScanStore.known(rows.text(row, "failure_category"), "failure category", in: place, optional: true),
+                failureMessage: rows.text(row, "failure_message"),
+                protocolVersion: try SQLiteScanStore.known(rows.text(row, "protocol_version"), "protocol version", in: place,
+                                                           optional: true),
+                cipher: rows.text(row, "cipher"),
+                pinState: try SQLiteScanStore.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place),
+                pinMessage: rows.text(row, "pin_message"))
+        }
+        return scan
+    }
+
+    private static func reference(_ rows: PostgresRows, _ row: Int) -> ChainReference {
+        ChainReference(role: rows.text(row, "role") ?? "", position: Int(rows.int(row, "position") ?? 0),
+                       fingerprint: rows.text(row, "fingerprint") ?? "")
+    }
+
+    private static func change(_ rows: PostgresRows, _ row: Int) throws -> VerdictChange {
+        let key = AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "")
+        let place = "the address timeline of \(key.target) \(key.address)"
+        return VerdictChange(key: key, at: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
+                             condition: try SQLiteScanStore.known(rows.text(row, "condition"), "condition", in: place),
+                             policy: try SQLiteScanStore.known(rows.text(row, "policy"), "policy", in: place),
+                             failedRules: StoredRules(json: rows.text(row, "failed_rules") ?? "[]"))
+    }
+}
