@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "CServiceSignals",
+                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CServiceSignals",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -113,6 +113,7 @@ let package = Package(
                 "TLSAuditStore",
                 "TLSAuditReport",
                 "TLSAuditService",
+                "TLSAuditPostgres",
                 "TLSAuditLab", // `demo` only
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -9,6 +9,7 @@ public import TLSAuditStore
 /// small pool and are opened again after the server restarts.
 public final class PostgresScanStore: ScanStore, Sendable {
     public let settings: PostgresSettings
+    public var displayLocation: String { settings.display }
     let pool: PostgresPool
     /// The package's one SHA-256 (`Digest.sha256Hex`), for observation content hashes.
     private let sha256: SHA256Hex
@@ -505,5 +506,16 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 try connection.execute("DELETE FROM revocation_answer WHERE expires_at <= $1", [.double(Date().timeIntervalSince1970)])
             }
         }
+    }
+}
+
+extension PostgresScanStore {
+    /// What `check-config --test-connection` reports: the server's version and the migrations the
+    /// database has (none before the first node starts), without changing anything.
+    public static func testConnection(_ settings: PostgresSettings) throws -> (server: String, migrations: [String]) {
+        let connection = try PostgresConnection(settings)
+        let version = try connection.execute("SHOW server_version").text(0, "server_version") ?? "?"
+        let exists = try connection.execute("SELECT to_regclass('tlsaudit_migration') IS NOT NULL AS present").bool(0, "present") ?? false
+        return (version, exists ? try PostgresMigrations.appliedMigrations(connection) : [])
     }
 }

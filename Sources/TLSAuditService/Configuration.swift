@@ -1,5 +1,6 @@
 import Foundation
 public import TLSAuditCore
+public import TLSAuditStore
 import TLSAuditProbe
 import TLSAuditReport
 import Yams
@@ -100,6 +101,19 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var reports: [ReportSchedule] = []
     /// Advice that does not make the file invalid (e.g. a single pin with no backup).
     public var warnings: [ConfigurationError] = []
+    /// Where results wait when the store cannot take them at a stop (the state directory).
+    public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
+
+    /// The store `database` names: a SQLite file, or PostgreSQL for a `postgres://` URL.
+    public func location() throws(StoreError) -> DatabaseLocation { try DatabaseLocation.parse(database) }
+
+    /// The base name of the files results wait in across a restart: beside a SQLite file, or
+    /// `tlsaudit-postgres` in the state directory for PostgreSQL.
+    public var spillBase: String {
+        DatabaseLocation.isPostgresURL(database)
+            ? URL(fileURLWithPath: spillDirectory).appendingPathComponent("tlsaudit-postgres").path : database
+    }
+
     /// `serve --shutdown-grace`'s default, in seconds (`SettingBounds.shutdownGrace`).
     public static let defaultShutdownGrace = SettingBounds.shutdownGrace.defaultValue
 
@@ -262,9 +276,19 @@ struct ConfigurationParser {
                                                  perHostConcurrency: SettingBounds.perHostConcurrency.defaultValue,
                                                  retention: SettingBounds.retention.defaultValue,
                                                  maxBackoff: SettingBounds.maxBackoff.defaultValue, logLevel: "info", targets: [])
-        if let node = mapping["database"], let path = string(node, "a file path") {
-            configuration.database = path.hasPrefix("/") ? path
-                : URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)).appendingPathComponent(path).path
+        configuration.spillDirectory = ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)
+        if let node = mapping["database"], let path = string(node, "a file path or a postgres:// URL") {
+            if DatabaseLocation.isPostgresURL(path) {
+                do {
+                    _ = try DatabaseLocation.parse(path)
+                    configuration.database = path
+                } catch {
+                    report(node, error.description)
+                }
+            } else {
+                configuration.database = path.hasPrefix("/") ? path
+                    : URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)).appendingPathComponent(path).path
+            }
         }
         if let node = mapping["concurrency"], let value = integer(node, in: SettingBounds.concurrency.range) { configuration.concurrency = value }
         if let node = mapping["per_host_concurrency"], let value = integer(node, in: SettingBounds.perHostConcurrency.range) {

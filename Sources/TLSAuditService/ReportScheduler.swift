@@ -190,7 +190,7 @@ final class ReportScheduler: @unchecked Sendable {
         let started = Date()
         let report: ComplianceReport
         do {
-            let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+            let store = try DatabaseLocation.parse(database).open(create: false)
             report = try ReportGenerator.report(from: store, ReportRequest(
                 since: schedule.since, end: end, policy: schedule.policy, targets: targets,
                 expiringWithinDays: schedule.expiringWithinDays))

@@ -34,8 +34,8 @@ public final class ScanService: Service, @unchecked Sendable {
         self.configurationPath = configurationPath
         self.logger = logger
         self.shutdownGrace = shutdownGrace
-        let database = configuration.database
-        writer = ResultWriter(openStore: { try SQLiteScanStore(path: database, sha256: Digest.sha256Hex) }, alerting: configuration.alerts.settings,
+        let location = try configuration.location()
+        writer = ResultWriter(openStore: { try location.open() }, alerting: configuration.alerts.settings,
                               logger: logger)
         dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
         writer.onAlerts = { [dispatcher, logger] alerts in
@@ -48,7 +48,7 @@ public final class ScanService: Service, @unchecked Sendable {
         }
         reports = ReportScheduler(configuration: configuration, writer: writer, logger: logger)
         var options = ScanOptions(trustStore: try TrustStore.system())
-        options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try SQLiteScanStore(path: database, sha256: Digest.sha256Hex) }
+        options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger)
@@ -77,7 +77,7 @@ public final class ScanService: Service, @unchecked Sendable {
             "database": "\(configuration.database)", "targets": "\(configuration.targets.count)",
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
-        writer.replaySpills(database: configuration.database)
+        writer.replaySpills(database: configuration.spillBase)
         scheduler.start()
         dispatcher.start()
         reports.start()
@@ -94,8 +94,8 @@ public final class ScanService: Service, @unchecked Sendable {
         stopHousekeeping()
         reports.stop()
         let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
-        let database = configuration.database
-        let finish = await Self.onThread { [writer] in writer.finish(database: database) }
+        let spillBase = configuration.spillBase
+        let finish = await Self.onThread { [writer] in writer.finish(database: spillBase) }
         // A delivery that just began gets a moment even when the scans used the whole grace.
         let deliveryDeadline = max(deadline, Date().addingTimeInterval(0.2))
         _ = await Self.onThread { [dispatcher] in dispatcher.stop(deadline: deliveryDeadline) }
@@ -133,7 +133,7 @@ public final class ScanService: Service, @unchecked Sendable {
             logger.critical("stopped with scan results that could not be stored, and they cannot be kept: \(error)",
                             metadata: ["unstored": "\(finish.unstored)", "lost": "\(finish.unstored)"])
         }
-        let waiting = ResultWriter.spillFiles(forDatabase: configuration.database).filter { $0 != finish.file }
+        let waiting = ResultWriter.spillFiles(forDatabase: configuration.spillBase).filter { $0 != finish.file }
         if !waiting.isEmpty {
             logger.error("results kept from an earlier run are still not stored", metadata: ["files": "\(waiting.count)"])
         }

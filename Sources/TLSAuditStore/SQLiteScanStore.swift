@@ -10,6 +10,7 @@ import TLSAuditOutput
 public final class SQLiteScanStore: ScanStore, Sendable {
     let pool: DatabasePool
     public let path: String
+    public var displayLocation: String { path }
     /// The JSON of the handshakes stored lately: across a fleet most servers show one of a few
     /// (an encoding is some 90,000 instructions, most of a stored scan's JSON).
     private let handshakeJSON = Mutex<[HandshakeObservation: String]>([:])

@@ -154,6 +154,8 @@ public struct PruneResult: Sendable, Hashable {
 /// SQLite is the embedded default; another backend (PostgreSQL for fleets of scanners) implements
 /// the same protocol.
 public protocol ScanStore: Sendable {
+    /// Where the store is, for messages (a file path, or a URL without secrets).
+    var displayLocation: String { get }
     /// Stores scans in one transaction, with the alerts `decide` says they raise and a pending
     /// delivery per sink it names; when it returns all of it is durable. Returns the new alerts.
     func record(_ scans: [StoredScan], decide: AlertDecision) throws -> [Alert]

@@ -4,6 +4,7 @@ import Logging
 import TLSAuditCore
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditPostgres
 
 /// `tlsaudit check-config`: validate a configuration file.
 struct CheckConfigCommand: ParsableCommand {
@@ -15,12 +16,39 @@ struct CheckConfigCommand: ParsableCommand {
     @Argument(help: "The YAML configuration to check.")
     var file: String
 
+    @Flag(name: .customLong("test-connection"),
+          help: "Also connect to a postgres:// database (server version, migrations applied); changes nothing. Exit 2 when it fails.")
+    var testConnection = false
+
     func run() throws {
         let configuration = try loadConfiguration(file)
         for warning in configuration.warnings {
             StandardStream.error.write("warning: \(warning)\n")
         }
         let groups = Set(configuration.targets.compactMap(\.group))
-        StandardStream.output.write("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(configuration.database)\n")
+        let location: DatabaseLocation
+        do {
+            location = try configuration.location()
+        } catch {
+            StandardStream.error.write("tlsaudit: \(error)\n")
+            throw ExitCode(64)
+        }
+        StandardStream.output.write("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(location.display)\n")
+        guard testConnection else { return }
+        switch location {
+        case .postgres(let settings):
+            do {
+                let (server, migrations) = try PostgresScanStore.testConnection(settings)
+                let schema = migrations.isEmpty ? "no tlsaudit schema yet (the first node creates it)"
+                    : "schema at \(migrations.last ?? "?") (\(migrations.count) migration(s))"
+                StandardStream.output.write("\(settings.display): connected, PostgreSQL \(server); \(schema)\n")
+            } catch {
+                StandardStream.error.write("tlsaudit: \(error)\n")
+                throw ExitCode(2)
+            }
+        case .sqlite(let path):
+            StandardStream.output.write(FileManager.default.fileExists(atPath: path)
+                ? "\(path): exists (SQLite; nothing to connect to)\n" : "\(path): not there yet (serve creates it)\n")
+        }
     }
 }

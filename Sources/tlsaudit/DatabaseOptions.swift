@@ -8,7 +8,7 @@ import TLSAuditStore
 
 /// Finds the database from --database, --config, the installed configuration, or the default location.
 struct DatabaseOptions: ParsableArguments {
-    @Option(help: "The SQLite database (default: the configuration's, as serve resolves it; else $STATE_DIRECTORY or ./tlsaudit.sqlite).")
+    @Option(help: "The SQLite database or a postgres:// URL (default: the configuration's, as serve resolves it; else $STATE_DIRECTORY or ./tlsaudit.sqlite).")
     var database: String?
 
     @Option(help: "Read the database path from this configuration file (default: /etc/tlsaudit/tlsaudit.yaml when it exists, as serve).")
@@ -19,11 +19,11 @@ struct DatabaseOptions: ParsableArguments {
         config ?? (FileManager.default.fileExists(atPath: ServiceConfiguration.installedPath) ? ServiceConfiguration.installedPath : nil)
     }
 
-    func openStore() throws -> SQLiteScanStore {
+    func openStore() throws -> any ScanStore {
         var path = database
         if path == nil, let file = configurationPath { path = try loadConfiguration(file).database }
         do {
-            return try SQLiteScanStore(path: path ?? ServiceConfiguration.defaultDatabase, create: false, sha256: Digest.sha256Hex)
+            return try DatabaseLocation.parse(path ?? ServiceConfiguration.defaultDatabase).open(create: false)
         } catch {
             StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)

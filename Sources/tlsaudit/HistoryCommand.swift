@@ -29,7 +29,7 @@ struct HistoryCommand: ParsableCommand {
         let store = try databaseOptions.openStore()
         let entries = try store.history(target: target, limit: limit)
         guard !entries.isEmpty else {
-            StandardStream.error.write("tlsaudit: no scans of \(target) in \(store.path)\n")
+            StandardStream.error.write("tlsaudit: no scans of \(target) in \(store.displayLocation)\n")
             throw ExitCode(2)
         }
         switch format {
