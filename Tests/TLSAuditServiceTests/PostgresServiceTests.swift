@@ -63,4 +63,29 @@ struct PostgresServiceTests {
         #expect(unreachable.status == 2 && unreachable.stderr.contains("cannot connect to postgres://tlsaudit@127.0.0.1"),
                 "\(unreachable.stderr)")
     }
+
+    @Test("PostgreSQL stopped under a running service and started again: scanning goes on, and every scan logged as stored is in the database")
+    func postgresRestarted() throws {
+        let postgres = try LabPostgresServer()
+        defer { postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("postgres-restart")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: postgres.url(), targets: [("good", good.port)]).write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("two stored scans") { service.storedScans.count >= 2 }
+        postgres.stop(removing: false)
+        service.wait("a failed commit, said in the log") { !service.lines(containing: "cannot store scan results").isEmpty }
+        Thread.sleep(forTimeInterval: 2)
+        try postgres.start()
+        let before = service.storedScans.count
+        service.wait("storing resumed", timeout: 40) { !service.lines(containing: "storing works again").isEmpty && service.storedScans.count > before }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        let logged = service.storedScans.count
+        let stored = Int(try postgres.psql("SELECT count(*) FROM observation").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        #expect(stored == logged, "every scan logged as stored is in the database (logged \(logged), stored \(stored))")
+        #expect(logged >= 5, "scanning went on while PostgreSQL was down: \(logged) stored")
+    }
 }
