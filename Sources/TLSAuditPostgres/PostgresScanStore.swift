@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 public import TLSAuditModel
 public import TLSAuditStore
 
@@ -13,8 +12,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
     let pool: PostgresPool
     /// The package's one SHA-256 (`Digest.sha256Hex`), for observation content hashes.
     private let sha256: SHA256Hex
-    /// The JSON of the handshakes stored lately (a fleet's servers show one of a few).
-    private let handshakeJSON = Mutex<[HandshakeObservation: String]>([:])
+    private let handshakeJSON = HandshakeJSONCache()
 
     /// Connects to the database `settings` names and brings its schema up to date (once for the
     /// whole fleet: an advisory lock); a schema from a newer tlsaudit is refused.
@@ -58,20 +56,11 @@ public final class PostgresScanStore: ScanStore, Sendable {
         }
     }
 
-    private func json(handshake: HandshakeObservation) throws -> String {
-        if let cached = handshakeJSON.withLock({ $0[handshake] }) { return cached }
-        let text = try SQLiteScanStore.json(handshake)
-        handshakeJSON.withLock { cache in
-            if cache.count >= 64 { cache.removeAll(keepingCapacity: true) }
-            cache[handshake] = text
-        }
-        return text
-    }
 
     /// One scan, its timeline row, the alerts the caller's decision raises and the address's state,
     /// in the caller's transaction (as `SQLiteScanStore` does, over the same `ScanRows`).
     private func insert(_ scan: StoredScan, decide: AlertDecision, on connection: PostgresConnection) throws -> [Alert] {
-        let rows = try ScanRows(scan, handshakeJSON: json(handshake:), sha256: sha256)
+        let rows = try ScanRows(scan, handshakeJSON: handshakeJSON.json, sha256: sha256)
         let result = rows.result
         let startedAt = result.startedAt.timeIntervalSince1970
         for certificate in rows.certificates {

@@ -1,6 +1,5 @@
 public import Foundation
 import GRDB
-import Synchronization
 public import TLSAuditModel
 import TLSAuditOutput
 
@@ -11,9 +10,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     let pool: DatabasePool
     public let path: String
     public var displayLocation: String { path }
-    /// The JSON of the handshakes stored lately: across a fleet most servers show one of a few
-    /// (an encoding is some 90,000 instructions, most of a stored scan's JSON).
-    private let handshakeJSON = Mutex<[HandshakeObservation: String]>([:])
+    private let handshakeJSON = HandshakeJSONCache()
     /// The SHA-256 of observation content hashes (OpenSSL's, handed in: the store links no C).
     private let sha256: SHA256Hex
 
@@ -94,7 +91,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             return try pool.write { db in
                 var alerts: [Alert] = []
-                for scan in scans { alerts += try Self.insert(scan, decide: decide, handshakeJSON: json(handshake:), sha256: sha256, into: db) }
+                for scan in scans { alerts += try Self.insert(scan, decide: decide, handshakeJSON: handshakeJSON.json, sha256: sha256, into: db) }
                 // A target's current state is the addresses its latest scan saw: drop the others
                 // (rotated out of DNS, or the placeholder of an earlier resolution failure).
                 for (target, group) in Dictionary(grouping: scans, by: \.target) {
@@ -573,16 +570,6 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try encoder.encodeString(value)
     }
 
-    /// A handshake's JSON, encoded once while it is among the last 64 distinct ones.
-    private func json(handshake: HandshakeObservation) throws -> String {
-        if let cached = handshakeJSON.withLock({ $0[handshake] }) { return cached }
-        let text = try Self.json(handshake)
-        handshakeJSON.withLock { cache in
-            if cache.count >= 64 { cache.removeAll(keepingCapacity: true) }
-            cache[handshake] = text
-        }
-        return text
-    }
 
     /// A list; `[]` without the encoder when it is empty (most scans' failed rules, findings and
     /// path issues: an encoder call costs some 30,000 instructions, whatever the value).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 package import TLSAuditModel
 
 /// What storing one scan writes, whatever the backend: the certificates, the observation's
@@ -100,4 +101,23 @@ package struct ScanRows {
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
                 unreachable_alerted = excluded.unreachable_alerted
 """
+}
+
+/// The JSON of the handshakes stored lately, each encoded once while it is among the last 64
+/// distinct ones: across a fleet most servers show one of a few (an encoding is some 90,000
+/// instructions, most of a stored scan's JSON). Shared by the backends.
+package final class HandshakeJSONCache: Sendable {
+    private let cache = Mutex<[HandshakeObservation: String]>([:])
+
+    package init() {}
+
+    package func json(_ handshake: HandshakeObservation) throws -> String {
+        if let cached = cache.withLock({ $0[handshake] }) { return cached }
+        let text = try SQLiteScanStore.json(handshake)
+        cache.withLock { cache in
+            if cache.count >= 64 { cache.removeAll(keepingCapacity: true) }
+            cache[handshake] = text
+        }
+        return text
+    }
 }
