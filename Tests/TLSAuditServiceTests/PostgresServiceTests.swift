@@ -41,6 +41,8 @@ struct PostgresServiceTests {
         #expect(history.status == 0, "\(history.stderr)")
         let report = try Binary.run(["report", "--database", url, "--since", "1h", "--format", "json"])
         #expect(report.status == 0 && report.stdout.contains("\"not_compliant\" : 1"), "\(report.stdout.prefix(400))\(report.stderr)")
+        let alerts = try Binary.run(["alerts", "--database", url, "--format", "json"])
+        #expect(alerts.status == 0 && alerts.stdout.contains("trust.broken"), "the expired target's alert: \(alerts.stdout.prefix(400))\(alerts.stderr)")
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
         let stored = Int(try postgres.psql("SELECT count(*) FROM observation").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
