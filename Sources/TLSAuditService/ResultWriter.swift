@@ -209,13 +209,15 @@ public final class ResultWriter: @unchecked Sendable {
 
     /// At shutdown, in one step on the writer's queue (nothing can be stored or queued in between):
     /// a last attempt to store, then what is still pending goes to a new spill file, written
-    /// atomically and synced. Later submissions are refused (and logged). The database is closed.
-    /// With `.stop`, nothing is spilled: the outcome names the failure that stopped storing.
+    /// atomically and synced. Later submissions are refused (and logged). With `.stop`, nothing is
+    /// spilled (the outcome names the failure that stopped storing) and the database is closed.
     public func finish(database: String) -> Finish {
         queue.sync {
             closed = true
             flushNow()
-            defer { store = nil }
+            // A command's writer closes the database (SQLite folds its write-ahead log into the file);
+            // the service's stays open: sinks still read it until the process ends.
+            defer { if failureHandling == .stop { store = nil } }
             var outcome = Finish(unstored: pending.count, dropped: dropped, file: nil, error: nil,
                                  stoppedBy: stoppedBy.map { "\($0)" })
             guard !pending.isEmpty, failureHandling == .retry else { return outcome }
