@@ -234,8 +234,9 @@ final class PostgresConnection {
     }
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
-    func transaction<T>(readOnly: Bool = false, _ body: () throws -> T) throws -> T {
-        try execute(readOnly ? "BEGIN READ ONLY" : "BEGIN")
+    /// `begin` opens it (`BEGIN`, or with an isolation level and access mode).
+    func transaction<T>(_ begin: String = "BEGIN", _ body: () throws -> T) throws -> T {
+        try execute(begin)
         do {
             let value = try body()
             try execute("COMMIT")

@@ -7,14 +7,8 @@ extension PostgresScanStore {
     /// transaction: a consistent snapshot while other nodes keep writing.
     public func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T {
         try pool.withConnection { connection in
-            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            do {
-                let value = try body(PostgresReportFacts(connection: connection))
-                try connection.execute("COMMIT")
-                return value
-            } catch {
-                _ = try? connection.execute("ROLLBACK")
-                throw error
+            try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") {
+                try body(PostgresReportFacts(connection: connection))
             }
         }
     }
@@ -159,11 +153,11 @@ private final class PostgresReportFacts: ReportFactReader {
         return try (0..<rows.count).map { row in
             let place = "alert \(rows.text(row, "id") ?? "?")"
             return AlertSummary(id: rows.text(row, "id") ?? "", createdAt: Date(timeIntervalSince1970: rows.double(row, "created_at") ?? 0),
-                                kind: try SQLiteScanStore.known(rows.text(row, "kind"), "alert kind", in: place),
-                                severity: try SQLiteScanStore.known(rows.text(row, "severity"), "alert severity", in: place),
+                                kind: try StoredValues.known(rows.text(row, "kind"), "alert kind", in: place),
+                                severity: try StoredValues.known(rows.text(row, "severity"), "alert severity", in: place),
                                 target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "",
                                 summary: rows.text(row, "summary") ?? "",
-                                changes: try SQLiteScanStore.decode([String: String].self, rows.text(row, "changes")) ?? [:])
+                                changes: try StoredValues.decode([String: String].self, rows.text(row, "changes")) ?? [:])
         }
     }
 
@@ -217,18 +211,18 @@ private final class PostgresReportFacts: ReportFactReader {
             observationID: id, key: AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? ""),
             host: rows.text(row, "host") ?? "", sni: rows.text(row, "sni"),
             startedAt: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
-            status: try SQLiteScanStore.known(rows.text(row, "status"), "status", in: place), hasChain: rows.bool(row, "has_chain") ?? false,
-            ownPolicy: try SQLiteScanStore.known(rows.text(row, "own_policy"), "policy", in: place), verdict: verdict,
+            status: try StoredValues.known(rows.text(row, "status"), "status", in: place), hasChain: rows.bool(row, "has_chain") ?? false,
+            ownPolicy: try StoredValues.known(rows.text(row, "own_policy"), "policy", in: place), verdict: verdict,
             contentKey: rows.text(row, "content_key"), pinMismatch: rows.bool(row, "pin_mismatch") ?? false)
         if details {
             scan.details = ScanDetails(
                 port: Int(rows.int(row, "port") ?? 0),
-                failureCategory: try SQLiteScanStore.known(rows.text(row, "failure_category"), "failure category", in: place, optional: true),
+                failureCategory: try StoredValues.known(rows.text(row, "failure_category"), "failure category", in: place, optional: true),
                 failureMessage: rows.text(row, "failure_message"),
-                protocolVersion: try SQLiteScanStore.known(rows.text(row, "protocol_version"), "protocol version", in: place,
+                protocolVersion: try StoredValues.known(rows.text(row, "protocol_version"), "protocol version", in: place,
                                                            optional: true),
                 cipher: rows.text(row, "cipher"),
-                pinState: try SQLiteScanStore.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place),
+                pinState: try StoredValues.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place),
                 pinMessage: rows.text(row, "pin_message"))
         }
         return scan
@@ -243,8 +237,8 @@ private final class PostgresReportFacts: ReportFactReader {
         let key = AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "")
         let place = "the address timeline of \(key.target) \(key.address)"
         return VerdictChange(key: key, at: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
-                             condition: try SQLiteScanStore.known(rows.text(row, "condition"), "condition", in: place),
-                             policy: try SQLiteScanStore.known(rows.text(row, "policy"), "policy", in: place),
+                             condition: try StoredValues.known(rows.text(row, "condition"), "condition", in: place),
+                             policy: try StoredValues.known(rows.text(row, "policy"), "policy", in: place),
                              failedRules: StoredRules(json: rows.text(row, "failed_rules") ?? "[]"))
     }
 }

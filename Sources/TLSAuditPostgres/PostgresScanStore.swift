@@ -115,7 +115,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING
                 """, [.text(alert.id), .double(alert.createdAt.timeIntervalSince1970), .text(alert.target), .text(alert.address),
                       .text(alert.kind.rawValue), .text(alert.severity.rawValue), .text(alert.summary),
-                      .text(try SQLiteScanStore.json(alert)), .int(observationID)])
+                      .text(try StoredValues.json(alert)), .int(observationID)])
             for sink in sinks {
                 try connection.execute("""
                     INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at) VALUES ($1, $2, 'pending', 0, $3)
@@ -127,7 +127,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
         try connection.execute(PostgresConnection.numbered(ScanRows.upsertTargetState),
             [.text(scan.target), .text(result.address), .text(scan.host), .int(Int64(scan.port)), .int(observationID),
                   .double(startedAt), .text(result.status.rawValue), .text(result.ats.policy.rawValue),
-                  .int(result.ats.compliant ? 1 : 0), .text(try SQLiteScanStore.json(memory.failedRules)),
+                  .int(result.ats.compliant ? 1 : 0), .text(try StoredValues.json(memory.failedRules)),
                   rows.earliestExpiry.map { .double($0) }, memory.leafFingerprint.map { .text($0) }, memory.leafSPKI.map { .text($0) },
                   result.error.map { .text($0.category.rawValue) }, .int(Int64(memory.consecutiveFailures)),
                   failed ? nil : .double(startedAt), .text((memory.pinState ?? .none).rawValue), result.pin.map { .text($0.message) },
@@ -160,10 +160,10 @@ public final class PostgresScanStore: ScanStore, Sendable {
         guard next.count > 0, let nextID = next.int(0, "id") else { return }
         let place = "observation \(nextID)"
         let nextState = try ScanRows.timeline(
-            status: try SQLiteScanStore.known(next.text(0, "status"), "status", in: place), hasChain: next.bool(0, "has_chain") ?? false,
+            status: try StoredValues.known(next.text(0, "status"), "status", in: place), hasChain: next.bool(0, "has_chain") ?? false,
             compliant: next.int(0, "compliant") == 1, policy: next.text(0, "policy") ?? "",
-            failedRules: try SQLiteScanStore.rules(next.text(0, "failed_rules")),
-            pinState: try SQLiteScanStore.known(next.text(0, "pin_state"), "pin state", in: place, optional: true))
+            failedRules: try StoredValues.rules(next.text(0, "failed_rules")),
+            pinState: try StoredValues.known(next.text(0, "pin_state"), "pin state", in: place, optional: true))
         let hasRow = try connection.execute("SELECT 1 FROM address_change WHERE observation_id = $1", [.int(nextID)]).count > 0
         if nextState == rows.timeline, hasRow {
             try connection.execute("DELETE FROM address_change WHERE observation_id = $1", [.int(nextID)])
@@ -192,11 +192,11 @@ public final class PostgresScanStore: ScanStore, Sendable {
         let marks = try connection.execute("SELECT mark FROM expiry_alert WHERE target = $1 AND address = $2",
                                            [.text(target), .text(address)])
         return AddressMemory(
-            pinState: try SQLiteScanStore.known(rows.text(0, "pin_state"), "pin state", in: "the current state of \(target) \(address)",
+            pinState: try StoredValues.known(rows.text(0, "pin_state"), "pin state", in: "the current state of \(target) \(address)",
                                                 optional: true),
             leafFingerprint: rows.text(0, "leaf_fingerprint"), leafSPKI: rows.text(0, "leaf_spki"),
             atsCompliant: rows.int(0, "ats_compliant").map { $0 == 1 },
-            failedRules: try SQLiteScanStore.rules(rows.text(0, "failed_rules")),
+            failedRules: try StoredValues.rules(rows.text(0, "failed_rules")),
             trusted: rows.int(0, "trusted").map { $0 == 1 },
             consecutiveFailures: Int(rows.int(0, "consecutive_failures") ?? 0),
             unreachableAlerted: rows.int(0, "unreachable_alerted") == 1,
@@ -215,7 +215,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 ORDER BY a.created_at, a.id COLLATE "C" LIMIT $\(sinks.count + 2)
                 """, [.double(time.timeIntervalSince1970)] + sinks.map { .text($0) } + [.int(Int64(limit))])
             return try (0..<rows.count).compactMap { row in
-                guard let alert = try SQLiteScanStore.decode(Alert.self, rows.text(row, "document")) else { return nil }
+                guard let alert = try StoredValues.decode(Alert.self, rows.text(row, "document")) else { return nil }
                 return PendingDelivery(alert: alert, sink: rows.text(row, "sink") ?? "", attempts: Int(rows.int(row, "attempts") ?? 0))
             }
         }
@@ -243,13 +243,13 @@ public final class PostgresScanStore: ScanStore, Sendable {
             let rows = try connection.execute("SELECT id, document FROM alert ORDER BY created_at DESC, id COLLATE \"C\" LIMIT $1",
                                               [.int(Int64(limit))])
             return try (0..<rows.count).compactMap { row in
-                guard let alert = try SQLiteScanStore.decode(Alert.self, rows.text(row, "document")) else { return nil }
+                guard let alert = try StoredValues.decode(Alert.self, rows.text(row, "document")) else { return nil }
                 let deliveries = try connection.execute("""
                     SELECT sink, state, attempts, last_error FROM alert_delivery WHERE alert_id = $1 ORDER BY sink COLLATE "C"
                     """, [.text(alert.id)])
                 return StoredAlert(alert: alert, deliveries: try (0..<deliveries.count).map { index in
                     StoredAlert.Delivery(sink: deliveries.text(index, "sink") ?? "",
-                                         state: try SQLiteScanStore.known(deliveries.text(index, "state"), "delivery state",
+                                         state: try StoredValues.known(deliveries.text(index, "state"), "delivery state",
                                                                           in: "alert \(alert.id)"),
                                          attempts: Int(deliveries.int(index, "attempts") ?? 0),
                                          lastError: deliveries.text(index, "last_error"))
@@ -270,18 +270,18 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 """)
             return try (0..<rows.count).map { row in
                 let place = "the current state of \(rows.text(row, "target") ?? "?") \(rows.text(row, "address") ?? "?")"
-                let pinState: PinEvaluation.State = try SQLiteScanStore.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place)
+                let pinState: PinEvaluation.State = try StoredValues.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place)
                 var status = TargetStatus(
                     target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "", host: rows.text(row, "host") ?? "",
                     port: Int(rows.int(row, "port") ?? 0), lastScanAt: Date(timeIntervalSince1970: rows.double(row, "last_scan_at") ?? 0),
                     lastObservationID: rows.int(row, "last_observation_id") ?? 0,
-                    status: try SQLiteScanStore.known(rows.text(row, "status"), "status", in: place),
-                    policy: try SQLiteScanStore.known(rows.text(row, "policy"), "policy", in: place),
+                    status: try StoredValues.known(rows.text(row, "status"), "status", in: place),
+                    policy: try StoredValues.known(rows.text(row, "policy"), "policy", in: place),
                     compliant: CountedVerdict.compliant(rows.int(row, "compliant") == 1, pinState: pinState),
-                    failedRules: CountedVerdict.reasons(try SQLiteScanStore.rules(rows.text(row, "failed_rules")), pinState: pinState),
+                    failedRules: CountedVerdict.reasons(try StoredValues.rules(rows.text(row, "failed_rules")), pinState: pinState),
                     earliestExpiry: rows.double(row, "earliest_expiry").map(Date.init(timeIntervalSince1970:)),
                     leafFingerprint: rows.text(row, "leaf_fingerprint"), leafSPKI: rows.text(row, "leaf_spki"),
-                    failureCategory: try SQLiteScanStore.known(rows.text(row, "failure_category"), "failure category", in: place,
+                    failureCategory: try StoredValues.known(rows.text(row, "failure_category"), "failure category", in: place,
                                                                optional: true),
                     consecutiveFailures: Int(rows.int(row, "consecutive_failures") ?? 0),
                     lastSuccessAt: rows.double(row, "last_success_at").map(Date.init(timeIntervalSince1970:)), pinState: pinState)
@@ -294,13 +294,12 @@ public final class PostgresScanStore: ScanStore, Sendable {
 
     public func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws {
         try pool.withConnection { connection in
-            try connection.transaction(readOnly: true) {
+            try connection.transaction("BEGIN READ ONLY") {
                 try connection.execute("""
                     DECLARE observations NO SCROLL CURSOR FOR
                     SELECT id, target, address, started_at, status, policy FROM observation
                     WHERE started_at >= $1 AND started_at <= $2 ORDER BY started_at, id
-                    """, [.double(max(-1e15, period.lowerBound.timeIntervalSince1970)),
-                          .double(min(1e15, period.upperBound.timeIntervalSince1970))])
+                    """, [.double(period.lowerBound.timeIntervalSince1970), .double(period.upperBound.timeIntervalSince1970)])
                 while true {
                     let rows = try connection.execute("FETCH 2000 FROM observations")
                     if rows.count == 0 { break }
@@ -309,8 +308,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
                         try body(ObservationRow(
                             id: id, target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "",
                             startedAt: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
-                            status: try SQLiteScanStore.known(rows.text(row, "status"), "status", in: "observation \(id)"),
-                            policy: try SQLiteScanStore.known(rows.text(row, "policy"), "policy", in: "observation \(id)", optional: true)))
+                            status: try StoredValues.known(rows.text(row, "status"), "status", in: "observation \(id)"),
+                            policy: try StoredValues.known(rows.text(row, "policy"), "policy", in: "observation \(id)", optional: true)))
                     }
                 }
             }
@@ -333,22 +332,22 @@ public final class PostgresScanStore: ScanStore, Sendable {
             return try (0..<rows.count).map { row in
                 let id = rows.int(row, "id") ?? 0
                 let place = "observation \(id)"
-                let pinState: PinEvaluation.State? = try SQLiteScanStore.known(rows.text(row, "pin_state"), "pin state", in: place,
+                let pinState: PinEvaluation.State? = try StoredValues.known(rows.text(row, "pin_state"), "pin state", in: place,
                                                                                optional: true)
-                let handshake = try SQLiteScanStore.decode(HandshakeObservation.self, rows.text(row, "handshake"))
+                let handshake = try StoredValues.decode(HandshakeObservation.self, rows.text(row, "handshake"))
                 return HistoryEntry(
                     observationID: id, target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "",
                     startedAt: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
                     durationMs: Int(rows.int(row, "duration_ms") ?? 0),
-                    status: try SQLiteScanStore.known(rows.text(row, "status"), "status", in: place),
-                    failureCategory: try SQLiteScanStore.known(rows.text(row, "failure_category"), "failure category", in: place,
+                    status: try StoredValues.known(rows.text(row, "status"), "status", in: place),
+                    failureCategory: try StoredValues.known(rows.text(row, "failure_category"), "failure category", in: place,
                                                                optional: true),
                     failureMessage: rows.text(row, "failure_message"), protocolVersion: handshake?.protocolVersion,
                     cipher: handshake?.cipher.iana, leafFingerprint: rows.text(row, "leaf"), leafSPKI: rows.text(row, "leaf_spki"),
-                    policy: try SQLiteScanStore.known(rows.text(row, "verdict_policy"), "policy", in: place),
+                    policy: try StoredValues.known(rows.text(row, "verdict_policy"), "policy", in: place),
                     compliant: CountedVerdict.compliant(rows.int(row, "compliant") == 1, pinState: pinState),
-                    failedRules: CountedVerdict.reasons(try SQLiteScanStore.rules(rows.text(row, "failed_rules")), pinState: pinState),
-                    findings: try SQLiteScanStore.decode([Finding].self, rows.text(row, "findings")) ?? [])
+                    failedRules: CountedVerdict.reasons(try StoredValues.rules(rows.text(row, "failed_rules")), pinState: pinState),
+                    findings: try StoredValues.decode([Finding].self, rows.text(row, "findings")) ?? [])
             }
         }
     }
@@ -383,7 +382,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
             if let known = summaries[fingerprint] {
                 summary = known
             } else {
-                guard let decoded = try SQLiteScanStore.stored(CertificateSummary.self, certificates.text(entry, "summary"),
+                guard let decoded = try StoredValues.stored(CertificateSummary.self, certificates.text(entry, "summary"),
                                                                "certificate summary", in: place) else { continue }
                 summary = decoded
                 summary.der = Data(certificates.bytes(entry, "der") ?? [])
@@ -393,7 +392,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 presented.append(summary)
             } else {
                 path.append(PathElement(certificate: summary,
-                                        source: try SQLiteScanStore.known(certificates.text(entry, "source") ?? "presented",
+                                        source: try StoredValues.known(certificates.text(entry, "source") ?? "presented",
                                                                           "certificate source", in: place),
                                         presentedIndex: nil))
             }
@@ -404,25 +403,25 @@ public final class PostgresScanStore: ScanStore, Sendable {
         var chain: ChainReport?
         if let trustStore = rows.text(0, "trust_store") {
             chain = ChainReport(presented: presented, path: path, anchored: rows.int(0, "anchored") == 1, trustStore: trustStore,
-                                issues: try SQLiteScanStore.stored([PathBuildingIssue].self, rows.text(0, "path_issues"), "path issues",
+                                issues: try StoredValues.stored([PathBuildingIssue].self, rows.text(0, "path_issues"), "path issues",
                                                                    in: place) ?? [],
-                                revocation: try SQLiteScanStore.stored(RevocationReport.self, rows.text(0, "revocation"),
+                                revocation: try StoredValues.stored(RevocationReport.self, rows.text(0, "revocation"),
                                                                        "revocation facts", in: place))
         }
-        let category: ProbeFailureCategory? = try SQLiteScanStore.known(rows.text(0, "failure_category"), "failure category", in: place,
+        let category: ProbeFailureCategory? = try StoredValues.known(rows.text(0, "failure_category"), "failure category", in: place,
                                                                        optional: true)
-        let policy: CompliancePolicy = try SQLiteScanStore.known(rows.text(0, "verdict_policy"), "policy", in: place)
-        let failedRules = try SQLiteScanStore.rules(rows.text(0, "failed_rules"))
+        let policy: CompliancePolicy = try StoredValues.known(rows.text(0, "verdict_policy"), "policy", in: place)
+        let failedRules = try StoredValues.rules(rows.text(0, "failed_rules"))
         let outcomes = Dictionary(uniqueKeysWithValues: policy.rules.map { ($0, failedRules.contains($0) ? RuleOutcome.fail : .pass) })
-        let status: AddressScanResult.Status = try SQLiteScanStore.known(rows.text(0, "status"), "status", in: place)
+        let status: AddressScanResult.Status = try StoredValues.known(rows.text(0, "status"), "status", in: place)
         return AddressScanResult(
             address: rows.text(0, "address") ?? "", family: rows.text(0, "family") ?? "", port: Int(rows.int(0, "port") ?? 0),
             status: status, startedAt: Date(timeIntervalSince1970: rows.double(0, "started_at") ?? 0),
             durationMs: Int(rows.int(0, "duration_ms") ?? 0),
-            handshake: try SQLiteScanStore.stored(HandshakeObservation.self, rows.text(0, "handshake"), "handshake", in: place),
+            handshake: try StoredValues.stored(HandshakeObservation.self, rows.text(0, "handshake"), "handshake", in: place),
             atsClientRefusal: rows.text(0, "ats_refusal"),
             error: category.map { ProbeFailure($0, rows.text(0, "failure_message") ?? "", alert: rows.text(0, "failure_alert")) },
-            chain: chain, findings: try SQLiteScanStore.stored([Finding].self, rows.text(0, "findings"), "findings", in: place) ?? [],
+            chain: chain, findings: try StoredValues.stored([Finding].self, rows.text(0, "findings"), "findings", in: place) ?? [],
             ats: ATSVerdict(policy: policy, compliant: rows.int(0, "compliant") == 1, rules: status == .failed ? [:] : outcomes,
                             failedRules: failedRules))
             .withinBudget()
@@ -444,7 +443,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 ON CONFLICT (name, period_end) DO UPDATE SET written_at = excluded.written_at, files = excluded.files,
                     delivery = excluded.delivery
                 """, [.text(name), .double(periodEnd.timeIntervalSince1970), .double(Date().timeIntervalSince1970),
-                      .text(try SQLiteScanStore.json(files)), .text(try SQLiteScanStore.json(delivery))])
+                      .text(try StoredValues.json(files)), .text(try StoredValues.json(delivery))])
         }
     }
 

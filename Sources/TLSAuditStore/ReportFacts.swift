@@ -72,12 +72,12 @@ public struct StoredRules: Sendable, Hashable {
     }
 
     public init(_ rules: [FindingID]) throws {
-        json = try SQLiteScanStore.json(rules)
+        json = try StoredValues.json(rules)
     }
 
     /// The rule ids; `[]`, by far the most common, without a decoder.
     public func decoded() throws -> [FindingID] {
-        try SQLiteScanStore.rules(json)
+        try StoredValues.rules(json)
     }
 }
 

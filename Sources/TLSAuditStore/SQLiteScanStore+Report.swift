@@ -158,10 +158,10 @@ private final class SQLiteReportFacts: ReportFactReader {
             """), arguments: [start.timeIntervalSince1970, end.timeIntervalSince1970]).map { row in
             let place = "alert \(row[0] as String? ?? "?")"
             return AlertSummary(id: row[0], createdAt: Date(timeIntervalSince1970: row[1]),
-                                kind: try SQLiteScanStore.known(row[2], "alert kind", in: place),
-                                severity: try SQLiteScanStore.known(row[3], "alert severity", in: place),
+                                kind: try StoredValues.known(row[2], "alert kind", in: place),
+                                severity: try StoredValues.known(row[3], "alert severity", in: place),
                                 target: row[4], address: row[5], summary: row[6],
-                                changes: try SQLiteScanStore.decode([String: String].self, row[7]) ?? [:])
+                                changes: try StoredValues.decode([String: String].self, row[7]) ?? [:])
         }
     }
 
@@ -218,17 +218,17 @@ private final class SQLiteReportFacts: ReportFactReader {
         var scan = ScanFacts(
             observationID: id, key: AddressKey(target: row[Column.target], address: row[Column.address]),
             host: row[Column.host], sni: row[Column.sni], startedAt: Date(timeIntervalSince1970: row[Column.startedAt]),
-            status: try SQLiteScanStore.known(row[Column.status], "status", in: place), hasChain: row[Column.hasChain],
-            ownPolicy: try SQLiteScanStore.known(row[Column.ownPolicy], "policy", in: place), verdict: verdict,
+            status: try StoredValues.known(row[Column.status], "status", in: place), hasChain: row[Column.hasChain],
+            ownPolicy: try StoredValues.known(row[Column.ownPolicy], "policy", in: place), verdict: verdict,
             contentKey: row[Column.content], pinMismatch: (row[Column.pinMismatch] as Int?) == 1)
         if details {
             scan.details = ScanDetails(
                 port: row[Column.port],
-                failureCategory: try SQLiteScanStore.known(row[Column.failureCategory], "failure category", in: place, optional: true),
+                failureCategory: try StoredValues.known(row[Column.failureCategory], "failure category", in: place, optional: true),
                 failureMessage: row[Column.failureMessage],
-                protocolVersion: try SQLiteScanStore.known(row[Column.protocolVersion], "protocol version", in: place, optional: true),
+                protocolVersion: try StoredValues.known(row[Column.protocolVersion], "protocol version", in: place, optional: true),
                 cipher: row[Column.cipher],
-                pinState: try SQLiteScanStore.known((row[Column.pinState] as String?) ?? "none", "pin state", in: place),
+                pinState: try StoredValues.known((row[Column.pinState] as String?) ?? "none", "pin state", in: place),
                 pinMessage: row[Column.pinMessage])
         }
         return scan
@@ -239,8 +239,8 @@ private final class SQLiteReportFacts: ReportFactReader {
         let key = AddressKey(target: row[0], address: row[1])
         let place = "the address timeline of \(key.target) \(key.address)"
         return VerdictChange(key: key, at: Date(timeIntervalSince1970: row[2]),
-                             condition: try SQLiteScanStore.known(row[3], "condition", in: place),
-                             policy: try SQLiteScanStore.known(row[4], "policy", in: place),
+                             condition: try StoredValues.known(row[3], "condition", in: place),
+                             policy: try StoredValues.known(row[4], "policy", in: place),
                              failedRules: StoredRules(json: row[5] ?? "[]"))
     }
 }
@@ -255,7 +255,7 @@ package enum FindingMarks {
         return try column.split(separator: "\u{1F}").map { mark in
             let parts = mark.split(separator: " ", maxSplits: 1)
             guard parts.count == 2 else { throw StoreError(.corrupt, "\(place): a stored finding has no id or severity") }
-            return (FindingID(rawValue: String(parts[1])), try SQLiteScanStore.known(String(parts[0]), "finding severity", in: place))
+            return (FindingID(rawValue: String(parts[1])), try StoredValues.known(String(parts[0]), "finding severity", in: place))
         }
     }
 }

@@ -91,7 +91,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             return try pool.write { db in
                 var alerts: [Alert] = []
-                for scan in scans { alerts += try Self.insert(scan, decide: decide, handshakeJSON: handshakeJSON.json, sha256: sha256, into: db) }
+                for scan in scans {
+                    alerts += try Self.insert(scan, decide: decide, handshakeJSON: handshakeJSON.json, sha256: sha256, into: db)
+                }
                 // A target's current state is the addresses its latest scan saw: drop the others
                 // (rotated out of DNS, or the placeholder of an earlier resolution failure).
                 for (target, group) in Dictionary(grouping: scans, by: \.target) {
@@ -161,9 +163,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
         func stateOf(observation row: Row) throws -> [String] {
             let place = "observation \(row["id"] as Int64? ?? 0)"
-            return try ScanRows.timeline(status: try Self.known(row["status"], "status", in: place), hasChain: row["has_chain"],
-                                         compliant: row["compliant"], policy: row["policy"], failedRules: try Self.rules(row["failed_rules"]),
-                                         pinState: try Self.known(row["pin_state"], "pin state", in: place, optional: true))
+            return try ScanRows.timeline(status: try StoredValues.known(row["status"], "status", in: place), hasChain: row["has_chain"],
+                                         compliant: row["compliant"], policy: row["policy"], failedRules: try StoredValues.rules(row["failed_rules"]),
+                                         pinState: try StoredValues.known(row["pin_state"], "pin state", in: place, optional: true))
         }
         let before = try Row.fetchOne(db.cachedStatement(sql: """
             SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
@@ -206,7 +208,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 INSERT OR IGNORE INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
-                                 alert.severity.rawValue, alert.summary, try json(alert), observationID])
+                                 alert.severity.rawValue, alert.summary, try StoredValues.json(alert), observationID])
             for sink in sinks {
                 try db.cachedStatement(sql: """
                     INSERT OR IGNORE INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at)
@@ -216,9 +218,10 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
 
         let failed = result.status == .failed
-        try db.cachedStatement(sql: ScanRows.upsertTargetState).execute(arguments: [scan.target, result.address, scan.host, scan.port, observationID,
+        try db.cachedStatement(sql: ScanRows.upsertTargetState).execute(arguments: [
+                             scan.target, result.address, scan.host, scan.port, observationID,
                              result.startedAt.timeIntervalSince1970, result.status.rawValue, result.ats.policy.rawValue,
-                             result.ats.compliant ? 1 : 0, try json(memory.failedRules),
+                             result.ats.compliant ? 1 : 0, try StoredValues.json(memory.failedRules),
                              rows.earliestExpiry, memory.leafFingerprint, memory.leafSPKI,
                              result.error?.category.rawValue, memory.consecutiveFailures,
                              failed ? nil : result.startedAt.timeIntervalSince1970,
@@ -249,10 +252,10 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         let marks = try String.fetchAll(db.cachedStatement(sql: "SELECT mark FROM expiry_alert WHERE target = ? AND address = ?"),
                                         arguments: [target, address])
         return AddressMemory(
-            pinState: try known(row["pin_state"], "pin state", in: "the current state of \(target) \(address)", optional: true),
+            pinState: try StoredValues.known(row["pin_state"], "pin state", in: "the current state of \(target) \(address)", optional: true),
             leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
             atsCompliant: (row["ats_compliant"] as Int?).map { $0 == 1 },
-            failedRules: try rules(row["failed_rules"]),
+            failedRules: try StoredValues.rules(row["failed_rules"]),
             trusted: (row["trusted"] as Int?).map { $0 == 1 },
             consecutiveFailures: row["consecutive_failures"], unreachableAlerted: row["unreachable_alerted"] == 1,
             expiryMarks: Set(marks))
@@ -270,7 +273,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.sink IN (\(placeholders))
                     ORDER BY a.created_at, a.id LIMIT ?
                     """, arguments: StatementArguments([time.timeIntervalSince1970] + sinks + [limit])).compactMap { row in
-                    guard let alert = try Self.decode(Alert.self, row["document"]) else { return nil }
+                    guard let alert = try StoredValues.decode(Alert.self, row["document"]) else { return nil }
                     return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
                 }
             }
@@ -311,12 +314,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 let rows = try Row.fetchAll(db, sql: "SELECT id, document FROM alert ORDER BY created_at DESC, id LIMIT ?",
                                             arguments: [limit])
                 return try rows.compactMap { row in
-                    guard let alert = try Self.decode(Alert.self, row["document"]) else { return nil }
+                    guard let alert = try StoredValues.decode(Alert.self, row["document"]) else { return nil }
                     let deliveries = try Row.fetchAll(db, sql: """
                         SELECT sink, state, attempts, last_error FROM alert_delivery WHERE alert_id = ? ORDER BY sink
                         """, arguments: [alert.id]).map { delivery in
                         StoredAlert.Delivery(sink: delivery["sink"],
-                                             state: try Self.known(delivery["state"], "delivery state", in: "alert \(alert.id)"),
+                                             state: try StoredValues.known(delivery["state"], "delivery state", in: "alert \(alert.id)"),
                                              attempts: delivery["attempts"], lastError: delivery["last_error"])
                     }
                     return StoredAlert(alert: alert, deliveries: deliveries)
@@ -339,18 +342,18 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     FROM target_state t ORDER BY t.target, t.address
                     """).map { row in
                     let place = "the current state of \(row["target"] as String? ?? "?") \(row["address"] as String? ?? "?")"
-                    let pinState: PinEvaluation.State = try Self.known((row["pin_state"] as String?) ?? "none", "pin state", in: place)
+                    let pinState: PinEvaluation.State = try StoredValues.known((row["pin_state"] as String?) ?? "none", "pin state", in: place)
                     var status = TargetStatus(
                         target: row["target"], address: row["address"], host: row["host"], port: row["port"],
                         lastScanAt: Date(timeIntervalSince1970: row["last_scan_at"]),
                         lastObservationID: row["last_observation_id"],
-                        status: try Self.known(row["status"], "status", in: place),
-                        policy: try Self.known(row["policy"], "policy", in: place),
+                        status: try StoredValues.known(row["status"], "status", in: place),
+                        policy: try StoredValues.known(row["policy"], "policy", in: place),
                         compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: pinState),
-                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState),
+                        failedRules: CountedVerdict.reasons(try StoredValues.rules(row["failed_rules"]), pinState: pinState),
                         earliestExpiry: (row["earliest_expiry"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         leafFingerprint: row["leaf_fingerprint"], leafSPKI: row["leaf_spki"],
-                        failureCategory: try Self.known(row["failure_category"], "failure category", in: place, optional: true),
+                        failureCategory: try StoredValues.known(row["failure_category"], "failure category", in: place, optional: true),
                         consecutiveFailures: row["consecutive_failures"],
                         lastSuccessAt: (row["last_success_at"] as Double?).map(Date.init(timeIntervalSince1970:)),
                         pinState: pinState)
@@ -374,8 +377,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 while let row = try rows.next() {
                     let id: Int64 = row[0]
                     try body(ObservationRow(id: id, target: row[1], address: row[2], startedAt: Date(timeIntervalSince1970: row[3]),
-                                            status: try Self.known(row[4], "status", in: "observation \(id)"),
-                                            policy: try Self.known(row[5], "policy", in: "observation \(id)", optional: true)))
+                                            status: try StoredValues.known(row[4], "status", in: "observation \(id)"),
+                                            policy: try StoredValues.known(row[5], "policy", in: "observation \(id)", optional: true)))
                 }
             }
         } catch let error as StoreError {
@@ -399,19 +402,19 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                     """, arguments: [target, target, target, limit])
                 return try rows.map { row in
                     let place = "observation \(row["id"] as Int64? ?? 0)"
-                    let pinState: PinEvaluation.State? = try Self.known(row["pin_state"], "pin state", in: place, optional: true)
-                    let handshake = try Self.decode(HandshakeObservation.self, row["handshake"])
+                    let pinState: PinEvaluation.State? = try StoredValues.known(row["pin_state"], "pin state", in: place, optional: true)
+                    let handshake = try StoredValues.decode(HandshakeObservation.self, row["handshake"])
                     return HistoryEntry(
                         observationID: row["id"], target: row["target"], address: row["address"],
                         startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
-                        status: try Self.known(row["status"], "status", in: place),
-                        failureCategory: try Self.known(row["failure_category"], "failure category", in: place, optional: true),
+                        status: try StoredValues.known(row["status"], "status", in: place),
+                        failureCategory: try StoredValues.known(row["failure_category"], "failure category", in: place, optional: true),
                         failureMessage: row["failure_message"], protocolVersion: handshake?.protocolVersion,
                         cipher: handshake?.cipher.iana, leafFingerprint: row["leaf"], leafSPKI: row["leaf_spki"],
-                        policy: try Self.known(row["policy"], "policy", in: place),
+                        policy: try StoredValues.known(row["policy"], "policy", in: place),
                         compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: pinState),
-                        failedRules: CountedVerdict.reasons(try Self.rules(row["failed_rules"]), pinState: pinState),
-                        findings: try Self.decode([Finding].self, row["findings"]) ?? [])
+                        failedRules: CountedVerdict.reasons(try StoredValues.rules(row["failed_rules"]), pinState: pinState),
+                        findings: try StoredValues.decode([Finding].self, row["findings"]) ?? [])
                 }
             }
         } catch {
@@ -452,7 +455,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             if let known = summaries[fingerprint] {
                 summary = known
             } else {
-                guard let decoded = try Self.decode(CertificateSummary.self, entry["summary"]) else { continue }
+                guard let decoded = try StoredValues.decode(CertificateSummary.self, entry["summary"]) else { continue }
                 summary = decoded
                 summary.der = entry["der"]
                 summaries[fingerprint] = summary
@@ -462,7 +465,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             } else {
                 let index = presented.firstIndex { $0.sha256Fingerprint == summary.sha256Fingerprint }
                 path.append(PathElement(certificate: summary,
-                                        source: try Self.known((entry["source"] as String?) ?? "presented", "certificate source",
+                                        source: try StoredValues.known((entry["source"] as String?) ?? "presented", "certificate source",
                                                                in: "observation \(observationID)"),
                                         presentedIndex: index))
             }
@@ -475,21 +478,21 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         var chain: ChainReport?
         if let trustStore = row["trust_store"] as String? {
             chain = ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: trustStore,
-                                issues: try stored([PathBuildingIssue].self, row["path_issues"], "path issues", in: place) ?? [],
-                                revocation: try stored(RevocationReport.self, row["revocation"], "revocation facts", in: place))
+                                issues: try StoredValues.stored([PathBuildingIssue].self, row["path_issues"], "path issues", in: place) ?? [],
+                                revocation: try StoredValues.stored(RevocationReport.self, row["revocation"], "revocation facts", in: place))
         }
-        let category: ProbeFailureCategory? = try Self.known(row["failure_category"], "failure category", in: place, optional: true)
-        let policy: CompliancePolicy = try Self.known(row["policy"], "policy", in: place)
-        let failedRules = try Self.rules(row["failed_rules"])
-        let findings = try Self.decode([Finding].self, row["findings"]) ?? []
+        let category: ProbeFailureCategory? = try StoredValues.known(row["failure_category"], "failure category", in: place, optional: true)
+        let policy: CompliancePolicy = try StoredValues.known(row["policy"], "policy", in: place)
+        let failedRules = try StoredValues.rules(row["failed_rules"])
+        let findings = try StoredValues.decode([Finding].self, row["findings"]) ?? []
         let rules = Dictionary(uniqueKeysWithValues: policy.rules.map {
             ($0, failedRules.contains($0) ? RuleOutcome.fail : .pass)
         })
-        let status: AddressScanResult.Status = try Self.known(row["status"], "status", in: place)
+        let status: AddressScanResult.Status = try StoredValues.known(row["status"], "status", in: place)
         return AddressScanResult(
             address: row["address"], family: row["family"], port: row["port"], status: status,
             startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
-            handshake: try Self.decode(HandshakeObservation.self, row["handshake"]),
+            handshake: try StoredValues.decode(HandshakeObservation.self, row["handshake"]),
             atsClientRefusal: row["ats_refusal"],
             error: category.map { ProbeFailure($0, row["failure_message"] ?? "", alert: row["failure_alert"]) },
             chain: chain, findings: findings,
@@ -516,8 +519,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             try pool.write { db in
                 try db.execute(sql: """
                     INSERT OR REPLACE INTO report_run (name, period_end, written_at, files, delivery) VALUES (?, ?, ?, ?, ?)
-                    """, arguments: [name, periodEnd.timeIntervalSince1970, Date().timeIntervalSince1970, try Self.json(files),
-                                     try Self.json(delivery)])
+                    """, arguments: [name, periodEnd.timeIntervalSince1970, Date().timeIntervalSince1970, try StoredValues.json(files),
+                                     try StoredValues.json(delivery)])
             }
         } catch {
             throw Self.storeError(error, doing: "recording the scheduled report \(name)")
@@ -556,71 +559,6 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     }
 
     // MARK: - Helpers
-
-    /// Stored documents: property names as they are, dates in seconds, one line, sorted keys.
-    private static let encoder = JSONDocumentEncoder(keys: .asIs, dates: .secondsSince1970, prettyPrinted: false, escapesSlashes: true)
-
-    private static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return decoder
-    }()
-
-    package static func json<T: Encodable>(_ value: T) throws -> String {
-        try encoder.encodeString(value)
-    }
-
-
-    /// A list; `[]` without the encoder when it is empty (most scans' failed rules, findings and
-    /// path issues: an encoder call costs some 30,000 instructions, whatever the value).
-    package static func json<Element: Encodable>(_ list: [Element]) throws -> String {
-        list.isEmpty ? "[]" : try encoder.encodeString(list)
-    }
-
-    /// A stored enumeration value. One this version does not know (written by a newer tlsaudit, or
-    /// damaged) is an error naming where it was read, never a silent default.
-    package static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String) throws -> Value
-    where Value.RawValue == String {
-        guard let raw, let value = Value(rawValue: raw) else {
-            throw StoreError(.corrupt, "\(place): the \(what) \(raw.map { "'\($0)'" } ?? "is missing and") is not one this tlsaudit knows (written by a newer version, or damaged)")
-        }
-        return value
-    }
-
-    /// `known`, for a column that may be NULL.
-    package static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String, optional: Bool) throws -> Value?
-    where Value.RawValue == String {
-        guard let raw else { return nil }
-        return try known(raw, what, in: place) as Value
-    }
-
-    /// A stored document; one this version cannot read is an error naming where it was read.
-    package static func stored<T: Decodable>(_ type: T.Type, _ text: String?, _ what: String, in place: String) throws -> T? {
-        do {
-            return try decode(type, text)
-        } catch {
-            throw StoreError(.corrupt, "\(place): the stored \(what) cannot be read (written by a newer version, or damaged): \(error)")
-        }
-    }
-
-    package static func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
-        guard let text else { return nil }
-        return try decoder.decode(type, from: Data(text.utf8))
-    }
-
-    /// A stored list of failed rules (JSON); `[]`, by far the most common, without a decoder.
-    package static func rules(_ text: String?) throws -> [FindingID] {
-        guard let text, text != "[]" else { return [] }
-        return try decode([FindingID].self, text) ?? []
-    }
-
-    /// The summary without its DER (kept once, in its own column) and without evaluation-time data.
-    package static func stripped(_ certificate: CertificateSummary) -> CertificateSummary {
-        var copy = certificate
-        copy.der = Data()
-        copy.daysLeft = nil
-        return copy
-    }
 
     /// `mkdir -p`, failing with the directory that could not be made and why, in words.
     private static func createDirectories(_ directory: String) throws {

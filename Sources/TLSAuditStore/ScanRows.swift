@@ -46,11 +46,11 @@ package struct ScanRows {
                 CertificateRow(fingerprint: certificate.sha256Fingerprint, der: Array(certificate.der), subject: certificate.subject,
                                issuer: certificate.issuer, notBefore: certificate.notBefore.timeIntervalSince1970,
                                notAfter: certificate.notAfter.timeIntervalSince1970, spki: certificate.spkiSHA256,
-                               summary: { try SQLiteScanStore.json(SQLiteScanStore.stripped(certificate)) })
+                               summary: { try StoredValues.json(StoredValues.stripped(certificate)) })
             }
         handshake = try result.handshake.map(handshakeJSON)
-        pathIssues = try chain.map { try SQLiteScanStore.json($0.issues) }
-        revocation = try chain?.revocation.map { try SQLiteScanStore.json($0) }
+        pathIssues = try chain.map { try StoredValues.json($0.issues) }
+        revocation = try chain?.revocation.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)
@@ -62,11 +62,11 @@ package struct ScanRows {
             status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
             atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
             hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, sha256: sha256)
-        failedRules = try SQLiteScanStore.json(result.ats.failedRules)
-        findings = try SQLiteScanStore.json(result.findings)
-        pin = try result.pin.map { try SQLiteScanStore.json($0) }
+        failedRules = try StoredValues.json(result.ats.failedRules)
+        findings = try StoredValues.json(result.findings)
+        pin = try result.pin.map { try StoredValues.json($0) }
         let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.countedCompliant)
-        timeline = [condition.rawValue, result.ats.policy.rawValue, try SQLiteScanStore.json(result.countedReasons)]
+        timeline = [condition.rawValue, result.ats.policy.rawValue, try StoredValues.json(result.countedReasons)]
         let chainCertificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
         earliestExpiry = chainCertificates.map(\.notAfter).min()?.timeIntervalSince1970
     }
@@ -76,7 +76,7 @@ package struct ScanRows {
                                  failedRules: [FindingID], pinState: PinEvaluation.State?) throws -> [String] {
         let condition = AddressCondition(status: status, hasChain: hasChain,
                                          compliant: CountedVerdict.compliant(compliant, pinState: pinState))
-        return [condition.rawValue, policy, try SQLiteScanStore.json(CountedVerdict.reasons(failedRules, pinState: pinState))]
+        return [condition.rawValue, policy, try StoredValues.json(CountedVerdict.reasons(failedRules, pinState: pinState))]
     }
 
     /// The address's current state after a scan (21 parameters, `?` placeholders; the PostgreSQL
@@ -113,7 +113,7 @@ package final class HandshakeJSONCache: Sendable {
 
     package func json(_ handshake: HandshakeObservation) throws -> String {
         if let cached = cache.withLock({ $0[handshake] }) { return cached }
-        let text = try SQLiteScanStore.json(handshake)
+        let text = try StoredValues.json(handshake)
         cache.withLock { cache in
             if cache.count >= 64 { cache.removeAll(keepingCapacity: true) }
             cache[handshake] = text

@@ -114,8 +114,9 @@ struct ScanCommand: ParsableCommand {
         let started = Date()
         // Results are stored as targets finish, while the others are still being scanned
         // (after the enumeration when there is one, since it adds to them).
-        let recorder = database.map { path in
-            ResultWriter(openStore: { try SQLiteScanStore(path: path, sha256: Digest.sha256Hex) }, alerting: AlertSettings(rules: AlertRules(), sinks: []),
+        let writer = database.map { path in
+            ResultWriter(openStore: { try SQLiteScanStore(path: path, sha256: Digest.sha256Hex) },
+                         alerting: AlertSettings(rules: AlertRules(), sinks: []),
                          logger: Logger(label: "tlsaudit.scan", factory: { _ in SwiftLogNoOpLogHandler() }),
                          failureHandling: .stop)
         }
@@ -124,8 +125,8 @@ struct ScanCommand: ParsableCommand {
         let namesUnique = Set(parsedTargets.map(\.original)).count == parsedTargets.count
         let storeWhileScanning = !enumerate && namesUnique
         var storeEach: (@Sendable (Int, TargetScanResult) -> Void)?
-        if let recorder, storeWhileScanning {
-            storeEach = { index, result in recorder.submit(StoredScan.all(of: result, target: parsedTargets[index])) }
+        if let writer, storeWhileScanning {
+            storeEach = { index, result in writer.submit(StoredScan.all(of: result, target: parsedTargets[index])) }
         }
         var results = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
                                    completed: storeEach)
@@ -141,7 +142,7 @@ struct ScanCommand: ParsableCommand {
             }
         }
         if !storeWhileScanning {
-            recorder?.submit(zip(parsedTargets, results).flatMap { target, result in StoredScan.all(of: result, target: target) })
+            writer?.submit(zip(parsedTargets, results).flatMap { target, result in StoredScan.all(of: result, target: target) })
         }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
@@ -154,7 +155,7 @@ struct ScanCommand: ParsableCommand {
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             output = Data(ScanTextRenderer(colour: colour).render(report).utf8)
         }
-        if let database, let failure = recorder?.finish(database: database).stoppedBy {
+        if let database, let failure = writer?.finish(database: database).stoppedBy {
             StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
             throw ExitCode(2)
         }
