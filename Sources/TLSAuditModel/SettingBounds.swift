@@ -47,4 +47,9 @@ public enum SettingBounds {
     /// Seconds scans and deliveries in flight may run on after SIGTERM (`serve --shutdown-grace`):
     /// the default is well within the systemd unit's TimeoutStopSec=30.
     public static let shutdownGrace = Bound(defaultValue: 15.0, range: 0...3_600, described: "between 0 and 3600 seconds")
+    /// Seconds a fleet node's claim on a scan lasts unless renewed (a dead node's scans are taken
+    /// over after it): `fleet: lease:`.
+    public static let lease = Bound(defaultValue: 60.0, range: 5...3_600, described: "between 5 seconds and 1 hour")
+    /// Seconds between a fleet node's claims, heartbeats and configuration checks: `fleet: poll:`.
+    public static let fleetPoll = Bound(defaultValue: 2.0, range: 0.2...60, described: "between 200 ms and 60 seconds")
 }

@@ -106,9 +106,17 @@ enum PostgresValue {
     case double(Double)
     case bool(Bool)
     case bytes([UInt8])
+    /// A `text[]` (cast it: `$1::text[]`).
+    case texts([String])
+    /// A `float8[]` (cast it: `$1::float8[]`).
+    case doubles([Double])
 
     var wire: String {
         switch self {
+        case .texts(let values):
+            "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+                .joined(separator: ",") + "}"
+        case .doubles(let values): "{" + values.map(\.description).joined(separator: ",") + "}"
         case .text(let text): text
         case .int(let value): String(value)
         case .double(let value): value.description
@@ -245,6 +253,30 @@ final class PostgresConnection {
             _ = try? execute("ROLLBACK")
             throw error
         }
+    }
+
+    /// Waits up to `timeout` seconds for notifications on the channels this connection LISTENs
+    /// to, and returns their payloads (empty after the timeout). Throws when the connection broke.
+    func notifications(waitingUpTo timeout: Double) throws(StoreError) -> [String] {
+        var payloads = drainNotifications()
+        guard payloads.isEmpty else { return payloads }
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        guard descriptor.fd >= 0 else { throw StoreError(.unavailable, "\(settings.display): the connection is closed") }
+        _ = poll(&descriptor, 1, Int32(max(0, timeout) * 1000))
+        guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
+            throw StoreError(.unavailable, "\(settings.display): the connection failed (\(Self.message(handle)))")
+        }
+        payloads = drainNotifications()
+        return payloads
+    }
+
+    private func drainNotifications() -> [String] {
+        var payloads: [String] = []
+        while let notification = PQnotifies(handle) {
+            payloads.append(String(cString: notification.pointee.extra))
+            PQfreemem(notification)
+        }
+        return payloads
     }
 
     private static func message(_ handle: OpaquePointer) -> String {

@@ -160,6 +160,56 @@ enum PostgresMigrations {
                 expires_at DOUBLE PRECISION NOT NULL
             );
             """),
+        // The fleet: which node and vantage took each scan; the configuration every node runs
+        // (versions, newest wins); the nodes' heartbeats; the work queue (one row per target and
+        // vantage, '*' for "any one vantage", claimed under a lease); one lockable row per host
+        // (the fleet-wide per-host cap); claims of scheduled report runs. Times are the server's
+        // clock in Unix seconds, so that nodes with skewed clocks agree on leases.
+        ("v7-fleet", """
+            ALTER TABLE observation ADD COLUMN node TEXT;
+            ALTER TABLE observation ADD COLUMN vantage TEXT;
+            CREATE TABLE fleet_configuration (
+                version BIGSERIAL PRIMARY KEY,
+                applied_at DOUBLE PRECISION NOT NULL,
+                applied_by TEXT NOT NULL,
+                document TEXT NOT NULL,
+                sha256 TEXT NOT NULL
+            );
+            CREATE TABLE fleet_node (
+                name TEXT PRIMARY KEY,
+                vantage TEXT NOT NULL,
+                configuration_version BIGINT,
+                started_at DOUBLE PRECISION NOT NULL,
+                heartbeat_at DOUBLE PRECISION NOT NULL,
+                in_flight INTEGER NOT NULL DEFAULT 0,
+                scans_per_minute DOUBLE PRECISION NOT NULL DEFAULT 0,
+                scans_total BIGINT NOT NULL DEFAULT 0,
+                process TEXT
+            );
+            CREATE TABLE fleet_host (host TEXT PRIMARY KEY);
+            CREATE TABLE fleet_work (
+                target TEXT NOT NULL,
+                vantage TEXT NOT NULL,
+                host TEXT NOT NULL REFERENCES fleet_host(host),
+                scan_interval DOUBLE PRECISION NOT NULL,
+                next_due DOUBLE PRECISION NOT NULL,
+                consecutive_failures INTEGER NOT NULL DEFAULT 0,
+                lease_owner TEXT,
+                lease_until DOUBLE PRECISION,
+                last_node TEXT,
+                last_done_at DOUBLE PRECISION,
+                PRIMARY KEY (target, vantage)
+            );
+            CREATE INDEX fleet_work_due ON fleet_work(next_due);
+            CREATE INDEX fleet_work_host ON fleet_work(host, lease_until);
+            CREATE TABLE report_claim (
+                name TEXT NOT NULL,
+                period_end DOUBLE PRECISION NOT NULL,
+                owner TEXT NOT NULL,
+                lease_until DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (name, period_end)
+            );
+            """),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

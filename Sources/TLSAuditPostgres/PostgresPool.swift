@@ -28,6 +28,6 @@ final class PostgresPool: Sendable {
 }
 
 /// A connection moved between threads by the pool, used by one of them at a time.
-private struct PostgresConnectionBox: @unchecked Sendable {
+struct PostgresConnectionBox: @unchecked Sendable {
     let connection: PostgresConnection
 }

@@ -77,14 +77,16 @@ public final class PostgresScanStore: ScanStore, Sendable {
         let inserted = try connection.execute("""
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) RETURNING id
+                content_hash, revocation, node, vantage)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+            RETURNING id
             """, [.text(scan.target), .text(scan.host), .int(Int64(scan.port)), scan.sni.map { .text($0) }, .text(result.address),
                   .text(result.family), .double(startedAt), .int(Int64(result.durationMs)), .text(result.status.rawValue),
                   result.error.map { .text($0.category.rawValue) }, result.error.map { .text($0.message) },
                   result.error?.alert.map { .text($0) }, rows.handshake.map { .text($0) }, result.atsClientRefusal.map { .text($0) },
                   chain.map { .text($0.trustStore) }, rows.anchored.map { .int(Int64($0)) }, rows.pathIssues.map { .text($0) },
-                  .text(result.ats.policy.rawValue), .text(rows.contentHash), rows.revocation.map { .text($0) }])
+                  .text(result.ats.policy.rawValue), .text(rows.contentHash), rows.revocation.map { .text($0) },
+                  scan.node.map { .text($0) }, scan.vantage.map { .text($0) }])
         guard let observationID = inserted.int(0, "id") else { throw StoreError(.other, "the new observation has no id") }
         for reference in rows.references {
             try connection.execute("""

@@ -1,6 +1,7 @@
 import Foundation
 public import TLSAuditCore
 public import TLSAuditStore
+public import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditReport
 import Yams
@@ -47,10 +48,13 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var revocation: RevocationMode
     /// Fetch a missing intermediate from its caIssuers URL.
     public var aiaFetch: Bool
+    /// In a fleet: scanned from any one vantage point (the default), from every one, or from those named.
+    public var vantages: FleetVantages = .any
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
-                pins: PinPolicy? = nil, revocation: RevocationMode = .soft, aiaFetch: Bool = false) {
+                pins: PinPolicy? = nil, revocation: RevocationMode = .soft, aiaFetch: Bool = false,
+                vantages: FleetVantages = .any) {
         self.key = key
         self.host = host
         self.port = port
@@ -65,6 +69,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.pins = pins
         self.revocation = revocation
         self.aiaFetch = aiaFetch
+        self.vantages = vantages
     }
 
     /// The scanner's view of this target.
@@ -101,6 +106,10 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var reports: [ReportSchedule] = []
     /// Advice that does not make the file invalid (e.g. a single pin with no backup).
     public var warnings: [ConfigurationError] = []
+    /// This node's name and vantage point in a fleet.
+    public var node = NodeIdentity()
+    /// How fleet nodes coordinate (lease and poll period).
+    public var fleet = FleetSettings()
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
 
@@ -185,6 +194,39 @@ public struct ServiceConfiguration: Sendable, Hashable {
     }
 }
 
+/// A fleet node's name and vantage point (`node:`): the node's own, never taken from `fleet apply`.
+public struct NodeIdentity: Sendable, Hashable {
+    /// Unique in the fleet (default: the machine's host name).
+    public var name: String
+    /// Where the node sees the targets from (default: `default`).
+    public var vantage: String
+
+    public init(name: String = NodeIdentity.defaultName, vantage: String = "default") {
+        self.name = name
+        self.vantage = vantage
+    }
+
+    public static var defaultName: String {
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+        return NodeIdentity.isValidName(host) ? host : "tlsaudit"
+    }
+
+    /// Letters, digits, `.`, `_` and `-`, up to 64 characters.
+    public static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }
+    }
+}
+
+/// How fleet nodes coordinate (`fleet:`).
+public struct FleetSettings: Sendable, Hashable {
+    /// Seconds a claim on a scan lasts unless renewed.
+    public var lease = SettingBounds.lease.defaultValue
+    /// Seconds between claims, heartbeats and configuration checks.
+    public var poll = SettingBounds.fleetPoll.defaultValue
+
+    public init() {}
+}
+
 /// One problem in a configuration file.
 public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
     public var file: String
@@ -219,13 +261,16 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "alerts", "reports", "defaults", "groups", "targets"]
+                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet"]
+    static let postgresKeys = ["host", "port", "database", "user", "password_file", "sslmode", "ca_file", "pool_size",
+                               "statement_timeout"]
     static let reportKeys = ["name", "schedule", "at", "day", "timezone", "since", "formats", "directory", "policy",
                              "expiring_within", "keep", "sinks"]
     static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
-    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch"]
+    static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
+                              "vantage"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -243,13 +288,15 @@ struct ConfigurationParser {
         var pins: PinPolicy?
         var revocation: RevocationMode?
         var aiaFetch: Bool?
+        var vantages: FleetVantages?
 
         /// `self` with `other`'s values where `other` sets them (tags accumulate; pins replace).
         func overridden(by other: Settings) -> Settings {
             Settings(port: other.port ?? port, sni: other.sni ?? sni, addresses: other.addresses ?? addresses,
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
-                     pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch)
+                     pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
+                     vantages: other.vantages ?? vantages)
         }
     }
 
@@ -277,7 +324,9 @@ struct ConfigurationParser {
                                                  retention: SettingBounds.retention.defaultValue,
                                                  maxBackoff: SettingBounds.maxBackoff.defaultValue, logLevel: "info", targets: [])
         configuration.spillDirectory = ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)
-        if let node = mapping["database"], let path = string(node, "a file path or a postgres:// URL") {
+        if let node = mapping["database"], case .mapping(let block) = node {
+            if let url = postgresBlock(node, block) { configuration.database = url }
+        } else if let node = mapping["database"], let path = string(node, "a file path, a postgres:// URL or a postgres: block") {
             if DatabaseLocation.isPostgresURL(path) {
                 do {
                     _ = try DatabaseLocation.parse(path)
@@ -303,6 +352,8 @@ struct ConfigurationParser {
                 report(node, "log_level '\(level)' is not one of \(Self.logLevels.joined(separator: ", "))")
             }
         }
+        if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
+        if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         let builtIn = Settings(port: SettingBounds.port.defaultValue, addresses: .all, interval: SettingBounds.interval.defaultValue,
                                timeout: SettingBounds.timeout.defaultValue, policy: .default, trust: .system,
                                revocation: SettingBounds.revocation)
@@ -427,7 +478,7 @@ struct ConfigurationParser {
                                    timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue, policy: resolved.policy ?? .default,
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
-                                   aiaFetch: resolved.aiaFetch ?? false)
+                                   aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -450,7 +501,117 @@ struct ConfigurationParser {
             }
         }
         if let node = mapping["pins"] { settings.pins = pins(node) }
+        if let node = mapping["vantage"] { settings.vantages = vantages(node) }
         return settings
+    }
+
+    /// `vantage: any` (the default), `all`, a vantage name or a list of them.
+    private mutating func vantages(_ node: Node) -> FleetVantages? {
+        if case .sequence(let sequence) = node {
+            let names = sequence.compactMap { vantageName($0) }
+            guard !names.isEmpty else {
+                report(node, "vantage: an empty list; name at least one vantage point, or say 'any' or 'all'")
+                return nil
+            }
+            return .list(Array(Set(names)).sorted())
+        }
+        guard let text = string(node, "any, all, a vantage name or a list of them") else { return nil }
+        switch text {
+        case "any": return .any
+        case "all": return .all
+        default: return vantageName(node).map { .list([$0]) }
+        }
+    }
+
+    private mutating func vantageName(_ node: Node) -> String? {
+        guard let name = string(node, "a vantage name") else { return nil }
+        guard NodeIdentity.isValidName(name), name != FleetVantages.anyRow, !["any", "all"].contains(name) else {
+            report(node, "vantage '\(name)': use letters, digits, '.', '_' and '-' (up to 64; 'any' and 'all' are reserved)")
+            return nil
+        }
+        return name
+    }
+
+    /// `node:` with `name` and `vantage`.
+    private mutating func nodeIdentity(_ node: Node) -> NodeIdentity {
+        var identity = NodeIdentity()
+        guard case .mapping(let mapping) = node else {
+            report(node, "'node' must be a mapping with 'name' and 'vantage'")
+            return identity
+        }
+        checkKeys(mapping, allowed: ["name", "vantage"], in: "node")
+        for (key, path) in [("name", \NodeIdentity.name), ("vantage", \NodeIdentity.vantage)] {
+            guard let value = mapping[key], let text = string(value, "a \(key)") else { continue }
+            if NodeIdentity.isValidName(text), !["any", "all"].contains(text) {
+                identity[keyPath: path] = text
+            } else {
+                report(value, "node \(key) '\(text)': use letters, digits, '.', '_' and '-' (up to 64; 'any' and 'all' are reserved)")
+            }
+        }
+        return identity
+    }
+
+    /// `fleet:` with `lease` and `poll`.
+    private mutating func fleetSettings(_ node: Node) -> FleetSettings {
+        var settings = FleetSettings()
+        guard case .mapping(let mapping) = node else {
+            report(node, "'fleet' must be a mapping with 'lease' and 'poll'")
+            return settings
+        }
+        checkKeys(mapping, allowed: ["lease", "poll"], in: "fleet")
+        if let value = mapping["lease"], let seconds = duration(value, SettingBounds.lease) { settings.lease = seconds }
+        if let value = mapping["poll"], let seconds = duration(value, SettingBounds.fleetPoll) { settings.poll = seconds }
+        if settings.lease < settings.poll * 3 {
+            report(mapping["lease"] ?? node, "fleet lease (\(DurationText.text(settings.lease))) must be at least three polls (\(DurationText.text(settings.poll * 3))): leases are renewed every poll")
+        }
+        return settings
+    }
+
+    /// `database: {postgres: {host, port, database, user, password_file, sslmode, ca_file, pool_size,
+    /// statement_timeout}}` as the `postgres://` URL it stands for (validated the same way).
+    private mutating func postgresBlock(_ node: Node, _ block: Node.Mapping) -> String? {
+        checkKeys(block, allowed: ["postgres"], in: "database")
+        guard let inner = block["postgres"], case .mapping(let mapping) = inner else {
+            report(node, "database: give a file path, a postgres:// URL, or a 'postgres:' block with host, port, database, user, password_file, sslmode, ca_file, pool_size")
+            return nil
+        }
+        checkKeys(mapping, allowed: Self.postgresKeys, in: "database.postgres")
+        guard let hostNode = mapping["host"], let host = string(hostNode, "a host name or address") else {
+            report(inner, "database.postgres needs a 'host'")
+            return nil
+        }
+        guard let databaseNode = mapping["database"], let database = string(databaseNode, "a database name") else {
+            report(inner, "database.postgres needs a 'database'")
+            return nil
+        }
+        var components = URLComponents()
+        components.scheme = "postgres"
+        components.host = host.contains(":") ? "[\(host)]" : host
+        if let value = mapping["port"], let port = integer(value, in: SettingBounds.port.range) { components.port = port }
+        if let value = mapping["user"], let user = string(value, "a user name") { components.user = user }
+        components.path = "/" + database
+        var query: [URLQueryItem] = []
+        if let value = mapping["password_file"], let path = string(value, "a file path") {
+            query.append(URLQueryItem(name: "password_file", value: absolutePath(path)))
+        }
+        if let value = mapping["sslmode"], let mode = string(value, "an sslmode") { query.append(URLQueryItem(name: "sslmode", value: mode)) }
+        if let value = mapping["ca_file"], let path = certificateFile(value) { query.append(URLQueryItem(name: "sslrootcert", value: path)) }
+        if let value = mapping["pool_size"], let size = integer(value, in: 1...64) { query.append(URLQueryItem(name: "pool_size", value: String(size))) }
+        if let value = mapping["statement_timeout"], let seconds = duration(value, minimum: 0.1) {
+            query.append(URLQueryItem(name: "statement_timeout", value: String(seconds)))
+        }
+        components.queryItems = query.isEmpty ? nil : query
+        guard let url = components.string else {
+            report(inner, "database.postgres: these values do not make a postgres:// URL")
+            return nil
+        }
+        do {
+            _ = try DatabaseLocation.parse(url)
+        } catch {
+            report(inner, error.description)
+            return nil
+        }
+        return url
     }
 
     /// `pins:` in AFNetworking form (mode, pins, flags) or Apple's (leaf_identities, ca_identities).

@@ -134,13 +134,13 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation, node, vantage)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
-                             result.ats.policy.rawValue, rows.contentHash, rows.revocation])
+                             result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage])
         let observationID = db.lastInsertedRowID
         for reference in rows.references {
             try db.cachedStatement(sql: """

@@ -10,13 +10,20 @@ public struct StoredScan: Sendable, Codable {
     public var port: Int
     public var sni: String?
     public var result: AddressScanResult
+    /// The fleet node that took the scan (nil for a single node).
+    public var node: String?
+    /// The vantage point it was taken from (nil for a single node).
+    public var vantage: String?
 
-    public init(target: String, host: String, port: Int, sni: String?, result: AddressScanResult) {
+    public init(target: String, host: String, port: Int, sni: String?, result: AddressScanResult,
+                node: String? = nil, vantage: String? = nil) {
         self.target = target
         self.host = host
         self.port = port
         self.sni = sni
         self.result = result
+        self.node = node
+        self.vantage = vantage
     }
 }
 

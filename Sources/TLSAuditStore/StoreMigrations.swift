@@ -12,6 +12,7 @@ package enum StoreMigrations {
         migrator.registerMigration("v4-reports") { db in try addReports(db, sha256: sha256) }
         migrator.registerMigration("v5-pin-counts", migrate: countPinMismatches)
         migrator.registerMigration("v6-revocation", migrate: addRevocation)
+        migrator.registerMigration("v7-fleet", migrate: addFleet)
         return migrator
     }
 
@@ -195,6 +196,15 @@ package enum StoreMigrations {
                 body BLOB NOT NULL,                    -- the DER OCSP response or CRL as fetched
                 expires_at REAL NOT NULL
             );
+            """)
+    }
+
+    /// Which node and vantage point took each scan (a fleet's nodes, on PostgreSQL; empty for a
+    /// single node). The fleet's coordination tables exist on PostgreSQL only: SQLite serves one node.
+    static func addFleet(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE observation ADD COLUMN node TEXT;
+            ALTER TABLE observation ADD COLUMN vantage TEXT;
             """)
     }
 

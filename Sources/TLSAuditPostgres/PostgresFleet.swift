@@ -1,0 +1,392 @@
+public import Foundation
+import Synchronization
+import TLSAuditModel
+import TLSAuditStore
+
+/// Which vantage points scan a target.
+public enum FleetVantages: Sendable, Hashable {
+    /// Any one node, whatever its vantage (the default).
+    case any
+    /// Every vantage point the fleet has.
+    case all
+    /// Each of these vantage points.
+    case list([String])
+
+    /// The work row's vantage for "any one vantage".
+    public static let anyRow = "*"
+}
+
+/// A target as the fleet's work queue knows it.
+public struct FleetTarget: Sendable, Hashable {
+    public var key: String
+    public var host: String
+    public var interval: Double
+    public var vantages: FleetVantages
+
+    public init(key: String, host: String, interval: Double, vantages: FleetVantages) {
+        self.key = key
+        self.host = host
+        self.interval = interval
+        self.vantages = vantages
+    }
+}
+
+/// A scan this node holds a lease on: the target and the work row's vantage (`*` or its own),
+/// and the failures in a row the fleet has seen for it (shared backoff).
+public struct FleetClaim: Sendable, Hashable {
+    public var target: String
+    public var vantage: String
+    public var consecutiveFailures: Int
+}
+
+/// A finished scan, to be written back to the work queue: when the target is due again.
+public struct FleetCompletion: Sendable, Hashable {
+    public var claim: FleetClaim
+    public var consecutiveFailures: Int
+    /// Seconds from the scan's end to its next run.
+    public var delay: Double
+    /// When the scan ended, on this node's monotonic clock (`ProcessInfo.systemUptime`): a
+    /// completion written late still counts its delay from the scan's end.
+    public var endedAt: Double
+
+    public init(claim: FleetClaim, consecutiveFailures: Int, delay: Double, endedAt: Double) {
+        self.claim = claim
+        self.consecutiveFailures = consecutiveFailures
+        self.delay = delay
+        self.endedAt = endedAt
+    }
+}
+
+/// A stored version of the fleet's configuration.
+public struct FleetConfigurationVersion: Sendable, Hashable {
+    public var version: Int64
+    public var appliedAt: Date
+    public var appliedBy: String
+    public var document: String
+    public var sha256: String
+}
+
+/// One node as `fleet status` lists it.
+public struct FleetNodeStatus: Sendable, Hashable, Codable {
+    public var name: String
+    public var vantage: String
+    public var configurationVersion: Int64?
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    /// Seconds since the last heartbeat, on the database server's clock.
+    public var heartbeatAge: Double
+    public var inFlight: Int
+    public var scansPerMinute: Double
+    public var scansTotal: Int64
+    public var process: String?
+}
+
+/// What a node reports with each heartbeat.
+public struct FleetHeartbeat: Sendable, Hashable {
+    public var configurationVersion: Int64?
+    public var inFlight: [FleetClaim]
+    public var scansPerMinute: Double
+    public var scansTotal: Int64
+
+    public init(configurationVersion: Int64?, inFlight: [FleetClaim], scansPerMinute: Double, scansTotal: Int64) {
+        self.configurationVersion = configurationVersion
+        self.inFlight = inFlight
+        self.scansPerMinute = scansPerMinute
+        self.scansTotal = scansTotal
+    }
+}
+
+/// The fleet's coordination on PostgreSQL: the configuration's versions, the nodes' heartbeats
+/// and the work queue. No coordinator process: due scans are claimed with `FOR UPDATE SKIP
+/// LOCKED` under a lease, the per-host cap holds fleet-wide because a claim locks the host's row
+/// first, and a dead node's leases simply expire. Times are the server's clock.
+public final class PostgresFleet: Sendable {
+    /// The channel `fleet apply` notifies with the new version's number.
+    static let configurationChannel = "tlsaudit_configuration"
+    /// The advisory lock `fleet apply` holds: versions are numbered and synced one at a time.
+    static let applyLockKey: Int64 = 0x746C_7361_6170_706C // "tlsappl"
+
+    public let node: String
+    public let vantage: String
+    private let pool: PostgresPool
+    private let settings: PostgresSettings
+    /// The connection that LISTENs (opened on first wait, again after it broke).
+    private let listener = Mutex<PostgresConnectionBox?>(nil)
+
+    /// Connects (the schema must be current: open the store first, which migrates it).
+    public init(_ settings: PostgresSettings, node: String, vantage: String) {
+        var own = settings
+        own.poolSize = 2
+        self.settings = own
+        self.node = node
+        self.vantage = vantage
+        pool = PostgresPool(own)
+    }
+
+    // MARK: - Configuration
+
+    /// Stores `document` as the fleet's next configuration version and brings the work queue in
+    /// line with `targets` in the same transaction; nodes are notified. Returns the version.
+    public func apply(document: String, sha256: String, targets: [FleetTarget], appliedBy: String) throws -> Int64 {
+        try pool.withConnection { connection in
+            try connection.transaction {
+                try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int(Self.applyLockKey)])
+                let inserted = try connection.execute("""
+                    INSERT INTO fleet_configuration (applied_at, applied_by, document, sha256)
+                    VALUES (extract(epoch FROM now()), $1, $2, $3) RETURNING version
+                    """, [.text(appliedBy), .text(document), .text(sha256)])
+                guard let version = inserted.int(0, "version") else { throw StoreError(.other, "the new version has no number") }
+                try Self.sync(targets, on: connection)
+                try connection.execute("SELECT pg_notify($1, $2)", [.text(Self.configurationChannel), .text(String(version))])
+                return version
+            }
+        }
+    }
+
+    /// The work queue made to match `targets`: rows of removed targets (and of vantages a target
+    /// no longer has) deleted, new ones added with their first run spread over the next
+    /// `min(interval, 10 s)`, intervals updated (a shorter one brings the next run forward).
+    private static func sync(_ targets: [FleetTarget], on connection: PostgresConnection) throws {
+        var rows: (target: [String], vantage: [String], host: [String], interval: [Double], offset: [Double]) = ([], [], [], [], [])
+        var everyVantage: [String] = []
+        for target in targets {
+            let vantages: [String]
+            switch target.vantages {
+            case .any: vantages = [FleetVantages.anyRow]
+            case .list(let names): vantages = names
+            case .all:
+                everyVantage.append(target.key)
+                vantages = []
+            }
+            for vantage in vantages {
+                rows.target.append(target.key)
+                rows.vantage.append(vantage)
+                rows.host.append(target.host)
+                rows.interval.append(target.interval)
+                rows.offset.append(min(target.interval, 10) * Double(StableHash.fnv1a(target.key) % 10_000) / 10_000)
+            }
+        }
+        let allHosts = Array(Set(targets.map(\.host)))
+        try connection.execute("INSERT INTO fleet_host (host) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", [.texts(allHosts)])
+        let desired = """
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[])
+                AS d(target, vantage, host, scan_interval, first_offset)
+            """
+        let parameters: [PostgresValue?] = [.texts(rows.target), .texts(rows.vantage), .texts(rows.host),
+                                            .doubles(rows.interval), .doubles(rows.offset)]
+        try connection.execute("""
+            WITH desired AS (\(desired))
+            DELETE FROM fleet_work w
+            WHERE NOT EXISTS (SELECT 1 FROM desired d WHERE d.target = w.target AND d.vantage = w.vantage)
+              AND NOT (w.target = ANY($6::text[]) AND w.vantage <> '*')
+            """, parameters + [.texts(everyVantage)])
+        try connection.execute("""
+            WITH desired AS (\(desired))
+            INSERT INTO fleet_work (target, vantage, host, scan_interval, next_due)
+            SELECT target, vantage, host, scan_interval, extract(epoch FROM now()) + first_offset FROM desired
+            ON CONFLICT (target, vantage) DO UPDATE SET host = EXCLUDED.host, scan_interval = EXCLUDED.scan_interval,
+                next_due = LEAST(fleet_work.next_due, coalesce(fleet_work.last_done_at, EXCLUDED.next_due) + EXCLUDED.scan_interval)
+            """, parameters)
+        // Targets scanned from every vantage: a row for each vantage a node has announced (a node
+        // of a new vantage adds its own rows when it starts: `ensureRows`).
+        let every = targets.filter { $0.vantages == .all }
+        try insertEveryVantageRows(every, vantages: nil, on: connection)
+    }
+
+    private static func insertEveryVantageRows(_ targets: [FleetTarget], vantages: String?, on connection: PostgresConnection) throws {
+        guard !targets.isEmpty else { return }
+        try connection.execute("""
+            INSERT INTO fleet_work (target, vantage, host, scan_interval, next_due)
+            SELECT t.target, n.vantage, t.host, t.scan_interval, extract(epoch FROM now())
+            FROM unnest($1::text[], $2::text[], $3::float8[]) AS t(target, host, scan_interval)
+            CROSS JOIN (SELECT DISTINCT vantage FROM fleet_node WHERE $4::text IS NULL OR vantage = $4::text
+                        UNION SELECT $4::text WHERE $4::text IS NOT NULL) AS n
+            ON CONFLICT (target, vantage) DO UPDATE SET host = EXCLUDED.host, scan_interval = EXCLUDED.scan_interval
+            """, [.texts(targets.map(\.key)), .texts(targets.map(\.host)), .doubles(targets.map(\.interval)), vantages.map { .text($0) }])
+    }
+
+    /// Rows for this node's vantage of the targets scanned from every vantage (a node of a
+    /// vantage the fleet did not have yet adds them when it picks a configuration up).
+    public func ensureRows(forEveryVantageOf targets: [FleetTarget]) throws {
+        let every = targets.filter { $0.vantages == .all }
+        guard !every.isEmpty else { return }
+        try pool.withConnection { connection in
+            try connection.transaction {
+                try connection.execute("INSERT INTO fleet_host (host) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+                                       [.texts(Array(Set(every.map(\.host))))])
+                try Self.insertEveryVantageRows(every, vantages: vantage, on: connection)
+            }
+        }
+    }
+
+    /// The newest configuration version, nil before the first `fleet apply`.
+    public func latestConfiguration() throws -> FleetConfigurationVersion? {
+        try pool.withConnection { connection in
+            let rows = try connection.execute("""
+                SELECT version, applied_at, applied_by, document, sha256 FROM fleet_configuration ORDER BY version DESC LIMIT 1
+                """)
+            guard rows.count == 1, let version = rows.int(0, "version") else { return nil }
+            return FleetConfigurationVersion(version: version, appliedAt: Date(timeIntervalSince1970: rows.double(0, "applied_at") ?? 0),
+                                             appliedBy: rows.text(0, "applied_by") ?? "", document: rows.text(0, "document") ?? "",
+                                             sha256: rows.text(0, "sha256") ?? "")
+        }
+    }
+
+    /// The newest version's number (cheap: what polling asks).
+    public func latestVersion() throws -> Int64? {
+        try pool.withConnection { try $0.execute("SELECT max(version) AS version FROM fleet_configuration").int(0, "version") }
+    }
+
+    /// Waits up to `timeout` seconds for `fleet apply` to announce a version (LISTEN/NOTIFY).
+    /// Returns true when one was announced; false after the timeout or when the listening
+    /// connection broke (callers poll `latestVersion` either way, so nothing is missed).
+    public func waitForConfiguration(timeout: Double) -> Bool {
+        do {
+            let connection = try listener.withLock { box throws -> PostgresConnection in
+                if let box, box.connection.isUsable { return box.connection }
+                let connection = try PostgresConnection(settings)
+                try connection.execute("LISTEN \(Self.configurationChannel)")
+                box = PostgresConnectionBox(connection: connection)
+                return connection
+            }
+            return try !connection.notifications(waitingUpTo: timeout).isEmpty
+        } catch {
+            listener.withLock { $0 = nil }
+            Thread.sleep(forTimeInterval: max(0, min(timeout, 1)))
+            return false
+        }
+    }
+
+    // MARK: - Nodes
+
+    /// Says this node is alive (creating its row on the first call; `starting` resets its start
+    /// time), with what it runs and how busy it is.
+    public func heartbeat(_ beat: FleetHeartbeat, starting: Bool = false, process: String) throws {
+        try pool.withConnection { connection in
+            _ = try connection.execute("""
+                    INSERT INTO fleet_node (name, vantage, configuration_version, started_at, heartbeat_at, in_flight,
+                        scans_per_minute, scans_total, process)
+                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7)
+                    ON CONFLICT (name) DO UPDATE SET vantage = EXCLUDED.vantage,
+                        configuration_version = EXCLUDED.configuration_version, heartbeat_at = EXCLUDED.heartbeat_at,
+                        in_flight = EXCLUDED.in_flight, scans_per_minute = EXCLUDED.scans_per_minute,
+                        scans_total = EXCLUDED.scans_total, process = EXCLUDED.process,
+                        started_at = CASE WHEN $8 THEN EXCLUDED.started_at ELSE fleet_node.started_at END
+                    """, [.text(node), .text(vantage), beat.configurationVersion.map { .int($0) }, .int(Int64(beat.inFlight.count)),
+                          .double(beat.scansPerMinute), .int(beat.scansTotal), .text(process), .bool(starting)])
+        }
+    }
+
+    /// Every node that ever announced itself, by name.
+    public func nodes() throws -> [FleetNodeStatus] {
+        try pool.withConnection { connection in
+            let rows = try connection.execute("""
+                SELECT name, vantage, configuration_version, started_at, heartbeat_at,
+                       extract(epoch FROM now()) - heartbeat_at AS age, in_flight, scans_per_minute, scans_total, process
+                FROM fleet_node ORDER BY name COLLATE "C"
+                """)
+            return (0..<rows.count).map { row in
+                FleetNodeStatus(name: rows.text(row, "name") ?? "", vantage: rows.text(row, "vantage") ?? "",
+                                configurationVersion: rows.int(row, "configuration_version"),
+                                startedAt: Date(timeIntervalSince1970: rows.double(row, "started_at") ?? 0),
+                                heartbeatAt: Date(timeIntervalSince1970: rows.double(row, "heartbeat_at") ?? 0),
+                                heartbeatAge: rows.double(row, "age") ?? 0, inFlight: Int(rows.int(row, "in_flight") ?? 0),
+                                scansPerMinute: rows.double(row, "scans_per_minute") ?? 0, scansTotal: rows.int(row, "scans_total") ?? 0,
+                                process: rows.text(row, "process"))
+            }
+        }
+    }
+
+    // MARK: - Work
+
+    /// Claims up to `limit` due scans for this node's vantage under a lease of `lease` seconds,
+    /// keeping at most `perHostCap` leases per host fleet-wide. Hosts with due work are locked
+    /// first (`FOR UPDATE SKIP LOCKED`: a host another node is claiming right now is skipped, not
+    /// waited for); the leases are counted after the locks are held, in a new snapshot, so no
+    /// concurrent claim can push a host past its cap.
+    public func claim(limit: Int, perHostCap: Int, lease: Double) throws -> [FleetClaim] {
+        guard limit > 0 else { return [] }
+        return try pool.withConnection { connection in
+            try connection.transaction {
+                let hosts = try connection.execute("""
+                    SELECT h.host FROM fleet_host h
+                    WHERE h.host IN (SELECT w.host FROM fleet_work w
+                                     WHERE w.vantage IN ('*', $1) AND w.next_due <= extract(epoch FROM now())
+                                       AND (w.lease_until IS NULL OR w.lease_until < extract(epoch FROM now())))
+                    LIMIT $2 FOR UPDATE OF h SKIP LOCKED
+                    """, [.text(vantage), .int(Int64(limit))])
+                let locked = (0..<hosts.count).compactMap { hosts.text($0, "host") }
+                guard !locked.isEmpty else { return [] }
+                let claimed = try connection.execute("""
+                    WITH free AS (
+                        SELECT target, vantage, host, next_due FROM fleet_work
+                        WHERE host = ANY($1::text[]) AND vantage IN ('*', $2) AND next_due <= extract(epoch FROM now())
+                          AND (lease_until IS NULL OR lease_until < extract(epoch FROM now()))
+                        FOR UPDATE SKIP LOCKED
+                    ), busy AS (
+                        SELECT host, count(*) AS leased FROM fleet_work
+                        WHERE host = ANY($1::text[]) AND lease_until >= extract(epoch FROM now()) GROUP BY host
+                    ), ranked AS (
+                        SELECT f.target, f.vantage, f.next_due,
+                               row_number() OVER (PARTITION BY f.host ORDER BY f.next_due, f.target) + coalesce(b.leased, 0) AS slot
+                        FROM free f LEFT JOIN busy b ON b.host = f.host
+                    ), chosen AS (
+                        SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
+                    )
+                    UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6
+                    FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
+                    RETURNING w.target, w.vantage, w.consecutive_failures
+                    """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])
+                return (0..<claimed.count).map { row in
+                    FleetClaim(target: claimed.text(row, "target") ?? "", vantage: claimed.text(row, "vantage") ?? "",
+                               consecutiveFailures: Int(claimed.int(row, "consecutive_failures") ?? 0))
+                }
+            }
+        }
+    }
+
+    /// Writes finished scans back: lease released, failures in a row (the fleet's shared backoff)
+    /// and the next due time. A row whose lease another node took meanwhile (this node's expired)
+    /// is left to that node.
+    public func complete(_ completions: [FleetCompletion]) throws {
+        guard !completions.isEmpty else { return }
+        let now = ProcessInfo.processInfo.systemUptime
+        try pool.withConnection { connection in
+            try connection.transaction {
+                for completion in completions {
+                    try connection.execute("""
+                        UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL, consecutive_failures = $3,
+                            next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6
+                        WHERE target = $1 AND vantage = $2
+                          AND (lease_owner = $5 OR lease_owner IS NULL OR lease_until < extract(epoch FROM now()))
+                        """, [.text(completion.claim.target), .text(completion.claim.vantage), .int(Int64(completion.consecutiveFailures)),
+                              .double(completion.delay - max(0, now - completion.endedAt)), .text(node),
+                              .double(max(0, now - completion.endedAt))])
+                }
+            }
+        }
+    }
+
+    /// Gives claimed scans back unscanned (a target this node's configuration does not know yet):
+    /// due again at once for another node.
+    public func release(_ claims: [FleetClaim]) throws {
+        guard !claims.isEmpty else { return }
+        _ = try pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL
+                WHERE lease_owner = $1 AND (target, vantage) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage))])
+        }
+    }
+
+    /// Extends the leases of the scans this node has in flight (called with each heartbeat).
+    public func renew(_ claims: [FleetClaim], lease: Double) throws {
+        guard !claims.isEmpty else { return }
+        _ = try pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE fleet_work SET lease_until = extract(epoch FROM now()) + $4
+                WHERE lease_owner = $1 AND (target, vantage) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .double(lease)])
+        }
+    }
+}
