@@ -86,7 +86,7 @@ public struct PostgresSettings: Sendable, Hashable {
             "sslmode=\(quoted(sslMode))", "connect_timeout=\(max(2, Int(statementTimeout.rounded(.up))))",
             "application_name='tlsaudit'",
             // Every statement bounded; times and numbers as the store reads them.
-            "options=\(quoted("-c statement_timeout=\(Int(statementTimeout * 1000)) -c TimeZone=UTC -c extra_float_digits=3"))",
+            "options=\(quoted("-c statement_timeout=\(Int(statementTimeout * 1000)) -c TimeZone=UTC -c extra_float_digits=3 -c client_min_messages=warning"))",
         ]
         if let caFile { parts.append("sslrootcert=\(quoted(caFile))") }
         if let passwordFile {

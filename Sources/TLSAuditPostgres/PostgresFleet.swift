@@ -37,6 +37,12 @@ public struct FleetClaim: Sendable, Hashable {
     public var target: String
     public var vantage: String
     public var consecutiveFailures: Int
+
+    public init(target: String, vantage: String, consecutiveFailures: Int) {
+        self.target = target
+        self.vantage = vantage
+        self.consecutiveFailures = consecutiveFailures
+    }
 }
 
 /// A finished scan, to be written back to the work queue: when the target is due again.
@@ -79,6 +85,23 @@ public struct FleetNodeStatus: Sendable, Hashable, Codable {
     public var scansPerMinute: Double
     public var scansTotal: Int64
     public var process: String?
+    public var poll: Double
+    public var lease: Double
+
+    /// Lost: no heartbeat for three of its polls plus its lease (its scans are others' by then).
+    public var lost: Bool { heartbeatAge > 3 * poll + lease }
+}
+
+/// The work queue at a glance (`fleet status`).
+public struct FleetWorkSummary: Sendable, Hashable, Codable {
+    /// Rows in the queue: one per target, or per target and vantage.
+    public var scans: Int
+    /// Scans some node holds a lease on now.
+    public var leased: Int
+    /// Scans due and not claimed yet.
+    public var waiting: Int
+    /// Seconds the longest-waiting due scan has waited.
+    public var longestWait: Double
 }
 
 /// What a node reports with each heartbeat.
@@ -87,12 +110,51 @@ public struct FleetHeartbeat: Sendable, Hashable {
     public var inFlight: [FleetClaim]
     public var scansPerMinute: Double
     public var scansTotal: Int64
+    /// The node's poll period and lease, by which the others judge it lost.
+    public var poll: Double
+    public var lease: Double
 
-    public init(configurationVersion: Int64?, inFlight: [FleetClaim], scansPerMinute: Double, scansTotal: Int64) {
+    public init(configurationVersion: Int64?, inFlight: [FleetClaim], scansPerMinute: Double, scansTotal: Int64,
+                poll: Double, lease: Double) {
         self.configurationVersion = configurationVersion
         self.inFlight = inFlight
         self.scansPerMinute = scansPerMinute
         self.scansTotal = scansTotal
+        self.poll = poll
+        self.lease = lease
+    }
+}
+
+/// What a node knows of the fleet as of its last heartbeat: the nodes alive, and when each work
+/// row it has seen change is due. While PostgreSQL does not answer, the nodes split the work
+/// among themselves from this (rendezvous hashing over the live nodes) without talking.
+public struct FleetView: Sendable {
+    public struct Node: Sendable, Hashable {
+        public var name: String
+        public var vantage: String
+
+        public init(name: String, vantage: String) {
+            self.name = name
+            self.vantage = vantage
+        }
+    }
+
+    public var live: [Node]
+    /// Seconds until each row is due, by target then row vantage (negative: overdue), for the
+    /// rows changed since the previous view (all of them the first time).
+    public var dueIn: [FleetRowKey: Double]
+    /// The server's clock when read: the next view asks for changes since then.
+    public var serverTime: Double
+}
+
+/// A work row: a target and a row vantage (`*` or a vantage name).
+public struct FleetRowKey: Sendable, Hashable {
+    public var target: String
+    public var vantage: String
+
+    public init(target: String, vantage: String) {
+        self.target = target
+        self.vantage = vantage
     }
 }
 
@@ -185,7 +247,7 @@ public final class PostgresFleet: Sendable {
             INSERT INTO fleet_work (target, vantage, host, scan_interval, next_due)
             SELECT target, vantage, host, scan_interval, extract(epoch FROM now()) + first_offset FROM desired
             ON CONFLICT (target, vantage) DO UPDATE SET host = EXCLUDED.host, scan_interval = EXCLUDED.scan_interval,
-                next_due = LEAST(fleet_work.next_due, coalesce(fleet_work.last_done_at, EXCLUDED.next_due) + EXCLUDED.scan_interval)
+                updated_at = extract(epoch FROM now()), next_due = LEAST(fleet_work.next_due, coalesce(fleet_work.last_done_at, EXCLUDED.next_due) + EXCLUDED.scan_interval)
             """, parameters)
         // Targets scanned from every vantage: a row for each vantage a node has announced (a node
         // of a new vantage adds its own rows when it starts: `ensureRows`).
@@ -265,15 +327,38 @@ public final class PostgresFleet: Sendable {
         try pool.withConnection { connection in
             _ = try connection.execute("""
                     INSERT INTO fleet_node (name, vantage, configuration_version, started_at, heartbeat_at, in_flight,
-                        scans_per_minute, scans_total, process)
-                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7)
-                    ON CONFLICT (name) DO UPDATE SET vantage = EXCLUDED.vantage,
+                        scans_per_minute, scans_total, process, poll, lease)
+                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7, $9, $10)
+                    ON CONFLICT (name) DO UPDATE SET vantage = EXCLUDED.vantage, poll = EXCLUDED.poll, lease = EXCLUDED.lease,
                         configuration_version = EXCLUDED.configuration_version, heartbeat_at = EXCLUDED.heartbeat_at,
                         in_flight = EXCLUDED.in_flight, scans_per_minute = EXCLUDED.scans_per_minute,
                         scans_total = EXCLUDED.scans_total, process = EXCLUDED.process,
                         started_at = CASE WHEN $8 THEN EXCLUDED.started_at ELSE fleet_node.started_at END
                     """, [.text(node), .text(vantage), beat.configurationVersion.map { .int($0) }, .int(Int64(beat.inFlight.count)),
-                          .double(beat.scansPerMinute), .int(beat.scansTotal), .text(process), .bool(starting)])
+                          .double(beat.scansPerMinute), .int(beat.scansTotal), .text(process), .bool(starting),
+                          .double(beat.poll), .double(beat.lease)])
+        }
+    }
+
+    /// The nodes alive now (a heartbeat within three of their polls) and the work rows changed
+    /// since `since` (server time; 0 for all of them).
+    public func view(changedSince since: Double) throws -> FleetView {
+        try pool.withConnection { connection in
+            let nodes = try connection.execute("""
+                SELECT name, vantage FROM fleet_node WHERE heartbeat_at >= extract(epoch FROM now()) - 3 * poll
+                """)
+            let rows = try connection.execute("""
+                SELECT target, vantage, next_due - extract(epoch FROM now()) AS due_in, extract(epoch FROM now()) AS server_time
+                FROM fleet_work WHERE updated_at >= $1
+                """, [.double(since > 0 ? since - 5 : 0)]) // a few seconds again: a write committed late is not missed
+            var dueIn: [FleetRowKey: Double] = [:]
+            for row in 0..<rows.count {
+                dueIn[FleetRowKey(target: rows.text(row, "target") ?? "", vantage: rows.text(row, "vantage") ?? "")] = rows.double(row, "due_in")
+            }
+            let time = rows.count > 0 ? rows.double(0, "server_time")
+                : try connection.execute("SELECT extract(epoch FROM now()) AS now").double(0, "now")
+            return FleetView(live: (0..<nodes.count).map { FleetView.Node(name: nodes.text($0, "name") ?? "", vantage: nodes.text($0, "vantage") ?? "") },
+                             dueIn: dueIn, serverTime: time ?? since)
         }
     }
 
@@ -282,7 +367,7 @@ public final class PostgresFleet: Sendable {
         try pool.withConnection { connection in
             let rows = try connection.execute("""
                 SELECT name, vantage, configuration_version, started_at, heartbeat_at,
-                       extract(epoch FROM now()) - heartbeat_at AS age, in_flight, scans_per_minute, scans_total, process
+                       extract(epoch FROM now()) - heartbeat_at AS age, in_flight, scans_per_minute, scans_total, process, poll, lease
                 FROM fleet_node ORDER BY name COLLATE "C"
                 """)
             return (0..<rows.count).map { row in
@@ -292,18 +377,41 @@ public final class PostgresFleet: Sendable {
                                 heartbeatAt: Date(timeIntervalSince1970: rows.double(row, "heartbeat_at") ?? 0),
                                 heartbeatAge: rows.double(row, "age") ?? 0, inFlight: Int(rows.int(row, "in_flight") ?? 0),
                                 scansPerMinute: rows.double(row, "scans_per_minute") ?? 0, scansTotal: rows.int(row, "scans_total") ?? 0,
-                                process: rows.text(row, "process"))
+                                process: rows.text(row, "process"), poll: rows.double(row, "poll") ?? 0,
+                                lease: rows.double(row, "lease") ?? 0)
             }
+        }
+    }
+
+    /// The work queue at a glance: scans known, leased now, due and waiting (and the longest wait).
+    public func workSummary() throws -> FleetWorkSummary {
+        try pool.withConnection { connection in
+            let rows = try connection.execute("""
+                SELECT count(*) AS total,
+                       count(*) FILTER (WHERE lease_until >= extract(epoch FROM now())) AS leased,
+                       count(*) FILTER (WHERE next_due <= extract(epoch FROM now())
+                                        AND (lease_until IS NULL OR lease_until < extract(epoch FROM now()))) AS waiting,
+                       coalesce(max(extract(epoch FROM now()) - next_due) FILTER (WHERE next_due <= extract(epoch FROM now())
+                                        AND (lease_until IS NULL OR lease_until < extract(epoch FROM now()))), 0) AS longest_wait
+                FROM fleet_work
+                """)
+            return FleetWorkSummary(scans: Int(rows.int(0, "total") ?? 0), leased: Int(rows.int(0, "leased") ?? 0),
+                                    waiting: Int(rows.int(0, "waiting") ?? 0), longestWait: rows.double(0, "longest_wait") ?? 0)
         }
     }
 
     // MARK: - Work
 
+    /// Throws unless PostgreSQL answers.
+    public func ping() throws {
+        _ = try pool.withConnection { try $0.execute("SELECT 1") }
+    }
+
     /// Claims up to `limit` due scans for this node's vantage under a lease of `lease` seconds,
     /// keeping at most `perHostCap` leases per host fleet-wide. Hosts with due work are locked
     /// first (`FOR UPDATE SKIP LOCKED`: a host another node is claiming right now is skipped, not
-    /// waited for); the leases are counted after the locks are held, in a new snapshot, so no
-    /// concurrent claim can push a host past its cap.
+    /// waited for; a host at its cap is not picked); the leases are counted again after the locks
+    /// are held, in a new snapshot, so no concurrent claim can push a host past its cap.
     public func claim(limit: Int, perHostCap: Int, lease: Double) throws -> [FleetClaim] {
         guard limit > 0 else { return [] }
         return try pool.withConnection { connection in
@@ -313,8 +421,10 @@ public final class PostgresFleet: Sendable {
                     WHERE h.host IN (SELECT w.host FROM fleet_work w
                                      WHERE w.vantage IN ('*', $1) AND w.next_due <= extract(epoch FROM now())
                                        AND (w.lease_until IS NULL OR w.lease_until < extract(epoch FROM now())))
+                      AND (SELECT count(*) FROM fleet_work l
+                           WHERE l.host = h.host AND l.lease_until >= extract(epoch FROM now())) < $3
                     LIMIT $2 FOR UPDATE OF h SKIP LOCKED
-                    """, [.text(vantage), .int(Int64(limit))])
+                    """, [.text(vantage), .int(Int64(limit)), .int(Int64(perHostCap))])
                 let locked = (0..<hosts.count).compactMap { hosts.text($0, "host") }
                 guard !locked.isEmpty else { return [] }
                 let claimed = try connection.execute("""
@@ -356,6 +466,7 @@ public final class PostgresFleet: Sendable {
                 for completion in completions {
                     try connection.execute("""
                         UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL, consecutive_failures = $3,
+                            updated_at = extract(epoch FROM now()),
                             next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6
                         WHERE target = $1 AND vantage = $2
                           AND (lease_owner = $5 OR lease_owner IS NULL OR lease_until < extract(epoch FROM now()))

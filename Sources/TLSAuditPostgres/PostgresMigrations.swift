@@ -184,7 +184,9 @@ enum PostgresMigrations {
                 in_flight INTEGER NOT NULL DEFAULT 0,
                 scans_per_minute DOUBLE PRECISION NOT NULL DEFAULT 0,
                 scans_total BIGINT NOT NULL DEFAULT 0,
-                process TEXT
+                process TEXT,
+                poll DOUBLE PRECISION NOT NULL,
+                lease DOUBLE PRECISION NOT NULL
             );
             CREATE TABLE fleet_host (host TEXT PRIMARY KEY);
             CREATE TABLE fleet_work (
@@ -198,9 +200,11 @@ enum PostgresMigrations {
                 lease_until DOUBLE PRECISION,
                 last_node TEXT,
                 last_done_at DOUBLE PRECISION,
+                updated_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM now()),
                 PRIMARY KEY (target, vantage)
             );
             CREATE INDEX fleet_work_due ON fleet_work(next_due);
+            CREATE INDEX fleet_work_updated ON fleet_work(updated_at);
             CREATE INDEX fleet_work_host ON fleet_work(host, lease_until);
             CREATE TABLE report_claim (
                 name TEXT NOT NULL,

@@ -223,6 +223,44 @@ public final class PostgresScanStore: ScanStore, Sendable {
         }
     }
 
+    /// Claimed with `FOR UPDATE SKIP LOCKED`: two nodes claiming at once get different deliveries.
+    public func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery] {
+        guard !sinks.isEmpty else { return [] }
+        return try pool.withConnection { connection in
+            let rows = try connection.execute("""
+                WITH due AS (
+                    SELECT d.alert_id, d.sink FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND d.sink = ANY($2::text[])
+                    ORDER BY a.created_at, a.id COLLATE "C" LIMIT $3
+                    FOR UPDATE OF d SKIP LOCKED
+                )
+                UPDATE alert_delivery d SET next_attempt_at = $4 FROM due, alert a
+                WHERE d.alert_id = due.alert_id AND d.sink = due.sink AND a.id = d.alert_id
+                RETURNING d.sink, d.attempts, a.document, a.created_at, a.id
+                """, [.double(time.timeIntervalSince1970), .texts(sinks), .int(Int64(limit)),
+                      .double(time.timeIntervalSince1970 + lease)])
+            let claimed = try (0..<rows.count).compactMap { row -> (Double, String, PendingDelivery)? in
+                guard let alert = try StoredValues.decode(Alert.self, rows.text(row, "document")) else { return nil }
+                return (rows.double(row, "created_at") ?? 0, rows.text(row, "id") ?? "",
+                        PendingDelivery(alert: alert, sink: rows.text(row, "sink") ?? "", attempts: Int(rows.int(row, "attempts") ?? 0)))
+            }
+            // RETURNING has no order: oldest alert first, as listed.
+            return claimed.sorted { first, second in
+                first.0 != second.0 ? first.0 < second.0 : first.1.utf8.lexicographicallyPrecedes(second.1.utf8)
+            }.map(\.2)
+        }
+    }
+
+    public func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws {
+        guard !deliveries.isEmpty else { return }
+        _ = try pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE alert_delivery SET next_attempt_at = $1
+                WHERE state = 'pending' AND (alert_id, sink) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+                """, [.double(time.timeIntervalSince1970), .texts(deliveries.map(\.alert.id)), .texts(deliveries.map(\.sink))])
+        }
+    }
+
     public func markDelivered(alertID: String, sink: String, at time: Date) throws {
         _ = try pool.withConnection { connection in
             try connection.execute("""
@@ -435,6 +473,27 @@ public final class PostgresScanStore: ScanStore, Sendable {
         try pool.withConnection { connection in
             try connection.execute("SELECT max(period_end) AS last FROM report_run WHERE name = $1", [.text(name)])
                 .double(0, "last").map(Date.init(timeIntervalSince1970:))
+        }
+    }
+
+    /// A claim row per run: taken when free, when its lease ended, or when the owner asks again.
+    public func claimReportRun(name: String, periodEnd: Date, owner: String, lease: Double) throws -> ReportRunClaim {
+        try pool.withConnection { connection in
+            try connection.transaction {
+                let end = PostgresValue.double(periodEnd.timeIntervalSince1970)
+                if try connection.execute("SELECT 1 FROM report_run WHERE name = $1 AND period_end = $2", [.text(name), end]).count > 0 {
+                    return .written
+                }
+                let taken = try connection.execute("""
+                    INSERT INTO report_claim (name, period_end, owner, lease_until) VALUES ($1, $2, $3, extract(epoch FROM now()) + $4)
+                    ON CONFLICT (name, period_end) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+                    WHERE report_claim.lease_until < extract(epoch FROM now()) OR report_claim.owner = EXCLUDED.owner
+                    RETURNING owner
+                    """, [.text(name), end, .text(owner), .double(lease)])
+                if taken.count > 0 { return .claimed }
+                let holder = try connection.execute("SELECT owner FROM report_claim WHERE name = $1 AND period_end = $2", [.text(name), end])
+                return .heldByAnother(holder.text(0, "owner") ?? "?")
+            }
         }
     }
 

@@ -22,6 +22,14 @@ public struct SinkConfiguration: Sendable, Hashable {
     public var kind: Kind
     public var minimumSeverity: AlertSeverity
 
+    /// How long one delivery may take.
+    var timeout: Double {
+        switch kind {
+        case .log: 0
+        case .webhook(_, _, let timeout, _), .command(_, let timeout): timeout
+        }
+    }
+
     public init(name: String, kind: Kind, minimumSeverity: AlertSeverity = .info) {
         self.name = name
         self.kind = kind
@@ -116,17 +124,31 @@ final class AlertDispatcher: @unchecked Sendable {
     private func deliverDue() {
         guard timer != nil else { return }
         let configured = sinks.withLock { $0 }
+        // Claimed under a lease that covers every claimed delivery taking its sink's whole
+        // timeout: in a fleet, no other node delivers them meanwhile; if this node dies, another
+        // takes them over after the lease. Those not attempted are given back at once.
+        let batch = 10
+        let lease = 30 + Double(batch) * (configured.values.map(\.timeout).max() ?? SettingBounds.sinkTimeout.defaultValue)
         let due: [PendingDelivery]
         do {
-            due = try writer.perform { try $0.pendingDeliveries(dueBy: Date(), sinks: Array(configured.keys), limit: 100) }
+            due = try writer.perform { try $0.claimDeliveries(dueBy: Date(), sinks: Array(configured.keys), limit: batch, lease: lease) }
         } catch {
             return // The writer already logs store problems.
         }
         var failing: Set<String> = []
+        var unattempted: [PendingDelivery] = []
+        defer {
+            if !unattempted.isEmpty { _ = try? writer.perform { try $0.releaseDeliveries(unattempted, dueAt: Date()) } }
+            // A full batch delivered: more may be due.
+            if due.count == batch, failing.isEmpty, !stopping.load(ordering: .relaxed) { queue.async { self.deliverDue() } }
+        }
         for delivery in due {
             // Stop between deliveries when the service stops; a sink that just failed waits for its retry.
             guard !stopping.load(ordering: .relaxed), !failing.contains(delivery.sink),
-                  let sink = configured[delivery.sink] else { continue }
+                  let sink = configured[delivery.sink] else {
+                unattempted.append(delivery)
+                continue
+            }
             let outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
             do {
                 switch outcome {

@@ -116,6 +116,11 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// The store `database` names: a SQLite file, or PostgreSQL for a `postgres://` URL.
     public func location() throws(StoreError) -> DatabaseLocation { try DatabaseLocation.parse(database) }
 
+    /// The targets as the fleet's work queue knows them.
+    public var fleetTargets: [FleetTarget] {
+        targets.map { FleetTarget(key: $0.key, host: $0.host, interval: $0.interval, vantages: $0.vantages) }
+    }
+
     /// The base name of the files results wait in across a restart: beside a SQLite file, or
     /// `tlsaudit-postgres` in the state directory for PostgreSQL.
     public var spillBase: String {
@@ -377,7 +382,8 @@ struct ConfigurationParser {
         if let node = mapping["targets"] {
             targets += targetList(node, inherited: defaults, group: nil)
         }
-        if mapping["targets"] == nil && mapping["groups"] == nil {
+        // A fleet node's own file may leave the targets to `tlsaudit fleet apply`.
+        if mapping["targets"] == nil && mapping["groups"] == nil && !DatabaseLocation.isPostgresURL(configuration.database) {
             report(root, "no targets: add a 'targets' list (or 'groups')")
         }
         if targets.count > InputLimits.targets {

@@ -105,6 +105,10 @@ final class ReportScheduler: @unchecked Sendable {
     private var sinks: [String: SinkConfiguration]
     private var targets: Set<String>
     private let database: String
+    /// Who claims report runs in a fleet (the node's name).
+    private let node: String
+    /// Seconds a claim on a report run lasts: a node that dies writing one hands it over after this.
+    static let claimLease = 300.0
     private let writer: ResultWriter
     private let logger: Logger
     /// When each report is next written (by name): the end of its period, and when to try
@@ -116,6 +120,7 @@ final class ReportScheduler: @unchecked Sendable {
         sinks = Dictionary(configuration.alerts.sinks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         targets = Set(configuration.targets.map(\.key))
         database = configuration.database
+        node = configuration.node.name
         self.writer = writer
         self.logger = logger
     }
@@ -174,6 +179,23 @@ final class ReportScheduler: @unchecked Sendable {
         let now = Date()
         for schedule in schedules {
             guard let (end, attemptAt) = due[schedule.name], attemptAt <= now else { continue }
+            // In a fleet, one node writes each run; the others ask again after a while (the
+            // writer may die) and move on once the run is recorded.
+            switch (try? writer.perform { try $0.claimReportRun(name: schedule.name, periodEnd: end, owner: node, lease: Self.claimLease) }) {
+            case .written?:
+                let next = schedule.nextDue(after: max(end, now))
+                due[schedule.name] = (next, next)
+                continue
+            case .heldByAnother(let owner)?:
+                logger.debug("scheduled report is being written by another node", metadata: ["report": "\(schedule.name)", "node": "\(owner)"])
+                due[schedule.name] = (end, now.addingTimeInterval(Self.claimLease / 4))
+                continue
+            case nil:
+                due[schedule.name] = (end, now.addingTimeInterval(60))
+                continue
+            case .claimed?:
+                break
+            }
             if write(schedule, end: end) {
                 let next = schedule.nextDue(after: max(end, now))
                 due[schedule.name] = (next, next)

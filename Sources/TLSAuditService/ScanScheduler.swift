@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import TLSAuditCore
+import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditStore
 
@@ -12,6 +13,11 @@ import TLSAuditStore
 /// Guarantees: per-target interval; first runs spread over a start-up window; a global cap and a
 /// per-host cap on scans in flight; never two scans of one target at once; exponential backoff
 /// for unreachable targets; every scan bounded by its timeouts.
+///
+/// In a fleet (`fleet` set), the due times, the backoff and the per-host cap are the fleet's: the
+/// scheduler claims due scans from PostgreSQL instead of reading its own clock, and writes each
+/// finished scan's next due time back. While PostgreSQL does not answer, the node goes on scanning
+/// the targets it claimed lately, on their own schedule, until it does.
 final class ScanScheduler: @unchecked Sendable {
     // @unchecked: every mutable property below is only touched on `queue`.
     private let queue = DispatchQueue(label: "tlsaudit.scheduler")
@@ -38,11 +44,33 @@ final class ScanScheduler: @unchecked Sendable {
     private var inFlight: Set<String> = []
     private var perHost: [String: Int] = [:]
     private var stopping = false
+    /// Fleet mode: the work queue and the claims in flight.
+    private let fleet: FleetWork?
+    private var claims: [String: FleetClaim] = [:]
+    private var claimPending = false
+    private var nextClaimAt = Date.distantPast
+    private var fleetReachable = true
+    /// Fleet mode: no claim before the node runs a fleet configuration version (`apply`), or
+    /// it would claim targets it does not know and give them back.
+    private var runsFleetConfiguration = false
+    /// Fleet mode, as of the last heartbeat: when each work row is due, and the nodes alive.
+    private var fleetDue: [FleetRowKey: Date] = [:]
+    private var liveNodes: [FleetView.Node] = []
+    /// While PostgreSQL does not answer: this node's share of the targets (by key), scanned on
+    /// its own schedule until PostgreSQL answers again.
+    private var outageShare: [String: FleetClaim] = [:]
+    /// When the recent scans ended (for the heartbeat's scans per minute), and how many so far.
+    private var recentCompletions: [Date] = []
+    private var completedTotal: Int64 = 0
+    /// The node's identity in results (fleet mode).
+    private let node: NodeIdentity?
     /// Called on the scheduler queue after each completed target scan (tests and the demo watch it).
     var onScanCompleted: (@Sendable (String, Int) -> Void)?
 
     init(configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore], scanner: TLSScanner,
-         writer: ResultWriter, logger: Logger) {
+         writer: ResultWriter, logger: Logger, fleet: FleetWork? = nil) {
+        self.fleet = fleet
+        node = fleet == nil ? nil : configuration.node
         self.configuration = configuration
         self.scanner = scanner
         self.writer = writer
@@ -98,6 +126,7 @@ final class ScanScheduler: @unchecked Sendable {
             let before = Set(entries.keys)
             entries = Self.entries(for: configuration, trustStores: trustStores, keeping: entries, now: Date())
             self.configuration = configuration
+            runsFleetConfiguration = true
             pool.grow(to: configuration.concurrency)
             let after = Set(entries.keys)
             logger.notice("configuration applied", metadata: [
@@ -109,6 +138,10 @@ final class ScanScheduler: @unchecked Sendable {
 
     private func launchDueTargets() {
         guard !stopping else { return }
+        if let fleet {
+            launchClaimedTargets(fleet)
+            return
+        }
         let now = Date()
         let due = entries.values.filter { !inFlight.contains($0.target.key) && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
         for entry in due {
@@ -116,6 +149,117 @@ final class ScanScheduler: @unchecked Sendable {
             let host = entry.target.host
             guard perHost[host, default: 0] < configuration.perHostConcurrency else { continue }
             launch(entry.target.key)
+        }
+    }
+
+    /// Fleet mode: claims as many due scans as there are free workers (again at once when the
+    /// claim filled them all, else after a jittered poll). While PostgreSQL does not answer, scans
+    /// this node's share of the targets when due, and tries to reach it every poll.
+    private func launchClaimedTargets(_ fleet: FleetWork) {
+        let now = Date()
+        let poll = configuration.fleet.poll
+        if !fleetReachable {
+            launchOutageShare(now)
+            guard !claimPending, now >= nextClaimAt else { return }
+            claimPending = true
+            fleet.reconnect(callbackQueue: queue) { [self] reached in
+                claimPending = false
+                guard reached else {
+                    nextClaimAt = Date().addingTimeInterval(poll)
+                    return
+                }
+                // The other nodes write what they scanned meanwhile at their first contact, within
+                // a poll: claiming waits two, so that nothing they just scanned is claimed as due.
+                logger.notice("PostgreSQL answers again: what this node scanned meanwhile is written; claiming from the fleet's queue again")
+                fleetReachable = true
+                outageShare = [:]
+                nextClaimAt = Date().addingTimeInterval(2 * poll)
+            }
+            return
+        }
+        let free = configuration.concurrency - running
+        guard runsFleetConfiguration, !claimPending, now >= nextClaimAt, free > 0 else { return }
+        claimPending = true
+        fleet.claim(limit: free, perHostCap: configuration.perHostConcurrency, lease: configuration.fleet.lease,
+                    callbackQueue: queue) { [self] outcome in
+            claimPending = false
+            switch outcome {
+            case .success(let claimed):
+                var unknown: [FleetClaim] = []
+                for claim in claimed {
+                    guard !stopping, entries[claim.target] != nil, !inFlight.contains(claim.target) else {
+                        unknown.append(claim)
+                        continue
+                    }
+                    claims[claim.target] = claim
+                    launch(claim.target)
+                }
+                fleet.release(unknown)
+                // A full claim: more may be due, claim again on the next tick. Otherwise after a
+                // poll, jittered: nodes' claims fall at random phases, so the work due spreads
+                // over them instead of going to whichever polls first after each due time.
+                nextClaimAt = claimed.count >= free && unknown.isEmpty ? Date()
+                    : Date().addingTimeInterval(poll * Double.random(in: 0.5...1.5))
+            case .failure(let error):
+                fleetReachable = false
+                beginOutage()
+                logger.error("cannot claim scans: \(error); scanning this node's share (\(outageShare.count) of \(entries.count) targets) until PostgreSQL answers")
+                nextClaimAt = Date().addingTimeInterval(poll)
+            }
+        }
+    }
+
+    /// The work row a target has for this node: `*` (any vantage), this node's vantage, or none.
+    private func rowVantage(_ target: TargetConfiguration) -> String? {
+        guard let node else { return nil }
+        switch target.vantages {
+        case .any: return FleetVantages.anyRow
+        case .all: return node.vantage
+        case .list(let names): return names.contains(node.vantage) ? node.vantage : nil
+        }
+    }
+
+    /// PostgreSQL stopped answering: every node splits the targets the same way, from the same
+    /// view of the live nodes (rendezvous hashing: each row goes to the live node, of its vantage
+    /// for a vantage row, with the highest hash of target and node name), so each target is
+    /// scanned by one node. A row due already counts as just scanned (some node may have it in
+    /// flight): due again after its interval.
+    private func beginOutage() {
+        guard let node else { return }
+        let me = FleetView.Node(name: node.name, vantage: node.vantage)
+        let nodes = liveNodes.contains(me) ? liveNodes : liveNodes + [me]
+        let now = Date()
+        outageShare = [:]
+        for (key, entry) in entries {
+            guard let vantage = rowVantage(entry.target) else { continue }
+            let candidates = vantage == FleetVantages.anyRow ? nodes : nodes.filter { $0.vantage == vantage }
+            let owner = candidates.max { StableHash.fnv1a(key + "\u{0}" + $0.name) < StableHash.fnv1a(key + "\u{0}" + $1.name) }
+            guard owner?.name == node.name else { continue }
+            outageShare[key] = FleetClaim(target: key, vantage: vantage, consecutiveFailures: entry.consecutiveFailures)
+            let due = fleetDue[FleetRowKey(target: key, vantage: vantage)] ?? now
+            entries[key]?.nextDue = due > now ? due : now.addingTimeInterval(entry.target.interval)
+        }
+    }
+
+    private func launchOutageShare(_ now: Date) {
+        let due = outageShare.keys.compactMap { key -> Entry? in
+            guard let entry = entries[key], !inFlight.contains(key), entry.nextDue <= now else { return nil }
+            return entry
+        }.sorted { $0.nextDue < $1.nextDue }
+        for entry in due {
+            guard running < configuration.concurrency else { break }
+            guard perHost[entry.target.host, default: 0] < configuration.perHostConcurrency else { continue }
+            claims[entry.target.key] = outageShare[entry.target.key]
+            launch(entry.target.key)
+        }
+    }
+
+    /// What the last heartbeat saw of the fleet.
+    func see(_ view: FleetView) {
+        queue.async { [self] in
+            let now = Date()
+            for (key, due) in view.dueIn { fleetDue[key] = now.addingTimeInterval(due) }
+            liveNodes = view.live
         }
     }
 
@@ -149,7 +293,7 @@ final class ScanScheduler: @unchecked Sendable {
                                          ats: AddressAssessment.notScanned(configured.policy))]
         }
         return results.map { StoredScan(target: configured.key, host: configured.host, port: configured.port,
-                                        sni: target.sni, result: $0) }
+                                        sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage) }
     }
 
     private func complete(_ target: TargetConfiguration, scans: [StoredScan]) {
@@ -158,8 +302,20 @@ final class ScanScheduler: @unchecked Sendable {
         if perHost[target.host] == 0 { perHost[target.host] = nil }
         inFlight.remove(target.key)
         defer { idle.leave() }
-        guard var entry = entries[target.key] else { return } // removed by a reload meanwhile
+        let claim = claims.removeValue(forKey: target.key)
+        recentCompletions.append(Date())
+        completedTotal += 1
+        if let oldest = recentCompletions.first, Date().timeIntervalSince(oldest) > 60 {
+            recentCompletions.removeAll { Date().timeIntervalSince($0) > 60 }
+        }
+        guard var entry = entries[target.key] else { // removed by a reload meanwhile
+            if let claim { fleet?.completed(FleetCompletion(claim: claim, consecutiveFailures: 0, delay: 0,
+                                                              endedAt: ProcessInfo.processInfo.systemUptime)) }
+            return
+        }
         entry.scans += 1
+        // In a fleet, the failures in a row are the fleet's (whichever node saw them).
+        if let claim { entry.consecutiveFailures = claim.consecutiveFailures }
         let unreachable = scans.allSatisfy { $0.result.status == .failed && $0.result.handshake == nil && $0.result.chain == nil }
         if unreachable {
             entry.consecutiveFailures += 1
@@ -178,6 +334,13 @@ final class ScanScheduler: @unchecked Sendable {
             entry.nextDue = Date().addingTimeInterval(target.interval)
         }
         entries[target.key] = entry
+        if var claim {
+            let delay = entry.nextDue.timeIntervalSinceNow
+            fleet?.completed(FleetCompletion(claim: claim, consecutiveFailures: entry.consecutiveFailures, delay: delay,
+                                             endedAt: ProcessInfo.processInfo.systemUptime))
+            claim.consecutiveFailures = entry.consecutiveFailures
+            if outageShare[target.key] != nil { outageShare[target.key] = claim }
+        }
         onScanCompleted?(target.key, entry.scans)
     }
 
@@ -191,6 +354,17 @@ final class ScanScheduler: @unchecked Sendable {
         }
         let waited = idle.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
         return waited == .success ? 0 : queue.sync { running }
+    }
+
+    /// What the fleet heartbeat reports: the claims in flight (their leases are renewed), scans
+    /// per minute over the last minute, and scans completed since the start.
+    func fleetHeartbeat(configurationVersion: Int64?) -> FleetHeartbeat {
+        queue.sync {
+            let minuteAgo = Date().addingTimeInterval(-60)
+            return FleetHeartbeat(configurationVersion: configurationVersion, inFlight: Array(claims.values),
+                                  scansPerMinute: Double(recentCompletions.filter { $0 > minuteAgo }.count),
+                                  scansTotal: completedTotal, poll: configuration.fleet.poll, lease: configuration.fleet.lease)
+        }
     }
 
     /// Completed scans per target so far.

@@ -3,6 +3,7 @@ public import Logging
 public import ServiceLifecycle
 import Synchronization
 import TLSAuditCore
+import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditStore
 
@@ -21,6 +22,13 @@ public final class ScanService: Service, @unchecked Sendable {
     private let notifier = SystemdNotifier()
     private let control = DispatchQueue(label: "tlsaudit.service")
     private var housekeeping: [DispatchSourceTimer] = []
+    /// Fleet mode (a PostgreSQL database): the work queue, and the fleet configuration version
+    /// this node runs (nil until it picked one up); the watcher stops when `fleetStopping` is set.
+    private let fleet: FleetWork?
+    private let fleetVersion = Mutex<Int64?>(nil)
+    private let fleetStopping = Atomic<Bool>(false)
+    /// The fleet configuration version this node could not run (logged once, not retried until a newer one).
+    private var refusedFleetVersion: Int64?
     /// How long in-flight scans and alert deliveries may run on after SIGTERM before they are abandoned.
     public let shutdownGrace: Double
     /// Scan results that could not be stored by the time the service stopped (kept in the spill
@@ -50,8 +58,14 @@ public final class ScanService: Service, @unchecked Sendable {
         var options = ScanOptions(trustStore: try TrustStore.system())
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
+        if case .postgres(let settings) = location {
+            fleet = FleetWork(fleet: PostgresFleet(settings, node: configuration.node.name, vantage: configuration.node.vantage),
+                              logger: logger)
+        } else {
+            fleet = nil
+        }
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
-                                  scanner: scanner, writer: writer, logger: logger)
+                                  scanner: scanner, writer: writer, logger: logger, fleet: fleet)
     }
 
     /// Loads every trust store the configuration names (once per distinct setting).
@@ -79,6 +93,7 @@ public final class ScanService: Service, @unchecked Sendable {
         ])
         writer.replaySpills(database: configuration.spillBase)
         scheduler.start()
+        if let fleet { startFleet(fleet) }
         dispatcher.start()
         reports.start()
         startHousekeeping()
@@ -93,7 +108,9 @@ public final class ScanService: Service, @unchecked Sendable {
         dispatcher.beginStopping()
         stopHousekeeping()
         reports.stop()
+        fleetStopping.store(true, ordering: .relaxed)
         let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
+        if let fleet { await Self.onThread { fleet.stop() } }
         let spillBase = configuration.spillBase
         let finish = await Self.onThread { [writer] in writer.finish(database: spillBase) }
         // A delivery that just began gets a moment even when the scans used the whole grace.
@@ -150,8 +167,14 @@ public final class ScanService: Service, @unchecked Sendable {
     // MARK: - Reload, retention, watchdog
 
     /// Rereads the configuration file; applies it only when valid (atomically), else keeps the old one.
+    /// In a fleet, targets and settings come from `tlsaudit fleet apply`: SIGHUP checks for a newer version.
     public func reload() {
         control.async { [self] in
+            if let fleet {
+                logger.notice("fleet mode: the configuration comes from 'tlsaudit fleet apply'; checking for a newer version")
+                checkFleetConfiguration(fleet)
+                return
+            }
             guard let configurationPath else {
                 logger.warning("SIGHUP ignored: the service runs on a built-in configuration")
                 return
@@ -184,13 +207,103 @@ public final class ScanService: Service, @unchecked Sendable {
             }
             var applied = candidate
             applied.database = configuration.database
-            scheduler.apply(applied, trustStores: stores)
-            writer.apply(applied.alerts.settings)
-            dispatcher.apply(applied.alerts)
-            reports.apply(applied)
-            configuration = applied
+            install(applied, trustStores: stores)
             logger.notice("configuration reloaded", metadata: ["targets": "\(applied.targets.count)"])
         }
+    }
+
+    /// Runs `applied` from now on (on `control`).
+    private func install(_ applied: ServiceConfiguration, trustStores stores: [TrustSetting: TrustStore]) {
+        scheduler.apply(applied, trustStores: stores)
+        writer.apply(applied.alerts.settings)
+        dispatcher.apply(applied.alerts)
+        reports.apply(applied)
+        configuration = applied
+    }
+
+    // MARK: - Fleet
+
+    /// Starts the heartbeat and the thread that picks up new fleet configuration versions:
+    /// announced by NOTIFY, and polled every `fleet.poll` in case a notification was missed.
+    private func startFleet(_ fleet: FleetWork) {
+        fleet.startHeartbeat(period: configuration.fleet.poll, report: { [weak self] in
+            guard let self else { return FleetHeartbeat(configurationVersion: nil, inFlight: [], scansPerMinute: 0, scansTotal: 0, poll: 1, lease: 1) }
+            return scheduler.fleetHeartbeat(configurationVersion: fleetVersion.withLock { $0 })
+        }, view: { [weak self] view in self?.scheduler.see(view) })
+        let thread = Thread { [weak self] in
+            var first = true
+            while let self, !fleetStopping.load(ordering: .relaxed) {
+                if !first {
+                    let poll = control.sync { configuration.fleet.poll }
+                    _ = fleet.fleet.waitForConfiguration(timeout: poll)
+                }
+                first = false
+                guard !fleetStopping.load(ordering: .relaxed) else { break }
+                control.sync { checkFleetConfiguration(fleet) }
+            }
+        }
+        thread.start()
+    }
+
+    /// Picks up the fleet's newest configuration version when it is newer than the one running
+    /// (on `control`). Before the first `fleet apply`, the node's own file becomes version 1.
+    private func checkFleetConfiguration(_ fleet: FleetWork) {
+        do {
+            let running = fleetVersion.withLock { $0 }
+            if running == nil { _ = try configuration.location().open() } // brings the schema up to date first
+            guard let latest = try fleet.fleet.latestVersion() else {
+                try bootstrapFleetConfiguration(fleet)
+                return
+            }
+            guard latest > (running ?? 0), latest != refusedFleetVersion, let version = try fleet.fleet.latestConfiguration() else { return }
+            try adopt(version, fleet: fleet)
+        } catch {
+            logger.error("cannot read the fleet configuration: \(error)")
+        }
+    }
+
+    /// No version stored yet: this node's file becomes version 1 (a node started without one waits for `fleet apply`).
+    private func bootstrapFleetConfiguration(_ fleet: FleetWork) throws {
+        guard let configurationPath, !configuration.targets.isEmpty else {
+            logger.notice("the fleet has no configuration yet: waiting for 'tlsaudit fleet apply FILE'")
+            return
+        }
+        let document = try String(contentsOfFile: configurationPath, encoding: .utf8)
+        let version = try fleet.fleet.apply(document: document, sha256: Digest.sha256Hex(Array(document.utf8)),
+                                            targets: configuration.fleetTargets, appliedBy: "\(configuration.node.name) (first start)")
+        logger.notice("the fleet had no configuration: this node's file is version \(version)", metadata: ["file": "\(configurationPath)"])
+        guard let stored = try fleet.fleet.latestConfiguration() else { return }
+        try adopt(stored, fleet: fleet)
+    }
+
+    /// Runs a fleet configuration version, keeping this node's own settings (database, node,
+    /// state directory). A version this node cannot run (a CA file missing here) is refused and
+    /// logged once; the node keeps running what it ran.
+    private func adopt(_ version: FleetConfigurationVersion, fleet: FleetWork) throws {
+        let baseDirectory = configurationPath.map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
+            ?? FileManager.default.currentDirectoryPath
+        let candidate: ServiceConfiguration
+        let stores: [TrustSetting: TrustStore]
+        do {
+            candidate = try ServiceConfiguration.parse(yaml: version.document, file: "fleet configuration version \(version.version)",
+                                                       baseDirectory: baseDirectory)
+            stores = try Self.trustStores(for: candidate)
+        } catch {
+            refusedFleetVersion = version.version
+            logger.error("this node cannot run fleet configuration version \(version.version); it keeps running version \(fleetVersion.withLock { $0 }.map(String.init) ?? "none"): \(error)")
+            return
+        }
+        var applied = candidate
+        applied.database = configuration.database
+        applied.node = configuration.node
+        applied.spillDirectory = configuration.spillDirectory
+        try fleet.fleet.ensureRows(forEveryVantageOf: applied.fleetTargets)
+        install(applied, trustStores: stores)
+        fleetVersion.withLock { $0 = version.version }
+        fleet.heartbeatNow()
+        logger.notice("fleet configuration version \(version.version) running", metadata: [
+            "targets": "\(applied.targets.count)", "applied_by": "\(version.appliedBy)",
+        ])
     }
 
     private func startHousekeeping() {

@@ -282,6 +282,43 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
     }
 
+    public func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery] {
+        guard !sinks.isEmpty else { return [] }
+        do {
+            return try pool.write { db in
+                let placeholders = Array(repeating: "?", count: sinks.count).joined(separator: ", ")
+                let due = try Row.fetchAll(db, sql: """
+                    SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.sink IN (\(placeholders))
+                    ORDER BY a.created_at, a.id LIMIT ?
+                    """, arguments: StatementArguments([time.timeIntervalSince1970] + sinks + [limit])).compactMap { row -> PendingDelivery? in
+                    guard let alert = try StoredValues.decode(Alert.self, row["document"]) else { return nil }
+                    return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
+                }
+                for delivery in due {
+                    try db.execute(sql: "UPDATE alert_delivery SET next_attempt_at = ? WHERE alert_id = ? AND sink = ?",
+                                   arguments: [time.timeIntervalSince1970 + lease, delivery.alert.id, delivery.sink])
+                }
+                return due
+            }
+        } catch {
+            throw Self.storeError(error, doing: "claiming pending alerts")
+        }
+    }
+
+    public func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws {
+        do {
+            try pool.write { db in
+                for delivery in deliveries {
+                    try db.execute(sql: "UPDATE alert_delivery SET next_attempt_at = ? WHERE alert_id = ? AND sink = ? AND state = 'pending'",
+                                   arguments: [time.timeIntervalSince1970, delivery.alert.id, delivery.sink])
+                }
+            }
+        } catch {
+            throw Self.storeError(error, doing: "releasing pending alerts")
+        }
+    }
+
     public func markDelivered(alertID: String, sink: String, at time: Date) throws {
         do {
             try pool.write { db in
@@ -509,6 +546,19 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 try Double.fetchOne(db, sql: "SELECT max(period_end) FROM report_run WHERE name = ?", arguments: [name])
                     .map(Date.init(timeIntervalSince1970:))
             }
+        } catch {
+            throw Self.storeError(error, doing: "reading the scheduled reports")
+        }
+    }
+
+    /// One node per SQLite file: the run is the caller's unless it is recorded already.
+    public func claimReportRun(name: String, periodEnd: Date, owner: String, lease: Double) throws -> ReportRunClaim {
+        do {
+            let recorded = try pool.read { db in
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM report_run WHERE name = ? AND period_end = ?",
+                                  arguments: [name, periodEnd.timeIntervalSince1970]) ?? false
+            }
+            return recorded ? .written : .claimed
         } catch {
             throw Self.storeError(error, doing: "reading the scheduled reports")
         }

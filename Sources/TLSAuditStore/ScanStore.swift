@@ -169,6 +169,12 @@ public protocol ScanStore: Sendable {
     /// Deliveries not yet made to one of `sinks` whose next attempt is due, oldest alert first
     /// (a sink removed from the configuration keeps its backlog without blocking the others).
     func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery]
+    /// Claims deliveries as `pendingDeliveries` lists them, for `lease` seconds: their next attempt
+    /// moves to `time + lease`, so no other node of a fleet takes them meanwhile; one neither
+    /// marked nor released by then (its node died) is due again.
+    func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery]
+    /// Gives claimed deliveries back unattempted: due again at `time`.
+    func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws
     func markDelivered(alertID: String, sink: String, at time: Date) throws
     func markFailed(alertID: String, sink: String, error: String, retryAt: Date) throws
     /// The newest alerts with their delivery state.
@@ -188,6 +194,10 @@ public protocol ScanStore: Sendable {
     func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T
     /// The end of the period of the latest scheduled report `name` written, nil before the first.
     func lastReportRun(name: String) throws -> Date?
+    /// Asks to write the scheduled report `name` for the period ending at `periodEnd`, as `owner`,
+    /// for `lease` seconds: in a fleet exactly one node writes each report; one that dies while
+    /// writing hands it over when its lease ends.
+    func claimReportRun(name: String, periodEnd: Date, owner: String, lease: Double) throws -> ReportRunClaim
     /// Records that the scheduled report `name` for the period ending at `periodEnd` was written
     /// (`files`) and how its delivery to each sink went (by sink name).
     func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws
@@ -258,6 +268,16 @@ public struct AlertOutcome: Sendable {
 public typealias AlertDecision = @Sendable (_ previous: AddressMemory?, _ scan: StoredScan, _ observationID: Int64) -> AlertOutcome
 
 /// An alert still to be delivered to one sink.
+/// Who writes a scheduled report's run.
+public enum ReportRunClaim: Sendable, Hashable {
+    /// The caller: it writes the report, then records the run.
+    case claimed
+    /// Another node holds the claim now (ask again later: it may die).
+    case heldByAnother(String)
+    /// The run is recorded already.
+    case written
+}
+
 public struct PendingDelivery: Sendable {
     public var alert: Alert
     public var sink: String

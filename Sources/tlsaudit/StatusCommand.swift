@@ -29,8 +29,9 @@ struct StatusCommand: ParsableCommand {
         // When the database is not named, the configuration tells which targets are in force (with
         // --database alone, every stored target is shown).
         if databaseOptions.database == nil, let file = databaseOptions.configurationPath {
+            // A fleet node's file may name no target (they come from `fleet apply`): then all are shown.
             let configured = Set(try loadConfiguration(file).targets.map(\.key))
-            rows = rows.filter { configured.contains($0.target) }
+            if !configured.isEmpty { rows = rows.filter { configured.contains($0.target) } }
         }
         switch format {
         case .json:

@@ -10,7 +10,8 @@ struct TLSAuditCommand: AsyncParsableCommand {
         abstract: "TLS handshake inspector and certificate auditor: what each handshake really shows, judged against App Transport Security.",
         version: version,
         subcommands: [ScanCommand.self, ATSCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
-                      HistoryCommand.self, ReportCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, DemoCommand.self]
+                      HistoryCommand.self, ReportCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, FleetCommand.self,
+                      DemoCommand.self]
     )
 
     /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command.

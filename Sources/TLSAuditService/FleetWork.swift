@@ -1,0 +1,137 @@
+import Foundation
+import Logging
+import TLSAuditPostgres
+
+/// A node's link to the fleet's work queue: claims, completions, releases and heartbeats run on
+/// one serial queue of their own (they block on PostgreSQL, the scheduler must not). Completions
+/// that cannot be written (PostgreSQL down) wait in memory, in order, and go with the next call
+/// that works: a target's next due time is never lost, only written late.
+final class FleetWork: @unchecked Sendable {
+    // @unchecked: `pendingCompletions` and `heartbeatTimer` are only touched on `queue`.
+    let fleet: PostgresFleet
+    private let queue = DispatchQueue(label: "tlsaudit.fleet")
+    private let logger: Logger
+    private var pendingCompletions: [FleetCompletion] = []
+    private var heartbeatTimer: DispatchSourceTimer?
+    private var heartbeatFailing = false
+    private var started = false
+    /// What each heartbeat reports and who gets the view (set by `startHeartbeat`).
+    private var report: (@Sendable () -> FleetHeartbeat)?
+    private var onView: (@Sendable (FleetView) -> Void)?
+    /// The server time of the last view (changes since then are asked for next).
+    private var viewTime = 0.0
+    /// Completions kept at most while PostgreSQL is down (the oldest are dropped beyond: their
+    /// targets are simply due at once when it answers again).
+    private let capacity = 100_000
+
+    init(fleet: PostgresFleet, logger: Logger) {
+        self.fleet = fleet
+        self.logger = logger
+    }
+
+    /// Claims up to `limit` due scans; `done` gets the outcome on `callbackQueue`.
+    func claim(limit: Int, perHostCap: Int, lease: Double, callbackQueue: DispatchQueue,
+               done: @escaping @Sendable (Result<[FleetClaim], any Error>) -> Void) {
+        queue.async { [self] in
+            flushCompletions()
+            let outcome = Result { try fleet.claim(limit: limit, perHostCap: perHostCap, lease: lease) }
+            callbackQueue.async { done(outcome) }
+        }
+    }
+
+    /// After an outage: writes the completions kept meanwhile; `done` gets true when PostgreSQL
+    /// answered and every one of them is written.
+    func reconnect(callbackQueue: DispatchQueue, done: @escaping @Sendable (Bool) -> Void) {
+        queue.async { [self] in
+            let answered = (try? fleet.ping()) != nil
+            if answered { flushCompletions() }
+            let flushed = answered && pendingCompletions.isEmpty
+            callbackQueue.async { done(flushed) }
+        }
+    }
+
+    /// Queues a finished scan's write-back (at once when PostgreSQL answers, else later).
+    func completed(_ completion: FleetCompletion) {
+        queue.async { [self] in
+            pendingCompletions.append(completion)
+            if pendingCompletions.count > capacity { pendingCompletions.removeFirst(pendingCompletions.count - capacity) }
+            flushCompletions()
+        }
+    }
+
+    /// Gives claims back unscanned.
+    func release(_ claims: [FleetClaim]) {
+        guard !claims.isEmpty else { return }
+        queue.async { [self] in
+            do { try fleet.release(claims) } catch { logger.warning("cannot give claimed scans back (their leases will expire): \(error)") }
+        }
+    }
+
+    private func flushCompletions() {
+        guard !pendingCompletions.isEmpty else { return }
+        do {
+            try fleet.complete(pendingCompletions)
+            pendingCompletions = []
+        } catch {
+            // Said once by the claim or heartbeat that fails alike.
+        }
+    }
+
+    /// Heartbeats every `period` seconds with what `report` says (called on this queue), renewing
+    /// the leases of the scans in flight for `lease` seconds.
+    /// `view` gets what the node knows of the fleet after each heartbeat that worked.
+    func startHeartbeat(period: Double, report: @escaping @Sendable () -> FleetHeartbeat,
+                        view: @escaping @Sendable (FleetView) -> Void) {
+        queue.async { [self] in
+            self.report = report
+            onView = view
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now(), repeating: period)
+            timer.setEventHandler { [weak self] in
+                guard let self, let report = self.report, let view = beat(report()) else { return }
+                onView?(view)
+            }
+            timer.resume()
+            heartbeatTimer = timer
+        }
+    }
+
+    /// A heartbeat now (after the node took a new configuration version: `fleet status` shows it at once).
+    func heartbeatNow() {
+        queue.async { [self] in
+            guard let report, let view = beat(report()) else { return }
+            onView?(view)
+        }
+    }
+
+    private func beat(_ heartbeat: FleetHeartbeat) -> FleetView? {
+        do {
+            try fleet.heartbeat(heartbeat, starting: !started, process: "pid \(getpid())")
+            try fleet.renew(heartbeat.inFlight, lease: heartbeat.lease)
+            flushCompletions()
+            let view = try fleet.view(changedSince: viewTime)
+            viewTime = view.serverTime
+            started = true
+            if heartbeatFailing { logger.notice("fleet heartbeat: PostgreSQL answers again") }
+            heartbeatFailing = false
+            return view
+        } catch {
+            if !heartbeatFailing { logger.error("fleet heartbeat failed: \(error)") }
+            heartbeatFailing = true
+            return nil
+        }
+    }
+
+    /// Stops the heartbeat and writes the completions still waiting (when PostgreSQL answers).
+    func stop() {
+        queue.sync {
+            heartbeatTimer?.cancel()
+            heartbeatTimer = nil
+            flushCompletions()
+            if !pendingCompletions.isEmpty {
+                logger.warning("stopping with scans whose next due time could not be written; they are due again at once",
+                               metadata: ["scans": "\(pendingCompletions.count)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditOutput
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Three `tlsaudit serve` node processes sharing one throwaway PostgreSQL cluster.
+@Suite("fleet: three nodes on one PostgreSQL", .serialized)
+struct FleetTests {
+    let lab = ServiceLab.shared
+
+    /// A PostgreSQL cluster, the fleet configuration file and a file per node.
+    struct Fleet {
+        let postgres: LabPostgresServer
+        let workspace: URL
+        var url: String { postgres.url() }
+
+        init(_ name: String) throws {
+            postgres = try LabPostgresServer()
+            workspace = try ServiceLab.shared.workspace(name)
+        }
+
+        /// Writes the fleet's configuration (targets, alerts, fleet settings) and returns its path.
+        func fleetFile(_ name: String = "fleet.yaml", targets: [(String, Int)], interval: String, extra: String) throws -> String {
+            let path = workspace.appendingPathComponent(name).path
+            try ServiceLab.shared.configuration(database: url, targets: targets, interval: interval, extra: extra)
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+
+        /// Starts a node whose own file names only the database, itself and the fleet settings.
+        func node(_ name: String, vantage: String = "default", fleet: String) throws -> ServiceProcess {
+            let path = workspace.appendingPathComponent("\(name).yaml").path
+            try """
+                database: \(url)
+                node: {name: \(name), vantage: \(vantage)}
+                fleet: \(fleet)
+                """.write(toFile: path, atomically: true, encoding: .utf8)
+            return try ServiceProcess(config: path, workspace: workspace)
+        }
+
+        func query(_ sql: String) throws -> [[String]] {
+            try postgres.psql(sql).split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        }
+
+        /// Every stored scan: target, node, start time.
+        func scans() throws -> [(target: String, node: String, startedAt: Double)] {
+            try query("SELECT target, coalesce(node, ''), started_at FROM observation ORDER BY target, started_at").compactMap { row in
+                guard row.count == 3, let started = Double(row[2]) else { return nil }
+                return (row[0], row[1], started)
+            }
+        }
+    }
+
+    /// The smallest gap between two scans of one target, over all targets.
+    static func smallestGap(_ scans: [(target: String, node: String, startedAt: Double)]) -> (target: String, gap: Double)? {
+        var smallest: (String, Double)?
+        for (target, group) in Dictionary(grouping: scans, by: \.target) {
+            let times = group.map(\.startedAt).sorted()
+            for (earlier, later) in zip(times, times.dropFirst()) where smallest == nil || later - earlier < smallest!.1 {
+                smallest = (target, later - earlier)
+            }
+        }
+        return smallest
+    }
+
+    @Test("fleet apply, three nodes share the targets; a node killed with SIGKILL has its targets taken over within lease plus interval; no target scanned twice within an interval; each alert delivered once; fleet status")
+    func sharedWorkAndTakeover() throws {
+        let fleet = try Fleet("fleet-kill")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        let expired = try lab.expiredServer()
+        defer { good.stop(); expired.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let targets = (1...8).map { ("good-\($0)", good.port) } + [("expired-1", expired.port), ("expired-2", expired.port)]
+        let interval = 2.0, lease = 5.0
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: targets, interval: "2s", extra: """
+            fleet: \(settings)
+            alerts:
+              sinks:
+                - name: hook
+                  type: webhook
+                  url: http://127.0.0.1:\(receiver.port)/alerts
+                  timeout: 2s
+            """)
+        let applied = try Binary.run(["fleet", "apply", file])
+        #expect(applied.status == 0 && applied.stdout.contains("fleet configuration version 1 applied"), "\(applied.stdout)\(applied.stderr)")
+
+        let nodes = try ["node-a", "node-b", "node-c"].map { try fleet.node($0, fleet: settings) }
+        try nodes[0].wait("every target scanned twice, by all three nodes", timeout: 30) {
+            let scans = try fleet.scans()
+            return Set(scans.map(\.node)).count == 3
+                && targets.allSatisfy { target in scans.filter { $0.target == target.0 }.count >= 2 }
+        }
+        let status = try Binary.run(["fleet", "status", "--database", fleet.url, "--format", "json"])
+        #expect(status.status == 0, "all alive, all on version 1: \(status.stdout)\(status.stderr)")
+        for name in ["node-a", "node-b", "node-c"] {
+            #expect(status.stdout.contains("\"name\" : \"\(name)\""), "\(status.stdout)")
+        }
+        #expect(status.stdout.contains("\"configuration_version\" : 1"), "\(status.stdout)")
+
+        // SIGKILL mid-cycle: its leases expire and the others take its targets over.
+        let killedAt = Date().timeIntervalSince1970
+        nodes[0].signal(SIGKILL)
+        #expect(nodes[0].waitForExit(timeout: 5) != nil)
+        let bound = lease + interval
+        try nodes[1].wait("every target scanned again after the kill", timeout: bound + 10) {
+            let scans = try fleet.scans()
+            return targets.allSatisfy { target in scans.contains { $0.target == target.0 && $0.startedAt > killedAt } }
+        }
+        let scans = try fleet.scans()
+        for target in targets {
+            let first = scans.filter { $0.target == target.0 && $0.startedAt > killedAt }.map(\.startedAt).min() ?? .infinity
+            #expect(first - killedAt <= bound + 1.5, "\(target.0) scanned again \(first - killedAt) s after the kill (lease + interval = \(bound) s)")
+        }
+        #expect(!scans.contains { $0.node == "node-a" && $0.startedAt > killedAt + 0.5 }, "the killed node stored nothing")
+        if let (target, gap) = Self.smallestGap(scans) {
+            #expect(gap >= interval - 0.2, "\(target) was scanned twice within \(gap) s (interval \(interval) s)")
+        }
+
+        // The killed node shows as lost once its heartbeat is older than three polls plus the lease.
+        try nodes[1].wait("node-a lost in fleet status", timeout: 15) {
+            let output = try Binary.run(["fleet", "status", "--database", fleet.url])
+            return output.status == 1 && output.stdout.split(separator: "\n").contains { $0.hasPrefix("node-a") && $0.contains("LOST") }
+        }
+
+        // Each alert once: the expired targets' alerts reached the webhook exactly once each, fleet-wide.
+        nodes[1].wait("the expired targets' alerts delivered") {
+            Set(receiver.received.compactMap { $0.headers["X-Tlsaudit-Alert-Id"] ?? $0.headers["x-tlsaudit-alert-id"] }).count >= 2
+        }
+        Thread.sleep(forTimeInterval: 2)
+        let ids = receiver.received.compactMap { try? JSONDecoder.tlsaudit.decode(Alert.self, from: $0.body).id }
+        #expect(ids.count >= 2 && ids.count == Set(ids).count, "each alert delivered once: \(ids)")
+        let delivered = try fleet.query("SELECT count(*) FROM alert_delivery WHERE sink = 'hook' AND state = 'delivered'")
+        #expect(delivered.first?.first == "\(ids.count)", "the database counts as many deliveries as the receiver got: \(delivered)")
+
+        for node in nodes.dropFirst() { node.signal(SIGTERM) }
+        for node in nodes.dropFirst() { #expect(node.waitForExit(timeout: 15) == 0, "\(node.log.suffix(2000))") }
+    }
+
+    @Test("a configuration applied while the nodes run: all three converge within seconds (NOTIFY, the poll is 10 s), the new target is scanned, a removed one is not")
+    func configurationConverges() throws {
+        let fleet = try Fleet("fleet-apply")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let settings = "{lease: 30s, poll: 10s}"
+        let first = try fleet.fleetFile(targets: [("one", good.port), ("two", good.port)], interval: "1s", extra: "fleet: \(settings)")
+        #expect(try Binary.run(["fleet", "apply", first]).status == 0)
+        let nodes = try ["node-a", "node-b", "node-c"].map { try fleet.node($0, fleet: settings) }
+        nodes[0].wait("every node on version 1", timeout: 30) {
+            nodes.allSatisfy { !$0.lines(containing: "fleet configuration version 1 running").isEmpty }
+        }
+        try nodes[0].wait("both targets scanned") { Set(try fleet.scans().map(\.target)) == ["one", "two"] }
+
+        let second = try fleet.fleetFile("fleet-2.yaml", targets: [("one", good.port), ("three", good.port)], interval: "1s",
+                                         extra: "fleet: \(settings)")
+        let appliedAt = Date()
+        let applied = try Binary.run(["fleet", "apply", second])
+        #expect(applied.status == 0 && applied.stdout.contains("version 2"), "\(applied.stdout)\(applied.stderr)")
+        nodes[0].wait("every node on version 2", timeout: 8) {
+            nodes.allSatisfy { !$0.lines(containing: "fleet configuration version 2 running").isEmpty }
+        }
+        let converged = Date().timeIntervalSince(appliedAt)
+        #expect(converged < 5, "converged in \(converged) s: notified, not polled (poll 10 s)")
+        let switched = Date().timeIntervalSince1970 + 0.5
+        try nodes[0].wait("the new target scanned") { try fleet.scans().contains { $0.target == "three" } }
+        Thread.sleep(forTimeInterval: 2)
+        #expect(!(try fleet.scans()).contains { $0.target == "two" && $0.startedAt > switched }, "the removed target is no longer scanned")
+        let status = try Binary.run(["fleet", "status", "--database", fleet.url, "--format", "json"])
+        #expect(status.status == 0, "every node alive and on the newest version: \(status.stdout)")
+        for node in nodes { node.signal(SIGTERM) }
+        for node in nodes { #expect(node.waitForExit(timeout: 15) == 0) }
+    }
+
+    @Test("PostgreSQL stopped for 30 s under three nodes and started again: they keep scanning, then store everything they logged as stored")
+    func postgresDownUnderTheFleet() throws {
+        let fleet = try Fleet("fleet-down")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: (1...6).map { ("t\($0)", good.port) }, interval: "1s", extra: "fleet: \(settings)")
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let nodes = try ["node-a", "node-b", "node-c"].map { try fleet.node($0, fleet: settings) }
+        nodes[0].wait("all three nodes storing", timeout: 30) { nodes.allSatisfy { $0.storedScans.count >= 2 } }
+        fleet.postgres.stop(removing: false)
+        let downAt = Date().timeIntervalSince1970
+        Thread.sleep(forTimeInterval: 30)
+        try fleet.postgres.start()
+        let upAt = Date().timeIntervalSince1970
+        nodes[0].wait("every node stored again", timeout: 60) {
+            nodes.allSatisfy { node in node.storedScans.contains { $0.startedAt > upAt } }
+        }
+        for node in nodes { node.signal(SIGTERM) }
+        for node in nodes { #expect(node.waitForExit(timeout: 20) == 0, "\(node.log.suffix(1500))") }
+        let logged = nodes.map(\.storedScans.count).reduce(0, +)
+        let stored = try fleet.scans()
+        #expect(stored.count == logged, "every scan logged as stored is in the database (logged \(logged), stored \(stored.count))")
+        let duringOutage = stored.filter { $0.startedAt > downAt + 1 && $0.startedAt < upAt - 1 }
+        #expect(duringOutage.count >= 20, "scanning went on while PostgreSQL was down: \(duringOutage.count) scans")
+        // The nodes went on scanning what each claimed last: no target by two nodes at once.
+        if let (target, gap) = Self.smallestGap(stored) {
+            #expect(gap >= 0.8, "\(target) was scanned twice within \(gap) s (interval 1 s)")
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Synchronization
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditPostgres
+import TLSAuditProbe
+
+/// The fleet's work queue on a real PostgreSQL: claims, leases, the fleet-wide per-host cap, shared
+/// backoff and vantage rows, with many nodes claiming at once.
+@Suite("fleet work queue on PostgreSQL", .serialized)
+struct FleetQueueTests {
+    /// A fresh database with the schema, and `nodes` fleet handles on it.
+    func fleet(nodes: Int, vantage: (Int) -> String = { _ in "default" }) throws -> (url: String, nodes: [PostgresFleet]) {
+        let name = "fleet_\(UUID().uuidString.prefix(8).lowercased())"
+        try PostgresStoreConformanceTests.server.createDatabase(name)
+        let url = PostgresStoreConformanceTests.server.url(database: name)
+        _ = try PostgresScanStore(url: url, sha256: Digest.sha256Hex)
+        let settings = try PostgresSettings.parse(url: url)
+        return (url, (0..<nodes).map { PostgresFleet(settings, node: "node-\($0)", vantage: vantage($0)) })
+    }
+
+    func psql(_ url: String, _ sql: String) throws -> String {
+        let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
+        return try PostgresStoreConformanceTests.server.psql(sql, database: database).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("six nodes claiming at once: no target leased twice, never more than the per-host cap on a host fleet-wide, every due target claimed")
+    func concurrentClaims() throws {
+        let (url, nodes) = try fleet(nodes: 6)
+        // Two busy hosts with 20 targets each, and 20 hosts with one target each.
+        let targets = (0..<20).map { FleetTarget(key: "a-\($0)", host: "a.example", interval: 600, vantages: .any) }
+            + (0..<20).map { FleetTarget(key: "b-\($0)", host: "b.example", interval: 600, vantages: .any) }
+            + (0..<20).map { FleetTarget(key: "single-\($0)", host: "host-\($0).example", interval: 600, vantages: .any) }
+        _ = try nodes[0].apply(document: "targets: []", sha256: "-", targets: targets, appliedBy: "test")
+        _ = try psql(url, "UPDATE fleet_work SET next_due = 0") // all due now
+        let claimed = Mutex<[FleetClaim]>([])
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: nodes.count * 8) { index in
+            do {
+                let got = try nodes[index % nodes.count].claim(limit: 5, perHostCap: 3, lease: 60)
+                claimed.withLock { $0 += got }
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let all = claimed.withLock { $0 }
+        #expect(all.count == Set(all.map(\.target)).count, "a target was claimed twice: \(all.map(\.target).sorted())")
+        let perHost = Dictionary(grouping: all, by: { $0.target.split(separator: "-").first! }).mapValues(\.count)
+        #expect(perHost["a"] == 3 && perHost["b"] == 3, "the per-host cap of 3 holds fleet-wide: \(perHost)")
+        #expect(perHost["single"] == 20, "every single-target host claimed: \(perHost)")
+        #expect(try psql(url, "SELECT max(n) FROM (SELECT count(*) AS n FROM fleet_work WHERE lease_until IS NOT NULL GROUP BY host) x") == "3")
+    }
+
+    @Test("a dead node's lease expires and another node claims its scan; shared backoff: the failures one node wrote are what the next claimer gets")
+    func leaseExpiryAndSharedBackoff() throws {
+        let (url, nodes) = try fleet(nodes: 2)
+        _ = try nodes[0].apply(document: "targets: []", sha256: "-",
+                               targets: [FleetTarget(key: "t", host: "t.example", interval: 60, vantages: .any)], appliedBy: "test")
+        _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
+        let first = try nodes[0].claim(limit: 10, perHostCap: 4, lease: 1.5)
+        #expect(first.map(\.target) == ["t"])
+        #expect(try nodes[1].claim(limit: 10, perHostCap: 4, lease: 1.5).isEmpty, "leased: not claimable")
+        Thread.sleep(forTimeInterval: 1.7)
+        let taken = try nodes[1].claim(limit: 10, perHostCap: 4, lease: 30)
+        #expect(taken.map(\.target) == ["t"], "the expired lease is taken over")
+        // The first node's late completion does not touch the row the second node now holds.
+        try nodes[0].complete([FleetCompletion(claim: first[0], consecutiveFailures: 9, delay: 600, endedAt: ProcessInfo.processInfo.systemUptime)])
+        #expect(try psql(url, "SELECT lease_owner || ' ' || consecutive_failures FROM fleet_work") == "node-1 0")
+        // node-1 saw it unreachable three times in a row: due at once, and the next claimer sees 3.
+        try nodes[1].complete([FleetCompletion(claim: taken[0], consecutiveFailures: 3, delay: 0, endedAt: ProcessInfo.processInfo.systemUptime)])
+        let next = try nodes[0].claim(limit: 10, perHostCap: 4, lease: 30)
+        #expect(next.first?.consecutiveFailures == 3, "\(next)")
+    }
+
+    @Test("vantage rows: 'any' is one row, 'all' one per vantage (a new vantage adds its own), a list one per named vantage; a removed target's rows go")
+    func vantageRows() throws {
+        let (url, nodes) = try fleet(nodes: 2, vantage: { $0 == 0 ? "eu" : "us" })
+        for node in nodes {
+            try node.heartbeat(FleetHeartbeat(configurationVersion: nil, inFlight: [], scansPerMinute: 0, scansTotal: 0, poll: 1, lease: 5),
+                               starting: true, process: "test")
+        }
+        let targets = [FleetTarget(key: "anywhere", host: "x.example", interval: 60, vantages: .any),
+                       FleetTarget(key: "everywhere", host: "y.example", interval: 60, vantages: .all),
+                       FleetTarget(key: "asia", host: "z.example", interval: 60, vantages: .list(["ap"])),
+                       FleetTarget(key: "gone", host: "z.example", interval: 60, vantages: .any)]
+        _ = try nodes[0].apply(document: "-", sha256: "-", targets: targets, appliedBy: "test")
+        #expect(try psql(url, "SELECT string_agg(target || '@' || vantage, ' ' ORDER BY target, vantage) FROM fleet_work")
+                == "anywhere@* asia@ap everywhere@eu everywhere@us gone@*")
+        let apNode = PostgresFleet(try PostgresSettings.parse(url: url), node: "node-ap", vantage: "ap")
+        try apNode.ensureRows(forEveryVantageOf: targets)
+        _ = try nodes[0].apply(document: "-", sha256: "-", targets: Array(targets.dropLast()), appliedBy: "test")
+        #expect(try psql(url, "SELECT string_agg(target || '@' || vantage, ' ' ORDER BY target, vantage) FROM fleet_work")
+                == "anywhere@* asia@ap everywhere@ap everywhere@eu everywhere@us")
+        #expect(try nodes[0].latestConfiguration()?.version == 2)
+    }
+}
