@@ -13,6 +13,8 @@ public enum AlertKind: String, Codable, Sendable, CaseIterable {
     case certificateExpired = "certificate.expired"
     case unreachable = "target.unreachable"
     case reachable = "target.recovered"
+    /// A fleet's vantage points see different leaf certificates, keys or verdicts for one target.
+    case splitView = "split-view"
 
     /// A pin event (`pin.mismatch`, `pin.restored`): what a report's pin section lists.
     public var isPinEvent: Bool { self == .pinMismatch || self == .pinRestored }

@@ -112,18 +112,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 """, [.text(scan.target), .text(result.address), .text(mark), .double(startedAt)])
         }
         for (alert, sinks) in outcome.alerts {
-            try connection.execute("""
-                INSERT INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING
-                """, [.text(alert.id), .double(alert.createdAt.timeIntervalSince1970), .text(alert.target), .text(alert.address),
-                      .text(alert.kind.rawValue), .text(alert.severity.rawValue), .text(alert.summary),
-                      .text(try StoredValues.json(alert)), .int(observationID)])
-            for sink in sinks {
-                try connection.execute("""
-                    INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at) VALUES ($1, $2, 'pending', 0, $3)
-                    ON CONFLICT DO NOTHING
-                    """, [.text(alert.id), .text(sink), .double(alert.createdAt.timeIntervalSince1970)])
-            }
+            _ = try Self.insert(alert, sinks: sinks, observationID: observationID, on: connection)
         }
         let failed = result.status == .failed
         try connection.execute(PostgresConnection.numbered(ScanRows.upsertTargetState),
@@ -300,14 +289,40 @@ public final class PostgresScanStore: ScanStore, Sendable {
 
     // MARK: - Reading
 
-    public func status() throws -> [TargetStatus] {
+    /// Stores an alert and its pending deliveries (in the caller's transaction); false when its id was there already.
+    private static func insert(_ alert: Alert, sinks: [String], observationID: Int64?, on connection: PostgresConnection) throws -> Bool {
+        let inserted = try connection.execute(PostgresConnection.numbered(ScanRows.insertAlert), [
+            .text(alert.id), .double(alert.createdAt.timeIntervalSince1970), .text(alert.target), .text(alert.address),
+            .text(alert.kind.rawValue), .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)),
+            observationID.map { .int($0) }])
+        guard inserted.affected > 0 else { return false }
+        for sink in sinks {
+            try connection.execute(PostgresConnection.numbered(ScanRows.insertDelivery),
+                                   [.text(alert.id), .text(sink), .double(alert.createdAt.timeIntervalSince1970)])
+        }
+        return true
+    }
+
+    public func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool {
+        try pool.withConnection { connection in
+            try connection.transaction { try Self.insert(alert, sinks: sinks, observationID: nil, on: connection) }
+        }
+    }
+
+    public func status() throws -> [TargetStatus] { try status(where: "", []) }
+
+    public func vantageStatus(of target: String) throws -> [TargetStatus] {
+        try status(where: "WHERE t.target LIKE $1 ESCAPE '\\'", [.text(VantageTarget.likePattern(target))])
+    }
+
+    private func status(where filter: String, _ parameters: [PostgresValue?]) throws -> [TargetStatus] {
         try pool.withConnection { connection in
             let rows = try connection.execute("""
                 SELECT t.*, (SELECT string_agg((f.value ->> 'severity') || ' ' || (f.value ->> 'id'), chr(31))
                              FROM verdict v, jsonb_array_elements(v.findings::jsonb) AS f
                              WHERE v.observation_id = t.last_observation_id AND v.policy = t.policy) AS findings
-                FROM target_state t ORDER BY t.target COLLATE "C", t.address COLLATE "C"
-                """)
+                FROM target_state t \(filter) ORDER BY t.target COLLATE "C", t.address COLLATE "C"
+                """, parameters)
             return try (0..<rows.count).map { row in
                 let place = "the current state of \(rows.text(row, "target") ?? "?") \(rows.text(row, "address") ?? "?")"
                 let pinState: PinEvaluation.State = try StoredValues.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place)

@@ -15,6 +15,12 @@ public struct ReportQuery: Sendable, Hashable {
     /// Seconds between the trend's samples.
     public var step: TimeInterval
 
+    /// Whether a stored target is in the report: one of `targets`, or a vantage of one (`KEY@VANTAGE`).
+    public func includes(stored target: String) -> Bool {
+        guard let targets else { return true }
+        return targets.contains(target) || targets.contains(VantageTarget.split(target).key)
+    }
+
     public init(start: Date, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil, step: TimeInterval) {
         self.start = start
         self.end = end

@@ -57,7 +57,7 @@ struct ReportReader {
     }
 
     mutating func read() throws -> ReportData {
-        let fleet = try facts.addresses().filter { query.targets?.contains($0.key.target) ?? true }
+        let fleet = try facts.addresses().filter { query.includes(stored: $0.key.target) }
         var addresses: [ReportAddress] = []
         var timeline = Timeline(query: query)
         latest = try facts.latestScans(upTo: query.end, policy: query.policy)
@@ -87,7 +87,9 @@ struct ReportReader {
         let targets = Set(fleet.map(\.key.target))
         let scans = try facts.scanCounts(after: query.start, through: query.end, targets: query.targets == nil ? nil : targets)
         let (trend, transitions) = try timeline.finish()
-        let alerts = try facts.alerts(after: query.start, through: query.end).filter { targets.contains($0.target) }
+        // A split view's alert is about the configured target, whose vantages are stored as KEY@VANTAGE.
+        let configured = targets.union(targets.map { VantageTarget.split($0).key })
+        let alerts = try facts.alerts(after: query.start, through: query.end).filter { configured.contains($0.target) }
         return ReportData(query: query, addresses: addresses, trend: trend, transitions: transitions, alerts: alerts,
                           scans: scans.all, failedScans: scans.failed, rejudged: judgements)
     }

@@ -40,6 +40,8 @@ public final class ResultWriter: @unchecked Sendable {
     private let capacity: Int
     /// Called on `queue` after each successful commit with the alerts it raised.
     public var onAlerts: (@Sendable ([Alert]) -> Void)?
+    /// Compares a fleet's vantage points after each commit (the service sets it in fleet mode).
+    var splitView: SplitViewDetector?
     /// How alerts are raised; replaced on reload.
     private let alerting: Mutex<AlertSettings>
 
@@ -152,7 +154,15 @@ public final class ResultWriter: @unchecked Sendable {
                     "status": "\(scan.result.status.rawValue)", "compliant": "\(scan.result.ats.compliant)",
                 ])
             }
-            if !alerts.isEmpty { onAlerts?(alerts) }
+            var raised = alerts
+            if let splitView {
+                do {
+                    raised += try splitView.check(batch, store: store, sinks: alerting.withLock { $0 }.sinks)
+                } catch {
+                    logger.error("cannot compare the vantage points' views: \(error)")
+                }
+            }
+            if !raised.isEmpty { onAlerts?(raised) }
         } catch {
             if failureHandling == .stop {
                 stoppedBy = error

@@ -292,7 +292,9 @@ final class ScanScheduler: @unchecked Sendable {
                                          handshake: nil, error: failure, chain: nil, findings: [],
                                          ats: AddressAssessment.notScanned(configured.policy))]
         }
-        return results.map { StoredScan(target: configured.key, host: configured.host, port: configured.port,
+        // A target scanned from several vantages is stored once per vantage: KEY@VANTAGE.
+        let stored = VantageTarget.key(configured.key, vantage: configured.vantages == .any ? nil : node?.vantage)
+        return results.map { StoredScan(target: stored, host: configured.host, port: configured.port,
                                         sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage) }
     }
 

@@ -25,6 +25,7 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Fleet mode (a PostgreSQL database): the work queue, and the fleet configuration version
     /// this node runs (nil until it picked one up); the watcher stops when `fleetStopping` is set.
     private let fleet: FleetWork?
+    private let splitView: SplitViewDetector?
     private let fleetVersion = Mutex<Int64?>(nil)
     private let fleetStopping = Atomic<Bool>(false)
     /// The fleet configuration version this node could not run (logged once, not retried until a newer one).
@@ -59,10 +60,13 @@ public final class ScanService: Service, @unchecked Sendable {
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         if case .postgres(let settings) = location {
+            splitView = SplitViewDetector(configuration: configuration)
+            writer.splitView = splitView
             fleet = FleetWork(fleet: PostgresFleet(settings, node: configuration.node.name, vantage: configuration.node.vantage),
                               logger: logger)
         } else {
             fleet = nil
+            splitView = nil
         }
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger, fleet: fleet)
@@ -218,6 +222,7 @@ public final class ScanService: Service, @unchecked Sendable {
         writer.apply(applied.alerts.settings)
         dispatcher.apply(applied.alerts)
         reports.apply(applied)
+        splitView?.apply(applied)
         configuration = applied
     }
 

@@ -204,17 +204,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 .execute(arguments: [scan.target, result.address, mark, result.startedAt.timeIntervalSince1970])
         }
         for (alert, sinks) in outcome.alerts {
-            try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
-                                 alert.severity.rawValue, alert.summary, try StoredValues.json(alert), observationID])
-            for sink in sinks {
-                try db.cachedStatement(sql: """
-                    INSERT OR IGNORE INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at)
-                    VALUES (?, ?, 'pending', 0, ?)
-                    """).execute(arguments: [alert.id, sink, alert.createdAt.timeIntervalSince1970])
-            }
+            _ = try Self.insert(alert, sinks: sinks, observationID: observationID, in: db)
         }
 
         let failed = result.status == .failed
@@ -367,17 +357,43 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
     }
 
+    /// Stores an alert and its pending deliveries (in the caller's transaction); false when its id was there already.
+    private static func insert(_ alert: Alert, sinks: [String], observationID: Int64?, in db: Database) throws -> Bool {
+        try db.cachedStatement(sql: ScanRows.insertAlert).execute(arguments: [
+            alert.id, alert.createdAt.timeIntervalSince1970, alert.target, alert.address, alert.kind.rawValue,
+            alert.severity.rawValue, alert.summary, try StoredValues.json(alert), observationID])
+        guard db.changesCount > 0 else { return false }
+        for sink in sinks {
+            try db.cachedStatement(sql: ScanRows.insertDelivery).execute(arguments: [alert.id, sink, alert.createdAt.timeIntervalSince1970])
+        }
+        return true
+    }
+
+    public func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool {
+        do {
+            return try pool.write { db in try Self.insert(alert, sinks: sinks, observationID: nil, in: db) }
+        } catch {
+            throw Self.storeError(error, doing: "storing an alert")
+        }
+    }
+
     // MARK: - Reading
 
-    public func status() throws -> [TargetStatus] {
+    public func status() throws -> [TargetStatus] { try status(where: "", arguments: []) }
+
+    public func vantageStatus(of target: String) throws -> [TargetStatus] {
+        try status(where: "WHERE t.target LIKE ? ESCAPE '\\'", arguments: [VantageTarget.likePattern(target)])
+    }
+
+    private func status(where filter: String, arguments: StatementArguments) throws -> [TargetStatus] {
         do {
             return try pool.read { db in
                 try Row.fetchAll(db, sql: """
                     SELECT t.*, (SELECT \(FindingMarks.sql)
                                  FROM verdict v, json_each(v.findings) AS f
                                  WHERE v.observation_id = t.last_observation_id AND v.policy = t.policy) AS findings
-                    FROM target_state t ORDER BY t.target, t.address
-                    """).map { row in
+                    FROM target_state t \(filter) ORDER BY t.target, t.address
+                    """, arguments: arguments).map { row in
                     let place = "the current state of \(row["target"] as String? ?? "?") \(row["address"] as String? ?? "?")"
                     let pinState: PinEvaluation.State = try StoredValues.known((row["pin_state"] as String?) ?? "none", "pin state", in: place)
                     var status = TargetStatus(

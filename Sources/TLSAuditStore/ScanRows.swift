@@ -81,6 +81,16 @@ package struct ScanRows {
 
     /// The address's current state after a scan (21 parameters, `?` placeholders; the PostgreSQL
     /// store numbers them): the same upsert on every backend.
+    /// An alert, and a pending delivery of it to one sink (both backends; a repeat is ignored).
+    package static let insertAlert = """
+        INSERT INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+        """
+    package static let insertDelivery = """
+        INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at) VALUES (?, ?, 'pending', 0, ?)
+        ON CONFLICT DO NOTHING
+        """
+
     package static let upsertTargetState = """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
                 compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,

@@ -181,6 +181,11 @@ public protocol ScanStore: Sendable {
     func alerts(limit: Int) throws -> [StoredAlert]
     /// The current state of every target address, ordered by target and address.
     func status() throws -> [TargetStatus]
+    /// The current state of every vantage of `target` (stored as `TARGET@VANTAGE`: `VantageTarget`).
+    func vantageStatus(of target: String) throws -> [TargetStatus]
+    /// Stores an alert raised apart from a scan's write (a fleet's split view) with a pending
+    /// delivery per sink named; false when an alert with its id is stored already (then nothing is).
+    func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool
     /// The newest scans of a target (by key, host or `host:port`), newest first.
     func history(target: String, limit: Int) throws -> [HistoryEntry]
     /// A stored result, rebuilt from its raw observations (for re-judging under another policy).

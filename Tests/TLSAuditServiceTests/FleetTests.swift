@@ -31,15 +31,21 @@ struct FleetTests {
             return path
         }
 
-        /// Starts a node whose own file names only the database, itself and the fleet settings.
-        func node(_ name: String, vantage: String = "default", fleet: String) throws -> ServiceProcess {
+        /// Starts a node whose own file names only the database, itself and the fleet settings;
+        /// `hosts`: the node sees this /etc/hosts (its own mount namespace), as a vantage point
+        /// behind another DNS would.
+        func node(_ name: String, vantage: String = "default", fleet: String, hosts: String? = nil) throws -> ServiceProcess {
             let path = workspace.appendingPathComponent("\(name).yaml").path
             try """
                 database: \(url)
                 node: {name: \(name), vantage: \(vantage)}
                 fleet: \(fleet)
                 """.write(toFile: path, atomically: true, encoding: .utf8)
-            return try ServiceProcess(config: path, workspace: workspace)
+            guard let hosts else { return try ServiceProcess(config: path, workspace: workspace) }
+            let hostsFile = workspace.appendingPathComponent("\(name).hosts").path
+            try hosts.write(toFile: hostsFile, atomically: true, encoding: .utf8)
+            return try ServiceProcess(config: path, workspace: workspace, launcher: [
+                "/usr/bin/unshare", "--mount", "--", "/bin/sh", "-c", "mount --bind \(hostsFile) /etc/hosts && exec \"$0\" \"$@\""])
         }
 
         func query(_ sql: String) throws -> [[String]] {
@@ -208,5 +214,45 @@ struct FleetTests {
         if let (target, gap) = Self.smallestGap(stored) {
             #expect(gap >= 0.8, "\(target) was scanned twice within \(gap) s (interval 1 s)")
         }
+    }
+
+    @Test("two vantages see different certificates for one name (their DNS answers differ): one split-view alert naming what each saw; each vantage has its own status")
+    func splitView() throws {
+        let fleet = try Fleet("fleet-split")
+        defer { fleet.postgres.stop() }
+        // One name, two servers on one port: 127.0.0.2 answers with the genuine leaf, 127.0.0.3 with another key.
+        let genuine = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate], bindAddress: "127.0.0.2"))
+        defer { genuine.stop() }
+        let other = try lab.intermediate.issue(.server([ServiceLab.hostname]))
+        let impostor = try LabTLSServer(LabServerConfiguration(chain: [other, lab.intermediate], bindAddress: "127.0.0.3", port: genuine.port))
+        defer { impostor.stop() }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = fleet.workspace.appendingPathComponent("fleet.yaml").path
+        try (ServiceLab.shared.configuration(database: fleet.url, targets: [], interval: "1s", extra: "fleet: \(settings)")
+            + "  - {host: split.tlsaudit.test, port: \(genuine.port), name: api, vantage: all, addresses: all}\n")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let europe = try fleet.node("node-eu", vantage: "eu", fleet: settings, hosts: "127.0.0.1 localhost\n127.0.0.2 split.tlsaudit.test\n")
+        let america = try fleet.node("node-us", vantage: "us", fleet: settings, hosts: "127.0.0.1 localhost\n127.0.0.3 split.tlsaudit.test\n")
+        try europe.wait("both vantages scanned twice", timeout: 30) {
+            let scans = try fleet.scans()
+            return scans.filter { $0.target == "api@eu" }.count >= 2 && scans.filter { $0.target == "api@us" }.count >= 2
+        }
+        Thread.sleep(forTimeInterval: 2)
+        let alerts = try Binary.run(["alerts", "--database", fleet.url, "--format", "json"])
+        let split = alerts.stdout.components(separatedBy: "\"kind\" : \"split-view\"").count - 1
+        #expect(split == 1, "one split-view alert while the split lasts: \(alerts.stdout.prefix(3000))")
+        #expect(try fleet.query("SELECT count(*) FROM alert WHERE kind = 'split-view'").first?.first == "1")
+        let document = try fleet.query("SELECT document FROM alert WHERE kind = 'split-view'").first?.joined(separator: "|") ?? ""
+        #expect(document.contains(lab.good.summary.sha256Fingerprint) && document.contains(other.summary.sha256Fingerprint),
+                "names both leaves: \(document)")
+        #expect(document.contains("\"vantage.eu\"") && document.contains("\"vantage.us\"") && document.contains("\"critical\""),
+                "by vantage, critical (different keys): \(document)")
+        let status = try Binary.run(["status", "--database", fleet.url])
+        #expect(status.stdout.contains("api@eu") && status.stdout.contains("api@us"), "\(status.stdout)")
+        let nodes = try fleet.query("SELECT DISTINCT target || ' ' || node || ' ' || vantage FROM observation ORDER BY 1").map { $0.joined() }
+        #expect(nodes == ["api@eu node-eu eu", "api@us node-us us"], "results record the node and vantage: \(nodes)")
+        for node in [europe, america] { node.signal(SIGTERM) }
+        for node in [europe, america] { #expect(node.waitForExit(timeout: 15) == 0) }
     }
 }
