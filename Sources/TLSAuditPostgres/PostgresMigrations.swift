@@ -163,7 +163,8 @@ enum PostgresMigrations {
         // The fleet: which node and vantage took each scan; the configuration every node runs
         // (versions, newest wins); the nodes' heartbeats; the work queue (one row per target and
         // vantage, '*' for "any one vantage", claimed under a lease); one lockable row per host
-        // (the fleet-wide per-host cap); claims of scheduled report runs. Times are the server's
+        // (the fleet-wide per-host cap); claims of scheduled report runs; copies from SQLite files
+        // (`store copy`, resumable). Times are the server's
         // clock in Unix seconds, so that nodes with skewed clocks agree on leases.
         ("v7-fleet", """
             ALTER TABLE observation ADD COLUMN node TEXT;
@@ -206,6 +207,11 @@ enum PostgresMigrations {
             CREATE INDEX fleet_work_due ON fleet_work(next_due);
             CREATE INDEX fleet_work_updated ON fleet_work(updated_at);
             CREATE INDEX fleet_work_host ON fleet_work(host, lease_until);
+            CREATE TABLE store_copy (
+                source TEXT PRIMARY KEY,
+                started_at DOUBLE PRECISION NOT NULL,
+                finished_at DOUBLE PRECISION
+            );
             CREATE TABLE report_claim (
                 name TEXT NOT NULL,
                 period_end DOUBLE PRECISION NOT NULL,

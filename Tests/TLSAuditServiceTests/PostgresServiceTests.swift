@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+import TLSAuditCore
 import TLSAuditLab
+import TLSAuditProbe
+import TLSAuditStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -89,5 +92,55 @@ struct PostgresServiceTests {
         let stored = Int(try postgres.psql("SELECT count(*) FROM observation").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         #expect(stored == logged, "every scan logged as stored is in the database (logged \(logged), stored \(stored))")
         #expect(logged >= 5, "scanning went on while PostgreSQL was down: \(logged) stored")
+    }
+
+    @Test("store copy: a SQLite store into PostgreSQL, everything (alerts, deliveries, report runs); stopped midway it resumes; counts checked; the same status, history, alerts and report; a destination with other data refused")
+    func storeCopy() throws {
+        let postgres = try LabPostgresServer()
+        defer { postgres.stop() }
+        let workspace = try lab.workspace("copy")
+        let file = workspace.appendingPathComponent("fixture.sqlite").path
+        try FileManager.default.copyItem(atPath: ReportTests.fixtures.appendingPathComponent("fixture.sqlite").path, toPath: file)
+        do {
+            // A delivery and a report run, so that every table has rows.
+            let store = try SQLiteScanStore(path: file, create: false, sha256: Digest.sha256Hex)
+            let alert = try #require(try store.alerts(limit: 1).first).alert
+            var pending = alert
+            pending.id = "copy-test-alert"
+            #expect(try store.recordAlert(pending, sinks: ["hook"]))
+            try store.recordReportRun(name: "weekly", periodEnd: Date(timeIntervalSince1970: 1_794_000_000), files: ["/tmp/w.json"],
+                                      delivery: [:])
+        }
+        let url = postgres.url()
+        let copy = try Binary.run(["store", "copy", "--from", file, "--to", url, "--batch", "7"])
+        #expect(copy.status == 0 && copy.stdout.contains("every table's count matches"), "\(copy.stdout)\(copy.stderr)")
+        #expect(copy.stdout.contains("observation: 135 row(s), 135 copied") && copy.stdout.contains("alert_delivery: 1 row(s), 1 copied")
+                && copy.stdout.contains("report_run: 1 row(s), 1 copied"), "\(copy.stdout)")
+
+        // Stopped midway: the later tables' rows and part of the observations' children are missing.
+        try postgres.psql("""
+            DELETE FROM alert_delivery; DELETE FROM alert; DELETE FROM report_run; DELETE FROM expiry_alert; DELETE FROM address_change;
+            DELETE FROM verdict WHERE observation_id > 100; UPDATE store_copy SET finished_at = NULL;
+            """)
+        let resumed = try Binary.run(["store", "copy", "--from", file, "--to", url])
+        #expect(resumed.status == 0, "\(resumed.stdout)\(resumed.stderr)")
+        #expect(resumed.stdout.contains("verdict: 135 row(s), 100 there already, 35 copied") && resumed.stdout.contains("alert_delivery: 1 row(s), 1 copied"),
+                "\(resumed.stdout)")
+
+        for arguments in [["status", "--format", "json"], ["alerts", "--format", "json", "--limit", "100"], ["history", "fixed", "--format", "json"],
+                          ["report", "--at", ReportTests.end, "--since", "7d", "--format", "json"]] {
+            let fromFile = try Binary.run(arguments + ["--database", file])
+            let fromPostgres = try Binary.run(arguments + ["--database", url])
+            #expect(fromFile.stdout == fromPostgres.stdout && !fromFile.stdout.isEmpty, "\(arguments[0]) differs after the copy")
+        }
+        // A new scan after the copy gets an id after the copied ones.
+        #expect(try postgres.psql("SELECT nextval(pg_get_serial_sequence('observation', 'id')) > (SELECT max(id) FROM observation)")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "t")
+
+        // A database holding other scans is not a destination.
+        let other = workspace.appendingPathComponent("other.sqlite").path
+        try FileManager.default.copyItem(atPath: file, toPath: other)
+        let refused = try Binary.run(["store", "copy", "--from", other, "--to", url])
+        #expect(refused.status == 2 && refused.stderr.contains("already holds scans"), "\(refused.stderr)")
     }
 }
