@@ -66,6 +66,21 @@ public final class LabPostgresServer: @unchecked Sendable {
         if removing { try? FileManager.default.removeItem(atPath: directory) }
     }
 
+    /// Turns TLS on (restarting the server): it presents `certificate` (its key in PEM) on 127.0.0.1.
+    public func enableTLS(certificatePEM: String, keyPEM: String) throws {
+        let data = "\(directory)/data"
+        try certificatePEM.write(toFile: "\(data)/server.crt", atomically: true, encoding: .utf8)
+        try keyPEM.write(toFile: "\(data)/server.key", atomically: true, encoding: .utf8)
+        try Self.shell(["chmod", "0600", "\(data)/server.key"])
+        if runsAsNobody { try Self.shell(["chown", "nobody:nogroup", "\(data)/server.crt", "\(data)/server.key"]) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(data)/postgresql.conf"))
+        handle.seekToEndOfFile()
+        handle.write(Data("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n".utf8))
+        try handle.close()
+        stop(removing: false)
+        try start()
+    }
+
     @discardableResult
     private func run(_ tool: String, _ arguments: [String]) throws -> String {
         let command = ["\(binaries)/\(tool)"] + arguments

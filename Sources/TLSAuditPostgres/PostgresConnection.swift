@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import Synchronization
 public import TLSAuditStore
 
 /// Where a PostgreSQL store lives and how to reach it. No password is ever written in a
@@ -178,6 +179,30 @@ final class PostgresRows {
     }
 }
 
+/// What this process has asked of PostgreSQL: statements (each one round trip) and the payload
+/// bytes sent (SQL text and parameters) and received (result values). `serve` logs them at the stop.
+public enum PostgresTraffic {
+    static let statements = Atomic<Int>(0)
+    static let bytesSent = Atomic<Int>(0)
+    static let bytesReceived = Atomic<Int>(0)
+
+    /// Statements, bytes sent, bytes received so far.
+    public static var totals: (statements: Int, sent: Int, received: Int) {
+        (statements.load(ordering: .relaxed), bytesSent.load(ordering: .relaxed), bytesReceived.load(ordering: .relaxed))
+    }
+
+    static func count(sql: String, parameters: [String?], result: OpaquePointer?) {
+        statements.add(1, ordering: .relaxed)
+        bytesSent.add(sql.utf8.count + parameters.reduce(0) { $0 + ($1?.utf8.count ?? 0) }, ordering: .relaxed)
+        guard let result else { return }
+        var received = 0
+        for row in 0..<PQntuples(result) {
+            for column in 0..<PQnfields(result) { received += Int(PQgetlength(result, row, column)) }
+        }
+        bytesReceived.add(received, ordering: .relaxed)
+    }
+}
+
 /// One libpq connection, used by one thread at a time (`PostgresPool` hands it out).
 final class PostgresConnection {
     private let handle: OpaquePointer
@@ -203,13 +228,15 @@ final class PostgresConnection {
     /// Runs one statement with bind parameters (never interpolated into the SQL).
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws(StoreError) -> PostgresRows {
-        var values: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0.wire) } ?? nil }
+        let wire = parameters.map { $0?.wire }
+        var values: [UnsafeMutablePointer<CChar>?] = wire.map { $0.map { strdup($0) } ?? nil }
         defer { values.forEach { free($0) } }
         let result = values.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) {
                 PQexecParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0)
             }
         }
+        PostgresTraffic.count(sql: sql, parameters: wire, result: result)
         guard let result else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {

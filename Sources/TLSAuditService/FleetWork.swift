@@ -23,6 +23,8 @@ final class FleetWork: @unchecked Sendable {
     /// Completions kept at most while PostgreSQL is down (the oldest are dropped beyond: their
     /// targets are simply due at once when it answers again).
     private let capacity = 100_000
+    /// How long each claim took (milliseconds; the last 100,000), for the statistics at the stop.
+    private var claimMilliseconds: [Double] = []
 
     init(fleet: PostgresFleet, logger: Logger) {
         self.fleet = fleet
@@ -34,7 +36,12 @@ final class FleetWork: @unchecked Sendable {
                done: @escaping @Sendable (Result<[FleetClaim], any Error>) -> Void) {
         queue.async { [self] in
             flushCompletions()
+            let started = ProcessInfo.processInfo.systemUptime
             let outcome = Result { try fleet.claim(limit: limit, perHostCap: perHostCap, lease: lease) }
+            if case .success(let claimed) = outcome, !claimed.isEmpty {
+                if claimMilliseconds.count >= 100_000 { claimMilliseconds.removeFirst(50_000) }
+                claimMilliseconds.append((ProcessInfo.processInfo.systemUptime - started) * 1000)
+            }
             callbackQueue.async { done(outcome) }
         }
     }
@@ -132,6 +139,15 @@ final class FleetWork: @unchecked Sendable {
                 logger.warning("stopping with scans whose next due time could not be written; they are due again at once",
                                metadata: ["scans": "\(pendingCompletions.count)"])
             }
+            let sorted = claimMilliseconds.sorted()
+            func percentile(_ fraction: Double) -> String {
+                sorted.isEmpty ? "-" : String(format: "%.2f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))])
+            }
+            let traffic = PostgresTraffic.totals
+            logger.notice("fleet statistics", metadata: [
+                "claims": "\(sorted.count)", "claim_ms_p50": "\(percentile(0.5))", "claim_ms_p99": "\(percentile(0.99))",
+                "statements": "\(traffic.statements)", "bytes_sent": "\(traffic.sent)", "bytes_received": "\(traffic.received)",
+            ])
         }
     }
 }

@@ -143,4 +143,58 @@ struct PostgresServiceTests {
         let refused = try Binary.run(["store", "copy", "--from", other, "--to", url])
         #expect(refused.status == 2 && refused.stderr.contains("already holds scans"), "\(refused.stderr)")
     }
+
+    @Test("TLS to PostgreSQL: the database: postgres: block with sslmode verify-full and a CA file connects and serve stores through it; a CA that did not sign the server's certificate is refused")
+    func tlsToPostgres() throws {
+        let postgres = try LabPostgresServer()
+        defer { postgres.stop() }
+        let workspace = try lab.workspace("postgres-tls")
+        var request = LabCertificateRequest.server(["db.tlsaudit.test"])
+        request.ipAddresses = ["127.0.0.1"]
+        let serverCertificate = try lab.intermediate.issue(request)
+        try postgres.enableTLS(certificatePEM: serverCertificate.pem + lab.intermediate.pem, keyPEM: serverCertificate.key.pem)
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let passwordFile = workspace.appendingPathComponent("password").path
+        try "not-needed-with-trust\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        func block(caFile: String) -> String {
+            """
+            database:
+              postgres:
+                host: 127.0.0.1
+                port: \(postgres.port)
+                database: tlsaudit
+                user: \(postgres.user)
+                password_file: \(passwordFile)
+                sslmode: verify-full
+                ca_file: \(caFile)
+                pool_size: 2
+            """
+        }
+        let config = workspace.appendingPathComponent("tls.yaml").path
+        try lab.configuration(database: "x", targets: [("good", good.port)]).replacingOccurrences(of: "database: x", with: block(caFile: lab.rootFile))
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let connected = try Binary.run(["check-config", config, "--test-connection"])
+        #expect(connected.status == 0 && connected.stdout.contains("connected, PostgreSQL"), "\(connected.stdout)\(connected.stderr)")
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a stored scan") { service.storedScans.count >= 1 }
+        let sessions = try postgres.psql("""
+            SELECT count(*) || ' ' || count(*) FILTER (WHERE s.ssl AND s.version IN ('TLSv1.2', 'TLSv1.3'))
+            FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.application_name = 'tlsaudit'
+            """).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ")
+        #expect(sessions.count == 2 && sessions[0] != "0" && sessions[0] == sessions[1], "every tlsaudit session is TLS: \(sessions)")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 10) == 0)
+        #expect(Int(try postgres.psql("SELECT count(*) FROM observation").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0 >= 1)
+
+        // A CA that did not sign the server's certificate: no connection.
+        let stranger = try LabCertificateAuthority.selfSigned(.authority("stranger root"))
+        let strangerFile = workspace.appendingPathComponent("stranger.pem").path
+        try stranger.pem.write(toFile: strangerFile, atomically: true, encoding: .utf8)
+        let wrongCA = workspace.appendingPathComponent("wrong-ca.yaml").path
+        try lab.configuration(database: "x", targets: [("good", good.port)]).replacingOccurrences(of: "database: x", with: block(caFile: strangerFile))
+            .write(toFile: wrongCA, atomically: true, encoding: .utf8)
+        let refused = try Binary.run(["check-config", wrongCA, "--test-connection"])
+        #expect(refused.status == 2 && refused.stderr.contains("certificate verify failed"), "\(refused.stderr)")
+    }
 }
