@@ -157,7 +157,7 @@ private final class PostgresReportFacts: ReportFactReader {
                                 severity: try StoredValues.known(rows.text(row, "severity"), "alert severity", in: place),
                                 target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "",
                                 summary: rows.text(row, "summary") ?? "",
-                                changes: try StoredValues.decode([String: String].self, rows.text(row, "changes")) ?? [:])
+                                changes: try StoredValues.changes(rows.text(row, "changes")))
         }
     }
 

@@ -49,6 +49,7 @@ final class ScanScheduler: @unchecked Sendable {
     private var claims: [String: FleetClaim] = [:]
     private var claimPending = false
     private var nextClaimAt = Date.distantPast
+    private var lastClaimFull = false
     private var fleetReachable = true
     /// Fleet mode: no claim before the node runs a fleet configuration version (`apply`), or
     /// it would claim targets it does not know and give them back.
@@ -178,7 +179,10 @@ final class ScanScheduler: @unchecked Sendable {
             return
         }
         let free = configuration.concurrency - running
-        guard runsFleetConfiguration, !claimPending, now >= nextClaimAt, free > 0 else { return }
+        // After a full claim, claim again once a quarter of the workers are free (not for every
+        // one: each claim is a transaction); otherwise at the next (jittered) poll.
+        let due = now >= nextClaimAt && (!lastClaimFull || free >= max(1, configuration.concurrency / 4))
+        guard runsFleetConfiguration, !claimPending, due, free > 0 else { return }
         claimPending = true
         fleet.claim(limit: free, perHostCap: configuration.perHostConcurrency, lease: configuration.fleet.lease,
                     callbackQueue: queue) { [self] outcome in
@@ -198,8 +202,8 @@ final class ScanScheduler: @unchecked Sendable {
                 // A full claim: more may be due, claim again on the next tick. Otherwise after a
                 // poll, jittered: nodes' claims fall at random phases, so the work due spreads
                 // over them instead of going to whichever polls first after each due time.
-                nextClaimAt = claimed.count >= free && unknown.isEmpty ? Date()
-                    : Date().addingTimeInterval(poll * Double.random(in: 0.5...1.5))
+                lastClaimFull = claimed.count >= free && unknown.isEmpty
+                nextClaimAt = lastClaimFull ? Date() : Date().addingTimeInterval(poll * Double.random(in: 0.5...1.5))
             case .failure(let error):
                 fleetReachable = false
                 beginOutage()

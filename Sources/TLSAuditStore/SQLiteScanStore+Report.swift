@@ -161,7 +161,7 @@ private final class SQLiteReportFacts: ReportFactReader {
                                 kind: try StoredValues.known(row[2], "alert kind", in: place),
                                 severity: try StoredValues.known(row[3], "alert severity", in: place),
                                 target: row[4], address: row[5], summary: row[6],
-                                changes: try StoredValues.decode([String: String].self, row[7]) ?? [:])
+                                changes: try StoredValues.changes(row[7]))
         }
     }
 

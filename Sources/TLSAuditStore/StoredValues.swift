@@ -56,6 +56,29 @@ package enum StoredValues {
         return try decoder.decode(type, from: Data(text.utf8))
     }
 
+    /// An alert's stored `changes` (JSON), every value as text: strings as they are, counts and
+    /// flags (JSON numbers and booleans since 2026-11-23, strings before) as their text.
+    package static func changes(_ text: String?) throws -> [String: String] {
+        try decode([String: ChangeValue].self, text)?.mapValues(\.text) ?? [:]
+    }
+
+    private struct ChangeValue: Decodable {
+        let text: String
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let string = try? container.decode(String.self) {
+                text = string
+            } else if let flag = try? container.decode(Bool.self) {
+                text = String(flag)
+            } else if let number = try? container.decode(Int.self) {
+                text = String(number)
+            } else {
+                text = String(try container.decode(Double.self))
+            }
+        }
+    }
+
     /// A stored list of failed rules (JSON); `[]`, by far the most common, without a decoder.
     package static func rules(_ text: String?) throws -> [FindingID] {
         guard let text, text != "[]" else { return [] }

@@ -33,7 +33,9 @@ struct CheckConfigCommand: ParsableCommand {
             StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(64)
         }
-        StandardStream.output.write("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(location.display)\n")
+        let fleetNode = configuration.targets.isEmpty && DatabaseLocation.isPostgresURL(configuration.database)
+            ? " (a fleet node: its targets come from 'tlsaudit fleet apply'; node \(configuration.node.name), vantage \(configuration.node.vantage))" : ""
+        StandardStream.output.write("\(file): OK: \(configuration.targets.count) target(s) in \(groups.count) group(s); database \(location.display)\(fleetNode)\n")
         guard testConnection else { return }
         switch location {
         case .postgres(let settings):

@@ -255,4 +255,44 @@ struct FleetTests {
         for node in [europe, america] { node.signal(SIGTERM) }
         for node in [europe, america] { #expect(node.waitForExit(timeout: 15) == 0) }
     }
+
+    @Test("a scheduled report is written and sent by exactly one of three nodes")
+    func reportOnce() throws {
+        let fleet = try Fleet("fleet-report")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: [("one", good.port), ("two", good.port)], interval: "1s", extra: """
+            fleet: \(settings)
+            alerts:
+              sinks:
+                - name: hook
+                  type: webhook
+                  url: http://127.0.0.1:\(receiver.port)/reports
+                  timeout: 2s
+            reports:
+              - name: fleet-daily
+                schedule: daily
+                at: "\(ScheduledReportTests.timeOfDay(10))"
+                timezone: UTC
+                since: 1h
+                formats: [json]
+                directory: \(fleet.workspace.path)/reports
+                sinks: [hook]
+            """)
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let nodes = try ["node-a", "node-b", "node-c"].map { try fleet.node($0, fleet: settings) }
+        nodes[0].wait("the report at the webhook", timeout: 30) {
+            receiver.received.contains { $0.headers["x-tlsaudit-report-id"] != nil }
+        }
+        Thread.sleep(forTimeInterval: 3)
+        #expect(receiver.received.filter { $0.headers["x-tlsaudit-report-id"] != nil }.count == 1, "sent once")
+        #expect(nodes.map { $0.lines(containing: "scheduled report written").count }.reduce(0, +) == 1, "written by one node")
+        #expect(try fleet.query("SELECT count(*) FROM report_run").first?.first == "1")
+        for node in nodes { node.signal(SIGTERM) }
+        for node in nodes { #expect(node.waitForExit(timeout: 15) == 0) }
+    }
 }

@@ -30,6 +30,21 @@ struct ReportTests {
         try Binary.run(["report", "--database", database, "--at", Self.end, "--since", "7d"] + arguments)
     }
 
+    @Test("a certificate change stored with its counts and flags as JSON numbers and booleans (as since 2026-11-23) is read by the report")
+    func typedAlertChanges() throws {
+        let database = try fixtureCopy()
+        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+        let alert = Alert(id: "typed-changes", kind: .certificateChanged, severity: .info, target: "fixed", host: "127.0.0.1", port: 443,
+                          address: "127.0.0.1", createdAt: Timestamp.parse("2026-11-06T00:00:00Z")!, summary: "renewed",
+                          changes: ["same_key": "true", "old_leaf_sha256": "aa", "new_leaf_sha256": "bb", "days_left": "30"])
+        #expect(try store.recordAlert(alert, sinks: []))
+        let stored = try String(decoding: JSONDocumentEncoder.tlsauditCompact.encode(alert), as: UTF8.self)
+        #expect(stored.contains("\"same_key\":true"), "stored as a boolean: \(stored)")
+        let output = try report(database, ["--format", "json"])
+        #expect(output.status != 2, "\(output.stderr)")
+        #expect(output.stdout.contains("\"id\" : \"typed-changes\""), "the alert is in the report: \(output.stdout.prefix(2000))")
+    }
+
     @Test("the trend covers only the part of the period with scans, coloured against the goal")
     func trendWithData() throws {
         // 30 days, of which the fixture's scans cover the last eight.
