@@ -409,7 +409,8 @@ public final class PostgresFleet: Sendable {
 
     /// Claims up to `limit` due scans for this node's vantage under a lease of `lease` seconds,
     /// keeping at most `perHostCap` leases per host fleet-wide. The hosts of the longest-due work
-    /// (four times `limit` rows, by the due-time index: the cost does not grow with the backlog) are locked
+    /// (four times `limit` rows of hosts below their cap, by the due-time index: a host at its cap
+    /// does not hold the others back, and the cost does not grow with the backlog) are locked
     /// first (`FOR UPDATE SKIP LOCKED`: a host another node is claiming right now is skipped, not
     /// waited for; a host at its cap is not picked); the leases are counted again after the locks
     /// are held, in a new snapshot, so no concurrent claim can push a host past its cap.
@@ -422,9 +423,9 @@ public final class PostgresFleet: Sendable {
                     WHERE h.host IN (SELECT w.host FROM fleet_work w
                                      WHERE w.vantage IN ('*', $1) AND w.next_due <= extract(epoch FROM now())
                                        AND (w.lease_until IS NULL OR w.lease_until < extract(epoch FROM now()))
+                                       AND (SELECT count(*) FROM fleet_work l
+                                            WHERE l.host = w.host AND l.lease_until >= extract(epoch FROM now())) < $3
                                      ORDER BY w.next_due LIMIT $4)
-                      AND (SELECT count(*) FROM fleet_work l
-                           WHERE l.host = h.host AND l.lease_until >= extract(epoch FROM now())) < $3
                     LIMIT $2 FOR UPDATE OF h SKIP LOCKED
                     """, [.text(vantage), .int(Int64(limit)), .int(Int64(perHostCap)), .int(Int64(limit * 4))])
                 let locked = (0..<hosts.count).compactMap { hosts.text($0, "host") }

@@ -45,14 +45,16 @@ extension PostgresScanStore {
         }
     }
 
-    /// After copying rows with their ids: the id sequences continue after the largest.
-    public func resetSequences() throws {
+    /// After copying rows with their ids: the id sequences continue after the largest, and the
+    /// planner's statistics describe what was loaded (ANALYZE).
+    public func finishCopy() throws {
         try pool.withConnection { connection in
             for table in ["observation", "address_change"] {
                 try connection.execute("""
                     SELECT setval(pg_get_serial_sequence('\(table)', 'id'), coalesce((SELECT max(id) FROM \(table)), 0) + 1, false)
                     """)
             }
+            try connection.execute("ANALYZE")
         }
     }
 

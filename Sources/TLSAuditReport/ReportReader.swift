@@ -32,6 +32,8 @@ struct ReportReader {
     private var chains: [Int64: [ChainReference]] = [:]
     /// Certificates of current chains, by fingerprint.
     private var certificates: [String: ReportCertificate] = [:]
+    /// Prefetched: the last reachable scan of each address whose latest scan failed.
+    private var lastReachable: [AddressKey: ScanFacts] = [:]
 
     init(query: ReportQuery, facts: any ReportFactReader, rejudge: @escaping Rejudging) {
         self.query = query
@@ -62,6 +64,19 @@ struct ReportReader {
         var timeline = Timeline(query: query)
         latest = try facts.latestScans(upTo: query.end, policy: query.policy)
         chains = try facts.latestChainReferences()
+        // The last reachable scan of every address whose latest failed, at once.
+        let failed = fleet.compactMap { member -> AddressKey? in
+            guard member.lastScanAt <= query.end, let scan = latest[member.lastObservationID], scan.status == .failed else { return nil }
+            return member.key
+        }
+        lastReachable = try facts.lastReachableScans(of: failed, atOrBefore: query.end, policy: query.policy)
+        let missing = lastReachable.values.map(\.observationID).filter { chains[$0] == nil }
+        for (id, references) in try facts.chainReferences(observationIDs: missing) { chains[id] = references }
+        // Every certificate the current chains name, at once.
+        let named = Set(chains.values.joined().map(\.fingerprint)).subtracting(certificates.keys)
+        for (fingerprint, certificate) in try facts.certificates(fingerprints: Array(named)) {
+            certificates[fingerprint] = certificate
+        }
         // Each scan's own verdicts: where every address stood at the start, from the stored changes.
         let standings = query.policy == nil ? try facts.standings(at: query.start) : [:]
         for member in fleet {
@@ -176,8 +191,9 @@ struct ReportReader {
         let verdict = try self.verdict(last)
         // The last scan that reached the server: usually that same one.
         let reachable = verdict.condition != .unreachable ? last
-            : try facts.lastScan(target: key.target, address: key.address, atOrBefore: query.end, reachableOnly: true,
-                                 policy: query.policy, details: true)
+            : try lastReachable.keys.contains(key) || member.lastScanAt <= query.end && last.status == .failed ? lastReachable[key]
+            : facts.lastScan(target: key.target, address: key.address, atOrBefore: query.end, reachableOnly: true,
+                             policy: query.policy, details: true)
         var chain: [ReportCertificate] = []
         if let id = reachable?.observationID {
             let references = try chains[id] ?? facts.chainReferences(observationID: id)

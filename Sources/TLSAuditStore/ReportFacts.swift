@@ -22,6 +22,12 @@ public protocol ReportFactReader {
     func chainReferences(observationID: Int64) throws -> [ChainReference]
     /// A stored certificate's names and dates (depth 0).
     func certificate(fingerprint: String) throws -> ChainCertificate?
+    /// Several at once, by fingerprint (one round trip where a store is remote).
+    func certificates(fingerprints: [String]) throws -> [String: ChainCertificate]
+    /// `chainReferences(observationID:)` for several scans at once, by scan.
+    func chainReferences(observationIDs: [Int64]) throws -> [Int64: [ChainReference]]
+    /// `lastScan(... reachableOnly: true, details: true)` for several addresses at once.
+    func lastReachableScans(of keys: [AddressKey], atOrBefore time: Date, policy: CompliancePolicy?) throws -> [AddressKey: ScanFacts]
     /// Where every address stood at `time` by the stored verdict changes (each scan's own verdict).
     func standings(at time: Date) throws -> [AddressKey: VerdictStanding]
     /// Streams the stored verdict changes with `start < at <= end`, oldest first, from a cursor.
@@ -240,5 +246,34 @@ public struct AlertSummary: Sendable, Hashable {
         self.address = address
         self.summary = summary
         self.changes = changes
+    }
+}
+
+extension ReportFactReader {
+    /// One at a time: a store in the process (SQLite) pays nothing per call.
+    public func certificates(fingerprints: [String]) throws -> [String: ChainCertificate] {
+        var found: [String: ChainCertificate] = [:]
+        for fingerprint in fingerprints {
+            if let certificate = try certificate(fingerprint: fingerprint) { found[fingerprint] = certificate }
+        }
+        return found
+    }
+
+    /// One address at a time.
+    public func lastReachableScans(of keys: [AddressKey], atOrBefore time: Date,
+                                   policy: CompliancePolicy?) throws -> [AddressKey: ScanFacts] {
+        var found: [AddressKey: ScanFacts] = [:]
+        for key in keys {
+            found[key] = try lastScan(target: key.target, address: key.address, atOrBefore: time, reachableOnly: true,
+                                      policy: policy, details: true)
+        }
+        return found
+    }
+
+    /// One scan at a time.
+    public func chainReferences(observationIDs: [Int64]) throws -> [Int64: [ChainReference]] {
+        var found: [Int64: [ChainReference]] = [:]
+        for id in observationIDs { found[id] = try chainReferences(observationID: id) }
+        return found
     }
 }

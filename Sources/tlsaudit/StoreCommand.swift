@@ -85,7 +85,7 @@ struct StoreCommand: ParsableCommand {
                     if count != total { mismatched.append("\(table.name): \(total) in the file, \(count) in PostgreSQL") }
                     StandardStream.output.write("\(table.name): \(total) row(s)\(already > 0 ? ", \(already) there already" : ""), \(copied) copied\(count == total ? "" : ", COUNT DIFFERS: \(count) in PostgreSQL")\n")
                 }
-                try destination.resetSequences()
+                try destination.finishCopy()
                 guard mismatched.isEmpty else {
                     StandardStream.error.write("tlsaudit: the counts differ after the copy:\n" + mismatched.joined(separator: "\n") + "\n")
                     throw ExitCode(1)
