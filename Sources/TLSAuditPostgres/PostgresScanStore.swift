@@ -381,9 +381,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
                     (SELECT cert.spki_sha256 FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
                         WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf_spki
                 FROM observation o JOIN verdict v ON v.observation_id = o.id
-                WHERE o.target = $1 OR o.host = $1 OR (o.host || ':' || o.port) = $1
+                WHERE o.target = $1 OR o.host = $1 OR (o.host || ':' || o.port) = $1 OR o.target LIKE $3 ESCAPE '\\'
                 ORDER BY o.started_at DESC, o.id DESC LIMIT $2
-                """, [.text(target), .int(Int64(limit))])
+                """, [.text(target), .int(Int64(limit)), .text(VantageTarget.likePattern(target))])
             return try (0..<rows.count).map { row in
                 let id = rows.int(row, "id") ?? 0
                 let place = "observation \(id)"

@@ -87,7 +87,7 @@ public struct TargetConfiguration: Sendable, Hashable {
 
 /// The whole service configuration (`tlsaudit.yaml`), validated.
 public struct ServiceConfiguration: Sendable, Hashable {
-    /// The SQLite file.
+    /// The SQLite file, or the `postgres://` URL of a fleet's database.
     public var database: String
     /// Scans in flight at once, over all targets.
     public var concurrency: Int

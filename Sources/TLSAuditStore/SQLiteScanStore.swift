@@ -450,9 +450,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         (SELECT cert.spki_sha256 FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
                             WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf_spki
                     FROM observation o JOIN verdict v ON v.observation_id = o.id
-                    WHERE o.target = ? OR o.host = ? OR (o.host || ':' || o.port) = ?
+                    WHERE o.target = ? OR o.host = ? OR (o.host || ':' || o.port) = ? OR o.target LIKE ? ESCAPE '\\'
                     ORDER BY o.started_at DESC, o.id DESC LIMIT ?
-                    """, arguments: [target, target, target, limit])
+                    """, arguments: [target, target, target, VantageTarget.likePattern(target), limit])
                 return try rows.map { row in
                     let place = "observation \(row["id"] as Int64? ?? 0)"
                     let pinState: PinEvaluation.State? = try StoredValues.known(row["pin_state"], "pin state", in: place, optional: true)

@@ -31,7 +31,7 @@ func loadConfiguration(_ path: String) throws -> ServiceConfiguration {
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the service: scan every configured target on its schedule and keep the history in SQLite.",
+        abstract: "Run the service: scan every configured target on its schedule and keep the history in SQLite (or PostgreSQL: a fleet node).",
         discussion: """
             SIGTERM or SIGINT: stop scheduling, let scans and alert deliveries in flight finish (up to \
             --shutdown-grace; an abandoned delivery is retried after the restart), commit, exit 0; exit 75 \

@@ -250,6 +250,9 @@ struct FleetTests {
                 "by vantage, critical (different keys): \(document)")
         let status = try Binary.run(["status", "--database", fleet.url])
         #expect(status.stdout.contains("api@eu") && status.stdout.contains("api@us"), "\(status.stdout)")
+        let history = try Binary.run(["history", "api", "--database", fleet.url, "--format", "json"])
+        #expect(history.stdout.contains("\"target\" : \"api@eu\"") && history.stdout.contains("\"target\" : \"api@us\""),
+                "history of the configured key lists every vantage: \(history.stdout.prefix(1500))")
         let nodes = try fleet.query("SELECT DISTINCT target || ' ' || node || ' ' || vantage FROM observation ORDER BY 1").map { $0.joined() }
         #expect(nodes == ["api@eu node-eu eu", "api@us node-us us"], "results record the node and vantage: \(nodes)")
         for node in [europe, america] { node.signal(SIGTERM) }
