@@ -86,6 +86,11 @@ public struct PostgresSettings: Sendable, Hashable {
             "host=\(quoted(host))", "port=\(port)", "dbname=\(quoted(database))", "user=\(quoted(user))",
             "sslmode=\(quoted(sslMode))", "connect_timeout=\(max(2, Int(statementTimeout.rounded(.up))))",
             "application_name='tlsaudit'",
+            // A server that vanishes without a reset (a host gone, a partition) fails a statement
+            // within about the statement timeout, not after the kernel's 15 minutes of retries:
+            // statement_timeout is enforced by the server, which is then not there to enforce it.
+            "keepalives=1", "keepalives_idle=10", "keepalives_interval=5", "keepalives_count=3",
+            "tcp_user_timeout=\(Int(max(10, statementTimeout + 5) * 1000))",
             // Every statement bounded; times and numbers as the store reads them; no JIT (its
             // compilation cost more than it saved on every report query measured).
             "options=\(quoted("-c statement_timeout=\(Int(statementTimeout * 1000)) -c TimeZone=UTC -c extra_float_digits=3 -c client_min_messages=warning -c jit=off"))",

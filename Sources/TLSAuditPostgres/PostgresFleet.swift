@@ -189,10 +189,17 @@ public final class PostgresFleet: Sendable {
 
     /// Stores `document` as the fleet's next configuration version and brings the work queue in
     /// line with `targets` in the same transaction; nodes are notified. Returns the version.
-    public func apply(document: String, sha256: String, targets: [FleetTarget], appliedBy: String) throws -> Int64 {
+    /// `onlyIfFirst`: store it only when the fleet has no version yet (a node's first start: two
+    /// nodes starting together must not both make theirs the fleet's); else return the newest.
+    public func apply(document: String, sha256: String, targets: [FleetTarget], appliedBy: String,
+                      onlyIfFirst: Bool = false) throws -> Int64 {
         try pool.withConnection { connection in
             try connection.transaction {
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int(Self.applyLockKey)])
+                if onlyIfFirst, let newest = try connection.execute("SELECT max(version) AS version FROM fleet_configuration")
+                    .int(0, "version") {
+                    return newest
+                }
                 let inserted = try connection.execute("""
                     INSERT INTO fleet_configuration (applied_at, applied_by, document, sha256)
                     VALUES (extract(epoch FROM now()), $1, $2, $3) RETURNING version
@@ -207,7 +214,8 @@ public final class PostgresFleet: Sendable {
 
     /// The work queue made to match `targets`: rows of removed targets (and of vantages a target
     /// no longer has) deleted, new ones added with their first run spread over the next
-    /// `min(interval, 10 s)`, intervals updated (a shorter one brings the next run forward).
+    /// `min(interval, 10 s)`, intervals updated (a shorter one brings the next run forward; an
+    /// unchanged one keeps each row's due time, backoff included).
     private static func sync(_ targets: [FleetTarget], on connection: PostgresConnection) throws {
         var rows: (target: [String], vantage: [String], host: [String], interval: [Double], offset: [Double]) = ([], [], [], [], [])
         var everyVantage: [String] = []
@@ -247,7 +255,10 @@ public final class PostgresFleet: Sendable {
             INSERT INTO fleet_work (target, vantage, host, scan_interval, next_due)
             SELECT target, vantage, host, scan_interval, extract(epoch FROM now()) + first_offset FROM desired
             ON CONFLICT (target, vantage) DO UPDATE SET host = EXCLUDED.host, scan_interval = EXCLUDED.scan_interval,
-                updated_at = extract(epoch FROM now()), next_due = LEAST(fleet_work.next_due, coalesce(fleet_work.last_done_at, EXCLUDED.next_due) + EXCLUDED.scan_interval)
+                updated_at = extract(epoch FROM clock_timestamp()),
+                next_due = CASE WHEN EXCLUDED.scan_interval < fleet_work.scan_interval
+                    THEN LEAST(fleet_work.next_due, coalesce(fleet_work.last_done_at, EXCLUDED.next_due) + EXCLUDED.scan_interval)
+                    ELSE fleet_work.next_due END
             """, parameters)
         // Targets scanned from every vantage: a row for each vantage a node has announced (a node
         // of a new vantage adds its own rows when it starts: `ensureRows`).
@@ -466,10 +477,11 @@ public final class PostgresFleet: Sendable {
         let now = ProcessInfo.processInfo.systemUptime
         try pool.withConnection { connection in
             try connection.transaction {
-                for completion in completions {
+                // In key order: two nodes writing overlapping rows after an outage lock them in one order.
+                for completion in completions.sorted(by: { ($0.claim.target, $0.claim.vantage) < ($1.claim.target, $1.claim.vantage) }) {
                     try connection.execute("""
                         UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL, consecutive_failures = $3,
-                            updated_at = extract(epoch FROM now()),
+                            updated_at = extract(epoch FROM clock_timestamp()),
                             next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6
                         WHERE target = $1 AND vantage = $2
                           AND (lease_owner = $5 OR lease_owner IS NULL OR lease_until < extract(epoch FROM now()))

@@ -204,6 +204,11 @@ final class ScanScheduler: @unchecked Sendable {
                 // over them instead of going to whichever polls first after each due time.
                 lastClaimFull = claimed.count >= free && unknown.isEmpty
                 nextClaimAt = lastClaimFull ? Date() : Date().addingTimeInterval(poll * Double.random(in: 0.5...1.5))
+            case .failure(let error) where (error as? StoreError)?.kind != .unavailable:
+                // PostgreSQL answered with an error (a timeout, a deadlock): not an outage; the
+                // others go on claiming, so this node must not scan a share of its own.
+                logger.error("cannot claim scans: \(error); trying again after a poll")
+                nextClaimAt = Date().addingTimeInterval(poll)
             case .failure(let error):
                 fleetReachable = false
                 beginOutage()

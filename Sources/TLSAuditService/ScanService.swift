@@ -275,8 +275,10 @@ public final class ScanService: Service, @unchecked Sendable {
         }
         let document = try String(contentsOfFile: configurationPath, encoding: .utf8)
         let version = try fleet.fleet.apply(document: document, sha256: Digest.sha256Hex(Array(document.utf8)),
-                                            targets: configuration.fleetTargets, appliedBy: "\(configuration.node.name) (first start)")
-        logger.notice("the fleet had no configuration: this node's file is version \(version)", metadata: ["file": "\(configurationPath)"])
+                                            targets: configuration.fleetTargets, appliedBy: "\(configuration.node.name) (first start)",
+                                            onlyIfFirst: true)
+        logger.notice("the fleet had no configuration: this node's file is version \(version) (unless another node's came first)",
+                      metadata: ["file": "\(configurationPath)"])
         guard let stored = try fleet.fleet.latestConfiguration() else { return }
         try adopt(stored, fleet: fleet)
     }

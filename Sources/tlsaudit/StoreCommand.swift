@@ -57,10 +57,11 @@ struct StoreCommand: ParsableCommand {
             }
             do {
                 let state = try destination.copyState(from: sourcePath)
-                if state == nil, try destination.count(of: "observation") > 0 || destination.count(of: "certificate") > 0 {
+                // A resumed copy continues after the rows there: only rows of this copy may be there.
+                if state == nil, let occupied = try CopiedTables.all.first(where: { try destination.count(of: $0.name) > 0 }) {
                     StandardStream.error.write("""
-                        tlsaudit: \(destination.displayLocation) already holds scans that are not a copy of \(sourcePath); \
-                        copy into an empty database
+                        tlsaudit: \(destination.displayLocation) already holds scans that are not a copy of \(sourcePath) \
+                        (table \(occupied.name) has rows); copy into an empty database, before any node uses it
 
                         """)
                     throw ExitCode(2)

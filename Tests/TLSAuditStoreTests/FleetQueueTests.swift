@@ -95,4 +95,29 @@ struct FleetQueueTests {
                 == "anywhere@* asia@ap everywhere@ap everywhere@eu everywhere@us")
         #expect(try nodes[0].latestConfiguration()?.version == 2)
     }
+
+    @Test("two nodes starting together on an empty fleet: one first configuration, not two; applying again keeps each target's backoff unless its interval got shorter")
+    func firstVersionAndBackoffAcrossApplies() throws {
+        let (url, nodes) = try fleet(nodes: 2)
+        let targets = [FleetTarget(key: "t", host: "t.example", interval: 60, vantages: .any)]
+        let versions = Mutex<[Int64]>([])
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            if let version = try? nodes[index].apply(document: "node \(index)", sha256: "-", targets: targets, appliedBy: "node \(index)",
+                                                     onlyIfFirst: true) {
+                versions.withLock { $0.append(version) }
+            }
+        }
+        #expect(versions.withLock { $0 } == [1, 1], "\(versions.withLock { $0 })")
+        #expect(try psql(url, "SELECT count(*) FROM fleet_configuration") == "1")
+
+        _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
+        let claim = try #require(try nodes[0].claim(limit: 1, perHostCap: 1, lease: 30).first)
+        // Unreachable four times in a row: backed off for ten minutes.
+        try nodes[0].complete([FleetCompletion(claim: claim, consecutiveFailures: 4, delay: 600, endedAt: ProcessInfo.processInfo.systemUptime)])
+        _ = try nodes[1].apply(document: "again", sha256: "-", targets: targets, appliedBy: "test")
+        #expect(try psql(url, "SELECT next_due - extract(epoch FROM now()) > 500 FROM fleet_work") == "t", "the backoff survives an apply")
+        _ = try nodes[1].apply(document: "shorter", sha256: "-",
+                               targets: [FleetTarget(key: "t", host: "t.example", interval: 30, vantages: .any)], appliedBy: "test")
+        #expect(try psql(url, "SELECT next_due - extract(epoch FROM now()) < 31 FROM fleet_work") == "t", "a shorter interval brings it forward")
+    }
 }
