@@ -505,13 +505,16 @@ public final class PostgresFleet: Sendable {
         }
     }
 
-    /// Extends the leases of the scans this node has in flight (called with each heartbeat).
+    /// Extends the leases of the scans this node has in flight (called with each heartbeat); a
+    /// lease that ran out is not revived (another node may hold the row now, and reviving it would
+    /// bypass the host lock that keeps the per-host cap).
     public func renew(_ claims: [FleetClaim], lease: Double) throws {
         guard !claims.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
                 UPDATE fleet_work SET lease_until = extract(epoch FROM now()) + $4
-                WHERE lease_owner = $1 AND (target, vantage) IN (SELECT * FROM unnest($2::text[], $3::text[]))
+                WHERE lease_owner = $1 AND lease_until >= extract(epoch FROM now())
+                  AND (target, vantage) IN (SELECT * FROM unnest($2::text[], $3::text[]))
                 """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .double(lease)])
         }
     }

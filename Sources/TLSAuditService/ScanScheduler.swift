@@ -191,7 +191,11 @@ final class ScanScheduler: @unchecked Sendable {
             case .success(let claimed):
                 var unknown: [FleetClaim] = []
                 for claim in claimed {
-                    guard !stopping, entries[claim.target] != nil, !inFlight.contains(claim.target) else {
+                    // Its own scan still running (its lease ran out meanwhile): keeping the new lease
+                    // keeps the target this node's, renewed with the scan in flight and cleared when
+                    // it completes; giving it back would let another node scan it at the same time.
+                    if inFlight.contains(claim.target) { continue }
+                    guard !stopping, entries[claim.target] != nil else {
                         unknown.append(claim)
                         continue
                     }
