@@ -178,7 +178,7 @@ public final class PostgresFleet: Sendable {
     /// Connects (the schema must be current: open the store first, which migrates it).
     public init(_ settings: PostgresSettings, node: String, vantage: String) {
         var own = settings
-        own.poolSize = 2
+        own.poolSize = 3 // claims and completions, heartbeats, configuration checks: each its own
         self.settings = own
         self.node = node
         self.vantage = vantage

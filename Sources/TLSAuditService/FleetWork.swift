@@ -2,14 +2,18 @@ import Foundation
 import Logging
 import TLSAuditPostgres
 
-/// A node's link to the fleet's work queue: claims, completions, releases and heartbeats run on
-/// one serial queue of their own (they block on PostgreSQL, the scheduler must not). Completions
-/// that cannot be written (PostgreSQL down) wait in memory, in order, and go with the next call
-/// that works: a target's next due time is never lost, only written late.
+/// A node's link to the fleet's work queue: claims, completions and releases run on one serial
+/// queue of their own (they block on PostgreSQL, the scheduler must not); heartbeats, which renew
+/// the leases of the scans in flight, on another (on the pool's second connection), so that a slow
+/// claim or a long flush never delays a renewal. Completions that cannot be written (PostgreSQL
+/// down) wait in memory, in order, and go with the next call that works: a target's next due time
+/// is never lost, only written late.
 final class FleetWork: @unchecked Sendable {
-    // @unchecked: `pendingCompletions` and `heartbeatTimer` are only touched on `queue`.
+    // @unchecked: `pendingCompletions` and `claimMilliseconds` are only touched on `queue`; the
+    // heartbeat's state (timer, report, onView, viewTime, started, heartbeatFailing) on `heartbeatQueue`.
     let fleet: PostgresFleet
     private let queue = DispatchQueue(label: "tlsaudit.fleet")
+    private let heartbeatQueue = DispatchQueue(label: "tlsaudit.fleet.heartbeat")
     private let logger: Logger
     private var pendingCompletions: [FleetCompletion] = []
     private var heartbeatTimer: DispatchSourceTimer?
@@ -89,10 +93,10 @@ final class FleetWork: @unchecked Sendable {
     /// `view` gets what the node knows of the fleet after each heartbeat that worked.
     func startHeartbeat(period: Double, report: @escaping @Sendable () -> FleetHeartbeat,
                         view: @escaping @Sendable (FleetView) -> Void) {
-        queue.async { [self] in
+        heartbeatQueue.async { [self] in
             self.report = report
             onView = view
-            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let timer = DispatchSource.makeTimerSource(queue: heartbeatQueue)
             timer.schedule(deadline: .now(), repeating: period)
             timer.setEventHandler { [weak self] in
                 guard let self, let report = self.report, let view = beat(report()) else { return }
@@ -105,7 +109,7 @@ final class FleetWork: @unchecked Sendable {
 
     /// A heartbeat now (after the node took a new configuration version: `fleet status` shows it at once).
     func heartbeatNow() {
-        queue.async { [self] in
+        heartbeatQueue.async { [self] in
             guard let report, let view = beat(report()) else { return }
             onView?(view)
         }
@@ -115,7 +119,7 @@ final class FleetWork: @unchecked Sendable {
         do {
             try fleet.heartbeat(heartbeat, starting: !started, process: "pid \(getpid())")
             try fleet.renew(heartbeat.inFlight, lease: heartbeat.lease)
-            flushCompletions()
+            queue.async { [self] in flushCompletions() } // PostgreSQL answers: what waits can go
             let view = try fleet.view(changedSince: viewTime)
             viewTime = view.serverTime
             started = true
@@ -131,9 +135,11 @@ final class FleetWork: @unchecked Sendable {
 
     /// Stops the heartbeat and writes the completions still waiting (when PostgreSQL answers).
     func stop() {
-        queue.sync {
+        heartbeatQueue.sync {
             heartbeatTimer?.cancel()
             heartbeatTimer = nil
+        }
+        queue.sync {
             flushCompletions()
             if !pendingCompletions.isEmpty {
                 logger.warning("stopping with scans whose next due time could not be written; they are due again at once",
