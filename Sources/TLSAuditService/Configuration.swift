@@ -514,25 +514,27 @@ struct ConfigurationParser {
     /// `vantage: any` (the default), `all`, a vantage name or a list of them.
     private mutating func vantages(_ node: Node) -> FleetVantages? {
         if case .sequence(let sequence) = node {
-            let names = sequence.compactMap { vantageName($0) }
-            guard !names.isEmpty else {
+            guard !sequence.isEmpty else {
                 report(node, "vantage: an empty list; name at least one vantage point, or say 'any' or 'all'")
                 return nil
             }
-            return .list(Array(Set(names)).sorted())
+            let names = sequence.compactMap { fleetName($0, "vantage") }
+            return names.count == sequence.count ? .list(Array(Set(names)).sorted()) : nil
         }
         guard let text = string(node, "any, all, a vantage name or a list of them") else { return nil }
         switch text {
         case "any": return .any
         case "all": return .all
-        default: return vantageName(node).map { .list([$0]) }
+        default: return fleetName(node, "vantage").map { .list([$0]) }
         }
     }
 
-    private mutating func vantageName(_ node: Node) -> String? {
-        guard let name = string(node, "a vantage name") else { return nil }
-        guard NodeIdentity.isValidName(name), name != FleetVantages.anyRow, !["any", "all"].contains(name) else {
-            report(node, "vantage '\(name)': use letters, digits, '.', '_' and '-' (up to 64; 'any' and 'all' are reserved)")
+    /// A node or vantage name (`NodeIdentity.isValidName`, and not `any` or `all`, which `vantage:`
+    /// reserves); reported as `what` otherwise.
+    private mutating func fleetName(_ node: Node, _ what: String) -> String? {
+        guard let name = string(node, "a \(what)") else { return nil }
+        guard NodeIdentity.isValidName(name), !["any", "all"].contains(name) else {
+            report(node, "\(what) '\(name)': use letters, digits, '.', '_' and '-' (up to 64; 'any' and 'all' are reserved)")
             return nil
         }
         return name
@@ -546,14 +548,8 @@ struct ConfigurationParser {
             return identity
         }
         checkKeys(mapping, allowed: ["name", "vantage"], in: "node")
-        for (key, path) in [("name", \NodeIdentity.name), ("vantage", \NodeIdentity.vantage)] {
-            guard let value = mapping[key], let text = string(value, "a \(key)") else { continue }
-            if NodeIdentity.isValidName(text), !["any", "all"].contains(text) {
-                identity[keyPath: path] = text
-            } else {
-                report(value, "node \(key) '\(text)': use letters, digits, '.', '_' and '-' (up to 64; 'any' and 'all' are reserved)")
-            }
-        }
+        if let value = mapping["name"], let name = fleetName(value, "node name") { identity.name = name }
+        if let value = mapping["vantage"], let vantage = fleetName(value, "node vantage") { identity.vantage = vantage }
         return identity
     }
 

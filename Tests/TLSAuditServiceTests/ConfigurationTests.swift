@@ -83,6 +83,43 @@ struct ConfigurationTests {
         #expect(problems.allSatisfy { $0.description.hasPrefix("test.yaml:") })
     }
 
+    @Test("fleet keys: node, fleet, vantage and the database postgres: block, each mistake with its line")
+    func fleetKeys() throws {
+        let good = try parse("""
+            database:
+              postgres: {host: db.example, port: 6432, database: audit, user: scanner, sslmode: verify-full, pool_size: 2}
+            node: {name: scanner-1, vantage: eu-west}
+            fleet: {lease: 30s, poll: 1s}
+            targets:
+              - {host: a.example, vantage: all}
+              - {host: b.example, vantage: [us-east, eu-west, us-east]}
+              - {host: c.example, vantage: eu-west}
+              - d.example
+            """)
+        #expect(good.database == "postgres://scanner@db.example:6432/audit?sslmode=verify-full&pool_size=2")
+        #expect(good.node == NodeIdentity(name: "scanner-1", vantage: "eu-west"))
+        #expect(good.fleet.lease == 30 && good.fleet.poll == 1)
+        #expect(good.targets.map(\.vantages) == [.all, .list(["eu-west", "us-east"]), .list(["eu-west"]), .any])
+
+        let problems = errors("""
+            database:
+              postgres: {port: 5432, database: audit}
+            node: {name: "has space", vantage: all}
+            fleet: {lease: 5s, poll: 2s}
+            targets:
+              - {host: a.example, vantage: []}
+              - {host: b.example, vantage: [any]}
+              - {host: c.example, vantage: "eu/west"}
+            """)
+        #expect(problems.map(\.line) == [2, 3, 3, 4, 6, 7, 8], "\(problems)")
+        #expect(problems[0].message.contains("needs a 'host'"))
+        #expect(problems[1].message.contains("node name 'has space'") && problems[1].message.contains("are reserved"))
+        #expect(problems[2].message.contains("node vantage 'all'"))
+        #expect(problems[3].message.contains("at least three polls"))
+        #expect(problems[4].message.contains("an empty list"))
+        #expect(problems[5].message.contains("vantage 'any'") && problems[6].message.contains("vantage 'eu/west'"))
+    }
+
     @Test("one range per setting: the configuration and every command that takes the option refuse the same values")
     func settingRanges() throws {
         let problems = errors("""
