@@ -16,8 +16,9 @@ import TLSAuditStore
 ///
 /// In a fleet (`fleet` set), the due times, the backoff and the per-host cap are the fleet's: the
 /// scheduler claims due scans from PostgreSQL instead of reading its own clock, and writes each
-/// finished scan's next due time back. While PostgreSQL does not answer, the node goes on scanning
-/// the targets it claimed lately, on their own schedule, until it does.
+/// finished scan's next due time back. While PostgreSQL does not answer, the nodes split the
+/// targets among themselves (rendezvous hashing over the nodes alive at the last heartbeat) and
+/// each scans its share on its own schedule until it does.
 final class ScanScheduler: @unchecked Sendable {
     // @unchecked: every mutable property below is only touched on `queue`.
     private let queue = DispatchQueue(label: "tlsaudit.scheduler")
@@ -143,12 +144,17 @@ final class ScanScheduler: @unchecked Sendable {
             launchClaimedTargets(fleet)
             return
         }
-        let now = Date()
-        let due = entries.values.filter { !inFlight.contains($0.target.key) && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
+        launchDue(among: entries.values, now: Date())
+    }
+
+    /// Launches the due ones of `candidates`, longest due first, within the global and per-host
+    /// caps. In a fleet's outage, a target of this node's share is launched under its share's claim.
+    private func launchDue(among candidates: some Sequence<Entry>, now: Date) {
+        let due = candidates.filter { !inFlight.contains($0.target.key) && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
         for entry in due {
             guard running < configuration.concurrency else { break }
-            let host = entry.target.host
-            guard perHost[host, default: 0] < configuration.perHostConcurrency else { continue }
+            guard perHost[entry.target.host, default: 0] < configuration.perHostConcurrency else { continue }
+            if let share = outageShare[entry.target.key] { claims[entry.target.key] = share }
             launch(entry.target.key)
         }
     }
@@ -160,7 +166,7 @@ final class ScanScheduler: @unchecked Sendable {
         let now = Date()
         let poll = configuration.fleet.poll
         if !fleetReachable {
-            launchOutageShare(now)
+            launchDue(among: outageShare.keys.compactMap { entries[$0] }, now: now)
             guard !claimPending, now >= nextClaimAt else { return }
             claimPending = true
             fleet.reconnect(callbackQueue: queue) { [self] reached in
@@ -251,19 +257,6 @@ final class ScanScheduler: @unchecked Sendable {
             outageShare[key] = FleetClaim(target: key, vantage: vantage, consecutiveFailures: entry.consecutiveFailures)
             let due = fleetDue[FleetRowKey(target: key, vantage: vantage)] ?? now
             entries[key]?.nextDue = due > now ? due : now.addingTimeInterval(entry.target.interval)
-        }
-    }
-
-    private func launchOutageShare(_ now: Date) {
-        let due = outageShare.keys.compactMap { key -> Entry? in
-            guard let entry = entries[key], !inFlight.contains(key), entry.nextDue <= now else { return nil }
-            return entry
-        }.sorted { $0.nextDue < $1.nextDue }
-        for entry in due {
-            guard running < configuration.concurrency else { break }
-            guard perHost[entry.target.host, default: 0] < configuration.perHostConcurrency else { continue }
-            claims[entry.target.key] = outageShare[entry.target.key]
-            launch(entry.target.key)
         }
     }
 
