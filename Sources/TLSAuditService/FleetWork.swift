@@ -4,8 +4,8 @@ import TLSAuditPostgres
 
 /// A node's link to the fleet's work queue: claims, completions and releases run on one serial
 /// queue of their own (they block on PostgreSQL, the scheduler must not); heartbeats, which renew
-/// the leases of the scans in flight, on another (on the pool's second connection), so that a slow
-/// claim or a long flush never delays a renewal. Completions that cannot be written (PostgreSQL
+/// the leases of the scans in flight, on another (with a connection of the pool to itself), so that
+/// a slow claim or a long flush never delays a renewal. Completions that cannot be written (PostgreSQL
 /// down) wait in memory, in order, and go with the next call that works: a target's next due time
 /// is never lost, only written late.
 final class FleetWork: @unchecked Sendable {
@@ -98,10 +98,7 @@ final class FleetWork: @unchecked Sendable {
             onView = view
             let timer = DispatchSource.makeTimerSource(queue: heartbeatQueue)
             timer.schedule(deadline: .now(), repeating: period)
-            timer.setEventHandler { [weak self] in
-                guard let self, let report = self.report, let view = beat(report()) else { return }
-                onView?(view)
-            }
+            timer.setEventHandler { [weak self] in self?.beatAndShare() }
             timer.resume()
             heartbeatTimer = timer
         }
@@ -109,10 +106,13 @@ final class FleetWork: @unchecked Sendable {
 
     /// A heartbeat now (after the node took a new configuration version: `fleet status` shows it at once).
     func heartbeatNow() {
-        heartbeatQueue.async { [self] in
-            guard let report, let view = beat(report()) else { return }
-            onView?(view)
-        }
+        heartbeatQueue.async { [self] in beatAndShare() }
+    }
+
+    /// One heartbeat (on `heartbeatQueue`), its view handed to `onView` when it worked.
+    private func beatAndShare() {
+        guard let report, let view = beat(report()) else { return }
+        onView?(view)
     }
 
     private func beat(_ heartbeat: FleetHeartbeat) -> FleetView? {

@@ -30,6 +30,10 @@ public final class ScanService: Service, @unchecked Sendable {
     private let fleetStopping = Atomic<Bool>(false)
     /// The fleet configuration version this node could not run (logged once, not retried until a newer one).
     private var refusedFleetVersion: Int64?
+    /// On `control`: the schema was brought up to date (once, before the first configuration
+    /// check), and the wait for a first `fleet apply` was said (once, not every poll).
+    private var fleetSchemaReady = false
+    private var saidWaitingForApply = false
     /// How long in-flight scans and alert deliveries may run on after SIGTERM before they are abandoned.
     public let shutdownGrace: Double
     /// Scan results that could not be stored by the time the service stopped (kept in the spill
@@ -228,13 +232,10 @@ public final class ScanService: Service, @unchecked Sendable {
 
     // MARK: - Fleet
 
-    /// Starts the heartbeat and the thread that picks up new fleet configuration versions:
-    /// announced by NOTIFY, and polled every `fleet.poll` in case a notification was missed.
+    /// Starts the thread that picks up new fleet configuration versions: announced by NOTIFY, and
+    /// polled every `fleet.poll` in case a notification was missed. Its first check brings the
+    /// schema up to date and starts the heartbeat.
     private func startFleet(_ fleet: FleetWork) {
-        fleet.startHeartbeat(period: configuration.fleet.poll, report: { [weak self] in
-            guard let self else { return FleetHeartbeat(configurationVersion: nil, inFlight: [], scansPerMinute: 0, scansTotal: 0, poll: 1, lease: 1) }
-            return scheduler.fleetHeartbeat(configurationVersion: fleetVersion.withLock { $0 })
-        }, view: { [weak self] view in self?.scheduler.see(view) })
         let thread = Thread { [weak self] in
             var first = true
             while let self, !fleetStopping.load(ordering: .relaxed) {
@@ -255,7 +256,17 @@ public final class ScanService: Service, @unchecked Sendable {
     private func checkFleetConfiguration(_ fleet: FleetWork) {
         do {
             let running = fleetVersion.withLock { $0 }
-            if running == nil { _ = try configuration.location().open() } // brings the schema up to date first
+            if !fleetSchemaReady {
+                _ = try configuration.location().open() // brings the schema up to date
+                fleetSchemaReady = true
+                // Heartbeats from now: before, the fleet's tables may not exist yet.
+                fleet.startHeartbeat(period: configuration.fleet.poll, report: { [weak self] in
+                    guard let self else {
+                        return FleetHeartbeat(configurationVersion: nil, inFlight: [], scansPerMinute: 0, scansTotal: 0, poll: 1, lease: 1)
+                    }
+                    return scheduler.fleetHeartbeat(configurationVersion: fleetVersion.withLock { $0 })
+                }, view: { [weak self] view in self?.scheduler.see(view) })
+            }
             guard let latest = try fleet.fleet.latestVersion() else {
                 try bootstrapFleetConfiguration(fleet)
                 return
@@ -270,7 +281,8 @@ public final class ScanService: Service, @unchecked Sendable {
     /// No version stored yet: this node's file becomes version 1 (a node started without one waits for `fleet apply`).
     private func bootstrapFleetConfiguration(_ fleet: FleetWork) throws {
         guard let configurationPath, !configuration.targets.isEmpty else {
-            logger.notice("the fleet has no configuration yet: waiting for 'tlsaudit fleet apply FILE'")
+            if !saidWaitingForApply { logger.notice("the fleet has no configuration yet: waiting for 'tlsaudit fleet apply FILE'") }
+            saidWaitingForApply = true
             return
         }
         let document = try String(contentsOfFile: configurationPath, encoding: .utf8)
