@@ -218,15 +218,11 @@ public final class PostgresFleet: Sendable {
     /// unchanged one keeps each row's due time, backoff included).
     private static func sync(_ targets: [FleetTarget], on connection: PostgresConnection) throws {
         var rows: (target: [String], vantage: [String], host: [String], interval: [Double], offset: [Double]) = ([], [], [], [], [])
-        var everyVantage: [String] = []
         for target in targets {
-            let vantages: [String]
-            switch target.vantages {
-            case .any: vantages = [FleetVantages.anyRow]
-            case .list(let names): vantages = names
-            case .all:
-                everyVantage.append(target.key)
-                vantages = []
+            let vantages: [String] = switch target.vantages {
+            case .any: [FleetVantages.anyRow]
+            case .list(let names): names
+            case .all: [] // one row per vantage a node announced: below
             }
             for vantage in vantages {
                 rows.target.append(target.key)
@@ -236,8 +232,8 @@ public final class PostgresFleet: Sendable {
                 rows.offset.append(min(target.interval, 10) * Double(StableHash.fnv1a(target.key) % 10_000) / 10_000)
             }
         }
-        let allHosts = Array(Set(targets.map(\.host)))
-        try connection.execute("INSERT INTO fleet_host (host) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", [.texts(allHosts)])
+        let every = targets.filter { $0.vantages == .all }
+        try insertHosts(of: targets, on: connection)
         let desired = """
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[])
                 AS d(target, vantage, host, scan_interval, first_offset)
@@ -249,7 +245,7 @@ public final class PostgresFleet: Sendable {
             DELETE FROM fleet_work w
             WHERE NOT EXISTS (SELECT 1 FROM desired d WHERE d.target = w.target AND d.vantage = w.vantage)
               AND NOT (w.target = ANY($6::text[]) AND w.vantage <> '*')
-            """, parameters + [.texts(everyVantage)])
+            """, parameters + [.texts(every.map(\.key))])
         try connection.execute("""
             WITH desired AS (\(desired))
             INSERT INTO fleet_work (target, vantage, host, scan_interval, next_due)
@@ -262,8 +258,13 @@ public final class PostgresFleet: Sendable {
             """, parameters)
         // Targets scanned from every vantage: a row for each vantage a node has announced (a node
         // of a new vantage adds its own rows when it starts: `ensureRows`).
-        let every = targets.filter { $0.vantages == .all }
         try insertEveryVantageRows(every, vantages: nil, on: connection)
+    }
+
+    /// The host rows claims lock (one per host; kept when a host's last target goes).
+    private static func insertHosts(of targets: [FleetTarget], on connection: PostgresConnection) throws {
+        try connection.execute("INSERT INTO fleet_host (host) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+                               [.texts(Array(Set(targets.map(\.host))))])
     }
 
     private static func insertEveryVantageRows(_ targets: [FleetTarget], vantages: String?, on connection: PostgresConnection) throws {
@@ -285,8 +286,7 @@ public final class PostgresFleet: Sendable {
         guard !every.isEmpty else { return }
         try pool.withConnection { connection in
             try connection.transaction {
-                try connection.execute("INSERT INTO fleet_host (host) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
-                                       [.texts(Array(Set(every.map(\.host))))])
+                try Self.insertHosts(of: every, on: connection)
                 try Self.insertEveryVantageRows(every, vantages: vantage, on: connection)
             }
         }
@@ -479,6 +479,7 @@ public final class PostgresFleet: Sendable {
             try connection.transaction {
                 // In key order: two nodes writing overlapping rows after an outage lock them in one order.
                 for completion in completions.sorted(by: { ($0.claim.target, $0.claim.vantage) < ($1.claim.target, $1.claim.vantage) }) {
+                    let age = max(0, now - completion.endedAt) // written late (PostgreSQL was down): counted from the scan's end
                     try connection.execute("""
                         UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL, consecutive_failures = $3,
                             updated_at = extract(epoch FROM clock_timestamp()),
@@ -486,8 +487,7 @@ public final class PostgresFleet: Sendable {
                         WHERE target = $1 AND vantage = $2
                           AND (lease_owner = $5 OR lease_owner IS NULL OR lease_until < extract(epoch FROM now()))
                         """, [.text(completion.claim.target), .text(completion.claim.vantage), .int(Int64(completion.consecutiveFailures)),
-                              .double(completion.delay - max(0, now - completion.endedAt)), .text(node),
-                              .double(max(0, now - completion.endedAt))])
+                              .double(completion.delay - age), .text(node), .double(age)])
                 }
             }
         }
