@@ -256,19 +256,22 @@ public final class SQLiteScanStore: ScanStore, Sendable {
     public func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery] {
         guard !sinks.isEmpty else { return [] }
         do {
-            return try pool.read { db in
-                let placeholders = Array(repeating: "?", count: sinks.count).joined(separator: ", ")
-                return try Row.fetchAll(db, sql: """
-                    SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.sink IN (\(placeholders))
-                    ORDER BY a.created_at, a.id LIMIT ?
-                    """, arguments: StatementArguments([time.timeIntervalSince1970] + sinks + [limit])).compactMap { row in
-                    guard let alert = try StoredValues.decode(Alert.self, row["document"]) else { return nil }
-                    return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
-                }
-            }
+            return try pool.read { db in try Self.due(db, by: time, sinks: sinks, limit: limit) }
         } catch {
             throw Self.storeError(error, doing: "reading pending alerts")
+        }
+    }
+
+    /// The deliveries `pendingDeliveries` lists, read in the caller's transaction.
+    private static func due(_ db: Database, by time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery] {
+        let placeholders = Array(repeating: "?", count: sinks.count).joined(separator: ", ")
+        return try Row.fetchAll(db, sql: """
+            SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
+            WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.sink IN (\(placeholders))
+            ORDER BY a.created_at, a.id LIMIT ?
+            """, arguments: StatementArguments([time.timeIntervalSince1970] + sinks + [limit])).compactMap { row in
+            guard let alert = try StoredValues.decode(Alert.self, row["document"]) else { return nil }
+            return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
         }
     }
 
@@ -276,15 +279,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         guard !sinks.isEmpty else { return [] }
         do {
             return try pool.write { db in
-                let placeholders = Array(repeating: "?", count: sinks.count).joined(separator: ", ")
-                let due = try Row.fetchAll(db, sql: """
-                    SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= ? AND d.sink IN (\(placeholders))
-                    ORDER BY a.created_at, a.id LIMIT ?
-                    """, arguments: StatementArguments([time.timeIntervalSince1970] + sinks + [limit])).compactMap { row -> PendingDelivery? in
-                    guard let alert = try StoredValues.decode(Alert.self, row["document"]) else { return nil }
-                    return PendingDelivery(alert: alert, sink: row["sink"], attempts: row["attempts"])
-                }
+                let due = try Self.due(db, by: time, sinks: sinks, limit: limit)
                 for delivery in due {
                     try db.execute(sql: "UPDATE alert_delivery SET next_attempt_at = ? WHERE alert_id = ? AND sink = ?",
                                    arguments: [time.timeIntervalSince1970 + lease, delivery.alert.id, delivery.sink])
