@@ -189,11 +189,13 @@ struct ReportReader {
         }
         guard let last, let details = last.details else { return nil }
         let verdict = try self.verdict(last)
-        // The last scan that reached the server: usually that same one.
+        // The last scan that reached the server: usually that same one; prefetched in `read` for
+        // an address whose current scan failed.
+        let prefetched = member.lastScanAt <= query.end && last.status == .failed
         let reachable = verdict.condition != .unreachable ? last
-            : try lastReachable.keys.contains(key) || member.lastScanAt <= query.end && last.status == .failed ? lastReachable[key]
-            : facts.lastScan(target: key.target, address: key.address, atOrBefore: query.end, reachableOnly: true,
-                             policy: query.policy, details: true)
+            : prefetched ? lastReachable[key]
+            : try facts.lastScan(target: key.target, address: key.address, atOrBefore: query.end, reachableOnly: true,
+                                 policy: query.policy, details: true)
         var chain: [ReportCertificate] = []
         if let id = reachable?.observationID {
             let references = try chains[id] ?? facts.chainReferences(observationID: id)
