@@ -63,7 +63,7 @@ private final class PostgresReportFacts: ReportFactReader {
 
     func lastScan(target: String, address: String, atOrBefore time: Date, reachableOnly: Bool,
                   policy: CompliancePolicy?, details: Bool) throws -> ScanFacts? {
-        let reachable = reachableOnly ? "AND (o.status = 'completed' OR o.trust_store IS NOT NULL)" : ""
+        let reachable = reachableOnly ? "AND \(ScanRows.reached("o"))" : ""
         let rows = try connection.execute(Self.scanSQL(from: "observation o", policy: policy, details: details) + """
              WHERE o.target = $1 AND o.address = $2 AND o.started_at <= $3 \(reachable)
              ORDER BY o.started_at DESC, o.id DESC LIMIT 1
@@ -109,7 +109,7 @@ private final class PostgresReportFacts: ReportFactReader {
         let rows = try connection.execute(Self.scanSQL(from: """
             unnest($1::text[], $2::text[]) AS k(target, address)
             CROSS JOIN LATERAL (SELECT * FROM observation x WHERE x.target = k.target AND x.address = k.address AND x.started_at <= $3
-                                  AND (x.status = 'completed' OR x.trust_store IS NOT NULL)
+                                  AND \(ScanRows.reached("x"))
                                 ORDER BY x.started_at DESC, x.id DESC LIMIT 1) o
             """, policy: policy, details: true), [.texts(keys.map(\.target)), .texts(keys.map(\.address)), .double(time.timeIntervalSince1970)])
         var found: [AddressKey: ScanFacts] = [:]

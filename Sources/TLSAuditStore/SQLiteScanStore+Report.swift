@@ -60,7 +60,7 @@ private final class SQLiteReportFacts: ReportFactReader {
     func lastScan(target: String, address: String, atOrBefore time: Date, reachableOnly: Bool,
                   policy: CompliancePolicy?, details: Bool) throws -> ScanFacts? {
         let source = details ? Self.detailSQL(from: "observation o", policy: policy) : Self.verdictSQL(from: "observation o", policy: policy)
-        let reachable = reachableOnly ? "AND (o.status = 'completed' OR o.trust_store IS NOT NULL)" : ""
+        let reachable = reachableOnly ? "AND \(ScanRows.reached("o"))" : ""
         guard let row = try Row.fetchOne(db.cachedStatement(sql: source + """
              WHERE o.target = ? AND o.address = ? AND o.started_at <= ? \(reachable)
              ORDER BY o.started_at DESC, o.id DESC LIMIT 1

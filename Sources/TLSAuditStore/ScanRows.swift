@@ -81,6 +81,12 @@ package struct ScanRows {
 
     /// The address's current state after a scan (21 parameters, `?` placeholders; the PostgreSQL
     /// store numbers them): the same upsert on every backend.
+    /// SQL (both backends): the observation `alias` reached the server (the handshake completed,
+    /// or at least a chain arrived).
+    package static func reached(_ alias: String) -> String {
+        "(\(alias).status = 'completed' OR \(alias).trust_store IS NOT NULL)"
+    }
+
     /// An alert, and a pending delivery of it to one sink (both backends; a repeat is ignored).
     package static let insertAlert = """
         INSERT INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
