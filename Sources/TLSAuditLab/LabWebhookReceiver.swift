@@ -28,11 +28,14 @@ public final class LabWebhookReceiver: Sendable {
         var interim: [Int] = []
         /// Answer as soon as the headers are in, and close without reading the body.
         var early = false
+        /// Seconds to wait, once the request is in, before answering (a slow receiver).
+        var delay: Double = 0
     }
 
     /// What the connection threads share.
     private final class State: Sendable {
         let requests = Mutex<[Request]>([])
+        let attempts = Mutex<[Request]>([])
         let answer = Mutex(Answer())
     }
 
@@ -56,6 +59,8 @@ public final class LabWebhookReceiver: Sendable {
                 return
             }
             guard let request = Self.read(fd) else { return }
+            state.attempts.withLock { $0.append(request) }
+            if answer.delay > 0 { Thread.sleep(forTimeInterval: answer.delay) }
             if (200..<300).contains(code) { state.requests.withLock { $0.append(request) } }
             for interim in answer.interim {
                 let head = switch interim {
@@ -70,13 +75,17 @@ public final class LabWebhookReceiver: Sendable {
         }
     }
 
+    /// Every request read in full, whatever the answer, in arrival order.
+    public var attempts: [Request] { state.attempts.withLock { $0 } }
+
     /// Requests accepted with a 2xx answer, in arrival order.
     public var received: [Request] { state.requests.withLock { $0 } }
 
     /// The status code to answer with from now on (e.g. 503 to play a failing receiver), after
-    /// the interim (1xx) answers in `interim` (e.g. 100 Continue, 103 Early Hints with a Link header).
-    public func respond(with code: Int, after interim: [Int] = []) {
-        state.answer.withLock { $0 = Answer(status: code, interim: interim) }
+    /// the interim (1xx) answers in `interim` (e.g. 100 Continue, 103 Early Hints with a Link header),
+    /// each answer `delay` seconds after its request came in.
+    public func respond(with code: Int, after interim: [Int] = [], delay: Double = 0) {
+        state.answer.withLock { $0 = Answer(status: code, interim: interim, delay: delay) }
     }
 
     /// Answers `code` as soon as a request's headers are in and closes without reading its body

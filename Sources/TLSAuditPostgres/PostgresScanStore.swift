@@ -196,15 +196,22 @@ public final class PostgresScanStore: ScanStore, Sendable {
 
     // MARK: - Alerts
 
+    /// A delivery's due time is kept on the server's clock: the SQL for "server now plus parameter
+    /// `number` seconds", the parameter being ``fromNow(_:)`` of the node's time.
+    static func serverClock(_ number: Int) -> String { "(extract(epoch FROM now())::float8 + $\(number)::float8)" }
+
+    /// A node's time as seconds from the node's now, to be added to the server's now.
+    static func fromNow(_ time: Date) -> PostgresValue { .double(time.timeIntervalSinceNow) }
+
     public func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery] {
         guard !sinks.isEmpty else { return [] }
         return try pool.withConnection { connection in
             let placeholders = sinks.indices.map { "$\($0 + 2)" }.joined(separator: ", ")
             let rows = try connection.execute("""
                 SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-                WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND d.sink IN (\(placeholders))
+                WHERE d.state = 'pending' AND d.next_attempt_at <= \(Self.serverClock(1)) AND d.sink IN (\(placeholders))
                 ORDER BY a.created_at, a.id COLLATE "C" LIMIT $\(sinks.count + 2)
-                """, [.double(time.timeIntervalSince1970)] + sinks.map { .text($0) } + [.int(Int64(limit))])
+                """, [Self.fromNow(time)] + sinks.map { .text($0) } + [.int(Int64(limit))])
             return try (0..<rows.count).compactMap { row in
                 guard let alert = try StoredValues.decode(Alert.self, rows.text(row, "document")) else { return nil }
                 return PendingDelivery(alert: alert, sink: rows.text(row, "sink") ?? "", attempts: Int(rows.int(row, "attempts") ?? 0))
@@ -213,21 +220,22 @@ public final class PostgresScanStore: ScanStore, Sendable {
     }
 
     /// Claimed with `FOR UPDATE SKIP LOCKED`: two nodes claiming at once get different deliveries.
+    /// Due times and leases are on the database server's clock (``serverClock(_:)``), so nodes whose
+    /// clocks disagree still take a delivery over only once its lease has run out.
     public func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery] {
         guard !sinks.isEmpty else { return [] }
         return try pool.withConnection { connection in
             let rows = try connection.execute("""
                 WITH due AS (
                     SELECT d.alert_id, d.sink FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-                    WHERE d.state = 'pending' AND d.next_attempt_at <= $1 AND d.sink = ANY($2::text[])
+                    WHERE d.state = 'pending' AND d.next_attempt_at <= \(Self.serverClock(1)) AND d.sink = ANY($2::text[])
                     ORDER BY a.created_at, a.id COLLATE "C" LIMIT $3
                     FOR UPDATE OF d SKIP LOCKED
                 )
-                UPDATE alert_delivery d SET next_attempt_at = $4 FROM due, alert a
+                UPDATE alert_delivery d SET next_attempt_at = \(Self.serverClock(4)) FROM due, alert a
                 WHERE d.alert_id = due.alert_id AND d.sink = due.sink AND a.id = d.alert_id
                 RETURNING d.sink, d.attempts, a.document, a.created_at, a.id
-                """, [.double(time.timeIntervalSince1970), .texts(sinks), .int(Int64(limit)),
-                      .double(time.timeIntervalSince1970 + lease)])
+                """, [Self.fromNow(time), .texts(sinks), .int(Int64(limit)), .double(lease)])
             let claimed = try (0..<rows.count).compactMap { row -> (Double, String, PendingDelivery)? in
                 guard let alert = try StoredValues.decode(Alert.self, rows.text(row, "document")) else { return nil }
                 return (rows.double(row, "created_at") ?? 0, rows.text(row, "id") ?? "",
@@ -244,9 +252,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
         guard !deliveries.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE alert_delivery SET next_attempt_at = $1
+                UPDATE alert_delivery SET next_attempt_at = \(Self.serverClock(1))
                 WHERE state = 'pending' AND (alert_id, sink) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-                """, [.double(time.timeIntervalSince1970), .texts(deliveries.map(\.alert.id)), .texts(deliveries.map(\.sink))])
+                """, [Self.fromNow(time), .texts(deliveries.map(\.alert.id)), .texts(deliveries.map(\.sink))])
         }
     }
 
@@ -262,8 +270,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
     public func markFailed(alertID: String, sink: String, error message: String, retryAt: Date) throws {
         _ = try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE alert_delivery SET attempts = attempts + 1, last_error = $1, next_attempt_at = $2 WHERE alert_id = $3 AND sink = $4
-                """, [.text(message), .double(retryAt.timeIntervalSince1970), .text(alertID), .text(sink)])
+                UPDATE alert_delivery SET attempts = attempts + 1, last_error = $1, next_attempt_at = \(Self.serverClock(2))
+                WHERE alert_id = $3 AND sink = $4
+                """, [.text(message), Self.fromNow(retryAt), .text(alertID), .text(sink)])
         }
     }
 
@@ -297,8 +306,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
             observationID.map { .int($0) }])
         guard inserted.affected > 0 else { return false }
         for sink in sinks {
-            try connection.execute(PostgresConnection.numbered(ScanRows.insertDelivery),
-                                   [.text(alert.id), .text(sink), .double(alert.createdAt.timeIntervalSince1970)])
+            try connection.execute(PostgresConnection.numbered(ScanRows.insertDelivery(dueAt: Self.serverClock(3))),
+                                   [.text(alert.id), .text(sink), Self.fromNow(alert.createdAt)])
         }
         return true
     }

@@ -359,7 +359,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             alert.severity.rawValue, alert.summary, try StoredValues.json(alert), observationID])
         guard db.changesCount > 0 else { return false }
         for sink in sinks {
-            try db.cachedStatement(sql: ScanRows.insertDelivery).execute(arguments: [alert.id, sink, alert.createdAt.timeIntervalSince1970])
+            try db.cachedStatement(sql: ScanRows.insertDelivery()).execute(arguments: [alert.id, sink, alert.createdAt.timeIntervalSince1970])
         }
         return true
     }

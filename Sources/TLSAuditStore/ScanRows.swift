@@ -92,10 +92,13 @@ package struct ScanRows {
         INSERT INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
         """
-    package static let insertDelivery = """
-        INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at) VALUES (?, ?, 'pending', 0, ?)
+    /// `dueAt` is the SQL of the first attempt's time (PostgreSQL puts it on the server's clock).
+    package static func insertDelivery(dueAt: String = "?") -> String {
+        """
+        INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at) VALUES (?, ?, 'pending', 0, \(dueAt))
         ON CONFLICT DO NOTHING
         """
+    }
 
     package static let upsertTargetState = """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,

@@ -33,14 +33,23 @@ struct FleetTests {
 
         /// Starts a node whose own file names only the database, itself and the fleet settings;
         /// `hosts`: the node sees this /etc/hosts (its own mount namespace), as a vantage point
-        /// behind another DNS would.
-        func node(_ name: String, vantage: String = "default", fleet: String, hosts: String? = nil) throws -> ServiceProcess {
+        /// behind another DNS would; `clockAhead`: the node's wall clock runs this far ahead (libfaketime).
+        func node(_ name: String, vantage: String = "default", fleet: String, hosts: String? = nil,
+                  clockAhead: String? = nil) throws -> ServiceProcess {
             let path = workspace.appendingPathComponent("\(name).yaml").path
             try """
                 database: \(url)
                 node: {name: \(name), vantage: \(vantage)}
                 fleet: \(fleet)
                 """.write(toFile: path, atomically: true, encoding: .utf8)
+            if let clockAhead {
+                // Exec'd from a shell: in the first process libfaketime is loaded into, it sets an
+                // environment variable at start-up and Swift then saw no command-line arguments
+                // (Debian's libfaketime 0.9.10); a process exec'd after that sees them.
+                return try ServiceProcess(config: path, workspace: workspace, launcher: [
+                    "/usr/bin/env", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1", "FAKETIME=+\(clockAhead)",
+                    "FAKETIME_DONT_FAKE_MONOTONIC=1", "/bin/sh", "-c", "exec \"$0\" \"$@\""])
+            }
             guard let hosts else { return try ServiceProcess(config: path, workspace: workspace) }
             let hostsFile = workspace.appendingPathComponent("\(name).hosts").path
             try hosts.write(toFile: hostsFile, atomically: true, encoding: .utf8)
@@ -59,6 +68,24 @@ struct FleetTests {
                 return (row[0], row[1], started)
             }
         }
+    }
+
+    /// Stops the nodes with SIGTERM and expects each to exit 0 within 15 s.
+    static func stop(_ nodes: [ServiceProcess]) {
+        for node in nodes { node.signal(SIGTERM) }
+        for node in nodes { #expect(node.waitForExit(timeout: 15) == 0, "\(node.log.suffix(1500))") }
+    }
+
+    /// The configuration's alert sinks: one webhook, `hook`, at `path` of the receiver.
+    static func webhook(_ receiver: LabWebhookReceiver, path: String = "/alerts", timeout: String = "2s") -> String {
+        """
+        alerts:
+          sinks:
+            - name: hook
+              type: webhook
+              url: http://127.0.0.1:\(receiver.port)\(path)
+              timeout: \(timeout)
+        """
     }
 
     /// The smallest gap between two scans of one target, over all targets.
@@ -87,12 +114,7 @@ struct FleetTests {
         let settings = "{lease: 5s, poll: 500ms}"
         let file = try fleet.fleetFile(targets: targets, interval: "2s", extra: """
             fleet: \(settings)
-            alerts:
-              sinks:
-                - name: hook
-                  type: webhook
-                  url: http://127.0.0.1:\(receiver.port)/alerts
-                  timeout: 2s
+            \(Self.webhook(receiver))
             """)
         let applied = try Binary.run(["fleet", "apply", file])
         #expect(applied.status == 0 && applied.stdout.contains("fleet configuration version 1 applied"), "\(applied.stdout)\(applied.stderr)")
@@ -145,8 +167,40 @@ struct FleetTests {
         let delivered = try fleet.query("SELECT count(*) FROM alert_delivery WHERE sink = 'hook' AND state = 'delivered'")
         #expect(delivered.first?.first == "\(ids.count)", "the database counts as many deliveries as the receiver got: \(delivered)")
 
-        for node in nodes.dropFirst() { node.signal(SIGTERM) }
-        for node in nodes.dropFirst() { #expect(node.waitForExit(timeout: 15) == 0, "\(node.log.suffix(2000))") }
+        Self.stop(Array(nodes.dropFirst()))
+    }
+
+    @Test("a node whose clock runs 10 minutes ahead does not take over alert deliveries another node holds: their leases are on the server's clock; each alert reaches the slow webhook once")
+    func skewedClocks() throws {
+        let fleet = try Fleet("fleet-skew")
+        defer { fleet.postgres.stop() }
+        let expired = try lab.expiredServer()
+        defer { expired.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        receiver.respond(with: 200, delay: 4)
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: [("expired", expired.port)], interval: "1s", extra: """
+            fleet: \(settings)
+            \(Self.webhook(receiver, timeout: "10s"))
+            """)
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        // The node on time raises the alerts and claims their deliveries (lease 30 + 10 x 10 s);
+        // the first one is at the slow webhook when the node 10 minutes ahead starts.
+        let onTime = try fleet.node("node-now", fleet: settings)
+        onTime.wait("the first delivery at the webhook", timeout: 30) { !receiver.attempts.isEmpty }
+        let ahead = try fleet.node("node-ahead", fleet: settings, clockAhead: "10m")
+        try ahead.wait("the node ahead scanning", timeout: 30) { try fleet.scans().contains { $0.node == "node-ahead" } }
+        let stamped = try fleet.scans().filter { $0.node == "node-ahead" }.map(\.startedAt).max() ?? 0
+        #expect(stamped > Date().timeIntervalSince1970 + 500, "the node's clock really runs ahead (its scans are stamped \(stamped))")
+        let raised = Int(try fleet.query("SELECT count(*) FROM alert_delivery WHERE sink = 'hook'").first?.first ?? "") ?? 0
+        #expect(raised >= 2, "the expired target raised several alerts: \(raised)")
+        onTime.wait("every alert delivered", timeout: 4.0 * Double(raised) + 10) { receiver.received.count >= raised }
+        Thread.sleep(forTimeInterval: 5)
+        let ids = receiver.attempts.compactMap { try? JSONDecoder.tlsaudit.decode(Alert.self, from: $0.body).id }
+        #expect(ids.count == raised && Set(ids).count == raised, "each alert sent once, not taken over by the node ahead: \(ids)")
+        #expect(ahead.lines(containing: "alert delivered").allSatisfy { $0.contains("sink=log") }, "the node ahead delivered nothing to the webhook")
+        Self.stop([onTime, ahead])
     }
 
     @Test("a configuration applied while the nodes run: all three converge within seconds (NOTIFY, the poll is 10 s), the new target is scanned, a removed one is not")
@@ -180,8 +234,7 @@ struct FleetTests {
         #expect(!(try fleet.scans()).contains { $0.target == "two" && $0.startedAt > switched }, "the removed target is no longer scanned")
         let status = try Binary.run(["fleet", "status", "--database", fleet.url, "--format", "json"])
         #expect(status.status == 0, "every node alive and on the newest version: \(status.stdout)")
-        for node in nodes { node.signal(SIGTERM) }
-        for node in nodes { #expect(node.waitForExit(timeout: 15) == 0) }
+        Self.stop(nodes)
     }
 
     @Test("PostgreSQL stopped for 30 s under three nodes and started again: they keep scanning, then store everything they logged as stored")
@@ -255,8 +308,7 @@ struct FleetTests {
                 "history of the configured key lists every vantage: \(history.stdout.prefix(1500))")
         let nodes = try fleet.query("SELECT DISTINCT target || ' ' || node || ' ' || vantage FROM observation ORDER BY 1").map { $0.joined() }
         #expect(nodes == ["api@eu node-eu eu", "api@us node-us us"], "results record the node and vantage: \(nodes)")
-        for node in [europe, america] { node.signal(SIGTERM) }
-        for node in [europe, america] { #expect(node.waitForExit(timeout: 15) == 0) }
+        Self.stop([europe, america])
     }
 
     @Test("a scheduled report is written and sent by exactly one of three nodes")
@@ -270,12 +322,7 @@ struct FleetTests {
         let settings = "{lease: 5s, poll: 500ms}"
         let file = try fleet.fleetFile(targets: [("one", good.port), ("two", good.port)], interval: "1s", extra: """
             fleet: \(settings)
-            alerts:
-              sinks:
-                - name: hook
-                  type: webhook
-                  url: http://127.0.0.1:\(receiver.port)/reports
-                  timeout: 2s
+            \(Self.webhook(receiver, path: "/reports"))
             reports:
               - name: fleet-daily
                 schedule: daily
@@ -295,7 +342,6 @@ struct FleetTests {
         #expect(receiver.received.filter { $0.headers["x-tlsaudit-report-id"] != nil }.count == 1, "sent once")
         #expect(nodes.map { $0.lines(containing: "scheduled report written").count }.reduce(0, +) == 1, "written by one node")
         #expect(try fleet.query("SELECT count(*) FROM report_run").first?.first == "1")
-        for node in nodes { node.signal(SIGTERM) }
-        for node in nodes { #expect(node.waitForExit(timeout: 15) == 0) }
+        Self.stop(nodes)
     }
 }
