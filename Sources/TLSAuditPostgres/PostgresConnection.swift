@@ -139,22 +139,22 @@ final class PostgresRows {
     let count: Int
     /// Rows an INSERT, UPDATE or DELETE changed.
     let affected: Int
-    private let columns: [String: Int32]
+    /// Column names in result order: found by a scan, which for a result's few short names costs
+    /// less than hashing the name (a 10,000-row report reads 200,000 values).
+    private let columns: [String]
 
     init(_ result: OpaquePointer) {
         self.result = result
         count = Int(PQntuples(result))
         affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-        var columns: [String: Int32] = [:]
-        for index in 0..<PQnfields(result) { columns[String(cString: PQfname(result, index))] = index }
-        self.columns = columns
+        columns = (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
     }
 
     deinit { PQclear(result) }
 
     private func column(_ name: String) -> Int32 {
-        guard let index = columns[name] else { preconditionFailure("no column \(name) in the result") }
-        return index
+        guard let index = columns.firstIndex(of: name) else { preconditionFailure("no column \(name) in the result") }
+        return Int32(index)
     }
 
     func text(_ row: Int, _ name: String) -> String? {

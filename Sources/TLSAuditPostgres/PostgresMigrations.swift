@@ -228,9 +228,14 @@ enum PostgresMigrations {
     static func migrate(_ connection: PostgresConnection) throws {
         try connection.execute("SELECT pg_advisory_lock($1)", [.int(lockKey)])
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock($1)", [.int(lockKey)]) }
-        try connection.execute("""
-            CREATE TABLE IF NOT EXISTS tlsaudit_migration (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)
-            """)
+        // Created only when missing: CREATE ... IF NOT EXISTS needs the right to create even when
+        // the table is there, and a read-only role (reports, status) must open a current schema.
+        let exists = try connection.execute("SELECT to_regclass('tlsaudit_migration') IS NOT NULL AS present").bool(0, "present") ?? false
+        if !exists {
+            try connection.execute("""
+                CREATE TABLE IF NOT EXISTS tlsaudit_migration (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)
+                """)
+        }
         let applied = try appliedMigrations(connection)
         let known = Set(all.map(\.name))
         if let newer = applied.first(where: { !known.contains($0) }) {

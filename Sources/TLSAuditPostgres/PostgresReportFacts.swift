@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import TLSAuditModel
 public import TLSAuditStore
@@ -5,12 +6,71 @@ public import TLSAuditStore
 extension PostgresScanStore {
     /// Calls `body` with a reader of the stored facts inside one read-only, repeatable-read
     /// transaction: a consistent snapshot while other nodes keep writing.
+    /// The slowest independent reads (the period's scan counts, the current chains' certificates)
+    /// run beside the others on a second connection sharing the snapshot (``SideReads``).
     public func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T {
         try pool.withConnection { connection in
             try connection.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") {
-                try body(PostgresReportFacts(connection: connection))
+                let snapshot = try connection.execute("SELECT pg_export_snapshot() AS id").text(0, "id")
+                let side = snapshot.flatMap { SideReads(settings: pool.settings, snapshot: $0) }
+                defer { side?.finish() }
+                return try body(PostgresReportFacts(connection: connection, side: side))
             }
         }
+    }
+}
+
+/// Reads run on a second connection inside the main read transaction's snapshot (exported with
+/// `pg_export_snapshot` and imported with `SET TRANSACTION SNAPSHOT`, as pg_dump's workers do):
+/// the server counts and fetches there while the client decodes what the main connection read.
+/// Without it (the second connection refused), the main connection reads everything itself.
+private final class SideReads: @unchecked Sendable {
+    // @unchecked: `connection` is used on `queue` only.
+    private let connection: PostgresConnection
+    private let queue = DispatchQueue(label: "tlsaudit.report.side-reads")
+
+    /// A read started on the side connection; `value()` waits for it.
+    final class Pending<Value>: @unchecked Sendable {
+        // @unchecked: `result` is written once before `done` is signalled and read after.
+        private var result: Result<Value, any Error>?
+        private let done = DispatchSemaphore(value: 0)
+
+        fileprivate func set(_ result: Result<Value, any Error>) {
+            self.result = result
+            done.signal()
+        }
+
+        func value() throws -> Value {
+            done.wait()
+            done.signal()
+            return try result!.get()
+        }
+    }
+
+    init?(settings: PostgresSettings, snapshot: String) {
+        guard let connection = try? PostgresConnection(settings) else { return nil }
+        do {
+            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try connection.execute("SET TRANSACTION SNAPSHOT '\(snapshot.filter { $0.isHexDigit || $0 == "-" })'")
+        } catch {
+            return nil
+        }
+        self.connection = connection
+    }
+
+    /// Starts `read` on the side connection, after the reads started before it.
+    func start<Value>(_ read: @escaping (PostgresConnection) throws -> Value) -> Pending<Value> {
+        let pending = Pending<Value>()
+        let box = PostgresConnectionBox(connection: connection)
+        nonisolated(unsafe) let read = read
+        queue.async { pending.set(Result { try read(box.connection) }) }
+        return pending
+    }
+
+    /// Waits for the reads started and ends the side transaction (the connection closes with it).
+    func finish() {
+        let box = PostgresConnectionBox(connection: connection)
+        queue.sync { _ = try? box.connection.execute("COMMIT") }
     }
 }
 
@@ -18,9 +78,23 @@ extension PostgresScanStore {
 private final class PostgresReportFacts: ReportFactReader {
     let connection: PostgresConnection
     private var summaries: [String: CertificateSummary] = [:]
+    /// Reads under way on the side connection, when there is one.
+    private let side: SideReads?
+    private var counts: (period: String, pending: SideReads.Pending<(all: Int, failed: Int)>)?
+    private let currentChains: SideReads.Pending<[Int64: [ChainReference]]>?
+    private let currentCertificates: SideReads.Pending<[String: ChainCertificate]>?
 
-    init(connection: PostgresConnection) {
+    init(connection: PostgresConnection, side: SideReads?) {
         self.connection = connection
+        self.side = side
+        currentChains = side?.start { connection in try Self.latestChainReferences(on: connection) }
+        // Every certificate the current chains name: what `certificates(fingerprints:)` is asked first.
+        currentCertificates = side?.start { connection in
+            try Self.certificates(on: connection, where: """
+                fingerprint IN (SELECT fingerprint FROM observation_certificate
+                                WHERE observation_id = ANY(ARRAY(SELECT last_observation_id FROM target_state)))
+                """)
+        }
     }
 
     func addresses() throws -> [StoredAddress] {
@@ -49,6 +123,11 @@ private final class PostgresReportFacts: ReportFactReader {
     /// The ids as an array: as a join, the planner hashed all five million references of a
     /// million scans (600 ms) instead of probing the index for the 10,000 current ones (60 ms).
     func latestChainReferences() throws -> [Int64: [ChainReference]] {
+        if let chains = try? currentChains?.value() { return chains }
+        return try Self.latestChainReferences(on: connection)
+    }
+
+    private static func latestChainReferences(on connection: PostgresConnection) throws -> [Int64: [ChainReference]] {
         let rows = try connection.execute("""
             SELECT c.observation_id, c.role, c.position, c.fingerprint FROM observation_certificate c
             WHERE c.observation_id = ANY(ARRAY(SELECT last_observation_id FROM target_state))
@@ -56,7 +135,7 @@ private final class PostgresReportFacts: ReportFactReader {
             """)
         var chains: [Int64: [ChainReference]] = [:]
         for row in 0..<rows.count {
-            chains[rows.int(row, "observation_id") ?? 0, default: []].append(Self.reference(rows, row))
+            chains[rows.int(row, "observation_id") ?? 0, default: []].append(reference(rows, row))
         }
         return chains
     }
@@ -121,13 +200,25 @@ private final class PostgresReportFacts: ReportFactReader {
     }
 
     /// One query for all of them (a report's chains name thousands of certificates: one round
-    /// trip each took 3 of a 10,000-target report's 5 seconds).
+    /// trip each took 3 of a 10,000-target report's 5 seconds); those of the current chains come
+    /// from the side connection.
     func certificates(fingerprints: [String]) throws -> [String: ChainCertificate] {
         guard !fingerprints.isEmpty else { return [:] }
+        let prefetched = (try? currentCertificates?.value()) ?? [:]
+        let asked = Set(fingerprints)
+        var found = prefetched.filter { asked.contains($0.key) }
+        let missing = fingerprints.filter { prefetched[$0] == nil }
+        guard !missing.isEmpty else { return found }
+        found.merge(try Self.certificates(on: connection, where: "fingerprint = ANY($1::text[])", [.texts(missing)])) { $1 }
+        return found
+    }
+
+    private static func certificates(on connection: PostgresConnection, where condition: String,
+                                     _ parameters: [PostgresValue?] = []) throws -> [String: ChainCertificate] {
         let rows = try connection.execute("""
             SELECT fingerprint, subject, issuer, not_before, not_after, summary::json ->> 'commonName' AS common_name FROM certificate
-            WHERE fingerprint = ANY($1::text[])
-            """, [.texts(fingerprints)])
+            WHERE \(condition)
+            """, parameters)
         var found: [String: ChainCertificate] = [:]
         for row in 0..<rows.count {
             guard let fingerprint = rows.text(row, "fingerprint") else { continue }
@@ -181,17 +272,33 @@ private final class PostgresReportFacts: ReportFactReader {
         try PostgresScanStore.loadResult(observationID: observationID, on: connection, summaries: &summaries)
     }
 
+    func willCountScans(after start: Date, through end: Date, targets: Set<String>?) {
+        guard let side else { return }
+        counts = (Self.period(start, end, targets), side.start { connection in
+            try Self.scanCounts(on: connection, after: start, through: end, targets: targets)
+        })
+    }
+
     func scanCounts(after start: Date, through end: Date, targets: Set<String>?) throws -> (all: Int, failed: Int) {
+        // A side read that failed (its connection dropped) is read again here.
+        if let counts, counts.period == Self.period(start, end, targets), let value = try? counts.pending.value() { return value }
+        return try Self.scanCounts(on: connection, after: start, through: end, targets: targets)
+    }
+
+    private static func period(_ start: Date, _ end: Date, _ targets: Set<String>?) -> String {
+        "\(start.timeIntervalSince1970) \(end.timeIntervalSince1970) \(targets?.sorted() ?? [])"
+    }
+
+    /// Counted by the server (grouping a million scans by target to filter them here took twice as long).
+    private static func scanCounts(on connection: PostgresConnection, after start: Date, through end: Date,
+                                   targets: Set<String>?) throws -> (all: Int, failed: Int) {
+        var parameters: [PostgresValue?] = [.double(start.timeIntervalSince1970), .double(end.timeIntervalSince1970)]
+        if let targets { parameters.append(.texts(targets.sorted())) }
         let rows = try connection.execute("""
-            SELECT target, count(*) AS scans, count(*) FILTER (WHERE status = 'failed') AS failed FROM observation
-            WHERE started_at > $1 AND started_at <= $2 GROUP BY target
-            """, [.double(start.timeIntervalSince1970), .double(end.timeIntervalSince1970)])
-        var all = 0, failed = 0
-        for row in 0..<rows.count where targets?.contains(rows.text(row, "target") ?? "") ?? true {
-            all += Int(rows.int(row, "scans") ?? 0)
-            failed += Int(rows.int(row, "failed") ?? 0)
-        }
-        return (all, failed)
+            SELECT count(*) AS scans, count(*) FILTER (WHERE status = 'failed') AS failed FROM observation
+            WHERE started_at > $1 AND started_at <= $2 \(targets == nil ? "" : "AND target = ANY($3::text[])")
+            """, parameters)
+        return (Int(rows.int(0, "scans") ?? 0), Int(rows.int(0, "failed") ?? 0))
     }
 
     func alerts(after start: Date, through end: Date) throws -> [AlertSummary] {
@@ -230,6 +337,11 @@ private final class PostgresReportFacts: ReportFactReader {
         let join = policy.map { "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\($0.rawValue)'" }
             ?? "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy"
         let content = policy == nil ? "NULL" : "CASE WHEN v.observation_id IS NULL THEN coalesce(o.content_hash, 'id:' || o.id) END"
+        // With details (a report's current scans, thousands at most), probed per scan: as EXISTS, the
+        // planner hashed the pin state of every stored verdict (200 ms of a million-scan report).
+        let pinMismatch = details
+            ? "coalesce((SELECT bool_or(pv.pin::json ->> 'state' = 'mismatch') FROM verdict pv WHERE pv.observation_id = o.id), false)"
+            : "EXISTS (SELECT 1 FROM verdict pv WHERE pv.observation_id = o.id AND pv.pin::jsonb ->> 'state' = 'mismatch')"
         // `json`, not `jsonb`: a cast to json only checks the text, a cast to jsonb converts it (a
         // 10,000-address report parsed each handshake twice: most of its query time).
         let detail = !details ? "" : """
@@ -242,8 +354,7 @@ private final class PostgresReportFacts: ReportFactReader {
         return """
             SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain,
                 o.policy AS own_policy, v.policy AS stored_policy, v.compliant, v.failed_rules, \(content) AS content_key,
-                EXISTS (SELECT 1 FROM verdict pv WHERE pv.observation_id = o.id AND pv.pin::jsonb ->> 'state' = 'mismatch')
-                    AS pin_mismatch
+                \(pinMismatch) AS pin_mismatch
                 \(detail)
             FROM \(source) \(join)
             \(details ? """

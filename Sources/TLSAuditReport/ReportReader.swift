@@ -60,6 +60,9 @@ struct ReportReader {
 
     mutating func read() throws -> ReportData {
         let fleet = try facts.addresses().filter { query.includes(stored: $0.key.target) }
+        let targets = Set(fleet.map(\.key.target))
+        let counted = query.targets == nil ? nil : targets
+        facts.willCountScans(after: query.start, through: query.end, targets: counted)
         var addresses: [ReportAddress] = []
         var timeline = Timeline(query: query)
         latest = try facts.latestScans(upTo: query.end, policy: query.policy)
@@ -99,8 +102,7 @@ struct ReportReader {
                 try timeline.apply(try passVerdict(scan), key: scan.key, at: scan.startedAt)
             }
         }
-        let targets = Set(fleet.map(\.key.target))
-        let scans = try facts.scanCounts(after: query.start, through: query.end, targets: query.targets == nil ? nil : targets)
+        let scans = try facts.scanCounts(after: query.start, through: query.end, targets: counted)
         let (trend, transitions) = try timeline.finish()
         // A split view's alert is about the configured target, whose vantages are stored as KEY@VANTAGE.
         let configured = targets.union(targets.map { VantageTarget.split($0).key })

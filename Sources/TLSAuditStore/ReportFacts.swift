@@ -38,6 +38,9 @@ public protocol ReportFactReader {
                      _ body: (ScanFacts) throws -> Void) throws
     /// A stored result rebuilt from its rows (certificates decoded once per read).
     func result(observationID: Int64) throws -> AddressScanResult?
+    /// A hint given before the other reads: `scanCounts` will be asked for this period; a reader
+    /// may start counting now, beside the other reads (the default does nothing).
+    func willCountScans(after start: Date, through end: Date, targets: Set<String>?)
     /// How many scans started in the period (of `targets` only, when given), and how many failed.
     func scanCounts(after start: Date, through end: Date, targets: Set<String>?) throws -> (all: Int, failed: Int)
     /// The alerts raised in the period, oldest first.
@@ -250,6 +253,8 @@ public struct AlertSummary: Sendable, Hashable {
 }
 
 extension ReportFactReader {
+    public func willCountScans(after start: Date, through end: Date, targets: Set<String>?) {}
+
     /// One at a time: a store in the process (SQLite) pays nothing per call.
     public func certificates(fingerprints: [String]) throws -> [String: ChainCertificate] {
         var found: [String: ChainCertificate] = [:]

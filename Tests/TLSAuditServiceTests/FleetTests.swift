@@ -45,7 +45,9 @@ struct FleetTests {
             if let clockAhead {
                 // Exec'd from a shell: in the first process libfaketime is loaded into, it sets an
                 // environment variable at start-up and Swift then saw no command-line arguments
-                // (Debian's libfaketime 0.9.10); a process exec'd after that sees them.
+                // (Debian's libfaketime 0.9.10); a process exec'd after that sees them. Monotonic time
+                // stays real (faked, Dispatch's timers stalled); libdispatch's timer thread then
+                // spins on libfaketime's timerfd_settime, a core for the node's life: a test-only cost.
                 return try ServiceProcess(config: path, workspace: workspace, launcher: [
                     "/usr/bin/env", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1", "FAKETIME=+\(clockAhead)",
                     "FAKETIME_DONT_FAKE_MONOTONIC=1", "/bin/sh", "-c", "exec \"$0\" \"$@\""])
