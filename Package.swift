@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 /// Swift 6 language mode everywhere; internal imports by default so that no
@@ -21,6 +21,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", exact: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        // The HTTP listener (metrics, health, API): see README "Monitoring" for why Hummingbird.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
     ],
     targets: [
         // OpenSSL 3 headers and libraries, plus inline wrappers for the macros Swift cannot import.
@@ -92,11 +95,24 @@ let package = Package(
             dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
+        // Prometheus metrics and the HTTP listener (Hummingbird, on SwiftNIO beside the scheduler).
+        .target(
+            name: "TLSAuditMonitoring",
+            dependencies: [
+                "TLSAuditModel", "TLSAuditStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The service: YAML configuration, the Dispatch scheduler, lifecycle and sd_notify.
         .target(
             name: "TLSAuditService",
             dependencies: [
                 "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CServiceSignals",
+                "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -52,4 +52,8 @@ public enum SettingBounds {
     public static let lease = Bound(defaultValue: 60.0, range: 5...3_600, described: "between 5 seconds and 1 hour")
     /// Seconds between a fleet node's claims, heartbeats and configuration checks: `fleet: poll:`.
     public static let fleetPoll = Bound(defaultValue: 2.0, range: 0.2...60, described: "between 200 ms and 60 seconds")
+    /// Seconds an HTTP connection may stay idle or stalled mid-request: `http: idle_timeout:`.
+    public static let httpIdleTimeout = Bound(defaultValue: 10.0, range: 1...300, described: "between 1 second and 5 minutes")
+    /// Connections open at once per HTTP listener: `http: max_connections:`.
+    public static let httpConnections = Bound(defaultValue: 256.0, range: 1...10_000, described: "between 1 and 10000")
 }

@@ -71,6 +71,8 @@ final class AlertDispatcher: @unchecked Sendable {
     // @unchecked: `timer` is touched on `queue` only; `sinks` is behind a Mutex.
     private let queue = DispatchQueue(label: "tlsaudit.alerts")
     private var timer: DispatchSourceTimer?
+    /// Called on `queue` after each delivery attempt with the sink's name and whether it was delivered (the metrics).
+    var onAttempt: (@Sendable (String, Bool) -> Void)?
     private let sinks: Mutex<[String: SinkConfiguration]>
     private let writer: ResultWriter
     private let logger: Logger
@@ -150,6 +152,7 @@ final class AlertDispatcher: @unchecked Sendable {
                 continue
             }
             let outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
+            if case .success = outcome { onAttempt?(sink.name, true) } else { onAttempt?(sink.name, false) }
             do {
                 switch outcome {
                 case .success:

@@ -2,6 +2,7 @@ import Foundation
 public import TLSAuditCore
 public import TLSAuditStore
 public import TLSAuditPostgres
+public import TLSAuditMonitoring
 import TLSAuditProbe
 import TLSAuditReport
 import Yams
@@ -110,6 +111,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var node = NodeIdentity()
     /// How fleet nodes coordinate (lease and poll period).
     public var fleet = FleetSettings()
+    /// The HTTP listener for metrics, health and the API (off by default).
+    public var http = HTTPSettings()
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
 
@@ -266,7 +269,7 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet"]
+                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http"]
     static let postgresKeys = ["host", "port", "database", "user", "password_file", "sslmode", "ca_file", "pool_size",
                                "statement_timeout"]
     static let reportKeys = ["name", "schedule", "at", "day", "timezone", "since", "formats", "directory", "policy",
@@ -359,6 +362,7 @@ struct ConfigurationParser {
         }
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
+        if let node = mapping["http"] { configuration.http = httpSettings(node) }
         let builtIn = Settings(port: SettingBounds.port.defaultValue, addresses: .all, interval: SettingBounds.interval.defaultValue,
                                timeout: SettingBounds.timeout.defaultValue, policy: .default, trust: .system,
                                revocation: SettingBounds.revocation)
@@ -566,6 +570,46 @@ struct ConfigurationParser {
         if settings.lease < settings.poll * 3 {
             report(mapping["lease"] ?? node, "fleet lease (\(DurationText.text(settings.lease))) must be at least three polls (\(DurationText.text(settings.poll * 3))): leases are renewed every poll")
         }
+        return settings
+    }
+
+    /// `http:` with `listen` (an address or a list), `bearer_token_file`, `max_connections`, `idle_timeout`.
+    private mutating func httpSettings(_ node: Node) -> HTTPSettings {
+        var settings = HTTPSettings()
+        guard case .mapping(let mapping) = node else {
+            report(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)")
+            return settings
+        }
+        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "max_connections", "idle_timeout"], in: "http")
+        let addresses: [Node] = switch mapping["listen"] {
+        case .sequence(let sequence)?: Array(sequence)
+        case let value?: [value]
+        case nil: []
+        }
+        if mapping["listen"] == nil { report(node, "http: 'listen' is required (like \"127.0.0.1:9219\")") }
+        for value in addresses {
+            guard let text = string(value, "an address like 127.0.0.1:9219 or [::1]:9219") else { continue }
+            guard let listen = HTTPSettings.Listen.parse(text) else {
+                report(value, "http listen '\(text)' is not HOST:PORT, [IPV6]:PORT or :PORT (a port from 0 to 65535)")
+                continue
+            }
+            if settings.listen.contains(listen) { report(value, "http listen \(text) is given twice") }
+            settings.listen.append(listen)
+        }
+        if let value = mapping["bearer_token_file"], let path = string(value, "a file path").map(absolutePath) {
+            let token = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            if token == nil {
+                report(value, "bearer_token_file \(path) cannot be read")
+            } else if token!.isEmpty || token!.contains(where: \.isWhitespace) {
+                report(value, "bearer_token_file \(path) must hold one token (no spaces)")
+            }
+            settings.bearerTokenFile = path
+        }
+        if let value = mapping["max_connections"],
+           let count = integer(value, in: Int(SettingBounds.httpConnections.range.lowerBound)...Int(SettingBounds.httpConnections.range.upperBound)) {
+            settings.maxConnections = count
+        }
+        if let value = mapping["idle_timeout"], let seconds = duration(value, SettingBounds.httpIdleTimeout) { settings.idleTimeout = seconds }
         return settings
     }
 

@@ -42,6 +42,9 @@ public final class ResultWriter: @unchecked Sendable {
     public var onAlerts: (@Sendable ([Alert]) -> Void)?
     /// Compares a fleet's vantage points after each commit (the service sets it in fleet mode).
     var splitView: SplitViewDetector?
+    /// Called on `queue` after each attempt to commit a batch: the batch, the seconds it took,
+    /// and whether it was committed (the metrics).
+    var onCommit: (@Sendable ([StoredScan], Double, Bool) -> Void)?
     /// How alerts are raised; replaced on reload.
     private let alerting: Mutex<AlertSettings>
 
@@ -134,6 +137,9 @@ public final class ResultWriter: @unchecked Sendable {
     private func flushNow() {
         guard !pending.isEmpty else { return }
         let batch = pending
+        let began = DispatchTime.now()
+        var committed = false
+        defer { onCommit?(batch, Double(DispatchTime.now().uptimeNanoseconds - began.uptimeNanoseconds) / 1e9, committed) }
         do {
             let store = try currentStore()
             // Checked before and after the commit: a batch committed to a file that was deleted or
@@ -142,6 +148,7 @@ public final class ResultWriter: @unchecked Sendable {
             let alerts = try store.record(batch, decide: AlertSettings.decision(alerting.withLock { $0 }))
             try store.checkFileIdentity()
             pending.removeFirst(batch.count)
+            committed = true
             if failing {
                 logger.notice("storing works again", metadata: ["stored": "\(batch.count)"])
             }
@@ -187,6 +194,19 @@ public final class ResultWriter: @unchecked Sendable {
             failing = true
             scheduleFlush(after: retryDelay)
         }
+    }
+
+    /// Whether the last commit failed (results wait in memory for the store); answered within
+    /// `timeout` seconds, else nil (the writer is stuck in a commit).
+    func isFailing(answeringWithin timeout: Double) -> Bool? {
+        let answer = Mutex<Bool?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        queue.async {
+            answer.withLock { $0 = self.failing }
+            answered.signal()
+        }
+        guard answered.wait(timeout: .now() + timeout) == .success else { return nil }
+        return answer.withLock { $0 }
     }
 
     /// Replaces the alert settings (reload).

@@ -1,6 +1,7 @@
 import Foundation
 public import Logging
 public import ServiceLifecycle
+public import TLSAuditMonitoring
 import Synchronization
 import TLSAuditCore
 import TLSAuditPostgres
@@ -20,6 +21,8 @@ public final class ScanService: Service, @unchecked Sendable {
     private let scheduler: ScanScheduler
     private let reports: ReportScheduler
     private let notifier = SystemdNotifier()
+    /// The Prometheus metrics the HTTP listener serves (kept up to date whether or not it is on).
+    public let metrics = ScanMetrics()
     private let control = DispatchQueue(label: "tlsaudit.service")
     private var housekeeping: [DispatchSourceTimer] = []
     /// Fleet mode (a PostgreSQL database): the work queue, and the fleet configuration version
@@ -51,7 +54,13 @@ public final class ScanService: Service, @unchecked Sendable {
         writer = ResultWriter(openStore: { try location.open() }, alerting: configuration.alerts.settings,
                               logger: logger)
         dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
-        writer.onAlerts = { [dispatcher, logger] alerts in
+        writer.onCommit = { [metrics] scans, seconds, committed in
+            metrics.recordStoreWrite(seconds: seconds, succeeded: committed)
+            if committed { metrics.record(scans) }
+        }
+        dispatcher.onAttempt = { [metrics] sink, delivered in metrics.recordDelivery(sink: sink, delivered: delivered) }
+        writer.onAlerts = { [dispatcher, logger, metrics] alerts in
+            metrics.recordAlerts(alerts)
             for alert in alerts {
                 logger.notice("alert raised", metadata: ["alert": "\(alert.id)", "kind": "\(alert.kind.rawValue)",
                                                         "severity": "\(alert.severity.rawValue)", "target": "\(alert.target)",
@@ -107,7 +116,26 @@ public final class ScanService: Service, @unchecked Sendable {
         startHousekeeping()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
-        await Self.waitForTermination()
+        var listenerFailure: (any Error)?
+        if configuration.http.enabled {
+            let listener = HTTPListener(settings: configuration.http, metrics: metrics, logger: logger) { [scheduler, writer] in
+                await Self.onThread { Self.readiness(scheduler: scheduler, writer: writer) }
+            }
+            // The first to end: a termination request, or the listener failing (its address in use).
+            listenerFailure = await withTaskGroup(of: (any Error)?.self) { group in
+                group.addTask {
+                    do { try await listener.run() } catch { return error }
+                    return nil
+                }
+                group.addTask { await Self.waitForTermination(); return nil }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            if let listenerFailure { logger.critical("the http listener failed: \(listenerFailure); stopping the service") }
+        } else {
+            await Self.waitForTermination()
+        }
 
         // One deadline for everything that may still be running: scans, then alert deliveries.
         let deadline = Date().addingTimeInterval(shutdownGrace)
@@ -126,6 +154,17 @@ public final class ScanService: Service, @unchecked Sendable {
         _ = await Self.onThread { [dispatcher] in dispatcher.stop(deadline: deliveryDeadline) }
         report(finish)
         logger.notice("tlsaudit service stopped", metadata: ["abandoned_scans": "\(abandoned)"])
+        if let listenerFailure { throw listenerFailure }
+    }
+
+    /// `/readyz`: the scheduler's queue answers and the last commit to the store succeeded.
+    private static func readiness(scheduler: ScanScheduler, writer: ResultWriter) -> Readiness {
+        let scheduling = scheduler.answers(within: 2)
+        let failing = writer.isFailing(answeringWithin: 2)
+        return Readiness(ready: scheduling && failing == false, checks: [
+            "scheduler: " + (scheduling ? "answering" : "not answering within 2 s"),
+            "store: " + (failing == nil ? "writer busy for over 2 s" : failing! ? "failing (results kept in memory and retried)" : "writable"),
+        ])
     }
 
     /// Until SIGTERM or SIGINT: ServiceGroup's graceful shutdown, or one caught by
@@ -223,6 +262,7 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Runs `applied` from now on (on `control`).
     private func install(_ applied: ServiceConfiguration, trustStores stores: [TrustSetting: TrustStore]) {
         scheduler.apply(applied, trustStores: stores)
+        metrics.keepOnly(targets: Set(applied.targets.map(\.key)))
         writer.apply(applied.alerts.settings)
         dispatcher.apply(applied.alerts)
         reports.apply(applied)

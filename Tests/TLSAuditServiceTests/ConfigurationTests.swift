@@ -120,6 +120,38 @@ struct ConfigurationTests {
         #expect(problems[5].message.contains("vantage 'any'") && problems[6].message.contains("vantage 'eu/west'"))
     }
 
+    @Test("http: one address or a list (IPv4, [IPv6], :port), a token file, connection and idle limits; each mistake with its line")
+    func httpKeys() throws {
+        let good = try parse("""
+            http:
+              listen: ["127.0.0.1:9219", "[::1]:9219", ":9220"]
+              max_connections: 20
+              idle_timeout: 30s
+            targets: [a.example]
+            """)
+        #expect(good.http.listen.map(\.description) == ["127.0.0.1:9219", "[::1]:9219", "0.0.0.0:9220"])
+        #expect(good.http.maxConnections == 20 && good.http.idleTimeout == 30)
+        #expect(try parse("targets: [a.example]").http.enabled == false, "off by default")
+        #expect(try parse("http: {listen: \"localhost:9219\"}\ntargets: [a.example]").http.listen.map(\.description) == ["localhost:9219"])
+
+        let problems = errors("""
+            http:
+              listen: ["127.0.0.1", "[::1]:99999", "127.0.0.1:9219", "127.0.0.1:9219"]
+              bearer_token_file: /nonexistent/token
+              max_connections: 0
+              idle_timeout: 2h
+              tls: yes
+            targets: [a.example]
+            """)
+        #expect(problems.map(\.line) == [2, 2, 2, 3, 4, 5, 6], "\(problems)")
+        #expect(problems[0].message.contains("'127.0.0.1' is not HOST:PORT"))
+        #expect(problems[1].message.contains("'[::1]:99999'"))
+        #expect(problems[2].message.contains("given twice"))
+        #expect(problems[3].message.contains("cannot be read"))
+        #expect(problems[6].message.contains("tls"))
+        #expect(errors("http: {max_connections: 5}\ntargets: [a.example]").first?.message.contains("'listen' is required") == true)
+    }
+
     @Test("one range per setting: the configuration and every command that takes the option refuse the same values")
     func settingRanges() throws {
         let problems = errors("""

@@ -160,6 +160,9 @@ final class ServiceProcess: @unchecked Sendable {
 
     func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
+    /// The process id (its /proc entry).
+    var pid: Int32 { process.processIdentifier }
+
     /// Waits for the process to exit; returns its status, or nil if it outlived `timeout`.
     func waitForExit(timeout: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)

@@ -1,0 +1,121 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+public import Logging
+import NIOCore
+
+/// Whether the service can do its job, as `/readyz` reports it.
+public struct Readiness: Sendable {
+    public var ready: Bool
+    /// One line per check: what was checked and what it found.
+    public var checks: [String]
+
+    public init(ready: Bool, checks: [String]) {
+        self.ready = ready
+        self.checks = checks
+    }
+}
+
+/// The service's HTTP listeners (Hummingbird on SwiftNIO, beside the Dispatch scheduler: requests
+/// never run on the scanning threads). `/healthz` and `/readyz` are open; everything else asks
+/// for the bearer token when one is configured.
+public struct HTTPListener: Sendable {
+    let settings: HTTPSettings
+    let metrics: ScanMetrics
+    let readiness: @Sendable () async -> Readiness
+    let logger: Logger
+
+    public init(settings: HTTPSettings, metrics: ScanMetrics, logger: Logger,
+                readiness: @escaping @Sendable () async -> Readiness) {
+        self.settings = settings
+        self.metrics = metrics
+        self.readiness = readiness
+        self.logger = logger
+    }
+
+    /// Serves every configured address until the task is cancelled; throws when one cannot listen
+    /// (the address in use, or not an address of this machine).
+    public func run() async throws {
+        let token = try settings.bearerTokenFile.map { path in
+            try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for address in settings.listen {
+                let application = makeApplication(address, token: token)
+                group.addTask {
+                    do { try await application.run() } catch { throw HTTPListenerError(address: address, underlying: error) }
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func makeApplication(_ address: HTTPSettings.Listen, token: String?) -> some ApplicationProtocol {
+        let router = Router()
+        router.add(middleware: BearerTokenMiddleware(token: token))
+        router.get("healthz") { _, _ in "ok\n" }
+        router.get("readyz") { [readiness] _, _ -> Response in
+            let state = await readiness()
+            let body = (state.ready ? "ready\n" : "not ready\n") + state.checks.map { $0 + "\n" }.joined()
+            return Response(status: state.ready ? .ok : .serviceUnavailable,
+                            headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        router.get("metrics") { [metrics] _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
+        let logger = logger
+        return Application(
+            router: router,
+            server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000)))),
+            configuration: ApplicationConfiguration(
+                address: .hostname(address.host, port: address.port), serverName: "tlsaudit",
+                availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
+            onServerRunning: { channel in
+                logger.notice("http listener started", metadata: ["listen": "\(channel.localAddress.map(Self.describe) ?? "\(address)")"])
+            },
+            logger: Self.quiet(logger))
+    }
+
+    static func describe(_ address: SocketAddress) -> String {
+        let host = address.ipAddress ?? "?"
+        return host.contains(":") ? "[\(host)]:\(address.port ?? 0)" : "\(host):\(address.port ?? 0)"
+    }
+
+    /// Hummingbird logs every request at info: the service's log keeps warnings and above from it.
+    static func quiet(_ logger: Logger) -> Logger {
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .warning)
+        return quiet
+    }
+}
+
+/// A listener that could not serve (its address in use, or not one of this machine's).
+public struct HTTPListenerError: Error, CustomStringConvertible {
+    public var address: HTTPSettings.Listen
+    public var underlying: any Error
+    public var description: String { "http listen \(address): \(underlying)" }
+}
+
+/// Refuses requests without `Authorization: Bearer TOKEN` (401), except the health checks.
+struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let token: String?
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let token, !["/healthz", "/readyz"].contains(request.uri.path) else { return try await next(request, context) }
+        let given = request.headers[.authorization] ?? ""
+        guard Self.equal(given, "Bearer " + token) else {
+            return Response(status: .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"tlsaudit\""])
+        }
+        return try await next(request, context)
+    }
+
+    /// Compares in time that depends on the lengths only.
+    static func equal(_ left: String, _ right: String) -> Bool {
+        let a = Array(left.utf8), b = Array(right.utf8)
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}

@@ -1,0 +1,229 @@
+import Foundation
+public import Prometheus
+import Synchronization
+public import TLSAuditModel
+public import TLSAuditStore
+
+/// The service's Prometheus metrics, kept in a swift-prometheus registry: per target address the
+/// series of its latest scan (ssl_exporter's names and labels where the meaning is the same, so
+/// existing dashboards and rules work), and tlsaudit's own counters and histograms.
+///
+/// Cardinality: per-address series carry `target` and `address`; certificate series add
+/// ssl_exporter's certificate labels, which change when a certificate is renewed; the series of
+/// an address are replaced by those of its next scan (the old ones are dropped, not left to grow).
+/// Other label values come from closed sets: rule (finding) ids, pin states, failure categories,
+/// alert kinds and severities, the configured sink names.
+public final class ScanMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+    /// The per-address gauges of each address's latest scan, to drop when the next one replaces them.
+    private let addressSeries = Mutex<[String: [Gauge]]>([:])
+    private let scanDuration: ValueHistogram
+    private let storeWrite: ValueHistogram
+    private let residentMemory: Gauge
+    private let openDescriptors: Gauge
+    private let started: Gauge
+
+    public init() {
+        scanDuration = registry.makeValueHistogram(descriptor: Self.named("tlsaudit_scan_duration_seconds", "Time from the connection to the verdict of one address's scan."), buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
+        storeWrite = registry.makeValueHistogram(descriptor: Self.named("tlsaudit_store_write_seconds", "Time to commit one batch of scan results to the store."), buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5])
+        residentMemory = registry.makeGauge(descriptor: Self.named("process_resident_memory_bytes", "Resident memory size in bytes."))
+        openDescriptors = registry.makeGauge(descriptor: Self.named("process_open_fds", "Number of open file descriptors."))
+        started = registry.makeGauge(descriptor: Self.named("process_start_time_seconds", "Start time of the process since unix epoch in seconds."))
+        started.set(Date().timeIntervalSince1970)
+    }
+
+    // MARK: - Recording
+
+    /// Replaces the series of each scanned address with those of its new scan, and counts the scans.
+    public func record(_ scans: [StoredScan]) {
+        for scan in scans {
+            let result = scan.result
+            scanDuration.record(Double(result.durationMs) / 1000)
+            let category = result.status == .failed ? (result.error?.category.rawValue ?? "unknown") : "none"
+            registry.makeCounter(descriptor: Self.named("tlsaudit_scans_total", "Scans stored, by status and failure category."), labels: [("status", result.status.rawValue), ("category", category)]).increment()
+            let gauges = series(of: scan)
+            let key = "\(scan.target)\u{0}\(result.address)"
+            let stale = addressSeries.withLock { series -> [Gauge] in
+                let previous = series[key] ?? []
+                series[key] = gauges
+                return previous.filter { old in !gauges.contains { $0 === old } }
+            }
+            for gauge in stale { registry.unregisterGauge(gauge) }
+        }
+    }
+
+    /// Drops the series of targets no longer configured.
+    public func keepOnly(targets: Set<String>) {
+        let dropped = addressSeries.withLock { series -> [Gauge] in
+            let gone = series.keys.filter { !targets.contains(String($0.prefix { $0 != "\u{0}" })) }
+            return gone.flatMap { series.removeValue(forKey: $0) ?? [] }
+        }
+        for gauge in dropped { registry.unregisterGauge(gauge) }
+    }
+
+    /// A batch committed to the store (or refused) after `seconds`.
+    public func recordStoreWrite(seconds: Double, succeeded: Bool) {
+        storeWrite.record(seconds)
+        if !succeeded {
+            registry.makeCounter(descriptor: Self.named("tlsaudit_store_write_failures_total", "Batches of scan results the store refused (kept and retried)."))
+                .increment()
+        }
+    }
+
+    /// Alerts raised (stored with their deliveries pending).
+    public func recordAlerts(_ alerts: [Alert]) {
+        for alert in alerts {
+            registry.makeCounter(descriptor: Self.named("tlsaudit_alerts_raised_total", "Alerts raised, by kind and severity."), labels: [("kind", alert.kind.rawValue), ("severity", alert.severity.rawValue)]).increment()
+        }
+    }
+
+    /// One delivery attempt of an alert to a sink: `delivered` or `failed` (retried later).
+    public func recordDelivery(sink: String, delivered: Bool) {
+        registry.makeCounter(descriptor: Self.named("tlsaudit_alert_deliveries_total", "Alert delivery attempts, by sink and outcome."), labels: [("sink", sink), ("state", delivered ? "delivered" : "failed")]).increment()
+    }
+
+    /// The exposition (Prometheus text format 0.0.4), with the process gauges read now.
+    public func exposition() -> [UInt8] {
+        if let resident = ProcessFigures.residentBytes() { residentMemory.set(Double(resident)) }
+        if let descriptors = ProcessFigures.openDescriptors() { openDescriptors.set(Double(descriptors)) }
+        return registry.emitToBuffer()
+    }
+
+    /// A metric's name and help text (the name as given: tlsaudit's and ssl_exporter's names carry their units).
+    static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+
+    // MARK: - One address's series
+
+    /// The gauges that describe `scan`, set to its values.
+    private func series(of scan: StoredScan) -> [Gauge] {
+        let result = scan.result
+        let address = [("target", scan.target), ("address", result.address)]
+        var gauges: [Gauge] = []
+        func gauge(_ name: String, labels: [(String, String)] = [], _ value: Double, help: String) {
+            let made = registry.makeGauge(descriptor: Self.named(name, help), labels: address + labels)
+            made.set(value)
+            gauges.append(made)
+        }
+        let reached = result.status == .completed
+        gauge("ssl_probe_success", reached ? 1 : 0, help: "The probe connected and completed the handshake (0/1).")
+        gauge("tlsaudit_last_scan_timestamp_seconds", result.startedAt.timeIntervalSince1970, help: "When the latest scan started.")
+        gauge("tlsaudit_compliant", labels: [("policy", result.ats.policy.rawValue)], result.ats.compliant ? 1 : 0,
+              help: "The latest scan complies with the target's policy (0/1).")
+        for rule in result.ats.failedRules {
+            gauge("tlsaudit_rule_failed", labels: [("rule", rule.rawValue)], 1, help: "A rule of the target's policy the latest scan fails (always 1).")
+        }
+        gauge("tlsaudit_pin_state", labels: [("state", (result.pin?.state ?? .none).rawValue)], 1,
+              help: "The latest scan's pin state: match, mismatch or none (always 1).")
+        if let handshake = result.handshake {
+            gauge("ssl_tls_version_info", labels: [("version", handshake.protocolVersion.displayName)], 1, help: "The TLS version negotiated (always 1).")
+            gauge("ssl_ocsp_response_stapled", handshake.stapledOCSP == nil ? 0 : 1, help: "A stapled OCSP response was present (0/1).")
+            if let status = handshake.stapledOCSP?.certificateStatus.flatMap(Self.ocspStatus) {
+                gauge("ssl_ocsp_response_status", status, help: "The stapled OCSP response's status: 0 good, 1 revoked, 2 unknown.")
+            }
+        }
+        if let chain = result.chain {
+            for certificate in chain.presented {
+                let labels = Self.certificateLabels(certificate)
+                gauge("ssl_cert_not_after", labels: labels, certificate.notAfter.timeIntervalSince1970,
+                      help: "NotAfter of each certificate the server sent, in seconds since the epoch.")
+                gauge("ssl_cert_not_before", labels: labels, certificate.notBefore.timeIntervalSince1970,
+                      help: "NotBefore of each certificate the server sent, in seconds since the epoch.")
+            }
+            if chain.anchored {
+                for element in chain.path {
+                    let labels = [("chain_no", "0")] + Self.certificateLabels(element.certificate)
+                    gauge("ssl_verified_cert_not_after", labels: labels, element.certificate.notAfter.timeIntervalSince1970,
+                          help: "NotAfter of each certificate of the verified chain, in seconds since the epoch.")
+                    gauge("ssl_verified_cert_not_before", labels: labels, element.certificate.notBefore.timeIntervalSince1970,
+                          help: "NotBefore of each certificate of the verified chain, in seconds since the epoch.")
+                }
+            }
+            let certificates = chain.path.isEmpty ? chain.presented : chain.path.map(\.certificate)
+            if let earliest = certificates.map(\.notAfter).min() {
+                // In seconds since the epoch (Prometheus' base unit): days left are `(x - time()) / 86400`.
+                gauge("tlsaudit_chain_expiry_timestamp_seconds", earliest.timeIntervalSince1970,
+                      help: "The earliest notAfter of the chain the latest scan saw, in seconds since the epoch.")
+            }
+        }
+        return gauges
+    }
+
+    /// ssl_exporter's certificate labels: serial (decimal), issuer and subject common names,
+    /// and the names it carries, lists framed by commas.
+    static func certificateLabels(_ certificate: CertificateSummary) -> [(String, String)] {
+        func framed(_ values: [String]) -> String { values.isEmpty ? "" : "," + values.joined(separator: ",") + "," }
+        return [
+            ("serial_no", Self.decimal(hex: certificate.serial)),
+            ("issuer_cn", Self.attribute("CN", of: certificate.issuer) ?? ""),
+            ("cn", certificate.commonName ?? ""),
+            ("dnsnames", framed(certificate.subjectAlternativeNames.dns)),
+            ("ips", framed(certificate.subjectAlternativeNames.ip)),
+            ("emails", framed(certificate.subjectAlternativeNames.email)),
+            ("ou", Self.attribute("OU", of: certificate.subject) ?? ""),
+        ]
+    }
+
+    /// The first value of `name` in a distinguished name written `CN=a, O=b` (RFC 4514 escapes kept as written).
+    static func attribute(_ name: String, of distinguishedName: String) -> String? {
+        var parts: [String] = []
+        var current = ""
+        var escaped = false
+        for character in distinguishedName {
+            if escaped { current.append(character); escaped = false; continue }
+            if character == "\\" { escaped = true; current.append(character); continue }
+            if character == "," { parts.append(current); current = ""; continue }
+            current.append(character)
+        }
+        parts.append(current)
+        for part in parts {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            if trimmed.uppercased().hasPrefix(name + "=") { return String(trimmed.dropFirst(name.count + 1)) }
+        }
+        return nil
+    }
+
+    /// A hexadecimal serial number as a decimal string (as Go's big.Int prints it for ssl_exporter).
+    static func decimal(hex: String) -> String {
+        var digits: [UInt8] = [0] // little-endian base-10 digits
+        for character in hex.lowercased() {
+            guard let nibble = character.hexDigitValue else { continue }
+            var carry = nibble
+            for index in digits.indices {
+                let value = Int(digits[index]) * 16 + carry
+                digits[index] = UInt8(value % 10)
+                carry = value / 10
+            }
+            while carry > 0 {
+                digits.append(UInt8(carry % 10))
+                carry /= 10
+            }
+        }
+        while digits.count > 1, digits.last == 0 { digits.removeLast() }
+        return String(digits.reversed().map { Character(String($0)) })
+    }
+
+    static func ocspStatus(_ status: String) -> Double? {
+        switch status.lowercased() {
+        case "good": 0
+        case "revoked": 1
+        case "unknown": 2
+        default: nil
+        }
+    }
+}
+
+/// What /proc says of this process.
+enum ProcessFigures {
+    static func residentBytes() -> Int? {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = statm.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    static func openDescriptors() -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")).map { max(0, $0.count - 1) }
+    }
+}
