@@ -16,6 +16,8 @@ public struct SinkConfiguration: Sendable, Hashable {
         case webhook(url: URL, secret: String?, timeout: Double, caFile: String? = nil)
         /// Runs `argv` (no shell) with the alert JSON on stdin; success is exit status 0.
         case command(argv: [String], timeout: Double)
+        /// Alertmanager's API v2 at `url` (its base, like `http://127.0.0.1:9093`): see `AlertmanagerSink`.
+        case alertmanager(url: URL, timeout: Double, caFile: String? = nil)
     }
 
     public var name: String
@@ -26,7 +28,7 @@ public struct SinkConfiguration: Sendable, Hashable {
     var timeout: Double {
         switch kind {
         case .log: 0
-        case .webhook(_, _, let timeout, _), .command(_, let timeout): timeout
+        case .webhook(_, _, let timeout, _), .command(_, let timeout), .alertmanager(_, let timeout, _): timeout
         }
     }
 
@@ -71,6 +73,7 @@ final class AlertDispatcher: @unchecked Sendable {
     // @unchecked: `timer` is touched on `queue` only; `sinks` is behind a Mutex.
     private let queue = DispatchQueue(label: "tlsaudit.alerts")
     private var timer: DispatchSourceTimer?
+    private var resendTimer: DispatchSourceTimer?
     /// Called on `queue` after each delivery attempt with the sink's name and whether it was delivered (the metrics).
     var onAttempt: (@Sendable (String, Bool) -> Void)?
     private let sinks: Mutex<[String: SinkConfiguration]>
@@ -95,6 +98,11 @@ final class AlertDispatcher: @unchecked Sendable {
             timer.setEventHandler { [weak self] in self?.deliverDue() }
             timer.resume()
             self.timer = timer
+            let resend = DispatchSource.makeTimerSource(queue: self.queue)
+            resend.schedule(deadline: .now() + AlertmanagerSink.resendInterval, repeating: AlertmanagerSink.resendInterval)
+            resend.setEventHandler { [weak self] in self?.resendFiring() }
+            resend.resume()
+            self.resendTimer = resend
         }
     }
 
@@ -111,6 +119,8 @@ final class AlertDispatcher: @unchecked Sendable {
         queue.async {
             self.timer?.cancel()
             self.timer = nil
+            self.resendTimer?.cancel()
+            self.resendTimer = nil
             stopped.signal()
         }
         guard stopped.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .success else {
@@ -144,6 +154,7 @@ final class AlertDispatcher: @unchecked Sendable {
             // A full batch delivered: more may be due.
             if due.count == batch, failing.isEmpty, !stopping.load(ordering: .relaxed) { queue.async { self.deliverDue() } }
         }
+        var recent: [Alert]?
         for delivery in due {
             // Stop between deliveries when the service stops; a sink that just failed waits for its retry.
             guard !stopping.load(ordering: .relaxed), !failing.contains(delivery.sink),
@@ -151,7 +162,14 @@ final class AlertDispatcher: @unchecked Sendable {
                 unattempted.append(delivery)
                 continue
             }
-            let outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
+            let outcome: Result<Void, DeliveryError>
+            if case .alertmanager(let url, let timeout, let caFile) = sink.kind {
+                if recent == nil { recent = try? writer.perform { try $0.alerts(limit: Self.recentAlerts).map(\.alert) } }
+                let documents = AlertmanagerSink.documents(delivering: delivery.alert, recent: recent ?? [])
+                outcome = documents.isEmpty ? .success(()) : Self.postAlertmanager(documents, url: url, timeout: timeout, caFile: caFile)
+            } else {
+                outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
+            }
             if case .success = outcome { onAttempt?(sink.name, true) } else { onAttempt?(sink.name, false) }
             do {
                 switch outcome {
@@ -203,6 +221,38 @@ final class AlertDispatcher: @unchecked Sendable {
         }
     }
 
+    /// Alerts read to find what a clearing alert clears and what fires now (Alertmanager sinks).
+    static let recentAlerts = 5_000
+
+    static func postAlertmanager(_ documents: [[String: Any]], url: URL, timeout: Double, caFile: String?) -> Result<Void, DeliveryError> {
+        do {
+            return postWebhook(url: AlertmanagerSink.endpoint(url), body: try AlertmanagerSink.body(documents), secret: nil,
+                               headers: [:], timeout: timeout, caFile: caFile)
+        } catch {
+            return .failure(DeliveryError(description: "cannot encode the alerts: \(error)"))
+        }
+    }
+
+    /// Sends every firing condition again to each Alertmanager sink (Alertmanager resolves an
+    /// alert not re-sent within its resolve_timeout). Failures are logged; the next round retries.
+    private func resendFiring() {
+        let targets = sinks.withLock { $0 }.values.compactMap { sink -> (SinkConfiguration, URL, Double, String?)? in
+            guard case .alertmanager(let url, let timeout, let caFile) = sink.kind else { return nil }
+            return (sink, url, timeout, caFile)
+        }
+        guard !targets.isEmpty, !stopping.load(ordering: .relaxed),
+              let recent = try? writer.perform({ try $0.alerts(limit: Self.recentAlerts).map(\.alert) }) else { return }
+        let firing = AlertmanagerSink.firing(recent)
+        for (sink, url, timeout, caFile) in targets {
+            let documents = firing.filter { $0.severity >= sink.minimumSeverity }.map { AlertmanagerSink.document(for: $0) }
+            guard !documents.isEmpty else { continue }
+            if case .failure(let error) = Self.postAlertmanager(documents, url: url, timeout: timeout, caFile: caFile) {
+                logger.warning("cannot re-send the firing alerts to Alertmanager; next try in \(Int(AlertmanagerSink.resendInterval)) s",
+                               metadata: ["sink": "\(sink.name)", "firing": "\(documents.count)", "error": "\(error.description)"])
+            }
+        }
+    }
+
     /// One attempt at delivering a JSON `body` to `sink` (alerts and scheduled reports alike): a
     /// webhook POSTs it with `headers`, a command gets it on stdin, a log sink runs `log` instead.
     static func send(_ body: Data, headers: [String: String], to sink: SinkConfiguration,
@@ -215,6 +265,8 @@ final class AlertDispatcher: @unchecked Sendable {
             return postWebhook(url: url, body: body, secret: secret, headers: headers, timeout: timeout, caFile: caFile)
         case .command(let argv, let timeout):
             return runCommand(argv, input: body, timeout: timeout)
+        case .alertmanager:
+            return .failure(DeliveryError(description: "an Alertmanager sink takes alerts, not reports"))
         }
     }
 

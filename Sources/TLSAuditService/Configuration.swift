@@ -876,12 +876,12 @@ struct ConfigurationParser {
 
     private mutating func sink(_ node: Node, index: Int) -> SinkConfiguration? {
         guard case .mapping(let mapping) = node else {
-            report(node, "a sink must be a mapping with a 'type' (log, webhook, command)")
+            report(node, "a sink must be a mapping with a 'type' (log, webhook, command, alertmanager)")
             return nil
         }
         checkKeys(mapping, allowed: Self.sinkKeys, in: "a sink")
         guard let typeNode = mapping["type"], let type = string(typeNode, "a sink type") else {
-            report(node, "a sink needs a 'type': log, webhook or command")
+            report(node, "a sink needs a 'type': log, webhook, command or alertmanager")
             return nil
         }
         let timeout = mapping["timeout"].flatMap { duration($0, SettingBounds.sinkTimeout) } ?? SettingBounds.sinkTimeout.defaultValue
@@ -919,8 +919,16 @@ struct ConfigurationParser {
                 return nil
             }
             kind = .command(argv: sequence.compactMap { string($0, "an argument") }, timeout: timeout)
+        case "alertmanager":
+            guard let urlNode = mapping["url"], let text = string(urlNode, "a URL"), let url = URL(string: text),
+                  ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                report(node, "an alertmanager sink needs a 'url': Alertmanager's base address, like http://127.0.0.1:9093")
+                return nil
+            }
+            if mapping["secret"] != nil { report(mapping["secret"]!, "an alertmanager sink takes no 'secret' (Alertmanager does not check signatures)") }
+            kind = .alertmanager(url: url, timeout: timeout, caFile: mapping["ca_file"].flatMap { certificateFile($0) })
         default:
-            report(typeNode, "sink type '\(type)' is not one of log, webhook, command")
+            report(typeNode, "sink type '\(type)' is not one of log, webhook, command, alertmanager")
             return nil
         }
         let name = mapping["name"].flatMap { string($0, "a sink name") } ?? (index == 0 ? type : "\(type)-\(index + 1)")

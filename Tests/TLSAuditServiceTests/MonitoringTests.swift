@@ -186,3 +186,132 @@ struct MonitoringTests {
         return try Binary.run(["-c", script], program: "/usr/bin/python3").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
+
+/// A real Prometheus and a real Alertmanager (Debian's packages), started on free loopback ports in
+/// a temporary directory and stopped at the end.
+final class MonitoringStack: @unchecked Sendable {
+    let directory: URL
+    let prometheusPort: Int
+    let alertmanagerPort: Int
+    private var processes: [Process] = []
+
+    init(workspace: URL, scraping target: String, alertmanagerPort: Int) throws {
+        directory = workspace
+        prometheusPort = try LabPorts.unusedPort()
+        self.alertmanagerPort = alertmanagerPort
+        try """
+            global: {scrape_interval: 1s, evaluation_interval: 1s}
+            scrape_configs:
+              - job_name: tlsaudit
+                scrape_interval: 1s
+                static_configs: [{targets: ["\(target)"]}]
+            """.write(to: workspace.appendingPathComponent("prometheus.yml"), atomically: true, encoding: .utf8)
+        try """
+            route: {receiver: none, group_wait: 1s, group_interval: 1s, repeat_interval: 1h}
+            receivers: [{name: none}]
+            """.write(to: workspace.appendingPathComponent("alertmanager.yml"), atomically: true, encoding: .utf8)
+        try start("/usr/bin/prometheus", ["--config.file=\(workspace.path)/prometheus.yml", "--storage.tsdb.path=\(workspace.path)/tsdb",
+                                          "--web.listen-address=127.0.0.1:\(prometheusPort)"], log: "prometheus.log")
+        try start("/usr/bin/prometheus-alertmanager", ["--config.file=\(workspace.path)/alertmanager.yml",
+                                                       "--storage.path=\(workspace.path)/am", "--cluster.listen-address=",
+                                                       "--web.listen-address=127.0.0.1:\(alertmanagerPort)"], log: "alertmanager.log")
+    }
+
+    private func start(_ program: String, _ arguments: [String], log: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program)
+        process.arguments = arguments
+        let file = directory.appendingPathComponent(log)
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: file)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        processes.append(process)
+    }
+
+    func log(_ name: String) -> String { (try? String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)) ?? "" }
+
+    /// Prometheus' answer to an instant query: each series' labels and value.
+    func query(_ expression: String) throws -> [(labels: [String: String], value: Double)] {
+        let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? expression
+        let fetched = try MonitoringTests.fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
+        // Not up yet: no answer, or not JSON.
+        guard let document = (try? JSONSerialization.jsonObject(with: Data(fetched.body.utf8))) as? [String: Any],
+              let data = document["data"] as? [String: Any], let result = data["result"] as? [[String: Any]] else { return [] }
+        return result.map { series in
+            let value = (series["value"] as? [Any])?.last as? String
+            return ((series["metric"] as? [String: String]) ?? [:], Double(value ?? "") ?? .nan)
+        }
+    }
+
+    /// The alerts Alertmanager holds: labels and whether each is active.
+    func alerts() throws -> [(labels: [String: String], state: String)] {
+        let fetched = try MonitoringTests.fetch("http://127.0.0.1:\(alertmanagerPort)/api/v2/alerts")
+        guard let list = (try? JSONSerialization.jsonObject(with: Data(fetched.body.utf8))) as? [[String: Any]] else { return [] }
+        return list.map { (($0["labels"] as? [String: String]) ?? [:], (($0["status"] as? [String: Any])?["state"] as? String) ?? "") }
+    }
+
+    func stop() {
+        for process in processes where process.isRunning { process.terminate() }
+        for process in processes { process.waitUntilExit() }
+    }
+}
+
+extension MonitoringTests {
+    @Test("end to end: a real Prometheus scrapes tlsaudit every second and a real Alertmanager gets its alerts; a lab server breaks: Prometheus has the failing probe with ssl_exporter's labels, Alertmanager the unreachable alert with tlsaudit's labels")
+    func prometheusAndAlertmanager() throws {
+        let server = try lab.goodServer()
+        var serverStopped = false
+        defer { if !serverStopped { server.stop() } }
+        let workspace = try lab.workspace("monitoring-stack")
+        let port = try LabPorts.unusedPort()
+        let alertmanagerPort = try LabPorts.unusedPort()
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: workspace.appendingPathComponent("tlsaudit.sqlite").path, targets: [("web", server.port)], extra: """
+            http: {listen: "127.0.0.1:\(port)"}
+            alerts:
+              unreachable_after: 2
+              sinks:
+                - {name: am, type: alertmanager, url: "http://127.0.0.1:\(alertmanagerPort)", timeout: 2s}
+            """).write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        let stack = try MonitoringStack(workspace: workspace, scraping: "127.0.0.1:\(port)", alertmanagerPort: alertmanagerPort)
+        defer { stack.stop() }
+
+        try service.wait("Prometheus has the probe succeeding", timeout: 60) {
+            try stack.query(#"ssl_probe_success{target="web"}"#).first?.value == 1
+        }
+        let leaf = try stack.query(#"ssl_cert_not_after{target="web",cn="\#(ServiceLab.hostname)"}"#)
+        #expect(leaf.first?.value == lab.good.summary.notAfter.timeIntervalSince1970, "\(leaf)")
+        #expect(leaf.first?.labels["job"] == "tlsaudit" && leaf.first?.labels["dnsnames"] == ",\(ServiceLab.hostname),", "\(leaf)")
+
+        server.stop()
+        serverStopped = true
+        try service.wait("Prometheus has the probe failing", timeout: 30) {
+            try stack.query(#"ssl_probe_success{target="web"}"#).first?.value == 0
+        }
+        let failures = try stack.query(#"tlsaudit_scans_total{status="failed"}"#)
+        #expect(failures.contains { $0.labels["category"] == "connection-refused" && $0.value >= 1 }, "\(failures)")
+        try service.wait("Alertmanager has the unreachable alert", timeout: 30) {
+            try stack.alerts().contains { $0.labels["alertname"] == "TLSAuditTargetUnreachable" }
+        }
+        let alert = try stack.alerts().first { $0.labels["alertname"] == "TLSAuditTargetUnreachable" }
+        #expect(alert?.labels["target"] == "web" && alert?.labels["address"] == "127.0.0.1" && alert?.labels["finding"] == "reachability",
+                "\(String(describing: alert))")
+        #expect(alert?.labels["severity"] != nil && alert?.state == "active", "\(String(describing: alert))")
+
+        // The server comes back: target.recovered ends the Alertmanager alert (endsAt), and the probe succeeds again.
+        var again = LabServerConfiguration(chain: [lab.good, lab.intermediate])
+        again.port = server.port
+        let restarted = try LabTLSServer(again)
+        defer { restarted.stop() }
+        try service.wait("Alertmanager's unreachable alert resolved", timeout: 30) {
+            !(try stack.alerts().contains { $0.labels["alertname"] == "TLSAuditTargetUnreachable" && $0.state == "active" })
+        }
+        try service.wait("Prometheus has the probe succeeding again", timeout: 30) {
+            try stack.query(#"ssl_probe_success{target="web"}"#).first?.value == 1
+        }
+        #expect(service.lines(containing: "alert delivered").contains { $0.contains("kind=target.recovered") && $0.contains("sink=am") })
+    }
+}
