@@ -157,6 +157,33 @@ struct MonitoringTests {
         #expect(service.waitForExit(timeout: 0) == nil, "the service still runs")
     }
 
+    @Test("contrib/prometheus/rules.yml: promtool check rules, and its unit tests (promtool test rules) pass; the Grafana dashboard is JSON naming only series tlsaudit serves")
+    func rulesAndDashboard() throws {
+        let contrib = ConfigurationTests.packageRoot.appendingPathComponent("contrib")
+        let prometheus = contrib.appendingPathComponent("prometheus").path
+        let check = try Binary.run(["check", "rules", "rules.yml"], program: "/usr/bin/promtool", directory: prometheus)
+        #expect(check.status == 0 && check.stdout.contains("SUCCESS: 6 rules found"), "\(check.stdout)\(check.stderr)")
+        let test = try Binary.run(["test", "rules", "rules_test.yml"], program: "/usr/bin/promtool", directory: prometheus)
+        #expect(test.status == 0 && test.stdout.contains("SUCCESS"), "\(test.stdout)\(test.stderr)")
+
+        let dashboard = try Data(contentsOf: contrib.appendingPathComponent("grafana/tlsaudit.json"))
+        let document = try #require(try JSONSerialization.jsonObject(with: dashboard) as? [String: Any])
+        let panels = try #require(document["panels"] as? [[String: Any]])
+        #expect(panels.count >= 5)
+        let expressions = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+        let served = ["ssl_probe_success", "ssl_cert_not_after", "ssl_tls_version_info", "tlsaudit_compliant", "tlsaudit_rule_failed",
+                      "tlsaudit_pin_state", "tlsaudit_chain_expiry_timestamp_seconds", "tlsaudit_scan_duration_seconds_bucket",
+                      "tlsaudit_scans_total", "tlsaudit_alerts_raised_total", "tlsaudit_alert_deliveries_total",
+                      "tlsaudit_last_scan_timestamp_seconds", "process_resident_memory_bytes", "up"]
+        for expression in expressions {
+            // The identifiers outside string literals that are not functions or keywords: the series named.
+            let unquoted = expression.replacing(/"[^"]*"/, with: "")
+            let names = unquoted.matches(of: /[a-z_][a-z0-9_]*/).map { String($0.output) }
+                .filter { ($0.contains("_") || $0 == "up") && !["histogram_quantile", "max_over_time"].contains($0) }
+            #expect(!names.isEmpty && names.allSatisfy { served.contains($0) }, "\(expression): \(names)")
+        }
+    }
+
     static func connect(port: UInt16) -> Int32 {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { return -1 }
