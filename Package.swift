@@ -99,7 +99,7 @@ let package = Package(
         .target(
             name: "TLSAuditMonitoring",
             dependencies: [
-                "TLSAuditModel", "TLSAuditStore",
+                "TLSAuditModel", "TLSAuditStore", "TLSAuditOutput",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -23,13 +23,15 @@ public struct Readiness: Sendable {
 public struct HTTPListener: Sendable {
     let settings: HTTPSettings
     let metrics: ScanMetrics
+    let api: APIRoutes
     let readiness: @Sendable () async -> Readiness
     let logger: Logger
 
-    public init(settings: HTTPSettings, metrics: ScanMetrics, logger: Logger,
+    public init(settings: HTTPSettings, metrics: ScanMetrics, api: APIRoutes, logger: Logger,
                 readiness: @escaping @Sendable () async -> Readiness) {
         self.settings = settings
         self.metrics = metrics
+        self.api = api
         self.readiness = readiness
         self.logger = logger
     }
@@ -66,6 +68,7 @@ public struct HTTPListener: Sendable {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
+        api.add(to: router)
         let logger = logger
         return Application(
             router: router,

@@ -118,7 +118,13 @@ public final class ScanService: Service, @unchecked Sendable {
 
         var listenerFailure: (any Error)?
         if configuration.http.enabled {
-            let listener = HTTPListener(settings: configuration.http, metrics: metrics, logger: logger) { [scheduler, writer] in
+            let location = try configuration.location()
+            let api = APIRoutes(openStore: { try location.open() }, configuredTargets: { [weak self] in
+                guard let self else { return nil }
+                let keys = Set(control.sync { configuration.targets.map(\.key) })
+                return keys.isEmpty ? nil : keys
+            })
+            let listener = HTTPListener(settings: configuration.http, metrics: metrics, api: api, logger: logger) { [scheduler, writer] in
                 await Self.onThread { Self.readiness(scheduler: scheduler, writer: writer) }
             }
             // The first to end: a termination request, or the listener failing (its address in use).

@@ -27,6 +27,14 @@ public struct StoredScan: Sendable, Codable {
     }
 }
 
+/// The JSON of `status --format json` and of the HTTP API's `/api/v1/status`.
+public struct StatusDocument: Encodable, Sendable {
+    public let schema = "tlsaudit.status/1"
+    public let targets: [TargetStatus]
+
+    public init(targets: [TargetStatus]) { self.targets = targets }
+}
+
 /// The current state of one target address: its last scan and what follows from it.
 public struct TargetStatus: Sendable, Codable, Hashable {
     public var target: String

@@ -44,9 +44,3 @@ struct StatusCommand: ParsableCommand {
         if rows.contains(where: { !$0.compliant }) { throw ExitCode(1) }
     }
 }
-
-/// The JSON of `status --format json`.
-struct StatusDocument: Encodable {
-    let schema = "tlsaudit.status/1"
-    let targets: [TargetStatus]
-}

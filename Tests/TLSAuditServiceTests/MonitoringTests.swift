@@ -104,6 +104,70 @@ struct MonitoringTests {
         #expect(check.status == 0, "promtool check metrics: \(check.stdout)\(check.stderr)")
     }
 
+    @Test("the API: /api/v1/status, /targets/NAME/history and /alerts return the documents the commands print, valid against the OpenAPI document's schemas; the OpenAPI document is valid; 404 and 400 with an error document")
+    func apiDocuments() throws {
+        let good = try lab.goodServer()
+        let expired = try lab.expiredServer()
+        defer { good.stop(); expired.stop() }
+        let workspace = try lab.workspace("monitoring-api")
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        // A long interval: the state stays still between the API's answers and the commands'.
+        try lab.configuration(database: database, targets: [("good", good.port), ("expired", expired.port)], interval: "1h",
+                              extra: "http: {listen: \"127.0.0.1:0\"}").write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("the listener and both scans") { Self.listening(service).count == 1 && service.storedScans.count >= 2 }
+        service.wait("the alerts delivered to the log") { service.lines(containing: "alert delivered").count >= 1 }
+        Thread.sleep(forTimeInterval: 1)
+        let base = "http://\(Self.listening(service)[0])/api/v1"
+
+        var documents: [(name: String, schema: String, body: String)] = []
+        for (path, command, schema) in [("status", ["status"], "Status"), ("targets/expired/history", ["history", "expired"], "HistoryEntry[]"),
+                                        ("alerts", ["alerts"], "StoredAlert[]")] {
+            let fetched = try Self.fetch("\(base)/\(path)")
+            #expect(fetched.status == 200, "\(path): \(fetched)")
+            let printed = try Binary.run(command + ["--database", database, "--format", "json"])
+            #expect(fetched.body == printed.stdout, "\(path) is what `tlsaudit \(command.joined(separator: " ")) --format json` prints")
+            documents.append((path, schema, fetched.body))
+        }
+        let missing = try Self.fetch("\(base)/targets/nothing-here/history")
+        #expect(missing.status == 404 && missing.body.contains("\"error\""), "\(missing)")
+        documents.append(("missing", "Error", missing.body))
+        let badLimit = try Self.fetch("\(base)/alerts?limit=0")
+        #expect(badLimit.status == 400, "\(badLimit)")
+        #expect(try Self.fetch("\(base)/alerts?limit=1").body.components(separatedBy: "\"alert\" :").count == 2, "limit=1: one alert")
+        let openAPI = try Self.fetch("\(base)/openapi.json")
+        #expect(openAPI.status == 200)
+
+        // Validated by Python's openapi-spec-validator and jsonschema: independent implementations.
+        let directory = workspace.appendingPathComponent("api")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try openAPI.body.write(to: directory.appendingPathComponent("openapi.json"), atomically: true, encoding: .utf8)
+        for (index, document) in documents.enumerated() {
+            try document.body.write(to: directory.appendingPathComponent("\(index)-\(document.schema).json"), atomically: true, encoding: .utf8)
+        }
+        let script = """
+            import json, sys, glob, os
+            from openapi_spec_validator import validate
+            import jsonschema
+            spec = json.load(open('openapi.json'))
+            validate(spec)
+            checked = 0
+            for path in sorted(glob.glob('[0-9]*-*.json')):
+                name = path.split('-', 1)[1][:-5]
+                ref = {'$ref': '#/components/schemas/' + name.rstrip('[]')}
+                schema = {'type': 'array', 'items': ref} if name.endswith('[]') else ref
+                schema = dict(schema, components=spec['components'])
+                jsonschema.validate(json.load(open(path)), schema, cls=jsonschema.Draft202012Validator,
+                                    format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+                checked += 1
+            print('valid', checked)
+            """
+        let validated = try Binary.run(["python3", "-c", script], program: "/usr/bin/env", directory: directory.path)
+        #expect(validated.status == 0 && validated.stdout.contains("valid \(documents.count)"), "\(validated.stdout)\(validated.stderr)")
+    }
+
     @Test("hostile clients: 400 stalled connections (slowloris) and a 200 KB header do not stop scanning; stalled connections are closed after the idle timeout; descriptors stay bounded")
     func hostileClients() throws {
         let good = try lab.goodServer()
@@ -210,7 +274,7 @@ struct MonitoringTests {
         let output = try Binary.run(["x509", "-in", file.path, "-noout", "-serial"], program: "/usr/bin/openssl")
         let hex = output.stdout.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "serial=", with: "")
         let script = "print(int('\(hex)', 16))"
-        return try Binary.run(["-c", script], program: "/usr/bin/python3").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        return try Binary.run(["python3", "-c", script], program: "/usr/bin/env").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

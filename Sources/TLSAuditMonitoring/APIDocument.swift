@@ -1,0 +1,128 @@
+public import Foundation
+import TLSAuditModel
+
+/// The OpenAPI 3.1 document of the HTTP API (`/api/v1/openapi.json`). Its schemas describe the
+/// documents `status`, `history` and `alerts --format json` print, which the API returns unchanged;
+/// enumerations come from the model's own types, so they cannot drift from what is written.
+public enum APIDocument {
+    public static let version = "1"
+
+    public static func json() -> Data {
+        // Serialized once: the document is fixed for the life of the process.
+        cached
+    }
+
+    private static let cached: Data = {
+        (try? JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])) ?? Data()
+    }()
+
+    static var document: [String: Any] {
+        [
+            "openapi": "3.1.0",
+            "info": [
+                "title": "tlsaudit",
+                "version": version,
+                "description": "The state tlsaudit keeps: the same documents as `tlsaudit status`, `history` and `alerts` with `--format json`.",
+            ],
+            "paths": [
+                "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
+                                      response: ref("Status")),
+                "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first (as `tlsaudit history NAME --format json`).",
+                                                      parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],
+                                                      response: ["type": "array", "items": ref("HistoryEntry")], notFound: true),
+                "/api/v1/alerts": get("alerts", "The newest alerts and their delivery state per sink (as `tlsaudit alerts --format json`).",
+                                      parameters: [limit(50)], response: ["type": "array", "items": ref("StoredAlert")]),
+                "/api/v1/openapi.json": get("openapi", "This document.", response: ["type": "object"]),
+            ],
+            "components": [
+                "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer"]],
+                "schemas": schemas,
+            ],
+            "security": [["bearer": [String]()]],
+        ]
+    }
+
+    private static func ref(_ name: String) -> [String: Any] { ["$ref": "#/components/schemas/\(name)"] }
+
+    private static func get(_ id: String, _ summary: String, parameters: [[String: Any]] = [], response: [String: Any],
+                            notFound: Bool = false) -> [String: Any] {
+        var responses: [String: Any] = [
+            "200": ["description": "OK", "content": ["application/json": ["schema": response]]],
+            "401": ["description": "The bearer token is missing or wrong (when one is configured)."],
+            "503": ["description": "The store cannot be read.", "content": ["application/json": ["schema": ref("Error")]]],
+        ]
+        if notFound {
+            responses["404"] = ["description": "No scans of this target.", "content": ["application/json": ["schema": ref("Error")]]]
+        }
+        if parameters.contains(where: { $0["name"] as? String == "limit" }) {
+            responses["400"] = ["description": "A parameter is out of range.", "content": ["application/json": ["schema": ref("Error")]]]
+        }
+        return ["get": ["operationId": id, "summary": summary, "parameters": parameters, "responses": responses]]
+    }
+
+    private static func pathParameter(_ name: String, _ description: String) -> [String: Any] {
+        ["name": name, "in": "path", "required": true, "description": description, "schema": ["type": "string"]]
+    }
+
+    private static func limit(_ defaultValue: Int) -> [String: Any] {
+        ["name": "limit", "in": "query", "required": false, "description": "How many (default \(defaultValue), at most \(APIRoutes.maximumLimit)).",
+         "schema": ["type": "integer", "minimum": 1, "maximum": APIRoutes.maximumLimit, "default": defaultValue]]
+    }
+
+    private static var timestamp: [String: Any] { ["type": "string", "format": "date-time"] }
+    private static var hex64: [String: Any] { ["type": "string", "pattern": "^[0-9a-f]{64}$"] }
+    private static func enumeration(_ values: [String]) -> [String: Any] { ["type": "string", "enum": values] }
+    private static var policy: [String: Any] { enumeration(CompliancePolicy.allCases.map(\.rawValue)) }
+    private static var scanStatus: [String: Any] { enumeration(["completed", "failed"]) }
+    private static var pinState: [String: Any] { enumeration(["match", "mismatch", "none"]) }
+    private static var category: [String: Any] { enumeration(ProbeFailureCategory.allCases.map(\.rawValue)) }
+    private static var ruleList: [String: Any] { ["type": "array", "items": ["type": "string"]] }
+
+    private static func object(_ properties: [String: [String: Any]], required: [String]) -> [String: Any] {
+        ["type": "object", "properties": properties, "required": required, "additionalProperties": false]
+    }
+
+    static var schemas: [String: Any] {
+        [
+            "Error": object(["error": ["type": "string"]], required: ["error"]),
+            "Status": object([
+                "schema": ["const": "tlsaudit.status/1"],
+                "targets": ["type": "array", "items": ref("TargetStatus")],
+            ], required: ["schema", "targets"]),
+            "TargetStatus": object([
+                "target": ["type": "string"], "address": ["type": "string"], "host": ["type": "string"],
+                "port": ["type": "integer", "minimum": 0, "maximum": 65_535],
+                "last_scan_at": timestamp, "last_observation_id": ["type": "integer"], "status": scanStatus, "policy": policy,
+                "compliant": ["type": "boolean"], "failed_rules": ruleList, "earliest_expiry": timestamp,
+                "leaf_fingerprint": hex64, "leaf_spki": ["type": "string"], "failure_category": category,
+                "consecutive_failures": ["type": "integer", "minimum": 0], "last_success_at": timestamp, "pin_state": pinState,
+                "trust_errors": ruleList,
+            ], required: ["target", "address", "host", "port", "last_scan_at", "last_observation_id", "status", "policy", "compliant",
+                          "failed_rules", "consecutive_failures", "pin_state", "trust_errors"]),
+            "HistoryEntry": object([
+                "observation_id": ["type": "integer"], "target": ["type": "string"], "address": ["type": "string"],
+                "started_at": timestamp, "duration_ms": ["type": "integer", "minimum": 0], "status": scanStatus,
+                "failure_category": category, "failure_message": ["type": "string"],
+                "protocol_version": enumeration(TLSVersion.allCases.map(\.rawValue)), "cipher": ["type": "string"],
+                "leaf_fingerprint": hex64, "leaf_spki": ["type": "string"], "policy": policy, "compliant": ["type": "boolean"],
+                "failed_rules": ruleList,
+                "findings": ["type": "array", "items": ["type": "object", "required": ["id", "severity"],
+                                                        "properties": ["id": ["type": "string"], "severity": ["type": "string"]]]],
+            ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
+                          "failed_rules", "findings"]),
+            "StoredAlert": object([
+                "alert": ref("Alert"),
+                "deliveries": ["type": "array", "items": object([
+                    "sink": ["type": "string"], "state": enumeration(["pending", "delivered"]),
+                    "attempts": ["type": "integer", "minimum": 0], "last_error": ["type": "string"],
+                ], required: ["sink", "state", "attempts"])],
+            ], required: ["alert", "deliveries"]),
+            "Alert": object([
+                "schema": ["const": "tlsaudit.alert/1"], "id": ["type": "string"], "kind": enumeration(AlertKind.allCases.map(\.rawValue)),
+                "severity": enumeration(AlertSeverity.allCases.map(\.rawValue)), "target": ["type": "string"], "host": ["type": "string"],
+                "port": ["type": "integer"], "address": ["type": "string"], "created_at": timestamp, "summary": ["type": "string"],
+                "text": ["type": "string"], "changes": ["type": "object"],
+            ], required: ["schema", "id", "kind", "severity", "target", "host", "port", "address", "created_at", "summary", "text"]),
+        ]
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import TLSAuditModel
+import TLSAuditOutput
+public import TLSAuditStore
+
+/// The documents of `/api/v1`, read from the store on a thread of their own (the store blocks;
+/// the event loop must not), one request at a time.
+public final class APIRoutes: Sendable {
+    /// The most a `limit` may ask for.
+    static let maximumLimit = 10_000
+
+    private let queue = DispatchQueue(label: "tlsaudit.http.api")
+    private let openStore: @Sendable () throws -> any ScanStore
+    private let configuredTargets: @Sendable () -> Set<String>?
+    /// The store opened for reading (a connection of its own, apart from the writer's); reopened after a failure.
+    private nonisolated(unsafe) var store: (any ScanStore)?
+
+    /// `openStore` opens a store for reading; `configuredTargets` are the keys `status` shows (nil: every stored target).
+    public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> Set<String>?) {
+        self.openStore = openStore
+        self.configuredTargets = configuredTargets
+    }
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.get("api/v1/openapi.json") { _, _ in Self.json(APIDocument.json()) }
+        router.get("api/v1/status") { [self] _, _ in
+            await read { store in
+                var rows = try store.status()
+                if let configured = self.configuredTargets() { rows = rows.filter { configured.contains(VantageTarget.split($0.target).key) } }
+                return try .ok(JSONDocumentEncoder.tlsaudit.encode(StatusDocument(targets: rows)))
+            }
+        }
+        router.get("api/v1/targets/:name/history") { [self] request, context in
+            let name = context.parameters.get("name") ?? ""
+            guard let limit = Self.limit(request, default: 20) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }
+            return await read { store in
+                let entries = try store.history(target: name, limit: limit)
+                guard !entries.isEmpty else { return .notFound("no scans of \(name)") }
+                return try .ok(JSONDocumentEncoder.tlsaudit.encode(entries))
+            }
+        }
+        router.get("api/v1/alerts") { [self] request, _ in
+            guard let limit = Self.limit(request, default: 50) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }
+            return await read { store in try .ok(JSONDocumentEncoder.tlsaudit.encode(store.alerts(limit: limit))) }
+        }
+    }
+
+    private enum Answer {
+        case ok(Data)
+        case notFound(String)
+    }
+
+    /// Runs `body` against the store on the API's queue and turns its answer into a response.
+    private func read(_ body: @escaping @Sendable (any ScanStore) throws -> Answer) async -> Response {
+        let answer: Result<Answer, any Error> = await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                do {
+                    if store == nil { store = try openStore() }
+                    continuation.resume(returning: .success(try body(store!)))
+                } catch {
+                    store = nil
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        switch answer {
+        case .success(.ok(let data)): return Self.json(data + Data("\n".utf8))
+        case .success(.notFound(let message)): return Self.error(.notFound, message)
+        case .failure(let error): return Self.error(.serviceUnavailable, "cannot read the store: \(error)")
+        }
+    }
+
+    private static func limit(_ request: Request, default defaultValue: Int) -> Int? {
+        guard let text = request.uri.queryParameters.get("limit") else { return defaultValue }
+        guard let value = Int(text), (1...maximumLimit).contains(value) else { return nil }
+        return value
+    }
+
+    static func json(_ data: Data, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: ["error": message], options: [.sortedKeys])) ?? Data()
+        return json(data + Data("\n".utf8), status: status)
+    }
+}
