@@ -69,6 +69,15 @@ public struct HTTPListener: Sendable {
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
         api.add(to: router)
+        router.get("/") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: StatusPage.contentSecurityPolicy,
+                                            .xContentTypeOptions: "nosniff", .cacheControl: "no-store"],
+                     body: .init(byteBuffer: ByteBuffer(string: StatusPage.html)))
+        }
+        router.get("status.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .xContentTypeOptions: "nosniff"],
+                     body: .init(byteBuffer: ByteBuffer(string: StatusPage.script)))
+        }
         let logger = logger
         return Application(
             router: router,

@@ -168,6 +168,69 @@ struct MonitoringTests {
         #expect(validated.status == 0 && validated.stdout.contains("valid \(documents.count)"), "\(validated.stdout)\(validated.stderr)")
     }
 
+    @Test("the live status page in headless Chromium: the status table with each address's reasons, worst first, sortable by a click, refreshed without a reload; a phone-width screenshot; no external assets")
+    func statusPage() throws {
+        let browser = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
+        let good = try lab.goodServer()
+        let expired = try lab.expiredServer()
+        defer { good.stop(); expired.stop() }
+        let (service, workspace) = try service("monitoring-page", targets: [("good", good.port), ("expired", expired.port)],
+                                               http: "listen: \"127.0.0.1:0\"")
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("both targets scanned") { Set(service.storedScans.map(\.target)) == ["good", "expired"] }
+        let page = "http://\(Self.listening(service)[0])/"
+        let html = try Self.fetch(page)
+        #expect(html.status == 200 && !html.body.contains("http://") && !html.body.contains("https://"), "no external assets")
+        let common = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--user-data-dir=\(workspace.path)/chromium",
+                      "--virtual-time-budget=4000"]
+
+        let dom = try Binary.run(common + ["--dump-dom", page], program: browser).stdout
+        let rows = dom.components(separatedBy: "<tr data-target=").dropFirst().map { String($0.prefix { $0 != ">" }) }
+        #expect(rows == ["\"expired\"", "\"good\""], "worst first: \(rows) in \(dom.prefix(2000))")
+        #expect(dom.contains("not compliant") && dom.contains(">compliant<"), "\(dom.prefix(2000))")
+        #expect(dom.contains("certificate-expired") || dom.contains("expired"), "the expired address's reason is named")
+        #expect(dom.contains("2 addresses, 1 need attention"), "\(dom.prefix(1500))")
+
+        // Two clicks on the Target header sort by name, descending; then the page refreshes itself (10 s) and keeps the order.
+        let probe = workspace.appendingPathComponent("probe.js").path
+        try """
+            setTimeout(() => document.querySelector('th[data-key="target"]').click(), 1500);
+            setTimeout(() => document.querySelector('th[data-key="target"]').click(), 1700);
+            setTimeout(() => document.documentElement.setAttribute('data-updated', document.getElementById('summary').textContent), 12500);
+            """.write(toFile: probe, atomically: true, encoding: .utf8)
+        // The probe runs as a second script of a copy of the page served from a file (the CSP of the
+        // served page allows only its own script); the copy reads the same listener's API.
+        let copy = workspace.appendingPathComponent("page.html")
+        try html.body.replacingOccurrences(of: "<script src=\"/status.js\"></script>", with: """
+            <script>\(try Self.fetch(page + "status.js").body.replacingOccurrences(of: "\"/api/v1/status\"", with: "\"\(page)api/v1/status\""))</script>
+            <script>\(try String(contentsOfFile: probe, encoding: .utf8))</script>
+            """).write(to: copy, atomically: true, encoding: .utf8)
+        let sorted = try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(workspace.path)/chromium2",
+                                     "--disable-web-security", "--virtual-time-budget=14000", "--dump-dom", copy.absoluteString],
+                                    program: browser).stdout
+        let order = sorted.components(separatedBy: "<tr data-target=").dropFirst().map { String($0.prefix { $0 != ">" }) }
+        #expect(order == ["\"good\"", "\"expired\""], "sorted by target, descending, after two clicks: \(order)")
+        #expect(sorted.contains("data-key=\"target\" aria-sort=\"descending\""), "\(sorted.prefix(1500))")
+        #expect(sorted.contains("data-updated=\"2 addresses"), "refreshed in place: \(sorted.prefix(800))")
+
+        for (name, width) in [("phone", 390), ("desktop", 1280)] {
+            let file = workspace.appendingPathComponent("status-\(name).png").path
+            _ = try Binary.run(common + ["--window-size=\(width),900", "--screenshot=\(file)", page], program: browser)
+            let png = try Data(contentsOf: URL(fileURLWithPath: file))
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 5_000, "\(file): \(png.count) bytes")
+            #expect(png[16..<20].reduce(0) { $0 << 8 | Int($1) } == width)
+        }
+        // On a phone the table becomes one card per address (no sideways scrolling): measured in the copy.
+        try html.body.replacingOccurrences(of: "<script src=\"/status.js\"></script>", with: """
+            <script>\(try Self.fetch(page + "status.js").body.replacingOccurrences(of: "\"/api/v1/status\"", with: "\"\(page)api/v1/status\""))</script>
+            <script>setTimeout(() => document.documentElement.setAttribute('data-overflow', document.documentElement.scrollWidth > window.innerWidth), 1500)</script>
+            """).write(to: copy, atomically: true, encoding: .utf8)
+        let phone = try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(workspace.path)/chromium3",
+                                    "--disable-web-security", "--window-size=390,900", "--virtual-time-budget=3000", "--dump-dom",
+                                    copy.absoluteString], program: browser).stdout
+        #expect(phone.contains("data-overflow=\"false\""), "no horizontal overflow at 390 pixels: \(phone.prefix(300))")
+    }
+
     @Test("hostile clients: 400 stalled connections (slowloris) and a 200 KB header do not stop scanning; stalled connections are closed after the idle timeout; descriptors stay bounded")
     func hostileClients() throws {
         let good = try lab.goodServer()
