@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
 public import Logging
 import NIOCore
 
@@ -42,9 +44,16 @@ public struct HTTPListener: Sendable {
         let token = try settings.bearerTokenFile.map { path in
             try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         }
+        let tls = try settings.tls.map { files in
+            var configuration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem)))
+            configuration.minimumTLSVersion = .tlsv12
+            return configuration
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for address in settings.listen {
-                let application = makeApplication(address, token: token)
+                let application = try makeApplication(address, token: token, tls: tls)
                 group.addTask {
                     do { try await application.run() } catch { throw HTTPListenerError(address: address, underlying: error) }
                 }
@@ -54,7 +63,7 @@ public struct HTTPListener: Sendable {
         }
     }
 
-    private func makeApplication(_ address: HTTPSettings.Listen, token: String?) -> some ApplicationProtocol {
+    private func makeApplication(_ address: HTTPSettings.Listen, token: String?, tls: TLSConfiguration?) throws -> some ApplicationProtocol {
         let router = Router()
         router.add(middleware: BearerTokenMiddleware(token: token))
         router.get("healthz") { _, _ in "ok\n" }
@@ -68,6 +77,7 @@ public struct HTTPListener: Sendable {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
+        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000))))
         api.add(to: router)
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: StatusPage.contentSecurityPolicy,
@@ -81,7 +91,7 @@ public struct HTTPListener: Sendable {
         let logger = logger
         return Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000)))),
+            server: try tls.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
             configuration: ApplicationConfiguration(
                 address: .hostname(address.host, port: address.port), serverName: "tlsaudit",
                 availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),

@@ -37,6 +37,19 @@ public struct HTTPSettings: Sendable, Hashable {
     /// A file holding the token every request but the health checks must present as
     /// `Authorization: Bearer TOKEN` (nil: no token asked for).
     public var bearerTokenFile: String?
+    /// The PEM certificate chain (leaf first) and PEM private key of an HTTPS listener.
+    public struct TLSFiles: Sendable, Hashable {
+        public var certificate: String
+        public var key: String
+
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+
+    /// Serve HTTPS (TLS 1.2 and later) with these files; nil: plain HTTP.
+    public var tls: TLSFiles?
     /// Most connections open at once per listener; more wait in the kernel's backlog.
     public var maxConnections = Int(SettingBounds.httpConnections.defaultValue)
     /// Seconds a connection may stay idle (no request, or a request stalled mid-way) before it is closed.

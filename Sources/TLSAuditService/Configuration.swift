@@ -580,7 +580,23 @@ struct ConfigurationParser {
             report(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)")
             return settings
         }
-        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "max_connections", "idle_timeout"], in: "http")
+        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "max_connections", "idle_timeout", "tls"], in: "http")
+        if let value = mapping["tls"] {
+            if case .mapping(let tls) = value, let certificateNode = tls["certificate"], let keyNode = tls["key"] {
+                checkKeys(tls, allowed: ["certificate", "key"], in: "http tls")
+                let certificate = string(certificateNode, "a PEM certificate chain file").map(absolutePath)
+                let key = string(keyNode, "a PEM private key file").map(absolutePath)
+                if let certificate, (try? CertificateFile.summaries(path: certificate))?.isEmpty ?? true {
+                    report(certificateNode, "http tls certificate \(certificate) cannot be read or holds no certificate")
+                }
+                if let key, !((try? String(contentsOfFile: key, encoding: .utf8))?.contains("PRIVATE KEY-----") ?? false) {
+                    report(keyNode, "http tls key \(key) cannot be read or holds no PEM private key")
+                }
+                if let certificate, let key { settings.tls = HTTPSettings.TLSFiles(certificate: certificate, key: key) }
+            } else {
+                report(value, "http tls needs 'certificate' and 'key' (PEM files)")
+            }
+        }
         let addresses: [Node] = switch mapping["listen"] {
         case .sequence(let sequence)?: Array(sequence)
         case let value?: [value]

@@ -231,6 +231,34 @@ struct MonitoringTests {
         #expect(phone.contains("data-overflow=\"false\""), "no horizontal overflow at 390 pixels: \(phone.prefix(300))")
     }
 
+    @Test("https: the listener serves TLS 1.2+ with the configured chain (curl verifies it against the lab root; TLS 1.1 is refused), and tlsaudit's own scan of its listener is ATS-compliant")
+    func httpsListener() throws {
+        let workspace = try lab.workspace("monitoring-https")
+        let chain = workspace.appendingPathComponent("listener-chain.pem").path
+        let key = workspace.appendingPathComponent("listener-key.pem").path
+        try (lab.good.pem + lab.intermediate.pem).write(toFile: chain, atomically: true, encoding: .utf8)
+        try lab.good.key.pem.write(toFile: key, atomically: true, encoding: .utf8)
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let (service, _) = try service("monitoring-https-service", targets: [("good", good.port)], http: """
+            listen: "127.0.0.1:0"
+            tls: {certificate: \(chain), key: \(key)}
+            """)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        let port = Self.listening(service)[0].split(separator: ":").last.map(String.init) ?? ""
+        let url = "https://\(ServiceLab.hostname):\(port)/healthz"
+        let resolve = "\(ServiceLab.hostname):\(port):127.0.0.1"
+        let verified = try Binary.run(["-sS", "--cacert", lab.rootFile, "--resolve", resolve, "--tlsv1.2", url], program: "/usr/bin/curl")
+        #expect(verified.status == 0 && verified.stdout.hasPrefix("ok"), "\(verified.stdout)\(verified.stderr)")
+        let old = try Binary.run(["-sS", "--cacert", lab.rootFile, "--resolve", resolve, "--tlsv1.1", "--tls-max", "1.1", url],
+                                 program: "/usr/bin/curl")
+        #expect(old.status != 0, "TLS 1.1 refused: \(old.stdout)\(old.stderr)")
+        let plain = try Self.fetch("http://127.0.0.1:\(port)/healthz")
+        #expect(plain.status != 200, "no plain HTTP on the TLS listener")
+        let scan = try Binary.run(["scan", "\(ServiceLab.hostname):\(port)", "--connect-to", "127.0.0.1", "--ca-file", lab.rootFile])
+        #expect(scan.status == 0, "tlsaudit scans its own listener as compliant: \(scan.stdout.suffix(1500))")
+    }
+
     @Test("hostile clients: 400 stalled connections (slowloris) and a 200 KB header do not stop scanning; stalled connections are closed after the idle timeout; descriptors stay bounded")
     func hostileClients() throws {
         let good = try lab.goodServer()
