@@ -377,7 +377,8 @@ struct ConfigurationParser {
         }
         if let node = mapping["alerts"] { configuration.alerts = alerts(node) }
         if let node = mapping["reports"] {
-            configuration.reports = reports(node, sinks: configuration.alerts.sinks.map(\.name), database: configuration.database)
+            configuration.reports = reports(node, sinks: configuration.alerts.sinks.map(\.name), database: configuration.database,
+                                            alertOnly: Set(configuration.alerts.sinks.filter { if case .alertmanager = $0.kind { true } else { false } }.map(\.name)))
         }
         var targets: [TargetConfiguration] = []
         if let node = mapping["groups"] {
@@ -791,7 +792,8 @@ struct ConfigurationParser {
     }
 
     /// `reports:`: a list of scheduled reports.
-    private mutating func reports(_ node: Node, sinks: [String], database: String) -> [ReportSchedule] {
+    /// `alertOnly`: sinks that take alerts and not reports (Alertmanager).
+    private mutating func reports(_ node: Node, sinks: [String], database: String, alertOnly: Set<String> = []) -> [ReportSchedule] {
         guard case .sequence(let sequence) = node else {
             report(node, "reports must be a list of scheduled reports, each with a 'schedule' (daily or weekly)")
             return []
@@ -864,7 +866,9 @@ struct ConfigurationParser {
                 if case .sequence(let list) = sinksNode {
                     for item in list {
                         guard let text = string(item, "a sink name") else { continue }
-                        if sinks.contains(text) { schedule.sinks.append(text) } else {
+                        if alertOnly.contains(text) {
+                            report(item, "sink '\(text)' is an Alertmanager sink: it takes alerts, not reports")
+                        } else if sinks.contains(text) { schedule.sinks.append(text) } else {
                             report(item, "no sink named '\(text)' in alerts.sinks (\(sinks.isEmpty ? "none defined" : sinks.joined(separator: ", ")))")
                         }
                     }

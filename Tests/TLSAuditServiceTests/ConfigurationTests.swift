@@ -152,6 +152,29 @@ struct ConfigurationTests {
         #expect(errors("http: {max_connections: 5}\ntargets: [a.example]").first?.message.contains("'listen' is required") == true)
     }
 
+    @Test("an alertmanager sink: its base URL; no secret; reports cannot be sent to it")
+    func alertmanagerSink() throws {
+        let good = try parse("""
+            alerts:
+              sinks:
+                - {name: am, type: alertmanager, url: "http://127.0.0.1:9093", timeout: 3s}
+            targets: [a.example]
+            """)
+        #expect(good.alerts.sinks.map(\.name) == ["am"])
+        let problems = errors("""
+            alerts:
+              sinks:
+                - {name: am, type: alertmanager, url: "http://127.0.0.1:9093", secret: x}
+                - {name: am2, type: alertmanager}
+            reports:
+              - {name: weekly, schedule: weekly, formats: [json], directory: /tmp, sinks: [am]}
+            targets: [a.example]
+            """)
+        #expect(problems.map(\.line) == [3, 4, 6], "\(problems)")
+        #expect(problems[0].message.contains("no 'secret'") && problems[1].message.contains("needs a 'url'"))
+        #expect(problems[2].message.contains("takes alerts, not reports"))
+    }
+
     @Test("one range per setting: the configuration and every command that takes the option refuse the same values")
     func settingRanges() throws {
         let problems = errors("""
