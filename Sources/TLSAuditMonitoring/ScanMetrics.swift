@@ -94,6 +94,35 @@ public final class ScanMetrics: Sendable {
         MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
+    /// The exposition in OpenMetrics 1.0 (what Prometheus asks for first): a counter's family is
+    /// named without `_total` in its TYPE and HELP lines, and the text ends with `# EOF`.
+    public func openMetricsExposition() -> [UInt8] {
+        Self.openMetrics(fromText: String(decoding: exposition(), as: UTF8.self))
+    }
+
+    static func openMetrics(fromText text: String) -> [UInt8] {
+        var counters: Set<Substring> = []
+        for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") && line.hasSuffix(" counter") {
+            counters.insert(line.dropFirst("# TYPE ".count).dropLast(" counter".count))
+        }
+        var output = ""
+        output.reserveCapacity(text.utf8.count + 16)
+        for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+            if line.hasPrefix("# TYPE ") || line.hasPrefix("# HELP ") {
+                let prefix = line.prefix(7)
+                let rest = line.dropFirst(7)
+                let name = rest.prefix { $0 != " " }
+                if counters.contains(name), name.hasSuffix("_total") {
+                    output += prefix + name.dropLast("_total".count) + rest.dropFirst(name.count) + "\n"
+                    continue
+                }
+            }
+            output += line + "\n"
+        }
+        output += "# EOF\n"
+        return Array(output.utf8)
+    }
+
     // MARK: - One address's series
 
     /// The gauges that describe `scan`, set to its values.

@@ -97,6 +97,14 @@ struct MonitoringTests {
         #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
         #expect((value("process_open_fds") ?? 0) > 3)
 
+        // OpenMetrics when asked for: counter families without _total, and the closing # EOF.
+        let open = try Binary.run(["-sS", "-H", "Authorization: Bearer \(token)", "-H",
+                                   "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+                                   "-D", "-", "http://\(addresses[0])/metrics"], program: "/usr/bin/curl").stdout
+        #expect(open.lowercased().contains("content-type: application/openmetrics-text; version=1.0.0"), "\(open.prefix(400))")
+        #expect(open.hasSuffix("# EOF\n") && open.contains("# TYPE tlsaudit_scans counter\n")
+                && open.contains("\ntlsaudit_scans_total{status=\"completed\""), "\(open.suffix(300))")
+
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID().uuidString).txt")
         try metrics.body.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
