@@ -22,6 +22,8 @@ public final class ScanMetrics: Sendable {
     private let residentMemory: Gauge
     private let openDescriptors: Gauge
     private let started: Gauge
+    private let queueWaiting: Gauge
+    private let queueRunning: Gauge
 
     public init() {
         scanDuration = registry.makeValueHistogram(descriptor: Self.named("tlsaudit_scan_duration_seconds", "Time from the connection to the verdict of one address's scan."), buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
@@ -30,6 +32,15 @@ public final class ScanMetrics: Sendable {
         openDescriptors = registry.makeGauge(descriptor: Self.named("process_open_fds", "Number of open file descriptors."))
         started = registry.makeGauge(descriptor: Self.named("process_start_time_seconds", "Start time of the process since unix epoch in seconds."))
         started.set(Date().timeIntervalSince1970)
+        queueWaiting = registry.makeGauge(descriptor: Self.named("tlsaudit_queue_waiting_scans",
+                                                                 "Scans due and waiting for a worker or for their host's cap."))
+        queueRunning = registry.makeGauge(descriptor: Self.named("tlsaudit_queue_running_scans", "Scans running now."))
+    }
+
+    /// The scheduler's queue after a launch round.
+    public func recordQueue(waiting: Int, running: Int) {
+        queueWaiting.set(Double(waiting))
+        queueRunning.set(Double(running))
     }
 
     // MARK: - Recording

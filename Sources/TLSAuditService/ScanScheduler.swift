@@ -68,6 +68,9 @@ final class ScanScheduler: @unchecked Sendable {
     private let node: NodeIdentity?
     /// Called on the scheduler queue after each completed target scan (tests and the demo watch it).
     var onScanCompleted: (@Sendable (String, Int) -> Void)?
+    /// Called on the scheduler's queue after each launch round with the scans due but waiting
+    /// (for a worker, or for their host's cap) and the scans running (the metrics).
+    var onQueue: (@Sendable (Int, Int) -> Void)?
 
     init(configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore], scanner: TLSScanner,
          writer: ResultWriter, logger: Logger, fleet: FleetWork? = nil) {
@@ -158,12 +161,15 @@ final class ScanScheduler: @unchecked Sendable {
     /// caps. In a fleet's outage, a target of this node's share is launched under its share's claim.
     private func launchDue(among candidates: some Sequence<Entry>, now: Date) {
         let due = candidates.filter { !inFlight.contains($0.target.key) && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
+        var launched = 0
         for entry in due {
             guard running < configuration.concurrency else { break }
             guard perHost[entry.target.host, default: 0] < configuration.perHostConcurrency else { continue }
             if let share = outageShare[entry.target.key] { claims[entry.target.key] = share }
             launch(entry.target.key)
+            launched += 1
         }
+        onQueue?(due.count - launched, running)
     }
 
     /// Fleet mode: claims as many due scans as there are free workers (again at once when the

@@ -83,6 +83,7 @@ public final class ScanService: Service, @unchecked Sendable {
         }
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger, fleet: fleet)
+        scheduler.onQueue = { [metrics] waiting, running in metrics.recordQueue(waiting: waiting, running: running) }
     }
 
     /// Loads every trust store the configuration names (once per distinct setting).

@@ -96,6 +96,7 @@ struct MonitoringTests {
         #expect(value(#"tlsaudit_alerts_raised_total{kind="certificate.expired""#) ?? 0 >= 1, "\(lines.filter { $0.contains("alerts") })")
         #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
         #expect((value("process_open_fds") ?? 0) > 3)
+        #expect(value("tlsaudit_queue_waiting_scans") != nil && value("tlsaudit_queue_running_scans") != nil)
 
         // OpenMetrics when asked for: counter families without _total, and the closing # EOF.
         let open = try Binary.run(["-sS", "-H", "Authorization: Bearer \(token)", "-H",
