@@ -159,9 +159,19 @@ public final class ScanMetrics: Sendable {
         if let handshake = result.handshake {
             gauge("ssl_tls_version_info", labels: [("version", handshake.protocolVersion.displayName)], 1, help: "The TLS version negotiated (always 1).")
             gauge("ssl_ocsp_response_stapled", handshake.stapledOCSP == nil ? 0 : 1, help: "A stapled OCSP response was present (0/1).")
-            if let status = handshake.stapledOCSP?.certificateStatus.flatMap(Self.ocspStatus) {
-                gauge("ssl_ocsp_response_status", status, help: "The stapled OCSP response's status: 0 good, 1 revoked, 2 unknown.")
+        }
+        // The leaf's OCSP answer when known: stapled, or fetched from its responder (revocation checking on).
+        let leafOCSP = result.chain?.revocation?.checks.first { $0.depth == 0 && [.stapledOCSP, .ocsp].contains($0.source) }
+        if let check = leafOCSP {
+            gauge("ssl_ocsp_response_status", labels: [], Self.ocspStatus(check.status.rawValue) ?? 2,
+                  help: "The leaf's OCSP status, stapled or fetched: 0 good, 1 revoked, 2 unknown.")
+            for (name, date, help) in [("ssl_ocsp_response_this_update", check.thisUpdate, "thisUpdate of the leaf's OCSP response."),
+                                       ("ssl_ocsp_response_next_update", check.nextUpdate, "nextUpdate of the leaf's OCSP response."),
+                                       ("ssl_ocsp_response_revoked_at", check.revokedAt, "When the leaf's OCSP response says it was revoked.")] {
+                if let date { gauge(name, date.timeIntervalSince1970, help: help + " In seconds since the epoch.") }
             }
+        } else if let status = result.handshake?.stapledOCSP?.certificateStatus.flatMap(Self.ocspStatus) {
+            gauge("ssl_ocsp_response_status", status, help: "The leaf's OCSP status, stapled or fetched: 0 good, 1 revoked, 2 unknown.")
         }
         if let chain = result.chain {
             for certificate in chain.presented {
