@@ -4,9 +4,10 @@ import Synchronization
 public import TLSAuditModel
 public import TLSAuditStore
 
-/// The service's Prometheus metrics, kept in a swift-prometheus registry: per target address the
-/// series of its latest scan (ssl_exporter's names and labels where the meaning is the same, so
-/// existing dashboards and rules work), and tlsaudit's own counters and histograms.
+/// The service's Prometheus metrics: tlsaudit's own counters, gauges and histograms in a
+/// swift-prometheus registry, and per target address the series of its latest scan
+/// (`AddressSeriesTable`; ssl_exporter's names and labels where the meaning is the same, so
+/// existing dashboards and rules work).
 ///
 /// Cardinality: per-address series carry `target` and `address`; certificate series add
 /// ssl_exporter's certificate labels, which change when a certificate is renewed; the series of
@@ -15,8 +16,8 @@ public import TLSAuditStore
 /// alert kinds and severities, the configured sink names.
 public final class ScanMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
-    /// The per-address gauges of each address's latest scan, to drop when the next one replaces them.
-    private let addressSeries = Mutex<[String: [Gauge]]>([:])
+    /// The series of each address's latest scan (written out at each scrape).
+    private let addresses = AddressSeriesTable()
     private let scanDuration: ValueHistogram
     private let storeWrite: ValueHistogram
     private let residentMemory: Gauge
@@ -52,24 +53,13 @@ public final class ScanMetrics: Sendable {
             scanDuration.record(Double(result.durationMs) / 1000)
             let category = result.status == .failed ? (result.error?.category.rawValue ?? "unknown") : "none"
             registry.makeCounter(descriptor: Self.named("tlsaudit_scans_total", "Scans stored, by status and failure category."), labels: [("status", result.status.rawValue), ("category", category)]).increment()
-            let gauges = series(of: scan)
-            let key = "\(scan.target)\u{0}\(result.address)"
-            let stale = addressSeries.withLock { series -> [Gauge] in
-                let previous = series[key] ?? []
-                series[key] = gauges
-                return previous.filter { old in !gauges.contains { $0 === old } }
-            }
-            for gauge in stale { registry.unregisterGauge(gauge) }
+            addresses.record(scan)
         }
     }
 
     /// Drops the series of targets no longer configured.
     public func keepOnly(targets: Set<String>) {
-        let dropped = addressSeries.withLock { series -> [Gauge] in
-            let gone = series.keys.filter { !targets.contains(String($0.prefix { $0 != "\u{0}" })) }
-            return gone.flatMap { series.removeValue(forKey: $0) ?? [] }
-        }
-        for gauge in dropped { registry.unregisterGauge(gauge) }
+        addresses.keepOnly(targets: targets)
     }
 
     /// A batch committed to the store (or refused) after `seconds`.
@@ -97,7 +87,9 @@ public final class ScanMetrics: Sendable {
     public func exposition() -> [UInt8] {
         if let resident = ProcessFigures.residentBytes() { residentMemory.set(Double(resident)) }
         if let descriptors = ProcessFigures.openDescriptors() { openDescriptors.set(Double(descriptors)) }
-        return registry.emitToBuffer()
+        var buffer = registry.emitToBuffer()
+        addresses.write(into: &buffer)
+        return buffer
     }
 
     /// A metric's name and help text (the name as given: tlsaudit's and ssl_exporter's names carry their units).
@@ -134,71 +126,7 @@ public final class ScanMetrics: Sendable {
         return Array(output.utf8)
     }
 
-    // MARK: - One address's series
-
-    /// The gauges that describe `scan`, set to its values.
-    private func series(of scan: StoredScan) -> [Gauge] {
-        let result = scan.result
-        let address = [("target", scan.target), ("address", result.address)]
-        var gauges: [Gauge] = []
-        func gauge(_ name: String, labels: [(String, String)] = [], _ value: Double, help: String) {
-            let made = registry.makeGauge(descriptor: Self.named(name, help), labels: address + labels)
-            made.set(value)
-            gauges.append(made)
-        }
-        let reached = result.status == .completed
-        gauge("ssl_probe_success", reached ? 1 : 0, help: "The probe connected and completed the handshake (0/1).")
-        gauge("tlsaudit_last_scan_timestamp_seconds", result.startedAt.timeIntervalSince1970, help: "When the latest scan started.")
-        gauge("tlsaudit_compliant", labels: [("policy", result.ats.policy.rawValue)], result.ats.compliant ? 1 : 0,
-              help: "The latest scan complies with the target's policy (0/1).")
-        for rule in result.ats.failedRules {
-            gauge("tlsaudit_rule_failed", labels: [("rule", rule.rawValue)], 1, help: "A rule of the target's policy the latest scan fails (always 1).")
-        }
-        gauge("tlsaudit_pin_state", labels: [("state", (result.pin?.state ?? .none).rawValue)], 1,
-              help: "The latest scan's pin state: match, mismatch or none (always 1).")
-        if let handshake = result.handshake {
-            gauge("ssl_tls_version_info", labels: [("version", handshake.protocolVersion.displayName)], 1, help: "The TLS version negotiated (always 1).")
-            gauge("ssl_ocsp_response_stapled", handshake.stapledOCSP == nil ? 0 : 1, help: "A stapled OCSP response was present (0/1).")
-        }
-        // The leaf's OCSP answer when known: stapled, or fetched from its responder (revocation checking on).
-        let leafOCSP = result.chain?.revocation?.checks.first { $0.depth == 0 && [.stapledOCSP, .ocsp].contains($0.source) }
-        if let check = leafOCSP {
-            gauge("ssl_ocsp_response_status", labels: [], Self.ocspStatus(check.status.rawValue) ?? 2,
-                  help: "The leaf's OCSP status, stapled or fetched: 0 good, 1 revoked, 2 unknown.")
-            for (name, date, help) in [("ssl_ocsp_response_this_update", check.thisUpdate, "thisUpdate of the leaf's OCSP response."),
-                                       ("ssl_ocsp_response_next_update", check.nextUpdate, "nextUpdate of the leaf's OCSP response."),
-                                       ("ssl_ocsp_response_revoked_at", check.revokedAt, "When the leaf's OCSP response says it was revoked.")] {
-                if let date { gauge(name, date.timeIntervalSince1970, help: help + " In seconds since the epoch.") }
-            }
-        } else if let status = result.handshake?.stapledOCSP?.certificateStatus.flatMap(Self.ocspStatus) {
-            gauge("ssl_ocsp_response_status", status, help: "The leaf's OCSP status, stapled or fetched: 0 good, 1 revoked, 2 unknown.")
-        }
-        if let chain = result.chain {
-            for certificate in chain.presented {
-                let labels = Self.certificateLabels(certificate)
-                gauge("ssl_cert_not_after", labels: labels, certificate.notAfter.timeIntervalSince1970,
-                      help: "NotAfter of each certificate the server sent, in seconds since the epoch.")
-                gauge("ssl_cert_not_before", labels: labels, certificate.notBefore.timeIntervalSince1970,
-                      help: "NotBefore of each certificate the server sent, in seconds since the epoch.")
-            }
-            if chain.anchored {
-                for element in chain.path {
-                    let labels = [("chain_no", "0")] + Self.certificateLabels(element.certificate)
-                    gauge("ssl_verified_cert_not_after", labels: labels, element.certificate.notAfter.timeIntervalSince1970,
-                          help: "NotAfter of each certificate of the verified chain, in seconds since the epoch.")
-                    gauge("ssl_verified_cert_not_before", labels: labels, element.certificate.notBefore.timeIntervalSince1970,
-                          help: "NotBefore of each certificate of the verified chain, in seconds since the epoch.")
-                }
-            }
-            let certificates = chain.path.isEmpty ? chain.presented : chain.path.map(\.certificate)
-            if let earliest = certificates.map(\.notAfter).min() {
-                // In seconds since the epoch (Prometheus' base unit): days left are `(x - time()) / 86400`.
-                gauge("tlsaudit_chain_expiry_timestamp_seconds", earliest.timeIntervalSince1970,
-                      help: "The earliest notAfter of the chain the latest scan saw, in seconds since the epoch.")
-            }
-        }
-        return gauges
-    }
+    // MARK: - Labels
 
     /// ssl_exporter's certificate labels: serial (decimal), issuer and subject common names,
     /// and the names it carries, lists framed by commas.

@@ -21,7 +21,7 @@ public final class ScanService: Service, @unchecked Sendable {
     private let scheduler: ScanScheduler
     private let reports: ReportScheduler
     private let notifier = SystemdNotifier()
-    /// The Prometheus metrics the HTTP listener serves (kept up to date whether or not it is on).
+    /// The Prometheus metrics the HTTP listener serves (kept up to date when it is on).
     public let metrics = ScanMetrics()
     private let control = DispatchQueue(label: "tlsaudit.service")
     private var housekeeping: [DispatchSourceTimer] = []
@@ -54,9 +54,12 @@ public final class ScanService: Service, @unchecked Sendable {
         writer = ResultWriter(openStore: { try location.open() }, alerting: configuration.alerts.settings,
                               logger: logger)
         dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
-        writer.onCommit = { [metrics] scans, seconds, committed in
-            metrics.recordStoreWrite(seconds: seconds, succeeded: committed)
-            if committed { metrics.record(scans) }
+        // Kept only when there is a listener to serve them.
+        if configuration.http.enabled {
+            writer.onCommit = { [metrics] scans, seconds, committed in
+                metrics.recordStoreWrite(seconds: seconds, succeeded: committed)
+                if committed { metrics.record(scans) }
+            }
         }
         dispatcher.onAttempt = { [metrics] sink, delivered in metrics.recordDelivery(sink: sink, delivered: delivered) }
         writer.onAlerts = { [dispatcher, logger, metrics] alerts in
