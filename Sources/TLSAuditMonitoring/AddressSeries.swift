@@ -37,11 +37,14 @@ final class AddressSeriesTable: Sendable {
     /// A certificate's ssl_exporter labels (rendered once) and dates, shared by every address that sends it.
     final class CertificateLabels: Sendable {
         let labels: String
+        /// `chain_no="0",` and the labels, for the verified-chain families.
+        let verifiedLabels: String
         let notAfter: Double
         let notBefore: Double
 
         init(labels: String, notAfter: Double, notBefore: Double) {
             self.labels = labels
+            verifiedLabels = "chain_no=\"0\"," + labels
             self.notAfter = notAfter
             self.notBefore = notBefore
         }
@@ -107,46 +110,59 @@ final class AddressSeriesTable: Sendable {
 
     var count: Int { state.withLock { $0.entries.count } }
 
-    /// Appends every family's HELP, TYPE and samples to `buffer` (Prometheus text format).
-    func write(into buffer: inout [UInt8]) {
-        let entries = state.withLock { Array($0.entries.values) }.sorted { $0.key < $1.key }
+    /// The entries, ordered by target and address, as a scrape writes them.
+    func snapshot() -> [Entry] {
+        state.withLock { Array($0.entries.values) }.sorted { $0.key < $1.key }
+    }
+
+    /// Every family's HELP, TYPE and samples (the same in the text format and OpenMetrics: all are
+    /// gauges), handed to `emit` in chunks of about `chunkBytes`: a scrape of 10,000 addresses
+    /// (about 30 MB) never sits whole in memory.
+    static func write(_ entries: [Entry], chunkBytes: Int = 256 * 1024, _ emit: ([UInt8]) async throws -> Void) async throws {
         guard !entries.isEmpty else { return }
-        var out = String()
-        out.reserveCapacity(entries.count * 2_048)
-        func family(_ name: String, _ help: String, _ samples: (Entry, (String, Double) -> Void) -> Void) {
-            out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+        var out: [UInt8] = []
+        out.reserveCapacity(chunkBytes + 4_096)
+        func family(_ name: String, _ help: String, _ samples: (Entry, (String, Double) -> Void) -> Void) async throws {
+            out.append(contentsOf: "# HELP \(name) \(help)\n# TYPE \(name) gauge\n".utf8)
             for entry in entries {
                 samples(entry) { labels, value in
-                    out += name
-                    out += "{"
-                    out += entry.key
-                    if !labels.isEmpty { out += ","; out += labels }
-                    out += "} "
-                    out += Self.number(value)
-                    out += "\n"
+                    out.append(contentsOf: name.utf8)
+                    out.append(UInt8(ascii: "{"))
+                    out.append(contentsOf: entry.key.utf8)
+                    if !labels.isEmpty {
+                        out.append(UInt8(ascii: ","))
+                        out.append(contentsOf: labels.utf8)
+                    }
+                    out.append(contentsOf: "} ".utf8)
+                    out.append(contentsOf: Self.number(value).utf8)
+                    out.append(UInt8(ascii: "\n"))
+                }
+                if out.count >= chunkBytes {
+                    try await emit(out)
+                    out.removeAll(keepingCapacity: true)
                 }
             }
         }
-        family("ssl_probe_success", "The probe connected and completed the handshake (0/1).") { entry, sample in
+        try await family("ssl_probe_success", "The probe connected and completed the handshake (0/1).") { entry, sample in
             sample("", entry.reached ? 1 : 0)
         }
-        family("tlsaudit_last_scan_timestamp_seconds", "When the latest scan started.") { entry, sample in sample("", entry.lastScan) }
-        family("tlsaudit_compliant", "The latest scan complies with the target's policy (0/1).") { entry, sample in
+        try await family("tlsaudit_last_scan_timestamp_seconds", "When the latest scan started.") { entry, sample in sample("", entry.lastScan) }
+        try await family("tlsaudit_compliant", "The latest scan complies with the target's policy (0/1).") { entry, sample in
             sample("policy=\"\(entry.policy)\"", entry.compliant ? 1 : 0)
         }
-        family("tlsaudit_rule_failed", "A rule of the target's policy the latest scan fails (always 1).") { entry, sample in
+        try await family("tlsaudit_rule_failed", "A rule of the target's policy the latest scan fails (always 1).") { entry, sample in
             for rule in entry.failedRules { sample("rule=\"\(Self.escape(rule))\"", 1) }
         }
-        family("tlsaudit_pin_state", "The latest scan's pin state: match, mismatch or none (always 1).") { entry, sample in
+        try await family("tlsaudit_pin_state", "The latest scan's pin state: match, mismatch or none (always 1).") { entry, sample in
             sample("state=\"\(entry.pinState)\"", 1)
         }
-        family("ssl_tls_version_info", "The TLS version negotiated (always 1).") { entry, sample in
+        try await family("ssl_tls_version_info", "The TLS version negotiated (always 1).") { entry, sample in
             if let version = entry.version { sample("version=\"\(version)\"", 1) }
         }
-        family("ssl_ocsp_response_stapled", "A stapled OCSP response was present (0/1).") { entry, sample in
+        try await family("ssl_ocsp_response_stapled", "A stapled OCSP response was present (0/1).") { entry, sample in
             if let stapled = entry.stapled { sample("", stapled ? 1 : 0) }
         }
-        family("ssl_ocsp_response_status", "The leaf's OCSP status, stapled or fetched: 0 good, 1 revoked, 2 unknown.") { entry, sample in
+        try await family("ssl_ocsp_response_status", "The leaf's OCSP status, stapled or fetched: 0 good, 1 revoked, 2 unknown.") { entry, sample in
             if let ocsp = entry.ocsp { sample("", ocsp.status) }
         }
         for (name, help, value) in [
@@ -154,27 +170,27 @@ final class AddressSeriesTable: Sendable {
             ("ssl_ocsp_response_next_update", "nextUpdate of the leaf's OCSP response, in seconds since the epoch.", \OCSP.nextUpdate),
             ("ssl_ocsp_response_revoked_at", "When the leaf's OCSP response says it was revoked, in seconds since the epoch.", \OCSP.revokedAt),
         ] where entries.contains(where: { $0.ocsp?[keyPath: value] != nil }) {
-            family(name, help) { entry, sample in
+            try await family(name, help) { entry, sample in
                 if let time = entry.ocsp?[keyPath: value] { sample("", time) }
             }
         }
-        family("ssl_cert_not_after", "NotAfter of each certificate the server sent, in seconds since the epoch.") { entry, sample in
+        try await family("ssl_cert_not_after", "NotAfter of each certificate the server sent, in seconds since the epoch.") { entry, sample in
             for certificate in entry.presented { sample(certificate.labels, certificate.notAfter) }
         }
-        family("ssl_cert_not_before", "NotBefore of each certificate the server sent, in seconds since the epoch.") { entry, sample in
+        try await family("ssl_cert_not_before", "NotBefore of each certificate the server sent, in seconds since the epoch.") { entry, sample in
             for certificate in entry.presented { sample(certificate.labels, certificate.notBefore) }
         }
-        family("ssl_verified_cert_not_after", "NotAfter of each certificate of the verified chain, in seconds since the epoch.") { entry, sample in
-            for certificate in entry.verified { sample("chain_no=\"0\"," + certificate.labels, certificate.notAfter) }
+        try await family("ssl_verified_cert_not_after", "NotAfter of each certificate of the verified chain, in seconds since the epoch.") { entry, sample in
+            for certificate in entry.verified { sample(certificate.verifiedLabels, certificate.notAfter) }
         }
-        family("ssl_verified_cert_not_before", "NotBefore of each certificate of the verified chain, in seconds since the epoch.") { entry, sample in
-            for certificate in entry.verified { sample("chain_no=\"0\"," + certificate.labels, certificate.notBefore) }
+        try await family("ssl_verified_cert_not_before", "NotBefore of each certificate of the verified chain, in seconds since the epoch.") { entry, sample in
+            for certificate in entry.verified { sample(certificate.verifiedLabels, certificate.notBefore) }
         }
-        family("tlsaudit_chain_expiry_timestamp_seconds",
-               "The earliest notAfter of the chain the latest scan saw, in seconds since the epoch.") { entry, sample in
+        try await family("tlsaudit_chain_expiry_timestamp_seconds",
+                         "The earliest notAfter of the chain the latest scan saw, in seconds since the epoch.") { entry, sample in
             if let expiry = entry.chainExpiry { sample("", expiry) }
         }
-        buffer.append(contentsOf: out.utf8)
+        if !out.isEmpty { try await emit(out) }
     }
 
     /// A label value as the text format writes it: backslash, double quote and line feed escaped.

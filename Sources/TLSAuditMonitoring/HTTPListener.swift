@@ -74,13 +74,14 @@ public struct HTTPListener: Sendable {
                             headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: body)))
         }
         router.get("metrics") { [metrics] request, _ -> Response in
-            // OpenMetrics when the scraper asks for it (Prometheus does, first), else the text format 0.0.4.
-            if (request.headers[.accept] ?? "").contains("application/openmetrics-text") {
-                return Response(status: .ok, headers: [.contentType: "application/openmetrics-text; version=1.0.0; charset=utf-8"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: metrics.openMetricsExposition())))
-            }
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+            // OpenMetrics when the scraper asks for it (Prometheus does, first), else the text format 0.0.4;
+            // streamed in chunks.
+            let openMetrics = (request.headers[.accept] ?? "").contains("application/openmetrics-text")
+            let type = openMetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8" : "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
+                try await metrics.exposition(openMetrics: openMetrics) { chunk in try await writer.write(ByteBuffer(bytes: chunk)) }
+                try await writer.finish(nil)
+            })
         }
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000))))
         api.add(to: router)

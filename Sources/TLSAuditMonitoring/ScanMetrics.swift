@@ -83,47 +83,50 @@ public final class ScanMetrics: Sendable {
         registry.makeCounter(descriptor: Self.named("tlsaudit_alert_deliveries_total", "Alert delivery attempts, by sink and outcome."), labels: [("sink", sink), ("state", delivered ? "delivered" : "failed")]).increment()
     }
 
-    /// The exposition (Prometheus text format 0.0.4), with the process gauges read now.
-    public func exposition() -> [UInt8] {
+    /// The exposition in the Prometheus text format 0.0.4, or in OpenMetrics 1.0 (what Prometheus
+    /// asks for first: a counter's family named without `_total` in its TYPE and HELP lines, and
+    /// `# EOF` at the end), handed to `emit` in chunks (the process gauges are read now).
+    public func exposition(openMetrics: Bool = false, _ emit: ([UInt8]) async throws -> Void) async throws {
         if let resident = ProcessFigures.residentBytes() { residentMemory.set(Double(resident)) }
         if let descriptors = ProcessFigures.openDescriptors() { openDescriptors.set(Double(descriptors)) }
-        var buffer = registry.emitToBuffer()
-        addresses.write(into: &buffer)
-        return buffer
+        let own = registry.emitToBuffer()
+        try await emit(openMetrics ? Self.openMetrics(fromText: String(decoding: own, as: UTF8.self)) : own)
+        try await AddressSeriesTable.write(addresses.snapshot(), emit)
+        if openMetrics { try await emit(Array("# EOF\n".utf8)) }
     }
 
-    /// A metric's name and help text (the name as given: tlsaudit's and ssl_exporter's names carry their units).
-    static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
-        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    /// The whole exposition at once (tests, small fleets).
+    public func exposition(openMetrics: Bool = false) async -> [UInt8] {
+        var all: [UInt8] = []
+        try? await exposition(openMetrics: openMetrics) { all += $0 }
+        return all
     }
 
-    /// The exposition in OpenMetrics 1.0 (what Prometheus asks for first): a counter's family is
-    /// named without `_total` in its TYPE and HELP lines, and the text ends with `# EOF`.
-    public func openMetricsExposition() -> [UInt8] {
-        Self.openMetrics(fromText: String(decoding: exposition(), as: UTF8.self))
-    }
-
+    /// tlsaudit's own series in OpenMetrics (without the `# EOF`): a counter's family is named
+    /// without `_total` in its TYPE and HELP lines.
     static func openMetrics(fromText text: String) -> [UInt8] {
         var counters: Set<Substring> = []
         for line in text.split(separator: "\n") where line.hasPrefix("# TYPE ") && line.hasSuffix(" counter") {
             counters.insert(line.dropFirst("# TYPE ".count).dropLast(" counter".count))
         }
         var output = ""
-        output.reserveCapacity(text.utf8.count + 16)
         for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
             if line.hasPrefix("# TYPE ") || line.hasPrefix("# HELP ") {
-                let prefix = line.prefix(7)
                 let rest = line.dropFirst(7)
                 let name = rest.prefix { $0 != " " }
                 if counters.contains(name), name.hasSuffix("_total") {
-                    output += prefix + name.dropLast("_total".count) + rest.dropFirst(name.count) + "\n"
+                    output += line.prefix(7) + name.dropLast("_total".count) + rest.dropFirst(name.count) + "\n"
                     continue
                 }
             }
             output += line + "\n"
         }
-        output += "# EOF\n"
         return Array(output.utf8)
+    }
+
+    /// A metric's name and help text (the name as given: tlsaudit's and ssl_exporter's names carry their units).
+    static func named(_ name: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
     }
 
     // MARK: - Labels
