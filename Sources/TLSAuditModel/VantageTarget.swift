@@ -13,6 +13,11 @@ public enum VantageTarget {
         return (String(stored[..<at]), String(stored[stored.index(after: at)...]))
     }
 
+    /// Whether a stored target is one of the configured `keys`, or a vantage of one (`KEY@VANTAGE`).
+    public static func isStored(_ stored: String, of keys: Set<String>) -> Bool {
+        keys.contains(stored) || keys.contains(split(stored).key)
+    }
+
     /// A `LIKE` pattern (escape character `\\`) matching every vantage of `key`.
     public static func likePattern(_ key: String) -> String {
         key.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")

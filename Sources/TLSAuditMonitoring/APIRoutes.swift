@@ -29,7 +29,7 @@ public final class APIRoutes: Sendable {
         router.get("api/v1/status") { [self] _, _ in
             await read { store in
                 var rows = try store.status()
-                if let configured = self.configuredTargets() { rows = rows.filter { configured.contains(VantageTarget.split($0.target).key) } }
+                if let configured = self.configuredTargets() { rows = rows.filter { VantageTarget.isStored($0.target, of: configured) } }
                 return try .ok(JSONDocumentEncoder.tlsaudit.encode(StatusDocument(targets: rows)))
             }
         }

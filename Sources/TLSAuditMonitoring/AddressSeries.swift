@@ -103,9 +103,9 @@ final class AddressSeriesTable: Sendable {
         }
     }
 
-    /// Drops the entries of targets not in `targets`.
+    /// Drops the entries of targets not in `targets` (the configured keys; a vantage's `KEY@VANTAGE` stays with its key).
     func keepOnly(targets: Set<String>) {
-        state.withLock { state in state.entries = state.entries.filter { targets.contains($0.value.target) } }
+        state.withLock { state in state.entries = state.entries.filter { VantageTarget.isStored($0.value.target, of: targets) } }
     }
 
     var count: Int { state.withLock { $0.entries.count } }

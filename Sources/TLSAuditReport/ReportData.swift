@@ -18,7 +18,7 @@ public struct ReportQuery: Sendable, Hashable {
     /// Whether a stored target is in the report: one of `targets`, or a vantage of one (`KEY@VANTAGE`).
     public func includes(stored target: String) -> Bool {
         guard let targets else { return true }
-        return targets.contains(target) || targets.contains(VantageTarget.split(target).key)
+        return VantageTarget.isStored(target, of: targets)
     }
 
     public init(start: Date, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil, step: TimeInterval) {

@@ -31,7 +31,7 @@ struct StatusCommand: ParsableCommand {
         if databaseOptions.database == nil, let file = databaseOptions.configurationPath {
             // A fleet node's file may name no target (they come from `fleet apply`): then all are shown.
             let configured = Set(try loadConfiguration(file).targets.map(\.key))
-            if !configured.isEmpty { rows = rows.filter { configured.contains(VantageTarget.split($0.target).key) } }
+            if !configured.isEmpty { rows = rows.filter { VantageTarget.isStored($0.target, of: configured) } }
         }
         switch format {
         case .json:
