@@ -95,13 +95,6 @@ public final class ScanMetrics: Sendable {
         if openMetrics { try await emit(Array("# EOF\n".utf8)) }
     }
 
-    /// The whole exposition at once (tests, small fleets).
-    public func exposition(openMetrics: Bool = false) async -> [UInt8] {
-        var all: [UInt8] = []
-        try? await exposition(openMetrics: openMetrics) { all += $0 }
-        return all
-    }
-
     /// tlsaudit's own series in OpenMetrics (without the `# EOF`): a counter's family is named
     /// without `_total` in its TYPE and HELP lines.
     static func openMetrics(fromText text: String) -> [UInt8] {

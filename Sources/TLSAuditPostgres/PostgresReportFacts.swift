@@ -170,15 +170,7 @@ private final class PostgresReportFacts: ReportFactReader {
     }
 
     func certificate(fingerprint: String) throws -> ChainCertificate? {
-        let rows = try connection.execute("""
-            SELECT subject, issuer, not_before, not_after, summary::jsonb ->> 'commonName' AS common_name FROM certificate
-            WHERE fingerprint = $1
-            """, [.text(fingerprint)])
-        guard rows.count > 0 else { return nil }
-        return ChainCertificate(fingerprint: fingerprint, subject: rows.text(0, "subject") ?? "", commonName: rows.text(0, "common_name"),
-                                issuer: rows.text(0, "issuer") ?? "",
-                                notBefore: Date(timeIntervalSince1970: rows.double(0, "not_before") ?? 0),
-                                notAfter: Date(timeIntervalSince1970: rows.double(0, "not_after") ?? 0), depth: 0)
+        try Self.certificates(on: connection, where: "fingerprint = $1", [.text(fingerprint)])[fingerprint]
     }
 
     /// One query for all of them (a fleet's unreachable addresses: one round trip each took a

@@ -170,7 +170,7 @@ final class AlertDispatcher: @unchecked Sendable {
             } else {
                 outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
             }
-            if case .success = outcome { onAttempt?(sink.name, true) } else { onAttempt?(sink.name, false) }
+            onAttempt?(sink.name, (try? outcome.get()) != nil)
             do {
                 switch outcome {
                 case .success:

@@ -926,8 +926,7 @@ struct ConfigurationParser {
         case "log":
             kind = .log
         case "webhook":
-            guard let urlNode = mapping["url"], let text = string(urlNode, "a URL"), let url = URL(string: text),
-                  ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            guard let url = httpURL(mapping["url"]) else {
                 report(node, "a webhook sink needs a 'url' (http:// or https://)")
                 return nil
             }
@@ -940,8 +939,7 @@ struct ConfigurationParser {
             }
             kind = .command(argv: sequence.compactMap { string($0, "an argument") }, timeout: timeout)
         case "alertmanager":
-            guard let urlNode = mapping["url"], let text = string(urlNode, "a URL"), let url = URL(string: text),
-                  ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            guard let url = httpURL(mapping["url"]) else {
                 report(node, "an alertmanager sink needs a 'url': Alertmanager's base address, like http://127.0.0.1:9093")
                 return nil
             }
@@ -953,6 +951,13 @@ struct ConfigurationParser {
         }
         let name = mapping["name"].flatMap { string($0, "a sink name") } ?? (index == 0 ? type : "\(type)-\(index + 1)")
         return SinkConfiguration(name: name, kind: kind, minimumSeverity: minimum)
+    }
+
+    /// A sink's `url`: an http:// or https:// URL with a host (nil when absent or not one).
+    private mutating func httpURL(_ node: Node?) -> URL? {
+        guard let node, let text = string(node, "a URL"), let url = URL(string: text),
+              ["http", "https"].contains(url.scheme ?? ""), url.host != nil else { return nil }
+        return url
     }
 
     private mutating func boolean(_ node: Node) -> Bool? {

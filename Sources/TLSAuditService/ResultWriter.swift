@@ -199,14 +199,7 @@ public final class ResultWriter: @unchecked Sendable {
     /// Whether the last commit failed (results wait in memory for the store); answered within
     /// `timeout` seconds, else nil (the writer is stuck in a commit).
     func isFailing(answeringWithin timeout: Double) -> Bool? {
-        let answer = Mutex<Bool?>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        queue.async {
-            answer.withLock { $0 = self.failing }
-            answered.signal()
-        }
-        guard answered.wait(timeout: .now() + timeout) == .success else { return nil }
-        return answer.withLock { $0 }
+        queue.answer(within: timeout) { self.failing }
     }
 
     /// Replaces the alert settings (reload).

@@ -124,15 +124,13 @@ final class ScanScheduler: @unchecked Sendable {
         return result
     }
 
-    /// Replaces the configuration (SIGHUP): new targets are added, removed ones stop being
-    /// scheduled (a scan in flight finishes), unchanged ones keep their timing and backoff.
     /// Whether the scheduler's queue runs a block within `timeout` seconds (it is not stuck).
     func answers(within timeout: Double) -> Bool {
-        let answered = DispatchSemaphore(value: 0)
-        queue.async { answered.signal() }
-        return answered.wait(timeout: .now() + timeout) == .success
+        queue.answer(within: timeout) { () } != nil
     }
 
+    /// Replaces the configuration (SIGHUP): new targets are added, removed ones stop being
+    /// scheduled (a scan in flight finishes), unchanged ones keep their timing and backoff.
     func apply(_ configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore]) {
         queue.sync {
             let before = Set(entries.keys)
