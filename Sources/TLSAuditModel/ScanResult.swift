@@ -25,6 +25,9 @@ public struct ChainReport: Hashable, Codable, Sendable {
         self.revocation = revocation
     }
 
+    /// The chain as clients see it: the path built, or what was sent when none could be built.
+    public var certificates: [CertificateSummary] { path.isEmpty ? presented : path.map(\.certificate) }
+
     /// The path building result this report was made from.
     public var building: PathBuildingResult { PathBuildingResult(path: path, anchored: anchored, issues: issues) }
 }

@@ -84,7 +84,6 @@ final class AddressSeriesTable: Sendable {
             if ocsp == nil, let status = result.handshake?.stapledOCSP?.certificateStatus.flatMap(ScanMetrics.ocspStatus) {
                 ocsp = OCSP(status: status)
             }
-            let certificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
             let entry = Entry(
                 key: "target=\"\(Self.escape(scan.target))\",address=\"\(Self.escape(result.address))\"", target: scan.target,
                 reached: result.status == .completed, lastScan: result.startedAt.timeIntervalSince1970,
@@ -93,7 +92,7 @@ final class AddressSeriesTable: Sendable {
                 stapled: result.handshake.map { $0.stapledOCSP != nil }, ocsp: ocsp,
                 presented: chain?.presented.map(labels) ?? [],
                 verified: chain.map { $0.anchored ? $0.path.map { labels($0.certificate) } : [] } ?? [],
-                chainExpiry: certificates.map(\.notAfter).min()?.timeIntervalSince1970)
+                chainExpiry: chain?.certificates.map(\.notAfter).min()?.timeIntervalSince1970)
             state.entries["\(scan.target)\u{0}\(result.address)"] = entry
             state.recordsSinceSweep += 1
             if state.recordsSinceSweep >= 10_000 {

@@ -67,8 +67,7 @@ package struct ScanRows {
         pin = try result.pin.map { try StoredValues.json($0) }
         let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.countedCompliant)
         timeline = [condition.rawValue, result.ats.policy.rawValue, try StoredValues.json(result.countedReasons)]
-        let chainCertificates = chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
-        earliestExpiry = chainCertificates.map(\.notAfter).min()?.timeIntervalSince1970
+        earliestExpiry = chain?.certificates.map(\.notAfter).min()?.timeIntervalSince1970
     }
 
     /// The timeline state of a stored scan read back (for a scan stored before a later one).

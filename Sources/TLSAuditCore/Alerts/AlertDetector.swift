@@ -114,7 +114,7 @@ public enum AlertDetector {
             memory.failedRules = result.ats.failedRules
         }
         // Expiry of every certificate of the chain (path as built, else as presented).
-        let certificates = result.chain.map { $0.path.isEmpty ? $0.presented : $0.path.map(\.certificate) } ?? []
+        let certificates = result.chain?.certificates ?? []
         let thresholds = rules.expiryThresholds.sorted()
         for (depth, certificate) in certificates.enumerated() {
             let days = certificate.daysLeft(at: result.startedAt)
