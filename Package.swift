@@ -38,9 +38,10 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
-        // `tlsaudit serve`'s signal handler, installed by an ELF constructor before the Swift runtime
-        // starts (a SIGHUP during start-up killed the service). The only C source of the package.
-        .target(name: "CServiceSignals"),
+        // The package's only C sources, what Swift cannot say about the process: `tlsaudit serve`'s
+        // signal handler, installed by an ELF constructor before the Swift runtime starts (a SIGHUP
+        // during start-up killed the service), and glibc's malloc_trim (after a metrics scrape).
+        .target(name: "CProcess"),
         // The facts: certificates, handshake observations, scan results, findings and verdicts as
         // values, alerts, pins, settings and their ranges. No rule lives here. Pure Swift.
         .target(
@@ -99,7 +100,7 @@ let package = Package(
         .target(
             name: "TLSAuditMonitoring",
             dependencies: [
-                "TLSAuditModel", "TLSAuditStore", "TLSAuditOutput",
+                "TLSAuditModel", "TLSAuditStore", "TLSAuditOutput", "CProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -112,7 +113,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CServiceSignals",
+                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -154,8 +155,8 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "tlsaudit",
-                           .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring",
+                           "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -81,6 +81,9 @@ public struct HTTPListener: Sendable {
             return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
                 try await metrics.exposition(openMetrics: openMetrics) { chunk in try await writer.write(ByteBuffer(bytes: chunk)) }
                 try await writer.finish(nil)
+                // A scrape's buffers are freed in the middle of malloc's arenas, where they would stay
+                // resident: hand the free pages back (measured: 5 MiB at 10,000 addresses scraped each second).
+                ProcessFigures.releaseFreeMemory()
             })
         }
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000))))

@@ -1,3 +1,4 @@
+import CProcess
 import Foundation
 public import Prometheus
 import Synchronization
@@ -91,7 +92,7 @@ public final class ScanMetrics: Sendable {
         if let descriptors = ProcessFigures.openDescriptors() { openDescriptors.set(Double(descriptors)) }
         let own = registry.emitToBuffer()
         try await emit(openMetrics ? Self.openMetrics(fromText: String(decoding: own, as: UTF8.self)) : own)
-        try await AddressSeriesTable.write(addresses.snapshot(), emit)
+        try await addresses.write(emit)
         if openMetrics { try await emit(Array("# EOF\n".utf8)) }
     }
 
@@ -195,6 +196,11 @@ enum ProcessFigures {
         let fields = statm.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Returns the whole free pages of malloc's arenas to the system (glibc's malloc_trim).
+    static func releaseFreeMemory() {
+        tlsaudit_release_free_memory()
     }
 
     static func openDescriptors() -> Int? {

@@ -1,7 +1,7 @@
-import CServiceSignals
+import CProcess
 
 /// SIGHUP, SIGTERM and SIGINT for `serve`, caught from the first instant of the process (an ELF
-/// constructor in CServiceSignals installs the handler before the Swift runtime starts): the
+/// constructor in CProcess installs the handler before the Swift runtime starts): the
 /// default action of each would kill it, and systemd does not restart a process that died of
 /// SIGHUP. The handler only counts; the service acts once it is ready (a reload asked for during
 /// start-up is applied once; a stop request ends the service as soon as it runs).
