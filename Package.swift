@@ -24,6 +24,7 @@ let package = Package(
         // The HTTP listener (metrics, health, API): see README "Monitoring" for why Hummingbird.
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", exact: "2.5.0"),
     ],
     targets: [
         // OpenSSL 3 headers and libraries, plus inline wrappers for the macros Swift cannot import.
@@ -104,6 +105,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -21,7 +21,7 @@ public struct Readiness: Sendable {
 
 /// The service's HTTP listeners (Hummingbird on SwiftNIO, beside the Dispatch scheduler: requests
 /// never run on the scanning threads). `/healthz` and `/readyz` are open; everything else asks
-/// for the bearer token when one is configured.
+/// for the bearer token or a basic-auth user when either is configured.
 public struct HTTPListener: Sendable {
     let settings: HTTPSettings
     let metrics: ScanMetrics
@@ -41,9 +41,14 @@ public struct HTTPListener: Sendable {
     /// Serves every configured address until the task is cancelled; throws when one cannot listen
     /// (the address in use, or not an address of this machine).
     public func run() async throws {
-        let token = try settings.bearerTokenFile.map { path in
-            try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        let credentials = try AccessCredentials(
+            token: settings.bearerTokenFile.map { path in
+                try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            },
+            users: settings.basicAuthFile.map { path in
+                try AccessCredentials.users(htpasswd: String(contentsOfFile: path, encoding: .utf8), file: path)
+            } ?? [:])
+        let checker = AccessChecker(credentials)
         let tls = try settings.tls.map { files in
             var configuration = TLSConfiguration.makeServerConfiguration(
                 certificateChain: try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) },
@@ -53,7 +58,7 @@ public struct HTTPListener: Sendable {
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for address in settings.listen {
-                let application = try makeApplication(address, token: token, tls: tls)
+                let application = try makeApplication(address, checker: checker, credentials: credentials, tls: tls)
                 group.addTask {
                     do { try await application.run() } catch { throw HTTPListenerError(address: address, underlying: error) }
                 }
@@ -63,9 +68,12 @@ public struct HTTPListener: Sendable {
         }
     }
 
-    private func makeApplication(_ address: HTTPSettings.Listen, token: String?, tls: TLSConfiguration?) throws -> some ApplicationProtocol {
+    private func makeApplication(_ address: HTTPSettings.Listen, checker: AccessChecker, credentials: AccessCredentials,
+                                 tls: TLSConfiguration?) throws -> some ApplicationProtocol {
         let router = Router()
-        router.add(middleware: BearerTokenMiddleware(token: token))
+        let challenges = (credentials.users.isEmpty ? [] : ["Basic realm=\"tlsaudit\", charset=\"UTF-8\""])
+            + (credentials.token == nil ? [] : ["Bearer realm=\"tlsaudit\""])
+        router.add(middleware: AccessMiddleware(checker: checker, challenge: challenges.joined(separator: ", ")))
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { [readiness] _, _ -> Response in
             let state = await readiness()
@@ -130,23 +138,18 @@ public struct HTTPListenerError: Error, CustomStringConvertible {
     public var description: String { "http listen \(address): \(underlying)" }
 }
 
-/// Refuses requests without `Authorization: Bearer TOKEN` (401), except the health checks.
-struct BearerTokenMiddleware<Context: RequestContext>: RouterMiddleware {
-    let token: String?
+/// Refuses requests without a valid `Authorization` (401; 429 while too many passwords are being
+/// checked), except the health checks.
+struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
+    let checker: AccessChecker
+    let challenge: String
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let token, !["/healthz", "/readyz"].contains(request.uri.path) else { return try await next(request, context) }
-        let given = request.headers[.authorization] ?? ""
-        guard Self.equal(given, "Bearer " + token) else {
-            return Response(status: .unauthorized, headers: [.wwwAuthenticate: "Bearer realm=\"tlsaudit\""])
+        guard !["/healthz", "/readyz"].contains(request.uri.path) else { return try await next(request, context) }
+        switch await checker.check(authorization: request.headers[.authorization]) {
+        case .allowed: return try await next(request, context)
+        case .refused: return Response(status: .unauthorized, headers: [.wwwAuthenticate: challenge])
+        case .busy: return Response(status: .tooManyRequests, headers: [.retryAfter: "1"])
         }
-        return try await next(request, context)
-    }
-
-    /// Compares in time that depends on the lengths only.
-    static func equal(_ left: String, _ right: String) -> Bool {
-        let a = Array(left.utf8), b = Array(right.utf8)
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }

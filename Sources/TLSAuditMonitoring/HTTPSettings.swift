@@ -37,6 +37,9 @@ public struct HTTPSettings: Sendable, Hashable {
     /// A file holding the token every request but the health checks must present as
     /// `Authorization: Bearer TOKEN` (nil: no token asked for).
     public var bearerTokenFile: String?
+    /// An htpasswd file of users with bcrypt password hashes (`htpasswd -B`) who may present
+    /// `Authorization: Basic` instead (nil: none). With both, either is accepted.
+    public var basicAuthFile: String?
     /// The PEM certificate chain (leaf first) and PEM private key of an HTTPS listener.
     public struct TLSFiles: Sendable, Hashable {
         public var certificate: String

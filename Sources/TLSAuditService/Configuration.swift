@@ -574,14 +574,15 @@ struct ConfigurationParser {
         return settings
     }
 
-    /// `http:` with `listen` (an address or a list), `bearer_token_file`, `max_connections`, `idle_timeout`.
+    /// `http:` with `listen` (an address or a list), `bearer_token_file`, `basic_auth_file`, `tls`,
+    /// `max_connections`, `idle_timeout`.
     private mutating func httpSettings(_ node: Node) -> HTTPSettings {
         var settings = HTTPSettings()
         guard case .mapping(let mapping) = node else {
             report(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)")
             return settings
         }
-        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "max_connections", "idle_timeout", "tls"], in: "http")
+        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls"], in: "http")
         if let value = mapping["tls"] {
             if case .mapping(let tls) = value, let certificateNode = tls["certificate"], let keyNode = tls["key"] {
                 checkKeys(tls, allowed: ["certificate", "key"], in: "http tls")
@@ -621,6 +622,16 @@ struct ConfigurationParser {
                 report(value, "bearer_token_file \(path) must hold one token (no spaces)")
             }
             settings.bearerTokenFile = path
+        }
+        if let value = mapping["basic_auth_file"], let path = string(value, "an htpasswd file path").map(absolutePath) {
+            do {
+                _ = try AccessCredentials.users(htpasswd: String(contentsOfFile: path, encoding: .utf8), file: path)
+            } catch let error as AccessFileError {
+                report(value, "basic_auth_file \(error)")
+            } catch {
+                report(value, "basic_auth_file \(path) cannot be read")
+            }
+            settings.basicAuthFile = path
         }
         if let value = mapping["max_connections"],
            let count = integer(value, in: Int(SettingBounds.httpConnections.range.lowerBound)...Int(SettingBounds.httpConnections.range.upperBound)) {

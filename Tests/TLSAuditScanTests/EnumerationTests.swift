@@ -192,9 +192,9 @@ struct OCSPStaplingTests {
         let pki = TestPKI.shared
         let serial = RevocationTests.randomSerial()
         let leaf = try pki.leaf { $0.serialHex = serial }
-        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .good)])
+        let lab = try LabOCSPResponder(issuer: pki.intermediate, entries: [(serial, .good)])
         let (server, result) = try lab.stapledServerScan(leaf: leaf, staple: try lab.response(for: leaf))
-        defer { OCSPLab.kill(server) }
+        defer { LabOCSPResponder.kill(server) }
         let handshake = try #require(result?.handshake)
         #expect(handshake.stapledOCSP?.responseStatus == "successful")
         #expect(handshake.stapledOCSP?.certificateStatus == "good")

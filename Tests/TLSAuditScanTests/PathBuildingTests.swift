@@ -164,7 +164,7 @@ struct PathBuildingTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let intermediatePEM = directory.appendingPathComponent("int.pem").path, p7c = directory.appendingPathComponent("int.p7c").path
         try pki.intermediate.pem.write(toFile: intermediatePEM, atomically: true, encoding: .utf8)
-        try OCSPLab.openssl(["crl2pkcs7", "-nocrl", "-certfile", intermediatePEM, "-outform", "DER", "-out", p7c])
+        try LabOCSPResponder.openssl(["crl2pkcs7", "-nocrl", "-certfile", intermediatePEM, "-outform", "DER", "-out", p7c])
         let p7Leaf = try pki.leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/int.p7c"))")] }
         http.serve(Array(try Data(contentsOf: URL(fileURLWithPath: p7c))), at: "/int.p7c")
         let chain = directory.appendingPathComponent("leaf.pem").path

@@ -5,130 +5,23 @@ import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 
-/// A real OCSP responder (`openssl ocsp -index ... -port 0`) for one issuer, started by the test,
-/// and one-shot responses made by the same tool (for stapling, the cache and offline checks).
-final class OCSPLab {
-    enum Entry {
-        case good
-        case revoked(reason: String)
+extension LabOCSPResponder {
+    /// A responder for `issuer` in a directory of the test PKI's.
+    convenience init(issuer: LabCertificate, entries: [(serial: String, entry: Entry)], signer: LabCertificate? = nil) throws {
+        try self.init(issuer: issuer, entries: entries, signer: signer,
+                      directory: TestPKI.shared.directory.appendingPathComponent("ocsp-\(UUID().uuidString.prefix(8))"))
     }
 
-    let directory: URL
-    let issuer: LabCertificate
-    private(set) var responder: Process?
-    private(set) var port = 0
-
-    /// `signer`: who signs the answers (default the issuer; another CA makes them wrongly signed).
-    init(issuer: LabCertificate, entries: [(serial: String, entry: Entry)], signer: LabCertificate? = nil) throws {
-        self.issuer = issuer
-        directory = TestPKI.shared.directory.appendingPathComponent("ocsp-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try issuer.pem.write(toFile: path("ca.pem"), atomically: true, encoding: .utf8)
-        let signing = signer ?? issuer
-        try signing.pem.write(toFile: path("signer.pem"), atomically: true, encoding: .utf8)
-        try signing.key.pem.write(toFile: path("signer.key"), atomically: true, encoding: .utf8)
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyMMddHHmmss'Z'"
-        let expiry = formatter.string(from: Date().addingTimeInterval(365 * 86_400))
-        let revokedAt = formatter.string(from: Date().addingTimeInterval(-86_400))
-        let index = entries.map { serial, entry in
-            switch entry {
-            case .good: "V\t\(expiry)\t\t\(serial)\tunknown\t/CN=lab\n"
-            case .revoked(let reason): "R\t\(expiry)\t\(revokedAt),\(reason)\t\(serial)\tunknown\t/CN=lab\n"
-            }
-        }.joined()
-        try index.write(toFile: path("index.txt"), atomically: true, encoding: .utf8)
-    }
-
-    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
-
-    /// Starts the responder on an ephemeral port (it listens on all interfaces: the tests only
-    /// ever connect to 127.0.0.1).
-    func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        process.arguments = ["ocsp", "-index", path("index.txt"), "-port", "0", "-rsigner", path("signer.pem"),
-                             "-rkey", path("signer.key"), "-CA", path("ca.pem"), "-ndays", "1", "-ignore_err"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        responder = process
-        var text = ""
-        let reader = output.fileHandleForReading
-        let deadline = Date().addingTimeInterval(10)
-        while !text.contains("\n"), Date() < deadline {
-            let chunk = reader.availableData
-            if chunk.isEmpty { break }
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        // "ACCEPT [::]:PORT PID=..."
-        guard let range = text.range(of: #":(\d+) "#, options: .regularExpression),
-              let number = Int(text[range].dropFirst().dropLast()) else {
-            stop()
-            throw LabError("openssl ocsp did not say where it listens: \(text.debugDescription)")
-        }
-        port = number
-    }
-
-    var url: String { "http://127.0.0.1:\(port)/" }
-
-    func stop() {
-        guard let responder, responder.isRunning else { return }
-        Self.kill(responder)
-    }
-
-    deinit { stop() }
-
-    /// A DER response for `certificate` made by `openssl ocsp` from the index (`days` of validity).
-    func response(for certificate: LabCertificate, days: Int = 1) throws -> [UInt8] {
-        try certificate.pem.write(toFile: path("cert.pem"), atomically: true, encoding: .utf8)
-        try Self.openssl(["ocsp", "-issuer", path("ca.pem"), "-cert", path("cert.pem"), "-no_nonce", "-reqout", path("req.der")])
-        try Self.openssl(["ocsp", "-index", path("index.txt"), "-rsigner", path("signer.pem"), "-rkey", path("signer.key"),
-                          "-CA", path("ca.pem"), "-reqin", path("req.der"), "-respout", path("resp.der"), "-ndays", "\(days)"])
-        return Array(try Data(contentsOf: URL(fileURLWithPath: path("resp.der"))))
-    }
-
-    /// `openssl s_server` sending `leaf` (and the issuer) with `staple` stapled, on a free loopback
-    /// port; the caller kills it. Returns the process and the result of the first completed scan.
+    /// `openssl s_server` sending `leaf` (and the issuer) with `staple` stapled; the caller kills
+    /// it. Returns the process and the result of the first completed scan.
     func stapledServerScan(leaf: LabCertificate, staple: [UInt8]) throws -> (server: Process, result: AddressScanResult?) {
-        try leaf.pem.write(toFile: path("leaf.pem"), atomically: true, encoding: .utf8)
-        try leaf.key.pem.write(toFile: path("leaf.key"), atomically: true, encoding: .utf8)
-        try Data(staple).write(to: URL(fileURLWithPath: path("staple.der")))
-        let port = try LabPorts.unusedPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", path("leaf.pem"), "-key", path("leaf.key"),
-                            "-cert_chain", path("ca.pem"), "-status_file", path("staple.der"), "-quiet", "-naccept", "20"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let (server, port) = try stapledServer(leaf: leaf, staple: staple, connections: 20)
         var result: AddressScanResult?
         for _ in 0..<50 where result?.status != .completed {
             Thread.sleep(forTimeInterval: 0.1)
             result = try? CLI.scan(port: port).report().single
         }
         return (server, result)
-    }
-
-    /// Stops a process the lab started (SIGKILL: started from a test thread, s_server may have
-    /// SIGTERM blocked).
-    static func kill(_ server: Process) {
-        Glibc.kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
-    }
-
-    static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw LabError("openssl \(arguments.joined(separator: " ")) failed") }
     }
 }
 
@@ -165,7 +58,7 @@ struct RevocationTests {
     @Test("OCSP responder in the AIA: good, revoked (with reason and date), unknown to the responder")
     func responder() throws {
         let good = Self.randomSerial(), revoked = Self.randomSerial(), unlisted = Self.randomSerial()
-        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(good, .good), (revoked, .revoked(reason: "keyCompromise"))])
+        let lab = try LabOCSPResponder(issuer: pki.intermediate, entries: [(good, .good), (revoked, .revoked(reason: "keyCompromise"))])
         try lab.start()
         defer { lab.stop() }
 
@@ -197,7 +90,7 @@ struct RevocationTests {
     @Test("an answer signed by another CA's key is not believed")
     func wronglySigned() throws {
         let serial = Self.randomSerial()
-        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))],
+        let lab = try LabOCSPResponder(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))],
                               signer: pki.otherIntermediate)
         try lab.start()
         defer { lab.stop() }
@@ -299,10 +192,10 @@ struct RevocationTests {
     @Test("a stapled revoked answer is used first; must-staple without a staple is flagged")
     func stapling() throws {
         let serial = Self.randomSerial()
-        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))])
+        let lab = try LabOCSPResponder(issuer: pki.intermediate, entries: [(serial, .revoked(reason: "keyCompromise"))])
         let revokedLeaf = try leaf(serial: serial)
         let (server, result) = try lab.stapledServerScan(leaf: revokedLeaf, staple: try lab.response(for: revokedLeaf))
-        defer { OCSPLab.kill(server) }
+        defer { LabOCSPResponder.kill(server) }
         let scanned = try #require(result)
         #expect(scanned.chain?.revocation?.checks.first?.source == .stapledOCSP)
         #expect(finding(scanned, .trustRevoked) != nil, "\(scanned.findings)")
@@ -316,7 +209,7 @@ struct RevocationTests {
     func offline() throws {
         let serial = Self.randomSerial()
         let goodLeaf = try leaf(serial: serial)
-        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .good)])
+        let lab = try LabOCSPResponder(issuer: pki.intermediate, entries: [(serial, .good)])
         let response = lab.path("good.der")
         try Data(try lab.response(for: goodLeaf)).write(to: URL(fileURLWithPath: response))
         let chain = lab.path("chain.pem")
@@ -351,7 +244,7 @@ struct RevocationTests {
     @Test("many endpoints sharing a CA: one OCSP request for their one certificate, the rest from the cache")
     func sharedAnswer() throws {
         let serial = Self.randomSerial()
-        let lab = try OCSPLab(issuer: pki.intermediate, entries: [(serial, .good)])
+        let lab = try LabOCSPResponder(issuer: pki.intermediate, entries: [(serial, .good)])
         let http = try LabHTTPServer()
         defer { http.stop() }
         let shared = try leaf(serial: serial, ocsp: http.url("/ocsp"))

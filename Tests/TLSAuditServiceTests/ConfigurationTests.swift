@@ -150,6 +150,24 @@ struct ConfigurationTests {
         #expect(problems[3].message.contains("cannot be read"))
         #expect(problems[6].message.contains("tls"))
         #expect(errors("http: {max_connections: 5}\ntargets: [a.example]").first?.message.contains("'listen' is required") == true)
+
+        // basic_auth_file: an htpasswd file of bcrypt hashes; MD5 ($apr1$) and broken lines refused with their line.
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-htpasswd-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bcrypt = "$2y$05$" + String(repeating: "a", count: 53)
+        let goodFile = directory.appendingPathComponent("good").path
+        try "# operators\nalice:\(bcrypt)\n\nbob:\(bcrypt.replacingOccurrences(of: "$2y$", with: "$2b$"))\n".write(toFile: goodFile, atomically: true, encoding: .utf8)
+        #expect(try parse("http: {listen: \":9219\", basic_auth_file: \(goodFile)}\ntargets: [a.example]").http.basicAuthFile == goodFile)
+        let md5File = directory.appendingPathComponent("md5").path
+        try "alice:\(bcrypt)\ncarol:$apr1$abcdefgh$0123456789012345678901\n".write(toFile: md5File, atomically: true, encoding: .utf8)
+        let md5 = errors("http: {listen: \":9219\", basic_auth_file: \(md5File)}\ntargets: [a.example]")
+        #expect(md5.count == 1 && md5[0].message.contains("line 2: user carol has no bcrypt hash"), "\(md5)")
+        let twice = directory.appendingPathComponent("twice").path
+        try "alice:\(bcrypt)\nalice:\(bcrypt)\n".write(toFile: twice, atomically: true, encoding: .utf8)
+        #expect(errors("http: {listen: \":9219\", basic_auth_file: \(twice)}\ntargets: [a.example]").first?.message.contains("line 2: user alice is listed twice") == true)
+        #expect(errors("http: {listen: \":9219\", basic_auth_file: /nonexistent/htpasswd}\ntargets: [a.example]").first?.message
+            .contains("basic_auth_file /nonexistent/htpasswd cannot be read") == true)
     }
 
     @Test("an alertmanager sink: its base URL; no secret; reports cannot be sent to it")

@@ -17,9 +17,11 @@ struct MonitoringTests {
         var body: String
     }
 
-    static func fetch(_ url: String, token: String? = nil) throws -> Fetched {
+    static func fetch(_ url: String, token: String? = nil, user: String? = nil, headers: Bool = false) throws -> Fetched {
         var arguments = ["-sS", "-g", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", url]
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
+        if let user { arguments += ["-u", user] }
+        if headers { arguments += ["-i"] }
         let output = try Binary.run(arguments, program: "/usr/bin/curl")
         let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         return Fetched(status: Int(lines.last ?? "") ?? 0, body: lines.dropLast().joined(separator: "\n"))
@@ -268,6 +270,51 @@ struct MonitoringTests {
         #expect(scan.status == 0, "tlsaudit scans its own listener as compliant: \(scan.stdout.suffix(1500))")
     }
 
+    @Test("basic auth from an htpasswd file (htpasswd -B): the right password passes, a wrong one or an unknown user gets 401 with a Basic challenge; the bearer token works beside it; a flood of wrong passwords gets 429 and scanning goes on")
+    func basicAuth() throws {
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("monitoring-basic")
+        let htpasswd = try Binary.run(["-nbB", "-C", "5", "alice", "c0rrect horse"], program: try LabPrerequisite.program(["/usr/bin/htpasswd"], package: "apache2-utils"))
+        #expect(htpasswd.stdout.hasPrefix("alice:$2y$05$"), "htpasswd -B writes $2y$: \(htpasswd.stdout)")
+        let users = workspace.appendingPathComponent("htpasswd").path
+        try ("# who may read /metrics\n" + htpasswd.stdout).write(toFile: users, atomically: true, encoding: .utf8)
+        let tokenFile = workspace.appendingPathComponent("token").path
+        try "t0ken\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let (service, _) = try service("monitoring-basic", targets: [("good", good.port)], http: """
+            listen: "127.0.0.1:0"
+            basic_auth_file: \(users)
+            bearer_token_file: \(tokenFile)
+            """)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        let address = Self.listening(service)[0]
+        service.wait("a first scan") { !service.storedScans.isEmpty }
+        #expect(try Self.fetch("http://\(address)/healthz").status == 200)
+        let open = try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse")
+        #expect(open.status == 200 && open.body.contains("ssl_probe_success{target=\"good\""))
+        #expect(try Self.fetch("http://\(address)/api/v1/status", user: "alice:c0rrect horse").status == 200)
+        let wrong = try Self.fetch("http://\(address)/metrics", user: "alice:wrong", headers: true)
+        #expect(wrong.status == 401 && wrong.body.lowercased().contains("www-authenticate: basic realm=\"tlsaudit\""), "\(wrong.body)")
+        #expect(try Self.fetch("http://\(address)/metrics", user: "mallory:c0rrect horse").status == 401)
+        #expect(try Self.fetch("http://\(address)/metrics").status == 401)
+        #expect(try Self.fetch("http://\(address)/metrics", token: "t0ken").status == 200)
+        #expect(try Self.fetch("http://\(address)/metrics", token: "alice").status == 401)
+
+        // 60 wrong passwords at once: at most 10 checks a second, the rest answered 429 at once.
+        let held = Date().timeIntervalSince1970
+        // One curl running the 60 requests side by side (-Z), each with its own wrong password.
+        let requests = (1...60).flatMap { index in
+            ["-s", "-o", "/dev/null", "-w", "%{http_code}\n", "-u", "alice:guess\(index)", "http://\(address)/metrics"] + (index < 60 ? ["--next"] : [])
+        }
+        let flood = try Binary.run(["-Z", "--parallel-max", "60", "--parallel-immediate"] + requests, program: "/usr/bin/curl")
+        let codes = flood.stdout.split(separator: "\n")
+        #expect(codes.count == 60 && codes.contains("429") && codes.allSatisfy { $0 == "401" || $0 == "429" }, "\(codes)")
+        #expect(codes.filter { $0 == "401" }.count <= 20, "checked at most 10 a second: \(codes.filter { $0 == "401" }.count) checked")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(service.storedScans.filter { $0.startedAt > held }.count >= 2, "scanning went on")
+        #expect(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse").status == 200, "the right password still passes")
+    }
+
     @Test("hostile clients: 400 stalled connections (slowloris) and a 200 KB header do not stop scanning; stalled connections are closed after the idle timeout; descriptors stay bounded")
     func hostileClients() throws {
         let good = try lab.goodServer()
@@ -319,6 +366,52 @@ struct MonitoringTests {
         #expect(huge.stdout != "200", "a 200 KB header is not served: \(huge.stdout) \(huge.stderr)")
         service.wait("the listener answering again") { (try? Self.fetch("http://\(address)/healthz"))?.status == 200 }
         #expect(service.waitForExit(timeout: 0) == nil, "the service still runs")
+    }
+
+    @Test("OCSP series from servers stapling a real responder's answers: stapled, status good or revoked, thisUpdate, nextUpdate and the revocation time; none for a server that staples nothing")
+    func ocspSeries() throws {
+        let good = "4" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(15)
+        let revoked = "5" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(15)
+        let responder = try LabOCSPResponder(issuer: lab.intermediate, entries: [(good, .good), (revoked, .revoked(reason: "keyCompromise"))],
+                                             directory: try lab.workspace("monitoring-ocsp"))
+        func leaf(_ serial: String) throws -> LabCertificate {
+            var request = LabCertificateRequest.server([ServiceLab.hostname])
+            request.serialHex = serial
+            return try lab.intermediate.issue(request)
+        }
+        let goodLeaf = try leaf(good), revokedLeaf = try leaf(revoked)
+        let goodStaple = try responder.response(for: goodLeaf)
+        let revokedStaple = try responder.response(for: revokedLeaf)
+        let (goodServer, goodPort) = try responder.stapledServer(leaf: goodLeaf, staple: goodStaple)
+        defer { LabOCSPResponder.kill(goodServer) }
+        // A second responder directory: s_server reads its files at start, the first one's are rewritten.
+        let second = try LabOCSPResponder(issuer: lab.intermediate, entries: [], directory: try lab.workspace("monitoring-ocsp"))
+        let (revokedServer, revokedPort) = try second.stapledServer(leaf: revokedLeaf, staple: revokedStaple)
+        defer { LabOCSPResponder.kill(revokedServer) }
+        let plain = try lab.goodServer()
+        defer { plain.stop() }
+        let (service, _) = try service("monitoring-ocsp", targets: [("good", goodPort), ("revoked", revokedPort), ("plain", plain.port)],
+                                       http: "listen: 127.0.0.1:0")
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("the three targets scanned") { Set(service.storedScans.map(\.target)) == ["good", "revoked", "plain"] }
+        let body = try Self.fetch("http://\(Self.listening(service)[0])/metrics").body
+        func value(_ family: String, _ target: String) -> Double? {
+            body.split(separator: "\n").first { $0.hasPrefix("\(family){target=\"\(target)\",") }
+                .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        let now = Date().timeIntervalSince1970
+        #expect(value("ssl_ocsp_response_stapled", "good") == 1 && value("ssl_ocsp_response_stapled", "revoked") == 1)
+        #expect(value("ssl_ocsp_response_stapled", "plain") == 0)
+        #expect(value("ssl_ocsp_response_status", "good") == 0, "\(body.split(separator: "\n").filter { $0.contains("ocsp") })")
+        #expect(value("ssl_ocsp_response_status", "revoked") == 1)
+        #expect(value("ssl_ocsp_response_status", "plain") == nil)
+        let thisUpdate = try #require(value("ssl_ocsp_response_this_update", "good"))
+        let nextUpdate = try #require(value("ssl_ocsp_response_next_update", "good"))
+        #expect(abs(thisUpdate - now) < 600 && abs(nextUpdate - thisUpdate - 86_400) < 60, "\(thisUpdate) \(nextUpdate)")
+        // The responder's index says revoked a day ago.
+        let revokedAt = try #require(value("ssl_ocsp_response_revoked_at", "revoked"))
+        #expect(abs(now - 86_400 - revokedAt) < 600, "\(revokedAt)")
+        #expect(value("ssl_ocsp_response_revoked_at", "good") == nil)
     }
 
     @Test("contrib/prometheus/rules.yml: promtool check rules, and its unit tests (promtool test rules) pass; the Grafana dashboard is JSON naming only series tlsaudit serves")
