@@ -170,6 +170,15 @@ public enum ProbeFailureCategory: String, Codable, Sendable, CaseIterable {
     case connectTimeout = "connect-timeout"
     case networkUnreachable = "network-unreachable"
     case handshakeTimeout = "handshake-timeout"
+    /// STARTTLS: the server does not offer the upgrade (not in its capabilities, or the command unknown).
+    case starttlsNotOffered = "starttls-not-offered"
+    /// STARTTLS: the server refused the upgrade or the session (its reply code quoted).
+    case starttlsRefused = "starttls-refused"
+    /// STARTTLS: the server answered with something else than the protocol (HTTP, TLS from the
+    /// first byte, another protocol, a reply over the size limits).
+    case starttlsUnexpectedReply = "starttls-unexpected-reply"
+    /// STARTTLS: the server stalled in the plaintext dialogue (a tarpit, or silent).
+    case starttlsTimeout = "starttls-timeout"
     case notTLS = "not-tls"
     case closedDuringHandshake = "closed-during-handshake"
     case tlsAlert = "tls-alert"
@@ -185,6 +194,10 @@ public enum ProbeFailureCategory: String, Codable, Sendable, CaseIterable {
         case .connectTimeout: "connect timeout"
         case .networkUnreachable: "network unreachable"
         case .handshakeTimeout: "handshake timeout"
+        case .starttlsNotOffered: "STARTTLS not offered"
+        case .starttlsRefused: "STARTTLS refused"
+        case .starttlsUnexpectedReply: "unexpected reply before STARTTLS"
+        case .starttlsTimeout: "STARTTLS dialogue timeout"
         case .notTLS: "not TLS"
         case .closedDuringHandshake: "closed during handshake"
         case .tlsAlert: "TLS alert from the server"

@@ -131,6 +131,10 @@ public struct TargetScanResult: Hashable, Codable, Sendable {
     public var sni: String?
     /// The addresses connected to instead of resolving `host`, when `--connect-to` was given.
     public var connectTo: [String]?
+    /// The STARTTLS dialogue run before each handshake, when there was one.
+    public var starttls: STARTTLSUse?
+    /// The service a well-known implicit-TLS port speaks (`imaps`), when the target is on one.
+    public var implicitTLS: String?
     /// Set when the target could not be resolved at all.
     public var error: ProbeFailure?
     public var addresses: [AddressScanResult]

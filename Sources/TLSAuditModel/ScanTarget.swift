@@ -21,6 +21,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var revocation: RevocationMode?
     /// Fetch a missing intermediate from the caIssuers URL (as Apple's clients do); `nil` takes the scan's.
     public var aiaFetch: Bool?
+    /// The STARTTLS dialogue that comes before the handshake; nil: TLS from the first byte.
+    public var starttls: STARTTLSUse?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -30,6 +30,8 @@ public struct ScanTextRenderer: Sendable {
         var heading = paint(target.target, .bold)
         if let sni = target.sni, sni != target.host { heading += "  SNI \(sni)" }
         if let connectTo = target.connectTo, !connectTo.isEmpty { heading += "  via " + connectTo.joined(separator: ", ") }
+        if let starttls = target.starttls { heading += "  " + starttls.phrase(port: target.port) }
+        if let service = target.implicitTLS { heading += "  implicit TLS (\(service))" }
         out += heading + "\n"
         if let error = target.error {
             out += "  " + paint("COULD NOT SCAN", .yellow) + "  \(error.category.phrase): \(error.message)\n\n"

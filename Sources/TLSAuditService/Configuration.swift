@@ -51,11 +51,13 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var aiaFetch: Bool
     /// In a fleet: scanned from any one vantage point (the default), from every one, or from those named.
     public var vantages: FleetVantages = .any
+    /// The STARTTLS dialogue before each handshake (named with `starttls:` or inferred from a well-known port).
+    public var starttls: STARTTLSUse?
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
                 pins: PinPolicy? = nil, revocation: RevocationMode = .soft, aiaFetch: Bool = false,
-                vantages: FleetVantages = .any) {
+                vantages: FleetVantages = .any, starttls: STARTTLSUse? = nil) {
         self.key = key
         self.host = host
         self.port = port
@@ -71,6 +73,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.revocation = revocation
         self.aiaFetch = aiaFetch
         self.vantages = vantages
+        self.starttls = starttls
     }
 
     /// The scanner's view of this target.
@@ -82,6 +85,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.pins = pins
         target.revocation = revocation
         target.aiaFetch = aiaFetch
+        target.starttls = starttls
         return target
     }
 }
@@ -278,7 +282,7 @@ struct ConfigurationParser {
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
-                              "vantage"]
+                              "vantage", "starttls"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -297,6 +301,7 @@ struct ConfigurationParser {
         var revocation: RevocationMode?
         var aiaFetch: Bool?
         var vantages: FleetVantages?
+        var starttls: STARTTLSSetting?
 
         /// `self` with `other`'s values where `other` sets them (tags accumulate; pins replace).
         func overridden(by other: Settings) -> Settings {
@@ -304,7 +309,7 @@ struct ConfigurationParser {
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
                      pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
-                     vantages: other.vantages ?? vantages)
+                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls)
         }
     }
 
@@ -481,15 +486,21 @@ struct ConfigurationParser {
         }
         targetLines.append(node.mark?.line)
         let resolved = inherited.overridden(by: own)
-        let port = resolved.port ?? SettingBounds.port.defaultValue
+        let starttlsSetting = resolved.starttls ?? .auto
+        var defaultPort = SettingBounds.port.defaultValue
+        if case .named(let named) = starttlsSetting { defaultPort = named.defaultPort }
+        let port = resolved.port ?? defaultPort
+        let starttls = starttlsSetting.use(port: port)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let sni = resolved.sni ?? (IPAddress.canonical(host) == nil ? host : nil)
         return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
-                                   timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue, policy: resolved.policy ?? .default,
+                                   timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue,
+                                   // The ATS policies are for app traffic: a STARTTLS service is judged by the trust rules unless told otherwise.
+                                   policy: resolved.policy ?? (starttls == nil ? .default : .appleTrust),
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
-                                   aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any)
+                                   aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -513,6 +524,13 @@ struct ConfigurationParser {
         }
         if let node = mapping["pins"] { settings.pins = pins(node) }
         if let node = mapping["vantage"] { settings.vantages = vantages(node) }
+        if let node = mapping["starttls"], let text = string(node, "a STARTTLS protocol") {
+            if let setting = STARTTLSSetting(text) {
+                settings.starttls = setting
+            } else {
+                report(node, "starttls '\(text)': expected one of \(STARTTLSSetting.accepted)")
+            }
+        }
         return settings
     }
 

@@ -22,7 +22,7 @@ struct ATSCommand: ParsableCommand {
     @OptionGroup var jsonStyle: JSONStyleOptions
 
     func run() throws {
-        let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
+        let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
         let store = try loadTrustStore(caFile: connection.caFile)
         let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store), judge: AddressAssessment.judge)
         let enumerator = Enumerator(scanner: scanner)

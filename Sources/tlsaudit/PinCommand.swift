@@ -32,7 +32,7 @@ struct PinCommand: ParsableCommand {
         var certificates: [(CertificateSummary, String)] = []
         var domain = "example.com"
         if let target {
-            let parsed = try parseSingleTarget(target, connectTo: connection.connectTo)
+            let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
             domain = parsed.sni ?? parsed.host
             let store = try loadTrustStore(caFile: connection.caFile)
             let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store), judge: AddressAssessment.judge)

@@ -44,8 +44,11 @@ struct ScanCommand: ParsableCommand {
 
     @OptionGroup var jsonStyle: JSONStyleOptions
 
-    @Option(help: "Policy to judge against: ats-runtime (the default: what current iOS and macOS clients offer and accept), ats (Apple's documented suite list alone) or apple-trust (the certificate rules only).")
-    var policy: CompliancePolicy = .default
+    @Option(help: "Policy to judge against: ats-runtime (the default: what current iOS and macOS clients offer and accept), ats (Apple's documented suite list alone) or apple-trust (the certificate rules only; the default for STARTTLS targets).")
+    var policy: CompliancePolicy?
+
+    @Option(help: ArgumentHelp(starttlsHelp, valueName: "protocol"))
+    var starttls: STARTTLSSetting = .auto
 
     @Option(help: "Addresses probed at once.")
     var concurrency: Int = SettingBounds.concurrency.defaultValue
@@ -181,7 +184,7 @@ struct ScanCommand: ParsableCommand {
     private func loadTargets() throws -> [ScanTarget] {
         var parsed: [ScanTarget] = []
         do {
-            for text in targets { parsed.append(try ScanTarget.parse(text)) }
+            for text in targets { parsed.append(try ScanTarget.parse(text, defaultPort: starttls.defaultPort)) }
             if let targetsFile {
                 let bytes: [UInt8]
                 do { bytes = try InputLimits.read(targetsFile, limit: InputLimits.configurationBytes, what: "--targets-file") } catch {
@@ -190,7 +193,7 @@ struct ScanCommand: ParsableCommand {
                 guard let contents = String(validating: bytes, as: UTF8.self) else {
                     throw ValidationError("--targets-file \(targetsFile) is not UTF-8 text")
                 }
-                parsed += try ScanTarget.parseList(contents).map { target in
+                parsed += try ScanTarget.parseList(contents, defaultPort: starttls.defaultPort).map { target in
                     var target = target
                     target.original = target.displayName
                     return target
@@ -212,7 +215,9 @@ struct ScanCommand: ParsableCommand {
         return parsed.map { target in
             var target = target
             if let sni { target.sni = sni }
-            target.policy = policy
+            target.starttls = starttls.use(port: target.port)
+            // The ATS policies are for app traffic; a STARTTLS service is judged by the trust rules unless told otherwise.
+            target.policy = policy ?? (target.starttls == nil ? .default : .appleTrust)
             target.pins = pinPolicy.policy
             target.connectTo = destinations
             return target

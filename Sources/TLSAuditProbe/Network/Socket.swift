@@ -219,6 +219,43 @@ final class TCPSocket {
         return received
     }
 
+    enum ReceiveOutcome: Equatable {
+        case data([UInt8])
+        case closed
+        case timedOut
+        case failed(Int32)
+    }
+
+    /// Reads what has arrived (waiting for something until the deadline), at most `maximum` bytes.
+    func receiveSome(until deadline: Deadline, maximum: Int) -> ReceiveOutcome {
+        var buffer = [UInt8](repeating: 0, count: max(maximum, 1))
+        while true {
+            let got = recv(descriptor, &buffer, buffer.count, 0)
+            if got > 0 { return .data(Array(buffer[..<got])) }
+            if got == 0 { return .closed }
+            let code = errno
+            guard code == EAGAIN || code == EINTR else { return .failed(code) }
+            switch wait(for: Int16(POLLIN), until: deadline) {
+            case .ready: continue
+            case .timedOut: return .timedOut
+            case .failed(let code): return .failed(code)
+            }
+        }
+    }
+
+    /// The local end's address, as `[127.0.0.1]` or `[IPv6:::1]` (an SMTP address literal).
+    var localAddressLiteral: String {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let status = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard status == 0, let address = withUnsafePointer(to: &storage, { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { SocketAddress($0, length: length) }
+        }) else { return "[127.0.0.1]" }
+        return address.family == .ipv6 ? "[IPv6:\(address.host)]" : "[\(address.host)]"
+    }
+
     /// Waits for `events` (POLLIN / POLLOUT) until the deadline; retries on EINTR.
     func wait(for events: Int16, until deadline: Deadline) -> WaitOutcome {
         while true {

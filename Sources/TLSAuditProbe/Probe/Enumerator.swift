@@ -106,7 +106,7 @@ public final class Enumerator: Sendable {
         probes.increment()
         let timeout = target.timeout ?? scanner.options.timeout
         do {
-            let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
             return HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: contexts[profile]!,
                                             deadline: Deadline(after: timeout), timeout: timeout, override: override,
                                             inspect: inspect)
@@ -124,7 +124,7 @@ public final class Enumerator: Sendable {
         let timeout = target.timeout ?? scanner.options.timeout
         let hello = name == "SSLv2" ? LegacyHello.sslv2 : LegacyHello.sslv3
         do {
-            let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
             let deadline = Deadline(after: timeout)
             guard socket.send(hello, until: deadline) else {
                 return ProtocolSupport(version: name, status: .rejected, detail: "the server closed the connection on the \(name) ClientHello")

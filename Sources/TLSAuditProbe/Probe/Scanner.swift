@@ -84,8 +84,12 @@ public final class TLSScanner: Sendable {
             : targets.map { self.addresses(for: $0) }
         var results: [TargetScanResult] = targets.enumerated().map { index, target in
             let failure: ProbeFailure? = if case .failure(let error) = resolutions[index] { error } else { nil }
-            return TargetScanResult(target: target.original, host: target.host, port: target.port, sni: target.sni,
-                                    connectTo: target.connectTo.isEmpty ? nil : target.connectTo.map(\.description), error: failure, addresses: [])
+            var result = TargetScanResult(target: target.original, host: target.host, port: target.port, sni: target.sni,
+                                          connectTo: target.connectTo.isEmpty ? nil : target.connectTo.map(\.description), error: failure,
+                                          addresses: [])
+            result.starttls = target.starttls
+            result.implicitTLS = target.starttls == nil ? STARTTLSProtocol.implicitTLSService(port: target.port) : nil
+            return result
         }
         // Phase 2: one job per address; `slot` is the address's place within its target.
         var jobs: [(target: Int, slot: Int, address: SocketAddress)] = []
@@ -180,7 +184,7 @@ public final class TLSScanner: Sendable {
         // The handshake deadline starts after connect: connect and handshake are each bounded.
         var handshakeDeadline = Deadline(after: timeout)
         do {
-            let socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
             handshakeDeadline = Deadline(after: timeout)
             attempt = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: contexts[firstProfile]!,
                                                deadline: handshakeDeadline, timeout: timeout)
@@ -191,7 +195,7 @@ public final class TLSScanner: Sendable {
            Self.worthRetryingPermissively(failure) {
             // An iOS-like ClientHello was refused: find out what the server does accept, within the same deadline.
             do {
-                let socket = try TCPSocket.connect(to: address, deadline: handshakeDeadline, timeout: timeout)
+                let socket = try TCPSocket.open(to: address, target: target, deadline: handshakeDeadline, timeout: timeout)
                 let permissive = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni,
                                                           context: contexts[.permissive]!, deadline: handshakeDeadline,
                                                           timeout: timeout)
