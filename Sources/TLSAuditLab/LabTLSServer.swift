@@ -42,6 +42,9 @@ public struct LabServerConfiguration: Sendable {
     public var bindAddress: String
     /// 0 for an ephemeral port.
     public var port: Int
+    /// A plaintext dialogue run on each connection before the TLS handshake (a STARTTLS server);
+    /// it returns false to close the connection without TLS.
+    public var plaintextDialogue: (@Sendable (LabConnection) -> Bool)?
 
     public init(chain: [LabCertificate], minVersion: TLSVersion? = nil, maxVersion: TLSVersion? = nil,
                 cipherList: String? = nil, tls13Suites: String? = nil, groups: String? = nil,
@@ -75,7 +78,7 @@ public final class LabTLSServer: Sendable {
         self.context = context
         address = configuration.bindAddress
         listener = try LabListener(address: configuration.bindAddress, port: configuration.port) { fd in
-            Self.serve(fd, context: context)
+            Self.serve(fd, context: context, dialogue: configuration.plaintextDialogue)
         }
         port = listener.port
     }
@@ -85,9 +88,10 @@ public final class LabTLSServer: Sendable {
 
     public func stop() { listener.stop() }
 
-    private static func serve(_ fd: Int32, context: ServerContext) {
+    private static func serve(_ fd: Int32, context: ServerContext, dialogue: (@Sendable (LabConnection) -> Bool)?) {
         defer { close(fd) }
         LabListener.setTimeouts(fd, seconds: 5)
+        if let dialogue, !dialogue(LabConnection(fd)) { return }
         guard let ssl = SSL_new(context.pointer) else { return }
         defer { SSL_free(ssl) }
         SSL_set_fd(ssl, fd)

@@ -64,6 +64,10 @@ public enum STARTTLSProtocol: String, Codable, Sendable, CaseIterable, Hashable 
         }
     }
 
+    /// True when the client speaks first (the server waits for the stream header, the
+    /// SSLRequest, the extended request) rather than greeting.
+    public var clientSpeaksFirst: Bool { [.xmpp, .xmppServer, .ldap, .postgres].contains(self) }
+
     /// How people call it in prose.
     public var displayName: String {
         switch self {

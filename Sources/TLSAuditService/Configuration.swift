@@ -302,6 +302,10 @@ struct ConfigurationParser {
         var aiaFetch: Bool?
         var vantages: FleetVantages?
         var starttls: STARTTLSSetting?
+        /// The port and the policy came from `defaults:`, which are for HTTPS targets: a STARTTLS
+        /// target takes its protocol's port and the trust policy instead.
+        var portFromDefaults = false
+        var policyFromDefaults = false
 
         /// `self` with `other`'s values where `other` sets them (tags accumulate; pins replace).
         func overridden(by other: Settings) -> Settings {
@@ -309,7 +313,8 @@ struct ConfigurationParser {
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
                      pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
-                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls)
+                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls,
+                     portFromDefaults: other.port == nil && portFromDefaults, policyFromDefaults: other.policy == nil && policyFromDefaults)
         }
     }
 
@@ -368,14 +373,17 @@ struct ConfigurationParser {
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
-        let builtIn = Settings(port: SettingBounds.port.defaultValue, addresses: .all, interval: SettingBounds.interval.defaultValue,
-                               timeout: SettingBounds.timeout.defaultValue, policy: .default, trust: .system,
+        // The port and the policy are left unset here: their defaults depend on the target's STARTTLS protocol.
+        let builtIn = Settings(addresses: .all, interval: SettingBounds.interval.defaultValue,
+                               timeout: SettingBounds.timeout.defaultValue, trust: .system,
                                revocation: SettingBounds.revocation)
         var defaults = builtIn
         if let node = mapping["defaults"] {
             if case .mapping(let defaultsMapping) = node {
                 checkKeys(defaultsMapping, allowed: Self.settingKeys, in: "defaults")
                 defaults = builtIn.overridden(by: settings(defaultsMapping))
+                defaults.portFromDefaults = defaults.port != nil
+                defaults.policyFromDefaults = defaults.policy != nil
             } else {
                 report(node, "'defaults' must be a mapping of target settings")
             }
@@ -487,17 +495,17 @@ struct ConfigurationParser {
         targetLines.append(node.mark?.line)
         let resolved = inherited.overridden(by: own)
         let starttlsSetting = resolved.starttls ?? .auto
-        var defaultPort = SettingBounds.port.defaultValue
-        if case .named(let named) = starttlsSetting { defaultPort = named.defaultPort }
-        let port = resolved.port ?? defaultPort
+        var port = resolved.port ?? SettingBounds.port.defaultValue
+        if case .named(let named) = starttlsSetting, resolved.port == nil || resolved.portFromDefaults { port = named.defaultPort }
         let starttls = starttlsSetting.use(port: port)
+        let policy = resolved.policy.flatMap { starttls != nil && resolved.policyFromDefaults ? nil : $0 }
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let sni = resolved.sni ?? (IPAddress.canonical(host) == nil ? host : nil)
         return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
                                    timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue,
                                    // The ATS policies are for app traffic: a STARTTLS service is judged by the trust rules unless told otherwise.
-                                   policy: resolved.policy ?? (starttls == nil ? .default : .appleTrust),
+                                   policy: policy ?? (starttls == nil ? .default : .appleTrust),
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls)

@@ -170,6 +170,34 @@ struct ConfigurationTests {
             .contains("basic_auth_file /nonexistent/htpasswd cannot be read") == true)
     }
 
+    @Test("starttls: named per target or group (its default port, apple-trust unless a policy is set), inferred on well-known ports only, none turns it off; a bad name is refused with its line")
+    func starttls() throws {
+        let configuration = try parse("""
+            defaults: {port: 443, policy: ats-runtime}
+            groups:
+              - name: mail
+                starttls: smtp
+                targets: [mx1.example, "mx2.example:587", {host: mx3.example, policy: ats}]
+            targets:
+              - imap.example:143
+              - web.example:8143
+              - {host: plain.example, port: 25, starttls: none}
+              - {host: db.example, starttls: postgres}
+            """)
+        let byHost = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.host, $0) })
+        #expect(byHost["mx1.example"]?.port == 25 && byHost["mx1.example"]?.starttls == STARTTLSUse(.smtp, inferred: false))
+        #expect(byHost["mx1.example"]?.policy == .appleTrust, "STARTTLS targets default to the trust policy (the defaults' port and policy are for HTTPS)")
+        #expect(byHost["mx2.example"]?.port == 587)
+        #expect(byHost["mx3.example"]?.policy == .ats, "a policy set on the target wins")
+        #expect(byHost["imap.example"]?.starttls == STARTTLSUse(.imap, inferred: true))
+        #expect(byHost["imap.example"]?.scanTarget.starttls == STARTTLSUse(.imap, inferred: true))
+        #expect(byHost["web.example"]?.starttls == nil && byHost["web.example"]?.policy == .atsRuntime, "other ports are not guessed")
+        #expect(byHost["plain.example"]?.starttls == nil)
+        #expect(byHost["db.example"]?.port == 5432)
+        let bad = errors("targets:\n  - {host: a.example, starttls: smtps}\n")
+        #expect(bad.count == 1 && bad[0].line == 2 && bad[0].message.contains("starttls 'smtps'"), "\(bad)")
+    }
+
     @Test("an alertmanager sink: its base URL; no secret; reports cannot be sent to it")
     func alertmanagerSink() throws {
         let good = try parse("""

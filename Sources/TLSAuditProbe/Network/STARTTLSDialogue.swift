@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import TLSAuditModel
 
 /// The plaintext dialogue that comes before the TLS handshake on a STARTTLS port: greeting,
@@ -427,17 +430,31 @@ struct STARTTLSDialogue {
                 if let other = Self.otherProtocol(pending) { throw unexpected(other, got: pending) }
             }
         case .closed:
-            throw ProbeFailure(.starttlsUnexpectedReply, "the server closed the connection while \(proto.displayName) STARTTLS expected \(what)"
-                               + (lastReply.isEmpty && pending.isEmpty ? "" : "; it last sent \(quoted(pending.isEmpty ? lastReply : String(decoding: pending, as: UTF8.self)))"))
+            throw closed(how: "closed", expecting: what)
         case .timedOut:
             let sofar = pending.isEmpty ? lastReply : String(decoding: pending, as: UTF8.self)
             let tail = received == 0
                 ? " (the server sent nothing: an implicit-TLS or HTTP server waits silently for its client like this)"
                 : "; it last sent \(quoted(sofar))"
             throw ProbeFailure(.starttlsTimeout, "\(proto.displayName) STARTTLS expected \(what) within \(formatSeconds(timeout))\(tail)")
+        case .failed(let code) where code == ECONNRESET:
+            throw closed(how: "reset", expecting: what)
         case .failed(let code):
             throw ProbeFailure(.closedDuringHandshake, "the connection failed during the \(proto.displayName) dialogue: \(errnoText(code))")
         }
+    }
+
+    /// The server ended the connection in the middle of the dialogue.
+    private func closed(how: String, expecting what: String) -> ProbeFailure {
+        var message = "the server \(how) the connection while \(proto.displayName) STARTTLS expected \(what)"
+        if received == 0 {
+            message += proto.clientSpeaksFirst
+                ? " and sent nothing: a server speaking TLS from the first byte (implicit TLS) does this when the first bytes are not a ClientHello"
+                : " and sent nothing"
+        } else {
+            message += "; it last sent \(quoted(pending.isEmpty ? lastReply : String(decoding: pending, as: UTF8.self)))"
+        }
+        return ProbeFailure(.starttlsUnexpectedReply, message)
     }
 
     private mutating func send(_ text: String) throws(ProbeFailure) { try send(Array(text.utf8)) }
