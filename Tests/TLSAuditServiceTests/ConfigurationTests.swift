@@ -31,7 +31,7 @@ struct ConfigurationTests {
     func sample() throws {
         let output = try Binary.run(["check-config", Self.packageRoot.appendingPathComponent("config/tlsaudit.yaml").path])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(output.stdout.contains("OK: 6 target(s) in 2 group(s)"))
+        #expect(output.stdout.contains("OK: 10 target(s) in 3 group(s)"))
     }
 
     @Test("defaults, groups and targets merge; tags accumulate")
