@@ -21,11 +21,16 @@
 
 static const uint64_t tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT = SSL_OP_LEGACY_SERVER_CONNECT;
 static const uint64_t tlsaudit_SSL_OP_CIPHER_SERVER_PREFERENCE = SSL_OP_CIPHER_SERVER_PREFERENCE;
+static const uint64_t tlsaudit_SSL_OP_NO_TICKET = SSL_OP_NO_TICKET;
 
 /* Name printing flags: XN_FLAG_RFC2253 is dropped by the importer. */
 static const unsigned long tlsaudit_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
 
 /* --- SSL_CTX / SSL macros --- */
+static inline long tlsaudit_SSL_get_secure_renegotiation_support(SSL *ssl) { return SSL_get_secure_renegotiation_support(ssl); }
+static inline long tlsaudit_SSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
+static inline int tlsaudit_SSL_set1_groups_list(SSL *ssl, const char *list) { return (int)SSL_set1_groups_list(ssl, list); }
+static inline int tlsaudit_SSL_set1_sigalgs_list(SSL *ssl, const char *list) { return (int)SSL_set1_sigalgs_list(ssl, list); }
 static inline int tlsaudit_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_min_proto_version(ctx, v); }
 static inline int tlsaudit_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_max_proto_version(ctx, v); }
 static inline int tlsaudit_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }

@@ -237,3 +237,73 @@ public final class LabSlapdServer: Sendable {
 
     public func stop() { daemon.stop() }
 }
+
+/// nginx (Debian's package) with TLS server blocks the test writes (the `server { ... }` bodies'
+/// TLS lines), on a free port, in the foreground. `listen` and the certificate lines are added.
+public final class LabNginxServer: Sendable {
+    public let port: Int
+    private let daemon: LabDaemon
+
+    /// `servers`: each server block's extra directives, with its chain and key in PEM; the first is
+    /// the default server (what a client without SNI gets), the others answer their `server_name`.
+    /// `http2`: HTTP/2 on the port (nginx 1.22 says so on the `listen` line).
+    public init(servers: [(directives: String, chainPEM: String, keyPEM: String)], http: String = "", http2: Bool = false) throws {
+        let nginx = try LabPrerequisite.program(["/usr/sbin/nginx"], package: "nginx")
+        daemon = try LabDaemon(name: "nginx")
+        port = try LabPorts.unusedPort()
+        var blocks = ""
+        for (index, server) in servers.enumerated() {
+            try daemon.write("chain\(index).pem", server.chainPEM)
+            try daemon.write("key\(index).pem", server.keyPEM)
+            blocks += """
+                  server {
+                    listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "")\(index == 0 ? " default_server" : "");
+                    ssl_certificate \(daemon.path("chain\(index).pem"));
+                    ssl_certificate_key \(daemon.path("key\(index).pem"));
+                    \(server.directives)
+                    location / { return 200 "ok\\n"; }
+                  }
+
+                """
+        }
+        try daemon.write("nginx.conf", """
+            worker_processes 1;
+            pid \(daemon.path("nginx.pid"));
+            error_log \(daemon.path("error.log"));
+            events { worker_connections 256; }
+            http {
+              access_log off;
+              client_body_temp_path \(daemon.path("body"));
+              proxy_temp_path \(daemon.path("proxy"));
+              fastcgi_temp_path \(daemon.path("fastcgi"));
+              uwsgi_temp_path \(daemon.path("uwsgi"));
+              scgi_temp_path \(daemon.path("scgi"));
+              \(http)
+            \(blocks)}
+
+            """)
+        try daemon.start(nginx, ["-c", daemon.path("nginx.conf"), "-p", daemon.directory, "-g", "daemon off;"], ports: [port])
+    }
+
+    public func stop() { daemon.stop() }
+}
+
+/// `openssl s_server -www` on a free port with a certificate (leaf first in `certificatePEM`, then
+/// its chain) and any further flags (`-client_renegotiation`, `-no_ticket`, ...).
+public final class LabOpenSSLServer: Sendable {
+    public let port: Int
+    private let daemon: LabDaemon
+
+    public init(certificatePEM: String, keyPEM: String, arguments: [String] = []) throws {
+        let openssl = try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl")
+        daemon = try LabDaemon(name: "s_server")
+        port = try LabPorts.unusedPort()
+        try daemon.write("chain.pem", certificatePEM)
+        try daemon.write("key.pem", keyPEM)
+        try daemon.start(openssl, ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", daemon.path("chain.pem"),
+                                   "-cert_chain", daemon.path("chain.pem"), "-key", daemon.path("key.pem"), "-www", "-quiet"] + arguments,
+                         ports: [port])
+    }
+
+    public func stop() { daemon.stop() }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TLSAuditProbe
 public import TLSAuditModel
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +33,19 @@ public final class LabConnection {
             if bytes.count >= terminator.count, Array(bytes.suffix(terminator.count)) == terminator { break }
         }
         return bytes
+    }
+
+    /// What has arrived, left for the next reader (MSG_PEEK): up to `count` bytes, waiting until
+    /// that many are there or the peer stops sending.
+    public func peek(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var got = 0
+        for _ in 0..<50 {
+            got = recv(descriptor, &bytes, count, Int32(MSG_PEEK))
+            if got >= count || got <= 0 { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return Array(bytes[..<max(got, 0)])
     }
 
     /// One line without its CR LF.
@@ -210,5 +224,71 @@ public enum LabSTARTTLSScript {
         guard request.count == 36, request[0] == 32, request[3] == 1, request[5] & 0x08 != 0 else { return false }
         if behavior == .stallBeforeUpgrade { Thread.sleep(forTimeInterval: 4); return false }
         return true
+    }
+}
+
+/// A server that speaks a post-quantum hybrid group this libssl does not have: a TLS 1.3
+/// ClientHello listing `group` in supported_groups without a key share for it is answered with a
+/// HelloRetryRequest asking for `group` (RFC 8446, 4.1.4); any other hello goes on to the lab's
+/// OpenSSL server untouched (it was only peeked at).
+public enum LabHybridGroupServer {
+    public static func dialogue(group: UInt16) -> @Sendable (LabConnection) -> Bool {
+        { connection in
+            let header = connection.peek(5)
+            guard header.count == 5, header[0] == 0x16 else { return true }
+            let length = Int(header[3]) << 8 | Int(header[4])
+            let record = connection.peek(5 + length)
+            guard record.count == 5 + length, let hello = ClientHelloSummary(Array(record[5...])),
+                  hello.groups.contains(group), !hello.keyShareGroups.contains(group) else { return true }
+            _ = connection.bytes(5 + length)
+            var body: [UInt8] = [0x03, 0x03] + HandBuiltHello.helloRetryRandom + [UInt8(hello.sessionID.count)] + hello.sessionID + [0x13, 0x01, 0x00]
+            let extensions: [UInt8] = [0x00, 0x2B, 0x00, 0x02, 0x03, 0x04, 0x00, 0x33, 0x00, 0x02, UInt8(group >> 8), UInt8(group & 0xFF)]
+            body += [UInt8(extensions.count >> 8), UInt8(extensions.count & 0xFF)] + extensions
+            let message: [UInt8] = [0x02, 0x00, UInt8(body.count >> 8), UInt8(body.count & 0xFF)] + body
+            connection.send([0x16, 0x03, 0x03, UInt8(message.count >> 8), UInt8(message.count & 0xFF)] + message)
+            _ = connection.peek(1) // the client's next move (it closes: it has no key for the group)
+            return false
+        }
+    }
+
+    /// The parts of a ClientHello handshake message the server needs.
+    struct ClientHelloSummary {
+        var sessionID: [UInt8]
+        var groups: [UInt16] = []
+        var keyShareGroups: [UInt16] = []
+
+        init?(_ handshake: [UInt8]) {
+            guard handshake.count > 4, handshake[0] == 1 else { return nil }
+            var index = 4 + 2 + 32
+            guard index < handshake.count else { return nil }
+            let sessionLength = Int(handshake[index])
+            guard index + 1 + sessionLength + 2 <= handshake.count else { return nil }
+            sessionID = Array(handshake[(index + 1)..<(index + 1 + sessionLength)])
+            index += 1 + sessionLength
+            let suites = Int(handshake[index]) << 8 | Int(handshake[index + 1])
+            index += 2 + suites
+            guard index < handshake.count else { return nil }
+            index += 1 + Int(handshake[index])
+            guard index + 2 <= handshake.count else { return nil }
+            let end = min(handshake.count, index + 2 + (Int(handshake[index]) << 8 | Int(handshake[index + 1])))
+            index += 2
+            func u16(_ at: Int) -> UInt16 { UInt16(handshake[at]) << 8 | UInt16(handshake[at + 1]) }
+            while index + 4 <= end {
+                let type = u16(index), size = Int(u16(index + 2))
+                let start = index + 4
+                guard start + size <= end else { break }
+                if type == 0x000A, size >= 2 {
+                    groups = stride(from: start + 2, to: start + size - 1, by: 2).map(u16)
+                }
+                if type == 0x0033, size >= 2 {
+                    var at = start + 2
+                    while at + 4 <= start + size {
+                        keyShareGroups.append(u16(at))
+                        at += 4 + Int(u16(at + 2))
+                    }
+                }
+                index = start + size
+            }
+        }
     }
 }

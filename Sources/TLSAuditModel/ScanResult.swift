@@ -59,6 +59,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var pin: PinEvaluation?
     /// Every version and suite accepted (`scan --enumerate`).
     public var enumeration: EnumerationReport?
+    /// The configuration inventory (`scan --checks inventory`).
+    public var inventory: ServerInventory?
 
     public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
                 handshake: HandshakeObservation?, atsClientRefusal: String? = nil, error: ProbeFailure?,

@@ -26,6 +26,41 @@ public struct ScanTextRenderer: Sendable {
         return out
     }
 
+    /// The configuration inventory: one line per item, yes / no / not tested with the evidence.
+    private func render(_ inventory: ServerInventory, into out: inout String) {
+        out += "    inventory (\(inventory.handshakes) handshakes, \(inventory.durationMs) ms):\n"
+        func line(_ name: String, _ answer: InventoryAnswer, bad: InventoryAnswer.Status? = nil) {
+            let word = switch answer.status {
+            case .yes: "yes"
+            case .no: "no"
+            case .notTested: "not tested"
+            }
+            let shown = answer.status == bad ? paint(word, .red) : answer.status == .notTested ? paint(word, .yellow) : word
+            out += "      \(name.padding(toLength: 24, withPad: " ", startingAt: 0)) \(shown)  (\(answer.detail))\n"
+        }
+        line("secure renegotiation", inventory.secureRenegotiation, bad: .no)
+        line("client renegotiation", inventory.clientRenegotiation, bad: .yes)
+        line("compression", inventory.compression, bad: .yes)
+        line("TLS_FALLBACK_SCSV", inventory.fallbackSCSV, bad: .no)
+        line("resumption (session ID)", inventory.resumptionSessionID)
+        line("resumption (ticket)", inventory.resumptionTicket)
+        if let lifetime = inventory.ticketLifetimeSeconds { out += "      ticket lifetime          \(lifetime) s\n" }
+        line("0-RTT early data", inventory.earlyData, bad: .yes)
+        line("OCSP stapling", inventory.ocspStapling)
+        let alpn = inventory.alpn.isEmpty ? "none" : inventory.alpn.joined(separator: ", ")
+        out += "      ALPN                     \(alpn)\(inventory.alpnPreferred.map { " (chosen from both: \($0))" } ?? "")\n"
+        let groups = inventory.groups.isEmpty ? "none found" : inventory.groups.joined(separator: ", ")
+        out += "      groups                   \(groups)\(inventory.groupOrder.map { " (\($0) order)" } ?? "")\n"
+        let hybrids = inventory.postQuantumGroups.isEmpty ? "none" : inventory.postQuantumGroups.joined(separator: ", ")
+        out += "      post-quantum hybrids     \(hybrids)\n"
+        out += "      signature algorithms     \(inventory.signatureAlgorithms.isEmpty ? "none found" : inventory.signatureAlgorithms.joined(separator: ", "))\n"
+        if let certificate = inventory.certificateWithoutSNI {
+            out += "      certificate without SNI  \(certificate.sameAsWithSNI ? "the same leaf" : "another leaf: \(certificate.subject)") (sha256 \(certificate.sha256Fingerprint.prefix(16))...)\n"
+        } else {
+            out += "      certificate without SNI  none (\(inventory.withoutSNIDetail ?? "no handshake"))\n"
+        }
+    }
+
     private func render(_ target: TargetScanResult, at time: Date, into out: inout String) {
         var heading = paint(target.target, .bold)
         if let sni = target.sni, sni != target.host { heading += "  SNI \(sni)" }
@@ -107,6 +142,7 @@ public struct ScanTextRenderer: Sendable {
                 out += "      \(finding.severity.rawValue.uppercased()) \(finding.id): \(finding.message)\n"
             }
         }
+        if let inventory = result.inventory { render(inventory, into: &out) }
         for finding in result.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             let label: String = switch finding.severity {

@@ -81,6 +81,10 @@ struct ScanCommand: ParsableCommand {
     @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order.")
     var enumerate = false
 
+    @Option(help: ArgumentHelp("Opt-in checks, comma-separated: inventory (renegotiation, compression, TLS_FALLBACK_SCSV, resumption, 0-RTT, stapling, ALPN, groups with post-quantum hybrids, signature algorithms, the certificate without SNI; about 40 handshakes an address).",
+                               valueName: "checks"))
+    var checks: [String] = []
+
     @Flag(name: .customLong("no-color"), help: "Never colour the text output (also: NO_COLOR set).")
     var noColor = false
 
@@ -94,6 +98,9 @@ struct ScanCommand: ParsableCommand {
             throw ValidationError("--client-cert and --client-key go together.")
         }
         if let problem = pinPolicy.problem { throw ValidationError(problem) }
+        for name in requestedChecks.unknown {
+            throw ValidationError("--checks: '\(name)' is not a check (\(OptionalCheck.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
         if let at, Timestamp.parse(at) == nil {
             throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
         }
@@ -126,7 +133,7 @@ struct ScanCommand: ParsableCommand {
         // A name given twice is stored once at the end (the store makes each batch a target's
         // current address set: two batches of one name would keep only the later one's addresses).
         let namesUnique = Set(parsedTargets.map(\.original)).count == parsedTargets.count
-        let storeWhileScanning = !enumerate && namesUnique
+        let storeWhileScanning = !enumerate && requestedChecks.known.isEmpty && namesUnique
         var storeEach: (@Sendable (Int, TargetScanResult) -> Void)?
         if let writer, storeWhileScanning {
             storeEach = { index, result in writer.submit(StoredScan.all(of: result, target: parsedTargets[index])) }
@@ -141,6 +148,16 @@ struct ScanCommand: ParsableCommand {
                     let result = results[targetIndex].addresses[addressIndex]
                     guard let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
                     results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
+                }
+            }
+        }
+        if requestedChecks.known.contains(.inventory) {
+            let enumerator = Enumerator(scanner: scanner)
+            for targetIndex in results.indices {
+                for addressIndex in results[targetIndex].addresses.indices {
+                    let result = results[targetIndex].addresses[addressIndex]
+                    guard result.status == .completed, let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
+                    results[targetIndex].addresses[addressIndex].inventory = enumerator.inventory(address, target: parsedTargets[targetIndex])
                 }
             }
         }
@@ -164,6 +181,12 @@ struct ScanCommand: ParsableCommand {
         }
         StandardStream.output.write(output)
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+    }
+
+    /// `--checks` split on commas: the checks named, and the words that name none.
+    private var requestedChecks: (known: Set<OptionalCheck>, unknown: [String]) {
+        let words = checks.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
+        return (Set(words.compactMap(OptionalCheck.init(rawValue:))), words.filter { OptionalCheck(rawValue: $0) == nil })
     }
 
     /// `--pin` values as an AFNetworking policy (mode from the values), or the reason they do not make one.

@@ -302,5 +302,12 @@ struct STARTTLSTests {
         #expect(mail["status"] as? String == reference["status"] as? String)
         let scanned = try scan("127.0.0.1:\(exim.port)", ["--starttls", "smtp"])
         #expect(Self.findingIDs(scanned.address) == findings(mail))
+
+        // pin and ats reach it too.
+        let named = "\(Self.mailName):\(exim.port)"
+        let pin = try Binary.run(["pin", "--starttls", "smtp", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", named])
+        #expect(pin.status == 0 && pin.stdout.contains("leaf: CN=\(Self.mailName)"), "\(pin.stdout)\(pin.stderr)")
+        let ats = try Binary.run(["ats", "--starttls", "smtp", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", named])
+        #expect(ats.status == 0, "Exim's defaults pass a current Apple client's default ATS: \(ats.stdout)")
     }
 }

@@ -56,11 +56,11 @@ package enum OpenSSLErrors {
         return long.lowercased().replacingOccurrences(of: " ", with: "_")
     }
 
-    /// RFC 8446 and later alerts that OpenSSL 3.0's table does not name.
+    /// RFC 7507, RFC 8446 and later alerts that OpenSSL 3.0's table does not name.
     static let laterAlerts: [Int32: String] = [
         109: "missing_extension", 110: "unsupported_extension", 112: "unrecognized_name",
         113: "bad_certificate_status_response", 115: "unknown_psk_identity", 116: "certificate_required",
-        120: "no_application_protocol",
+        120: "no_application_protocol", 86: "inappropriate_fallback",
     ]
 }
 

@@ -10,7 +10,7 @@ public import TLSAuditModel
 /// Every answer comes from a real handshake: a version or suite is "rejected" only after it was
 /// offered and refused. Probes of one host run concurrently, at most `perHostConcurrency` at a time.
 public final class Enumerator: Sendable {
-    private let scanner: TLSScanner
+    let scanner: TLSScanner
     public let perHostConcurrency: Int
 
     public init(scanner: TLSScanner, perHostConcurrency: Int = 5) {
@@ -100,7 +100,7 @@ public final class Enumerator: Sendable {
     }
 
     /// One handshake with the permissive context and an override, on a fresh connection.
-    private func handshake(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
+    func handshake(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
                            override: ClientHelloOverride, profile: ClientProfile = .permissive,
                            inspect: ((OpaquePointer) -> Void)? = nil) -> HandshakeAttempt {
         probes.increment()

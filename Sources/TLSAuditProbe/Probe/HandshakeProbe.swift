@@ -31,8 +31,9 @@ struct HandshakeAttempt {
     }
 }
 
-/// Changes to a context's ClientHello for one connection (enumeration and the ATS matrix).
-struct ClientHelloOverride {
+/// Changes to a context's ClientHello for one connection (enumeration, the ATS matrix, the inventory).
+/// `@unchecked Sendable`: `session` is only read while its owner waits for the handshake.
+struct ClientHelloOverride: @unchecked Sendable {
     var minVersion: TLSVersion?
     var maxVersion: TLSVersion?
     /// TLS 1.2-and-below suites, OpenSSL syntax.
@@ -41,10 +42,33 @@ struct ClientHelloOverride {
     var tls13Suites: String?
     /// Ask for a stapled OCSP response.
     var requestOCSP = false
+    /// Key-exchange groups, OpenSSL syntax (`X25519:P-256`).
+    var groups: String?
+    /// Signature algorithms, OpenSSL syntax (`ECDSA+SHA256`, `rsa_pss_rsae_sha256`).
+    var signatureAlgorithms: String?
+    /// ALPN protocols offered, in order.
+    var alpn: [String] = []
+    /// Refuse session tickets (resumption by session ID only).
+    var noTicket = false
+    /// Send TLS_FALLBACK_SCSV (RFC 7507), as a client retrying with a lower version does.
+    var fallbackSCSV = false
+    /// A session (`SSL_SESSION *`) to resume; the caller owns it.
+    var session: OpaquePointer?
+    /// Sent as TLS 1.3 early data (0-RTT) with the resumed `session`.
+    var earlyData: [UInt8]?
 
     /// Applies to a fresh `SSL`; false when OpenSSL refuses a value.
     func apply(to ssl: OpaquePointer) -> Bool {
         var ok = true
+        if let groups { ok = ok && tlsaudit_SSL_set1_groups_list(ssl, groups) == 1 }
+        if let signatureAlgorithms { ok = ok && tlsaudit_SSL_set1_sigalgs_list(ssl, signatureAlgorithms) == 1 }
+        if !alpn.isEmpty {
+            let wire = alpn.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+            ok = ok && SSL_set_alpn_protos(ssl, wire, UInt32(wire.count)) == 0
+        }
+        if noTicket { SSL_set_options(ssl, tlsaudit_SSL_OP_NO_TICKET) }
+        if fallbackSCSV { _ = tlsaudit_SSL_set_mode(ssl, Int(SSL_MODE_SEND_FALLBACK_SCSV)) }
+        if let session { ok = ok && SSL_set_session(ssl, session) == 1 }
         if let minVersion { ok = ok && tlsaudit_SSL_set_min_proto_version(ssl, Int32(minVersion.wireValue)) == 1 }
         if let maxVersion { ok = ok && tlsaudit_SSL_set_max_proto_version(ssl, Int32(maxVersion.wireValue)) == 1 }
         if let cipherList { ok = ok && SSL_set_cipher_list(ssl, cipherList + ":@SECLEVEL=0") == 1 }
@@ -81,6 +105,17 @@ enum HandshakeProbe {
             _ = tlsaudit_SSL_set_tlsext_host_name(ssl, sni)
         }
         SSL_set_connect_state(ssl)
+
+        if let earlyData = override?.earlyData, override?.session != nil {
+            // 0-RTT: the data goes with the ClientHello; the handshake then finishes below.
+            var written = 0
+            while SSL_write_early_data(ssl, earlyData, earlyData.count, &written) != 1 {
+                let error = SSL_get_error(ssl, 0)
+                guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE,
+                      socket.wait(for: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), until: deadline) == .ready else { break }
+            }
+            OpenSSLErrors.clear()
+        }
 
         while true {
             OpenSSLErrors.clear()

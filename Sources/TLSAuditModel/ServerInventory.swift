@@ -1,0 +1,109 @@
+/// One answer of the configuration inventory: yes, no, or not tested (with why), each with the
+/// evidence in a sentence.
+public struct InventoryAnswer: Hashable, Codable, Sendable {
+    public enum Status: String, Codable, Sendable {
+        case yes
+        case no
+        case notTested = "not-tested"
+    }
+
+    public var status: Status
+    public var detail: String
+
+    public init(_ status: Status, _ detail: String) {
+        self.status = status
+        self.detail = detail
+    }
+
+    public static func yes(_ detail: String) -> InventoryAnswer { InventoryAnswer(.yes, detail) }
+    public static func no(_ detail: String) -> InventoryAnswer { InventoryAnswer(.no, detail) }
+    public static func notTested(_ detail: String) -> InventoryAnswer { InventoryAnswer(.notTested, detail) }
+}
+
+/// The certificate a server sends to a client that names no server (no SNI).
+public struct CertificateWithoutSNI: Hashable, Codable, Sendable {
+    public var sha256Fingerprint: String
+    public var subject: String
+    /// The same leaf as with SNI.
+    public var sameAsWithSNI: Bool
+
+    public init(sha256Fingerprint: String, subject: String, sameAsWithSNI: Bool) {
+        self.sha256Fingerprint = sha256Fingerprint
+        self.subject = subject
+        self.sameAsWithSNI = sameAsWithSNI
+    }
+}
+
+/// How a server is configured beyond its chain and suites (`checks: [inventory]`), every item from
+/// real handshakes: renegotiation, compression, downgrade protection, resumption, early data,
+/// stapling, ALPN, key-exchange groups (post-quantum hybrids included), signature algorithms, and
+/// the certificate sent without SNI.
+public struct ServerInventory: Hashable, Codable, Sendable {
+    /// RFC 5746 renegotiation_info in a TLS 1.2-or-lower ServerHello.
+    public var secureRenegotiation: InventoryAnswer
+    /// Whether the server completes a renegotiation the client starts (a DoS lever).
+    public var clientRenegotiation: InventoryAnswer
+    /// Whether the server picks DEFLATE when offered (CRIME).
+    public var compression: InventoryAnswer
+    /// Whether a fallback connection (a version below the server's best, with TLS_FALLBACK_SCSV) is refused.
+    public var fallbackSCSV: InventoryAnswer
+    /// TLS 1.2 resumption by session ID (tickets off).
+    public var resumptionSessionID: InventoryAnswer
+    /// Resumption by session ticket (TLS 1.2 when spoken, else TLS 1.3).
+    public var resumptionTicket: InventoryAnswer
+    /// The ticket's lifetime hint, in seconds.
+    public var ticketLifetimeSeconds: Int?
+    /// TLS 1.3 0-RTT data accepted on resumption.
+    public var earlyData: InventoryAnswer
+    public var ocspStapling: InventoryAnswer
+    /// The ALPN protocols accepted (of h2 and http/1.1), and the one chosen when both are offered.
+    public var alpn: [String]
+    public var alpnPreferred: String?
+    /// Key-exchange groups the server accepts, in its order when it has one.
+    public var groups: [String]
+    /// `server` (it keeps its preference whatever the client's order) or `client`; nil when fewer than two groups.
+    public var groupOrder: String?
+    /// Post-quantum hybrid groups accepted (found with hand-built TLS 1.3 ClientHellos).
+    public var postQuantumGroups: [String]
+    /// Signature algorithms the server signs its handshake with when they are all the client offers.
+    public var signatureAlgorithms: [String]
+    public var certificateWithoutSNI: CertificateWithoutSNI?
+    /// Why the certificate without SNI is missing (the server refused the handshake, ...).
+    public var withoutSNIDetail: String?
+    /// Handshakes (and hand-built hellos) spent.
+    public var handshakes: Int
+    public var durationMs: Int
+
+    public init(secureRenegotiation: InventoryAnswer, clientRenegotiation: InventoryAnswer, compression: InventoryAnswer,
+                fallbackSCSV: InventoryAnswer, resumptionSessionID: InventoryAnswer, resumptionTicket: InventoryAnswer,
+                ticketLifetimeSeconds: Int?, earlyData: InventoryAnswer, ocspStapling: InventoryAnswer, alpn: [String],
+                alpnPreferred: String?, groups: [String], groupOrder: String?, postQuantumGroups: [String],
+                signatureAlgorithms: [String], certificateWithoutSNI: CertificateWithoutSNI?, withoutSNIDetail: String?,
+                handshakes: Int, durationMs: Int) {
+        self.secureRenegotiation = secureRenegotiation
+        self.clientRenegotiation = clientRenegotiation
+        self.compression = compression
+        self.fallbackSCSV = fallbackSCSV
+        self.resumptionSessionID = resumptionSessionID
+        self.resumptionTicket = resumptionTicket
+        self.ticketLifetimeSeconds = ticketLifetimeSeconds
+        self.earlyData = earlyData
+        self.ocspStapling = ocspStapling
+        self.alpn = alpn
+        self.alpnPreferred = alpnPreferred
+        self.groups = groups
+        self.groupOrder = groupOrder
+        self.postQuantumGroups = postQuantumGroups
+        self.signatureAlgorithms = signatureAlgorithms
+        self.certificateWithoutSNI = certificateWithoutSNI
+        self.withoutSNIDetail = withoutSNIDetail
+        self.handshakes = handshakes
+        self.durationMs = durationMs
+    }
+}
+
+/// The opt-in checks a target or `scan --checks` asks for.
+public enum OptionalCheck: String, Codable, Sendable, CaseIterable, Hashable {
+    /// The configuration inventory (`ServerInventory`).
+    case inventory
+}

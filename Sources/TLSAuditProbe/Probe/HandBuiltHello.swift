@@ -1,0 +1,148 @@
+import Foundation
+import TLSAuditModel
+
+/// ClientHellos this libssl cannot send (a compression method, groups it does not know, such as the
+/// post-quantum hybrids), built byte by byte, and the first answer parsed: a ServerHello (or
+/// HelloRetryRequest) or an alert. Only the hello is sent: no key is ever needed.
+package enum HandBuiltHello {
+    /// `SHA-256("HelloRetryRequest")`: the random of a HelloRetryRequest (RFC 8446, 4.1.3).
+    package static let helloRetryRandom: [UInt8] = [
+        0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
+        0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C,
+    ]
+
+    /// Post-quantum hybrid groups (IANA TLS Supported Groups), by code point.
+    static let postQuantumGroups: [(code: UInt16, name: String)] = [
+        (0x11EC, "X25519MLKEM768"), (0x11EB, "SecP256r1MLKEM768"), (0x11ED, "SecP384r1MLKEM1024"),
+        (0x6399, "X25519Kyber768Draft00"),
+    ]
+
+    struct ServerHello {
+        var version: UInt16
+        var cipher: UInt16
+        var compression: UInt8
+        var isHelloRetryRequest: Bool
+        /// The key_share group a HelloRetryRequest asks for, or a ServerHello's share's group.
+        var selectedGroup: UInt16?
+    }
+
+    enum Answer {
+        case serverHello(ServerHello)
+        case alert(UInt8)
+        /// Closed, timed out or not TLS, in a sentence.
+        case other(String)
+    }
+
+    /// A TLS 1.2 ClientHello offering `compression` methods (DEFLATE is 1, null 0).
+    static func tls12(serverName: String?, compression: [UInt8]) -> [UInt8] {
+        let suites: [UInt16] = [0xC02F, 0xC030, 0xC02B, 0xC02C, 0xCCA8, 0xCCA9, 0xC013, 0xC014, 0xC009, 0xC00A,
+                                0x009E, 0x009F, 0x0033, 0x0039, 0x009C, 0x009D, 0x002F, 0x0035, 0x000A, 0x00FF]
+        var extensions: [(UInt16, [UInt8])] = [
+            (0x000A, vector16(u16s: [0x001D, 0x0017, 0x0018, 0x0019])), // supported_groups
+            (0x000B, [1, 0]),                                             // ec_point_formats: uncompressed
+            (0x000D, vector16(u16s: signatureAlgorithms)),
+        ]
+        if let serverName { extensions.insert((0x0000, serverNameExtension(serverName)), at: 0) }
+        return record(clientHello(suites: suites, compression: compression, extensions: extensions))
+    }
+
+    /// A TLS 1.3 ClientHello whose supported_groups are `groups` and whose key_share is empty: a
+    /// server that accepts one of them answers with a HelloRetryRequest naming its choice.
+    static func tls13(serverName: String?, groups: [UInt16]) -> [UInt8] {
+        var extensions: [(UInt16, [UInt8])] = [
+            (0x000A, vector16(u16s: groups)),
+            (0x000D, vector16(u16s: signatureAlgorithms)),
+            (0x002B, [2, 0x03, 0x04]),   // supported_versions: TLS 1.3
+            (0x002D, [1, 1]),            // psk_key_exchange_modes: psk_dhe_ke
+            (0x0033, [0, 0]),            // key_share: no share
+        ]
+        if let serverName { extensions.insert((0x0000, serverNameExtension(serverName)), at: 0) }
+        return record(clientHello(suites: [0x1301, 0x1302, 0x1303], compression: [0], extensions: extensions))
+    }
+
+    static let signatureAlgorithms: [UInt16] = [0x0403, 0x0503, 0x0603, 0x0804, 0x0805, 0x0806, 0x0807, 0x0808,
+                                                0x0401, 0x0501, 0x0601, 0x0201, 0x0203]
+
+    private static func clientHello(suites: [UInt16], compression: [UInt8], extensions: [(UInt16, [UInt8])]) -> [UInt8] {
+        var body: [UInt8] = [0x03, 0x03] + (0..<32).map { _ in UInt8.random(in: 0...255) }
+        body += [32] + (0..<32).map { _ in UInt8.random(in: 0...255) } // a legacy session id, as TLS 1.3 clients send
+        body += vector16(u16s: suites)
+        body += [UInt8(compression.count)] + compression
+        body += vector16(extensions.flatMap { type, data in u16(type) + vector16(data) })
+        return [0x01] + u24(body.count) + body
+    }
+
+    private static func record(_ handshake: [UInt8]) -> [UInt8] { [0x16, 0x03, 0x01] + u16(UInt16(handshake.count)) + handshake }
+
+    private static func serverNameExtension(_ name: String) -> [UInt8] {
+        vector16([0] + vector16(Array(name.utf8)))
+    }
+
+    private static func u16(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
+    private static func u24(_ value: Int) -> [UInt8] { [UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    private static func vector16(_ bytes: [UInt8]) -> [UInt8] { u16(UInt16(bytes.count)) + bytes }
+    private static func vector16(u16s: [UInt16]) -> [UInt8] { vector16(u16s.flatMap(u16)) }
+
+    /// Sends `hello` on a connected socket and reads up to the first handshake message or alert.
+    static func exchange(_ hello: [UInt8], socket: TCPSocket, deadline: Deadline) -> Answer {
+        guard socket.send(hello, until: deadline) else { return .other("the server closed the connection on the ClientHello") }
+        var pending: [UInt8] = []
+        var handshake: [UInt8] = []
+        while true {
+            while pending.count >= 5 {
+                let length = Int(pending[3]) << 8 | Int(pending[4])
+                guard (20...24).contains(pending[0]), pending[1] == 3, length <= 18_432 else {
+                    return .other("the answer is not a TLS record")
+                }
+                guard pending.count >= 5 + length else { break }
+                let type = pending[0]
+                let fragment = Array(pending[5..<(5 + length)])
+                pending.removeFirst(5 + length)
+                if type == 21, fragment.count >= 2 { return .alert(fragment[1]) }
+                guard type == 22 else { return .other("a record of type \(type) before the ServerHello") }
+                handshake += fragment
+                if let message = parseServerHello(handshake) { return message }
+            }
+            switch socket.receiveSome(until: deadline, maximum: 4096) {
+            case .data(let data):
+                pending += data
+                guard pending.count + handshake.count <= 65_536 else { return .other("over 64 KiB without a ServerHello") }
+            case .closed: return .other("the server closed the connection without answering the ClientHello")
+            case .timedOut: return .other("no answer to the ClientHello in time")
+            case .failed(let code): return .other("the connection failed: \(errnoText(code))")
+            }
+        }
+    }
+
+    /// The ServerHello at the start of `handshake`, once complete.
+    private static func parseServerHello(_ handshake: [UInt8]) -> Answer? {
+        guard handshake.count >= 4 else { return nil }
+        let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
+        guard handshake.count >= 4 + length else { return nil }
+        guard handshake[0] == 2 else { return .other("the first handshake message is not a ServerHello (type \(handshake[0]))") }
+        let body = Array(handshake[4..<(4 + length)])
+        guard body.count >= 38 else { return .other("a truncated ServerHello") }
+        var index = 2
+        let random = Array(body[index..<(index + 32)])
+        index += 32
+        let sessionLength = Int(body[index])
+        index += 1 + sessionLength
+        guard body.count >= index + 3 else { return .other("a truncated ServerHello") }
+        var hello = ServerHello(version: UInt16(body[0]) << 8 | UInt16(body[1]), cipher: UInt16(body[index]) << 8 | UInt16(body[index + 1]),
+                                compression: body[index + 2], isHelloRetryRequest: random == helloRetryRandom, selectedGroup: nil)
+        index += 3
+        if body.count >= index + 2 {
+            let end = min(body.count, index + 2 + (Int(body[index]) << 8 | Int(body[index + 1])))
+            index += 2
+            while index + 4 <= end {
+                let type = UInt16(body[index]) << 8 | UInt16(body[index + 1])
+                let size = Int(body[index + 2]) << 8 | Int(body[index + 3])
+                let data = Array(body[(index + 4)..<min(end, index + 4 + size)])
+                if type == 0x002B, data.count >= 2 { hello.version = UInt16(data[0]) << 8 | UInt16(data[1]) }
+                if type == 0x0033, data.count >= 2 { hello.selectedGroup = UInt16(data[0]) << 8 | UInt16(data[1]) }
+                index += 4 + size
+            }
+        }
+        return .serverHello(hello)
+    }
+}

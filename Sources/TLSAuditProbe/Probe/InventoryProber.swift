@@ -1,0 +1,389 @@
+import COpenSSL
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+public import TLSAuditModel
+
+/// The configuration inventory of one address (`checks: [inventory]`): each item from real
+/// handshakes (or, where this libssl cannot offer something, hand-built ClientHellos), in a bounded
+/// number of them, at most `perHostConcurrency` connections at once.
+extension Enumerator {
+    /// Key-exchange groups: IANA code point, IANA name, and OpenSSL's list name when this libssl can offer it.
+    static let inventoryGroups: [(code: UInt16, name: String, openssl: String?)] = [
+        (0x001D, "x25519", "X25519"), (0x0017, "secp256r1", "P-256"), (0x0018, "secp384r1", "P-384"), (0x0019, "secp521r1", "P-521"),
+        (0x001E, "x448", "X448"), (0x001F, "brainpoolP256r1tls13", nil), (0x0020, "brainpoolP384r1tls13", nil),
+        (0x0021, "brainpoolP512r1tls13", nil), (0x0100, "ffdhe2048", "ffdhe2048"), (0x0101, "ffdhe3072", "ffdhe3072"),
+        (0x0102, "ffdhe4096", "ffdhe4096"), (0x0103, "ffdhe6144", "ffdhe6144"), (0x0104, "ffdhe8192", "ffdhe8192"),
+    ] + HandBuiltHello.postQuantumGroups.map { ($0.code, $0.name, nil) }
+
+    /// Signature algorithms offered one at a time: OpenSSL's name and the IANA name reported.
+    static let inventorySignatureAlgorithms: [(openssl: String, iana: String)] = [
+        ("ECDSA+SHA256", "ecdsa_secp256r1_sha256"), ("ECDSA+SHA384", "ecdsa_secp384r1_sha384"), ("ECDSA+SHA512", "ecdsa_secp521r1_sha512"),
+        ("ed25519", "ed25519"), ("ed448", "ed448"),
+        ("rsa_pss_rsae_sha256", "rsa_pss_rsae_sha256"), ("rsa_pss_rsae_sha384", "rsa_pss_rsae_sha384"), ("rsa_pss_rsae_sha512", "rsa_pss_rsae_sha512"),
+        ("rsa_pss_pss_sha256", "rsa_pss_pss_sha256"), ("rsa_pss_pss_sha384", "rsa_pss_pss_sha384"), ("rsa_pss_pss_sha512", "rsa_pss_pss_sha512"),
+        ("RSA+SHA256", "rsa_pkcs1_sha256"), ("RSA+SHA384", "rsa_pkcs1_sha384"), ("RSA+SHA512", "rsa_pkcs1_sha512"),
+        ("RSA+SHA1", "rsa_pkcs1_sha1"), ("ECDSA+SHA1", "ecdsa_sha1"),
+    ]
+
+    /// The inventory of `address`; `best` is the version the scan's handshake reached, when known.
+    public func inventory(_ address: SocketAddress, target: ScanTarget) -> ServerInventory {
+        let started = ContinuousClock.now
+        let probes = ProbeCounter()
+        let timeout = target.timeout ?? scanner.options.timeout
+        var stapled = false
+        let first = handshake(address, target: target, probes: probes, override: ClientHelloOverride(requestOCSP: true)) { ssl in
+            stapled = HandshakeProbe.stapledResponse(ssl) != nil
+        }
+        // A TLS 1.2 server signs with an ECDSA key only on a curve the client lists: the leaf's curve.
+        let leafCurve = first.presented.first?.summary().publicKey.curve.map { $0 == "prime256v1" ? "P-256" : $0 == "secp384r1" ? "P-384" : $0 == "secp521r1" ? "P-521" : $0 }
+        guard let base = first.observation else {
+            let why = InventoryAnswer.notTested("no handshake with this client")
+            return ServerInventory(secureRenegotiation: why, clientRenegotiation: why, compression: why, fallbackSCSV: why,
+                                   resumptionSessionID: why, resumptionTicket: why, ticketLifetimeSeconds: nil, earlyData: why,
+                                   ocspStapling: why, alpn: [], alpnPreferred: nil, groups: [], groupOrder: nil, postQuantumGroups: [],
+                                   signatureAlgorithms: [], certificateWithoutSNI: nil, withoutSNIDetail: "no handshake",
+                                   handshakes: probes.value, durationMs: Self.milliseconds(since: started))
+        }
+        let best = base.protocolVersion
+        let tls12 = handshake(address, target: target, probes: probes, override: ClientHelloOverride(maxVersion: .tls1_2)).observation?.protocolVersion
+        let speaksTLS12OrLower = tls12 != nil
+
+        enum Job: Sendable { case renegotiation, compression, fallback, sessionID, ticket, earlyData, alpn, groups, signatures, withoutSNI }
+        enum Outcome: Sendable {
+            case pair(InventoryAnswer, InventoryAnswer)
+            case answer(InventoryAnswer)
+            case ticket(InventoryAnswer, Int?)
+            case alpn([String], String?)
+            case groups([String], String?)
+            case names([String])
+            case certificate(CertificateWithoutSNI?, String?)
+        }
+        let jobs: [Job] = [.renegotiation, .compression, .fallback, .sessionID, .ticket, .earlyData, .alpn, .groups, .signatures, .withoutSNI]
+        let outcomes = WorkerPool.map(jobs, concurrency: perHostConcurrency) { job -> Outcome in
+            switch job {
+            case .renegotiation:
+                return speaksTLS12OrLower ? self.renegotiation(address, target: target, probes: probes, timeout: timeout)
+                    .map { .pair($0.0, $0.1) } ?? .pair(.notTested("the TLS 1.2 handshake failed"), .notTested("the TLS 1.2 handshake failed"))
+                    : .pair(.no("TLS 1.3 only: renegotiation does not exist in TLS 1.3"), .no("TLS 1.3 only: renegotiation does not exist in TLS 1.3"))
+            case .compression:
+                return .answer(speaksTLS12OrLower ? self.compression(address, target: target, probes: probes, timeout: timeout)
+                               : .no("TLS 1.3 only: TLS 1.3 has no compression"))
+            case .fallback:
+                return .answer(self.fallback(address, target: target, probes: probes, best: best))
+            case .sessionID:
+                return .answer(speaksTLS12OrLower ? self.resumption(address, target: target, probes: probes, version: .tls1_2, tickets: false).answer
+                               : .notTested("TLS 1.3 only: resumption by session ID is TLS 1.2's"))
+            case .ticket:
+                let resumed = self.resumption(address, target: target, probes: probes, version: speaksTLS12OrLower ? .tls1_2 : .tls1_3, tickets: true)
+                return .ticket(resumed.answer, resumed.lifetime)
+            case .earlyData:
+                return .answer(best == .tls1_3 ? self.earlyData(address, target: target, probes: probes)
+                               : .no("the server does not speak TLS 1.3, where 0-RTT exists"))
+            case .alpn:
+                return self.alpn(address, target: target, probes: probes).map { .alpn($0.0, $0.1) } ?? .alpn([], nil)
+            case .groups:
+                let (groups, order) = best == .tls1_3 ? self.groupsByHelloRetry(address, target: target, probes: probes, timeout: timeout)
+                    : self.groups(address, target: target, probes: probes, leafCurve: leafCurve)
+                return .groups(groups, order)
+            case .signatures:
+                return .names(self.signatureAlgorithms(address, target: target, probes: probes))
+            case .withoutSNI:
+                return self.withoutSNI(address, target: target, probes: probes).map { .certificate($0.0, $0.1) } ?? .certificate(nil, nil)
+            }
+        }
+        var inventory = ServerInventory(
+            secureRenegotiation: .notTested(""), clientRenegotiation: .notTested(""), compression: .notTested(""), fallbackSCSV: .notTested(""),
+            resumptionSessionID: .notTested(""), resumptionTicket: .notTested(""), ticketLifetimeSeconds: nil, earlyData: .notTested(""),
+            ocspStapling: stapled ? .yes("the server stapled an OCSP response") : .no("no OCSP response stapled when asked for one"),
+            alpn: [], alpnPreferred: nil, groups: [], groupOrder: nil, postQuantumGroups: [], signatureAlgorithms: [],
+            certificateWithoutSNI: nil, withoutSNIDetail: nil, handshakes: 0, durationMs: 0)
+        for (job, outcome) in zip(jobs, outcomes) {
+            switch (job, outcome) {
+            case (.renegotiation, .pair(let secure, let client)): inventory.secureRenegotiation = secure; inventory.clientRenegotiation = client
+            case (.compression, .answer(let answer)): inventory.compression = answer
+            case (.fallback, .answer(let answer)): inventory.fallbackSCSV = answer
+            case (.sessionID, .answer(let answer)): inventory.resumptionSessionID = answer
+            case (.ticket, .ticket(let answer, let lifetime)): inventory.resumptionTicket = answer; inventory.ticketLifetimeSeconds = lifetime
+            case (.earlyData, .answer(let answer)): inventory.earlyData = answer
+            case (.alpn, .alpn(let accepted, let preferred)): inventory.alpn = accepted; inventory.alpnPreferred = preferred
+            case (.groups, .groups(let groups, let order)):
+                inventory.groups = groups
+                inventory.groupOrder = order
+                inventory.postQuantumGroups = groups.filter { name in HandBuiltHello.postQuantumGroups.contains { $0.name == name } }
+            case (.signatures, .names(let names)): inventory.signatureAlgorithms = names
+            case (.withoutSNI, .certificate(let certificate, let detail)):
+                inventory.certificateWithoutSNI = certificate
+                inventory.withoutSNIDetail = detail
+            default: break
+            }
+        }
+        inventory.handshakes = probes.value
+        inventory.durationMs = Self.milliseconds(since: started)
+        return inventory
+    }
+
+    static func milliseconds(since start: ContinuousClock.Instant) -> Int {
+        let elapsed = ContinuousClock.now - start
+        return Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+    }
+
+    // MARK: - Items
+
+    /// RFC 5746 support, then a renegotiation started by the client on the same TLS 1.2 connection.
+    private func renegotiation(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
+                               timeout: Double) -> (InventoryAnswer, InventoryAnswer)? {
+        var secure = false
+        var client = InventoryAnswer.notTested("")
+        let attempt = handshake(address, target: target, probes: probes, override: ClientHelloOverride(maxVersion: .tls1_2)) { ssl in
+            secure = tlsaudit_SSL_get_secure_renegotiation_support(ssl) == 1
+            client = Self.renegotiate(ssl, deadline: Deadline(after: timeout))
+        }
+        guard attempt.observation != nil else { return nil }
+        return (secure ? .yes("renegotiation_info in the TLS 1.2 ServerHello (RFC 5746)") : .no("no renegotiation_info in the TLS 1.2 ServerHello: insecure renegotiation (CVE-2009-3555)"),
+                client)
+    }
+
+    /// Starts a renegotiation and drives it to its end or its refusal.
+    private static func renegotiate(_ ssl: OpaquePointer, deadline: Deadline) -> InventoryAnswer {
+        OpenSSLErrors.clear()
+        guard SSL_renegotiate(ssl) == 1 else {
+            OpenSSLErrors.clear()
+            return .notTested("this client could not start a renegotiation")
+        }
+        let fd = SSL_get_fd(ssl)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let status = SSL_do_handshake(ssl)
+            if status == 1, SSL_renegotiate_pending(ssl) == 0 {
+                return .yes("the server completed a renegotiation the client started (each costs it a full handshake)")
+            }
+            var error = SSL_get_error(ssl, status)
+            if status == 1 {
+                // The ClientHello went out; the server's answer is read as application data.
+                let read = SSL_read(ssl, &buffer, Int32(buffer.count))
+                if read > 0 { continue }
+                error = SSL_get_error(ssl, read)
+            }
+            guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else {
+                let errors = OpenSSLErrors.drain()
+                let alert = errors.compactMap(\.receivedAlert).last
+                return .no(alert.map { "refused with alert \(OpenSSLErrors.alertName($0))" } ?? "the server ended the connection instead of renegotiating")
+            }
+            var entry = pollfd(fd: fd, events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
+            guard poll(&entry, 1, deadline.remainingMilliseconds) > 0 else {
+                return .no("the server did not answer the renegotiation (ignored it)")
+            }
+        }
+    }
+
+    /// A hand-built TLS 1.2 ClientHello offering DEFLATE before null compression.
+    private func compression(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, timeout: Double) -> InventoryAnswer {
+        probes.increment()
+        do {
+            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
+            switch HandBuiltHello.exchange(HandBuiltHello.tls12(serverName: target.sni, compression: [1, 0]), socket: socket, deadline: Deadline(after: timeout)) {
+            case .serverHello(let hello):
+                return hello.compression == 1 ? .yes("the server chose DEFLATE compression (CRIME)") : .no("the server chose no compression when DEFLATE was offered")
+            case .alert(let alert):
+                return .notTested("the server refused a TLS 1.2 ClientHello offering DEFLATE: alert \(OpenSSLErrors.alertName(Int32(alert)))")
+            case .other(let why):
+                return .notTested(why)
+            }
+        } catch {
+            return .notTested(error.description)
+        }
+    }
+
+    /// TLS_FALLBACK_SCSV with each version below the server's best, from the next one down: a
+    /// server that honours it refuses with inappropriate_fallback; one that speaks none of the lower
+    /// versions leaves nothing to fall back to (also a yes, as sslyze counts it, said as such).
+    private func fallback(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, best: TLSVersion) -> InventoryAnswer {
+        let lower = TLSVersion.allCases.filter { $0.wireValue < best.wireValue && $0.wireValue >= TLSVersion.tls1_0.wireValue }
+            .sorted { $0.wireValue > $1.wireValue }
+        guard !lower.isEmpty else { return .notTested("no version below \(best.rawValue) to fall back to") }
+        var refusals: [String] = []
+        for version in lower {
+            let attempt = handshake(address, target: target, probes: probes,
+                                    override: ClientHelloOverride(minVersion: version, maxVersion: version, fallbackSCSV: true))
+            if attempt.observation != nil {
+                return .no("the server accepted a fallback to \(version.rawValue) with TLS_FALLBACK_SCSV (its best is \(best.rawValue))")
+            }
+            if attempt.failure?.alert == "inappropriate_fallback" {
+                return .yes("a fallback to \(version.rawValue) with TLS_FALLBACK_SCSV was refused with inappropriate_fallback")
+            }
+            refusals.append("\(version.rawValue): \(attempt.failure?.alert ?? attempt.failure?.category.rawValue ?? "refused")")
+        }
+        return .yes("the server speaks no version below \(best.rawValue), so no fallback is possible (\(refusals.joined(separator: ", ")))")
+    }
+
+    /// Two connections: the second offers the first's session (by ID, or by ticket).
+    private func resumption(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, version: TLSVersion,
+                            tickets: Bool) -> (answer: InventoryAnswer, lifetime: Int?) {
+        let timeout = target.timeout ?? scanner.options.timeout
+        var session: OpaquePointer?
+        var lifetime: Int?
+        let first = handshake(address, target: target, probes: probes,
+                              override: ClientHelloOverride(minVersion: version, maxVersion: version, noTicket: !tickets)) { ssl in
+            if version == .tls1_3 { Self.readTickets(ssl, deadline: Deadline(after: min(timeout, 1))) }
+            session = SSL_get1_session(ssl)
+        }
+        defer { if let session { SSL_SESSION_free(session) } }
+        guard first.observation != nil, let session else { return (.notTested("the \(version.rawValue) handshake failed"), nil) }
+        if tickets {
+            guard SSL_SESSION_has_ticket(session) == 1 else { return (.no("the server sent no session ticket (\(version.rawValue))"), nil) }
+            lifetime = Int(SSL_SESSION_get_ticket_lifetime_hint(session))
+        } else {
+            var length: UInt32 = 0
+            _ = SSL_SESSION_get_id(session, &length)
+            guard length > 0 else { return (.no("the server gave the session no ID (\(version.rawValue))"), nil) }
+        }
+        var reused = false
+        let second = handshake(address, target: target, probes: probes,
+                               override: ClientHelloOverride(minVersion: version, maxVersion: version, noTicket: !tickets, session: session)) { ssl in
+            reused = SSL_session_reused(ssl) == 1
+        }
+        guard second.observation != nil else { return (.notTested("the second handshake failed"), lifetime) }
+        let how = tickets ? "by session ticket" : "by session ID"
+        return (reused ? .yes("a second \(version.rawValue) connection resumed the first's session \(how)")
+                : .no("the server made a full handshake when offered the first connection's session \(how)"), lifetime)
+    }
+
+    /// Reads what the server sends right after a TLS 1.3 handshake (its NewSessionTickets).
+    private static func readTickets(_ ssl: OpaquePointer, deadline: Deadline) {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let fd = SSL_get_fd(ssl)
+        while true {
+            // SSL_read processes the tickets that arrived (and returns WANT_READ: no data follows).
+            let read = SSL_read(ssl, &buffer, Int32(buffer.count))
+            if let session = SSL_get_session(ssl), SSL_SESSION_has_ticket(session) == 1 { return }
+            guard read <= 0, SSL_get_error(ssl, read) == SSL_ERROR_WANT_READ else { return }
+            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&entry, 1, deadline.remainingMilliseconds) > 0 else { return }
+        }
+    }
+
+    /// Resumes a TLS 1.3 session with early data (a HEAD request for HTTPS, else one byte-free probe is not possible: HTTPS only).
+    private func earlyData(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> InventoryAnswer {
+        let timeout = target.timeout ?? scanner.options.timeout
+        var session: OpaquePointer?
+        let first = handshake(address, target: target, probes: probes, override: ClientHelloOverride(minVersion: .tls1_3, maxVersion: .tls1_3)) { ssl in
+            Self.readTickets(ssl, deadline: Deadline(after: min(timeout, 1)))
+            session = SSL_get1_session(ssl)
+        }
+        defer { if let session { SSL_SESSION_free(session) } }
+        guard first.observation != nil, let session, SSL_SESSION_has_ticket(session) == 1 else {
+            return .no("no TLS 1.3 session ticket: nothing to send early data with")
+        }
+        let allowed = SSL_SESSION_get_max_early_data(session)
+        guard allowed > 0 else { return .no("the server's tickets allow no early data (max_early_data 0)") }
+        guard target.starttls == nil else {
+            return .notTested("tickets allow \(allowed) bytes of early data; none sent to a \(target.starttls!.protocol.displayName) server")
+        }
+        let request = Array("HEAD / HTTP/1.1\r\nHost: \(target.sni ?? target.host)\r\nConnection: close\r\n\r\n".utf8)
+        var status = Int32(SSL_EARLY_DATA_NOT_SENT)
+        let second = handshake(address, target: target, probes: probes,
+                               override: ClientHelloOverride(minVersion: .tls1_3, maxVersion: .tls1_3, session: session, earlyData: request)) { ssl in
+            status = SSL_get_early_data_status(ssl)
+        }
+        guard second.observation != nil else { return .notTested("the resumed handshake failed") }
+        return status == SSL_EARLY_DATA_ACCEPTED ? .yes("the server accepted 0-RTT data on resumption (replayable)")
+            : .no("the server advertises \(allowed) bytes of early data but rejected the 0-RTT data sent")
+    }
+
+    /// ALPN: h2 and http/1.1 together (the server's pick), then each alone.
+    private func alpn(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ([String], String?)? {
+        func selected(_ offered: [String]) -> String? {
+            var chosen: String?
+            _ = handshake(address, target: target, probes: probes, override: ClientHelloOverride(alpn: offered)) { ssl in
+                var data: UnsafePointer<UInt8>?
+                var length: UInt32 = 0
+                SSL_get0_alpn_selected(ssl, &data, &length)
+                if let data, length > 0 { chosen = String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self) }
+            }
+            return chosen
+        }
+        let preferred = selected(["h2", "http/1.1"])
+        let accepted = ["h2", "http/1.1"].filter { selected([$0]) == $0 }
+        return (accepted, preferred)
+    }
+
+    /// TLS 1.2 servers: each group this libssl offers alone (accepted when negotiated), then the
+    /// order: the remaining accepted groups offered together, the server's pick removed each time.
+    /// `leafCurve`: listed after the candidates, for the ECDSA certificate's sake.
+    private func groups(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, leafCurve: String?) -> ([String], String?) {
+        let offerable = Self.inventoryGroups.compactMap { group in group.openssl.map { (openssl: $0, name: group.name) } }
+        func negotiated(_ list: [String]) -> String? {
+            var group: String?
+            let offered = list + (leafCurve.map { list.contains($0) ? [] : [$0] } ?? [])
+            _ = handshake(address, target: target, probes: probes, override: ClientHelloOverride(groups: offered.joined(separator: ":"))) { ssl in
+                let id = tlsaudit_SSL_get_negotiated_group(ssl)
+                guard id != 0, let name = SSL_group_to_name(ssl, id) else { return }
+                let negotiated = String(cString: name).lowercased()
+                group = Self.inventoryGroups.first { $0.name.lowercased() == negotiated || ($0.name == "secp256r1" && negotiated == "prime256v1") }?.name
+            }
+            return group
+        }
+        let accepted = offerable.filter { negotiated([$0.openssl]) == $0.name }
+        guard accepted.count >= 2 else { return (accepted.map(\.name), nil) }
+        var remaining = accepted
+        var order: [String] = []
+        while remaining.count > 1, let pick = negotiated(remaining.map(\.openssl)), remaining.contains(where: { $0.name == pick }) {
+            order.append(pick)
+            remaining.removeAll { $0.name == pick }
+        }
+        order += remaining.map(\.name)
+        let reversedPick = negotiated(accepted.reversed().map(\.openssl))
+        let serverOrder = reversedPick == order[0] && order[0] != accepted.last?.name
+        return (order, serverOrder ? "server" : "client")
+    }
+
+    /// TLS 1.3 servers: hand-built ClientHellos whose supported_groups list every group (the
+    /// post-quantum hybrids this libssl cannot offer among them) with no key share, so that the
+    /// server names its choice in a HelloRetryRequest; the choice is removed and the rest offered
+    /// again until it refuses. The list offered reversed tells the server's order from the client's.
+    private func groupsByHelloRetry(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
+                                    timeout: Double) -> ([String], String?) {
+        func pick(_ offered: [(code: UInt16, name: String, openssl: String?)]) -> String? {
+            probes.increment()
+            guard let socket = try? TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout),
+                  case .serverHello(let hello) = HandBuiltHello.exchange(HandBuiltHello.tls13(serverName: target.sni, groups: offered.map(\.code)),
+                                                                         socket: socket, deadline: Deadline(after: timeout)),
+                  let group = hello.selectedGroup else { return nil }
+            return offered.first { $0.code == group }?.name
+        }
+        var remaining = Self.inventoryGroups
+        var order: [String] = []
+        while !remaining.isEmpty, let chosen = pick(remaining) {
+            order.append(chosen)
+            remaining.removeAll { $0.name == chosen }
+        }
+        guard order.count >= 2 else { return (order, nil) }
+        let accepted = Self.inventoryGroups.filter { order.contains($0.name) }
+        let reversedPick = pick(accepted.reversed())
+        // A server with no order of its own takes the client's first: the reversed list's first.
+        return (order, reversedPick == order[0] && order[0] != accepted.last?.name ? "server" : "client")
+    }
+
+    /// Each signature algorithm alone; accepted when the handshake completes with it.
+    private func signatureAlgorithms(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> [String] {
+        Self.inventorySignatureAlgorithms.filter { candidate in
+            handshake(address, target: target, probes: probes,
+                      override: ClientHelloOverride(signatureAlgorithms: candidate.openssl)).observation != nil
+        }.map(\.iana)
+    }
+
+    /// The leaf sent to a client that names no server.
+    private func withoutSNI(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> (CertificateWithoutSNI?, String?)? {
+        var anonymous = target
+        anonymous.sni = nil
+        let withSNI = handshake(address, target: target, probes: probes, override: ClientHelloOverride()).presented.first?.summary()
+        let attempt = handshake(address, target: anonymous, probes: probes, override: ClientHelloOverride())
+        guard let leaf = attempt.presented.first?.summary() else {
+            return (nil, "without SNI: \(attempt.failure?.description ?? "no certificate")")
+        }
+        return (CertificateWithoutSNI(sha256Fingerprint: leaf.sha256Fingerprint, subject: leaf.subject,
+                                      sameAsWithSNI: leaf.sha256Fingerprint == withSNI?.sha256Fingerprint), nil)
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+
+/// `scan --checks inventory` against real servers (nginx configured each way, openssl s_server),
+/// with sslyze as the referee: on every item both tools test, tlsaudit must say what sslyze says.
+@Suite("configuration inventory: nginx and s_server each way, sslyze as the referee", .serialized)
+struct InventoryTests {
+    let lab = ServiceLab.shared
+    static let name = "inventory.lab.tlsaudit.test"
+    static let leaf: LabCertificate = try! ServiceLab.shared.intermediate.issue(.server([name]))
+    /// An RSA leaf: a TLS 1.2 server with an ECDSA key can only use the curves listed with its own
+    /// (sslyze offers one curve at a time and then finds none; tlsaudit lists the key's curve after each).
+    static let rsaLeaf: LabCertificate = try! ServiceLab.shared.intermediate.issue(.server([name], key: .rsa(bits: 2048)))
+    static let other: LabCertificate = try! LabCertificateAuthority.selfSigned(.server(["default.lab.tlsaudit.test"]))
+
+    /// sslyze from PyPI, in the virtualenv `.ci/run` makes (`.build-sslyze`), or `TLSAUDIT_SSLYZE`.
+    static func sslyzeProgram() throws -> String {
+        let root = ConfigurationTests.packageRoot.path
+        return try LabPrerequisite.program([ProcessInfo.processInfo.environment["TLSAUDIT_SSLYZE"] ?? "\(root)/.build-sslyze/bin/sslyze",
+                                            "\(root)/.build-bench/venv/bin/sslyze"],
+                                           package: "sslyze (PyPI: python3 -m venv .build-sslyze && .build-sslyze/bin/pip install sslyze)")
+    }
+
+    /// sslyze's results for `port`, plugin name to result.
+    static func sslyze(_ port: Int, _ plugins: [String]) throws -> [String: [String: Any]] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("sslyze-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let run = try Binary.run(plugins.map { "--\($0)" } + ["--sni", name, "--json_out", output, "127.0.0.1:\(port)"], program: try sslyzeProgram())
+        let data = try Data(contentsOf: URL(fileURLWithPath: output))
+        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(run.stdout)")
+        let results = (document["server_scan_results"] as? [[String: Any]])?.first?["scan_result"] as? [String: [String: Any]] ?? [:]
+        return results.compactMapValues { $0["result"] as? [String: Any] }
+    }
+
+    /// tlsaudit's inventory of `port`.
+    func inventory(_ port: Int) throws -> [String: Any] {
+        let output = try Binary.run(["scan", "--format", "json", "--checks", "inventory", "--ca-file", lab.rootFile, "--sni", Self.name,
+                                     "--timeout", "3", "127.0.0.1:\(port)"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
+        let address = try #require(((document["targets"] as? [[String: Any]])?.first?["addresses"] as? [[String: Any]])?.first)
+        return try #require(address["inventory"] as? [String: Any], "\(address)")
+    }
+
+    static func status(_ inventory: [String: Any], _ key: String) -> String? {
+        (inventory[key] as? [String: Any])?["status"] as? String
+    }
+
+    static func yes(_ flag: Bool?) -> String { flag == true ? "yes" : "no" }
+
+    /// Every item both tools test: the same answer.
+    func crossCheck(_ port: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        let ours = try inventory(port)
+        let theirs = try Self.sslyze(port, ["reneg", "compression", "fallback", "resum", "early_data", "elliptic_curves"])
+        let renegotiation = try #require(theirs["session_renegotiation"], sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "secure_renegotiation") == Self.yes(renegotiation["supports_secure_renegotiation"] as? Bool), sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "client_renegotiation") == Self.yes(renegotiation["is_vulnerable_to_client_renegotiation_dos"] as? Bool),
+                sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "compression") == Self.yes(theirs["tls_compression"]?["supports_compression"] as? Bool), sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "fallback_scsv") == Self.yes(theirs["tls_fallback_scsv"]?["supports_fallback_scsv"] as? Bool), sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "early_data") == Self.yes(theirs["tls_1_3_early_data"]?["supports_early_data"] as? Bool), sourceLocation: sourceLocation)
+        let resumption = try #require(theirs["session_resumption"], sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "resumption_session_id") == (resumption["session_id_resumption_result"] as? String == "FULLY_SUPPORTED" ? "yes" : "no"),
+                "sslyze: \(resumption)", sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "resumption_ticket") == (resumption["tls_ticket_resumption_result"] as? String == "FULLY_SUPPORTED" ? "yes" : "no"),
+                "sslyze: \(resumption)", sourceLocation: sourceLocation)
+        let curves = ((theirs["elliptic_curves"]?["supported_curves"] as? [[String: Any]]) ?? []).compactMap { ($0["name"] as? String)?.lowercased() }
+        let ourCurves = ((ours["groups"] as? [String]) ?? []).filter { !$0.hasPrefix("ffdhe") && !$0.contains("MLKEM") && !$0.contains("Kyber") }
+        #expect(Set(ourCurves.map { $0.lowercased() }) == Set(curves), "ours \(ourCurves), sslyze \(curves)", sourceLocation: sourceLocation)
+        return ours
+    }
+
+    @Test("nginx, TLS 1.2 and 1.3 with tickets, a session cache, 0-RTT, HTTP/2 and three curves, another certificate for clients without SNI: every item agrees with sslyze; ALPN, groups in the server's order, signature algorithms, the certificate without SNI")
+    func modernNginx() throws {
+        let nginx = try LabNginxServer(servers: [
+            (directives: "", chainPEM: Self.other.pem, keyPEM: Self.other.key.pem),
+            (directives: "server_name \(Self.name);", chainPEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem),
+        ], http: """
+            # The handshake's settings are the default server's (SNI picks only the certificate): set for both.
+            ssl_protocols TLSv1.2 TLSv1.3;
+            ssl_early_data on;
+            ssl_session_tickets on;
+            ssl_session_cache shared:lab:1m;
+            ssl_ecdh_curve X25519:prime256v1:secp384r1;
+            ssl_prefer_server_ciphers on;
+            """, http2: true)
+        defer { nginx.stop() }
+        let ours = try crossCheck(nginx.port)
+        #expect(Self.status(ours, "secure_renegotiation") == "yes" && Self.status(ours, "early_data") == "yes")
+        #expect(Self.status(ours, "resumption_session_id") == "yes" && Self.status(ours, "resumption_ticket") == "yes")
+        #expect((ours["ticket_lifetime_seconds"] as? Int ?? 0) > 0)
+        #expect(ours["alpn"] as? [String] == ["h2", "http/1.1"] && ours["alpn_preferred"] as? String == "h2", "\(ours)")
+        #expect(ours["groups"] as? [String] == ["x25519", "secp256r1", "secp384r1"] && ours["group_order"] as? String == "server", "\(ours)")
+        let signatures = ours["signature_algorithms"] as? [String] ?? []
+        #expect(signatures.first == "ecdsa_secp256r1_sha256" && signatures.allSatisfy { $0.hasPrefix("ecdsa_") }, "an ECDSA key: \(signatures)")
+        let withoutSNI = try #require(ours["certificate_without_sni"] as? [String: Any])
+        #expect(withoutSNI["same_as_with_sni"] as? Bool == false && (withoutSNI["subject"] as? String ?? "").contains("default.lab"), "\(withoutSNI)")
+        #expect((ours["handshakes"] as? Int ?? 0) <= 60, "bounded: \(ours["handshakes"] ?? 0) handshakes")
+    }
+
+    @Test("nginx, TLS 1.2 only, no session cache, no tickets, HTTP/1.1, one curve: no resumption, no 0-RTT, agreeing with sslyze; ALPN http/1.1 only; the same certificate without SNI")
+    func plainNginx() throws {
+        let nginx = try LabNginxServer(servers: [
+            (directives: """
+                ssl_protocols TLSv1.2;
+                ssl_session_cache off;
+                ssl_session_tickets off;
+                ssl_ecdh_curve secp384r1;
+                """, chainPEM: Self.rsaLeaf.pem + lab.intermediate.pem, keyPEM: Self.rsaLeaf.key.pem),
+        ])
+        defer { nginx.stop() }
+        let ours = try crossCheck(nginx.port)
+        #expect(Self.status(ours, "resumption_session_id") == "no" && Self.status(ours, "resumption_ticket") == "no")
+        #expect(Self.status(ours, "early_data") == "no")
+        #expect(ours["groups"] as? [String] == ["secp384r1"], "\(ours)")
+        #expect(ours["alpn"] as? [String] == ["http/1.1"], "\(ours)")
+        #expect((ours["certificate_without_sni"] as? [String: Any])?["same_as_with_sni"] as? Bool == true)
+        #expect(ours["signature_algorithms"] as? [String] == ["rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384", "rsa_pss_rsae_sha512",
+                                                            "rsa_pkcs1_sha256", "rsa_pkcs1_sha384", "rsa_pkcs1_sha512"],
+                "an RSA key: PSS and PKCS#1 with SHA-2 (SHA-1 refused by this OpenSSL's security level): \(ours)")
+        #expect(Self.status(ours, "fallback_scsv") == "yes" && ((ours["fallback_scsv"] as? [String: Any])?["detail"] as? String ?? "").contains("no version below"))
+    }
+
+    @Test("a TLS 1.2 server with an ECDSA key: its ECDHE curve is found (listed with the key's curve)")
+    func ecdsaTLS12() throws {
+        let nginx = try LabNginxServer(servers: [
+            (directives: "ssl_protocols TLSv1.2;\nssl_ecdh_curve secp384r1;", chainPEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem),
+        ])
+        defer { nginx.stop() }
+        #expect(try inventory(nginx.port)["groups"] as? [String] == ["secp384r1"])
+    }
+
+    @Test("openssl s_server -client_renegotiation: client-initiated renegotiation accepted, as sslyze finds; without the flag, refused")
+    func clientRenegotiation() throws {
+        for allowed in [true, false] {
+            let server = try LabOpenSSLServer(certificatePEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem,
+                                              arguments: allowed ? ["-client_renegotiation"] : [])
+            defer { server.stop() }
+            let ours = try inventory(server.port)
+            let theirs = try Self.sslyze(server.port, ["reneg"])
+            let dos = theirs["session_renegotiation"]?["is_vulnerable_to_client_renegotiation_dos"] as? Bool
+            #expect(dos == allowed, "sslyze: \(theirs)")
+            #expect(Self.status(ours, "client_renegotiation") == (allowed ? "yes" : "no"), "\(ours["client_renegotiation"] ?? "")")
+        }
+    }
+
+    @Test("a post-quantum hybrid this libssl cannot offer: a server answering X25519MLKEM768 in a HelloRetryRequest is found by the hand-built ClientHellos, first in its order")
+    func hybridGroup() throws {
+        var configuration = LabServerConfiguration(chain: [Self.leaf, lab.intermediate], minVersion: .tls1_3)
+        configuration.plaintextDialogue = LabHybridGroupServer.dialogue(group: 0x11EC)
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let ours = try inventory(server.port)
+        #expect(ours["post_quantum_groups"] as? [String] == ["X25519MLKEM768"], "\(ours)")
+        #expect((ours["groups"] as? [String])?.first == "X25519MLKEM768", "\(ours["groups"] ?? "")")
+        #expect((ours["groups"] as? [String] ?? []).contains("x25519"))
+
+        let plain = try LabTLSServer(LabServerConfiguration(chain: [Self.leaf, lab.intermediate], minVersion: .tls1_3))
+        defer { plain.stop() }
+        #expect(try inventory(plain.port)["post_quantum_groups"] as? [String] == [], "none without the hybrid")
+    }
+}
