@@ -59,8 +59,15 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var pin: PinEvaluation?
     /// Every version and suite accepted (`scan --enumerate`).
     public var enumeration: EnumerationReport?
-    /// The configuration inventory (`scan --checks inventory`).
+    /// The configuration inventory (`scan --checks inventory`, `checks: [inventory]`).
     public var inventory: ServerInventory?
+
+    /// This result with `inventory` (as read back from a store).
+    public func with(inventory: ServerInventory?) -> AddressScanResult {
+        var copy = self
+        copy.inventory = inventory
+        return copy
+    }
 
     public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
                 handshake: HandshakeObservation?, atsClientRefusal: String? = nil, error: ProbeFailure?,

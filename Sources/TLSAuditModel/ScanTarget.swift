@@ -23,6 +23,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var aiaFetch: Bool?
     /// The STARTTLS dialogue that comes before the handshake; nil: TLS from the first byte.
     public var starttls: STARTTLSUse?
+    /// Opt-in checks run after each completed handshake (`checks: [inventory]`, `scan --checks`).
+    public var checks: Set<OptionalCheck> = []
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -108,6 +108,8 @@ public enum APIDocument {
                 "failed_rules": ruleList,
                 "findings": ["type": "array", "items": ["type": "object", "required": ["id", "severity"],
                                                         "properties": ["id": ["type": "string"], "severity": ["type": "string"]]]],
+                // The configuration inventory (checks: [inventory]); its schema: docs/scan.schema.json, `inventory`.
+                "inventory": ["type": "object"],
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
             "StoredAlert": object([

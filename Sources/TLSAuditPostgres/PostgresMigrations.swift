@@ -220,6 +220,8 @@ enum PostgresMigrations {
                 PRIMARY KEY (name, period_end)
             );
             """),
+        // The configuration inventory of scans whose target asks for it (JSON ServerInventory).
+        ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -53,11 +53,13 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var vantages: FleetVantages = .any
     /// The STARTTLS dialogue before each handshake (named with `starttls:` or inferred from a well-known port).
     public var starttls: STARTTLSUse?
+    /// Opt-in checks run with each scan (`checks: [inventory]`).
+    public var checks: Set<OptionalCheck> = []
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
                 pins: PinPolicy? = nil, revocation: RevocationMode = .soft, aiaFetch: Bool = false,
-                vantages: FleetVantages = .any, starttls: STARTTLSUse? = nil) {
+                vantages: FleetVantages = .any, starttls: STARTTLSUse? = nil, checks: Set<OptionalCheck> = []) {
         self.key = key
         self.host = host
         self.port = port
@@ -74,6 +76,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.aiaFetch = aiaFetch
         self.vantages = vantages
         self.starttls = starttls
+        self.checks = checks
     }
 
     /// The scanner's view of this target.
@@ -86,6 +89,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.revocation = revocation
         target.aiaFetch = aiaFetch
         target.starttls = starttls
+        target.checks = checks
         return target
     }
 }
@@ -282,7 +286,7 @@ struct ConfigurationParser {
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
-                              "vantage", "starttls"]
+                              "vantage", "starttls", "checks"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -302,6 +306,7 @@ struct ConfigurationParser {
         var aiaFetch: Bool?
         var vantages: FleetVantages?
         var starttls: STARTTLSSetting?
+        var checks: Set<OptionalCheck>?
         /// The port and the policy came from `defaults:`, which are for HTTPS targets: a STARTTLS
         /// target takes its protocol's port and the trust policy instead.
         var portFromDefaults = false
@@ -313,7 +318,7 @@ struct ConfigurationParser {
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
                      pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
-                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls,
+                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls, checks: other.checks ?? checks,
                      portFromDefaults: other.port == nil && portFromDefaults, policyFromDefaults: other.policy == nil && policyFromDefaults)
         }
     }
@@ -508,7 +513,8 @@ struct ConfigurationParser {
                                    policy: policy ?? (starttls == nil ? .default : .appleTrust),
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
-                                   aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls)
+                                   aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls,
+                                   checks: resolved.checks ?? [])
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -532,6 +538,19 @@ struct ConfigurationParser {
         }
         if let node = mapping["pins"] { settings.pins = pins(node) }
         if let node = mapping["vantage"] { settings.vantages = vantages(node) }
+        if let node = mapping["checks"] {
+            let names: [Node] = if case .sequence(let sequence) = node { Array(sequence) } else { [node] }
+            var checks: Set<OptionalCheck> = []
+            for name in names {
+                guard let text = string(name, "a check name") else { continue }
+                if let check = OptionalCheck(rawValue: text) {
+                    checks.insert(check)
+                } else {
+                    report(name, "checks: '\(text)' is not a check (\(OptionalCheck.allCases.map(\.rawValue).joined(separator: ", ")))")
+                }
+            }
+            settings.checks = checks
+        }
         if let node = mapping["starttls"], let text = string(node, "a STARTTLS protocol") {
             if let setting = STARTTLSSetting(text) {
                 settings.starttls = setting

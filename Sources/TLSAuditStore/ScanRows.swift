@@ -25,6 +25,8 @@ package struct ScanRows {
     package var handshake: String?
     package var pathIssues: String?
     package var revocation: String?
+    /// The configuration inventory (`checks: [inventory]`), JSON.
+    package var inventory: String?
     package var anchored: Int?
     package var references: [ObservationContent.ChainEntry]
     package var contentHash: String
@@ -51,6 +53,7 @@ package struct ScanRows {
         handshake = try result.handshake.map(handshakeJSON)
         pathIssues = try chain.map { try StoredValues.json($0.issues) }
         revocation = try chain?.revocation.map { try StoredValues.json($0) }
+        inventory = try result.inventory.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)

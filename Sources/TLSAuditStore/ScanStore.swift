@@ -124,17 +124,20 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var compliant: Bool
     public var failedRules: [FindingID]
     public var findings: [Finding]
+    /// The configuration inventory, when the target asked for it (`checks: [inventory]`).
+    public var inventory: ServerInventory?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
-        case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings
+        case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory
     }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
                 status: AddressScanResult.Status, failureCategory: ProbeFailureCategory?, failureMessage: String?,
                 protocolVersion: TLSVersion?, cipher: String?, leafFingerprint: String?, leafSPKI: String?,
-                policy: CompliancePolicy, compliant: Bool, failedRules: [FindingID], findings: [Finding]) {
+                policy: CompliancePolicy, compliant: Bool, failedRules: [FindingID], findings: [Finding],
+                inventory: ServerInventory? = nil) {
         self.observationID = observationID
         self.target = target
         self.address = address
@@ -151,6 +154,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
         self.compliant = compliant
         self.failedRules = failedRules
         self.findings = findings
+        self.inventory = inventory
     }
 }
 

@@ -13,6 +13,9 @@ package enum StoreMigrations {
         migrator.registerMigration("v5-pin-counts", migrate: countPinMismatches)
         migrator.registerMigration("v6-revocation", migrate: addRevocation)
         migrator.registerMigration("v7-fleet", migrate: addFleet)
+        migrator.registerMigration("v8-inventory") { db in
+            try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT")  // JSON ServerInventory (checks: [inventory])
+        }
         return migrator
     }
 

@@ -78,7 +78,7 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Also store the results in this SQLite database (the service's format: status and history read it).")
     var database: String?
 
-    @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order.")
+    @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order, and take the configuration inventory (--checks inventory).")
     var enumerate = false
 
     @Option(help: ArgumentHelp("Opt-in checks, comma-separated: inventory (renegotiation, compression, TLS_FALLBACK_SCSV, resumption, 0-RTT, stapling, ALPN, groups with post-quantum hybrids, signature algorithms, the certificate without SNI; about 40 handshakes an address).",
@@ -133,7 +133,7 @@ struct ScanCommand: ParsableCommand {
         // A name given twice is stored once at the end (the store makes each batch a target's
         // current address set: two batches of one name would keep only the later one's addresses).
         let namesUnique = Set(parsedTargets.map(\.original)).count == parsedTargets.count
-        let storeWhileScanning = !enumerate && requestedChecks.known.isEmpty && namesUnique
+        let storeWhileScanning = !enumerate && namesUnique
         var storeEach: (@Sendable (Int, TargetScanResult) -> Void)?
         if let writer, storeWhileScanning {
             storeEach = { index, result in writer.submit(StoredScan.all(of: result, target: parsedTargets[index])) }
@@ -148,16 +148,6 @@ struct ScanCommand: ParsableCommand {
                     let result = results[targetIndex].addresses[addressIndex]
                     guard let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
                     results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
-                }
-            }
-        }
-        if requestedChecks.known.contains(.inventory) {
-            let enumerator = Enumerator(scanner: scanner)
-            for targetIndex in results.indices {
-                for addressIndex in results[targetIndex].addresses.indices {
-                    let result = results[targetIndex].addresses[addressIndex]
-                    guard result.status == .completed, let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
-                    results[targetIndex].addresses[addressIndex].inventory = enumerator.inventory(address, target: parsedTargets[targetIndex])
                 }
             }
         }
@@ -242,6 +232,8 @@ struct ScanCommand: ParsableCommand {
             // The ATS policies are for app traffic; a STARTTLS service is judged by the trust rules unless told otherwise.
             target.policy = policy ?? (target.starttls == nil ? .default : .appleTrust)
             target.pins = pinPolicy.policy
+            // --enumerate shows everything: the inventory too.
+            target.checks = requestedChecks.known.union(enumerate ? [.inventory] : [])
             target.connectTo = destinations
             return target
         }

@@ -194,6 +194,11 @@ struct ConfigurationTests {
         #expect(byHost["web.example"]?.starttls == nil && byHost["web.example"]?.policy == .atsRuntime, "other ports are not guessed")
         #expect(byHost["plain.example"]?.starttls == nil)
         #expect(byHost["db.example"]?.port == 5432)
+        let checked = try parse("defaults: {checks: [inventory]}\ntargets: [a.example, {host: b.example, checks: []}]\n")
+        #expect(checked.targets[0].checks == [.inventory] && checked.targets[0].scanTarget.checks == [.inventory])
+        #expect(checked.targets[1].checks.isEmpty, "a target's own empty list turns the defaults' checks off")
+        let badCheck = errors("targets:\n  - {host: a.example, checks: [inventory, heartbleed]}\n")
+        #expect(badCheck.count == 1 && badCheck[0].line == 2 && badCheck[0].message.contains("'heartbleed' is not a check"), "\(badCheck)")
         let bad = errors("targets:\n  - {host: a.example, starttls: smtps}\n")
         #expect(bad.count == 1 && bad[0].line == 2 && bad[0].message.contains("starttls 'smtps'"), "\(bad)")
     }

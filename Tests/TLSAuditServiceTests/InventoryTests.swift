@@ -2,6 +2,9 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `scan --checks inventory` against real servers (nginx configured each way, openssl s_server),
 /// with sslyze as the referee: on every item both tools test, tlsaudit must say what sslyze says.
@@ -120,6 +123,44 @@ struct InventoryTests {
                                                             "rsa_pkcs1_sha256", "rsa_pkcs1_sha384", "rsa_pkcs1_sha512"],
                 "an RSA key: PSS and PKCS#1 with SHA-2 (SHA-1 refused by this OpenSSL's security level): \(ours)")
         #expect(Self.status(ours, "fallback_scsv") == "yes" && ((ours["fallback_scsv"] as? [String: Any])?["detail"] as? String ?? "").contains("no version below"))
+    }
+
+    @Test("serve with checks: [inventory]: the inventory is stored with each scan (history shows it); a target without the check has none")
+    func service() throws {
+        let nginx = try LabNginxServer(servers: [
+            (directives: "ssl_protocols TLSv1.2 TLSv1.3;", chainPEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem),
+        ])
+        defer { nginx.stop() }
+        let workspace = try lab.workspace("inventory-serve")
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try """
+            database: \(database)
+            defaults:
+              interval: 1s
+              timeout: 3s
+              sni: \(Self.name)
+              addresses: [127.0.0.1]
+              trust: {ca_file: \(lab.rootFile)}
+            targets:
+              - {host: \(Self.name), port: \(nginx.port), name: checked, checks: [inventory]}
+              - {host: \(Self.name), port: \(nginx.port), name: plain}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("both targets scanned") { Set(service.storedScans.map(\.target)) == ["checked", "plain"] }
+        func latest(_ name: String) throws -> [String: Any] {
+            let output = try Binary.run(["history", name, "--database", database, "--format", "json", "--limit", "1"])
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]], "\(output.stderr)")
+            return try #require(entries.first)
+        }
+        func inventory(_ entry: [String: Any]) -> [String: Any]? {
+            (entry["inventory"] ?? (entry["result"] as? [String: Any])?["inventory"]) as? [String: Any]
+        }
+        let checked = try latest("checked")
+        let stored = try #require(inventory(checked), "\(checked.keys.sorted())")
+        #expect(Self.status(stored, "resumption_session_id") != nil && (stored["handshakes"] as? Int ?? 0) > 10)
+        #expect(inventory(try latest("plain")) == nil)
     }
 
     @Test("a TLS 1.2 server with an ECDSA key: its ECDHE curve is found (listed with the key's curve)")

@@ -29,8 +29,9 @@ struct StoreConformance {
         let server = try! LabTLSServer(LabServerConfiguration(chain: [leaf, intermediate]))
         defer { server.stop() }
         let scanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try! TrustStore(caFile: rootFile)), judge: AddressAssessment.judge)
-        let target = ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: server.port, sni: "conformance.tlsaudit.test",
+        var target = ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: server.port, sni: "conformance.tlsaudit.test",
                                 connectTo: [ConnectAddress(host: "127.0.0.1")])
+        target.checks = [.inventory]
         let good = scanner.scan(target).addresses[0]
         let refused = scanner.scan(ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: try! LabPorts.unusedPort(),
                                               sni: nil, connectTo: [ConnectAddress(host: "127.0.0.1")])).addresses[0]
@@ -68,6 +69,7 @@ struct StoreConformance {
         #expect(good.handshake == Self.samples[0].handshake)
         #expect(good.chain?.presented.map(\.der) == Self.samples[0].chain?.presented.map(\.der))
         #expect(good.findings == Self.samples[0].findings)
+        #expect(good.inventory != nil && good.inventory == Self.samples[0].inventory, "the configuration inventory is kept with the scan")
     }
 
     func atomicBatchesBesideAReader() throws {
@@ -160,7 +162,7 @@ struct SQLiteStoreConformanceTests {
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -211,7 +213,7 @@ struct PostgresStoreConformanceTests {
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -228,10 +230,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 7) }
+            for try await applied in group { #expect(applied.count == 8) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "7")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "8")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")

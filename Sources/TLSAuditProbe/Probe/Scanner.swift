@@ -214,8 +214,12 @@ public final class TLSScanner: Sendable {
         }
         let elapsed = ContinuousClock.now - clock
         let durationMs = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-        return judge(observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
-                             atsRefusal: atsRefusal, started: started, durationMs: durationMs), target)
+        var result = judge(observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
+                                   atsRefusal: atsRefusal, started: started, durationMs: durationMs), target)
+        if target.checks.contains(.inventory), result.status == .completed {
+            result.inventory = Enumerator(scanner: self).inventory(address, target: target)
+        }
+        return result
     }
 
     /// Only refusals are retried: timeouts, refused connections and non-TLS peers would fail again.
