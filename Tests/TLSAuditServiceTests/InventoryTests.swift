@@ -131,29 +131,13 @@ struct InventoryTests {
             (directives: "ssl_protocols TLSv1.2 TLSv1.3;", chainPEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem),
         ])
         defer { nginx.stop() }
-        let workspace = try lab.workspace("inventory-serve")
-        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        try """
-            database: \(database)
-            defaults:
-              interval: 1s
-              timeout: 3s
-              sni: \(Self.name)
-              addresses: [127.0.0.1]
-              trust: {ca_file: \(lab.rootFile)}
-            targets:
-              - {host: \(Self.name), port: \(nginx.port), name: checked, checks: [inventory]}
-              - {host: \(Self.name), port: \(nginx.port), name: plain}
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        let service = try ServiceProcess(config: config, workspace: workspace)
+        let (service, database) = try lab.service("inventory-serve", sni: Self.name, targets: [
+            "{host: \(Self.name), port: \(nginx.port), name: checked, checks: [inventory]}",
+            "{host: \(Self.name), port: \(nginx.port), name: plain}",
+        ])
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
         service.wait("both targets scanned") { Set(service.storedScans.map(\.target)) == ["checked", "plain"] }
-        func latest(_ name: String) throws -> [String: Any] {
-            let output = try Binary.run(["history", name, "--database", database, "--format", "json", "--limit", "1"])
-            let entries = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]], "\(output.stderr)")
-            return try #require(entries.first)
-        }
+        func latest(_ name: String) throws -> [String: Any] { try ServiceLab.latestHistory(name, database: database) }
         func inventory(_ entry: [String: Any]) -> [String: Any]? {
             (entry["inventory"] ?? (entry["result"] as? [String: Any])?["inventory"]) as? [String: Any]
         }

@@ -269,30 +269,13 @@ struct STARTTLSTests {
         defer { exim.stop() }
         let plain = try LabTLSServer(LabServerConfiguration(chain: [Self.mailLeaf, lab.intermediate]))
         defer { plain.stop() }
-        let workspace = try lab.workspace("starttls-serve")
-        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        try """
-            database: \(database)
-            log_level: info
-            defaults:
-              interval: 1s
-              timeout: 3s
-              sni: \(Self.mailName)
-              addresses: [127.0.0.1]
-              trust: {ca_file: \(lab.rootFile)}
-            targets:
-              - {host: \(Self.mailName), port: \(exim.port), name: mail, starttls: smtp}
-              - {host: \(Self.mailName), port: \(plain.port), name: plain, policy: apple-trust}
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        let service = try ServiceProcess(config: config, workspace: workspace)
+        let (service, database) = try lab.service("starttls-serve", sni: Self.mailName, targets: [
+            "{host: \(Self.mailName), port: \(exim.port), name: mail, starttls: smtp}",
+            "{host: \(Self.mailName), port: \(plain.port), name: plain, policy: apple-trust}",
+        ])
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
         service.wait("both targets scanned") { Set(service.storedScans.map(\.target)) == ["mail", "plain"] }
-        func stored(_ name: String) throws -> [String: Any] {
-            let output = try Binary.run(["history", name, "--database", database, "--format", "json", "--limit", "1"])
-            let entries = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]], "\(output.stderr)")
-            return try #require(entries.first)
-        }
+        func stored(_ name: String) throws -> [String: Any] { try ServiceLab.latestHistory(name, database: database) }
         let mail = try stored("mail"), reference = try stored("plain")
         func findings(_ entry: [String: Any]) -> [String] {
             let list = (entry["findings"] as? [[String: Any]]) ?? ((entry["result"] as? [String: Any])?["findings"] as? [[String: Any]]) ?? []

@@ -46,6 +46,34 @@ struct ServiceLab: Sendable {
         return url
     }
 
+    /// A `serve` process on a fresh workspace: `targets` (YAML flow mappings, one per line) on
+    /// 127.0.0.1 with server name `sni`, scanned every second, trusting the lab root. Returns the
+    /// process and its SQLite database's path.
+    func service(_ name: String, sni: String, targets: [String]) throws -> (process: ServiceProcess, database: String) {
+        let workspace = try self.workspace(name)
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try """
+            database: \(database)
+            defaults:
+              interval: 1s
+              timeout: 3s
+              sni: \(sni)
+              addresses: [127.0.0.1]
+              trust: {ca_file: \(rootFile)}
+            targets:
+
+            """.appending(targets.map { "  - \($0)\n" }.joined()).write(toFile: config, atomically: true, encoding: .utf8)
+        return (try ServiceProcess(config: config, workspace: workspace), database)
+    }
+
+    /// The newest stored scan of `target`, as `history --format json` prints it.
+    static func latestHistory(_ target: String, database: String) throws -> [String: Any] {
+        let output = try Binary.run(["history", target, "--database", database, "--format", "json", "--limit", "1"])
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]], "\(output.stderr)")
+        return try #require(entries.first)
+    }
+
     /// YAML for targets `name: port` on 127.0.0.1, trusting the lab root.
     func configuration(database: String, targets: [(String, Int)], interval: String = "1s", timeout: String = "2s",
                        extra: String = "") -> String {
