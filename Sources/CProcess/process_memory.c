@@ -5,3 +5,7 @@
 void tlsaudit_release_free_memory(void) {
     malloc_trim(0);
 }
+
+void tlsaudit_set_mmap_threshold(int bytes) {
+    mallopt(M_MMAP_THRESHOLD, bytes);
+}

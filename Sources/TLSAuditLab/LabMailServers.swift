@@ -29,7 +29,7 @@ public final class LabDaemon: @unchecked Sendable {
 
     /// Starts `program` with `arguments` (as nobody, owning the directory, when root), then waits
     /// until every port in `ports` accepts a connection; throws with the server's output otherwise.
-    func start(_ program: String, _ arguments: [String], ports: [Int]) throws {
+    func start(_ program: String, _ arguments: [String], ports: [Int], address: String = "127.0.0.1") throws {
         let process = Process()
         if asNobody {
             try chownToNobody()
@@ -50,7 +50,7 @@ public final class LabDaemon: @unchecked Sendable {
         self.process = process
         let deadline = Date().addingTimeInterval(20)
         for port in ports {
-            while !Self.accepts(port) {
+            while !Self.accepts(port, address: address) {
                 guard process.isRunning, Date() < deadline else {
                     let log = (try? String(contentsOfFile: path("output.log"), encoding: .utf8)) ?? ""
                     stop()
@@ -82,8 +82,8 @@ public final class LabDaemon: @unchecked Sendable {
         chown.waitUntilExit()
     }
 
-    static func accepts(_ port: Int) -> Bool {
-        guard let address = Resolver.numericAddress("127.0.0.1", port: port) else { return false }
+    static func accepts(_ port: Int, address host: String = "127.0.0.1") -> Bool {
+        guard let address = Resolver.numericAddress(host, port: port) else { return false }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         return address.withSockaddr { connect(fd, $0, $1) } == 0
@@ -247,7 +247,9 @@ public final class LabNginxServer: Sendable {
     /// `servers`: each server block's extra directives, with its chain and key in PEM; the first is
     /// the default server (what a client without SNI gets), the others answer their `server_name`.
     /// `http2`: HTTP/2 on the port (nginx 1.22 says so on the `listen` line).
-    public init(servers: [(directives: String, chainPEM: String, keyPEM: String)], http: String = "", http2: Bool = false) throws {
+    /// `address`: a loopback address to listen on (127.0.0.1 unless told).
+    public init(servers: [(directives: String, chainPEM: String, keyPEM: String)], http: String = "", http2: Bool = false,
+                address: String = "127.0.0.1") throws {
         let nginx = try LabPrerequisite.program(["/usr/sbin/nginx"], package: "nginx")
         daemon = try LabDaemon(name: "nginx")
         port = try LabPorts.unusedPort()
@@ -257,7 +259,7 @@ public final class LabNginxServer: Sendable {
             try daemon.write("key\(index).pem", server.keyPEM)
             blocks += """
                   server {
-                    listen 127.0.0.1:\(port) ssl\(http2 ? " http2" : "")\(index == 0 ? " default_server" : "");
+                    listen \(address):\(port) ssl\(http2 ? " http2" : "")\(index == 0 ? " default_server" : "");
                     ssl_certificate \(daemon.path("chain\(index).pem"));
                     ssl_certificate_key \(daemon.path("key\(index).pem"));
                     \(server.directives)
@@ -282,7 +284,8 @@ public final class LabNginxServer: Sendable {
             \(blocks)}
 
             """)
-        try daemon.start(nginx, ["-c", daemon.path("nginx.conf"), "-p", daemon.directory, "-g", "daemon off;"], ports: [port])
+        try daemon.start(nginx, ["-c", daemon.path("nginx.conf"), "-p", daemon.directory, "-g", "daemon off;"], ports: [port],
+                         address: address)
     }
 
     public func stop() { daemon.stop() }
@@ -306,4 +309,24 @@ public final class LabOpenSSLServer: Sendable {
     }
 
     public func stop() { daemon.stop() }
+}
+
+/// A plain HTTP server that answers every request with one status and, for a redirect, a
+/// Location (the port-80 side of an HTTPS site), on `address`:`port` (port 80 needs root).
+public final class LabPlainHTTPAnswer: Sendable {
+    private let listener: LabListener
+
+    public init(address: String, port: Int, status: Int, location: String?) throws {
+        let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Moved Permanently")\r\n" + (location.map { "Location: \($0)\r\n" } ?? "")
+            + "Content-Length: 0\r\nConnection: close\r\n\r\n"
+        listener = try LabListener(address: address, port: port) { fd in
+            LabListener.setTimeouts(fd, seconds: 5)
+            let connection = LabConnection(fd)
+            _ = connection.read(through: Array("\r\n\r\n".utf8))
+            connection.send(head)
+            close(fd)
+        }
+    }
+
+    public func stop() { listener.stop() }
 }

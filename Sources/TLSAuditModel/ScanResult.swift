@@ -61,11 +61,14 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var enumeration: EnumerationReport?
     /// The configuration inventory (`scan --checks inventory`, `checks: [inventory]`).
     public var inventory: ServerInventory?
+    /// HTTP security headers and the port-80 redirect (`checks: [headers]`).
+    public var headers: HTTPHeadersReport?
 
-    /// This result with `inventory` (as read back from a store).
-    public func with(inventory: ServerInventory?) -> AddressScanResult {
+    /// This result with its opt-in checks' reports (as read back from a store).
+    public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?) -> AddressScanResult {
         var copy = self
         copy.inventory = inventory
+        copy.headers = headers
         return copy
     }
 

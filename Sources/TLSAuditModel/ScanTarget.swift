@@ -25,6 +25,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var starttls: STARTTLSUse?
     /// Opt-in checks run after each completed handshake (`checks: [inventory]`, `scan --checks`).
     public var checks: Set<OptionalCheck> = []
+    /// The path `checks: [headers]` asks for (default `/`).
+    public var headersPath: String?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One answer of the configuration inventory: yes, no, or not tested (with why), each with the
 /// evidence in a sentence.
 public struct InventoryAnswer: Hashable, Codable, Sendable {
@@ -106,4 +108,63 @@ public struct ServerInventory: Hashable, Codable, Sendable {
 public enum OptionalCheck: String, Codable, Sendable, CaseIterable, Hashable {
     /// The configuration inventory (`ServerInventory`).
     case inventory
+    /// HTTP security headers over HTTPS and the redirect from plain HTTP (`HTTPHeadersReport`).
+    case headers
+}
+
+/// A Strict-Transport-Security header, parsed (RFC 6797).
+public struct HSTSPolicy: Hashable, Codable, Sendable {
+    public var maxAge: Int
+    public var includeSubDomains: Bool
+    public var preload: Bool
+    /// The header as sent (at most 512 bytes).
+    public var header: String
+
+    public init(maxAge: Int, includeSubDomains: Bool, preload: Bool, header: String) {
+        self.maxAge = maxAge
+        self.includeSubDomains = includeSubDomains
+        self.preload = preload
+        self.header = header
+    }
+
+    /// Parses the directives; nil without a valid max-age (the header is then ignored by browsers).
+    public static func parse(_ header: String) -> HSTSPolicy? {
+        var maxAge: Int?
+        var includeSubDomains = false, preload = false
+        for directive in header.split(separator: ";") {
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            switch parts[0].lowercased() {
+            case "max-age" where parts.count == 2:
+                maxAge = Int(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))
+            case "includesubdomains": includeSubDomains = true
+            case "preload": preload = true
+            default: break
+            }
+        }
+        return maxAge.map { HSTSPolicy(maxAge: $0, includeSubDomains: includeSubDomains, preload: preload, header: String(header.prefix(512))) }
+    }
+}
+
+/// What one bounded GET over HTTPS and one over plain HTTP (port 80) showed (`checks: [headers]`).
+public struct HTTPHeadersReport: Hashable, Codable, Sendable {
+    /// The path asked for.
+    public var path: String
+    /// The HTTPS answer's status code; nil when there was no HTTP answer (with `detail` saying why).
+    public var status: Int?
+    public var hsts: HSTSPolicy?
+    /// Why HSTS is missing or ignored (no header, a header without max-age), or where the answer failed.
+    public var detail: String
+    /// Port 80: whether it answered, and with a redirect to HTTPS.
+    public var plainHTTP: InventoryAnswer
+    /// The Location of port 80's redirect.
+    public var plainHTTPLocation: String?
+
+    public init(path: String, status: Int?, hsts: HSTSPolicy?, detail: String, plainHTTP: InventoryAnswer, plainHTTPLocation: String?) {
+        self.path = path
+        self.status = status
+        self.hsts = hsts
+        self.detail = detail
+        self.plainHTTP = plainHTTP
+        self.plainHTTPLocation = plainHTTPLocation
+    }
 }

@@ -110,6 +110,7 @@ public enum APIDocument {
                                                         "properties": ["id": ["type": "string"], "severity": ["type": "string"]]]],
                 // The configuration inventory (checks: [inventory]); its schema: docs/scan.schema.json, `inventory`.
                 "inventory": ["type": "object"],
+                "headers": ["type": "object"],
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
             "StoredAlert": object([

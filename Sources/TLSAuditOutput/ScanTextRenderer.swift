@@ -143,6 +143,20 @@ public struct ScanTextRenderer: Sendable {
             }
         }
         if let inventory = result.inventory { render(inventory, into: &out) }
+        if let headers = result.headers {
+            out += "    HTTP headers (GET \(headers.path)\(headers.status.map { ": \($0)" } ?? "")):\n"
+            if let hsts = headers.hsts {
+                out += "      HSTS                     max-age \(hsts.maxAge) s (\(hsts.maxAge / 86_400) d)\(hsts.includeSubDomains ? ", includeSubDomains" : "")\(hsts.preload ? ", preload" : "")\n"
+            } else {
+                out += "      HSTS                     \(paint("none", .yellow))  (\(headers.detail))\n"
+            }
+            let redirect = switch headers.plainHTTP.status {
+            case .yes: "yes"
+            case .no: paint("no", .yellow)
+            case .notTested: "not tested"
+            }
+            out += "      port 80 -> HTTPS         \(redirect)  (\(headers.plainHTTP.detail))\n"
+        }
         for finding in result.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             let label: String = switch finding.severity {

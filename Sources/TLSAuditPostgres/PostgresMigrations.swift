@@ -220,8 +220,8 @@ enum PostgresMigrations {
                 PRIMARY KEY (name, period_end)
             );
             """),
-        // The configuration inventory of scans whose target asks for it (JSON ServerInventory).
-        ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT;"),
+        // The opt-in checks' reports, JSON: ServerInventory (checks: [inventory]), HTTPHeadersReport (checks: [headers]).
+        ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -55,11 +55,14 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var starttls: STARTTLSUse?
     /// Opt-in checks run with each scan (`checks: [inventory]`).
     public var checks: Set<OptionalCheck> = []
+    /// The path `checks: [headers]` asks for (default `/`).
+    public var headersPath: String?
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
                 pins: PinPolicy? = nil, revocation: RevocationMode = .soft, aiaFetch: Bool = false,
-                vantages: FleetVantages = .any, starttls: STARTTLSUse? = nil, checks: Set<OptionalCheck> = []) {
+                vantages: FleetVantages = .any, starttls: STARTTLSUse? = nil, checks: Set<OptionalCheck> = [],
+                headersPath: String? = nil) {
         self.key = key
         self.host = host
         self.port = port
@@ -77,6 +80,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         self.vantages = vantages
         self.starttls = starttls
         self.checks = checks
+        self.headersPath = headersPath
     }
 
     /// The scanner's view of this target.
@@ -90,6 +94,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.aiaFetch = aiaFetch
         target.starttls = starttls
         target.checks = checks
+        target.headersPath = headersPath
         return target
     }
 }
@@ -286,7 +291,7 @@ struct ConfigurationParser {
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
-                              "vantage", "starttls", "checks"]
+                              "vantage", "starttls", "checks", "headers_path"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -307,6 +312,7 @@ struct ConfigurationParser {
         var vantages: FleetVantages?
         var starttls: STARTTLSSetting?
         var checks: Set<OptionalCheck>?
+        var headersPath: String?
         /// The port and the policy came from `defaults:`, which are for HTTPS targets: a STARTTLS
         /// target takes its protocol's port and the trust policy instead.
         var portFromDefaults = false
@@ -318,7 +324,7 @@ struct ConfigurationParser {
                      interval: other.interval ?? interval, timeout: other.timeout ?? timeout,
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
                      pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
-                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls, checks: other.checks ?? checks,
+                     vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls, checks: other.checks ?? checks, headersPath: other.headersPath ?? headersPath,
                      portFromDefaults: other.port == nil && portFromDefaults, policyFromDefaults: other.policy == nil && policyFromDefaults)
         }
     }
@@ -514,7 +520,7 @@ struct ConfigurationParser {
                                    trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls,
-                                   checks: resolved.checks ?? [])
+                                   checks: resolved.checks ?? [], headersPath: resolved.headersPath)
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -550,6 +556,13 @@ struct ConfigurationParser {
                 }
             }
             settings.checks = checks
+        }
+        if let node = mapping["headers_path"], let path = string(node, "a path like /health") {
+            if path.hasPrefix("/"), !path.contains(where: { $0.isWhitespace || $0.isNewline }) {
+                settings.headersPath = path
+            } else {
+                report(node, "headers_path '\(path)': a path starting with / and without spaces")
+            }
         }
         if let node = mapping["starttls"], let text = string(node, "a STARTTLS protocol") {
             if let setting = STARTTLSSetting(text) {

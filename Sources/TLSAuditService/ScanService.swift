@@ -46,6 +46,7 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Builds the service from a validated configuration. `configurationPath` is what SIGHUP rereads.
     public init(configuration: ServiceConfiguration, configurationPath: String?, logger: Logger,
                 shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace) throws {
+        ProcessMemory.tuneForService()
         self.configuration = configuration
         self.configurationPath = configurationPath
         self.logger = logger

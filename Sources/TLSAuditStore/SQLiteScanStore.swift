@@ -134,13 +134,13 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation, node, vantage, inventory, http_headers)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
-                             result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory])
+                             result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory, rows.headers])
         let observationID = db.lastInsertedRowID
         for reference in rows.references {
             try db.cachedStatement(sql: """
@@ -463,7 +463,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         compliant: CountedVerdict.compliant(row["compliant"] == 1, pinState: pinState),
                         failedRules: CountedVerdict.reasons(try StoredValues.rules(row["failed_rules"]), pinState: pinState),
                         findings: try StoredValues.decode([Finding].self, row["findings"]) ?? [],
-                        inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place))
+                        inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place),
+                        headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place))
                 }
             }
         } catch {
@@ -547,7 +548,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             chain: chain, findings: findings,
             ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
                             rules: status == .failed ? [:] : rules, failedRules: failedRules))
-            .with(inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place))
+            .with(inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place),
+                  headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place))
             .withinBudget() // Records stored before the budget existed are bounded when read.
     }
 

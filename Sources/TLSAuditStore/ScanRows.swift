@@ -27,6 +27,8 @@ package struct ScanRows {
     package var revocation: String?
     /// The configuration inventory (`checks: [inventory]`), JSON.
     package var inventory: String?
+    /// The HTTP headers report (`checks: [headers]`), JSON.
+    package var headers: String?
     package var anchored: Int?
     package var references: [ObservationContent.ChainEntry]
     package var contentHash: String
@@ -54,6 +56,7 @@ package struct ScanRows {
         pathIssues = try chain.map { try StoredValues.json($0.issues) }
         revocation = try chain?.revocation.map { try StoredValues.json($0) }
         inventory = try result.inventory.map { try StoredValues.json($0) }
+        headers = try result.headers.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)

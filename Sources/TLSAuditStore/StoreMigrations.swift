@@ -14,7 +14,8 @@ package enum StoreMigrations {
         migrator.registerMigration("v6-revocation", migrate: addRevocation)
         migrator.registerMigration("v7-fleet", migrate: addFleet)
         migrator.registerMigration("v8-inventory") { db in
-            try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT")  // JSON ServerInventory (checks: [inventory])
+            // The opt-in checks' reports, JSON: ServerInventory (checks: [inventory]), HTTPHeadersReport (checks: [headers]).
+            try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT")
         }
         return migrator
     }

@@ -81,9 +81,12 @@ struct ScanCommand: ParsableCommand {
     @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order, and take the configuration inventory (--checks inventory).")
     var enumerate = false
 
-    @Option(help: ArgumentHelp("Opt-in checks, comma-separated: inventory (renegotiation, compression, TLS_FALLBACK_SCSV, resumption, 0-RTT, stapling, ALPN, groups with post-quantum hybrids, signature algorithms, the certificate without SNI; about 40 handshakes an address).",
+    @Option(help: ArgumentHelp("Opt-in checks, comma-separated: inventory (renegotiation, compression, TLS_FALLBACK_SCSV, resumption, 0-RTT, stapling, ALPN, groups with post-quantum hybrids, signature algorithms, the certificate without SNI; about 40 handshakes an address), headers (HSTS on one GET over HTTPS, and the redirect on port 80; 1 handshake and 1 plain connection).",
                                valueName: "checks"))
     var checks: [String] = []
+
+    @Option(name: .customLong("headers-path"), help: "The path --checks headers asks for (default /).")
+    var headersPath: String?
 
     @Flag(name: .customLong("no-color"), help: "Never colour the text output (also: NO_COLOR set).")
     var noColor = false
@@ -100,6 +103,9 @@ struct ScanCommand: ParsableCommand {
         if let problem = pinPolicy.problem { throw ValidationError(problem) }
         for name in requestedChecks.unknown {
             throw ValidationError("--checks: '\(name)' is not a check (\(OptionalCheck.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        if let headersPath, !headersPath.hasPrefix("/") || headersPath.contains(where: { $0.isWhitespace || $0.isNewline }) {
+            throw ValidationError("--headers-path '\(headersPath)': a path starting with / and without spaces")
         }
         if let at, Timestamp.parse(at) == nil {
             throw ValidationError("--at: '\(at)' is not an ISO 8601 time like 2027-01-01T00:00:00Z.")
@@ -234,6 +240,7 @@ struct ScanCommand: ParsableCommand {
             target.pins = pinPolicy.policy
             // --enumerate shows everything: the inventory too.
             target.checks = requestedChecks.known.union(enumerate ? [.inventory] : [])
+            target.headersPath = headersPath
             target.connectTo = destinations
             return target
         }

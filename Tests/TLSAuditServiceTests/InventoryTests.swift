@@ -186,3 +186,69 @@ struct InventoryTests {
         #expect(try inventory(plain.port)["post_quantum_groups"] as? [String] == [], "none without the hybrid")
     }
 }
+
+/// `scan --checks headers` against nginx with and without HSTS and real port-80 answers (a
+/// redirect, a plain 200, nothing), with sslyze's `--http_headers` as the referee on HSTS.
+@Suite("HTTP headers: HSTS over HTTPS and the port-80 redirect, sslyze as the referee", .serialized)
+struct HeadersTests {
+    let lab = ServiceLab.shared
+    static let name = InventoryTests.name
+
+    func headers(_ address: String, port: Int, path: String? = nil) throws -> [String: Any] {
+        let output = try Binary.run(["scan", "--format", "json", "--checks", "headers", "--ca-file", lab.rootFile, "--sni", Self.name,
+                                     "--timeout", "3", "\(address):\(port)"] + (path.map { ["--headers-path", $0] } ?? []))
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
+        let first = try #require(((document["targets"] as? [[String: Any]])?.first?["addresses"] as? [[String: Any]])?.first)
+        return try #require(first["headers"] as? [String: Any], "\(first)")
+    }
+
+    func sslyzeHSTS(_ address: String, port: Int) throws -> [String: Any]? {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("sslyze-\(UUID().uuidString).json").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        _ = try Binary.run(["--http_headers", "--sni", Self.name, "--json_out", output, "\(address):\(port)"], program: try InventoryTests.sslyzeProgram())
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: output))) as? [String: Any]
+        let scan = (document?["server_scan_results"] as? [[String: Any]])?.first?["scan_result"] as? [String: Any]
+        let result = (scan?["http_headers"] as? [String: Any])?["result"] as? [String: Any]
+        return result?["strict_transport_security_header"] as? [String: Any]
+    }
+
+    @Test("HSTS with includeSubDomains and preload, port 80 redirecting to HTTPS: both found, HSTS as sslyze reads it")
+    func hstsAndRedirect() throws {
+        try LabPrerequisite.root(for: "binds port 80 on 127.0.0.3")
+        let nginx = try LabNginxServer(servers: [
+            (directives: "add_header Strict-Transport-Security \"max-age=63072000; includeSubDomains; preload\" always;",
+             chainPEM: InventoryTests.leaf.pem + lab.intermediate.pem, keyPEM: InventoryTests.leaf.key.pem),
+        ], address: "127.0.0.3")
+        defer { nginx.stop() }
+        let redirect = try LabPlainHTTPAnswer(address: "127.0.0.3", port: 80, status: 301, location: "https://\(Self.name)/")
+        defer { redirect.stop() }
+        let ours = try headers("127.0.0.3", port: nginx.port)
+        let hsts = try #require(ours["hsts"] as? [String: Any], "\(ours)")
+        #expect(hsts["max_age"] as? Int == 63_072_000 && hsts["include_sub_domains"] as? Bool == true && hsts["preload"] as? Bool == true)
+        #expect(ours["status"] as? Int == 200)
+        #expect((ours["plain_http"] as? [String: Any])?["status"] as? String == "yes" && ours["plain_http_location"] as? String == "https://\(Self.name)/")
+        let theirs = try #require(try sslyzeHSTS("127.0.0.3", port: nginx.port))
+        #expect(theirs["max_age"] as? Int == hsts["max_age"] as? Int)
+        #expect(theirs["include_subdomains"] as? Bool == hsts["include_sub_domains"] as? Bool && theirs["preload"] as? Bool == hsts["preload"] as? Bool)
+    }
+
+    @Test("no HSTS and port 80 serving plain HTTP: none, not redirected (sslyze finds no HSTS either); port 80 closed: not tested; the path asked for is the one configured")
+    func missing() throws {
+        try LabPrerequisite.root(for: "binds port 80 on 127.0.0.4")
+        let nginx = try LabNginxServer(servers: [
+            (directives: "location /health { add_header Strict-Transport-Security \"max-age=300\" always; return 204; }",
+             chainPEM: InventoryTests.leaf.pem + lab.intermediate.pem, keyPEM: InventoryTests.leaf.key.pem),
+        ], address: "127.0.0.4")
+        defer { nginx.stop() }
+        let plain = try LabPlainHTTPAnswer(address: "127.0.0.4", port: 80, status: 200, location: nil)
+        let ours = try headers("127.0.0.4", port: nginx.port)
+        #expect(ours["hsts"] == nil && (ours["detail"] as? String ?? "").contains("no Strict-Transport-Security"), "\(ours)")
+        #expect((ours["plain_http"] as? [String: Any])?["status"] as? String == "no", "\(ours)")
+        #expect(try sslyzeHSTS("127.0.0.4", port: nginx.port) == nil)
+        let health = try headers("127.0.0.4", port: nginx.port, path: "/health")
+        #expect((health["hsts"] as? [String: Any])?["max_age"] as? Int == 300 && health["status"] as? Int == 204, "\(health)")
+        plain.stop()
+        let closed = try headers("127.0.0.4", port: nginx.port)
+        #expect((closed["plain_http"] as? [String: Any])?["status"] as? String == "not-tested", "\(closed)")
+    }
+}

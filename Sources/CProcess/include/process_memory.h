@@ -5,4 +5,9 @@
 /// what a burst of short-lived buffers left in the middle of an arena stops counting as resident.
 void tlsaudit_release_free_memory(void);
 
+/// Serves every allocation of `bytes` or more with its own mapping, returned to the system when
+/// freed (glibc's M_MMAP_THRESHOLD, which otherwise rises after the first such free and lets
+/// large short-lived buffers settle in the arenas).
+void tlsaudit_set_mmap_threshold(int bytes);
+
 #endif

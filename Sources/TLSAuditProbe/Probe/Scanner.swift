@@ -219,6 +219,9 @@ public final class TLSScanner: Sendable {
         if target.checks.contains(.inventory), result.status == .completed {
             result.inventory = Enumerator(scanner: self).inventory(address, target: target)
         }
+        if target.checks.contains(.headers), result.status == .completed, target.starttls == nil {
+            result.headers = Enumerator(scanner: self).headers(address, target: target)
+        }
         return result
     }
 

@@ -1,0 +1,129 @@
+import COpenSSL
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+public import TLSAuditModel
+
+/// HTTP security headers (`checks: [headers]`): one bounded GET over HTTPS for
+/// Strict-Transport-Security, one over plain HTTP on port 80 for the redirect to HTTPS.
+extension Enumerator {
+    /// Response heads are read up to this many bytes.
+    static let headLimit = 64 * 1024
+
+    public func headers(_ address: SocketAddress, target: ScanTarget) -> HTTPHeadersReport {
+        let path = target.headersPath ?? "/"
+        let timeout = target.timeout ?? scanner.options.timeout
+        let probes = ProbeCounter()
+        let name = target.sni ?? target.host
+        let host = target.port == 443 ? name : "\(name):\(target.port)"
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nConnection: close\r\n\r\n".utf8)
+        var head: HTTPResponseHead?
+        var failure: String?
+        let attempt = handshake(address, target: target, probes: probes, override: ClientHelloOverride(alpn: ["http/1.1"])) { ssl in
+            switch Self.exchange(ssl, request: request, deadline: Deadline(after: timeout)) {
+            case .success(let received): head = received
+            case .failure(let error): failure = error.reason
+            }
+        }
+        var report = HTTPHeadersReport(path: path, status: head?.status, hsts: nil, detail: "", plainHTTP: .notTested(""), plainHTTPLocation: nil)
+        if let head {
+            if let header = head.first("strict-transport-security") {
+                report.hsts = HSTSPolicy.parse(header)
+                report.detail = report.hsts == nil ? "a Strict-Transport-Security header without a valid max-age (ignored by browsers): \"\(header.prefix(200))\""
+                    : "Strict-Transport-Security on the \(head.status) answer to GET \(path)"
+            } else {
+                report.detail = "no Strict-Transport-Security header on the \(head.status) answer to GET \(path)"
+            }
+        } else {
+            report.detail = "no HTTP answer over HTTPS: \(failure ?? attempt.failure?.description ?? "the handshake failed")"
+        }
+        (report.plainHTTP, report.plainHTTPLocation) = plainRedirect(address, name: name, path: path, timeout: timeout)
+        return report
+    }
+
+    /// GET on port 80 of the same address: a 3xx to an https:// Location is the redirect.
+    private func plainRedirect(_ address: SocketAddress, name: String, path: String, timeout: Double) -> (InventoryAnswer, String?) {
+        guard let plain = Resolver.numericAddress(address.host, port: 80) else { return (.notTested("no address for port 80"), nil) }
+        let socket: TCPSocket
+        do {
+            socket = try TCPSocket.connect(to: plain, deadline: Deadline(after: timeout), timeout: timeout)
+        } catch {
+            return (.notTested("port 80 does not answer (\(error.category.rawValue))"), nil)
+        }
+        let deadline = Deadline(after: timeout)
+        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(name)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nConnection: close\r\n\r\n".utf8)
+        guard socket.send(request, until: deadline) else { return (.notTested("port 80 closed the connection on the request"), nil) }
+        var received: [UInt8] = []
+        while HTTPResponseHead.end(of: received) == nil, received.count < Self.headLimit {
+            guard case .data(let data) = socket.receiveSome(until: deadline, maximum: Self.headLimit - received.count) else { break }
+            received += data
+        }
+        guard let head = HTTPResponseHead(received) else {
+            return (.notTested("port 80 answered without an HTTP response head: \(STARTTLSDialogue.quote(received))"), nil)
+        }
+        let location = head.first("location")
+        if (300...399).contains(head.status), let location, location.lowercased().hasPrefix("https://") {
+            return (.yes("port 80 answers \(head.status) with a redirect to \(location.prefix(200))"), String(location.prefix(512)))
+        }
+        return (.no("port 80 answers \(head.status)" + (location.map { " redirecting to \($0.prefix(200)), not to HTTPS" } ?? " without redirecting to HTTPS")),
+                location.map { String($0.prefix(512)) })
+    }
+
+    struct ExchangeFailure: Error { var reason: String }
+
+    /// Writes `request` and reads the response head over an established TLS connection.
+    static func exchange(_ ssl: OpaquePointer, request: [UInt8], deadline: Deadline) -> Result<HTTPResponseHead, ExchangeFailure> {
+        let fd = SSL_get_fd(ssl)
+        func wait(_ error: Int32) -> Bool {
+            guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
+            var entry = pollfd(fd: fd, events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
+            return poll(&entry, 1, deadline.remainingMilliseconds) > 0
+        }
+        var written = 0
+        while written < request.count {
+            let status = request[written...].withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
+            if status > 0 { written += Int(status); continue }
+            guard wait(SSL_get_error(ssl, status)) else { return .failure(ExchangeFailure(reason: "the server did not take the request")) }
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while HTTPResponseHead.end(of: received) == nil, received.count < headLimit {
+            let status = SSL_read(ssl, &buffer, Int32(min(buffer.count, headLimit - received.count)))
+            if status > 0 { received += buffer[..<Int(status)]; continue }
+            guard wait(SSL_get_error(ssl, status)) else { break }
+        }
+        OpenSSLErrors.clear()
+        guard let head = HTTPResponseHead(received) else {
+            return .failure(ExchangeFailure(reason: received.isEmpty ? "no answer to GET" : "not an HTTP response: \(STARTTLSDialogue.quote(received))"))
+        }
+        return .success(head)
+    }
+}
+
+/// A response's status line and headers (names lowercased, in order).
+struct HTTPResponseHead {
+    var status: Int
+    var headers: [(name: String, value: String)]
+
+    /// The first header called `name` (RFC 6797 8.1: only the first STS header counts).
+    func first(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+
+    /// Where the head ends (the index after CR LF CR LF).
+    static func end(of bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        return (3..<bytes.count).first { bytes[$0 - 3] == 13 && bytes[$0 - 2] == 10 && bytes[$0 - 1] == 13 && bytes[$0] == 10 }.map { $0 + 1 }
+    }
+
+    init?(_ bytes: [UInt8]) {
+        guard let end = Self.end(of: bytes) else { return nil }
+        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        let statusLine = lines[0].split(separator: " ")
+        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/"), let code = Int(statusLine[1]) else { return nil }
+        status = code
+        headers = lines.dropFirst().compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+    }
+}
