@@ -29,6 +29,11 @@ public struct CertificateWithoutSNI: Hashable, Codable, Sendable {
     /// The same leaf as with SNI.
     public var sameAsWithSNI: Bool
 
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
+    enum CodingKeys: String, CodingKey {
+        case sha256Fingerprint, subject, sameAsWithSNI = "sameAsWithSni"
+    }
+
     public init(sha256Fingerprint: String, subject: String, sameAsWithSNI: Bool) {
         self.sha256Fingerprint = sha256Fingerprint
         self.subject = subject
@@ -75,6 +80,14 @@ public struct ServerInventory: Hashable, Codable, Sendable {
     /// Handshakes (and hand-built hellos) spent.
     public var handshakes: Int
     public var durationMs: Int
+
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
+    enum CodingKeys: String, CodingKey {
+        case secureRenegotiation, clientRenegotiation, compression, fallbackSCSV = "fallbackScsv"
+        case resumptionSessionID = "resumptionSessionId", resumptionTicket, ticketLifetimeSeconds, earlyData, ocspStapling
+        case alpn, alpnPreferred, groups, groupOrder, postQuantumGroups, signatureAlgorithms
+        case certificateWithoutSNI = "certificateWithoutSni", withoutSNIDetail = "withoutSniDetail", handshakes, durationMs
+    }
 
     public init(secureRenegotiation: InventoryAnswer, clientRenegotiation: InventoryAnswer, compression: InventoryAnswer,
                 fallbackSCSV: InventoryAnswer, resumptionSessionID: InventoryAnswer, resumptionTicket: InventoryAnswer,
@@ -158,6 +171,11 @@ public struct HTTPHeadersReport: Hashable, Codable, Sendable {
     public var plainHTTP: InventoryAnswer
     /// The Location of port 80's redirect.
     public var plainHTTPLocation: String?
+
+    // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
+    enum CodingKeys: String, CodingKey {
+        case path, status, hsts, detail, plainHTTP = "plainHttp", plainHTTPLocation = "plainHttpLocation"
+    }
 
     public init(path: String, status: Int?, hsts: HSTSPolicy?, detail: String, plainHTTP: InventoryAnswer, plainHTTPLocation: String?) {
         self.path = path

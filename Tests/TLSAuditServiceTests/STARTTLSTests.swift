@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TLSAuditCore
 import TLSAuditLab
@@ -187,6 +188,36 @@ struct STARTTLSTests {
         }
     }
 
+    @Test("a server too busy for now (421 on the first two connections) is asked again and scanned; one that stays busy is reported refused with its 421")
+    func busyServer() throws {
+        let connections = Atomic<Int>(0)
+        let upgrade = LabSTARTTLSScript.dialogue(.smtp, .upgrade)
+        var configuration = LabServerConfiguration(chain: [Self.mailLeaf, lab.intermediate])
+        configuration.plaintextDialogue = { connection in
+            guard connections.add(1, ordering: .relaxed).newValue > 2 else {
+                connection.send("421 4.7.0 mx.lab.tlsaudit.test Too many concurrent SMTP connections; please try again later\r\n")
+                return false
+            }
+            return upgrade(connection)
+        }
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let result = try scan("127.0.0.1:\(server.port)", ["--starttls", "smtp"])
+        #expect(result.status == 0, "\(String(describing: Self.failure(result.address)))")
+        #expect(connections.load(ordering: .relaxed) >= 3)
+
+        var busy = LabServerConfiguration(chain: [Self.mailLeaf, lab.intermediate])
+        busy.plaintextDialogue = { connection in
+            connection.send("421 4.7.0 Too many concurrent SMTP connections\r\n")
+            return false
+        }
+        let busyServer = try LabTLSServer(busy)
+        defer { busyServer.stop() }
+        let refused = try scan("127.0.0.1:\(busyServer.port)", ["--starttls", "smtp"])
+        #expect(Self.failure(refused.address)?.category == "starttls-refused")
+        #expect(Self.failure(refused.address)?.message.contains("421 4.7.0") == true)
+    }
+
     @Test("a tarpit before the handshake (silent, or stalling after the capabilities) ends within the timeout: starttls-timeout")
     func stalls() throws {
         let tarpit = try LabHostileServer(.tarpit)
@@ -231,7 +262,7 @@ struct STARTTLSTests {
         let real = try scan("127.0.0.1:\(exim.port)", ["--starttls", "smtp", "--enumerate"])
         let realProtocols = ((real.address["enumeration"] as? [String: Any])?["protocols"] as? [[String: Any]]) ?? []
         let realSuites = realProtocols.flatMap { ($0["suites"] as? [[String: Any]]) ?? [] }
-        #expect(realSuites.count >= 3, "\(realProtocols)")
+        #expect(realSuites.count >= 3, "\(realProtocols) \(String(describing: Self.failure(real.address))) \(real.address.keys.sorted())")
     }
 
     @Test("a target on a well-known port: STARTTLS inferred and said (587: smtp); an implicit-TLS port says so (993: imaps); --starttls none turns inference off")

@@ -27,6 +27,8 @@ struct STARTTLSDialogue {
     /// The last complete line or message received, quoted in errors.
     private var lastReply = ""
     private var checkedFirstBytes = false
+    /// The greeting said the server is too busy for now (421, NNTP 400): worth another try.
+    private(set) var serverBusy = false
 
     init(socket: TCPSocket, protocol: STARTTLSProtocol, domain: String, deadline: Deadline, timeout: Double) {
         self.socket = socket
@@ -58,7 +60,10 @@ struct STARTTLSDialogue {
     /// RFC 5321 and 3207: 220 greeting, EHLO, STARTTLS in the extensions, STARTTLS answered 220.
     private mutating func smtp() throws(ProbeFailure) {
         let greeting = try numericReply(expecting: "an SMTP greeting (220)")
-        guard greeting.code == 220 else { throw refused("the server refused the SMTP session: \(greeting.text)") }
+        guard greeting.code == 220 else {
+            serverBusy = greeting.code == 421
+            throw refused("the server refused the SMTP session: \(greeting.text)")
+        }
         try send("EHLO \(socket.localAddressLiteral)\r\n")
         let ehlo = try numericReply(expecting: "an answer to EHLO")
         guard ehlo.code == 250 else {
@@ -144,7 +149,10 @@ struct STARTTLSDialogue {
     private mutating func ftp() throws(ProbeFailure) {
         var greeting = try numericReply(expecting: "an FTP greeting (220)")
         if greeting.code == 120 { greeting = try numericReply(expecting: "an FTP greeting (220) after 120") }
-        guard greeting.code == 220 else { throw refused("the server refused the FTP session: \(greeting.text)") }
+        guard greeting.code == 220 else {
+            serverBusy = greeting.code == 421
+            throw refused("the server refused the FTP session: \(greeting.text)")
+        }
         try send("AUTH TLS\r\n")
         let answer = try numericReply(expecting: "an answer to AUTH TLS")
         switch answer.code {
@@ -284,7 +292,10 @@ struct STARTTLSDialogue {
     /// RFC 4642 and 3977: 200/201 greeting, CAPABILITIES with STARTTLS, STARTTLS answered 382.
     private mutating func nntp() throws(ProbeFailure) {
         let greeting = try numericReply(expecting: "an NNTP greeting (200 or 201)")
-        guard greeting.code == 200 || greeting.code == 201 else { throw refused("the server refused the NNTP session: \(greeting.text)") }
+        guard greeting.code == 200 || greeting.code == 201 else {
+            serverBusy = greeting.code == 400
+            throw refused("the server refused the NNTP session: \(greeting.text)")
+        }
         try send("CAPABILITIES\r\n")
         let answer = try numericReply(expecting: "an answer to CAPABILITIES")
         var capabilities: [String]?
@@ -595,13 +606,21 @@ struct BERReader {
 extension TCPSocket {
     /// Connects to `address` within `deadline` and, for a STARTTLS target, runs its dialogue within
     /// one more `timeout`: the socket is then ready for the ClientHello.
+    /// A server that greets with "too busy, try later" (SMTP and FTP 421, NNTP 400: mail servers cap
+    /// concurrent sessions per host, and enumeration opens many) is asked again after 0.5, 1 and 2 s.
     static func open(to address: SocketAddress, target: ScanTarget, deadline: Deadline, timeout: Double) throws(ProbeFailure) -> TCPSocket {
-        let socket = try connect(to: address, deadline: deadline, timeout: timeout)
-        if let starttls = target.starttls {
+        var pauses = [0.5, 1, 2]
+        while true {
+            let socket = try connect(to: address, deadline: deadline, timeout: timeout)
+            guard let starttls = target.starttls else { return socket }
             var dialogue = STARTTLSDialogue(socket: socket, protocol: starttls.protocol, domain: target.sni ?? target.host,
                                             deadline: Deadline(after: timeout), timeout: timeout)
-            try dialogue.run()
+            do {
+                try dialogue.run()
+                return socket
+            } catch where dialogue.serverBusy && !pauses.isEmpty {
+                Thread.sleep(forTimeInterval: pauses.removeFirst())
+            }
         }
-        return socket
     }
 }
