@@ -74,6 +74,8 @@ public final class ScanService: Service, @unchecked Sendable {
         }
         reports = ReportScheduler(configuration: configuration, writer: writer, logger: logger)
         var options = ScanOptions(trustStore: try TrustStore.system())
+        // A scan's opt-in checks use its one slot of the host's per_host_concurrency.
+        options.checkConnections = 1
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         if case .postgres(let settings) = location {

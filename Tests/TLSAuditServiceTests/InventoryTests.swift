@@ -147,6 +147,23 @@ struct InventoryTests {
         #expect(inventory(try latest("plain")) == nil)
     }
 
+    @Test("in the service the inventory takes one connection at a time (the scan's slot of the per-host limit), over STARTTLS too")
+    func serviceConnections() throws {
+        let counter = LabSTARTTLSScript.Counter()
+        var configuration = LabServerConfiguration(chain: [Self.leaf, lab.intermediate])
+        configuration.plaintextDialogue = LabSTARTTLSScript.dialogue(.smtp, .upgrade, counter: counter)
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let (service, database) = try lab.service("inventory-slot", sni: Self.name, targets: [
+            "{host: \(Self.name), port: \(server.port), name: mx, starttls: smtp, checks: [inventory]}",
+        ])
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("a scan stored", timeout: 30) { !service.storedScans.isEmpty }
+        let stored = try #require(ServiceLab.latestHistory("mx", database: database)["inventory"] as? [String: Any])
+        #expect((stored["handshakes"] as? Int ?? 0) > 10)
+        #expect(counter.total > 10 && counter.peak == 1, "\(counter.total) dialogues, \(counter.peak) at once")
+    }
+
     @Test("a TLS 1.2 server with an ECDSA key: its ECDHE curve is found (listed with the key's curve)")
     func ecdsaTLS12() throws {
         let nginx = try LabNginxServer(servers: [

@@ -31,6 +31,9 @@ public struct ScanOptions: Sendable {
     /// Fetch an intermediate the server does not send from its caIssuers URL, for targets that do
     /// not set their own (off by default: most clients do not).
     public var aiaFetch = false
+    /// Connections at once to one address for a target's opt-in checks (`checks:`): the service
+    /// uses 1, so that a scan holds one connection of its host's budget (`per_host_concurrency`).
+    public var checkConnections = 5
 
     public init(timeout: Double = SettingBounds.timeout.defaultValue, concurrency: Int = SettingBounds.concurrency.defaultValue,
                 trustStore: TrustStore, clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
@@ -217,7 +220,7 @@ public final class TLSScanner: Sendable {
         var result = judge(observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
                                    atsRefusal: atsRefusal, started: started, durationMs: durationMs), target)
         if target.checks.contains(.inventory), result.status == .completed {
-            result.inventory = Enumerator(scanner: self).inventory(address, target: target)
+            result.inventory = Enumerator(scanner: self, perHostConcurrency: options.checkConnections).inventory(address, target: target)
         }
         if target.checks.contains(.headers), result.status == .completed, target.starttls == nil {
             result.headers = Enumerator(scanner: self).headers(address, target: target)
