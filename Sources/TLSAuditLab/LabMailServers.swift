@@ -40,10 +40,10 @@ public final class LabDaemon: @unchecked Sendable {
             process.arguments = arguments
         }
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let output = FileHandle(forWritingAtPath: path("output.log")) ?? {
-            FileManager.default.createFile(atPath: path("output.log"), contents: nil)
-            return FileHandle(forWritingAtPath: path("output.log"))!
-        }()
+        guard FileManager.default.createFile(atPath: path("output.log"), contents: nil),
+              let output = FileHandle(forWritingAtPath: path("output.log")) else {
+            throw LabError("cannot write \(path("output.log"))")
+        }
         process.standardOutput = output
         process.standardError = output
         try process.run()

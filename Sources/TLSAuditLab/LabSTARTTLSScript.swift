@@ -270,24 +270,16 @@ public enum LabHybridGroupServer {
             guard index < handshake.count else { return nil }
             index += 1 + Int(handshake[index])
             guard index + 2 <= handshake.count else { return nil }
-            let end = min(handshake.count, index + 2 + (Int(handshake[index]) << 8 | Int(handshake[index + 1])))
-            index += 2
-            func u16(_ at: Int) -> UInt16 { UInt16(handshake[at]) << 8 | UInt16(handshake[at + 1]) }
-            while index + 4 <= end {
-                let type = u16(index), size = Int(u16(index + 2))
-                let start = index + 4
-                guard start + size <= end else { break }
-                if type == 0x000A, size >= 2 {
-                    groups = stride(from: start + 2, to: start + size - 1, by: 2).map(u16)
-                }
-                if type == 0x0033, size >= 2 {
-                    var at = start + 2
-                    while at + 4 <= start + size {
+            for (type, data) in HandBuiltHello.extensions(handshake, at: index) where data.count >= 2 {
+                func u16(_ at: Int) -> UInt16 { UInt16(data[at]) << 8 | UInt16(data[at + 1]) }
+                if type == 0x000A { groups = stride(from: 2, to: data.count - 1, by: 2).map(u16) }
+                if type == 0x0033 {
+                    var at = 2
+                    while at + 4 <= data.count {
                         keyShareGroups.append(u16(at))
                         at += 4 + Int(u16(at + 2))
                     }
                 }
-                index = start + size
             }
         }
     }

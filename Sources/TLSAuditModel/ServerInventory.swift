@@ -89,6 +89,14 @@ public struct ServerInventory: Hashable, Codable, Sendable {
         case certificateWithoutSNI = "certificateWithoutSni", withoutSNIDetail = "withoutSniDetail", handshakes, durationMs
     }
 
+    /// An inventory whose every answer is `answer`, with no lists, nothing found, no handshake spent.
+    public static func untested(_ answer: InventoryAnswer) -> ServerInventory {
+        ServerInventory(secureRenegotiation: answer, clientRenegotiation: answer, compression: answer, fallbackSCSV: answer,
+                        resumptionSessionID: answer, resumptionTicket: answer, ticketLifetimeSeconds: nil, earlyData: answer,
+                        ocspStapling: answer, alpn: [], alpnPreferred: nil, groups: [], groupOrder: nil, postQuantumGroups: [],
+                        signatureAlgorithms: [], certificateWithoutSNI: nil, withoutSNIDetail: nil, handshakes: 0, durationMs: 0)
+    }
+
     public init(secureRenegotiation: InventoryAnswer, clientRenegotiation: InventoryAnswer, compression: InventoryAnswer,
                 fallbackSCSV: InventoryAnswer, resumptionSessionID: InventoryAnswer, resumptionTicket: InventoryAnswer,
                 ticketLifetimeSeconds: Int?, earlyData: InventoryAnswer, ocspStapling: InventoryAnswer, alpn: [String],

@@ -122,8 +122,10 @@ public enum STARTTLSSetting: Hashable, Sendable {
         }
     }
 
+    /// The words accepted (`off` is also taken for `none`).
+    public static let names = STARTTLSProtocol.allCases.map(\.rawValue) + ["auto", "none"]
     /// The words accepted, for error messages.
-    public static let accepted = (STARTTLSProtocol.allCases.map(\.rawValue) + ["auto", "none"]).joined(separator: ", ")
+    public static let accepted = names.joined(separator: ", ")
 
     /// What a target on `port` uses under this setting.
     public func use(port: Int) -> STARTTLSUse? {

@@ -30,7 +30,7 @@ let starttlsHelp = "Upgrade a plaintext connection first: smtp, imap, pop3, ftp,
 
 extension STARTTLSSetting: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
-    public static var allValueStrings: [String] { STARTTLSProtocol.allCases.map(\.rawValue) + ["auto", "none"] }
+    public static var allValueStrings: [String] { names }
 
     /// The port of a target that names none: the named protocol's, else HTTPS's.
     var defaultPort: Int {

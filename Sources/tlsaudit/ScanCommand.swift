@@ -231,15 +231,17 @@ struct ScanCommand: ParsableCommand {
         } catch {
             throw ValidationError("--connect-to: \(error.description)")
         }
+        let pins = pinPolicy.policy
+        let checks = requestedChecks.known.union(enumerate ? [.inventory] : [])
         return parsed.map { target in
             var target = target
             if let sni { target.sni = sni }
             target.starttls = starttls.use(port: target.port)
             // The ATS policies are for app traffic; a STARTTLS service is judged by the trust rules unless told otherwise.
             target.policy = policy ?? (target.starttls == nil ? .default : .appleTrust)
-            target.pins = pinPolicy.policy
+            target.pins = pins
             // --enumerate shows everything: the inventory too.
-            target.checks = requestedChecks.known.union(enumerate ? [.inventory] : [])
+            target.checks = checks
             target.headersPath = headersPath
             target.connectTo = destinations
             return target

@@ -251,14 +251,8 @@ public enum HTTPClient {
             guard (100..<200).contains(response.status), response.status != 101 else { break }
             received.removeSubrange(..<headerEnd)
         }
-        let fields = String(decoding: received[..<headerEnd], as: UTF8.self).split(whereSeparator: \.isNewline).dropFirst()
-        func field(_ name: String) -> String? {
-            fields.lazy.compactMap { line -> String? in
-                let parts = line.split(separator: ":", maxSplits: 1)
-                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == name else { return nil }
-                return parts[1].trimmingCharacters(in: .whitespaces)
-            }.first
-        }
+        let fields = headerFields(received[..<headerEnd])
+        func field(_ name: String) -> String? { fields.first { $0.name == name }?.value }
         var body = Array(received[headerEnd...])
         func tooLarge() -> HTTPRequestFailure { HTTPRequestFailure("\(display) sent more than \(maximumBody) bytes") }
         if field("transfer-encoding")?.lowercased().contains("chunked") == true {
@@ -312,6 +306,15 @@ public enum HTTPClient {
             lineStart = index + 1
         }
         return nil
+    }
+
+    /// The fields of a header block (after its status line): names lowercased, values trimmed, in order.
+    static func headerFields(_ block: ArraySlice<UInt8>) -> [(name: String, value: String)] {
+        String(decoding: block, as: UTF8.self).split(whereSeparator: \.isNewline).dropFirst().compactMap { line in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            return (parts[0].trimmingCharacters(in: .whitespaces).lowercased(), parts[1].trimmingCharacters(in: .whitespaces))
+        }
     }
 
     /// `HTTP/1.1 204 No Content` -> 204, "No Content".

@@ -270,6 +270,12 @@ final class TCPSocket {
 
 package func errnoText(_ code: Int32) -> String { String(cString: strerror(code)) }
 
+/// Whole milliseconds from `start` to now on the monotonic clock.
+func milliseconds(since start: ContinuousClock.Instant) -> Int {
+    let elapsed = ContinuousClock.now - start
+    return Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+}
+
 /// `10 s`, `0.5 s`.
 func formatSeconds(_ seconds: Double) -> String {
     seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"

@@ -38,10 +38,9 @@ public final class Enumerator: Sendable {
             case .version(let version): return self.suites(for: version, address: address, target: target, probes: probes)
             }
         }
-        let elapsed = ContinuousClock.now - started
         return EnumerationReport(address: address.host, protocols: results, findings: [],
                                  probes: probes.value,
-                                 durationMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000))
+                                 durationMs: milliseconds(since: started))
     }
 
     /// Offers every remaining suite at `version`; the server's pick is recorded and removed, until it refuses.

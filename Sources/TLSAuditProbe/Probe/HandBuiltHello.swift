@@ -130,19 +130,26 @@ package enum HandBuiltHello {
         guard body.count >= index + 3 else { return .other("a truncated ServerHello") }
         var hello = ServerHello(version: UInt16(body[0]) << 8 | UInt16(body[1]), cipher: UInt16(body[index]) << 8 | UInt16(body[index + 1]),
                                 compression: body[index + 2], isHelloRetryRequest: random == helloRetryRandom, selectedGroup: nil)
-        index += 3
-        if body.count >= index + 2 {
-            let end = min(body.count, index + 2 + (Int(body[index]) << 8 | Int(body[index + 1])))
-            index += 2
-            while index + 4 <= end {
-                let type = UInt16(body[index]) << 8 | UInt16(body[index + 1])
-                let size = Int(body[index + 2]) << 8 | Int(body[index + 3])
-                let data = Array(body[(index + 4)..<min(end, index + 4 + size)])
-                if type == 0x002B, data.count >= 2 { hello.version = UInt16(data[0]) << 8 | UInt16(data[1]) }
-                if type == 0x0033, data.count >= 2 { hello.selectedGroup = UInt16(data[0]) << 8 | UInt16(data[1]) }
-                index += 4 + size
-            }
+        for (type, data) in extensions(body, at: index + 3) where data.count >= 2 {
+            if type == 0x002B { hello.version = UInt16(data[0]) << 8 | UInt16(data[1]) }
+            if type == 0x0033 { hello.selectedGroup = UInt16(data[0]) << 8 | UInt16(data[1]) }
         }
         return .serverHello(hello)
+    }
+
+    /// The extensions of a hello whose extensions block (its two-byte length, then the entries)
+    /// starts at `index`; an entry running past the block ends the list.
+    package static func extensions(_ hello: [UInt8], at index: Int) -> [(type: UInt16, data: [UInt8])] {
+        guard hello.count >= index + 2 else { return [] }
+        let end = min(hello.count, index + 2 + (Int(hello[index]) << 8 | Int(hello[index + 1])))
+        var cursor = index + 2
+        var found: [(type: UInt16, data: [UInt8])] = []
+        while cursor + 4 <= end {
+            let size = Int(hello[cursor + 2]) << 8 | Int(hello[cursor + 3])
+            guard cursor + 4 + size <= end else { break }
+            found.append((UInt16(hello[cursor]) << 8 | UInt16(hello[cursor + 1]), Array(hello[(cursor + 4)..<(cursor + 4 + size)])))
+            cursor += 4 + size
+        }
+        return found
     }
 }

@@ -109,11 +109,8 @@ enum HandshakeProbe {
         if let earlyData = override?.earlyData, override?.session != nil {
             // 0-RTT: the data goes with the ClientHello; the handshake then finishes below.
             var written = 0
-            while SSL_write_early_data(ssl, earlyData, earlyData.count, &written) != 1 {
-                let error = SSL_get_error(ssl, 0)
-                guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE,
-                      socket.wait(for: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), until: deadline) == .ready else { break }
-            }
+            while SSL_write_early_data(ssl, earlyData, earlyData.count, &written) != 1,
+                  wait(ssl, for: SSL_get_error(ssl, 0), until: deadline) {}
             OpenSSLErrors.clear()
         }
 
@@ -165,6 +162,14 @@ enum HandshakeProbe {
         _ = SSL_shutdown(ssl) // Best effort close_notify; the socket is non-blocking.
         OpenSSLErrors.clear()
         return HandshakeAttempt(observation: observation, failure: nil, presented: presented, stapledResponse: stapled)
+    }
+
+    /// Waits until the socket under `ssl` is ready for what `error` (SSL_ERROR_WANT_READ or
+    /// _WRITE) asks; false for any other error or when the deadline passes.
+    static func wait(_ ssl: OpaquePointer, for error: Int32, until deadline: Deadline) -> Bool {
+        guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
+        var entry = pollfd(fd: SSL_get_fd(ssl), events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
+        return poll(&entry, 1, deadline.remainingMilliseconds) > 0
     }
 
     // MARK: - Reading the handshake

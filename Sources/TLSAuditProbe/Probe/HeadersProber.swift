@@ -74,12 +74,7 @@ extension Enumerator {
 
     /// Writes `request` and reads the response head over an established TLS connection.
     static func exchange(_ ssl: OpaquePointer, request: [UInt8], deadline: Deadline) -> Result<HTTPResponseHead, ExchangeFailure> {
-        let fd = SSL_get_fd(ssl)
-        func wait(_ error: Int32) -> Bool {
-            guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
-            var entry = pollfd(fd: fd, events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
-            return poll(&entry, 1, deadline.remainingMilliseconds) > 0
-        }
+        func wait(_ error: Int32) -> Bool { HandshakeProbe.wait(ssl, for: error, until: deadline) }
         var written = 0
         while written < request.count {
             let status = request[written...].withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
@@ -101,7 +96,7 @@ extension Enumerator {
     }
 }
 
-/// A response's status line and headers (names lowercased, in order).
+/// A response's status and header fields, read with HTTPClient's parsing.
 struct HTTPResponseHead {
     var status: Int
     var headers: [(name: String, value: String)]
@@ -109,21 +104,12 @@ struct HTTPResponseHead {
     /// The first header called `name` (RFC 6797 8.1: only the first STS header counts).
     func first(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
-    /// Where the head ends (the index after CR LF CR LF).
-    static func end(of bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        return (3..<bytes.count).first { bytes[$0 - 3] == 13 && bytes[$0 - 2] == 10 && bytes[$0 - 1] == 13 && bytes[$0] == 10 }.map { $0 + 1 }
-    }
+    /// Where the head ends (just after its empty line); nil while it has not arrived.
+    static func end(of bytes: [UInt8]) -> Int? { HTTPClient.headerBlockEnd(bytes) }
 
     init?(_ bytes: [UInt8]) {
-        guard let end = Self.end(of: bytes) else { return nil }
-        let lines = String(decoding: bytes[..<end], as: UTF8.self).components(separatedBy: "\r\n")
-        let statusLine = lines[0].split(separator: " ")
-        guard statusLine.count >= 2, statusLine[0].hasPrefix("HTTP/"), let code = Int(statusLine[1]) else { return nil }
-        status = code
-        headers = lines.dropFirst().compactMap { line in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
-        }
+        guard let end = Self.end(of: bytes), let response = try? HTTPClient.parseStatusLine(bytes, from: "the server") else { return nil }
+        status = response.status
+        headers = HTTPClient.headerFields(bytes[..<end])
     }
 }

@@ -39,12 +39,11 @@ extension Enumerator {
         // A TLS 1.2 server signs with an ECDSA key only on a curve the client lists: the leaf's curve.
         let leafCurve = first.presented.first?.summary().publicKey.curve.map { $0 == "prime256v1" ? "P-256" : $0 == "secp384r1" ? "P-384" : $0 == "secp521r1" ? "P-521" : $0 }
         guard let base = first.observation else {
-            let why = InventoryAnswer.notTested("no handshake with this client")
-            return ServerInventory(secureRenegotiation: why, clientRenegotiation: why, compression: why, fallbackSCSV: why,
-                                   resumptionSessionID: why, resumptionTicket: why, ticketLifetimeSeconds: nil, earlyData: why,
-                                   ocspStapling: why, alpn: [], alpnPreferred: nil, groups: [], groupOrder: nil, postQuantumGroups: [],
-                                   signatureAlgorithms: [], certificateWithoutSNI: nil, withoutSNIDetail: "no handshake",
-                                   handshakes: probes.value, durationMs: Self.milliseconds(since: started))
+            var untested = ServerInventory.untested(.notTested("no handshake with this client"))
+            untested.withoutSNIDetail = "no handshake"
+            untested.handshakes = probes.value
+            untested.durationMs = milliseconds(since: started)
+            return untested
         }
         let best = base.protocolVersion
         let tls12 = handshake(address, target: target, probes: probes, override: ClientHelloOverride(maxVersion: .tls1_2)).observation?.protocolVersion
@@ -93,12 +92,9 @@ extension Enumerator {
                 return self.withoutSNI(address, target: target, probes: probes).map { .certificate($0.0, $0.1) } ?? .certificate(nil, nil)
             }
         }
-        var inventory = ServerInventory(
-            secureRenegotiation: .notTested(""), clientRenegotiation: .notTested(""), compression: .notTested(""), fallbackSCSV: .notTested(""),
-            resumptionSessionID: .notTested(""), resumptionTicket: .notTested(""), ticketLifetimeSeconds: nil, earlyData: .notTested(""),
-            ocspStapling: stapled ? .yes("the server stapled an OCSP response") : .no("no OCSP response stapled when asked for one"),
-            alpn: [], alpnPreferred: nil, groups: [], groupOrder: nil, postQuantumGroups: [], signatureAlgorithms: [],
-            certificateWithoutSNI: nil, withoutSNIDetail: nil, handshakes: 0, durationMs: 0)
+        // Every item is filled in from its job's outcome below.
+        var inventory = ServerInventory.untested(.notTested(""))
+        inventory.ocspStapling = stapled ? .yes("the server stapled an OCSP response") : .no("no OCSP response stapled when asked for one")
         for (job, outcome) in zip(jobs, outcomes) {
             switch (job, outcome) {
             case (.renegotiation, .pair(let secure, let client)): inventory.secureRenegotiation = secure; inventory.clientRenegotiation = client
@@ -120,13 +116,8 @@ extension Enumerator {
             }
         }
         inventory.handshakes = probes.value
-        inventory.durationMs = Self.milliseconds(since: started)
+        inventory.durationMs = milliseconds(since: started)
         return inventory
-    }
-
-    static func milliseconds(since start: ContinuousClock.Instant) -> Int {
-        let elapsed = ContinuousClock.now - start
-        return Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
     }
 
     // MARK: - Items
@@ -152,7 +143,6 @@ extension Enumerator {
             OpenSSLErrors.clear()
             return .notTested("this client could not start a renegotiation")
         }
-        let fd = SSL_get_fd(ssl)
         var buffer = [UInt8](repeating: 0, count: 256)
         while true {
             let status = SSL_do_handshake(ssl)
@@ -171,8 +161,7 @@ extension Enumerator {
                 let alert = errors.compactMap(\.receivedAlert).last
                 return .no(alert.map { "refused with alert \(OpenSSLErrors.alertName($0))" } ?? "the server ended the connection instead of renegotiating")
             }
-            var entry = pollfd(fd: fd, events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
-            guard poll(&entry, 1, deadline.remainingMilliseconds) > 0 else {
+            guard HandshakeProbe.wait(ssl, for: error, until: deadline) else {
                 return .no("the server did not answer the renegotiation (ignored it)")
             }
         }
@@ -253,14 +242,12 @@ extension Enumerator {
     /// Reads what the server sends right after a TLS 1.3 handshake (its NewSessionTickets).
     private static func readTickets(_ ssl: OpaquePointer, deadline: Deadline) {
         var buffer = [UInt8](repeating: 0, count: 256)
-        let fd = SSL_get_fd(ssl)
         while true {
             // SSL_read processes the tickets that arrived (and returns WANT_READ: no data follows).
             let read = SSL_read(ssl, &buffer, Int32(buffer.count))
             if let session = SSL_get_session(ssl), SSL_SESSION_has_ticket(session) == 1 { return }
-            guard read <= 0, SSL_get_error(ssl, read) == SSL_ERROR_WANT_READ else { return }
-            var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&entry, 1, deadline.remainingMilliseconds) > 0 else { return }
+            let error = SSL_get_error(ssl, read)
+            guard read <= 0, error == SSL_ERROR_WANT_READ, HandshakeProbe.wait(ssl, for: error, until: deadline) else { return }
         }
     }
 

@@ -215,15 +215,13 @@ public final class TLSScanner: Sendable {
                 // The server went away between attempts: report the first failure.
             }
         }
-        let elapsed = ContinuousClock.now - clock
-        let durationMs = Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
+        let durationMs = milliseconds(since: clock)
         var result = judge(observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
                                    atsRefusal: atsRefusal, started: started, durationMs: durationMs), target)
-        if target.checks.contains(.inventory), result.status == .completed {
-            result.inventory = Enumerator(scanner: self, perHostConcurrency: options.checkConnections).inventory(address, target: target)
-        }
-        if target.checks.contains(.headers), result.status == .completed, target.starttls == nil {
-            result.headers = Enumerator(scanner: self).headers(address, target: target)
+        if !target.checks.isEmpty, result.status == .completed {
+            let checks = Enumerator(scanner: self, perHostConcurrency: options.checkConnections)
+            if target.checks.contains(.inventory) { result.inventory = checks.inventory(address, target: target) }
+            if target.checks.contains(.headers), target.starttls == nil { result.headers = checks.headers(address, target: target) }
         }
         return result
     }
