@@ -151,6 +151,15 @@ public struct Finding: Hashable, Codable, Sendable {
 }
 
 extension Array where Element == Finding {
+    /// Most severe first, then by depth and id, so output is stable.
+    public func mostSevereFirst() -> [Finding] {
+        sorted {
+            if $0.severity != $1.severity { return $0.severity > $1.severity }
+            if ($0.depth ?? -1) != ($1.depth ?? -1) { return ($0.depth ?? -1) < ($1.depth ?? -1) }
+            return $0.id.rawValue < $1.id.rawValue
+        }
+    }
+
     /// Appends `finding` unless one with the same id and depth is already present
     /// (two sources, OpenSSL and tlsaudit's own checks, may see the same problem).
     package mutating func appendUnique(_ finding: Finding) {

@@ -63,12 +63,15 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var inventory: ServerInventory?
     /// HTTP security headers and the port-80 redirect (`checks: [headers]`).
     public var headers: HTTPHeadersReport?
+    /// Heartbleed, CCS injection and ROBOT (`checks: [vulnerabilities]`).
+    public var vulnerabilities: VulnerabilityReport?
 
     /// This result with its opt-in checks' reports (as read back from a store).
-    public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?) -> AddressScanResult {
+    public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?) -> AddressScanResult {
         var copy = self
         copy.inventory = inventory
         copy.headers = headers
+        copy.vulnerabilities = vulnerabilities
         return copy
     }
 

@@ -131,6 +131,8 @@ public enum OptionalCheck: String, Codable, Sendable, CaseIterable, Hashable {
     case inventory
     /// HTTP security headers over HTTPS and the redirect from plain HTTP (`HTTPHeadersReport`).
     case headers
+    /// Heartbleed, CCS injection and ROBOT probes (`VulnerabilityReport`).
+    case vulnerabilities
 }
 
 /// A Strict-Transport-Security header, parsed (RFC 6797).

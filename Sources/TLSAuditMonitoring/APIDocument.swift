@@ -111,6 +111,8 @@ public enum APIDocument {
                 // The configuration inventory (checks: [inventory]); its schema: docs/scan.schema.json, `inventory`.
                 "inventory": ["type": "object"],
                 "headers": ["type": "object"],
+                // Heartbleed, CCS injection, ROBOT (checks: [vulnerabilities]); schema: docs/scan.schema.json, `vulnerabilities`.
+                "vulnerabilities": ["type": "object"],
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
             "StoredAlert": object([

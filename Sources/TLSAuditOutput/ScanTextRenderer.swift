@@ -61,6 +61,20 @@ public struct ScanTextRenderer: Sendable {
         }
     }
 
+    /// Each vulnerability: vulnerable / not vulnerable / not tested, with the evidence and the reference.
+    private func render(_ report: VulnerabilityReport, into out: inout String) {
+        out += "    vulnerabilities (\(report.handshakes) connections, \(report.durationMs) ms):\n"
+        for (vulnerability, answer) in report.answers {
+            let word = switch answer.status {
+            case .vulnerable: paint("VULNERABLE" + (answer.oracle.map { " (\($0) oracle)" } ?? ""), .red)
+            case .notVulnerable: "not vulnerable"
+            case .notTested: paint("not tested", .yellow)
+            }
+            let name = "\(vulnerability.title) (\(vulnerability.reference.prefix { $0 != "," }))"
+            out += "      \(name.padding(toLength: 38, withPad: " ", startingAt: 0)) \(word)  (\(answer.detail))\n"
+        }
+    }
+
     private func render(_ target: TargetScanResult, at time: Date, into out: inout String) {
         var heading = paint(target.target, .bold)
         if let sni = target.sni, sni != target.host { heading += "  SNI \(sni)" }
@@ -157,6 +171,7 @@ public struct ScanTextRenderer: Sendable {
             }
             out += "      port 80 -> HTTPS         \(redirect)  (\(headers.plainHTTP.detail))\n"
         }
+        if let vulnerabilities = result.vulnerabilities { render(vulnerabilities, into: &out) }
         for finding in result.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             let label: String = switch finding.severity {

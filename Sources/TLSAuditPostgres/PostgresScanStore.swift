@@ -77,8 +77,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
         let inserted = try connection.execute("""
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
             RETURNING id
             """, [.text(scan.target), .text(scan.host), .int(Int64(scan.port)), scan.sni.map { .text($0) }, .text(result.address),
                   .text(result.family), .double(startedAt), .int(Int64(result.durationMs)), .text(result.status.rawValue),
@@ -86,7 +86,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
                   result.error?.alert.map { .text($0) }, rows.handshake.map { .text($0) }, result.atsClientRefusal.map { .text($0) },
                   chain.map { .text($0.trustStore) }, rows.anchored.map { .int(Int64($0)) }, rows.pathIssues.map { .text($0) },
                   .text(result.ats.policy.rawValue), .text(rows.contentHash), rows.revocation.map { .text($0) },
-                  scan.node.map { .text($0) }, scan.vantage.map { .text($0) }, rows.inventory.map { .text($0) }, rows.headers.map { .text($0) }])
+                  scan.node.map { .text($0) }, scan.vantage.map { .text($0) }, rows.inventory.map { .text($0) }, rows.headers.map { .text($0) },
+                  rows.vulnerabilities.map { .text($0) }])
         guard let observationID = inserted.int(0, "id") else { throw StoreError(.other, "the new observation has no id") }
         for reference in rows.references {
             try connection.execute("""
@@ -384,7 +385,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
         try pool.withConnection { connection in
             let rows = try connection.execute("""
                 SELECT o.id, o.target, o.address, o.started_at, o.duration_ms, o.status, o.failure_category, o.failure_message,
-                    o.handshake, o.inventory, o.http_headers, v.policy AS verdict_policy, v.compliant, v.failed_rules, v.findings,
+                    o.handshake, o.inventory, o.http_headers, o.vulnerabilities, v.policy AS verdict_policy, v.compliant, v.failed_rules, v.findings,
                     v.pin::jsonb ->> 'state' AS pin_state,
                     (SELECT c.fingerprint FROM observation_certificate c WHERE c.observation_id = o.id AND c.role = 'presented'
                         AND c.position = 0) AS leaf,
@@ -414,7 +415,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
                     failedRules: CountedVerdict.reasons(try StoredValues.rules(rows.text(row, "failed_rules")), pinState: pinState),
                     findings: try StoredValues.decode([Finding].self, rows.text(row, "findings")) ?? [],
                     inventory: try StoredValues.stored(ServerInventory.self, rows.text(row, "inventory"), "inventory", in: place),
-                    headers: try StoredValues.stored(HTTPHeadersReport.self, rows.text(row, "http_headers"), "HTTP headers", in: place))
+                    headers: try StoredValues.stored(HTTPHeadersReport.self, rows.text(row, "http_headers"), "HTTP headers", in: place),
+                    vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, rows.text(row, "vulnerabilities"), "vulnerabilities",
+                                                             in: place))
             }
         }
     }
@@ -492,7 +495,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
             ats: ATSVerdict(policy: policy, compliant: rows.int(0, "compliant") == 1, rules: status == .failed ? [:] : outcomes,
                             failedRules: failedRules))
             .with(inventory: try StoredValues.stored(ServerInventory.self, rows.text(0, "inventory"), "inventory", in: place),
-                  headers: try StoredValues.stored(HTTPHeadersReport.self, rows.text(0, "http_headers"), "HTTP headers", in: place))
+                  headers: try StoredValues.stored(HTTPHeadersReport.self, rows.text(0, "http_headers"), "HTTP headers", in: place),
+                  vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, rows.text(0, "vulnerabilities"), "vulnerabilities",
+                                                           in: place))
             .withinBudget()
     }
 

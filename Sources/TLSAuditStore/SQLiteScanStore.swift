@@ -134,13 +134,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
-                             result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory, rows.headers])
+                             result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory, rows.headers,
+                             rows.vulnerabilities])
         let observationID = db.lastInsertedRowID
         for reference in rows.references {
             try db.cachedStatement(sql: """
@@ -464,7 +465,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         failedRules: CountedVerdict.reasons(try StoredValues.rules(row["failed_rules"]), pinState: pinState),
                         findings: try StoredValues.decode([Finding].self, row["findings"]) ?? [],
                         inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place),
-                        headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place))
+                        headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place),
+                        vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row["vulnerabilities"], "vulnerabilities", in: place))
                 }
             }
         } catch {
@@ -549,7 +551,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             ats: ATSVerdict(policy: policy, compliant: row["compliant"] == 1,
                             rules: status == .failed ? [:] : rules, failedRules: failedRules))
             .with(inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place),
-                  headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place))
+                  headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place),
+                  vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row["vulnerabilities"], "vulnerabilities", in: place))
             .withinBudget() // Records stored before the budget existed are bounded when read.
     }
 

@@ -29,6 +29,8 @@ package struct ScanRows {
     package var inventory: String?
     /// The HTTP headers report (`checks: [headers]`), JSON.
     package var headers: String?
+    /// The vulnerability report (`checks: [vulnerabilities]`), JSON.
+    package var vulnerabilities: String?
     package var anchored: Int?
     package var references: [ObservationContent.ChainEntry]
     package var contentHash: String
@@ -57,6 +59,7 @@ package struct ScanRows {
         revocation = try chain?.revocation.map { try StoredValues.json($0) }
         inventory = try result.inventory.map { try StoredValues.json($0) }
         headers = try result.headers.map { try StoredValues.json($0) }
+        vulnerabilities = try result.vulnerabilities.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)

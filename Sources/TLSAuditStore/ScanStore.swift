@@ -128,18 +128,20 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var inventory: ServerInventory?
     /// HTTP security headers and the port-80 redirect, when the target asked for them (`checks: [headers]`).
     public var headers: HTTPHeadersReport?
+    /// Heartbleed, CCS injection and ROBOT, when the target asked for them (`checks: [vulnerabilities]`).
+    public var vulnerabilities: VulnerabilityReport?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
-        case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory, headers
+        case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory, headers, vulnerabilities
     }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
                 status: AddressScanResult.Status, failureCategory: ProbeFailureCategory?, failureMessage: String?,
                 protocolVersion: TLSVersion?, cipher: String?, leafFingerprint: String?, leafSPKI: String?,
                 policy: CompliancePolicy, compliant: Bool, failedRules: [FindingID], findings: [Finding],
-                inventory: ServerInventory? = nil, headers: HTTPHeadersReport? = nil) {
+                inventory: ServerInventory? = nil, headers: HTTPHeadersReport? = nil, vulnerabilities: VulnerabilityReport? = nil) {
         self.observationID = observationID
         self.target = target
         self.address = address
@@ -158,6 +160,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
         self.findings = findings
         self.inventory = inventory
         self.headers = headers
+        self.vulnerabilities = vulnerabilities
     }
 }
 

@@ -17,6 +17,10 @@ package enum StoreMigrations {
             // The opt-in checks' reports, JSON: ServerInventory (checks: [inventory]), HTTPHeadersReport (checks: [headers]).
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT")
         }
+        migrator.registerMigration("v9-vulnerabilities") { db in
+            // VulnerabilityReport (checks: [vulnerabilities]), JSON.
+            try db.execute(sql: "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT")
+        }
         return migrator
     }
 

@@ -29,15 +29,26 @@ struct InventoryTests {
     /// sslyze's results for `port`, plugin name to result.
     /// `oneConnectionServer`: the server takes one connection at a time (`openssl s_server`): sslyze
     /// is told to open few at once (`--slow_connection`), or its parallel probes time out under load.
+    /// A plugin that errored (a connection timing out under the test run's load: no verdict) is run
+    /// again, up to three times in all; the last error is in the returned results' absence.
     static func sslyze(_ port: Int, _ plugins: [String], oneConnectionServer: Bool = false) throws -> [String: [String: Any]] {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("sslyze-\(UUID().uuidString).json").path
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        let run = try Binary.run(plugins.map { "--\($0)" } + (oneConnectionServer ? ["--slow_connection"] : [])
-                                 + ["--sni", name, "--json_out", output, "127.0.0.1:\(port)"], program: try sslyzeProgram())
-        let data = try Data(contentsOf: URL(fileURLWithPath: output))
-        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(run.stdout)")
-        let results = (document["server_scan_results"] as? [[String: Any]])?.first?["scan_result"] as? [String: [String: Any]] ?? [:]
-        return results.compactMapValues { $0["result"] as? [String: Any] }
+        var results: [String: [String: Any]] = [:]
+        for _ in 0..<3 {
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("sslyze-\(UUID().uuidString).json").path
+            defer { try? FileManager.default.removeItem(atPath: output) }
+            let run = try Binary.run(plugins.map { "--\($0)" } + (oneConnectionServer ? ["--slow_connection"] : [])
+                                     + ["--sni", name, "--json_out", output, "127.0.0.1:\(port)"], program: try sslyzeProgram())
+            let data = try Data(contentsOf: URL(fileURLWithPath: output))
+            let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(run.stdout)")
+            results = (document["server_scan_results"] as? [[String: Any]])?.first?["scan_result"] as? [String: [String: Any]] ?? [:]
+            let errored = results.values.contains { ($0["status"] as? String).map { $0 != "COMPLETED" && $0 != "NOT_SCHEDULED" } ?? false }
+            if !errored && !results.isEmpty { break }
+        }
+        var verdicts = results.compactMapValues { $0["result"] as? [String: Any] }
+        // What went wrong, for the failure message (callers read plugins by name).
+        let errors = results.compactMapValues { ($0["error_trace"] as? String).map { String($0.suffix(600)) } }
+        if !errors.isEmpty { verdicts["_errors"] = errors }
+        return verdicts
     }
 
     /// tlsaudit's inventory of `port`.

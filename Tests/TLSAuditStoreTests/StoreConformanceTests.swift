@@ -31,7 +31,7 @@ struct StoreConformance {
         let scanner = try! TLSScanner(options: ScanOptions(timeout: 5, trustStore: try! TrustStore(caFile: rootFile)), judge: AddressAssessment.judge)
         var target = ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: server.port, sni: "conformance.tlsaudit.test",
                                 connectTo: [ConnectAddress(host: "127.0.0.1")])
-        target.checks = [.inventory]
+        target.checks = [.inventory, .vulnerabilities]
         let good = scanner.scan(target).addresses[0]
         let refused = scanner.scan(ScanTarget(original: "t", host: "conformance.tlsaudit.test", port: try! LabPorts.unusedPort(),
                                               sni: nil, connectTo: [ConnectAddress(host: "127.0.0.1")])).addresses[0]
@@ -70,6 +70,7 @@ struct StoreConformance {
         #expect(good.chain?.presented.map(\.der) == Self.samples[0].chain?.presented.map(\.der))
         #expect(good.findings == Self.samples[0].findings)
         #expect(good.inventory != nil && good.inventory == Self.samples[0].inventory, "the configuration inventory is kept with the scan")
+        #expect(good.vulnerabilities != nil && good.vulnerabilities == Self.samples[0].vulnerabilities, "the vulnerability report is kept with the scan")
     }
 
     func atomicBatchesBesideAReader() throws {
@@ -162,7 +163,7 @@ struct SQLiteStoreConformanceTests {
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -213,7 +214,7 @@ struct PostgresStoreConformanceTests {
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -230,10 +231,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 8) }
+            for try await applied in group { #expect(applied.count == 9) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "8")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "9")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")

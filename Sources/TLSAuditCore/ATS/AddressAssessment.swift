@@ -95,11 +95,5 @@ public enum AddressAssessment {
     }
 
     /// Most severe first, then by depth and id, so output is stable.
-    public static func sort(_ findings: [Finding]) -> [Finding] {
-        findings.sorted {
-            if $0.severity != $1.severity { return $0.severity > $1.severity }
-            if ($0.depth ?? -1) != ($1.depth ?? -1) { return ($0.depth ?? -1) < ($1.depth ?? -1) }
-            return $0.id.rawValue < $1.id.rawValue
-        }
-    }
+    public static func sort(_ findings: [Finding]) -> [Finding] { findings.mostSevereFirst() }
 }

@@ -33,15 +33,21 @@ package enum HandBuiltHello {
         case other(String)
     }
 
-    /// A TLS 1.2 ClientHello offering `compression` methods (DEFLATE is 1, null 0).
-    static func tls12(serverName: String?, compression: [UInt8]) -> [UInt8] {
-        let suites: [UInt16] = [0xC02F, 0xC030, 0xC02B, 0xC02C, 0xCCA8, 0xCCA9, 0xC013, 0xC014, 0xC009, 0xC00A,
-                                0x009E, 0x009F, 0x0033, 0x0039, 0x009C, 0x009D, 0x002F, 0x0035, 0x000A, 0x00FF]
+    /// ECDHE, DHE and RSA key exchange with AES-GCM, ChaCha20, AES-CBC and 3DES, then the renegotiation SCSV.
+    static let tls12Suites: [UInt16] = [0xC02F, 0xC030, 0xC02B, 0xC02C, 0xCCA8, 0xCCA9, 0xC013, 0xC014, 0xC009, 0xC00A,
+                                        0x009E, 0x009F, 0x0033, 0x0039, 0x009C, 0x009D, 0x002F, 0x0035, 0x000A, 0x00FF]
+    /// RSA key exchange only (TLS_RSA_WITH_AES_128_GCM_SHA256 ... 3DES), then the renegotiation SCSV.
+    static let rsaKeyExchangeSuites: [UInt16] = [0x009C, 0x009D, 0x003C, 0x003D, 0x002F, 0x0035, 0x000A, 0x00FF]
+
+    /// A TLS 1.2 ClientHello (a server may answer with a lower version) offering `compression`
+    /// methods (DEFLATE is 1, null 0) and `suites`; `heartbeat` adds the RFC 6520 extension.
+    static func tls12(serverName: String?, compression: [UInt8] = [0], suites: [UInt16] = tls12Suites, heartbeat: Bool = false) -> [UInt8] {
         var extensions: [(UInt16, [UInt8])] = [
             (0x000A, vector16(u16s: [0x001D, 0x0017, 0x0018, 0x0019])), // supported_groups
             (0x000B, [1, 0]),                                             // ec_point_formats: uncompressed
             (0x000D, vector16(u16s: signatureAlgorithms)),
         ]
+        if heartbeat { extensions.append((0x000F, [1])) }                // heartbeat: peer allowed to send
         if let serverName { extensions.insert((0x0000, serverNameExtension(serverName)), at: 0) }
         return record(clientHello(suites: suites, compression: compression, extensions: extensions))
     }
@@ -78,9 +84,9 @@ package enum HandBuiltHello {
         vector16([0] + vector16(Array(name.utf8)))
     }
 
-    private static func u16(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
-    private static func u24(_ value: Int) -> [UInt8] { [UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-    private static func vector16(_ bytes: [UInt8]) -> [UInt8] { u16(UInt16(bytes.count)) + bytes }
+    static func u16(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
+    static func u24(_ value: Int) -> [UInt8] { [UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    static func vector16(_ bytes: [UInt8]) -> [UInt8] { u16(UInt16(bytes.count)) + bytes }
     private static func vector16(u16s: [UInt16]) -> [UInt8] { vector16(u16s.flatMap(u16)) }
 
     /// Sends `hello` on a connected socket and reads up to the first handshake message or alert.

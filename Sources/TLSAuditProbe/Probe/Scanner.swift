@@ -222,6 +222,11 @@ public final class TLSScanner: Sendable {
             let checks = Enumerator(scanner: self, perHostConcurrency: options.checkConnections)
             if target.checks.contains(.inventory) { result.inventory = checks.inventory(address, target: target) }
             if target.checks.contains(.headers), target.starttls == nil { result.headers = checks.headers(address, target: target) }
+            if target.checks.contains(.vulnerabilities) {
+                let report = checks.vulnerabilities(address, target: target)
+                result.vulnerabilities = report
+                result.findings = (result.findings + report.findings).mostSevereFirst()
+            }
         }
         return result
     }

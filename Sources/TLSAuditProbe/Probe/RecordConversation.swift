@@ -1,0 +1,171 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import TLSAuditModel
+
+/// A TLS 1.2-or-lower conversation at the record layer, for the probes libssl refuses to make
+/// (a heartbeat that lies about its length, a ChangeCipherSpec too early, a forged key exchange):
+/// a hand-built ClientHello, the server's first flight read up to ServerHelloDone, then records
+/// sent raw and the server's reaction read. Every read is bounded in bytes and time.
+struct RecordConversation {
+    static let changeCipherSpec: UInt8 = 20, alert: UInt8 = 21, handshake: UInt8 = 22, applicationData: UInt8 = 23, heartbeat: UInt8 = 24
+
+    /// What the server sent in answer to the ClientHello, through ServerHelloDone.
+    struct FirstFlight {
+        var version: UInt16
+        var cipher: UInt16
+        /// The server's hello extensions, by type.
+        var extensions: [UInt16]
+        /// The Certificate message's certificates, DER, leaf first.
+        var certificates: [[UInt8]]
+    }
+
+    /// The server's reaction to what was sent.
+    enum Reaction: Equatable {
+        case record(type: UInt8, fragment: [UInt8])
+        case alert(UInt8)
+        case closed
+        case reset
+        case timedOut
+        case notTLS
+
+        /// As sslyze's ROBOT test words it, for comparing reactions.
+        var summary: String {
+            switch self {
+            case .record(let type, _): "record of type \(type)"
+            case .alert(let description): "alert \(OpenSSLErrors.alertName(Int32(description)))"
+            case .closed: "connection closed"
+            case .reset: "connection reset"
+            case .timedOut: "no answer in time"
+            case .notTLS: "bytes that are not TLS"
+            }
+        }
+    }
+
+    enum Failure: Error {
+        /// The server refused the ClientHello with this alert.
+        case refused(UInt8)
+        /// Anything else, in a sentence.
+        case other(String)
+    }
+
+    let socket: TCPSocket
+    let deadline: Deadline
+    private var pending: [UInt8] = []
+    private(set) var version: UInt16 = 0x0303
+
+    private init(socket: TCPSocket, deadline: Deadline) {
+        self.socket = socket
+        self.deadline = deadline
+    }
+
+    /// Connects (STARTTLS first when the target asks), sends `hello`, and reads the first flight.
+    static func start(_ address: SocketAddress, target: ScanTarget, hello: [UInt8], timeout: Double) throws(Failure) -> (RecordConversation, FirstFlight) {
+        let deadline = Deadline(after: timeout)
+        let socket: TCPSocket
+        do {
+            socket = try TCPSocket.open(to: address, target: target, deadline: deadline, timeout: timeout)
+        } catch {
+            throw .other(error.description)
+        }
+        var conversation = RecordConversation(socket: socket, deadline: deadline)
+        guard socket.send(hello, until: deadline) else { throw .other("the server closed the connection on the ClientHello") }
+        let flight = try conversation.readFirstFlight()
+        return (conversation, flight)
+    }
+
+    /// Handshake messages up to ServerHelloDone: the ServerHello and the Certificate parsed.
+    private mutating func readFirstFlight() throws(Failure) -> FirstFlight {
+        var handshake: [UInt8] = []
+        var flight: FirstFlight?
+        while true {
+            switch next() {
+            case .record(RecordConversation.handshake, let fragment):
+                handshake += fragment
+                guard handshake.count <= 262_144 else { throw .other("a first flight over 256 KiB") }
+                while handshake.count >= 4 {
+                    let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
+                    guard handshake.count >= 4 + length else { break }
+                    let body = Array(handshake[4..<(4 + length)])
+                    switch handshake[0] {
+                    case 2:
+                        flight = try Self.serverHello(body)
+                        version = flight!.version
+                    case 11:
+                        guard flight != nil else { throw .other("a Certificate before the ServerHello") }
+                        flight!.certificates = Self.certificates(body)
+                    case 14:
+                        guard let flight else { throw .other("a ServerHelloDone before the ServerHello") }
+                        return flight
+                    default:
+                        break
+                    }
+                    handshake.removeFirst(4 + length)
+                }
+            case .record(let type, _): throw .other("a record of type \(type) in the server's first flight")
+            case .alert(let description): throw .refused(description)
+            case .closed: throw .other("the server closed the connection without answering the ClientHello")
+            case .reset: throw .other("the server reset the connection on the ClientHello")
+            case .timedOut: throw .other("no complete answer to the ClientHello in time")
+            case .notTLS: throw .other("the answer is not TLS")
+            }
+        }
+    }
+
+    /// A plaintext record of `type` in the negotiated version.
+    static func record(_ type: UInt8, version: UInt16, _ fragment: [UInt8]) -> [UInt8] {
+        [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(fragment.count >> 8), UInt8(fragment.count & 0xFF)] + fragment
+    }
+
+    /// Sends `bytes` as they are; false when the server has gone.
+    func send(_ bytes: [UInt8]) -> Bool { socket.send(bytes, until: deadline) }
+
+    /// The next record (alerts decoded), or how the connection ended.
+    mutating func next() -> Reaction {
+        while true {
+            if pending.count >= 5 {
+                let length = Int(pending[3]) << 8 | Int(pending[4])
+                guard (20...24).contains(pending[0]), pending[1] == 3, length <= 18_432 else { return .notTLS }
+                if pending.count >= 5 + length {
+                    let type = pending[0]
+                    let fragment = Array(pending[5..<(5 + length)])
+                    pending.removeFirst(5 + length)
+                    if type == Self.alert, fragment.count >= 2 { return .alert(fragment[1]) }
+                    return .record(type: type, fragment: fragment)
+                }
+            }
+            switch socket.receiveSome(until: deadline, maximum: 16_384) {
+            case .data(let data): pending += data
+            case .closed: return .closed
+            case .timedOut: return .timedOut
+            case .failed(let code): return code == ECONNRESET ? .reset : .closed
+            }
+        }
+    }
+
+    private static func serverHello(_ body: [UInt8]) throws(Failure) -> FirstFlight {
+        guard body.count >= 38 else { throw .other("a truncated ServerHello") }
+        let sessionLength = Int(body[34])
+        let index = 35 + sessionLength
+        guard body.count >= index + 3 else { throw .other("a truncated ServerHello") }
+        let version = UInt16(body[0]) << 8 | UInt16(body[1])
+        guard version <= 0x0303 else { throw .other("the server answered a TLS 1.2 ClientHello with version \(version)") }
+        return FirstFlight(version: version, cipher: UInt16(body[index]) << 8 | UInt16(body[index + 1]),
+                           extensions: HandBuiltHello.extensions(body, at: index + 3).map(\.type), certificates: [])
+    }
+
+    /// The certificate_list of a TLS 1.2 Certificate message.
+    private static func certificates(_ body: [UInt8]) -> [[UInt8]] {
+        guard body.count >= 3 else { return [] }
+        let end = min(body.count, 3 + (Int(body[0]) << 16 | Int(body[1]) << 8 | Int(body[2])))
+        var cursor = 3
+        var found: [[UInt8]] = []
+        while cursor + 3 <= end {
+            let size = Int(body[cursor]) << 16 | Int(body[cursor + 1]) << 8 | Int(body[cursor + 2])
+            guard cursor + 3 + size <= end else { break }
+            found.append(Array(body[(cursor + 3)..<(cursor + 3 + size)]))
+            cursor += 3 + size
+        }
+        return found
+    }
+}
