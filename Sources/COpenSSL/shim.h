@@ -29,6 +29,7 @@ static const unsigned long tlsaudit_XN_FLAG_RFC2253 = XN_FLAG_RFC2253;
 
 /* --- SSL_CTX / SSL macros --- */
 static inline long tlsaudit_SSL_get_secure_renegotiation_support(SSL *ssl) { return SSL_get_secure_renegotiation_support(ssl); }
+static inline long tlsaudit_SSL_get_extms_support(SSL *ssl) { return SSL_get_extms_support(ssl); }
 static inline long tlsaudit_SSL_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
 static inline int tlsaudit_SSL_set1_groups_list(SSL *ssl, const char *list) { return (int)SSL_set1_groups_list(ssl, list); }
 static inline int tlsaudit_SSL_set1_sigalgs_list(SSL *ssl, const char *list) { return (int)SSL_set1_sigalgs_list(ssl, list); }

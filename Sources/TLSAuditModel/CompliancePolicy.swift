@@ -35,6 +35,12 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
     /// Apple's trust rules for all TLS since iOS 13 (an app with ATS exceptions still meets
     /// them): SHA-2 signatures, RSA >= 2048, a trusted chain with the name in a SAN.
     case appleTrust = "apple-trust"
+    /// Mozilla's server-side TLS configurations (guidelines 5.7, the data sslyze's `--mozilla_config`
+    /// checks against): the whole configuration judged, so a scan under them also enumerates and
+    /// runs the inventory and vulnerability checks (docs/findings.md, `mozilla.*`).
+    case mozillaModern = "mozilla-modern"
+    case mozillaIntermediate = "mozilla-intermediate"
+    case mozillaOld = "mozilla-old"
 
     /// The policy when none is named: what a current iPhone or Mac does (`ats-runtime`). A server
     /// that only passes Apple's documented list is not compliant by default; `ats` judges that list.
@@ -47,15 +53,20 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
             [.atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsSignatureHash, .atsKeySize, .atsTrust, .atsHandshake]
         case .appleTrust:
             [.atsSignatureHash, .atsKeySize, .atsTrust]
+        case .mozillaModern, .mozillaIntermediate, .mozillaOld:
+            FindingID.mozillaRules
         }
     }
+
+    /// Mozilla's profiles judge what enumeration, the inventory and the vulnerability probes find.
+    public var judgesWholeConfiguration: Bool { FindingID.mozillaRules.contains(rules[0]) }
 
     /// The ClientHello to try first: the one an app under this policy sends.
     public var clientProfile: ClientProfile {
         switch self {
         case .ats: .ats
         case .atsRuntime: .atsRuntime
-        case .appleTrust: .permissive
+        case .appleTrust, .mozillaModern, .mozillaIntermediate, .mozillaOld: .permissive
         }
     }
 }

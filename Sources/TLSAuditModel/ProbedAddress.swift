@@ -26,6 +26,11 @@ public struct ProbedAddress: Sendable {
     /// Builds the path again with the given certificates as the only anchors (partial chains
     /// allowed), for certificate-mode pins: path building is the probe's, judging the path is not.
     public var buildWithPinnedAnchors: @Sendable ([Data]) -> PathBuildingResult?
+    /// The opt-in checks' reports (`checks:`, and what a Mozilla policy needs), taken before judging.
+    public var enumeration: EnumerationReport?
+    public var inventory: ServerInventory?
+    public var headers: HTTPHeadersReport?
+    public var vulnerabilities: VulnerabilityReport?
 
     public init(address: String, family: String, port: Int, startedAt: Date, durationMs: Int, handshake: HandshakeObservation?,
                 atsClientRefusal: String?, failure: ProbeFailure?, presented: [CertificateSummary], building: PathBuildingResult,

@@ -67,8 +67,10 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var vulnerabilities: VulnerabilityReport?
 
     /// This result with its opt-in checks' reports (as read back from a store).
-    public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?) -> AddressScanResult {
+    public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,
+                     enumeration: EnumerationReport? = nil) -> AddressScanResult {
         var copy = self
+        copy.enumeration = enumeration ?? self.enumeration
         copy.inventory = inventory
         copy.headers = headers
         copy.vulnerabilities = vulnerabilities

@@ -52,6 +52,8 @@ public struct ServerInventory: Hashable, Codable, Sendable {
     public var clientRenegotiation: InventoryAnswer
     /// Whether the server picks DEFLATE when offered (CRIME).
     public var compression: InventoryAnswer
+    /// RFC 7627 extended master secret in TLS 1.2 (nil in inventories stored before it was taken).
+    public var extendedMasterSecret: InventoryAnswer?
     /// Whether a fallback connection (a version below the server's best, with TLS_FALLBACK_SCSV) is refused.
     public var fallbackSCSV: InventoryAnswer
     /// TLS 1.2 resumption by session ID (tickets off).
@@ -83,7 +85,7 @@ public struct ServerInventory: Hashable, Codable, Sendable {
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
-        case secureRenegotiation, clientRenegotiation, compression, fallbackSCSV = "fallbackScsv"
+        case secureRenegotiation, clientRenegotiation, compression, extendedMasterSecret, fallbackSCSV = "fallbackScsv"
         case resumptionSessionID = "resumptionSessionId", resumptionTicket, ticketLifetimeSeconds, earlyData, ocspStapling
         case alpn, alpnPreferred, groups, groupOrder, postQuantumGroups, signatureAlgorithms
         case certificateWithoutSNI = "certificateWithoutSni", withoutSNIDetail = "withoutSniDetail", handshakes, durationMs
@@ -91,14 +93,14 @@ public struct ServerInventory: Hashable, Codable, Sendable {
 
     /// An inventory whose every answer is `answer`, with no lists, nothing found, no handshake spent.
     public static func untested(_ answer: InventoryAnswer) -> ServerInventory {
-        ServerInventory(secureRenegotiation: answer, clientRenegotiation: answer, compression: answer, fallbackSCSV: answer,
+        ServerInventory(secureRenegotiation: answer, clientRenegotiation: answer, compression: answer, extendedMasterSecret: answer, fallbackSCSV: answer,
                         resumptionSessionID: answer, resumptionTicket: answer, ticketLifetimeSeconds: nil, earlyData: answer,
                         ocspStapling: answer, alpn: [], alpnPreferred: nil, groups: [], groupOrder: nil, postQuantumGroups: [],
                         signatureAlgorithms: [], certificateWithoutSNI: nil, withoutSNIDetail: nil, handshakes: 0, durationMs: 0)
     }
 
     public init(secureRenegotiation: InventoryAnswer, clientRenegotiation: InventoryAnswer, compression: InventoryAnswer,
-                fallbackSCSV: InventoryAnswer, resumptionSessionID: InventoryAnswer, resumptionTicket: InventoryAnswer,
+                extendedMasterSecret: InventoryAnswer?, fallbackSCSV: InventoryAnswer, resumptionSessionID: InventoryAnswer, resumptionTicket: InventoryAnswer,
                 ticketLifetimeSeconds: Int?, earlyData: InventoryAnswer, ocspStapling: InventoryAnswer, alpn: [String],
                 alpnPreferred: String?, groups: [String], groupOrder: String?, postQuantumGroups: [String],
                 signatureAlgorithms: [String], certificateWithoutSNI: CertificateWithoutSNI?, withoutSNIDetail: String?,
@@ -106,6 +108,7 @@ public struct ServerInventory: Hashable, Codable, Sendable {
         self.secureRenegotiation = secureRenegotiation
         self.clientRenegotiation = clientRenegotiation
         self.compression = compression
+        self.extendedMasterSecret = extendedMasterSecret
         self.fallbackSCSV = fallbackSCSV
         self.resumptionSessionID = resumptionSessionID
         self.resumptionTicket = resumptionTicket

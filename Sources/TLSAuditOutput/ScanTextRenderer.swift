@@ -20,7 +20,10 @@ public struct ScanTextRenderer: Sendable {
         }
         let summary = report.summary
         out += "\(summary.targets) target(s), \(summary.addresses) address(es): "
-        out += paint("\(summary.compliant) ATS compliant", .green) + ", "
+        // "ATS compliant" when every verdict is an ATS one; "compliant" under apple-trust or Mozilla's profiles.
+        let policies = Set(report.targets.flatMap(\.addresses).map(\.ats.policy))
+        let word = policies.isSubset(of: [.ats, .atsRuntime]) ? "ATS compliant" : "compliant"
+        out += paint("\(summary.compliant) \(word)", .green) + ", "
         out += paint("\(summary.notCompliant) not compliant", summary.notCompliant > 0 ? .red : .plain) + ", "
         out += paint("\(summary.failed) could not be scanned", summary.failed > 0 ? .yellow : .plain) + "\n"
         return out
@@ -41,6 +44,7 @@ public struct ScanTextRenderer: Sendable {
         line("secure renegotiation", inventory.secureRenegotiation, bad: .no)
         line("client renegotiation", inventory.clientRenegotiation, bad: .yes)
         line("compression", inventory.compression, bad: .yes)
+        if let ems = inventory.extendedMasterSecret { line("extended master secret", ems, bad: .no) }
         line("TLS_FALLBACK_SCSV", inventory.fallbackSCSV, bad: .no)
         line("resumption (session ID)", inventory.resumptionSessionID)
         line("resumption (ticket)", inventory.resumptionTicket)

@@ -222,8 +222,8 @@ enum PostgresMigrations {
             """),
         // The opt-in checks' reports, JSON: ServerInventory (checks: [inventory]), HTTPHeadersReport (checks: [headers]).
         ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT;"),
-        // VulnerabilityReport (checks: [vulnerabilities]), JSON.
-        ("v9-vulnerabilities", "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT;"),
+        // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
+        ("v9-vulnerabilities", "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -134,14 +134,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
                              result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory, rows.headers,
-                             rows.vulnerabilities])
+                             rows.vulnerabilities, rows.enumeration])
         let observationID = db.lastInsertedRowID
         for reference in rows.references {
             try db.cachedStatement(sql: """
@@ -552,7 +552,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                             rules: status == .failed ? [:] : rules, failedRules: failedRules))
             .with(inventory: try StoredValues.stored(ServerInventory.self, row["inventory"], "inventory", in: place),
                   headers: try StoredValues.stored(HTTPHeadersReport.self, row["http_headers"], "HTTP headers", in: place),
-                  vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row["vulnerabilities"], "vulnerabilities", in: place))
+                  vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row["vulnerabilities"], "vulnerabilities", in: place),
+                  enumeration: try StoredValues.stored(EnumerationReport.self, row["enumeration"], "enumeration", in: place))
             .withinBudget() // Records stored before the budget existed are bounded when read.
     }
 

@@ -31,6 +31,8 @@ package struct ScanRows {
     package var headers: String?
     /// The vulnerability report (`checks: [vulnerabilities]`), JSON.
     package var vulnerabilities: String?
+    /// Every version and suite accepted (what a Mozilla policy judges), JSON.
+    package var enumeration: String?
     package var anchored: Int?
     package var references: [ObservationContent.ChainEntry]
     package var contentHash: String
@@ -60,6 +62,7 @@ package struct ScanRows {
         inventory = try result.inventory.map { try StoredValues.json($0) }
         headers = try result.headers.map { try StoredValues.json($0) }
         vulnerabilities = try result.vulnerabilities.map { try StoredValues.json($0) }
+        enumeration = try result.enumeration.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)

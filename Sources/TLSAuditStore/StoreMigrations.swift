@@ -18,8 +18,8 @@ package enum StoreMigrations {
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT")
         }
         migrator.registerMigration("v9-vulnerabilities") { db in
-            // VulnerabilityReport (checks: [vulnerabilities]), JSON.
-            try db.execute(sql: "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT")
+            // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
+            try db.execute(sql: "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT")
         }
         return migrator
     }

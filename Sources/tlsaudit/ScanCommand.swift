@@ -152,7 +152,8 @@ struct ScanCommand: ParsableCommand {
             for targetIndex in results.indices {
                 for addressIndex in results[targetIndex].addresses.indices {
                     let result = results[targetIndex].addresses[addressIndex]
-                    guard let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
+                    // A Mozilla policy has enumerated already.
+                    guard result.enumeration == nil, let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
                     results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
                 }
             }

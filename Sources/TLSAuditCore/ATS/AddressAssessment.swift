@@ -7,11 +7,17 @@ public enum AddressAssessment {
     /// Findings for a completed handshake, most severe first, and the ATS verdict.
     public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
                               building: PathBuildingResult, revocation: RevocationReport? = nil, context: TrustContext,
-                              policy: CompliancePolicy, atsClientRefusal: String?) -> (findings: [Finding], verdict: ATSVerdict) {
+                              policy: CompliancePolicy, atsClientRefusal: String?,
+                              evidence: ConfigurationEvidence? = nil) -> (findings: [Finding], verdict: ATSVerdict) {
         var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
         if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
                                        trustFindings: trust, atsClientRefusal: atsClientRefusal)
+        if let profile = policy.mozillaProfile {
+            findings += profile.evaluate(leaf: presented.first, trustErrors: trust.filter(\.isTrustError),
+                                         evidence: evidence ?? ConfigurationEvidence(enumeration: nil, inventory: nil, vulnerabilities: nil))
+        }
+        findings += evidence?.vulnerabilities?.findings ?? []
         findings += trust
         findings += handshakeFindings(observation)
         findings += lints(presented: presented, building: building)
@@ -53,7 +59,9 @@ public enum AddressAssessment {
         var (findings, verdict) = result.handshake.flatMap { handshake in
             result.error == nil ? assess(observation: handshake, presented: presented, building: building,
                                          revocation: result.chain?.revocation, context: context,
-                                         policy: policy, atsClientRefusal: result.atsClientRefusal) : nil
+                                         policy: policy, atsClientRefusal: result.atsClientRefusal,
+                                         evidence: ConfigurationEvidence(enumeration: result.enumeration, inventory: result.inventory,
+                                                                         vulnerabilities: result.vulnerabilities)) : nil
         } ?? (assessChainOnly(presented: presented, building: building, revocation: result.chain?.revocation, context: context),
               notScanned(policy))
         // Reports judge history again: the same per-scan budget as the scan itself.

@@ -13,7 +13,9 @@ extension AddressAssessment {
         if let observation = probed.handshake {
             (findings, verdict) = assess(observation: observation, presented: presented, building: building,
                                          revocation: probed.chain?.revocation, context: context, policy: target.policy,
-                                         atsClientRefusal: probed.atsClientRefusal)
+                                         atsClientRefusal: probed.atsClientRefusal,
+                                         evidence: ConfigurationEvidence(enumeration: probed.enumeration?.judged(), inventory: probed.inventory,
+                                                                         vulnerabilities: probed.vulnerabilities))
         } else {
             findings = assessChainOnly(presented: presented, building: building, revocation: probed.chain?.revocation, context: context)
             verdict = notScanned(target.policy)
@@ -31,11 +33,14 @@ extension AddressAssessment {
                     "The client's policy (mode none, allow_invalid_certificates, no validates_domain_name) accepts any certificate at all: anyone on the path can impersonate this server to the app."))
             }
         }
-        return AddressScanResult(address: probed.address, family: probed.family, port: probed.port,
-                                 status: probed.failure == nil ? .completed : .failed, startedAt: probed.startedAt,
-                                 durationMs: probed.durationMs, handshake: probed.handshake,
-                                 atsClientRefusal: probed.handshake == nil ? nil : probed.atsClientRefusal, error: probed.failure,
-                                 chain: probed.chain, findings: findings, ats: verdict, pin: pin).withinBudget()
+        var result = AddressScanResult(address: probed.address, family: probed.family, port: probed.port,
+                                       status: probed.failure == nil ? .completed : .failed, startedAt: probed.startedAt,
+                                       durationMs: probed.durationMs, handshake: probed.handshake,
+                                       atsClientRefusal: probed.handshake == nil ? nil : probed.atsClientRefusal, error: probed.failure,
+                                       chain: probed.chain, findings: findings, ats: verdict, pin: pin)
+            .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities)
+        result.enumeration = probed.enumeration?.judged()
+        return result.withinBudget()
     }
 
     /// The pin check, in AFNetworking's order. Certificate mode evaluates the chain a second time

@@ -4,7 +4,7 @@ extension CompliancePolicy {
     /// The TLS 1.2 suites the policy accepts (IANA names); TLS 1.3 suites always pass.
     public var tls12Suites: Set<String> {
         switch self {
-        case .ats, .appleTrust: ATSRequirements.documentedTLS12Suites
+        case .ats, .appleTrust, .mozillaModern, .mozillaIntermediate, .mozillaOld: ATSRequirements.documentedTLS12Suites
         case .atsRuntime: ATSRequirements.runtimeTLS12Suites
         }
     }

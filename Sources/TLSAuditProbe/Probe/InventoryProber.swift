@@ -46,7 +46,10 @@ extension Enumerator {
             return untested
         }
         let best = base.protocolVersion
-        let tls12 = handshake(address, target: target, probes: probes, override: ClientHelloOverride(maxVersion: .tls1_2)).observation?.protocolVersion
+        var extendedMasterSecret = false
+        let tls12 = handshake(address, target: target, probes: probes, override: ClientHelloOverride(maxVersion: .tls1_2)) { ssl in
+            extendedMasterSecret = tlsaudit_SSL_get_extms_support(ssl) == 1
+        }.observation?.protocolVersion
         let speaksTLS12OrLower = tls12 != nil
 
         enum Job: Sendable { case renegotiation, compression, fallback, sessionID, ticket, earlyData, alpn, groups, signatures, withoutSNI }
@@ -94,6 +97,11 @@ extension Enumerator {
         }
         // Every item is filled in from its job's outcome below.
         var inventory = ServerInventory.untested(.notTested(""))
+        inventory.extendedMasterSecret = switch tls12 {
+        case nil: .notTested("no TLS 1.2-or-lower handshake (TLS 1.3 derives its keys from the whole handshake)")
+        case .some(let version) where extendedMasterSecret: .yes("extended_master_secret used in a \(version.rawValue) handshake (RFC 7627)")
+        case .some(let version): .no("no extended_master_secret in a \(version.rawValue) handshake: its sessions are open to the triple handshake attack")
+        }
         inventory.ocspStapling = stapled ? .yes("the server stapled an OCSP response") : .no("no OCSP response stapled when asked for one")
         for (job, outcome) in zip(jobs, outcomes) {
             switch (job, outcome) {

@@ -216,19 +216,20 @@ public final class TLSScanner: Sendable {
             }
         }
         let durationMs = milliseconds(since: clock)
-        var result = judge(observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
-                                   atsRefusal: atsRefusal, started: started, durationMs: durationMs), target)
-        if !target.checks.isEmpty, result.status == .completed {
+        var probed = observe(attempt, address: address, target: target, trustStore: trustStore ?? options.trustStore,
+                             atsRefusal: atsRefusal, started: started, durationMs: durationMs)
+        // The opt-in checks, and everything a policy judging the whole configuration needs, before judging.
+        let wholeConfiguration = target.policy.judgesWholeConfiguration
+        if probed.failure == nil, !target.checks.isEmpty || wholeConfiguration {
             let checks = Enumerator(scanner: self, perHostConcurrency: options.checkConnections)
-            if target.checks.contains(.inventory) { result.inventory = checks.inventory(address, target: target) }
-            if target.checks.contains(.headers), target.starttls == nil { result.headers = checks.headers(address, target: target) }
-            if target.checks.contains(.vulnerabilities) {
-                let report = checks.vulnerabilities(address, target: target)
-                result.vulnerabilities = report
-                result.findings = (result.findings + report.findings).mostSevereFirst()
+            if wholeConfiguration { probed.enumeration = checks.enumerate(address, target: target) }
+            if wholeConfiguration || target.checks.contains(.inventory) { probed.inventory = checks.inventory(address, target: target) }
+            if target.checks.contains(.headers), target.starttls == nil { probed.headers = checks.headers(address, target: target) }
+            if wholeConfiguration || target.checks.contains(.vulnerabilities) {
+                probed.vulnerabilities = checks.vulnerabilities(address, target: target)
             }
         }
-        return result
+        return judge(probed, target)
     }
 
     /// Only refusals are retried: timeouts, refused connections and non-TLS peers would fail again.
