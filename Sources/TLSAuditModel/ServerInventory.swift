@@ -20,6 +20,12 @@ public struct InventoryAnswer: Hashable, Codable, Sendable {
     public static func yes(_ detail: String) -> InventoryAnswer { InventoryAnswer(.yes, detail) }
     public static func no(_ detail: String) -> InventoryAnswer { InventoryAnswer(.no, detail) }
     public static func notTested(_ detail: String) -> InventoryAnswer { InventoryAnswer(.notTested, detail) }
+
+    /// `no`, because the server speaks only TLS 1.3, where the item does not exist (`why` says so).
+    public static func tls13Only(_ why: String) -> InventoryAnswer { InventoryAnswer(.no, tls13OnlyPrefix + why) }
+    private static let tls13OnlyPrefix = "TLS 1.3 only: "
+    /// A `no` that only means the item does not exist in TLS 1.3, not that the server lacks it.
+    public var isTLS13Only: Bool { detail.hasPrefix(Self.tls13OnlyPrefix) }
 }
 
 /// The certificate a server sends to a client that names no server (no SNI).

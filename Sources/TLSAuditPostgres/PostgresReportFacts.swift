@@ -341,7 +341,8 @@ private final class PostgresReportFacts: ReportFactReader {
                FROM json_array_elements(v.findings::json) AS f) AS findings,
             o.port, o.failure_category, o.failure_message,
             h.document ->> 'protocolVersion' AS protocol_version, h.document -> 'cipher' ->> 'iana' AS cipher,
-            p.document ->> 'state' AS pin_state, p.document ->> 'message' AS pin_message
+            p.document ->> 'state' AS pin_state, p.document ->> 'message' AS pin_message,
+            o.inventory, o.http_headers, o.vulnerabilities
             """
         return """
             SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain,
@@ -382,6 +383,10 @@ private final class PostgresReportFacts: ReportFactReader {
                 cipher: rows.text(row, "cipher"),
                 pinState: try StoredValues.known(rows.text(row, "pin_state") ?? "none", "pin state", in: place),
                 pinMessage: rows.text(row, "pin_message"))
+            scan.details?.inventory = try StoredValues.stored(ServerInventory.self, rows.text(row, "inventory"), "inventory", in: place)
+            scan.details?.headers = try StoredValues.stored(HTTPHeadersReport.self, rows.text(row, "http_headers"), "HTTP headers", in: place)
+            scan.details?.vulnerabilities = try StoredValues.stored(VulnerabilityReport.self, rows.text(row, "vulnerabilities"),
+                                                                    "vulnerabilities", in: place)
         }
         return scan
     }

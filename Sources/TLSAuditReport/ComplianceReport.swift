@@ -109,6 +109,15 @@ public struct ComplianceReport: Codable, Sendable {
         public var lastScanAt: Date
         public var failureCategory: ProbeFailureCategory?
         public var failureMessage: String?
+        /// The opt-in checks of the last scan that reached the server, and what they found wrong
+        /// (absent when it ran none).
+        public var hygiene: Hygiene?
+    }
+
+    public struct Hygiene: Codable, Sendable, Hashable {
+        public var checks: [OptionalCheck]
+        /// One short phrase per problem (`Heartbleed (CVE-2014-0160)`, `no HSTS`); empty: none found.
+        public var problems: [String]
     }
 
     public struct Changes: Codable, Sendable {

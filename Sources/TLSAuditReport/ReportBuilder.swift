@@ -26,7 +26,8 @@ public enum ReportBuilder {
             let reached = address.verdict.condition != .unreachable
             // A server reached whose handshake still failed (a client certificate required, say) keeps its reason.
             let failedHandshake = address.verdict.condition == .notCompliant && address.verdict.failedRules.isEmpty
-            return ComplianceReport.AddressEntry(
+            let hygiene = ServerHygiene.problems(inventory: address.inventory, headers: address.headers, vulnerabilities: address.vulnerabilities)
+            var entry = ComplianceReport.AddressEntry(
                 address: address.address, status: address.verdict.condition, policy: address.verdict.policy,
                 failedRules: address.verdict.failedRules,
                 trusted: reached ? address.verdict.trustErrors.isEmpty : nil, trustErrors: address.verdict.trustErrors,
@@ -36,6 +37,8 @@ public enum ReportBuilder {
                 protocolVersion: address.protocolVersion, cipher: address.cipher, lastScanAt: address.lastScanAt,
                 failureCategory: reached && !failedHandshake ? nil : address.failureCategory,
                 failureMessage: reached && !failedHandshake ? nil : address.failureMessage)
+            if !hygiene.checks.isEmpty { entry.hygiene = ComplianceReport.Hygiene(checks: hygiene.checks, problems: hygiene.problems) }
+            return entry
         }
         var targets: [ComplianceReport.TargetEntry] = []
         for (index, address) in data.addresses.enumerated() {

@@ -74,6 +74,10 @@ public struct ReportAddress: Sendable {
     /// The last scan that reached the server (nil: never, as far as the history goes).
     public var lastReachableAt: Date?
     public var chain: [ReportCertificate]
+    /// The opt-in checks' reports of the last scan that reached the server.
+    public var inventory: ServerInventory? = nil
+    public var headers: HTTPHeadersReport? = nil
+    public var vulnerabilities: VulnerabilityReport? = nil
 }
 
 /// The fleet's counts at one instant.

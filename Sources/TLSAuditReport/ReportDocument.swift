@@ -45,6 +45,7 @@ struct ReportDocument {
         expiring(report)
         unreachable(report)
         conformance(report)
+        hygiene(report)
     }
 
     // MARK: - Sections
@@ -61,6 +62,25 @@ struct ReportDocument {
         }
         blocks.append(.paragraph("Rules the certificates break while clients still accept them (lint.*, docs/findings.md); they never change a verdict."))
         blocks.append(.table(header: ["Target", "Address", "Lints"], rows: rows))
+    }
+
+    /// The opt-in checks (`checks: [inventory, headers, vulnerabilities]`): what they found wrong.
+    private mutating func hygiene(_ report: ComplianceReport) {
+        let checked = report.targets.flatMap { target in target.addresses.compactMap { address in address.hygiene.map { (target.target, address.address, $0) } } }
+        let rows = checked.filter { !$0.2.problems.isEmpty }.map { target, address, hygiene in
+            [Cell(target), Cell(address), Cell(hygiene.problems.joined(separator: "; "), hygiene.problems.contains { $0.contains("CVE") } ? .bad : .warning)]
+        }
+        blocks.append(.heading("Server hygiene (\(rows.count))"))
+        guard !checked.isEmpty else {
+            blocks.append(.paragraph("No address ran the opt-in checks (checks: [inventory, headers, vulnerabilities])."))
+            return
+        }
+        guard !rows.isEmpty else {
+            blocks.append(.paragraph("The opt-in checks found nothing wrong at the \(checked.count) address(es) that ran them."))
+            return
+        }
+        blocks.append(.paragraph("What the opt-in checks found at the \(checked.count) address(es) that ran them (README, Server hygiene)."))
+        blocks.append(.table(header: ["Target", "Address", "Problems"], rows: rows))
     }
 
     /// What to fix first, most urgent first: the operator's first question.

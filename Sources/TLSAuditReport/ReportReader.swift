@@ -213,7 +213,8 @@ struct ReportReader {
             verdict: verdict, pinState: reachable?.details?.pinState ?? .none, pinMessage: reachable?.details?.pinMessage,
             protocolVersion: details.protocolVersion, cipher: details.cipher,
             failureCategory: details.failureCategory, failureMessage: details.failureMessage,
-            lastReachableAt: reachable?.startedAt, chain: chain)
+            lastReachableAt: reachable?.startedAt, chain: chain, inventory: reachable?.details?.inventory,
+            headers: reachable?.details?.headers, vulnerabilities: reachable?.details?.vulnerabilities)
     }
 
     /// A stored certificate's dates and names, read once per report (a fleet shares its CAs).

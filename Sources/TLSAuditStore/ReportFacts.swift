@@ -143,6 +143,10 @@ public struct ScanDetails: Sendable {
     /// The pin check under the scan's own policy (`none` without pins).
     public var pinState: PinEvaluation.State
     public var pinMessage: String?
+    /// The opt-in checks' reports (`checks: [inventory, headers, vulnerabilities]`), when the scan ran them.
+    public var inventory: ServerInventory?
+    public var headers: HTTPHeadersReport?
+    public var vulnerabilities: VulnerabilityReport?
 
     package init(port: Int, failureCategory: ProbeFailureCategory? = nil, failureMessage: String? = nil, protocolVersion: TLSVersion? = nil, cipher: String? = nil, pinState: PinEvaluation.State, pinMessage: String? = nil) {
         self.port = port

@@ -174,7 +174,7 @@ private final class SQLiteReportFacts: ReportFactReader {
         static let ownPolicy = 8, storedPolicy = 9, compliant = 10, failedRules = 11, content = 12, pinMismatch = 13
         /// With details: the verdict's findings, then what the report shows.
         static let findings = 14, port = 15, failureCategory = 16, failureMessage = 17, protocolVersion = 18
-        static let cipher = 19, pinState = 20, pinMessage = 21
+        static let cipher = 19, pinState = 20, pinMessage = 21, inventory = 22, headers = 23, vulnerabilities = 24
     }
 
     /// A scan query from `source` (which names the observation `o`): the leading columns (see
@@ -202,7 +202,7 @@ private final class SQLiteReportFacts: ReportFactReader {
             , (SELECT \(FindingMarks.sql) FROM json_each(v.findings) AS f),
             o.port, o.failure_category, o.failure_message,
             json_extract(o.handshake, '$.protocolVersion'), json_extract(o.handshake, '$.cipher.iana'),
-            json_extract(own.pin, '$.state'), json_extract(own.pin, '$.message')
+            json_extract(own.pin, '$.state'), json_extract(own.pin, '$.message'), o.inventory, o.http_headers, o.vulnerabilities
             """, joins: "LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy")
     }
 
@@ -230,6 +230,10 @@ private final class SQLiteReportFacts: ReportFactReader {
                 cipher: row[Column.cipher],
                 pinState: try StoredValues.known((row[Column.pinState] as String?) ?? "none", "pin state", in: place),
                 pinMessage: row[Column.pinMessage])
+            scan.details?.inventory = try StoredValues.stored(ServerInventory.self, row[Column.inventory], "inventory", in: place)
+            scan.details?.headers = try StoredValues.stored(HTTPHeadersReport.self, row[Column.headers], "HTTP headers", in: place)
+            scan.details?.vulnerabilities = try StoredValues.stored(VulnerabilityReport.self, row[Column.vulnerabilities], "vulnerabilities",
+                                                                    in: place)
         }
         return scan
     }

@@ -90,8 +90,17 @@ struct JSONSchemaTests {
         #expect(try enumerated.report().single.enumeration?.protocols.count == 6)
         #expect(try Self.validate(enumerated.stdout) == nil)
 
+        // Mozilla's profile with every opt-in check: enumeration, inventory, headers, vulnerabilities, mozilla.* rules.
+        let everything = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                      "--policy", "mozilla-intermediate", "--checks", "inventory,headers,vulnerabilities",
+                                      "\(TestPKI.hostname):\(good.port)"])
+        let judged = try everything.report().single
+        #expect(judged.ats.policy == .mozillaIntermediate && judged.vulnerabilities != nil && judged.enumeration != nil && judged.inventory != nil)
+        let complaint = try Self.validate(everything.stdout)
+        #expect(complaint == nil, "\(complaint ?? "")")
+
         // Nothing is lost reading the JSON back (snake_case keys round-trip for every field).
-        for output in [output, pinned, enumerated] {
+        for output in [output, pinned, enumerated, everything] {
             let reencoded = String(decoding: try JSONDocumentEncoder.tlsaudit.encode(try output.report()), as: UTF8.self)
             #expect(reencoded + "\n" == output.stdout)
             // The same bytes as Foundation's encoder with the same options, on real handshakes.

@@ -68,10 +68,10 @@ extension Enumerator {
             case .renegotiation:
                 return speaksTLS12OrLower ? self.renegotiation(address, target: target, probes: probes, timeout: timeout)
                     .map { .pair($0.0, $0.1) } ?? .pair(.notTested("the TLS 1.2 handshake failed"), .notTested("the TLS 1.2 handshake failed"))
-                    : .pair(.no("TLS 1.3 only: renegotiation does not exist in TLS 1.3"), .no("TLS 1.3 only: renegotiation does not exist in TLS 1.3"))
+                    : .pair(.tls13Only("renegotiation does not exist in TLS 1.3"), .tls13Only("renegotiation does not exist in TLS 1.3"))
             case .compression:
                 return .answer(speaksTLS12OrLower ? self.compression(address, target: target, probes: probes, timeout: timeout)
-                               : .no("TLS 1.3 only: TLS 1.3 has no compression"))
+                               : .tls13Only("TLS 1.3 has no compression"))
             case .fallback:
                 return .answer(self.fallback(address, target: target, probes: probes, best: best))
             case .sessionID:
