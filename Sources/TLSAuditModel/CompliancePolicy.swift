@@ -59,7 +59,12 @@ public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
     }
 
     /// Mozilla's profiles judge what enumeration, the inventory and the vulnerability probes find.
-    public var judgesWholeConfiguration: Bool { FindingID.mozillaRules.contains(rules[0]) }
+    public var judgesWholeConfiguration: Bool {
+        switch self {
+        case .mozillaModern, .mozillaIntermediate, .mozillaOld: true
+        case .ats, .atsRuntime, .appleTrust: false
+        }
+    }
 
     /// The ClientHello to try first: the one an app under this policy sends.
     public var clientProfile: ClientProfile {

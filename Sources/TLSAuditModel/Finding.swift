@@ -124,6 +124,46 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let chainOversized: FindingID = "chain.oversized"
 }
 
+extension FindingID {
+    // Vulnerabilities (checks: [vulnerabilities]).
+    public static let vulnHeartbleed: FindingID = "vuln.heartbleed"
+    public static let vulnCCSInjection: FindingID = "vuln.ccs-injection"
+    public static let vulnROBOT: FindingID = "vuln.robot"
+}
+
+extension FindingID {
+    // Mozilla's server-side TLS profiles (policy: mozilla-modern | mozilla-intermediate | mozilla-old).
+    public static let mozillaTLSVersions: FindingID = "mozilla.tls-versions"
+    public static let mozillaCipherSuites: FindingID = "mozilla.cipher-suites"
+    public static let mozillaTLS13Suites: FindingID = "mozilla.tls13-suites"
+    public static let mozillaGroups: FindingID = "mozilla.groups"
+    public static let mozillaDHSize: FindingID = "mozilla.dh-size"
+    public static let mozillaECDHSize: FindingID = "mozilla.ecdh-size"
+    public static let mozillaCertificateType: FindingID = "mozilla.certificate-type"
+    public static let mozillaCertificateSignature: FindingID = "mozilla.certificate-signature"
+    public static let mozillaCertificateCurve: FindingID = "mozilla.certificate-curve"
+    public static let mozillaRSAKeySize: FindingID = "mozilla.rsa-key-size"
+    public static let mozillaCertificateLifespan: FindingID = "mozilla.certificate-lifespan"
+    public static let mozillaTrust: FindingID = "mozilla.trust"
+    public static let mozillaCompression: FindingID = "mozilla.compression"
+    public static let mozillaFallbackSCSV: FindingID = "mozilla.fallback-scsv"
+    public static let mozillaSecureRenegotiation: FindingID = "mozilla.secure-renegotiation"
+    public static let mozillaExtendedMasterSecret: FindingID = "mozilla.extended-master-secret"
+    public static let mozillaHeartbleed: FindingID = "mozilla.heartbleed"
+    public static let mozillaCCSInjection: FindingID = "mozilla.ccs-injection"
+    public static let mozillaROBOT: FindingID = "mozilla.robot"
+    /// Something the profile needs could not be found out (a probe failed): not compliant until it is.
+    public static let mozillaIncomplete: FindingID = "mozilla.incomplete"
+
+    /// Every rule of a Mozilla profile, in reporting order.
+    public static let mozillaRules: [FindingID] = [
+        mozillaTLSVersions, mozillaCipherSuites, mozillaTLS13Suites, mozillaGroups, mozillaDHSize, mozillaECDHSize,
+        mozillaCertificateType, mozillaCertificateSignature, mozillaCertificateCurve, mozillaRSAKeySize, mozillaCertificateLifespan,
+        mozillaTrust, mozillaCompression, mozillaFallbackSCSV, mozillaSecureRenegotiation, mozillaExtendedMasterSecret,
+        mozillaHeartbleed, mozillaCCSInjection, mozillaROBOT, mozillaIncomplete,
+    ]
+}
+
 /// One problem (or observation) about a probed address.
 public struct Finding: Hashable, Codable, Sendable {
     /// Stable identifier, e.g. `trust.expired`.

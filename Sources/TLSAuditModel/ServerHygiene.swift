@@ -1,0 +1,33 @@
+/// What the opt-in checks of one scan say is wrong, one short phrase each, for reports.
+public enum ServerHygiene {
+    /// The checks that ran (`inventory`, `headers`, `vulnerabilities`), and the problems they found.
+    public static func problems(inventory: ServerInventory?, headers: HTTPHeadersReport?,
+                                vulnerabilities: VulnerabilityReport?) -> (checks: [OptionalCheck], problems: [String]) {
+        var checks: [OptionalCheck] = []
+        var problems: [String] = []
+        if let vulnerabilities {
+            checks.append(.vulnerabilities)
+            for (vulnerability, answer) in vulnerabilities.answers where answer.status == .vulnerable {
+                problems.append("\(vulnerability.title)\(answer.oracle.map { " (\($0) oracle)" } ?? "") (\(vulnerability.reference.prefix { $0 != "," }))")
+            }
+        }
+        if let inventory {
+            checks.append(.inventory)
+            // A TLS 1.3-only server has no renegotiation to secure.
+            if inventory.secureRenegotiation.status == .no, !inventory.secureRenegotiation.isTLS13Only {
+                problems.append("insecure renegotiation (no RFC 5746)")
+            }
+            if inventory.clientRenegotiation.status == .yes { problems.append("client-initiated renegotiation accepted") }
+            if inventory.compression.status == .yes { problems.append("TLS compression (CRIME)") }
+            if inventory.extendedMasterSecret?.status == .no { problems.append("no extended master secret in TLS 1.2") }
+            if inventory.fallbackSCSV.status == .no { problems.append("TLS_FALLBACK_SCSV not honoured") }
+            if inventory.earlyData.status == .yes { problems.append("0-RTT early data accepted (replayable)") }
+        }
+        if let headers {
+            checks.append(.headers)
+            if headers.status != nil, headers.hsts == nil { problems.append("no HSTS") }
+            if headers.plainHTTP.status == .no { problems.append("port 80 does not redirect to HTTPS") }
+        }
+        return (checks, problems)
+    }
+}
