@@ -69,7 +69,7 @@ struct InventoryTests {
     /// Every item both tools test: the same answer.
     func crossCheck(_ port: Int, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
         let ours = try inventory(port)
-        let theirs = try Self.sslyze(port, ["reneg", "compression", "fallback", "resum", "early_data", "elliptic_curves"])
+        let theirs = try Self.sslyze(port, ["reneg", "compression", "fallback", "resum", "early_data", "elliptic_curves", "ems"])
         let renegotiation = try #require(theirs["session_renegotiation"], sourceLocation: sourceLocation)
         #expect(Self.status(ours, "secure_renegotiation") == Self.yes(renegotiation["supports_secure_renegotiation"] as? Bool), sourceLocation: sourceLocation)
         #expect(Self.status(ours, "client_renegotiation") == Self.yes(renegotiation["is_vulnerable_to_client_renegotiation_dos"] as? Bool),
@@ -77,6 +77,8 @@ struct InventoryTests {
         #expect(Self.status(ours, "compression") == Self.yes(theirs["tls_compression"]?["supports_compression"] as? Bool), sourceLocation: sourceLocation)
         #expect(Self.status(ours, "fallback_scsv") == Self.yes(theirs["tls_fallback_scsv"]?["supports_fallback_scsv"] as? Bool), sourceLocation: sourceLocation)
         #expect(Self.status(ours, "early_data") == Self.yes(theirs["tls_1_3_early_data"]?["supports_early_data"] as? Bool), sourceLocation: sourceLocation)
+        #expect(Self.status(ours, "extended_master_secret") == Self.yes(theirs["tls_extended_master_secret"]?["supports_ems_extension"] as? Bool),
+                sourceLocation: sourceLocation)
         let resumption = try #require(theirs["session_resumption"], sourceLocation: sourceLocation)
         #expect(Self.status(ours, "resumption_session_id") == (resumption["session_id_resumption_result"] as? String == "FULLY_SUPPORTED" ? "yes" : "no"),
                 "sslyze: \(resumption)", sourceLocation: sourceLocation)
@@ -116,7 +118,7 @@ struct InventoryTests {
         #expect((ours["handshakes"] as? Int ?? 0) <= 60, "bounded: \(ours["handshakes"] ?? 0) handshakes")
     }
 
-    @Test("nginx, TLS 1.2 only, no session cache, no tickets, HTTP/1.1, one curve: no resumption, no 0-RTT, agreeing with sslyze; ALPN http/1.1 only; the same certificate without SNI")
+    @Test("nginx, TLS 1.2 only, no session cache, no tickets, no extended master secret, HTTP/1.1, one curve: no resumption, no 0-RTT, no EMS, agreeing with sslyze; ALPN http/1.1 only; the same certificate without SNI")
     func plainNginx() throws {
         let nginx = try LabNginxServer(servers: [
             (directives: """
@@ -124,12 +126,14 @@ struct InventoryTests {
                 ssl_session_cache off;
                 ssl_session_tickets off;
                 ssl_ecdh_curve secp384r1;
+                ssl_conf_command Options -ExtendedMasterSecret;
                 """, chainPEM: Self.rsaLeaf.pem + lab.intermediate.pem, keyPEM: Self.rsaLeaf.key.pem),
         ])
         defer { nginx.stop() }
         let ours = try crossCheck(nginx.port)
         #expect(Self.status(ours, "resumption_session_id") == "no" && Self.status(ours, "resumption_ticket") == "no")
         #expect(Self.status(ours, "early_data") == "no")
+        #expect(Self.status(ours, "extended_master_secret") == "no", "\(ours["extended_master_secret"] ?? "")")
         #expect(ours["groups"] as? [String] == ["secp384r1"], "\(ours)")
         #expect(ours["alpn"] as? [String] == ["http/1.1"], "\(ours)")
         #expect((ours["certificate_without_sni"] as? [String: Any])?["same_as_with_sni"] as? Bool == true)
