@@ -63,6 +63,7 @@ public struct JSONDocumentEncoder: Sendable {
 /// catches (a caller that catches one and encodes something else instead would see the whole
 /// document fail), and when several values fail, the error thrown may be another one than
 /// `JSONEncoder`'s.
+/// Declare a conforming type with `JSONDocumentEncoder.register(concurrent:)`.
 public protocol ConcurrentlyEncodable: Encodable, Sendable {}
 
 /// A value that appears many times in one document (the same certificates in every target's
@@ -71,6 +72,7 @@ public protocol ConcurrentlyEncodable: Encodable, Sendable {}
 /// types whose encoding depends on nothing but the value itself (not on the coding path). One
 /// difference from `JSONEncoder`: a nested container asked for under a key that already holds such
 /// a value starts empty instead of adding to the value's object.
+/// Declare a conforming type with `JSONDocumentEncoder.register(repeated:)`.
 public protocol RepeatedlyEncodable: Encodable, Hashable {}
 
 // MARK: - The tree
@@ -194,10 +196,37 @@ final class EncodingContext {
     /// equal value appears (nodes are never changed once built).
     private var repeatedNodes: [AnyHashable: JSONNode] = [:]
 
+    /// How each type met is encoded, found once per process: asking the runtime whether a type
+    /// conforms to a protocol it does not conform to walks every conformance record of the binary
+    /// (statically linked Foundation has tens of thousands), 10 ms of a short scan's CPU when asked
+    /// of every type (`as? any RepeatedlyEncodable`). The conformers are known, so they are listed.
+    enum ValueKind { case plain, repeated, stringKeyedDictionary, concurrent }
+    private var kinds: [ObjectIdentifier: ValueKind]
+    private var newKinds: [ObjectIdentifier: ValueKind] = [:]
+    private static let sharedKinds = Mutex<[ObjectIdentifier: ValueKind]>([:])
+    /// The `RepeatedlyEncodable` and `ConcurrentlyEncodable` types: the domain's (extensions at the
+    /// end of this file) and those given to `JSONDocumentEncoder.register`.
+    static let listedKinds = Mutex<[ObjectIdentifier: ValueKind]>([
+        ObjectIdentifier(CertificateSummary.self): .repeated, ObjectIdentifier(TargetScanResult.self): .concurrent,
+    ])
+
     init(_ options: JSONDocumentEncoder, defersElements: Bool = true) {
         self.options = options
         convertedKeys = options.keys == .snakeCase ? Self.sharedKeys.withLock { $0 } : [:]
+        kinds = Self.sharedKinds.withLock { $0 }
         pendingArrays = defersElements ? [] : nil
+    }
+
+    /// How values of type `T` are encoded.
+    func kind<T>(of type: T.Type) -> ValueKind {
+        let id = ObjectIdentifier(type)
+        if let known = kinds[id] { return known }
+        // `[String: V]` by its name: a dictionary whose keys are strings is the only such type.
+        // (`_typeName`, not `String(reflecting:)`: the latter asks the runtime about protocols too.)
+        let kind = Self.listedKinds.withLock { $0[id] } ?? (_typeName(type, qualified: true).hasPrefix("Swift.Dictionary<Swift.String, ") ? .stringKeyedDictionary : .plain)
+        kinds[id] = kind
+        newKinds[id] = kind
+        return kind
     }
 
     /// Builds every pending element's node: on all cores, one context per chunk of an array.
@@ -236,6 +265,10 @@ final class EncodingContext {
     /// Adds the keys this encoding converted to those later encodings start with (the service
     /// encodes many small documents: alerts, notices).
     func shareNewKeys() {
+        if !newKinds.isEmpty {
+            let added = newKinds
+            Self.sharedKinds.withLock { $0.merge(added) { old, _ in old } }
+        }
         guard !newKeys.isEmpty else { return }
         let added = newKeys
         Self.sharedKeys.withLock { $0.merge(added) { old, _ in old } }
@@ -258,7 +291,8 @@ final class EncodingContext {
         if T.self == Data.self { return .base64(value as! Data) }
         if T.self == URL.self { return .string((value as! URL).absoluteString) }
         if T.self == Decimal.self { return .number((value as! Decimal).description) }
-        if let repeated = value as? any RepeatedlyEncodable {
+        let kind = kind(of: T.self)
+        if kind == .repeated, let repeated = value as? any RepeatedlyEncodable {
             let identity = AnyHashable(repeated)
             if let node = repeatedNodes[identity] { return node }
             let node = JSONNode.repeated(RepeatedNode(try encodedNode(for: value, parent: parent, key: key, topLevel: topLevel)))
@@ -271,7 +305,7 @@ final class EncodingContext {
     /// The node of a value by its own `encode(to:)`.
     private func encodedNode<T: Encodable>(for value: T, parent: NodeEncoder?, key: (any CodingKey)?, topLevel: Bool) throws -> JSONNode {
         let encoder = NodeEncoder(context: self, parent: parent, key: key)
-        if let dictionary = value as? any StringKeyedDictionary {
+        if kind(of: T.self) == .stringKeyedDictionary, let dictionary = value as? any StringKeyedDictionary {
             try dictionary.encodeMembers(to: encoder)
         } else {
             try value.encode(to: encoder)
@@ -460,7 +494,8 @@ struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt32) throws { array.items.append(.uint(UInt64(value))) }
     mutating func encode(_ value: UInt64) throws { array.items.append(.uint(value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        if encoder.context.pendingArrays != nil, let element = value as? any ConcurrentlyEncodable {
+        if encoder.context.pendingArrays != nil, encoder.context.kind(of: T.self) == .concurrent,
+           let element = value as? any ConcurrentlyEncodable {
             if !array.concurrent {
                 array.concurrent = true
                 encoder.context.pendingArrays?.append(array)
@@ -911,6 +946,19 @@ enum JSONConcurrency {
     }
 }
 
+extension JSONDocumentEncoder {
+    /// Declares a `RepeatedlyEncodable` type: only declared types are encoded once per distinct
+    /// value (the encoder never asks the runtime whether a type conforms: see `EncodingContext.kind`).
+    public static func register<T: RepeatedlyEncodable>(repeated type: T.Type) {
+        EncodingContext.listedKinds.withLock { $0[ObjectIdentifier(type)] = .repeated }
+    }
+
+    /// Declares a `ConcurrentlyEncodable` type: only declared types are encoded on all cores.
+    public static func register<T: ConcurrentlyEncodable>(concurrent type: T.Type) {
+        EncodingContext.listedKinds.withLock { $0[ObjectIdentifier(type)] = .concurrent }
+    }
+}
+
 extension JSONDecoder {
     /// Reads what `JSONDocumentEncoder.tlsaudit` writes.
     public static var tlsaudit: JSONDecoder {
@@ -922,6 +970,6 @@ extension JSONDecoder {
 }
 
 // The domain's large documents: a scan's targets are encoded on all cores, and a certificate met
-// again in the same document is encoded once.
+// again in the same document is encoded once (both listed in `EncodingContext.listedKinds`).
 extension TargetScanResult: ConcurrentlyEncodable {}
 extension CertificateSummary: RepeatedlyEncodable {}

@@ -219,6 +219,7 @@ struct JSONDocumentEncoderTests {
     @Test("long arrays of ConcurrentlyEncodable elements, built and written in chunks on all cores: JSONEncoder's bytes",
           arguments: [0, 1, 31, 33, 200])
     func concurrentElements(count: Int) throws {
+        JSONDocumentEncoder.register(concurrent: Element.self)
         let elements = (0..<count).map { Element(position: $0, sample: Self.sample, inner: [Self.sample.inner]) }
         let document = Document(before: "b", elements: elements, nested: [Array(elements.prefix(40)), []], zAfter: 1)
         for snakeCase in [false, true] {
@@ -235,6 +236,7 @@ struct JSONDocumentEncoderTests {
     @Test("an element that cannot be encoded fails the whole document, wherever its chunk runs")
     func concurrentElementFailure() {
         struct Measured: ConcurrentlyEncodable { let value: Double }
+        JSONDocumentEncoder.register(concurrent: Measured.self)
         for failing in [0, 50, 99] {
             let values = (0..<100).map { Measured(value: $0 == failing ? .nan : Double($0)) }
             #expect(throws: EncodingError.self) { try JSONDocumentEncoder.tlsaudit.encode(values) }
@@ -272,6 +274,7 @@ struct JSONDocumentEncoderTests {
 
     @Test("a RepeatedlyEncodable value is built once per distinct value and written wherever it appears: JSONEncoder's bytes")
     func repeatedValues() throws {
+        JSONDocumentEncoder.register(repeated: Repeated.self)
         let a = Repeated(name: "a", fingerprint: [1, 2], inner: Self.sample.inner)
         var sameHash = a // equal hash, different value: must not be merged
         sameHash.name = "not a"
