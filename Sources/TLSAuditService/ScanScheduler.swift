@@ -38,6 +38,10 @@ final class ScanScheduler: @unchecked Sendable {
     }
 
     private var entries: [String: Entry] = [:]
+    /// The entries by due time (standalone; in a fleet, PostgreSQL's queue says what is due).
+    private var dueQueue = DueQueue()
+    /// When the queue length was last reported (counting the due targets costs one visit each).
+    private var queueReportedAt = Date.distantPast
     private var configuration: ServiceConfiguration
     private var running = 0
     /// Targets with a scan in flight, kept apart from `entries` so that a reload that removes and
@@ -62,7 +66,7 @@ final class ScanScheduler: @unchecked Sendable {
     /// its own schedule until PostgreSQL answers again.
     private var outageShare: [String: FleetClaim] = [:]
     /// When the recent scans ended (for the heartbeat's scans per minute), and how many so far.
-    private var recentCompletions: [Date] = []
+    private var recentCompletions = MinuteCounter()
     private var completedTotal: Int64 = 0
     /// The node's identity in results (fleet mode).
     private let node: NodeIdentity?
@@ -82,6 +86,12 @@ final class ScanScheduler: @unchecked Sendable {
         self.logger = logger
         pool = JobPool(threads: configuration.concurrency)
         entries = Self.entries(for: configuration, trustStores: trustStores, keeping: [:], now: Date())
+        rebuildDueQueue()
+    }
+
+    /// Every entry's due time, afresh (at the start and after a reload).
+    private func rebuildDueQueue() {
+        dueQueue = fleet == nil ? DueQueue(entries.map { DueQueue.Item(due: $0.value.nextDue, key: $0.key) }) : DueQueue()
     }
 
     /// Starts the timer. First runs are spread over a window that grows with the number of
@@ -135,6 +145,7 @@ final class ScanScheduler: @unchecked Sendable {
         queue.sync {
             let before = Set(entries.keys)
             entries = Self.entries(for: configuration, trustStores: trustStores, keeping: entries, now: Date())
+            rebuildDueQueue()
             self.configuration = configuration
             runsFleetConfiguration = true
             pool.grow(to: configuration.concurrency)
@@ -152,7 +163,33 @@ final class ScanScheduler: @unchecked Sendable {
             launchClaimedTargets(fleet)
             return
         }
-        launchDue(among: entries.values, now: Date())
+        launchDueFromQueue(now: Date())
+    }
+
+    /// Launches due targets, earliest first, within the global and per-host caps: O(log n) per
+    /// target launched (or skipped). A target whose host is at its cap waits for the next tick;
+    /// at most `concurrency` such targets are looked at per tick.
+    private func launchDueFromQueue(now: Date) {
+        var waitingForHost: [DueQueue.Item] = []
+        var launched = 0
+        while running < configuration.concurrency, waitingForHost.count < configuration.concurrency,
+              let first = dueQueue.first, first.due <= now {
+            dueQueue.popFirst()
+            // Stale: the target was removed, is in flight, or is due at another time now.
+            guard let host = entries[first.key]?.target.host, entries[first.key]?.nextDue == first.due,
+                  !inFlight.contains(first.key) else { continue }
+            guard perHost[host, default: 0] < configuration.perHostConcurrency else {
+                waitingForHost.append(first)
+                continue
+            }
+            launch(first.key)
+            launched += 1
+        }
+        for item in waitingForHost { dueQueue.push(item) }
+        if now.timeIntervalSince(queueReportedAt) >= 1 || launched > 0 && running < configuration.concurrency {
+            queueReportedAt = now
+            onQueue?(dueQueue.countDue(at: now, limit: entries.count), running)
+        }
     }
 
     /// Launches the due ones of `candidates`, longest due first, within the global and per-host
@@ -322,11 +359,8 @@ final class ScanScheduler: @unchecked Sendable {
         inFlight.remove(target.key)
         defer { idle.leave() }
         let claim = claims.removeValue(forKey: target.key)
-        recentCompletions.append(Date())
+        recentCompletions.record(at: ProcessInfo.processInfo.systemUptime)
         completedTotal += 1
-        if let oldest = recentCompletions.first, Date().timeIntervalSince(oldest) > 60 {
-            recentCompletions.removeAll { Date().timeIntervalSince($0) > 60 }
-        }
         guard var entry = entries[target.key] else { // removed by a reload meanwhile
             if let claim { fleet?.completed(FleetCompletion(claim: claim, consecutiveFailures: 0, delay: 0,
                                                               endedAt: ProcessInfo.processInfo.systemUptime)) }
@@ -353,6 +387,7 @@ final class ScanScheduler: @unchecked Sendable {
             entry.nextDue = Date().addingTimeInterval(target.interval)
         }
         entries[target.key] = entry
+        if fleet == nil { dueQueue.push(DueQueue.Item(due: entry.nextDue, key: target.key)) }
         if var claim {
             let delay = entry.nextDue.timeIntervalSinceNow
             fleet?.completed(FleetCompletion(claim: claim, consecutiveFailures: entry.consecutiveFailures, delay: delay,
@@ -379,9 +414,8 @@ final class ScanScheduler: @unchecked Sendable {
     /// per minute over the last minute, and scans completed since the start.
     func fleetHeartbeat(configurationVersion: Int64?) -> FleetHeartbeat {
         queue.sync {
-            let minuteAgo = Date().addingTimeInterval(-60)
-            return FleetHeartbeat(configurationVersion: configurationVersion, inFlight: Array(claims.values),
-                                  scansPerMinute: Double(recentCompletions.filter { $0 > minuteAgo }.count),
+            FleetHeartbeat(configurationVersion: configurationVersion, inFlight: Array(claims.values),
+                                  scansPerMinute: Double(recentCompletions.count(at: ProcessInfo.processInfo.systemUptime)),
                                   scansTotal: completedTotal, poll: configuration.fleet.poll, lease: configuration.fleet.lease)
         }
     }
