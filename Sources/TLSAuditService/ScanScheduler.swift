@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 import TLSAuditCore
@@ -68,6 +71,9 @@ final class ScanScheduler: @unchecked Sendable {
     /// When the recent scans ended (for the heartbeat's scans per minute), and how many so far.
     private var recentCompletions = MinuteCounter()
     private var completedTotal: Int64 = 0
+    /// CPU seconds the scheduler's own work took (its queue: choosing, launching and completing
+    /// scans), apart from the probes and the store: logged at the stop, per scan.
+    private var schedulingCPU: Double = 0
     /// The node's identity in results (fleet mode).
     private let node: NodeIdentity?
     /// Called on the scheduler queue after each completed target scan (tests and the demo watch it).
@@ -100,7 +106,7 @@ final class ScanScheduler: @unchecked Sendable {
         queue.sync {
             let timer = DispatchSource.makeTimerSource(queue: queue)
             timer.schedule(deadline: .now(), repeating: .milliseconds(100), leeway: .milliseconds(20))
-            timer.setEventHandler { [weak self] in self?.launchDueTargets() }
+            timer.setEventHandler { [weak self] in self?.measured { $0.launchDueTargets() } }
             timer.resume()
             self.timer = timer
             logger.info("scheduler started", metadata: [
@@ -328,7 +334,7 @@ final class ScanScheduler: @unchecked Sendable {
         pool.submit { [self] in
             let scans = self.scan(target, trustStore: store)
             self.writer.submit(scans)
-            self.queue.async { self.complete(target, scans: scans) }
+            self.queue.async { self.measured { $0.complete(target, scans: scans) } }
         }
     }
 
@@ -398,6 +404,19 @@ final class ScanScheduler: @unchecked Sendable {
         onScanCompleted?(target.key, entry.scans)
     }
 
+    /// Runs `work` on the scheduler's queue (the caller is on it), adding its CPU time to `schedulingCPU`.
+    private func measured(_ work: (ScanScheduler) -> Void) {
+        let started = Self.threadCPUSeconds()
+        work(self)
+        schedulingCPU += Self.threadCPUSeconds() - started
+    }
+
+    private static func threadCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
     /// Stops launching scans, waits for those in flight until `deadline`, and returns how many
     /// were still running then (their results are not stored).
     func stop(deadline: Date) -> Int {
@@ -405,6 +424,11 @@ final class ScanScheduler: @unchecked Sendable {
             stopping = true
             timer?.cancel()
             timer = nil
+            logger.notice("scheduler stopping", metadata: [
+                "targets": "\(entries.count)", "scans": "\(completedTotal)",
+                "scheduling_cpu_ms": "\(Int(schedulingCPU * 1000))",
+                "scheduling_cpu_us_per_scan": "\(completedTotal > 0 ? Int(schedulingCPU * 1e6 / Double(completedTotal)) : 0)",
+            ])
         }
         let waited = idle.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow))
         return waited == .success ? 0 : queue.sync { running }

@@ -90,6 +90,7 @@ public final class ScanService: Service, @unchecked Sendable {
         scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
                                   scanner: scanner, writer: writer, logger: logger, fleet: fleet)
         scheduler.onQueue = { [metrics] waiting, running in metrics.recordQueue(waiting: waiting, running: running) }
+        ProcessMemory.releaseFreeMemory()
     }
 
     /// Loads every trust store the configuration names (once per distinct setting).
@@ -281,6 +282,7 @@ public final class ScanService: Service, @unchecked Sendable {
         reports.apply(applied)
         splitView?.apply(applied)
         configuration = applied
+        ProcessMemory.releaseFreeMemory()
     }
 
     // MARK: - Fleet
