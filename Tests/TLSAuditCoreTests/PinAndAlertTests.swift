@@ -92,6 +92,22 @@ struct AlertDetectorTests {
         #expect(steps[5] == [.atsRecovered])
     }
 
+    @Test("a regression's summary says 'ATS compliant' under the ATS policies and 'compliant' under the others")
+    func summaryWording() {
+        for (policy, wording) in [(CompliancePolicy.atsRuntime, "no longer ATS compliant (ats-runtime)"),
+                                  (.mozillaIntermediate, "no longer compliant (mozilla-intermediate)"),
+                                  (.appleTrust, "no longer compliant (apple-trust)")] {
+            var good = result(), bad = result(compliant: false, at: 60)
+            good.ats.policy = policy
+            bad.ats.policy = policy
+            let (_, memory) = AlertDetector.detect(previous: nil, result: good, target: "t", host: "h", port: 443,
+                                                   rules: AlertRules(), observationID: 1)
+            let (alerts, _) = AlertDetector.detect(previous: memory, result: bad, target: "t", host: "h", port: 443,
+                                                   rules: AlertRules(), observationID: 2)
+            #expect(alerts.first { $0.kind == .atsRegressed }?.summary.hasPrefix(wording) == true, "\(alerts.map(\.summary))")
+        }
+    }
+
     @Test("unreachable after the configured number of failures, once, and recovered after")
     func unreachable() {
         let steps = run([result(), result(failed: true, at: 60), result(failed: true, at: 120), result(failed: true, at: 180),

@@ -99,15 +99,17 @@ public enum AlertDetector {
         // ATS verdict, on completed handshakes only.
         if result.status == .completed {
             let compliant = result.ats.compliant
+            // "ATS compliant" under the ATS policies; plain "compliant" under apple-trust and Mozilla's.
+            let verdict = [.ats, .atsRuntime].contains(result.ats.policy) ? "ATS compliant" : "compliant"
             let firstVerdict = memory.atsCompliant == nil && rules.alertOnFirstScan
             if memory.atsCompliant == true || firstVerdict, !compliant {
                 var changes = ["failed_rules": result.ats.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue]
                 if memory.atsCompliant == nil { changes["previous"] = "unknown" }
                 raise(.atsRegressed, .error,
-                      (memory.atsCompliant == nil ? "not ATS compliant on the first scan" : "no longer ATS compliant")
+                      (memory.atsCompliant == nil ? "not \(verdict) on the first scan" : "no longer \(verdict)")
                           + " (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", "), changes)
             } else if memory.atsCompliant == false, compliant {
-                raise(.atsRecovered, .info, "ATS compliant again (\(result.ats.policy.rawValue))",
+                raise(.atsRecovered, .info, "\(verdict) again (\(result.ats.policy.rawValue))",
                       ["old_failed_rules": memory.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])
             }
             memory.atsCompliant = compliant
