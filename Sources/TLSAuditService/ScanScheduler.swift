@@ -68,7 +68,7 @@ final class ScanScheduler: @unchecked Sendable {
     /// While PostgreSQL does not answer: this node's share of the targets (by key), scanned on
     /// its own schedule until PostgreSQL answers again.
     private var outageShare: [String: FleetClaim] = [:]
-    /// When the recent scans ended (for the heartbeat's scans per minute), and how many so far.
+    /// Scans completed in each of the last 60 seconds (the heartbeat's scans per minute), and in all.
     private var recentCompletions = MinuteCounter()
     private var completedTotal: Int64 = 0
     /// CPU seconds the scheduler's own work took (its queue: choosing, launching and completing
