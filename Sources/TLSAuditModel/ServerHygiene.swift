@@ -8,7 +8,7 @@ public enum ServerHygiene {
         if let vulnerabilities {
             checks.append(.vulnerabilities)
             for (vulnerability, answer) in vulnerabilities.answers where answer.status == .vulnerable {
-                problems.append("\(vulnerability.title)\(answer.oracle.map { " (\($0) oracle)" } ?? "") (\(vulnerability.reference.prefix { $0 != "," }))")
+                problems.append("\(vulnerability.title)\(answer.oracle.map { " (\($0) oracle)" } ?? "") (\(vulnerability.cve))")
             }
         }
         if let inventory {

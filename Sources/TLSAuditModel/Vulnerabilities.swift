@@ -31,6 +31,9 @@ public enum Vulnerability: String, Codable, Sendable, CaseIterable {
         }
     }
 
+    /// The first CVE of `reference`, for short labels.
+    public var cve: String { String(reference.prefix { $0 != "," }) }
+
     /// All three let an attacker read what the server protects (memory, traffic, or sign with its key).
     public var severity: Severity { .error }
 }

@@ -74,7 +74,7 @@ public struct ScanTextRenderer: Sendable {
             case .notVulnerable: "not vulnerable"
             case .notTested: paint("not tested", .yellow)
             }
-            let name = "\(vulnerability.title) (\(vulnerability.reference.prefix { $0 != "," }))"
+            let name = "\(vulnerability.title) (\(vulnerability.cve))"
             out += "      \(name.padding(toLength: 38, withPad: " ", startingAt: 0)) \(word)  (\(answer.detail))\n"
         }
     }
