@@ -24,6 +24,8 @@ package enum HandBuiltHello {
         var isHelloRetryRequest: Bool
         /// The key_share group a HelloRetryRequest asks for, or a ServerHello's share's group.
         var selectedGroup: UInt16?
+        /// The extensions' types, in the order sent.
+        var extensions: [UInt16]
     }
 
     enum Answer {
@@ -92,55 +94,52 @@ package enum HandBuiltHello {
     /// Sends `hello` on a connected socket and reads up to the first handshake message or alert.
     static func exchange(_ hello: [UInt8], socket: TCPSocket, deadline: Deadline) -> Answer {
         guard socket.send(hello, until: deadline) else { return .other("the server closed the connection on the ClientHello") }
-        var pending: [UInt8] = []
+        var records = RecordConversation(socket: socket, deadline: deadline)
         var handshake: [UInt8] = []
         while true {
-            while pending.count >= 5 {
-                let length = Int(pending[3]) << 8 | Int(pending[4])
-                guard (20...24).contains(pending[0]), pending[1] == 3, length <= 18_432 else {
-                    return .other("the answer is not a TLS record")
-                }
-                guard pending.count >= 5 + length else { break }
-                let type = pending[0]
-                let fragment = Array(pending[5..<(5 + length)])
-                pending.removeFirst(5 + length)
-                if type == 21, fragment.count >= 2 { return .alert(fragment[1]) }
-                guard type == 22 else { return .other("a record of type \(type) before the ServerHello") }
+            switch records.next() {
+            case .record(RecordConversation.handshake, let fragment):
                 handshake += fragment
-                if let message = parseServerHello(handshake) { return message }
-            }
-            switch socket.receiveSome(until: deadline, maximum: 4096) {
-            case .data(let data):
-                pending += data
-                guard pending.count + handshake.count <= 65_536 else { return .other("over 64 KiB without a ServerHello") }
+                if let message = firstMessage(handshake) { return message }
+                guard handshake.count <= 65_536 else { return .other("over 64 KiB without a ServerHello") }
+            case .record(let type, _): return .other("a record of type \(type) before the ServerHello")
+            case .alert(let description): return .alert(description)
             case .closed: return .other("the server closed the connection without answering the ClientHello")
             case .timedOut: return .other("no answer to the ClientHello in time")
             case .failed(let code): return .other("the connection failed: \(errnoText(code))")
+            case .notTLS: return .other("the answer is not a TLS record")
             }
         }
     }
 
     /// The ServerHello at the start of `handshake`, once complete.
-    private static func parseServerHello(_ handshake: [UInt8]) -> Answer? {
+    private static func firstMessage(_ handshake: [UInt8]) -> Answer? {
         guard handshake.count >= 4 else { return nil }
         let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
         guard handshake.count >= 4 + length else { return nil }
         guard handshake[0] == 2 else { return .other("the first handshake message is not a ServerHello (type \(handshake[0]))") }
-        let body = Array(handshake[4..<(4 + length)])
-        guard body.count >= 38 else { return .other("a truncated ServerHello") }
+        return serverHello(Array(handshake[4..<(4 + length)])).map { .serverHello($0) } ?? .other("a truncated ServerHello")
+    }
+
+    /// A ServerHello's body (after the handshake header), or nil when truncated; the version is
+    /// the supported_versions extension's when present.
+    static func serverHello(_ body: [UInt8]) -> ServerHello? {
+        guard body.count >= 38 else { return nil }
         var index = 2
         let random = Array(body[index..<(index + 32)])
         index += 32
         let sessionLength = Int(body[index])
         index += 1 + sessionLength
-        guard body.count >= index + 3 else { return .other("a truncated ServerHello") }
+        guard body.count >= index + 3 else { return nil }
+        let extensions = extensions(body, at: index + 3)
         var hello = ServerHello(version: UInt16(body[0]) << 8 | UInt16(body[1]), cipher: UInt16(body[index]) << 8 | UInt16(body[index + 1]),
-                                compression: body[index + 2], isHelloRetryRequest: random == helloRetryRandom, selectedGroup: nil)
-        for (type, data) in extensions(body, at: index + 3) where data.count >= 2 {
+                                compression: body[index + 2], isHelloRetryRequest: random == helloRetryRandom, selectedGroup: nil,
+                                extensions: extensions.map(\.type))
+        for (type, data) in extensions where data.count >= 2 {
             if type == 0x002B { hello.version = UInt16(data[0]) << 8 | UInt16(data[1]) }
             if type == 0x0033 { hello.selectedGroup = UInt16(data[0]) << 8 | UInt16(data[1]) }
         }
-        return .serverHello(hello)
+        return hello
     }
 
     /// The extensions of a hello whose extensions block (its two-byte length, then the entries)

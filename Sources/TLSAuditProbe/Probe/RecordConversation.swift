@@ -25,7 +25,8 @@ struct RecordConversation {
         case record(type: UInt8, fragment: [UInt8])
         case alert(UInt8)
         case closed
-        case reset
+        /// The connection failed with this errno (ECONNRESET: reset by the peer).
+        case failed(Int32)
         case timedOut
         case notTLS
 
@@ -35,7 +36,8 @@ struct RecordConversation {
             case .record(let type, _): "record of type \(type)"
             case .alert(let description): "alert \(OpenSSLErrors.alertName(Int32(description)))"
             case .closed: "connection closed"
-            case .reset: "connection reset"
+            // A failure other than a reset counts as a close (as the comparison of reactions always did).
+            case .failed(let code): code == ECONNRESET ? "connection reset" : "connection closed"
             case .timedOut: "no answer in time"
             case .notTLS: "bytes that are not TLS"
             }
@@ -54,7 +56,8 @@ struct RecordConversation {
     private var pending: [UInt8] = []
     private(set) var version: UInt16 = 0x0303
 
-    private init(socket: TCPSocket, deadline: Deadline) {
+    /// Records read from `socket` (which has sent its hello) until `deadline`.
+    init(socket: TCPSocket, deadline: Deadline) {
         self.socket = socket
         self.deadline = deadline
     }
@@ -89,8 +92,12 @@ struct RecordConversation {
                     let body = Array(handshake[4..<(4 + length)])
                     switch handshake[0] {
                     case 2:
-                        flight = try Self.serverHello(body)
-                        version = flight!.version
+                        guard let hello = HandBuiltHello.serverHello(body) else { throw .other("a truncated ServerHello") }
+                        guard hello.version <= 0x0303 else {
+                            throw .other("the server answered a TLS 1.2 ClientHello with version \(hello.version)")
+                        }
+                        flight = FirstFlight(version: hello.version, cipher: hello.cipher, extensions: hello.extensions, certificates: [])
+                        version = hello.version
                     case 11:
                         guard flight != nil else { throw .other("a Certificate before the ServerHello") }
                         flight!.certificates = Self.certificates(body)
@@ -104,8 +111,8 @@ struct RecordConversation {
                 }
             case .record(let type, _): throw .other("a record of type \(type) in the server's first flight")
             case .alert(let description): throw .refused(description)
-            case .closed: throw .other("the server closed the connection without answering the ClientHello")
-            case .reset: throw .other("the server reset the connection on the ClientHello")
+            case .failed(ECONNRESET): throw .other("the server reset the connection on the ClientHello")
+            case .closed, .failed: throw .other("the server closed the connection without answering the ClientHello")
             case .timedOut: throw .other("no complete answer to the ClientHello in time")
             case .notTLS: throw .other("the answer is not TLS")
             }
@@ -138,20 +145,9 @@ struct RecordConversation {
             case .data(let data): pending += data
             case .closed: return .closed
             case .timedOut: return .timedOut
-            case .failed(let code): return code == ECONNRESET ? .reset : .closed
+            case .failed(let code): return .failed(code)
             }
         }
-    }
-
-    private static func serverHello(_ body: [UInt8]) throws(Failure) -> FirstFlight {
-        guard body.count >= 38 else { throw .other("a truncated ServerHello") }
-        let sessionLength = Int(body[34])
-        let index = 35 + sessionLength
-        guard body.count >= index + 3 else { throw .other("a truncated ServerHello") }
-        let version = UInt16(body[0]) << 8 | UInt16(body[1])
-        guard version <= 0x0303 else { throw .other("the server answered a TLS 1.2 ClientHello with version \(version)") }
-        return FirstFlight(version: version, cipher: UInt16(body[index]) << 8 | UInt16(body[index + 1]),
-                           extensions: HandBuiltHello.extensions(body, at: index + 3).map(\.type), certificates: [])
     }
 
     /// The certificate_list of a TLS 1.2 Certificate message.
