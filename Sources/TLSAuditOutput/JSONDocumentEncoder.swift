@@ -295,17 +295,17 @@ final class EncodingContext {
         if kind == .repeated, let repeated = value as? any RepeatedlyEncodable {
             let identity = AnyHashable(repeated)
             if let node = repeatedNodes[identity] { return node }
-            let node = JSONNode.repeated(RepeatedNode(try encodedNode(for: value, parent: parent, key: key, topLevel: topLevel)))
+            let node = JSONNode.repeated(RepeatedNode(try encodedNode(for: value, kind: kind, parent: parent, key: key, topLevel: topLevel)))
             repeatedNodes[identity] = node
             return node
         }
-        return try encodedNode(for: value, parent: parent, key: key, topLevel: topLevel)
+        return try encodedNode(for: value, kind: kind, parent: parent, key: key, topLevel: topLevel)
     }
 
     /// The node of a value by its own `encode(to:)`.
-    private func encodedNode<T: Encodable>(for value: T, parent: NodeEncoder?, key: (any CodingKey)?, topLevel: Bool) throws -> JSONNode {
+    private func encodedNode<T: Encodable>(for value: T, kind: ValueKind, parent: NodeEncoder?, key: (any CodingKey)?, topLevel: Bool) throws -> JSONNode {
         let encoder = NodeEncoder(context: self, parent: parent, key: key)
-        if kind(of: T.self) == .stringKeyedDictionary, let dictionary = value as? any StringKeyedDictionary {
+        if kind == .stringKeyedDictionary, let dictionary = value as? any StringKeyedDictionary {
             try dictionary.encodeMembers(to: encoder)
         } else {
             try value.encode(to: encoder)
