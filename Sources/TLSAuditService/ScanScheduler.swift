@@ -32,8 +32,10 @@ final class ScanScheduler: @unchecked Sendable {
     private let pool: JobPool
     private let idle = DispatchGroup()
 
+    /// A target's scheduling state. Its settings stay in `configuration.targets` (at `index`):
+    /// a copy here would double the largest structure the service holds (100,000 targets: 60 MB).
     private struct Entry {
-        var target: TargetConfiguration
+        var index: Int
         var trustStore: TrustStore
         var nextDue: Date
         var consecutiveFailures = 0
@@ -95,6 +97,9 @@ final class ScanScheduler: @unchecked Sendable {
         rebuildDueQueue()
     }
 
+    /// The settings of an entry's target.
+    private func target(of entry: Entry) -> TargetConfiguration { configuration.targets[entry.index] }
+
     /// Every entry's due time, afresh (at the start and after a reload).
     private func rebuildDueQueue() {
         dueQueue = fleet == nil ? DueQueue(entries.map { DueQueue.Item(due: $0.value.nextDue, key: $0.key) }) : DueQueue()
@@ -119,23 +124,25 @@ final class ScanScheduler: @unchecked Sendable {
     /// Initial due times: each target gets a stable slot (from its key) in a window of
     /// `min(interval, 2 s per round of workers)`.
     private static func entries(for configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore],
-                                keeping old: [String: Entry], now: Date) -> [String: Entry] {
+                                keeping old: [String: Entry], of oldTargets: [TargetConfiguration] = [],
+                                now: Date) -> [String: Entry] {
         let rounds = max(1.0, Double(configuration.targets.count) / Double(configuration.concurrency))
         var result: [String: Entry] = [:]
-        for target in configuration.targets {
+        result.reserveCapacity(configuration.targets.count)
+        for (index, target) in configuration.targets.enumerated() {
             guard let store = trustStores[target.trust] else { continue }
             if var existing = old[target.key] {
-                if existing.target.interval != target.interval {
+                if oldTargets[existing.index].interval != target.interval {
                     existing.nextDue = min(existing.nextDue, now.addingTimeInterval(target.interval))
                 }
-                existing.target = target
+                existing.index = index
                 existing.trustStore = store
                 result[target.key] = existing
                 continue
             }
             let window = min(target.interval, rounds * 2)
             let slot = Double(StableHash.fnv1a(target.key) % 10_000) / 10_000
-            result[target.key] = Entry(target: target, trustStore: store, nextDue: now.addingTimeInterval(window * slot))
+            result[target.key] = Entry(index: index, trustStore: store, nextDue: now.addingTimeInterval(window * slot))
         }
         return result
     }
@@ -150,7 +157,8 @@ final class ScanScheduler: @unchecked Sendable {
     func apply(_ configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore]) {
         queue.sync {
             let before = Set(entries.keys)
-            entries = Self.entries(for: configuration, trustStores: trustStores, keeping: entries, now: Date())
+            entries = Self.entries(for: configuration, trustStores: trustStores, keeping: entries,
+                                   of: self.configuration.targets, now: Date())
             rebuildDueQueue()
             self.configuration = configuration
             runsFleetConfiguration = true
@@ -182,8 +190,8 @@ final class ScanScheduler: @unchecked Sendable {
               let first = dueQueue.first, first.due <= now {
             dueQueue.popFirst()
             // Stale: the target was removed, is in flight, or is due at another time now.
-            guard let host = entries[first.key]?.target.host, entries[first.key]?.nextDue == first.due,
-                  !inFlight.contains(first.key) else { continue }
+            guard let entry = entries[first.key], entry.nextDue == first.due, !inFlight.contains(first.key) else { continue }
+            let host = configuration.targets[entry.index].host
             guard perHost[host, default: 0] < configuration.perHostConcurrency else {
                 waitingForHost.append(first)
                 continue
@@ -200,14 +208,16 @@ final class ScanScheduler: @unchecked Sendable {
 
     /// Launches the due ones of `candidates`, longest due first, within the global and per-host
     /// caps. In a fleet's outage, a target of this node's share is launched under its share's claim.
-    private func launchDue(among candidates: some Sequence<Entry>, now: Date) {
-        let due = candidates.filter { !inFlight.contains($0.target.key) && $0.nextDue <= now }.sorted { $0.nextDue < $1.nextDue }
+    private func launchDue(among keys: some Sequence<String>, now: Date) {
+        let due = keys.compactMap { key in entries[key].map { (key: key, entry: $0) } }
+            .filter { !inFlight.contains($0.key) && $0.entry.nextDue <= now }
+            .sorted { $0.entry.nextDue < $1.entry.nextDue }
         var launched = 0
-        for entry in due {
+        for (key, entry) in due {
             guard running < configuration.concurrency else { break }
-            guard perHost[entry.target.host, default: 0] < configuration.perHostConcurrency else { continue }
-            if let share = outageShare[entry.target.key] { claims[entry.target.key] = share }
-            launch(entry.target.key)
+            guard perHost[configuration.targets[entry.index].host, default: 0] < configuration.perHostConcurrency else { continue }
+            if let share = outageShare[key] { claims[key] = share }
+            launch(key)
             launched += 1
         }
         onQueue?(due.count - launched, running)
@@ -220,7 +230,7 @@ final class ScanScheduler: @unchecked Sendable {
         let now = Date()
         let poll = configuration.fleet.poll
         if !fleetReachable {
-            launchDue(among: outageShare.keys.compactMap { entries[$0] }, now: now)
+            launchDue(among: outageShare.keys, now: now)
             guard !claimPending, now >= nextClaimAt else { return }
             claimPending = true
             fleet.reconnect(callbackQueue: queue) { [self] reached in
@@ -304,13 +314,14 @@ final class ScanScheduler: @unchecked Sendable {
         let now = Date()
         outageShare = [:]
         for (key, entry) in entries {
-            guard let vantage = rowVantage(entry.target) else { continue }
+            let target = target(of: entry)
+            guard let vantage = rowVantage(target) else { continue }
             let candidates = vantage == FleetVantages.anyRow ? nodes : nodes.filter { $0.vantage == vantage }
             let owner = candidates.max { StableHash.fnv1a(key + "\u{0}" + $0.name) < StableHash.fnv1a(key + "\u{0}" + $1.name) }
             guard owner?.name == node.name else { continue }
             outageShare[key] = FleetClaim(target: key, vantage: vantage, consecutiveFailures: entry.consecutiveFailures)
             let due = fleetDue[FleetRowKey(target: key, vantage: vantage)] ?? now
-            entries[key]?.nextDue = due > now ? due : now.addingTimeInterval(entry.target.interval)
+            entries[key]?.nextDue = due > now ? due : now.addingTimeInterval(target.interval)
         }
     }
 
@@ -327,9 +338,9 @@ final class ScanScheduler: @unchecked Sendable {
         guard let entry = entries[key] else { return }
         inFlight.insert(key)
         running += 1
-        perHost[entry.target.host, default: 0] += 1
+        let target = target(of: entry)
+        perHost[target.host, default: 0] += 1
         idle.enter()
-        let target = entry.target
         let store = entry.trustStore
         pool.submit { [self] in
             let scans = self.scan(target, trustStore: store)
