@@ -1,6 +1,5 @@
 public import Foundation
 public import TLSAuditModel
-import Synchronization
 
 /// Encodes `Encodable` values to JSON, byte for byte as Foundation's `JSONEncoder` does with
 /// `.sortedKeys` (and, as chosen, snake_case keys, ISO 8601 dates, pretty printing, unescaped
@@ -37,7 +36,14 @@ public struct JSONDocumentEncoder: Sendable {
     public static let tlsauditCompact = JSONDocumentEncoder(keys: .snakeCase, dates: .iso8601, prettyPrinted: false, escapesSlashes: false)
 
     public func encode<T: Encodable>(_ value: T) throws -> Data {
-        try write(value).data()
+        try write(value).takeData()
+    }
+
+    /// The document and a newline, as a command prints it (one buffer, never copied).
+    public func encodeLine<T: Encodable>(_ value: T) throws -> Data {
+        let sink = try write(value)
+        sink.append(UInt8(ascii: "\n"))
+        return sink.takeData()
     }
 
     public func encodeString<T: Encodable>(_ value: T) throws -> String {
@@ -186,7 +192,7 @@ final class EncodingContext {
     /// plus the ones this encoding added, shared when it ends (`shareNewKeys`).
     private var convertedKeys: [String: String]
     private var newKeys: [String: String] = [:]
-    private static let sharedKeys = Mutex<[String: String]>([:])
+    private static let sharedKeys = SleepingLock<[String: String]>([:])
 
     /// Arrays holding `.pending` elements, resolved after the tree is built. Nil in the contexts
     /// that resolve them (an element's own arrays are built in place).
@@ -203,10 +209,10 @@ final class EncodingContext {
     enum ValueKind { case plain, repeated, stringKeyedDictionary, concurrent }
     private var kinds: [ObjectIdentifier: ValueKind]
     private var newKinds: [ObjectIdentifier: ValueKind] = [:]
-    private static let sharedKinds = Mutex<[ObjectIdentifier: ValueKind]>([:])
+    private static let sharedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([:])
     /// The `RepeatedlyEncodable` and `ConcurrentlyEncodable` types: the domain's (extensions at the
     /// end of this file) and those given to `JSONDocumentEncoder.register`.
-    static let listedKinds = Mutex<[ObjectIdentifier: ValueKind]>([
+    static let listedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([
         ObjectIdentifier(CertificateSummary.self): .repeated, ObjectIdentifier(TargetScanResult.self): .concurrent,
     ])
 
@@ -851,26 +857,30 @@ struct JSONByteWriter {
 /// A growable byte buffer without the uniqueness checks of `[UInt8]` on every append (the
 /// writer appends a few bytes at a time, millions of times for a large scan).
 final class ByteSink {
+    // malloc'd, so that growing is a realloc (a large buffer's pages are moved by mremap, not
+    // copied and faulted in again) and `takeData` can hand the bytes to `Data` without a copy.
     private var storage: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
     private var capacity: Int
 
     init(capacity: Int = 1024) {
         self.capacity = capacity
-        storage = .allocate(capacity: capacity)
+        storage = Self.resized(nil, to: capacity)
     }
 
-    deinit { storage.deallocate() }
+    deinit { free(storage) }
+
+    private static func resized(_ buffer: UnsafeMutablePointer<UInt8>?, to capacity: Int) -> UnsafeMutablePointer<UInt8> {
+        guard let raw = realloc(buffer, capacity) else { fatalError("out of memory for a \(capacity)-byte JSON document") }
+        return raw.assumingMemoryBound(to: UInt8.self)
+    }
 
     @inline(__always)
     private func reserve(_ extra: Int) {
         guard count + extra > capacity else { return }
         var newCapacity = capacity * 2
         while newCapacity < count + extra { newCapacity *= 2 }
-        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
-        grown.update(from: storage, count: count)
-        storage.deallocate()
-        storage = grown
+        storage = Self.resized(storage, to: newCapacity)
         capacity = newCapacity
     }
 
@@ -911,7 +921,14 @@ final class ByteSink {
         count += body(UnsafeMutableBufferPointer(start: storage + count, count: maximumCount))
     }
 
-    func data() -> Data { Data(bytes: storage, count: count) }
+    /// The bytes, handed to `Data` without a copy; the sink is empty afterwards.
+    func takeData() -> Data {
+        let data = Data(bytesNoCopy: storage, count: count, deallocator: .free)
+        capacity = 16
+        count = 0
+        storage = Self.resized(nil, to: capacity)
+        return data
+    }
 
     func string() -> String { String(decoding: UnsafeBufferPointer(start: storage, count: count), as: UTF8.self) }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 package import TLSAuditModel
 
 /// What storing one scan writes, whatever the backend: the certificates, the observation's
@@ -137,7 +136,7 @@ package struct ScanRows {
 /// distinct ones: across a fleet most servers show one of a few (an encoding is some 90,000
 /// instructions, most of a stored scan's JSON). Shared by the backends.
 package final class HandshakeJSONCache: Sendable {
-    private let cache = Mutex<[HandshakeObservation: String]>([:])
+    private let cache = SleepingLock<[HandshakeObservation: String]>([:])
 
     package init() {}
 

@@ -39,7 +39,7 @@ struct ATSCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            StandardStream.output.write(try jsonStyle.encoder.encode(diagnostics) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encodeLine(diagnostics))
         case .text:
             StandardStream.output.write(Self.text(diagnostics))
         }

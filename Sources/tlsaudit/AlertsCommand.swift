@@ -28,7 +28,7 @@ struct AlertsCommand: ParsableCommand {
         let alerts = try databaseOptions.openStore().alerts(limit: limit)
         switch format {
         case .json:
-            StandardStream.output.write(try jsonStyle.encoder.encode(alerts) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encodeLine(alerts))
         case .text:
             let rows = alerts.map { stored -> [String] in
                 let delivery = stored.deliveries.map { "\($0.sink):\($0.state)\($0.attempts > 1 ? "(\($0.attempts))" : "")" }

@@ -102,7 +102,7 @@ struct FleetCommand: ParsableCommand {
                                                nodes: nodes.map { FleetStatusDocument.Node(node: $0, lost: $0.lost) })
             switch format {
             case .json:
-                StandardStream.output.write(try jsonStyle.encoder.encode(document) + Data("\n".utf8))
+                StandardStream.output.write(try jsonStyle.encoder.encodeLine(document))
             case .text:
                 StandardStream.output.write(FleetStatusTable.render(document))
             }

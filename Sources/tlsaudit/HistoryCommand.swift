@@ -34,7 +34,7 @@ struct HistoryCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            StandardStream.output.write(try jsonStyle.encoder.encode(entries) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encodeLine(entries))
         case .text:
             StandardStream.output.write(HistoryTable.render(entries))
         }

@@ -167,7 +167,7 @@ struct ScanCommand: ParsableCommand {
         let output: Data
         switch format {
         case .json:
-            output = try jsonStyle.encoder.encode(report) + Data("\n".utf8)
+            output = try jsonStyle.encoder.encodeLine(report)
         case .text:
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             output = Data(ScanTextRenderer(colour: colour).render(report).utf8)

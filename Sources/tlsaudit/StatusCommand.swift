@@ -36,7 +36,7 @@ struct StatusCommand: ParsableCommand {
         switch format {
         case .json:
             let encoder = jsonStyle.encoder
-            StandardStream.output.write(try encoder.encode(StatusDocument(targets: rows)) + Data("\n".utf8))
+            StandardStream.output.write(try encoder.encodeLine(StatusDocument(targets: rows)))
         case .text:
             StandardStream.output.write(StatusTable.render(rows, now: Date()))
         }

@@ -77,7 +77,7 @@ struct VerifyCommand: ParsableCommand {
         }
         switch format {
         case .json:
-            StandardStream.output.write(try jsonStyle.encoder.encode(report) + Data("\n".utf8))
+            StandardStream.output.write(try jsonStyle.encoder.encodeLine(report))
         case .text:
             let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             StandardStream.output.write(VerifyTextRenderer.render(report, colour: colour))

@@ -45,10 +45,26 @@ struct HostnameMatcherTests {
 struct PublicSuffixListTests {
     @Test("ICANN suffixes, wildcard rules and exceptions", arguments: [
         ("com", true), ("co.uk", true), ("example.co.uk", false), ("anything.ck", true), ("www.ck", false),
-        ("example.com", false), ("localhost", true),
+        ("example.com", false), ("localhost", true), ("CO.UK.", true),
+        // The first and last lines of the sorted data, and rules on either side of them.
+        ("city.kawasaki.jp", false), ("other.kawasaki.jp", true), ("kawasaki.jp", false), ("zuerich", true),
+        ("example.zuerich", false), ("广东", true), ("aaa.广东", false),
     ])
     func suffixes(domain: String, isSuffix: Bool) {
         #expect(PublicSuffixList.isPublicSuffix(domain) == isSuffix)
+    }
+
+    @Test("the data is sorted by bytes without repeats, and every rule is found where it is")
+    func everyRule() {
+        let lines = PublicSuffixData.icannRules.split(separator: "\n").map(String.init)
+        #expect(lines.count > 7_000)
+        #expect(zip(lines, lines.dropFirst()).allSatisfy { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+        #expect(lines.allSatisfy { $0 == $0.lowercased() && !$0.contains(" ") })
+        #expect(lines.allSatisfy(PublicSuffixList.contains), "each line is found by the binary search")
+        #expect(!PublicSuffixList.contains("") && !PublicSuffixList.contains("co.uk.") && !PublicSuffixList.contains("zzzz"))
+        for rule in lines where !rule.hasPrefix("!") && !rule.hasPrefix("*.") {
+            #expect(PublicSuffixList.isPublicSuffix(rule), "\(rule)")
+        }
     }
 }
 

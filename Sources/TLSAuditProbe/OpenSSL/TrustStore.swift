@@ -1,6 +1,5 @@
 import COpenSSL
 import Foundation
-import Synchronization
 public import TLSAuditModel
 
 /// The anchors a chain is verified against: the system store or the operator's own CA file.
@@ -18,7 +17,7 @@ public final class TrustStore: @unchecked Sendable {
     /// among them), and a fleet presents the same few chains. Builds with no anchored path are not kept (a CA installed in the system
     /// store while the service runs must count at the next scan), nor chains over 32 KB. At most
     /// 256 (some 3 MB), forgotten all at once when full.
-    let builtPaths = Mutex<[BuiltPathKey: PathCandidates]>([:])
+    let builtPaths = SleepingLock<[BuiltPathKey: PathCandidates]>([:])
 
     struct BuiltPathKey: Hashable {
         var fingerprints: [String]

@@ -1,6 +1,5 @@
 import COpenSSL
 import Foundation
-import Synchronization
 public import TLSAuditModel
 
 /// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
@@ -46,7 +45,7 @@ package final class X509Certificate: @unchecked Sendable {
     /// Summaries by DER: a scan meets the same few certificates again and again (one leaf behind
     /// many names, one root in every path), and a summary depends on the bytes alone. At most 256
     /// (some 1.5 MB with their DER), forgotten all at once when full.
-    private static let summaries = Mutex<[[UInt8]: CertificateSummary]>([:])
+    private static let summaries = SleepingLock<[[UInt8]: CertificateSummary]>([:])
     private static let summariesKept = 256
 
     /// Everything tlsaudit records about this certificate.

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 import TLSAuditModel
 
 /// Revocation evidence given on the command line (`verify --crl`, `--ocsp-response`): with any
@@ -219,7 +218,7 @@ struct RevocationSources: Sendable {
     var crl: [String]
     var mustStaple: Bool
 
-    private static let known = Mutex<[String: RevocationSources]>([:])
+    private static let known = SleepingLock<[String: RevocationSources]>([:])
 
     static func of(_ summary: CertificateSummary, certificate: () -> X509Certificate?) -> RevocationSources {
         if let cached = known.withLock({ $0[summary.sha256Fingerprint] }) { return cached }

@@ -104,7 +104,7 @@ public final class TLSScanner: Sendable {
         let total = jobs.count
         let done = Atomic<Int>(0)
         let skeletons = results
-        let slots = Mutex(resolutions.map { resolution in
+        let slots = SleepingLock(resolutions.map { resolution in
             [AddressScanResult?](repeating: nil, count: (try? resolution.get())?.count ?? 0)
         })
         let probed = WorkerPool.map(jobs, concurrency: options.concurrency) { job in
@@ -285,7 +285,7 @@ enum WorkerPool {
     static func map<Input: Sendable, Output: Sendable>(_ inputs: [Input], concurrency: Int,
                                                         _ body: @escaping @Sendable (Input) -> Output) -> [Output] {
         guard !inputs.isEmpty else { return [] }
-        let results = Mutex<[Output?]>(Array(repeating: nil, count: inputs.count))
+        let results = SleepingLock<[Output?]>(Array(repeating: nil, count: inputs.count))
         let next = Atomic<Int>(0)
         let group = DispatchGroup()
         let workers = max(1, min(concurrency, inputs.count))
