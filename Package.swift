@@ -33,10 +33,10 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
-        // libpq, PostgreSQL's C client (Debian's libpq-dev), for the PostgreSQL store only.
+        // libpq's header, PostgreSQL's C client (Debian's libpq-dev), for the PostgreSQL store only:
+        // the library itself is loaded when the first connection is made (TLSAuditPostgres/LibPQ.swift).
         .systemLibrary(
             name: "CLibPQ",
-            pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
         // The package's only C sources, what Swift cannot say about the process: `tlsaudit serve`'s

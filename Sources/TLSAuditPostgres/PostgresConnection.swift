@@ -145,12 +145,13 @@ final class PostgresRows {
 
     init(_ result: OpaquePointer) {
         self.result = result
-        count = Int(PQntuples(result))
-        affected = Int(String(cString: PQcmdTuples(result))) ?? 0
-        columns = (0..<PQnfields(result)).map { String(cString: PQfname(result, $0)) }
+        let pq = LibPQ.api
+        count = Int(pq.ntuples(result))
+        affected = pq.cmdTuples(result).flatMap { Int(String(cString: $0)) } ?? 0
+        columns = (0..<pq.nfields(result)).map { pq.fname(result, $0).map { String(cString: $0) } ?? "" }
     }
 
-    deinit { PQclear(result) }
+    deinit { LibPQ.api.clear(result) }
 
     private func column(_ name: String) -> Int32 {
         guard let index = columns.firstIndex(of: name) else { preconditionFailure("no column \(name) in the result") }
@@ -159,8 +160,9 @@ final class PostgresRows {
 
     func text(_ row: Int, _ name: String) -> String? {
         let index = column(name)
-        guard PQgetisnull(result, Int32(row), index) == 0 else { return nil }
-        return String(cString: PQgetvalue(result, Int32(row), index))
+        let pq = LibPQ.api
+        guard pq.getisnull(result, Int32(row), index) == 0, let value = pq.getvalue(result, Int32(row), index) else { return nil }
+        return String(cString: value)
     }
 
     func int(_ row: Int, _ name: String) -> Int64? { text(row, name).flatMap { Int64($0) } }
@@ -202,8 +204,9 @@ public enum PostgresTraffic {
         bytesSent.add(sql.utf8.count + parameters.reduce(0) { $0 + ($1?.utf8.count ?? 0) }, ordering: .relaxed)
         guard let result else { return }
         var received = 0
-        for row in 0..<PQntuples(result) {
-            for column in 0..<PQnfields(result) { received += Int(PQgetlength(result, row, column)) }
+        let pq = LibPQ.api
+        for row in 0..<pq.ntuples(result) {
+            for column in 0..<pq.nfields(result) { received += Int(pq.getlength(result, row, column)) }
         }
         bytesReceived.add(received, ordering: .relaxed)
     }
@@ -217,19 +220,20 @@ final class PostgresConnection {
     init(_ settings: PostgresSettings) throws(StoreError) {
         self.settings = settings
         let info = try settings.connectionString()
-        guard let handle = PQconnectdb(info) else { throw StoreError(.unavailable, "\(settings.display): out of memory") }
-        guard PQstatus(handle) == CONNECTION_OK else {
+        let pq = try LibPQ.loaded.get()
+        guard let handle = pq.connectdb(info) else { throw StoreError(.unavailable, "\(settings.display): out of memory") }
+        guard pq.status(handle) == CONNECTION_OK else {
             let message = Self.message(handle)
-            PQfinish(handle)
+            pq.finish(handle)
             throw StoreError(.unavailable, "cannot connect to \(settings.display): \(message)")
         }
         self.handle = handle
     }
 
-    deinit { PQfinish(handle) }
+    deinit { LibPQ.api.finish(handle) }
 
     /// The connection is still up (a restarted server or a broken socket makes it bad).
-    var isUsable: Bool { PQstatus(handle) == CONNECTION_OK && PQtransactionStatus(handle) == PQTRANS_IDLE }
+    var isUsable: Bool { LibPQ.api.status(handle) == CONNECTION_OK && LibPQ.api.transactionStatus(handle) == PQTRANS_IDLE }
 
     /// Runs one statement with bind parameters (never interpolated into the SQL).
     @discardableResult
@@ -239,15 +243,15 @@ final class PostgresConnection {
         defer { values.forEach { free($0) } }
         let result = values.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) {
-                PQexecParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0)
+                LibPQ.api.execParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0)
             }
         }
         PostgresTraffic.count(sql: sql, parameters: wire, result: result)
         guard let result else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
-        let status = PQresultStatus(result)
+        let status = LibPQ.api.resultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let error = Self.error(result, connection: handle, display: settings.display)
-            PQclear(result)
+            LibPQ.api.clear(result)
             throw error
         }
         return PostgresRows(result)
@@ -266,9 +270,10 @@ final class PostgresConnection {
 
     /// Runs several statements without parameters (a migration's script).
     func run(script sql: String) throws(StoreError) {
-        guard let result = PQexec(handle, sql) else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
-        defer { PQclear(result) }
-        let status = PQresultStatus(result)
+        let pq = LibPQ.api
+        guard let result = pq.exec(handle, sql) else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
+        defer { pq.clear(result) }
+        let status = pq.resultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             throw Self.error(result, connection: handle, display: settings.display)
         }
@@ -293,10 +298,11 @@ final class PostgresConnection {
     func notifications(waitingUpTo timeout: Double) throws(StoreError) -> [String] {
         var payloads = drainNotifications()
         guard payloads.isEmpty else { return payloads }
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        let pq = LibPQ.api
+        var descriptor = pollfd(fd: pq.socket(handle), events: Int16(POLLIN), revents: 0)
         guard descriptor.fd >= 0 else { throw StoreError(.unavailable, "\(settings.display): the connection is closed") }
         _ = poll(&descriptor, 1, Int32(max(0, timeout) * 1000))
-        guard PQconsumeInput(handle) == 1, PQstatus(handle) == CONNECTION_OK else {
+        guard pq.consumeInput(handle) == 1, pq.status(handle) == CONNECTION_OK else {
             throw StoreError(.unavailable, "\(settings.display): the connection failed (\(Self.message(handle)))")
         }
         payloads = drainNotifications()
@@ -305,21 +311,23 @@ final class PostgresConnection {
 
     private func drainNotifications() -> [String] {
         var payloads: [String] = []
-        while let notification = PQnotifies(handle) {
+        let pq = LibPQ.api
+        while let notification = pq.notifies(handle) {
             payloads.append(String(cString: notification.pointee.extra))
-            PQfreemem(notification)
+            pq.freemem(notification)
         }
         return payloads
     }
 
     private static func message(_ handle: OpaquePointer) -> String {
-        String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+        (LibPQ.api.errorMessage(handle).map { String(cString: $0) } ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// A failed statement as a StoreError, classified by its SQLSTATE.
     private static func error(_ result: OpaquePointer, connection: OpaquePointer, display: String) -> StoreError {
-        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-        let text = PQresultErrorMessage(result).map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let pq = LibPQ.api
+        let state = pq.resultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        let text = pq.resultErrorMessage(result).map { String(cString: $0) }?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         let message = text.isEmpty ? message(connection) : text
         switch state {
         case "53100": return StoreError(.full, "\(display): the disk is full (\(message))")
@@ -329,7 +337,7 @@ final class PostgresConnection {
             return StoreError(.unavailable, "\(display): the connection failed (\(message))")
         case "XX001", "XX002": return StoreError(.corrupt, "\(display): data corrupted (\(message))")
         default:
-            return StoreError(PQstatus(connection) == CONNECTION_OK ? .other : .unavailable, "\(display): \(message)")
+            return StoreError(pq.status(connection) == CONNECTION_OK ? .other : .unavailable, "\(display): \(message)")
         }
     }
 }
