@@ -2,35 +2,37 @@
 /// whole public suffix (`*.co.uk`). Rules are matched on ASCII labels; suffixes written in Unicode
 /// in the list are not matched against punycode (`xn--`) names.
 public enum PublicSuffixList {
-    /// Where each rule starts in `PublicSuffixData.icannRules`, whose lines are sorted by their
-    /// bytes: a lookup halves this index, comparing bytes in place. Built once per process from
-    /// one pass over the text (parsing the rules into sets took 6 ms of a short scan's CPU).
-    private static let lineStarts: [Int] = PublicSuffixData.icannRules.utf8.withContiguousStorageIfAvailable { bytes in
+    /// The rules' text, one per line, sorted by their bytes (`PublicSuffixData.icannRules`).
+    private static let text = Array(PublicSuffixData.icannRules.utf8)
+
+    /// Where each line starts in `text`: a lookup halves this index, comparing bytes in place.
+    /// Built once per process from one pass over the text (parsing the rules into sets took 6 ms
+    /// of a short scan's CPU).
+    private static let lineStarts: [Int] = {
         var starts = [0]
         starts.reserveCapacity(8_192)
-        for index in bytes.indices where bytes[index] == UInt8(ascii: "\n") { starts.append(index + 1) }
+        for index in text.indices where text[index] == UInt8(ascii: "\n") { starts.append(index + 1) }
         return starts
-    } ?? []
+    }()
 
     /// Whether `rule` is one of the lines, exactly.
     static func contains(_ rule: String) -> Bool {
         var rule = rule
         return rule.withUTF8 { wanted in
-            PublicSuffixData.icannRules.utf8.withContiguousStorageIfAvailable { text in
+            text.withUnsafeBufferPointer { text in
                 var low = 0, high = lineStarts.count
                 while low < high {
                     let middle = (low + high) / 2
                     let start = lineStarts[middle]
                     let end = middle + 1 < lineStarts.count ? lineStarts[middle + 1] - 1 : text.count
-                    let line = UnsafeBufferPointer(rebasing: text[start..<end])
-                    switch compare(line, wanted) {
+                    switch compare(UnsafeBufferPointer(rebasing: text[start..<end]), wanted) {
                     case 0: return true
                     case ..<0: low = middle + 1
                     default: high = middle
                     }
                 }
                 return false
-            } ?? false
+            }
         }
     }
 
