@@ -26,6 +26,7 @@ struct FleetCommand: ParsableCommand {
 
     struct Apply: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "apply",
             abstract: "Validate a configuration and store it as the fleet's next version; every node runs it within seconds.",
             discussion: """
                 The nodes are told at once (LISTEN/NOTIFY) and poll as well. Each node keeps its own `database:` and \
@@ -65,6 +66,7 @@ struct FleetCommand: ParsableCommand {
 
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "List the fleet's nodes: vantage, configuration version, last heartbeat, scans in flight, scans per minute.",
             discussion: """
                 A node is 'lost' when its last heartbeat is older than three of its poll periods plus its lease (its \

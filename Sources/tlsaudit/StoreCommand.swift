@@ -15,6 +15,7 @@ struct StoreCommand: ParsableCommand {
 
     struct Copy: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "copy",
             abstract: "Copy everything a SQLite store holds into PostgreSQL (certificates, observations, verdicts, alerts, report runs).",
             discussion: """
                 The destination must be empty, or hold an earlier, interrupted copy of the same file: run the \
