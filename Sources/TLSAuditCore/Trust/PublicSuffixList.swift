@@ -1,6 +1,7 @@
 /// The ICANN section of the Public Suffix List, for refusing wildcard names that would cover a
 /// whole public suffix (`*.co.uk`). Rules are matched on ASCII labels; suffixes written in Unicode
-/// in the list are not matched against punycode (`xn--`) names.
+/// in the list are not matched against punycode (`xn--`) names, and a Unicode name matches a rule
+/// only byte for byte (the list is NFC; a dNSName is ASCII by definition).
 public enum PublicSuffixList {
     /// The rules' text, one per line, sorted by their bytes (`PublicSuffixData.icannRules`).
     private static let text = Array(PublicSuffixData.icannRules.utf8)
