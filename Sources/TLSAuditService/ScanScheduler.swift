@@ -100,9 +100,12 @@ final class ScanScheduler: @unchecked Sendable {
     /// The settings of an entry's target.
     private func target(of entry: Entry) -> TargetConfiguration { configuration.targets[entry.index] }
 
-    /// Every entry's due time, afresh (at the start and after a reload).
+    /// The due times afresh (at the start, after a reload, as a fleet's outage begins and ends):
+    /// every entry's standalone; in a fleet, those of this node's outage share (none while
+    /// PostgreSQL answers: its queue says what is due).
     private func rebuildDueQueue() {
-        dueQueue = fleet == nil ? DueQueue(entries.map { DueQueue.Item(due: $0.value.nextDue, key: $0.key) }) : DueQueue()
+        let keys = fleet == nil ? Array(entries.keys) : Array(outageShare.keys)
+        dueQueue = DueQueue(keys.compactMap { key in entries[key].map { DueQueue.Item(due: $0.nextDue, key: key) } })
     }
 
     /// Starts the timer. First runs are spread over a window that grows with the number of
@@ -182,7 +185,8 @@ final class ScanScheduler: @unchecked Sendable {
 
     /// Launches due targets, earliest first, within the global and per-host caps: O(log n) per
     /// target launched (or skipped). A target whose host is at its cap waits for the next tick;
-    /// at most `concurrency` such targets are looked at per tick.
+    /// at most `concurrency` such targets are looked at per tick. In a fleet's outage, a target of
+    /// this node's share is launched under its share's claim.
     private func launchDueFromQueue(now: Date) {
         var waitingForHost: [DueQueue.Item] = []
         var launched = 0
@@ -196,6 +200,7 @@ final class ScanScheduler: @unchecked Sendable {
                 waitingForHost.append(first)
                 continue
             }
+            if let share = outageShare[first.key] { claims[first.key] = share }
             launch(first.key)
             launched += 1
         }
@@ -206,23 +211,6 @@ final class ScanScheduler: @unchecked Sendable {
         }
     }
 
-    /// Launches the due ones of `candidates`, longest due first, within the global and per-host
-    /// caps. In a fleet's outage, a target of this node's share is launched under its share's claim.
-    private func launchDue(among keys: some Sequence<String>, now: Date) {
-        let due = keys.compactMap { key in entries[key].map { (key: key, entry: $0) } }
-            .filter { !inFlight.contains($0.key) && $0.entry.nextDue <= now }
-            .sorted { $0.entry.nextDue < $1.entry.nextDue }
-        var launched = 0
-        for (key, entry) in due {
-            guard running < configuration.concurrency else { break }
-            guard perHost[configuration.targets[entry.index].host, default: 0] < configuration.perHostConcurrency else { continue }
-            if let share = outageShare[key] { claims[key] = share }
-            launch(key)
-            launched += 1
-        }
-        onQueue?(due.count - launched, running)
-    }
-
     /// Fleet mode: claims as many due scans as there are free workers (again at once when the
     /// claim filled them all, else after a jittered poll). While PostgreSQL does not answer, scans
     /// this node's share of the targets when due, and tries to reach it every poll.
@@ -230,7 +218,7 @@ final class ScanScheduler: @unchecked Sendable {
         let now = Date()
         let poll = configuration.fleet.poll
         if !fleetReachable {
-            launchDue(among: outageShare.keys, now: now)
+            launchDueFromQueue(now: now)
             guard !claimPending, now >= nextClaimAt else { return }
             claimPending = true
             fleet.reconnect(callbackQueue: queue) { [self] reached in
@@ -244,6 +232,7 @@ final class ScanScheduler: @unchecked Sendable {
                 logger.notice("PostgreSQL answers again: what this node scanned meanwhile is written; claiming from the fleet's queue again")
                 fleetReachable = true
                 outageShare = [:]
+                rebuildDueQueue()
                 nextClaimAt = Date().addingTimeInterval(2 * poll)
             }
             return
@@ -323,6 +312,7 @@ final class ScanScheduler: @unchecked Sendable {
             let due = fleetDue[FleetRowKey(target: key, vantage: vantage)] ?? now
             entries[key]?.nextDue = due > now ? due : now.addingTimeInterval(target.interval)
         }
+        rebuildDueQueue()
     }
 
     /// What the last heartbeat saw of the fleet.
@@ -404,7 +394,7 @@ final class ScanScheduler: @unchecked Sendable {
             entry.nextDue = Date().addingTimeInterval(target.interval)
         }
         entries[target.key] = entry
-        if fleet == nil { dueQueue.push(DueQueue.Item(due: entry.nextDue, key: target.key)) }
+        if fleet == nil || outageShare[target.key] != nil { dueQueue.push(DueQueue.Item(due: entry.nextDue, key: target.key)) }
         if var claim {
             let delay = entry.nextDue.timeIntervalSinceNow
             fleet?.completed(FleetCompletion(claim: claim, consecutiveFailures: entry.consecutiveFailures, delay: delay,
