@@ -118,11 +118,8 @@ public final class LabVulnerableServer: Sendable {
                 if record.type == 20 { serverChangedCipher = true }
                 guard record.type == 22, !serverChangedCipher, !serverDone else { continue }
                 serverHandshake += record.fragment
-                while serverHandshake.count >= 4 {
-                    let length = Int(serverHandshake[1]) << 16 | Int(serverHandshake[2]) << 8 | Int(serverHandshake[3])
-                    guard serverHandshake.count >= 4 + length else { break }
-                    if serverHandshake[0] == 14 { serverDone = true }
-                    serverHandshake.removeFirst(4 + length)
+                while let message = RecordConversation.takeHandshakeMessage(&serverHandshake) {
+                    if message.type == 14 { serverDone = true }
                 }
                 if serverDone, !heldAnswers.isEmpty {
                     guard send(client, heldAnswers) else { return false }

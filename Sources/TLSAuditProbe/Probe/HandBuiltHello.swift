@@ -114,11 +114,10 @@ package enum HandBuiltHello {
 
     /// The ServerHello at the start of `handshake`, once complete.
     private static func firstMessage(_ handshake: [UInt8]) -> Answer? {
-        guard handshake.count >= 4 else { return nil }
-        let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
-        guard handshake.count >= 4 + length else { return nil }
-        guard handshake[0] == 2 else { return .other("the first handshake message is not a ServerHello (type \(handshake[0]))") }
-        return serverHello(Array(handshake[4..<(4 + length)])).map { .serverHello($0) } ?? .other("a truncated ServerHello")
+        var buffer = handshake
+        guard let message = RecordConversation.takeHandshakeMessage(&buffer) else { return nil }
+        guard message.type == 2 else { return .other("the first handshake message is not a ServerHello (type \(message.type))") }
+        return serverHello(message.body).map { .serverHello($0) } ?? .other("a truncated ServerHello")
     }
 
     /// A ServerHello's body (after the handshake header), or nil when truncated; the version is

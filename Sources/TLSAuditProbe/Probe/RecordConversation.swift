@@ -7,7 +7,7 @@ import TLSAuditModel
 /// (a heartbeat that lies about its length, a ChangeCipherSpec too early, a forged key exchange):
 /// a hand-built ClientHello, the server's first flight read up to ServerHelloDone, then records
 /// sent raw and the server's reaction read. Every read is bounded in bytes and time.
-struct RecordConversation {
+package struct RecordConversation {
     static let changeCipherSpec: UInt8 = 20, alert: UInt8 = 21, handshake: UInt8 = 22, applicationData: UInt8 = 23, heartbeat: UInt8 = 24
 
     /// What the server sent in answer to the ClientHello, through ServerHelloDone.
@@ -86,13 +86,10 @@ struct RecordConversation {
             case .record(RecordConversation.handshake, let fragment):
                 handshake += fragment
                 guard handshake.count <= 262_144 else { throw .other("a first flight over 256 KiB") }
-                while handshake.count >= 4 {
-                    let length = Int(handshake[1]) << 16 | Int(handshake[2]) << 8 | Int(handshake[3])
-                    guard handshake.count >= 4 + length else { break }
-                    let body = Array(handshake[4..<(4 + length)])
-                    switch handshake[0] {
+                while let message = Self.takeHandshakeMessage(&handshake) {
+                    switch message.type {
                     case 2:
-                        guard let hello = HandBuiltHello.serverHello(body) else { throw .other("a truncated ServerHello") }
+                        guard let hello = HandBuiltHello.serverHello(message.body) else { throw .other("a truncated ServerHello") }
                         guard hello.version <= 0x0303 else {
                             throw .other("the server answered a TLS 1.2 ClientHello with version \(hello.version)")
                         }
@@ -100,14 +97,13 @@ struct RecordConversation {
                         version = hello.version
                     case 11:
                         guard flight != nil else { throw .other("a Certificate before the ServerHello") }
-                        flight!.certificates = Self.certificates(body)
+                        flight!.certificates = Self.certificates(message.body)
                     case 14:
                         guard let flight else { throw .other("a ServerHelloDone before the ServerHello") }
                         return flight
                     default:
                         break
                     }
-                    handshake.removeFirst(4 + length)
                 }
             case .record(let type, _): throw .other("a record of type \(type) in the server's first flight")
             case .alert(let description): throw .refused(description)
@@ -117,6 +113,16 @@ struct RecordConversation {
             case .notTLS: throw .other("the answer is not TLS")
             }
         }
+    }
+
+    /// The first whole handshake message of `buffer` (type and body after the 4-byte header),
+    /// removed from it; nil until one is complete.
+    package static func takeHandshakeMessage(_ buffer: inout [UInt8]) -> (type: UInt8, body: [UInt8])? {
+        guard buffer.count >= 4 else { return nil }
+        let length = Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
+        guard buffer.count >= 4 + length else { return nil }
+        defer { buffer.removeFirst(4 + length) }
+        return (buffer[0], Array(buffer[4..<(4 + length)]))
     }
 
     /// A plaintext record of `type` in the negotiated version.
