@@ -93,19 +93,15 @@ public final class LabVulnerableServer: Sendable {
         }
 
         /// Whole records from `buffer`, removed from it.
-        static func records(_ buffer: inout [UInt8]) -> [(type: UInt8, version: [UInt8], fragment: [UInt8])] {
-            var found: [(type: UInt8, version: [UInt8], fragment: [UInt8])] = []
+        static func records(_ buffer: inout [UInt8]) -> [(type: UInt8, version: UInt16, fragment: [UInt8])] {
+            var found: [(type: UInt8, version: UInt16, fragment: [UInt8])] = []
             while buffer.count >= 5 {
                 let length = Int(buffer[3]) << 8 | Int(buffer[4])
                 guard buffer.count >= 5 + length else { break }
-                found.append((buffer[0], Array(buffer[1...2]), Array(buffer[5..<(5 + length)])))
+                found.append((buffer[0], UInt16(buffer[1]) << 8 | UInt16(buffer[2]), Array(buffer[5..<(5 + length)])))
                 buffer.removeFirst(5 + length)
             }
             return found
-        }
-
-        static func record(_ type: UInt8, _ version: [UInt8], _ fragment: [UInt8]) -> [UInt8] {
-            [type] + version + [UInt8(fragment.count >> 8), UInt8(fragment.count & 0xFF)] + fragment
         }
 
         func send(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
@@ -114,7 +110,7 @@ public final class LabVulnerableServer: Sendable {
 
         mutating func passServerRecords() -> Bool {
             for record in Self.records(&fromServer) {
-                guard send(client, Self.record(record.type, record.version, record.fragment)) else { return false }
+                guard send(client, RecordConversation.record(record.type, version: record.version, record.fragment)) else { return false }
                 if record.type == 20 { serverChangedCipher = true }
                 guard record.type == 22, !serverChangedCipher, !serverDone else { continue }
                 serverHandshake += record.fragment
@@ -133,7 +129,7 @@ public final class LabVulnerableServer: Sendable {
         mutating func passClientRecords() -> Bool {
             for record in Self.records(&fromClient) {
                 if clientChangedCipher && !earlyChangeCipherSpec {
-                    guard send(server, Self.record(record.type, record.version, record.fragment)) else { return false }
+                    guard send(server, RecordConversation.record(record.type, version: record.version, record.fragment)) else { return false }
                     continue
                 }
                 switch (vulnerability, record.type) {
@@ -150,7 +146,7 @@ public final class LabVulnerableServer: Sendable {
                     clientChangedCipher = true
                     continue
                 case (.ccsInjection, _) where earlyChangeCipherSpec:
-                    _ = send(client, Self.record(21, record.version, [2, 20])) // fatal bad_record_mac
+                    _ = send(client, RecordConversation.record(21, version: record.version, [2, 20])) // fatal bad_record_mac
                     return false
                 case (.robotStrongOracle, 22), (.robotWeakOracle, 22):
                     if record.fragment.first == 16, let block = decrypt(record.fragment) {
@@ -159,7 +155,7 @@ public final class LabVulnerableServer: Sendable {
                             return false // closed without an alert
                         }
                         if vulnerability == .robotWeakOracle, !Self.wellFormed(block) {
-                            _ = send(client, Self.record(21, record.version, [2, 40])) // fatal handshake_failure
+                            _ = send(client, RecordConversation.record(21, version: record.version, [2, 40])) // fatal handshake_failure
                             return false
                         }
                     }
@@ -168,20 +164,20 @@ public final class LabVulnerableServer: Sendable {
                 }
                 if record.type == 22, record.fragment.first == 16 { keyExchangeSeen = true }
                 if record.type == 20 { clientChangedCipher = true }
-                guard send(server, Self.record(record.type, record.version, record.fragment)) else { return false }
+                guard send(server, RecordConversation.record(record.type, version: record.version, record.fragment)) else { return false }
             }
             return true
         }
 
         /// Type 2, the claimed length, that many bytes (past the request's end: lab "memory"), 16 of padding.
-        static func heartbleedAnswer(_ request: [UInt8], version: [UInt8]) -> [UInt8] {
+        static func heartbleedAnswer(_ request: [UInt8], version: UInt16) -> [UInt8] {
             let claimed = Int(request[1]) << 8 | Int(request[2])
             let carried = Array(request[3...].prefix(claimed))
             let memory = Array("LAB-MEMORY-NOT-A-SECRET ".utf8)
             let payload = carried + (0..<(claimed - carried.count)).map { memory[$0 % memory.count] }
             let message = [2, request[1], request[2]] + payload + [UInt8](repeating: 0x5A, count: 16)
             return stride(from: 0, to: message.count, by: 16_384).flatMap {
-                record(24, version, Array(message[$0..<min(message.count, $0 + 16_384)]))
+                RecordConversation.record(24, version: version, Array(message[$0..<min(message.count, $0 + 16_384)]))
             }
         }
 

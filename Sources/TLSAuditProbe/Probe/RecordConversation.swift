@@ -126,7 +126,7 @@ package struct RecordConversation {
     }
 
     /// A plaintext record of `type` in the negotiated version.
-    static func record(_ type: UInt8, version: UInt16, _ fragment: [UInt8]) -> [UInt8] {
+    package static func record(_ type: UInt8, version: UInt16, _ fragment: [UInt8]) -> [UInt8] {
         [type, UInt8(version >> 8), UInt8(version & 0xFF), UInt8(fragment.count >> 8), UInt8(fragment.count & 0xFF)] + fragment
     }
 
