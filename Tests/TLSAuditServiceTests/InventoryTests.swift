@@ -194,14 +194,21 @@ struct InventoryTests {
     @Test("openssl s_server -client_renegotiation: client-initiated renegotiation accepted, as sslyze finds; without the flag, refused")
     func clientRenegotiation() throws {
         for allowed in [true, false] {
-            let server = try LabOpenSSLServer(certificatePEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem,
-                                              arguments: allowed ? ["-client_renegotiation"] : [])
-            defer { server.stop() }
-            let ours = try inventory(server.port)
-            let theirs = try Self.sslyze(server.port, ["reneg"], oneConnectionServer: true)
-            let dos = theirs["session_renegotiation"]?["is_vulnerable_to_client_renegotiation_dos"] as? Bool
+            var dos: Bool?
+            var theirs: [String: [String: Any]] = [:]
+            // s_server takes one connection at a time: under the test run's load sslyze's handshakes
+            // timed out three times in a row behind a connection of its own that the server still held
+            // (seen in CI). sslyze then gets a fresh server, up to three in all; ours is checked on each.
+            for _ in 0..<3 where dos == nil {
+                let server = try LabOpenSSLServer(certificatePEM: Self.leaf.pem + lab.intermediate.pem, keyPEM: Self.leaf.key.pem,
+                                                  arguments: allowed ? ["-client_renegotiation"] : [])
+                defer { server.stop() }
+                let ours = try inventory(server.port)
+                #expect(Self.status(ours, "client_renegotiation") == (allowed ? "yes" : "no"), "\(ours["client_renegotiation"] ?? "")")
+                theirs = try Self.sslyze(server.port, ["reneg"], oneConnectionServer: true)
+                dos = theirs["session_renegotiation"]?["is_vulnerable_to_client_renegotiation_dos"] as? Bool
+            }
             #expect(dos == allowed, "sslyze: \(theirs)")
-            #expect(Self.status(ours, "client_renegotiation") == (allowed ? "yes" : "no"), "\(ours["client_renegotiation"] ?? "")")
         }
     }
 
