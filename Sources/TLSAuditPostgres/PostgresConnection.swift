@@ -117,6 +117,8 @@ enum PostgresValue {
     case texts([String])
     /// A `float8[]` (cast it: `$1::float8[]`).
     case doubles([Double])
+    /// A `bigint[]` (cast it: `$1::bigint[]`).
+    case ints([Int64])
 
     var wire: String {
         switch self {
@@ -124,6 +126,7 @@ enum PostgresValue {
             "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
                 .joined(separator: ",") + "}"
         case .doubles(let values): "{" + values.map(\.description).joined(separator: ",") + "}"
+        case .ints(let values): "{" + values.map(String.init).joined(separator: ",") + "}"
         case .text(let text): text
         case .int(let value): String(value)
         case .double(let value): value.description

@@ -1,7 +1,7 @@
 public import Foundation
 import Synchronization
 import TLSAuditModel
-import TLSAuditStore
+public import TLSAuditStore
 
 /// Which vantage points scan a target.
 public enum FleetVantages: Sendable, Hashable {
@@ -37,11 +37,20 @@ public struct FleetClaim: Sendable, Hashable {
     public var target: String
     public var vantage: String
     public var consecutiveFailures: Int
+    /// The lease epoch this claim raised the row to (its fencing token); nil for a scan of this
+    /// node's share while PostgreSQL did not answer (no claim was made).
+    public var epoch: Int64?
 
-    public init(target: String, vantage: String, consecutiveFailures: Int) {
+    public init(target: String, vantage: String, consecutiveFailures: Int, epoch: Int64? = nil) {
         self.target = target
         self.vantage = vantage
         self.consecutiveFailures = consecutiveFailures
+        self.epoch = epoch
+    }
+
+    /// The fencing token a scan under this claim is stored with (nil without a claim).
+    public var fence: ScanFence? {
+        epoch.map { ScanFence(workTarget: target, workVantage: vantage, epoch: $0) }
     }
 }
 
@@ -457,21 +466,23 @@ public final class PostgresFleet: Sendable {
                     ), chosen AS (
                         SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
                     )
-                    UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6
+                    UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = w.lease_epoch + 1
                     FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
-                    RETURNING w.target, w.vantage, w.consecutive_failures
+                    RETURNING w.target, w.vantage, w.consecutive_failures, w.lease_epoch
                     """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])
                 return (0..<claimed.count).map { row in
                     FleetClaim(target: claimed.text(row, "target") ?? "", vantage: claimed.text(row, "vantage") ?? "",
-                               consecutiveFailures: Int(claimed.int(row, "consecutive_failures") ?? 0))
+                               consecutiveFailures: Int(claimed.int(row, "consecutive_failures") ?? 0),
+                               epoch: claimed.int(row, "lease_epoch") ?? 0)
                 }
             }
         }
     }
 
     /// Writes finished scans back: lease released, failures in a row (the fleet's shared backoff)
-    /// and the next due time. A row whose lease another node took meanwhile (this node's expired)
-    /// is left to that node.
+    /// and the next due time. A row claimed again since this node's claim (its lease epoch moved
+    /// on: this node was paused past its lease) is left to its new holder; a scan made without a
+    /// claim (PostgreSQL was down) is written only while nobody holds the row.
     public func complete(_ completions: [FleetCompletion]) throws {
         guard !completions.isEmpty else { return }
         let now = ProcessInfo.processInfo.systemUptime
@@ -485,9 +496,10 @@ public final class PostgresFleet: Sendable {
                             updated_at = extract(epoch FROM clock_timestamp()),
                             next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6
                         WHERE target = $1 AND vantage = $2
-                          AND (lease_owner = $5 OR lease_owner IS NULL OR lease_until < extract(epoch FROM now()))
+                          AND CASE WHEN $7::bigint IS NOT NULL THEN lease_epoch = $7::bigint
+                                   ELSE lease_owner IS NULL OR lease_until < extract(epoch FROM now()) END
                         """, [.text(completion.claim.target), .text(completion.claim.vantage), .int(Int64(completion.consecutiveFailures)),
-                              .double(completion.delay - age), .text(node), .double(age)])
+                              .double(completion.delay - age), .text(node), .double(age), completion.claim.epoch.map { .int($0) }])
                 }
             }
         }
@@ -499,9 +511,10 @@ public final class PostgresFleet: Sendable {
         guard !claims.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL
-                WHERE lease_owner = $1 AND (target, vantage) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage))])
+                UPDATE fleet_work w SET lease_owner = NULL, lease_until = NULL
+                FROM unnest($2::text[], $3::text[], $4::bigint[]) AS c(target, vantage, epoch)
+                WHERE w.lease_owner = $1 AND w.target = c.target AND w.vantage = c.vantage AND w.lease_epoch = c.epoch
+                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .ints(claims.map { $0.epoch ?? -1 })])
         }
     }
 
@@ -512,10 +525,12 @@ public final class PostgresFleet: Sendable {
         guard !claims.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE fleet_work SET lease_until = extract(epoch FROM now()) + $4
-                WHERE lease_owner = $1 AND lease_until >= extract(epoch FROM now())
-                  AND (target, vantage) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .double(lease)])
+                UPDATE fleet_work w SET lease_until = extract(epoch FROM now()) + $4
+                FROM unnest($2::text[], $3::text[], $5::bigint[]) AS c(target, vantage, epoch)
+                WHERE w.lease_owner = $1 AND w.lease_until >= extract(epoch FROM now())
+                  AND w.target = c.target AND w.vantage = c.vantage AND w.lease_epoch = c.epoch
+                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .double(lease),
+                      .ints(claims.map { $0.epoch ?? -1 })])
         }
     }
 }

@@ -224,6 +224,13 @@ enum PostgresMigrations {
         ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT;"),
         // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
         ("v9-vulnerabilities", "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT;"),
+        // Fencing tokens: every claim of a work row, a delivery or a report run raises its epoch;
+        // a write made under an older epoch (a node paused past its lease) is refused.
+        ("v10-lease-epochs", """
+            ALTER TABLE fleet_work ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE alert_delivery ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE report_claim ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+            """),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an
@@ -241,13 +248,7 @@ enum PostgresMigrations {
                 """)
         }
         let applied = try appliedMigrations(connection)
-        let known = Set(all.map(\.name))
-        if let newer = applied.first(where: { !known.contains($0) }) {
-            throw StoreError(.other, """
-                \(connection.settings.display) has the schema of a newer tlsaudit (migration \(newer), unknown to this \
-                version): upgrade tlsaudit on this node
-                """)
-        }
+        try refuseUnknown(applied, display: connection.settings.display)
         for migration in all where !applied.contains(migration.name) {
             try connection.transaction {
                 try connection.run(script: migration.script)
@@ -255,6 +256,17 @@ enum PostgresMigrations {
                                        [.text(migration.name), .double(Date().timeIntervalSince1970)])
             }
         }
+    }
+
+    /// Throws when `applied` has a migration this version does not know (a newer tlsaudit's).
+    static func refuseUnknown(_ applied: [String], display: String) throws {
+        let known = Set(all.map(\.name))
+        let unknown = applied.filter { !known.contains($0) }
+        guard !unknown.isEmpty else { return }
+        throw StoreError(.incompatible, """
+            \(display) has the schema of a newer tlsaudit (migration \(unknown.joined(separator: ", ")), unknown to this \
+            version): upgrade tlsaudit on this node
+            """)
     }
 
     /// The migrations applied, in the order they were.

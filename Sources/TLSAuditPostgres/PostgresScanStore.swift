@@ -37,25 +37,50 @@ public final class PostgresScanStore: ScanStore, Sendable {
 
     // MARK: - Writing
 
-    public func record(_ scans: [StoredScan], decide: AlertDecision) throws -> [Alert] {
-        guard !scans.isEmpty else { return [] }
+    public func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome {
+        guard !scans.isEmpty else { return RecordOutcome(alerts: []) }
         return try pool.withConnection { connection in
             try connection.transaction {
                 var alerts: [Alert] = []
-                for scan in scans { alerts += try insert(scan, decide: decide, on: connection) }
-                // A target's current state is the addresses its latest scan saw: drop the others.
-                for (target, group) in Dictionary(grouping: scans, by: \.target) {
+                var stored: [StoredScan] = []
+                var lost: [StoredScan] = []
+                // The work rows are locked in key order, as completions lock them: no deadlock between the two.
+                var held: [ScanFence: Bool] = [:]
+                for fence in Set(scans.compactMap(\.fence)).sorted(by: { ($0.workTarget, $0.workVantage) < ($1.workTarget, $1.workVantage) }) {
+                    held[fence] = try Self.holds(fence, on: connection)
+                }
+                for scan in scans {
+                    if let fence = scan.fence, held[fence] != true {
+                        lost.append(scan)
+                        continue
+                    }
+                    alerts += try insert(scan, decide: decide, on: connection)
+                    stored.append(scan)
+                }
+                // A target's current state is the addresses its latest scan saw: drop the others
+                // (only rows older than the scan: a late batch does not undo a newer resolution).
+                for (target, group) in Dictionary(grouping: stored, by: \.target) {
                     let addresses = Set(group.map(\.result.address)).sorted()
                     guard !addresses.contains("-") else { continue }
-                    let placeholders = addresses.indices.map { "$\($0 + 2)" }.joined(separator: ", ")
-                    try connection.execute("DELETE FROM target_state WHERE target = $1 AND address NOT IN (\(placeholders))",
-                                           [.text(target)] + addresses.map { .text($0) })
+                    let placeholders = addresses.indices.map { "$\($0 + 3)" }.joined(separator: ", ")
+                    let oldest = group.map(\.result.startedAt.timeIntervalSince1970).min() ?? 0
+                    try connection.execute("DELETE FROM target_state WHERE target = $1 AND last_scan_at < $2 AND address NOT IN (\(placeholders))",
+                                           [.text(target), .double(oldest)] + addresses.map { .text($0) })
                 }
-                return alerts
+                return RecordOutcome(alerts: alerts, leaseLost: lost)
             }
         }
     }
 
+    /// Whether the work row's lease is still the one `fence` was claimed under (the row locked
+    /// until the transaction ends, so no claim can slip in between the check and the write).
+    private static func holds(_ fence: ScanFence, on connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.execute("SELECT lease_epoch FROM fleet_work WHERE target = $1 AND vantage = $2 FOR SHARE",
+                                          [.text(fence.workTarget), .text(fence.workVantage)])
+        // A row removed by `fleet apply` meanwhile: the target left the fleet; its last scan is still a fact.
+        guard rows.count > 0 else { return true }
+        return rows.int(0, "lease_epoch") == fence.epoch
+    }
 
     /// One scan, its timeline row, the alerts the caller's decision raises and the address's state,
     /// in the caller's transaction (as `SQLiteScanStore` does, over the same `ScanRows`).
@@ -102,6 +127,12 @@ public final class PostgresScanStore: ScanStore, Sendable {
                   .text(rows.failedRules), .text(rows.findings), rows.pin.map { .text($0) }])
         try updateTimeline(scan: scan, rows: rows, observationID: observationID, on: connection)
 
+        // A scan older than the address's current state stays in the history only (as SQLite's store).
+        if let current = try connection.execute(PostgresConnection.numbered(ScanRows.currentScanTime),
+                                                [.text(scan.target), .text(result.address)]).double(0, "last_scan_at"),
+           current > startedAt {
+            return []
+        }
         // Change detection is the caller's decision; the store keeps the facts.
         let previous = try memory(target: scan.target, address: result.address, on: connection)
         let outcome = decide(previous, StoredScan(target: scan.target, host: scan.host, port: scan.port, sni: scan.sni, result: result),
@@ -600,6 +631,8 @@ extension PostgresScanStore {
         let connection = try PostgresConnection(settings)
         let version = try connection.execute("SHOW server_version").text(0, "server_version") ?? "?"
         let exists = try connection.execute("SELECT to_regclass('tlsaudit_migration') IS NOT NULL AS present").bool(0, "present") ?? false
-        return (version, exists ? try PostgresMigrations.appliedMigrations(connection) : [])
+        let migrations = exists ? try PostgresMigrations.appliedMigrations(connection) : []
+        try PostgresMigrations.refuseUnknown(migrations, display: settings.display)
+        return (version, migrations)
     }
 }

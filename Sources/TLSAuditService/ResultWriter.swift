@@ -36,6 +36,16 @@ public final class ResultWriter: @unchecked Sendable {
     private var dropped = 0
     /// Set by `finish`: the service is stopping and nothing more is stored.
     private var closed = false
+    /// Set when a commit found the database damaged: nothing more is written to it; results go
+    /// to `damagedSpill` (appended and synced per batch) and `serve` exits 75 at the stop.
+    private var damaged: StoreError?
+    private var damagedSpill: String?
+    private var spilledWhileDamaged = 0
+    /// Where results go while the database is damaged (the spill files' base name); set by the service.
+    public var spillBase: String?
+    /// Called (on `queue`) with a store failure no retry can cure that is not damage (a schema this
+    /// version does not know): the service stops and `serve` exits 2.
+    public var onFatal: (@Sendable (StoreError) -> Void)?
     /// Results kept in memory at most while the store is failing; beyond this the oldest are dropped (and logged).
     private let capacity: Int
     /// Called on `queue` after each successful commit with the alerts it raised.
@@ -136,6 +146,7 @@ public final class ResultWriter: @unchecked Sendable {
     /// Writes everything pending; on failure keeps it and schedules a retry.
     private func flushNow() {
         guard !pending.isEmpty else { return }
+        if damaged != nil { return spillWhileDamaged() }
         let batch = pending
         let began = DispatchTime.now()
         var committed = false
@@ -145,7 +156,8 @@ public final class ResultWriter: @unchecked Sendable {
             // Checked before and after the commit: a batch committed to a file that was deleted or
             // replaced meanwhile is lost with it, so it stays pending and goes to the new file.
             try store.checkFileIdentity()
-            let alerts = try store.record(batch, decide: AlertSettings.decision(alerting.withLock { $0 }))
+            let outcome = try store.record(batch, decide: AlertSettings.decision(alerting.withLock { $0 }))
+            let alerts = outcome.alerts
             try store.checkFileIdentity()
             pending.removeFirst(batch.count)
             committed = true
@@ -154,7 +166,14 @@ public final class ResultWriter: @unchecked Sendable {
             }
             failing = false
             retryDelay = 0
-            for scan in batch {
+            let lost = Set(outcome.leaseLost.map(Self.identity))
+            for scan in outcome.leaseLost {
+                logger.warning("scan result not stored: its fleet lease was lost (this node was paused or cut off past the lease, and another node claimed the target since)", metadata: [
+                    "target": "\(scan.target)", "address": "\(scan.result.address)",
+                    "started_at": "\(Timestamp.formatMilliseconds(scan.result.startedAt))", "lease_epoch": "\(scan.fence?.epoch ?? 0)",
+                ])
+            }
+            for scan in batch where lost.isEmpty || !lost.contains(Self.identity(scan)) {
                 logger.info("stored scan", metadata: [
                     "target": "\(scan.target)", "address": "\(scan.result.address)",
                     "started_at": "\(Timestamp.formatMilliseconds(scan.result.startedAt))",
@@ -176,6 +195,19 @@ public final class ResultWriter: @unchecked Sendable {
                 pending.removeAll()
                 return
             }
+            if let fatal = error as? StoreError, fatal.isFatal {
+                store = nil
+                failing = true
+                if fatal.kind == .corrupt {
+                    damaged = fatal
+                    logger.critical("the database is damaged: storing stops; results are kept in a file beside it and stored at the next start once it is repaired (exit 75 at the stop): \(fatal)")
+                    spillWhileDamaged()
+                } else {
+                    logger.critical("cannot store scan results: \(fatal)", metadata: ["pending": "\(pending.count)"])
+                    onFatal?(fatal)
+                }
+                return
+            }
             let kind = (error as? StoreError)?.kind
             // A vanished file is recreated at once; other failures back off.
             retryDelay = kind == .vanished ? 0.05 : min(60, max(1, retryDelay * 2))
@@ -194,6 +226,58 @@ public final class ResultWriter: @unchecked Sendable {
             failing = true
             scheduleFlush(after: retryDelay)
         }
+    }
+
+    /// While the database is damaged: appends what is pending to this run's spill file (synced),
+    /// or keeps it in memory when the file cannot be written (the stop tries again).
+    private func spillWhileDamaged() {
+        guard let spillBase, !pending.isEmpty else { return }
+        let path = damagedSpill ?? spillBase + ".unstored-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
+        do {
+            try Self.appendDurably(try Self.encodeLines(pending), to: path)
+            damagedSpill = path
+            spilledWhileDamaged += pending.count
+            logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
+            pending.removeAll()
+        } catch {
+            logger.critical("the database is damaged and results cannot be kept in \(path) either: \(error); they stay in memory",
+                            metadata: ["pending": "\(pending.count)"])
+        }
+    }
+
+    /// One stored scan per line, as the spill files hold them.
+    static func encodeLines(_ scans: [StoredScan]) throws -> Data {
+        let encoder = JSONEncoder()
+        var data = Data()
+        for scan in scans {
+            data += try encoder.encode(scan)
+            data.append(0x0A)
+        }
+        return data
+    }
+
+    /// Appends `data` to `path` in one write and syncs it (and, when the file is new, its directory).
+    static func appendDurably(_ data: Data, to path: String) throws {
+        let existed = FileManager.default.fileExists(atPath: path)
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw StoreError(.other, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let failure: Int32? = data.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0 { if errno == EINTR { continue }; return errno }
+                written += count
+            }
+            return fsync(descriptor) == 0 ? nil : errno
+        }
+        if let failure { throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(path): \(String(cString: strerror(failure)))") }
+        if !existed { syncDirectory(of: path) }
+    }
+
+    /// What tells one scan result from another in a batch.
+    private static func identity(_ scan: StoredScan) -> String {
+        "\(scan.target)\u{0}\(scan.result.address)\u{0}\(scan.result.startedAt.timeIntervalSince1970)"
     }
 
     /// Whether the last commit failed (results wait in memory for the store); answered within
@@ -218,6 +302,8 @@ public final class ResultWriter: @unchecked Sendable {
         public var error: String?
         /// With `.stop`: the failure that stopped storing (the results from then on were not stored).
         public var stoppedBy: String?
+        /// The damage that stopped storing while running, when it did (its results are in `file`).
+        public var damaged: String?
     }
 
     /// The files results wait in for the next start: one per stop, beside the database
@@ -241,18 +327,12 @@ public final class ResultWriter: @unchecked Sendable {
             // A command's writer closes the database (SQLite folds its write-ahead log into the file);
             // the service's stays open: sinks still read it until the process ends.
             defer { if failureHandling == .stop { store = nil } }
-            var outcome = Finish(unstored: pending.count, dropped: dropped, file: nil, error: nil,
-                                 stoppedBy: stoppedBy.map { "\($0)" })
+            var outcome = Finish(unstored: pending.count + spilledWhileDamaged, dropped: dropped, file: damagedSpill, error: nil,
+                                 stoppedBy: stoppedBy.map { "\($0)" }, damaged: damaged.map { "\($0)" })
             guard !pending.isEmpty, failureHandling == .retry else { return outcome }
             let path = database + ".unstored-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
             do {
-                let encoder = JSONEncoder()
-                var data = Data()
-                for scan in pending {
-                    data += try encoder.encode(scan)
-                    data.append(0x0A)
-                }
-                try Self.writeDurably(data, to: path)
+                try Self.writeDurably(try Self.encodeLines(pending), to: path)
                 outcome.file = path
                 pending.removeAll()
             } catch {
@@ -269,7 +349,14 @@ public final class ResultWriter: @unchecked Sendable {
         queue.async {
             for path in Self.spillFiles(forDatabase: database) {
                 do {
-                    let bytes = try InputLimits.read(path, limit: Int.max, what: "unstored results file")
+                    var bytes = try InputLimits.read(path, limit: Int.max, what: "unstored results file")
+                    // A file appended to while the database was damaged may end in a line cut by a
+                    // crash: that result was never logged as kept; the whole lines before it were.
+                    if let last = bytes.last, last != 0x0A {
+                        let cut = (bytes.lastIndex(of: 0x0A).map { $0 + 1 }) ?? 0
+                        self.logger.warning("\(path) ends in an incomplete line (\(bytes.count - cut) bytes, cut by a crash); it is skipped")
+                        bytes = Array(bytes[..<cut])
+                    }
                     let decoder = JSONDecoder()
                     let scans = try bytes.split(separator: 0x0A).map { try decoder.decode(StoredScan.self, from: Data($0)) }
                     let store = try self.currentStore()
@@ -277,7 +364,7 @@ public final class ResultWriter: @unchecked Sendable {
                     for start in stride(from: 0, to: scans.count, by: 500) {
                         try store.checkFileIdentity()
                         alerts += try store.record(Array(scans[start..<min(start + 500, scans.count)]),
-                                                   decide: AlertSettings.decision(self.alerting.withLock { $0 }))
+                                                   decide: AlertSettings.decision(self.alerting.withLock { $0 })).alerts
                     }
                     try store.checkFileIdentity()
                     guard unlink(path) == 0 || errno == ENOENT else {

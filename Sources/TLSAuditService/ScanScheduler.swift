@@ -332,15 +332,17 @@ final class ScanScheduler: @unchecked Sendable {
         perHost[target.host, default: 0] += 1
         idle.enter()
         let store = entry.trustStore
+        let fence = claims[key]?.fence
         pool.submit { [self] in
-            let scans = self.scan(target, trustStore: store)
+            let scans = self.scan(target, trustStore: store, fence: fence)
             self.writer.submit(scans)
             self.queue.async { self.measured { $0.complete(target, scans: scans) } }
         }
     }
 
     /// Runs on a worker thread: resolve, probe each address, package the results.
-    private func scan(_ configured: TargetConfiguration, trustStore: TrustStore) -> [StoredScan] {
+    /// `fence`: the fleet claim's token, stored with each result (PostgreSQL refuses it once lost).
+    private func scan(_ configured: TargetConfiguration, trustStore: TrustStore, fence: ScanFence?) -> [StoredScan] {
         let target = configured.scanTarget
         let started = Date()
         var results: [AddressScanResult] = []
@@ -356,7 +358,7 @@ final class ScanScheduler: @unchecked Sendable {
         // A target scanned from several vantages is stored once per vantage: KEY@VANTAGE.
         let stored = VantageTarget.key(configured.key, vantage: configured.vantages == .any ? nil : node?.vantage)
         return results.map { StoredScan(target: stored, host: configured.host, port: configured.port,
-                                        sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage) }
+                                        sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage, fence: fence) }
     }
 
     private func complete(_ target: TargetConfiguration, scans: [StoredScan]) {

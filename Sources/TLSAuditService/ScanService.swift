@@ -6,7 +6,7 @@ import Synchronization
 import TLSAuditCore
 import TLSAuditPostgres
 import TLSAuditProbe
-import TLSAuditStore
+public import TLSAuditStore
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads
@@ -42,6 +42,10 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Scan results that could not be stored by the time the service stopped (kept in the spill
     /// file for the next start when it could be written): `serve` then exits 75.
     public private(set) var unstoredAtExit = 0
+    /// A store failure no retry cures, met while running (a schema a newer version migrated):
+    /// the service stopped itself and `serve` exits 2 with it.
+    public var fatalStoreError: StoreError? { fatalStop.withLock { $0 } }
+    private let fatalStop = Mutex<StoreError?>(nil)
 
     /// Builds the service from a validated configuration. `configurationPath` is what SIGHUP rereads.
     public init(configuration: ServiceConfiguration, configurationPath: String?, logger: Logger,
@@ -52,8 +56,17 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let location = try configuration.location()
+        // At start the store must be usable as far as this version can tell: a damaged SQLite file
+        // (quick_check) or a schema a newer version migrated is refused (`serve` exits 2). A store
+        // that cannot be reached or written yet is the writer's to retry.
+        do {
+            _ = try location.open(checkIntegrity: true)
+        } catch let error as StoreError where error.isFatal {
+            throw error
+        } catch {}
         writer = ResultWriter(openStore: { try location.open() }, alerting: configuration.alerts.settings,
                               logger: logger)
+        writer.spillBase = configuration.spillBase
         dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
         // Kept only when there is a listener to serve them.
         if configuration.http.enabled {
@@ -116,6 +129,7 @@ public final class ScanService: Service, @unchecked Sendable {
             "database": "\(configuration.database)", "targets": "\(configuration.targets.count)",
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
+        writer.onFatal = { [weak self] error in self?.fatalStop.withLock { if $0 == nil { $0 = error } } }
         writer.replaySpills(database: configuration.spillBase)
         scheduler.start()
         if let fleet { startFleet(fleet) }
@@ -141,15 +155,17 @@ public final class ScanService: Service, @unchecked Sendable {
                     do { try await listener.run() } catch { return error }
                     return nil
                 }
-                group.addTask { await Self.waitForTermination(); return nil }
+                let stopItself: @Sendable () -> Bool = { [weak self] in self?.fatalStoreError != nil }
+                group.addTask { await Self.waitForTermination(stopItself: stopItself); return nil }
                 let first = await group.next() ?? nil
                 group.cancelAll()
                 return first
             }
             if let listenerFailure { logger.critical("the http listener failed: \(listenerFailure); stopping the service") }
         } else {
-            await Self.waitForTermination()
+            await Self.waitForTermination { [weak self] in self?.fatalStoreError != nil }
         }
+        if let fatal = fatalStoreError { logger.critical("stopping: \(fatal)") }
 
         // One deadline for everything that may still be running: scans, then alert deliveries.
         let deadline = Date().addingTimeInterval(shutdownGrace)
@@ -182,12 +198,12 @@ public final class ScanService: Service, @unchecked Sendable {
     }
 
     /// Until SIGTERM or SIGINT: ServiceGroup's graceful shutdown, or one caught by
-    /// `ServiceSignals` (before ServiceGroup listened, or instead of it).
-    private static func waitForTermination() async {
+    /// `ServiceSignals` (before ServiceGroup listened, or instead of it), or until `stopItself`.
+    private static func waitForTermination(stopItself: @escaping @Sendable () -> Bool) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await gracefulShutdown() }
             group.addTask {
-                while !ServiceSignals.terminationRequested, !Task.isCancelled {
+                while !ServiceSignals.terminationRequested, !stopItself(), !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(50))
                 }
             }
@@ -200,6 +216,9 @@ public final class ScanService: Service, @unchecked Sendable {
     /// results spilled or lost, results dropped earlier, and spill files an earlier start could
     /// not store all make `serve` exit 75.
     private func report(_ finish: ResultWriter.Finish) {
+        if let damaged = finish.damaged {
+            logger.critical("the database was found damaged while running; repair or restore it before the next start: \(damaged)")
+        }
         if finish.dropped > 0 {
             logger.critical("scan results were dropped while the store was failing (the in-memory queue was full)",
                             metadata: ["dropped": "\(finish.dropped)"])

@@ -4,10 +4,12 @@ public import TLSAuditModel
 import TLSAuditOutput
 
 /// The embedded store: one SQLite file in WAL mode (readers never block the writer, so `status`
-/// works while the service runs), synchronous=FULL (a commit survives power loss, not only a
-/// killed process), a busy timeout, and append-only migrations.
+/// works while the service runs), synchronous=FULL on the writer (a commit survives power loss
+/// and an OS crash, not only a killed process: `SQLitePool`), a busy timeout, and append-only
+/// migrations. A database with a migration this version does not know, or one that fails SQLite's
+/// `quick_check`, is refused when opened.
 public final class SQLiteScanStore: ScanStore, Sendable {
-    let pool: DatabasePool
+    let pool: SQLitePool
     public let path: String
     public var displayLocation: String { path }
     private let handshakeJSON = HandshakeJSONCache()
@@ -16,7 +18,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     /// Opens (creating when `create` is true) and migrates the database at `path`. `sha256` is the
     /// package's one SHA-256 (`Digest.sha256Hex` in the probe), for observation content hashes.
-    public init(path: String, create: Bool = true, busyTimeout: Double = 10, sha256: @escaping SHA256Hex) throws {
+    /// `checkIntegrity` runs `PRAGMA quick_check` first (what the service does at start).
+    public init(path: String, create: Bool = true, busyTimeout: Double = 10, checkIntegrity: Bool = false,
+                sha256: @escaping SHA256Hex) throws {
         self.path = path
         self.sha256 = sha256
         if !create, !FileManager.default.fileExists(atPath: path) {
@@ -26,13 +30,23 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         configuration.busyMode = .timeout(busyTimeout)
         configuration.label = "tlsaudit"
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         do {
             if create { try Self.createDirectories(URL(fileURLWithPath: path).deletingLastPathComponent().path) }
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try StoreMigrations.migrator(sha256: sha256).migrate(pool)
+            pool = try SQLitePool(path: path, configuration: configuration)
+            if checkIntegrity { try Self.quickCheck(pool, path: path) }
+            let migrator = StoreMigrations.migrator(sha256: sha256)
+            let unknown = try pool.read { db in
+                try migrator.appliedIdentifiers(db).subtracting(try migrator.appliedMigrations(db)).sorted()
+            }
+            guard unknown.isEmpty else {
+                throw StoreError(.incompatible, """
+                    \(path) has schema migrations this version of tlsaudit does not know (\(unknown.joined(separator: ", "))): \
+                    a newer tlsaudit wrote it; run that version, or restore a copy made before the upgrade
+                    """)
+            }
+            try migrator.migrate(pool.pool)
         } catch {
             throw Self.storeError(error, doing: "opening \(path)")
         }
@@ -41,6 +55,53 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             throw StoreError(.vanished, "\(path) disappeared while it was being opened")
         }
         fileIdentity = identity
+    }
+
+    /// `PRAGMA quick_check` (b-tree structure, page and record formats; not the indexes' content
+    /// against their tables): a damaged database is refused with what to do.
+    private static func quickCheck(_ pool: SQLitePool, path: String) throws {
+        let problems = try pool.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check(5)") }
+        guard problems != ["ok"] else { return }
+        throw StoreError(.corrupt, Self.corruptionAdvice(path: path, found: problems.joined(separator: "; ")))
+    }
+
+    /// What to do about a damaged database file, for messages.
+    static func corruptionAdvice(path: String, found: String) -> String {
+        """
+        the database \(path) is damaged (SQLite's quick_check: \(found)); stop the service, keep a copy of the file \
+        and its -wal, then either restore a backup or recover what is readable: sqlite3 \(path) ".recover" | sqlite3 \
+        \(path).recovered, and point database: at the recovered file
+        """
+    }
+
+    /// What `check-config --test-connection` reports of an existing file, changing nothing: the
+    /// migrations it has. Throws for a damaged file (quick_check) and a newer schema.
+    public static func inspect(path: String, sha256: @escaping SHA256Hex) throws -> [String] {
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            return try queue.read { db in
+                let problems = try String.fetchAll(db, sql: "PRAGMA quick_check(5)")
+                guard problems == ["ok"] else {
+                    throw StoreError(.corrupt, corruptionAdvice(path: path, found: problems.joined(separator: "; ")))
+                }
+                guard try db.tableExists("grdb_migrations") else { return [] }
+                let migrator = StoreMigrations.migrator(sha256: sha256)
+                let unknown = try migrator.appliedIdentifiers(db).subtracting(try migrator.appliedMigrations(db)).sorted()
+                guard unknown.isEmpty else {
+                    throw StoreError(.incompatible, "\(path) has schema migrations this version of tlsaudit does not know (\(unknown.joined(separator: ", ")))")
+                }
+                return try migrator.appliedMigrations(db)
+            }
+        } catch {
+            throw storeError(error, doing: "checking \(path)")
+        }
+    }
+
+    /// The `synchronous` setting of the connection that writes (2 is FULL), read back from it.
+    public func writerSynchronous() throws -> Int {
+        try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     /// Device and inode of the database file as opened.
@@ -86,8 +147,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
     // MARK: - Writing
 
-    public func record(_ scans: [StoredScan], decide: AlertDecision) throws -> [Alert] {
-        guard !scans.isEmpty else { return [] }
+    public func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome {
+        guard !scans.isEmpty else { return RecordOutcome(alerts: []) }
         do {
             return try pool.write { db in
                 var alerts: [Alert] = []
@@ -96,14 +157,16 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 }
                 // A target's current state is the addresses its latest scan saw: drop the others
                 // (rotated out of DNS, or the placeholder of an earlier resolution failure).
+                // Only rows older than the scan: a late batch does not undo a newer resolution.
                 for (target, group) in Dictionary(grouping: scans, by: \.target) {
                     let addresses = Set(group.map(\.result.address))
                     guard !addresses.contains("-") else { continue }
                     let placeholders = Array(repeating: "?", count: addresses.count).joined(separator: ", ")
-                    try db.cachedStatement(sql: "DELETE FROM target_state WHERE target = ? AND address NOT IN (\(placeholders))")
-                        .execute(arguments: StatementArguments([target] + addresses.sorted()))
+                    let oldest = group.map(\.result.startedAt.timeIntervalSince1970).min() ?? 0
+                    try db.cachedStatement(sql: "DELETE FROM target_state WHERE target = ? AND last_scan_at < ? AND address NOT IN (\(placeholders))")
+                        .execute(arguments: [target, oldest] + StatementArguments(addresses.sorted()))
                 }
-                return alerts
+                return RecordOutcome(alerts: alerts)
             }
         } catch {
             throw Self.storeError(error, doing: "storing \(scans.count) scan(s)")
@@ -194,6 +257,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             }
         }
 
+        // A scan older than the address's current state (written late: a node paused past its
+        // lease, results replayed from a spill file after newer ones) stays in the history only.
+        if let current = try Double.fetchOne(db.cachedStatement(sql: ScanRows.currentScanTime), arguments: [scan.target, result.address]),
+           current > result.startedAt.timeIntervalSince1970 {
+            return []
+        }
         // Change detection against what is remembered of this address.
         let previous = try memory(target: scan.target, address: result.address, in: db)
         // What the scan raises is the caller's decision; the store keeps the facts.
@@ -656,7 +725,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         case .SQLITE_READONLY:
             return StoreError(.readOnly, "\(what): the database is read-only")
         case .SQLITE_CORRUPT, .SQLITE_NOTADB:
-            return StoreError(.corrupt, "\(what): the database file is damaged or not a database")
+            return StoreError(.corrupt, "\(what): the database file is damaged or not a database (\(database.message ?? "corrupt")); "
+                + "stop the service, keep a copy, then restore a backup or recover it with sqlite3's .recover")
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_AUTH:
             return StoreError(.unavailable, "\(what): cannot open the database (\(database.message ?? "permission denied"))")
         case .SQLITE_IOERR:

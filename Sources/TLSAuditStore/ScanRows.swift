@@ -110,6 +110,9 @@ package struct ScanRows {
         """
     }
 
+    /// When the address's current state was scanned (a scan older than that is a late one).
+    package static let currentScanTime = "SELECT last_scan_at FROM target_state WHERE target = ? AND address = ?"
+
     package static let upsertTargetState = """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
                 compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
@@ -129,6 +132,7 @@ package struct ScanRows {
                 pin_message = excluded.pin_message,
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
                 unreachable_alerted = excluded.unreachable_alerted
+            WHERE target_state.last_scan_at <= excluded.last_scan_at
 """
 }
 

@@ -14,9 +14,12 @@ public struct StoredScan: Sendable, Codable {
     public var node: String?
     /// The vantage point it was taken from (nil for a single node).
     public var vantage: String?
+    /// The fleet lease the scan was taken under (nil outside a fleet's claims): the store writes
+    /// it only while that lease is still the work row's newest.
+    public var fence: ScanFence?
 
     public init(target: String, host: String, port: Int, sni: String?, result: AddressScanResult,
-                node: String? = nil, vantage: String? = nil) {
+                node: String? = nil, vantage: String? = nil, fence: ScanFence? = nil) {
         self.target = target
         self.host = host
         self.port = port
@@ -24,6 +27,34 @@ public struct StoredScan: Sendable, Codable {
         self.result = result
         self.node = node
         self.vantage = vantage
+        self.fence = fence
+    }
+}
+
+/// A fencing token: the fleet work row a scan was claimed from and the lease epoch of that claim.
+/// Each claim of a row raises its epoch, so a node paused past its lease (SIGSTOP, a frozen VM)
+/// holds an epoch that is no longer the row's when it wakes: its result is not written.
+public struct ScanFence: Sendable, Codable, Hashable {
+    public var workTarget: String
+    public var workVantage: String
+    public var epoch: Int64
+
+    public init(workTarget: String, workVantage: String, epoch: Int64) {
+        self.workTarget = workTarget
+        self.workVantage = workVantage
+        self.epoch = epoch
+    }
+}
+
+/// What `record` did: the alerts the stored scans raised, and the scans not stored because the
+/// lease they were taken under was lost (another node claimed the target meanwhile).
+public struct RecordOutcome: Sendable {
+    public var alerts: [Alert]
+    public var leaseLost: [StoredScan]
+
+    public init(alerts: [Alert], leaseLost: [StoredScan] = []) {
+        self.alerts = alerts
+        self.leaseLost = leaseLost
     }
 }
 
@@ -182,8 +213,10 @@ public protocol ScanStore: Sendable {
     /// Where the store is, for messages (a file path, or a URL without secrets).
     var displayLocation: String { get }
     /// Stores scans in one transaction, with the alerts `decide` says they raise and a pending
-    /// delivery per sink it names; when it returns all of it is durable. Returns the new alerts.
-    func record(_ scans: [StoredScan], decide: AlertDecision) throws -> [Alert]
+    /// delivery per sink it names; when it returns all of it is durable. A scan older than the
+    /// address's current state is kept in the history but neither changes that state nor raises
+    /// alerts (state never moves back in time); a fenced scan whose lease was lost is not stored.
+    func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome
     /// Deliveries not yet made to one of `sinks` whose next attempt is due, oldest alert first
     /// (a sink removed from the configuration keeps its backlog without blocking the others).
     func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery]
@@ -263,7 +296,13 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case full, readOnly, corrupt, unavailable, other
         /// The open database file is no longer the one at its path.
         case vanished
+        /// The schema has migrations this version does not know (a newer tlsaudit wrote it).
+        case incompatible
     }
+
+    /// Failures that retrying cannot cure: the service refuses to start on them (exit 2), and a
+    /// damaged database met while running stops storing (results go to the spill file).
+    public var isFatal: Bool { kind == .incompatible || kind == .corrupt }
     public var kind: Kind
     public var description: String
 

@@ -5,6 +5,7 @@ import TLSAuditCore
 import TLSAuditService
 import TLSAuditStore
 import TLSAuditPostgres
+import TLSAuditProbe
 
 /// `tlsaudit check-config`: validate a configuration file.
 struct CheckConfigCommand: ParsableCommand {
@@ -49,8 +50,16 @@ struct CheckConfigCommand: ParsableCommand {
                 throw ExitCode(2)
             }
         case .sqlite(let path):
-            StandardStream.output.write(FileManager.default.fileExists(atPath: path)
-                ? "\(path): exists (SQLite; nothing to connect to)\n" : "\(path): not there yet (serve creates it)\n")
+            guard FileManager.default.fileExists(atPath: path) else {
+                return StandardStream.output.write("\(path): not there yet (serve creates it)\n")
+            }
+            do {
+                let migrations = try SQLiteScanStore.inspect(path: path, sha256: Digest.sha256Hex)
+                StandardStream.output.write("\(path): SQLite, quick_check ok; schema at \(migrations.last ?? "none yet") (\(migrations.count) migration(s))\n")
+            } catch {
+                StandardStream.error.write("tlsaudit: \(error)\n")
+                throw ExitCode(2)
+            }
         }
     }
 }

@@ -72,6 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         try await service.runUntilTerminated()
+        if service.fatalStoreError != nil { throw ExitCode(2) }
         // Documented in README ("Exit status"): results that could not be stored.
         if service.unstoredAtExit > 0 { throw ExitCode(75) }
     }
