@@ -49,6 +49,8 @@ public enum APIDocument {
         var responses: [String: Any] = [
             "200": ["description": "OK", "content": ["application/json": ["schema": response]]],
             "401": ["description": "The bearer token is missing or wrong (when one is configured)."],
+            "421": ["description": "The request's Host is not a name of this listener (its address, localhost or http: allowed_hosts): checked when no token or user is configured, or allowed_hosts is set."],
+            "429": ["description": "This client has spent its password checks for this second (basic auth); Retry-After: 1."],
             "503": ["description": "The store cannot be read.", "content": ["application/json": ["schema": ref("Error")]]],
         ]
         if notFound {

@@ -24,7 +24,7 @@ public final class APIRoutes: Sendable {
         self.configuredTargets = configuredTargets
     }
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<ListenerContext>) {
         router.get("api/v1/openapi.json") { _, _ in Self.json(APIDocument.json()) }
         router.get("api/v1/status") { [self] _, _ in
             await read { store in
@@ -34,7 +34,10 @@ public final class APIRoutes: Sendable {
             }
         }
         router.get("api/v1/targets/:name/history") { [self] request, context in
-            let name = context.parameters.get("name") ?? ""
+            // The router matches the path as sent: a name is percent-decoded here ("my%20target").
+            guard let name = context.parameters.get("name")?.removingPercentEncoding else {
+                return Self.error(.badRequest, "the target name is not percent-encoded UTF-8")
+            }
             guard let limit = Self.limit(request, default: 20) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }
             return await read { store in
                 let entries = try store.history(target: name, limit: limit)

@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdBcrypt
 import Synchronization
+import TLSAuditModel
 
 /// Who may read the listener's documents: a bearer token, users with bcrypt password hashes (an
 /// htpasswd file, as `htpasswd -B` writes it), either, or anyone when neither is configured.
@@ -43,61 +44,105 @@ public struct AccessFileError: Error, CustomStringConvertible {
     public var description: String
 }
 
-/// Checks `Authorization` headers against the credentials. A bcrypt check costs tens of
-/// milliseconds of CPU by design, so checks run one at a time on their own queue, at most
-/// `checksPerSecond` of them (beyond: "busy", answered 429), and a header that passed is remembered
-/// (as Prometheus' exporters do), so a scraper asking every second costs one check, not one a second.
+/// Checks `Authorization` headers against the credentials (scheme names in any case, RFC 7235). A
+/// bcrypt check costs tens of milliseconds of CPU by design, so checks run one at a time on their
+/// own queue, and each client address (an IPv6 client: its /64) may cause at most `checksPerClient`
+/// of them a second (beyond: "busy", answered 429), so a flood from one client cannot lock out
+/// another. Unknown users also share `unknownUserChecks` a second over all clients; beyond, they are
+/// refused after as long as a check takes, without one. A pair that passed is remembered (as
+/// Prometheus' exporters do) and never waits: a scraper asking every second costs one check, not one a second.
 final class AccessChecker: Sendable {
     enum Outcome: Equatable {
         case allowed
         case refused
-        /// Too many password checks this second.
+        /// Too many password checks from this client this second.
         case busy
     }
 
+    /// bcrypt reads at most 72 bytes of a password, and stops at a NUL: a longer password, or one
+    /// with a NUL, would pass on its prefix alone.
+    static let longestPassword = 72
+
     private let credentials: AccessCredentials
-    private let checksPerSecond: Int
+    private let checksPerClient: Int
+    private let unknownUserChecks: Int
     private let queue = DispatchQueue(label: "tlsaudit.http.bcrypt")
     private struct State {
+        /// `user:password` pairs that passed.
         var accepted: Set<String> = []
         var second = 0
-        var checksThisSecond = 0
+        /// Checks each client caused this second (a passed one is given back).
+        var checksByClient: [String: Int] = [:]
+        var unknownUserChecks = 0
+        /// How long the last check took: what an unknown user beyond the budget waits.
+        var checkDuration = Duration.zero
     }
 
     private let state = Mutex(State())
 
-    init(_ credentials: AccessCredentials, checksPerSecond: Int = 10) {
+    init(_ credentials: AccessCredentials, checksPerClient: Int = 5, unknownUserChecks: Int = 5) {
         self.credentials = credentials
-        self.checksPerSecond = checksPerSecond
+        self.checksPerClient = checksPerClient
+        self.unknownUserChecks = unknownUserChecks
     }
 
-    func check(authorization: String?) async -> Outcome {
+    /// `client`: the budget's key for the connection's remote address (`clientKey`).
+    func check(authorization: String?, client: String) async -> Outcome {
         guard credentials.required else { return .allowed }
-        guard let authorization else { return .refused }
-        if let token = credentials.token, Self.equal(authorization, "Bearer " + token) { return .allowed }
-        guard !credentials.users.isEmpty, authorization.hasPrefix("Basic "),
-              let decoded = Data(base64Encoded: String(authorization.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+        guard let authorization, let space = authorization.firstIndex(of: " ") else { return .refused }
+        let scheme = authorization[..<space].lowercased()
+        let value = authorization[space...].trimmingCharacters(in: .whitespaces)
+        if scheme == "bearer", let token = credentials.token { return Self.equal(value, token) ? .allowed : .refused }
+        guard scheme == "basic", !credentials.users.isEmpty, let decoded = Data(base64Encoded: value),
               let pair = String(data: decoded, encoding: .utf8), let colon = pair.firstIndex(of: ":") else { return .refused }
-        if state.withLock({ $0.accepted.contains(authorization) }) { return .allowed }
-        let now = Int(Date().timeIntervalSince1970)
-        let admitted = state.withLock { state in
-            if state.second != now { state.second = now; state.checksThisSecond = 0 }
-            state.checksThisSecond += 1
-            return state.checksThisSecond <= checksPerSecond
-        }
-        guard admitted else { return .busy }
+        if state.withLock({ $0.accepted.contains(pair) }) { return .allowed }
         let user = String(pair[..<colon]), password = String(pair[pair.index(after: colon)...])
+        guard password.utf8.count <= Self.longestPassword, !password.utf8.contains(0) else { return .refused }
+        let known = credentials.users[user]
+        let now = Int(Date().timeIntervalSince1970)
+        enum Admission { case check, busy, imitate(Duration) }
+        let admission = state.withLock { state -> Admission in
+            if state.second != now { state.second = now; state.checksByClient = [:]; state.unknownUserChecks = 0 }
+            guard state.checksByClient[client, default: 0] < checksPerClient else { return .busy }
+            state.checksByClient[client, default: 0] += 1
+            if known == nil {
+                guard state.unknownUserChecks < unknownUserChecks else { return .imitate(state.checkDuration) }
+                state.unknownUserChecks += 1
+            }
+            return .check
+        }
+        switch admission {
+        case .busy: return .busy
+        case .imitate(let duration):
+            try? await Task.sleep(for: duration)
+            return .refused
+        case .check: break
+        }
         // An unknown user is checked against a known user's hash (and fails): the answer takes as long.
-        let hash = credentials.users[user] ?? credentials.users.values.min()!
-        let matches = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: Bcrypt.verify(password, hash: Self.openBSDForm(hash))) }
+        let hash = known ?? credentials.users.values.min()!
+        let (matches, duration) = await withCheckedContinuation { continuation in
+            queue.async {
+                let clock = ContinuousClock(), start = clock.now
+                let matches = Bcrypt.verify(password, hash: Self.openBSDForm(hash))
+                continuation.resume(returning: (matches, clock.now - start))
+            }
         }
-        guard matches, credentials.users[user] != nil else { return .refused }
-        state.withLock { state in
+        return state.withLock { state in
+            state.checkDuration = duration
+            guard matches, known != nil else { return .refused }
+            if state.second == now { state.checksByClient[client, default: 1] -= 1 }
             if state.accepted.count >= 64 { state.accepted.removeAll() }
-            state.accepted.insert(authorization)
+            state.accepted.insert(pair)
+            return .allowed
         }
-        return .allowed
+    }
+
+    /// The budget's key for a client address: an IPv4 address whole, an IPv6 address by its /64 (one
+    /// host usually holds a whole /64), an IPv4-mapped one by its IPv4 part.
+    static func clientKey(_ ipAddress: String?) -> String {
+        guard let ipAddress, let bytes = IPAddress.bytes(ipAddress), bytes.count == 16 else { return ipAddress ?? "" }
+        if bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) { return bytes.suffix(4).map(String.init).joined(separator: ".") }
+        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }.joined(separator: ":") + "::/64"
     }
 
     /// `$2y$` (Apache's htpasswd) is the same algorithm as OpenBSD's `$2b$`, the form the checker reads.

@@ -21,7 +21,8 @@ public struct Readiness: Sendable {
 
 /// The service's HTTP listeners (Hummingbird on SwiftNIO, beside the Dispatch scheduler: requests
 /// never run on the scanning threads). `/healthz` and `/readyz` are open; everything else asks
-/// for the bearer token or a basic-auth user when either is configured.
+/// for the bearer token or a basic-auth user when either is configured. Without either (or with
+/// `allowed_hosts`), every request must name the listener in its `Host` (`HostRule`).
 public struct HTTPListener: Sendable {
     let settings: HTTPSettings
     let metrics: ScanMetrics
@@ -70,9 +71,13 @@ public struct HTTPListener: Sendable {
 
     private func makeApplication(_ address: HTTPSettings.Listen, checker: AccessChecker, credentials: AccessCredentials,
                                  tls: TLSConfiguration?) throws -> some ApplicationProtocol {
-        let router = Router()
+        let router = Router(context: ListenerContext.self)
         let challenges = (credentials.users.isEmpty ? [] : ["Basic realm=\"tlsaudit\", charset=\"UTF-8\""])
             + (credentials.token == nil ? [] : ["Bearer realm=\"tlsaudit\""])
+        router.add(middleware: ResponseHeadersMiddleware())
+        if !credentials.required || !settings.allowedHosts.isEmpty {
+            router.add(middleware: HostMiddleware(rule: HostRule(listenHost: address.host, allowed: settings.allowedHosts)))
+        }
         router.add(middleware: AccessMiddleware(checker: checker, challenge: challenges.joined(separator: ", ")))
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { [readiness] _, _ -> Response in
@@ -98,11 +103,11 @@ public struct HTTPListener: Sendable {
         api.add(to: router)
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: StatusPage.contentSecurityPolicy,
-                                            .xContentTypeOptions: "nosniff", .cacheControl: "no-store"],
+                                            .cacheControl: "no-store"],
                      body: .init(byteBuffer: ByteBuffer(string: StatusPage.html)))
         }
         router.get("status.js") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .xContentTypeOptions: "nosniff"],
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"],
                      body: .init(byteBuffer: ByteBuffer(string: StatusPage.script)))
         }
         let logger = logger
@@ -138,15 +143,64 @@ public struct HTTPListenerError: Error, CustomStringConvertible {
     public var description: String { "http listen \(address): \(underlying)" }
 }
 
-/// Refuses requests without a valid `Authorization` (401; 429 while too many passwords are being
-/// checked), except the health checks.
-struct AccessMiddleware<Context: RequestContext>: RouterMiddleware {
+/// A request's context: Hummingbird's, plus the connection's two ends (the client whose password
+/// budget a check spends, and the address the `Host` rule accepts).
+struct ListenerContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+    let localAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = CoreRequestContextStorage(source: source)
+        remoteAddress = source.channel.remoteAddress
+        localAddress = source.channel.localAddress
+    }
+}
+
+/// `X-Content-Type-Options: nosniff` on every answer, and `Cache-Control: no-store` on every answer
+/// under `/api/`: errors (401, 404, 421, 429) included.
+struct ResponseHeadersMiddleware: RouterMiddleware {
+    func handle(_ request: Request, context: ListenerContext,
+                next: (Request, ListenerContext) async throws -> Response) async throws -> Response {
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let error as any HTTPResponseError {
+            response = try error.response(from: request, context: context)
+        }
+        response.headers[.xContentTypeOptions] = "nosniff"
+        if request.uri.path.hasPrefix("/api/") { response.headers[.cacheControl] = "no-store" }
+        return response
+    }
+}
+
+/// Answers 421 Misdirected Request to a request whose `Host` does not name this listener: a page
+/// that rebinds its own name to the listener's address (DNS rebinding) gets nothing.
+struct HostMiddleware: RouterMiddleware {
+    let rule: HostRule
+
+    func handle(_ request: Request, context: ListenerContext,
+                next: (Request, ListenerContext) async throws -> Response) async throws -> Response {
+        guard rule.accepts(request.head.authority, localAddress: context.localAddress?.ipAddress, localPort: context.localAddress?.port) else {
+            let body = "the Host \(request.head.authority ?? "(none)") is not a name of this listener (http: allowed_hosts)\n"
+            return Response(status: .misdirectedRequest, headers: [.contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: body)))
+        }
+        return try await next(request, context)
+    }
+}
+
+/// Refuses requests without a valid `Authorization` (401; 429 while the client has spent its
+/// password checks), except the health checks.
+struct AccessMiddleware: RouterMiddleware {
     let checker: AccessChecker
     let challenge: String
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: ListenerContext,
+                next: (Request, ListenerContext) async throws -> Response) async throws -> Response {
         guard !["/healthz", "/readyz"].contains(request.uri.path) else { return try await next(request, context) }
-        switch await checker.check(authorization: request.headers[.authorization]) {
+        switch await checker.check(authorization: request.headers[.authorization],
+                                   client: AccessChecker.clientKey(context.remoteAddress?.ipAddress)) {
         case .allowed: return try await next(request, context)
         case .refused: return Response(status: .unauthorized, headers: [.wwwAuthenticate: challenge])
         case .busy: return Response(status: .tooManyRequests, headers: [.retryAfter: "1"])

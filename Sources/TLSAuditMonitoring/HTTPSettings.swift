@@ -57,8 +57,22 @@ public struct HTTPSettings: Sendable, Hashable {
     public var maxConnections = Int(SettingBounds.httpConnections.defaultValue)
     /// Seconds a connection may stay idle (no request, or a request stalled mid-way) before it is closed.
     public var idleTimeout = SettingBounds.httpIdleTimeout.defaultValue
+    /// Names a request's `Host` may give besides the listener's own address and `localhost`
+    /// (`allowed_hosts`). The `Host` rule applies when no credentials are asked for, or when this is set.
+    public var allowedHosts: [String] = []
 
     public init() {}
+
+    /// Whether `name` can be in `allowed_hosts`: a host name (letters, digits, '-', '_', dots
+    /// between labels) or an IP address, without a port, a scheme or a wildcard.
+    public static func isAllowedHost(_ name: String) -> Bool {
+        if IPAddress.canonical(name) != nil { return true }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        return name.utf8.count <= 253 && labels.allSatisfy { label in
+            (1...63).contains(label.utf8.count) && !label.hasPrefix("-") && !label.hasSuffix("-")
+                && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0)) }
+        }
+    }
 
     public var enabled: Bool { !listen.isEmpty }
 }

@@ -633,14 +633,15 @@ struct ConfigurationParser {
     }
 
     /// `http:` with `listen` (an address or a list), `bearer_token_file`, `basic_auth_file`, `tls`,
-    /// `max_connections`, `idle_timeout`.
+    /// `max_connections`, `idle_timeout`, `allowed_hosts` (a name or a list).
     private mutating func httpSettings(_ node: Node) -> HTTPSettings {
         var settings = HTTPSettings()
         guard case .mapping(let mapping) = node else {
             report(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)")
             return settings
         }
-        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls"], in: "http")
+        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts"],
+                  in: "http")
         if let value = mapping["tls"] {
             if case .mapping(let tls) = value, let certificateNode = tls["certificate"], let keyNode = tls["key"] {
                 checkKeys(tls, allowed: ["certificate", "key"], in: "http tls")
@@ -696,6 +697,18 @@ struct ConfigurationParser {
             settings.maxConnections = count
         }
         if let value = mapping["idle_timeout"], let seconds = duration(value, SettingBounds.httpIdleTimeout) { settings.idleTimeout = seconds }
+        if let value = mapping["allowed_hosts"] {
+            let names: [Node] = if case .sequence(let sequence) = value { Array(sequence) } else { [value] }
+            if names.isEmpty { report(value, "http allowed_hosts names no host (leave it out, or list names like dashboard.example.net)") }
+            for node in names {
+                guard let name = string(node, "a host name like dashboard.example.net") else { continue }
+                guard HTTPSettings.isAllowedHost(name) else {
+                    report(node, "http allowed_hosts '\(name)' is not a host name or IP address (no port, scheme, path or '*')")
+                    continue
+                }
+                settings.allowedHosts.append(name)
+            }
+        }
         return settings
     }
 
