@@ -19,9 +19,14 @@ public final class LabPostgresServer: @unchecked Sendable {
     public let user = "tlsaudit"
     private let binaries: String
     private let runsAsNobody: Bool
+    /// Whether the server syncs its WAL (`fsync`): off by default, for speed, in the tests that do
+    /// not stop the machine; on for the durability tests.
+    private let syncs: Bool
 
     /// Makes and starts a cluster; throws `LabPrerequisite` when PostgreSQL is not installed.
-    public init() throws {
+    /// `syncs`: run with `fsync=on` (PostgreSQL's default) instead of off.
+    public init(syncs: Bool = false) throws {
+        self.syncs = syncs
         guard let binaries = Self.binaries else {
             throw LabPrerequisite.Missing(description: "PostgreSQL's server is not installed: apt-get install -y postgresql (.ci/run installs it)")
         }
@@ -31,7 +36,7 @@ public final class LabPostgresServer: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if runsAsNobody { try Self.shell(["chown", "nobody:nogroup", directory]) }
         port = try LabPorts.unusedPort()
-        try run("initdb", ["-D", "\(directory)/data", "-U", user, "--auth=trust", "-E", "UTF8", "--no-sync"])
+        try run("initdb", ["-D", "\(directory)/data", "-U", user, "--auth=trust", "-E", "UTF8"] + (syncs ? [] : ["--no-sync"]))
         try start()
         try run("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", user, "tlsaudit"])
     }
@@ -56,7 +61,7 @@ public final class LabPostgresServer: @unchecked Sendable {
     /// Starts the server (again, after `stop(removing: false)`).
     public func start() throws {
         try run("pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "30", "-o",
-                           "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+                           "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=\(syncs ? "on" : "off") -c max_connections=200",
                            "start"])
     }
 

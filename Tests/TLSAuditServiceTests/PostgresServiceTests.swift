@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditLab
 import TLSAuditProbe
 import TLSAuditStore
+import TLSAuditPostgres
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -196,5 +197,63 @@ struct PostgresServiceTests {
             .write(toFile: wrongCA, atomically: true, encoding: .utf8)
         let refused = try Binary.run(["check-config", wrongCA, "--test-connection"])
         #expect(refused.status == 2 && refused.stderr.contains("certificate verify failed"), "\(refused.stderr)")
+    }
+}
+
+/// PostgreSQL's faults against the real service: a newer schema, a crash of the server.
+extension PostgresServiceTests {
+    @Test("a PostgreSQL store migrated by a newer tlsaudit: serve exits 2 at once naming the migration (it kept running, logging errors); check-config --test-connection exits 2")
+    func newerPostgresSchema() throws {
+        let postgres = try LabPostgresServer()
+        defer { postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("postgres-newer")
+        _ = try PostgresScanStore(url: postgres.url(), sha256: Digest.sha256Hex)
+        try postgres.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: postgres.url(), targets: [("good", good.port)]).write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        #expect(service.waitForExit(timeout: 20) == 2, "\(service.log.suffix(2000))")
+        #expect(!service.lines(containing: "v99-from-the-future").isEmpty)
+        #expect(service.storedScans.isEmpty)
+        let check = try Binary.run(["check-config", config, "--test-connection"])
+        #expect(check.status == 2, "\(check.stdout)")
+        #expect(check.stderr.contains("v99-from-the-future"), "\(check.stderr)")
+    }
+
+    @Test("PostgreSQL (fsync on) stopped with -m immediate right after a logged commit, then started again: every scan logged as stored is there")
+    func postgresCrashLosesNothingLogged() throws {
+        let postgres = try LabPostgresServer(syncs: true)
+        defer { postgres.stop() }
+        let servers = try (0..<3).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("postgres-crash")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: postgres.url(), targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
+                              interval: "100ms").write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("scans stored") { service.storedScans.count >= 20 }
+        // Right after a commit is logged: the server dies as in a crash (no shutdown checkpoint).
+        let logged = service.storedScans.count
+        service.wait("the next logged commit") { service.storedScans.count > logged }
+        postgres.stop(removing: false)
+        service.wait("the outage noticed") { !service.lines(containing: "cannot store scan results").isEmpty }
+        try postgres.start()
+        service.wait("storing to resume", timeout: 60) { !service.lines(containing: "storing works again").isEmpty }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        var stored: [String: [Double]] = [:]
+        for row in try postgres.psql("SELECT target || ' ' || address || ' ' || started_at::text FROM observation").split(separator: "\n") {
+            let parts = row.split(separator: " ")
+            guard parts.count == 3, let time = Double(parts[2]) else { continue }
+            stored["\(parts[0]) \(parts[1])", default: []].append(time)
+        }
+        // The log gives start times to the millisecond.
+        let missing = service.storedScans.filter { scan in
+            !(stored["\(scan.target) \(scan.address)"] ?? []).contains { abs($0 - scan.startedAt) < 0.001 }
+        }
+        #expect(service.storedScans.count > logged)
+        #expect(missing.isEmpty, "\(missing.count) of \(service.storedScans.count) scans logged as stored are missing")
     }
 }
