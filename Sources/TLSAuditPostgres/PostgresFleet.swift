@@ -167,6 +167,26 @@ public struct FleetRowKey: Sendable, Hashable {
     }
 }
 
+/// Another process holds this node's name: alive at this node's start (a twin, or the same
+/// node started twice), or it took the name over since (`serve --replace-node`).
+public struct FleetNameConflict: Error, CustomStringConvertible {
+    public var name: String
+    public var host: String?
+    public var process: String?
+    public var startedAt: Date
+    public var heartbeatAge: Double
+    /// True when met at this node's start; false when the name was taken from this node while it ran.
+    public var duringStart: Bool
+
+    public var description: String {
+        let other = "\(process ?? "a process") on \(host ?? "an unknown host"), started \(Timestamp.format(startedAt)), "
+            + "last heartbeat \(String(format: "%.1f", heartbeatAge)) s ago"
+        return duringStart
+            ? "another node named \(name) is alive (\(other)): give this node another name (node: {name: ...}), stop the other one, or start this one with --replace-node if the other is gone for good"
+            : "node name \(name) was taken over by \(other) (started with --replace-node): this node stops"
+    }
+}
+
 /// The fleet's coordination on PostgreSQL: the configuration's versions, the nodes' heartbeats
 /// and the work queue. No coordinator process: due scans are claimed with `FOR UPDATE SKIP
 /// LOCKED` under a lease, the per-host cap holds fleet-wide because a claim locks the host's row
@@ -342,22 +362,62 @@ public final class PostgresFleet: Sendable {
     // MARK: - Nodes
 
     /// Says this node is alive (creating its row on the first call; `starting` resets its start
-    /// time), with what it runs and how busy it is.
-    public func heartbeat(_ beat: FleetHeartbeat, starting: Bool = false, process: String) throws {
+    /// time), with what it runs and how busy it is. The row belongs to this process (`instance`):
+    /// at the start it is taken over only when its holder is lost (no heartbeat for three polls
+    /// plus its lease), was this host's process that is gone now (a restart after a crash), or
+    /// `replacing` is set; otherwise, and whenever another process has taken the name since,
+    /// it throws `FleetNameConflict` and nothing is written.
+    public func heartbeat(_ beat: FleetHeartbeat, starting: Bool = false, replacing: Bool = false, process: String) throws {
         try pool.withConnection { connection in
-            _ = try connection.execute("""
+            try connection.transaction {
+                let holder = try connection.execute("""
+                    SELECT instance, host, process, started_at, extract(epoch FROM now()) - heartbeat_at AS age, poll, lease
+                    FROM fleet_node WHERE name = $1 FOR UPDATE
+                    """, [.text(node)])
+                if holder.count > 0, holder.text(0, "instance") != instance {
+                    let conflict = FleetNameConflict(
+                        name: node, host: holder.text(0, "host"), process: holder.text(0, "process"),
+                        startedAt: Date(timeIntervalSince1970: holder.double(0, "started_at") ?? 0),
+                        heartbeatAge: holder.double(0, "age") ?? 0, duringStart: starting)
+                    let lost = conflict.heartbeatAge > 3 * (holder.double(0, "poll") ?? 0) + (holder.double(0, "lease") ?? 0)
+                    // A row an older tlsaudit wrote names no host: its process is looked for here (a rolling upgrade).
+                    let sameHost = conflict.host == Self.hostName || holder.text(0, "instance") == nil
+                    let goneFromThisHost = sameHost && conflict.process.flatMap(Self.processIsGone) == true
+                    guard starting, replacing || lost || goneFromThisHost else {
+                        throw conflict
+                    }
+                }
+                try connection.execute("""
                     INSERT INTO fleet_node (name, vantage, configuration_version, started_at, heartbeat_at, in_flight,
-                        scans_per_minute, scans_total, process, poll, lease)
-                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7, $9, $10)
+                        scans_per_minute, scans_total, process, poll, lease, instance, host)
+                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7, $9, $10, $11, $12)
                     ON CONFLICT (name) DO UPDATE SET vantage = EXCLUDED.vantage, poll = EXCLUDED.poll, lease = EXCLUDED.lease,
                         configuration_version = EXCLUDED.configuration_version, heartbeat_at = EXCLUDED.heartbeat_at,
                         in_flight = EXCLUDED.in_flight, scans_per_minute = EXCLUDED.scans_per_minute,
                         scans_total = EXCLUDED.scans_total, process = EXCLUDED.process,
+                        instance = EXCLUDED.instance, host = EXCLUDED.host,
                         started_at = CASE WHEN $8 THEN EXCLUDED.started_at ELSE fleet_node.started_at END
                     """, [.text(node), .text(vantage), beat.configurationVersion.map { .int($0) }, .int(Int64(beat.inFlight.count)),
                           .double(beat.scansPerMinute), .int(beat.scansTotal), .text(process), .bool(starting),
-                          .double(beat.poll), .double(beat.lease)])
+                          .double(beat.poll), .double(beat.lease), .text(instance), .text(Self.hostName)])
+            }
         }
+    }
+
+    /// This process's claim on its node name (a new one each start).
+    public let instance = UUID().uuidString
+
+    /// This machine's name, as `fleet status` and a refused twin show it.
+    static let hostName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "?" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map(UInt8.init(bitPattern:)), as: UTF8.self)
+    }()
+
+    /// Whether the process a `process` column names ("pid N") no longer runs on this host.
+    static func processIsGone(_ process: String) -> Bool? {
+        guard process.hasPrefix("pid "), let pid = Int32(process.dropFirst(4)) else { return nil }
+        return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// The nodes alive now (a heartbeat within three of their polls) and the work rows changed

@@ -225,11 +225,14 @@ enum PostgresMigrations {
         // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
         ("v9-vulnerabilities", "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT;"),
         // Fencing tokens: every claim of a work row, a delivery or a report run raises its epoch;
-        // a write made under an older epoch (a node paused past its lease) is refused.
-        ("v10-lease-epochs", """
+        // a write made under an older epoch (a node paused past its lease) is refused. And a node's
+        // identity: the process that holds its name (a random id per start) and the host it runs on.
+        ("v10-fencing", """
             ALTER TABLE fleet_work ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
             ALTER TABLE alert_delivery ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
             ALTER TABLE report_claim ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE fleet_node ADD COLUMN instance TEXT;
+            ALTER TABLE fleet_node ADD COLUMN host TEXT;
             """),
     ]
 

@@ -264,14 +264,15 @@ public final class PostgresScanStore: ScanStore, Sendable {
                     ORDER BY a.created_at, a.id COLLATE "C" LIMIT $3
                     FOR UPDATE OF d SKIP LOCKED
                 )
-                UPDATE alert_delivery d SET next_attempt_at = \(Self.serverClock(4)) FROM due, alert a
+                UPDATE alert_delivery d SET next_attempt_at = \(Self.serverClock(4)), lease_epoch = d.lease_epoch + 1 FROM due, alert a
                 WHERE d.alert_id = due.alert_id AND d.sink = due.sink AND a.id = d.alert_id
-                RETURNING d.sink, d.attempts, a.document, a.created_at, a.id
+                RETURNING d.sink, d.attempts, a.document, a.created_at, a.id, d.lease_epoch
                 """, [Self.fromNow(time), .texts(sinks), .int(Int64(limit)), .double(lease)])
             let claimed = try (0..<rows.count).compactMap { row -> (Double, String, PendingDelivery)? in
                 guard let alert = try StoredValues.decode(Alert.self, rows.text(row, "document")) else { return nil }
-                return (rows.double(row, "created_at") ?? 0, rows.text(row, "id") ?? "",
-                        PendingDelivery(alert: alert, sink: rows.text(row, "sink") ?? "", attempts: Int(rows.int(row, "attempts") ?? 0)))
+                var delivery = PendingDelivery(alert: alert, sink: rows.text(row, "sink") ?? "", attempts: Int(rows.int(row, "attempts") ?? 0))
+                delivery.leaseEpoch = rows.int(row, "lease_epoch") ?? 0
+                return (rows.double(row, "created_at") ?? 0, rows.text(row, "id") ?? "", delivery)
             }
             // RETURNING has no order: oldest alert first, as listed.
             return claimed.sorted { first, second in
@@ -290,21 +291,31 @@ public final class PostgresScanStore: ScanStore, Sendable {
         }
     }
 
-    public func markDelivered(alertID: String, sink: String, at time: Date) throws {
-        _ = try pool.withConnection { connection in
+    /// The claim is the delivery's newest and its lease has not run out, on the server's clock.
+    public func stillHolds(_ delivery: PendingDelivery) throws -> Bool {
+        try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE alert_delivery SET state = 'delivered', delivered_at = $1, attempts = attempts + 1, last_error = NULL
-                WHERE alert_id = $2 AND sink = $3
-                """, [.double(time.timeIntervalSince1970), .text(alertID), .text(sink)])
+                SELECT 1 FROM alert_delivery WHERE alert_id = $1 AND sink = $2 AND state = 'pending' AND lease_epoch = $3
+                  AND next_attempt_at > extract(epoch FROM now())
+                """, [.text(delivery.alert.id), .text(delivery.sink), .int(delivery.leaseEpoch)]).count > 0
         }
     }
 
-    public func markFailed(alertID: String, sink: String, error message: String, retryAt: Date) throws {
+    public func markDelivered(alertID: String, sink: String, at time: Date, leaseEpoch: Int64?) throws {
+        _ = try pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE alert_delivery SET state = 'delivered', delivered_at = $1, attempts = attempts + 1, last_error = NULL
+                WHERE alert_id = $2 AND sink = $3 AND ($4::bigint IS NULL OR lease_epoch = $4::bigint)
+                """, [.double(time.timeIntervalSince1970), .text(alertID), .text(sink), leaseEpoch.map { .int($0) }])
+        }
+    }
+
+    public func markFailed(alertID: String, sink: String, error message: String, retryAt: Date, leaseEpoch: Int64?) throws {
         _ = try pool.withConnection { connection in
             try connection.execute("""
                 UPDATE alert_delivery SET attempts = attempts + 1, last_error = $1, next_attempt_at = \(Self.serverClock(2))
-                WHERE alert_id = $3 AND sink = $4
-                """, [.text(message), Self.fromNow(retryAt), .text(alertID), .text(sink)])
+                WHERE alert_id = $3 AND sink = $4 AND state = 'pending' AND ($5::bigint IS NULL OR lease_epoch = $5::bigint)
+                """, [.text(message), Self.fromNow(retryAt), .text(alertID), .text(sink), leaseEpoch.map { .int($0) }])
         }
     }
 
@@ -551,26 +562,41 @@ public final class PostgresScanStore: ScanStore, Sendable {
                     return .written
                 }
                 let taken = try connection.execute("""
-                    INSERT INTO report_claim (name, period_end, owner, lease_until) VALUES ($1, $2, $3, extract(epoch FROM now()) + $4)
-                    ON CONFLICT (name, period_end) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until
+                    INSERT INTO report_claim (name, period_end, owner, lease_until, epoch) VALUES ($1, $2, $3, extract(epoch FROM now()) + $4, 1)
+                    ON CONFLICT (name, period_end) DO UPDATE SET owner = EXCLUDED.owner, lease_until = EXCLUDED.lease_until,
+                        epoch = report_claim.epoch + 1
                     WHERE report_claim.lease_until < extract(epoch FROM now()) OR report_claim.owner = EXCLUDED.owner
-                    RETURNING owner
+                    RETURNING epoch
                     """, [.text(name), end, .text(owner), .double(lease)])
-                if taken.count > 0 { return .claimed }
+                if taken.count > 0 { return .claimed(epoch: taken.int(0, "epoch") ?? 0) }
                 let holder = try connection.execute("SELECT owner FROM report_claim WHERE name = $1 AND period_end = $2", [.text(name), end])
                 return .heldByAnother(holder.text(0, "owner") ?? "?")
             }
         }
     }
 
-    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws {
-        _ = try pool.withConnection { connection in
+    public func holdsReportRun(name: String, periodEnd: Date, owner: String, epoch: Int64) throws -> Bool {
+        try pool.withConnection { connection in
             try connection.execute("""
-                INSERT INTO report_run (name, period_end, written_at, files, delivery) VALUES ($1, $2, $3, $4, $5)
+                SELECT 1 FROM report_claim WHERE name = $1 AND period_end = $2 AND owner = $3 AND epoch = $4
+                  AND lease_until >= extract(epoch FROM now())
+                """, [.text(name), .double(periodEnd.timeIntervalSince1970), .text(owner), .int(epoch)]).count > 0
+        }
+    }
+
+    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery],
+                                claim: (owner: String, epoch: Int64)?) throws -> Bool {
+        try pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO report_run (name, period_end, written_at, files, delivery)
+                SELECT $1, $2, $3, $4, $5
+                WHERE $6::text IS NULL OR EXISTS (SELECT 1 FROM report_claim
+                    WHERE name = $1 AND period_end = $2 AND owner = $6::text AND epoch = $7::bigint)
                 ON CONFLICT (name, period_end) DO UPDATE SET written_at = excluded.written_at, files = excluded.files,
                     delivery = excluded.delivery
                 """, [.text(name), .double(periodEnd.timeIntervalSince1970), .double(Date().timeIntervalSince1970),
-                      .text(try StoredValues.json(files)), .text(try StoredValues.json(delivery))])
+                      .text(try StoredValues.json(files)), .text(try StoredValues.json(delivery)),
+                      claim.map { .text($0.owner) }, claim.map { .int($0.epoch) }]).affected > 0
         }
     }
 

@@ -162,6 +162,12 @@ final class AlertDispatcher: @unchecked Sendable {
                 unattempted.append(delivery)
                 continue
             }
+            // Claimed minutes ago, perhaps (a pause, a slow sink before it): sent only while the claim holds.
+            guard (try? writer.perform { try $0.stillHolds(delivery) }) == true else {
+                logger.warning("alert delivery skipped: this node's claim on it ended (another node may have taken it over)",
+                               metadata: ["alert": "\(delivery.alert.id)", "sink": "\(sink.name)"])
+                continue
+            }
             let outcome: Result<Void, DeliveryError>
             if case .alertmanager(let url, let timeout, let caFile) = sink.kind {
                 if recent == nil { recent = try? writer.perform { try $0.alerts(limit: Self.recentAlerts).map(\.alert) } }
@@ -174,7 +180,7 @@ final class AlertDispatcher: @unchecked Sendable {
             do {
                 switch outcome {
                 case .success:
-                    try writer.perform { try $0.markDelivered(alertID: delivery.alert.id, sink: sink.name, at: Date()) }
+                    try writer.perform { try $0.markDelivered(alertID: delivery.alert.id, sink: sink.name, at: Date(), leaseEpoch: delivery.leaseEpoch) }
                     logger.info("alert delivered", metadata: ["alert": "\(delivery.alert.id)", "kind": "\(delivery.alert.kind.rawValue)",
                                                              "sink": "\(sink.name)", "target": "\(delivery.alert.target)"])
                 case .failure(let error):
@@ -182,7 +188,7 @@ final class AlertDispatcher: @unchecked Sendable {
                     let wait = min(300, pow(2, Double(min(delivery.attempts, 9))))
                     try writer.perform {
                         try $0.markFailed(alertID: delivery.alert.id, sink: sink.name, error: error.description,
-                                          retryAt: Date().addingTimeInterval(wait))
+                                          retryAt: Date().addingTimeInterval(wait), leaseEpoch: delivery.leaseEpoch)
                     }
                     logger.warning("alert delivery failed; will retry", metadata: [
                         "alert": "\(delivery.alert.id)", "sink": "\(sink.name)", "attempt": "\(delivery.attempts + 1)",

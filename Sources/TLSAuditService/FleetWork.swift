@@ -88,14 +88,32 @@ final class FleetWork: @unchecked Sendable {
         }
     }
 
+    /// Called (on the heartbeat's queue) when another process took this node's name over.
+    var onNameConflict: (@Sendable (FleetNameConflict) -> Void)?
+    /// The first heartbeat's `replacing` (`serve --replace-node`).
+    private var replacing = false
+
     /// Heartbeats every `period` seconds with what `report` says (called on this queue), renewing
     /// the leases of the scans in flight for `lease` seconds.
-    /// `view` gets what the node knows of the fleet after each heartbeat that worked.
-    func startHeartbeat(period: Double, report: @escaping @Sendable () -> FleetHeartbeat,
-                        view: @escaping @Sendable (FleetView) -> Void) {
-        heartbeatQueue.async { [self] in
+    /// `view` gets what the node knows of the fleet after each heartbeat that worked. The first
+    /// heartbeat runs before this returns: it throws `FleetNameConflict` when another live process
+    /// holds the node's name (unless `replacing`), and then no heartbeat runs.
+    func startHeartbeat(period: Double, replacing: Bool, report: @escaping @Sendable () -> FleetHeartbeat,
+                        view: @escaping @Sendable (FleetView) -> Void) throws {
+        try heartbeatQueue.sync { [self] in
+            self.replacing = replacing
             self.report = report
             onView = view
+            do {
+                try fleet.heartbeat(report(), starting: true, replacing: replacing, process: "pid \(getpid())")
+                started = true
+            } catch let conflict as FleetNameConflict {
+                throw conflict
+            } catch {
+                // PostgreSQL not answering: the timer's heartbeats take the name when it does.
+            }
+        }
+        heartbeatQueue.async { [self] in
             let timer = DispatchSource.makeTimerSource(queue: heartbeatQueue)
             timer.schedule(deadline: .now(), repeating: period)
             timer.setEventHandler { [weak self] in self?.beatAndShare() }
@@ -117,7 +135,7 @@ final class FleetWork: @unchecked Sendable {
 
     private func beat(_ heartbeat: FleetHeartbeat) -> FleetView? {
         do {
-            try fleet.heartbeat(heartbeat, starting: !started, process: "pid \(getpid())")
+            try fleet.heartbeat(heartbeat, starting: !started, replacing: replacing, process: "pid \(getpid())")
             try fleet.renew(heartbeat.inFlight, lease: heartbeat.lease)
             queue.async { [self] in flushCompletions() } // PostgreSQL answers: what waits can go
             let view = try fleet.view(changedSince: viewTime)
@@ -126,6 +144,12 @@ final class FleetWork: @unchecked Sendable {
             if heartbeatFailing { logger.notice("fleet heartbeat: PostgreSQL answers again") }
             heartbeatFailing = false
             return view
+        } catch let conflict as FleetNameConflict {
+            heartbeatTimer?.cancel()
+            heartbeatTimer = nil
+            logger.critical("\(conflict)")
+            onNameConflict?(conflict)
+            return nil
         } catch {
             if !heartbeatFailing { logger.error("fleet heartbeat failed: \(error)") }
             heartbeatFailing = true

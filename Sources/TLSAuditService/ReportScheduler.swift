@@ -179,6 +179,7 @@ final class ReportScheduler: @unchecked Sendable {
         let now = Date()
         for schedule in schedules {
             guard let (end, attemptAt) = due[schedule.name], attemptAt <= now else { continue }
+            var claimEpoch: Int64 = 0
             // In a fleet, one node writes each run; the others ask again after a while (the
             // writer may die) and move on once the run is recorded.
             switch (try? writer.perform { try $0.claimReportRun(name: schedule.name, periodEnd: end, owner: node, lease: Self.claimLease) }) {
@@ -193,10 +194,10 @@ final class ReportScheduler: @unchecked Sendable {
             case nil:
                 due[schedule.name] = (end, now.addingTimeInterval(60))
                 continue
-            case .claimed?:
-                break
+            case .claimed(let epoch)?:
+                claimEpoch = epoch
             }
-            if write(schedule, end: end) {
+            if write(schedule, end: end, epoch: claimEpoch) {
                 let next = schedule.nextDue(after: max(end, now))
                 due[schedule.name] = (next, next)
             } else {
@@ -207,8 +208,18 @@ final class ReportScheduler: @unchecked Sendable {
     }
 
     /// Renders and writes one report in every format, then delivers it and records the run.
-    /// False when it could not be read or written (it is tried again).
-    private func write(_ schedule: ReportSchedule, end: Date) -> Bool {
+    /// False when it could not be read or written (it is tried again). The claim of `epoch` is
+    /// checked before the files are written and before they are sent (a node paused past its
+    /// claim's lease writes and sends nothing), and the run is recorded only under it.
+    private func write(_ schedule: ReportSchedule, end: Date, epoch: Int64) -> Bool {
+        func stillClaimed(_ step: String) -> Bool {
+            let held = (try? writer.perform { try $0.holdsReportRun(name: schedule.name, periodEnd: end, owner: node, epoch: epoch) }) ?? false
+            if !held {
+                logger.warning("scheduled report: this node's claim on the run ended (another node took it over); not \(step)",
+                               metadata: ["report": "\(schedule.name)", "period_end": "\(Timestamp.format(end))"])
+            }
+            return held
+        }
         let started = Date()
         let report: ComplianceReport
         do {
@@ -221,6 +232,7 @@ final class ReportScheduler: @unchecked Sendable {
                 "report": "\(schedule.name)", "error": "\(error)"])
             return false
         }
+        guard stillClaimed("writing its files") else { return false }
         var files: [String] = []
         let stem = schedule.fileStem(for: end)
         for format in schedule.formats {
@@ -235,13 +247,17 @@ final class ReportScheduler: @unchecked Sendable {
         }
         guard files.count == schedule.formats.count else { return false }
         prune(schedule)
+        guard schedule.sinks.isEmpty || stillClaimed("sending it") else { return false }
         var delivery: [String: ReportDelivery] = [:]
         for name in schedule.sinks {
             guard let sink = sinks[name] else { continue }
             delivery[name] = send(report, of: schedule, end: end, to: sink)
         }
         do {
-            try writer.perform { try $0.recordReportRun(name: schedule.name, periodEnd: end, files: files, delivery: delivery) }
+            let recorded = try writer.perform {
+                try $0.recordReportRun(name: schedule.name, periodEnd: end, files: files, delivery: delivery, claim: (node, epoch))
+            }
+            if !recorded { logger.warning("scheduled report written, but another node took the run over meanwhile; its record is that node's") }
         } catch {
             logger.error("scheduled report written but not recorded: \(error)")
         }

@@ -42,14 +42,22 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Scan results that could not be stored by the time the service stopped (kept in the spill
     /// file for the next start when it could be written): `serve` then exits 75.
     public private(set) var unstoredAtExit = 0
-    /// A store failure no retry cures, met while running (a schema a newer version migrated):
-    /// the service stopped itself and `serve` exits 2 with it.
-    public var fatalStoreError: StoreError? { fatalStop.withLock { $0 } }
-    private let fatalStop = Mutex<StoreError?>(nil)
+    /// A failure no retry cures, met while running (a schema a newer version migrated, this
+    /// node's name held by another live node): the service stopped itself and `serve` exits 2.
+    public var unrecoverableError: String? { fatalStop.withLock { $0 } }
+    private let fatalStop = Mutex<String?>(nil)
+    /// Fleet mode: take the node's name over even while another process's heartbeat holds it.
+    private let replaceNode: Bool
+
+    /// Stops the service for `reason` (the first reason given is kept).
+    private func stopForGood(_ reason: String) {
+        fatalStop.withLock { if $0 == nil { $0 = reason } }
+    }
 
     /// Builds the service from a validated configuration. `configurationPath` is what SIGHUP rereads.
     public init(configuration: ServiceConfiguration, configurationPath: String?, logger: Logger,
-                shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace) throws {
+                shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace, replaceNode: Bool = false) throws {
+        self.replaceNode = replaceNode
         ProcessMemory.tuneForService()
         self.configuration = configuration
         self.configurationPath = configurationPath
@@ -129,7 +137,7 @@ public final class ScanService: Service, @unchecked Sendable {
             "database": "\(configuration.database)", "targets": "\(configuration.targets.count)",
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
-        writer.onFatal = { [weak self] error in self?.fatalStop.withLock { if $0 == nil { $0 = error } } }
+        writer.onFatal = { [weak self] error in self?.stopForGood("\(error)") }
         writer.replaySpills(database: configuration.spillBase)
         scheduler.start()
         if let fleet { startFleet(fleet) }
@@ -155,7 +163,7 @@ public final class ScanService: Service, @unchecked Sendable {
                     do { try await listener.run() } catch { return error }
                     return nil
                 }
-                let stopItself: @Sendable () -> Bool = { [weak self] in self?.fatalStoreError != nil }
+                let stopItself: @Sendable () -> Bool = { [weak self] in self?.unrecoverableError != nil }
                 group.addTask { await Self.waitForTermination(stopItself: stopItself); return nil }
                 let first = await group.next() ?? nil
                 group.cancelAll()
@@ -163,9 +171,9 @@ public final class ScanService: Service, @unchecked Sendable {
             }
             if let listenerFailure { logger.critical("the http listener failed: \(listenerFailure); stopping the service") }
         } else {
-            await Self.waitForTermination { [weak self] in self?.fatalStoreError != nil }
+            await Self.waitForTermination { [weak self] in self?.unrecoverableError != nil }
         }
-        if let fatal = fatalStoreError { logger.critical("stopping: \(fatal)") }
+        if let fatal = unrecoverableError { logger.critical("stopping: \(fatal)") }
 
         // One deadline for everything that may still be running: scans, then alert deliveries.
         let deadline = Date().addingTimeInterval(shutdownGrace)
@@ -333,8 +341,10 @@ public final class ScanService: Service, @unchecked Sendable {
             if !fleetSchemaReady {
                 _ = try configuration.location().open() // brings the schema up to date
                 fleetSchemaReady = true
-                // Heartbeats from now: before, the fleet's tables may not exist yet.
-                fleet.startHeartbeat(period: configuration.fleet.poll, report: { [weak self] in
+                // Heartbeats from now: before, the fleet's tables may not exist yet. The first one,
+                // here, takes the node's name (refused while another live process holds it).
+                fleet.onNameConflict = { [weak self] conflict in self?.stopForGood("\(conflict)") }
+                try fleet.startHeartbeat(period: configuration.fleet.poll, replacing: replaceNode, report: { [weak self] in
                     guard let self else {
                         return FleetHeartbeat(configurationVersion: nil, inFlight: [], scansPerMinute: 0, scansTotal: 0, poll: 1, lease: 1)
                     }
@@ -347,6 +357,8 @@ public final class ScanService: Service, @unchecked Sendable {
             }
             guard latest > (running ?? 0), latest != refusedFleetVersion, let version = try fleet.fleet.latestConfiguration() else { return }
             try adopt(version, fleet: fleet)
+        } catch let conflict as FleetNameConflict {
+            stopForGood("\(conflict)")
         } catch {
             logger.error("cannot read the fleet configuration: \(error)")
         }

@@ -349,10 +349,12 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         guard !sinks.isEmpty else { return [] }
         do {
             return try pool.write { db in
-                let due = try Self.due(db, by: time, sinks: sinks, limit: limit)
-                for delivery in due {
-                    try db.execute(sql: "UPDATE alert_delivery SET next_attempt_at = ? WHERE alert_id = ? AND sink = ?",
-                                   arguments: [time.timeIntervalSince1970 + lease, delivery.alert.id, delivery.sink])
+                var due = try Self.due(db, by: time, sinks: sinks, limit: limit)
+                for index in due.indices {
+                    due[index].leaseEpoch = try Int64.fetchOne(db, sql: """
+                        UPDATE alert_delivery SET next_attempt_at = ?, lease_epoch = lease_epoch + 1 WHERE alert_id = ? AND sink = ?
+                        RETURNING lease_epoch
+                        """, arguments: [time.timeIntervalSince1970 + lease, due[index].alert.id, due[index].sink]) ?? 0
                 }
                 return due
             }
@@ -374,26 +376,38 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         }
     }
 
-    public func markDelivered(alertID: String, sink: String, at time: Date) throws {
+    public func stillHolds(_ delivery: PendingDelivery) throws -> Bool {
+        do {
+            return try pool.read { db in
+                try Bool.fetchOne(db, sql: """
+                    SELECT 1 FROM alert_delivery WHERE alert_id = ? AND sink = ? AND state = 'pending' AND lease_epoch = ?
+                    """, arguments: [delivery.alert.id, delivery.sink, delivery.leaseEpoch]) ?? false
+            }
+        } catch {
+            throw Self.storeError(error, doing: "checking an alert delivery's claim")
+        }
+    }
+
+    public func markDelivered(alertID: String, sink: String, at time: Date, leaseEpoch: Int64?) throws {
         do {
             try pool.write { db in
                 try db.execute(sql: """
                     UPDATE alert_delivery SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL
-                    WHERE alert_id = ? AND sink = ?
-                    """, arguments: [time.timeIntervalSince1970, alertID, sink])
+                    WHERE alert_id = ? AND sink = ? AND (? IS NULL OR lease_epoch = ?)
+                    """, arguments: [time.timeIntervalSince1970, alertID, sink, leaseEpoch, leaseEpoch])
             }
         } catch {
             throw Self.storeError(error, doing: "recording a delivery")
         }
     }
 
-    public func markFailed(alertID: String, sink: String, error message: String, retryAt: Date) throws {
+    public func markFailed(alertID: String, sink: String, error message: String, retryAt: Date, leaseEpoch: Int64?) throws {
         do {
             try pool.write { db in
                 try db.execute(sql: """
                     UPDATE alert_delivery SET attempts = attempts + 1, last_error = ?, next_attempt_at = ?
-                    WHERE alert_id = ? AND sink = ?
-                    """, arguments: [message, retryAt.timeIntervalSince1970, alertID, sink])
+                    WHERE alert_id = ? AND sink = ? AND state = 'pending' AND (? IS NULL OR lease_epoch = ?)
+                    """, arguments: [message, retryAt.timeIntervalSince1970, alertID, sink, leaseEpoch, leaseEpoch])
             }
         } catch {
             throw Self.storeError(error, doing: "recording a failed delivery")
@@ -646,19 +660,23 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 try Bool.fetchOne(db, sql: "SELECT 1 FROM report_run WHERE name = ? AND period_end = ?",
                                   arguments: [name, periodEnd.timeIntervalSince1970]) ?? false
             }
-            return recorded ? .written : .claimed
+            return recorded ? .written : .claimed(epoch: 0) // one node: nobody to fence off
         } catch {
             throw Self.storeError(error, doing: "reading the scheduled reports")
         }
     }
 
-    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws {
+    public func holdsReportRun(name: String, periodEnd: Date, owner: String, epoch: Int64) throws -> Bool { true }
+
+    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery],
+                                claim: (owner: String, epoch: Int64)?) throws -> Bool {
         do {
-            try pool.write { db in
+            return try pool.write { db in
                 try db.execute(sql: """
                     INSERT OR REPLACE INTO report_run (name, period_end, written_at, files, delivery) VALUES (?, ?, ?, ?, ?)
                     """, arguments: [name, periodEnd.timeIntervalSince1970, Date().timeIntervalSince1970, try StoredValues.json(files),
                                      try StoredValues.json(delivery)])
+                return true
             }
         } catch {
             throw Self.storeError(error, doing: "recording the scheduled report \(name)")

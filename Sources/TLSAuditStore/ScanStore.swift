@@ -226,8 +226,13 @@ public protocol ScanStore: Sendable {
     func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery]
     /// Gives claimed deliveries back unattempted: due again at `time`.
     func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws
-    func markDelivered(alertID: String, sink: String, at time: Date) throws
-    func markFailed(alertID: String, sink: String, error: String, retryAt: Date) throws
+    /// Whether the claim `delivery` came with is still the delivery's newest and its lease still
+    /// runs (asked right before sending: a node paused past the lease must not send).
+    func stillHolds(_ delivery: PendingDelivery) throws -> Bool
+    /// Records an attempt's outcome; with `leaseEpoch`, only while that claim is still the
+    /// delivery's newest (a node that lost it records nothing).
+    func markDelivered(alertID: String, sink: String, at time: Date, leaseEpoch: Int64?) throws
+    func markFailed(alertID: String, sink: String, error: String, retryAt: Date, leaseEpoch: Int64?) throws
     /// The newest alerts with their delivery state.
     func alerts(limit: Int) throws -> [StoredAlert]
     /// The current state of every target address, ordered by target and address.
@@ -254,9 +259,15 @@ public protocol ScanStore: Sendable {
     /// for `lease` seconds: in a fleet exactly one node writes each report; one that dies while
     /// writing hands it over when its lease ends.
     func claimReportRun(name: String, periodEnd: Date, owner: String, lease: Double) throws -> ReportRunClaim
+    /// Whether `owner` still holds the run's claim of `epoch` under a running lease (asked before
+    /// writing the files and before sending them).
+    func holdsReportRun(name: String, periodEnd: Date, owner: String, epoch: Int64) throws -> Bool
     /// Records that the scheduled report `name` for the period ending at `periodEnd` was written
-    /// (`files`) and how its delivery to each sink went (by sink name).
-    func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws
+    /// (`files`) and how its delivery to each sink went (by sink name); with `claim`, only while
+    /// that claim is still the run's (false when it was not recorded for that reason).
+    @discardableResult
+    func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery],
+                         claim: (owner: String, epoch: Int64)?) throws -> Bool
     /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
     /// no scan refers to any more.
     func prune(olderThan cutoff: Date) throws -> PruneResult
@@ -332,8 +343,9 @@ public typealias AlertDecision = @Sendable (_ previous: AddressMemory?, _ scan: 
 /// An alert still to be delivered to one sink.
 /// Who writes a scheduled report's run.
 public enum ReportRunClaim: Sendable, Hashable {
-    /// The caller: it writes the report, then records the run.
-    case claimed
+    /// The caller: it writes the report, then records the run; `epoch` is the claim's fencing
+    /// token (each claim of the run raises it).
+    case claimed(epoch: Int64)
     /// Another node holds the claim now (ask again later: it may die).
     case heldByAnother(String)
     /// The run is recorded already.
@@ -344,6 +356,8 @@ public struct PendingDelivery: Sendable {
     public var alert: Alert
     public var sink: String
     public var attempts: Int
+    /// The claim's fencing token (0 when listed, not claimed).
+    public var leaseEpoch: Int64 = 0
 
     package init(alert: Alert, sink: String, attempts: Int) {
         self.alert = alert
@@ -395,5 +409,22 @@ public struct StoredAlert: Sendable, Codable {
     package init(alert: Alert, deliveries: [Delivery]) {
         self.alert = alert
         self.deliveries = deliveries
+    }
+}
+
+extension ScanStore {
+    /// `markDelivered` without a claim to check (a single writer, tests).
+    public func markDelivered(alertID: String, sink: String, at time: Date) throws {
+        try markDelivered(alertID: alertID, sink: sink, at: time, leaseEpoch: nil)
+    }
+
+    /// `markFailed` without a claim to check.
+    public func markFailed(alertID: String, sink: String, error: String, retryAt: Date) throws {
+        try markFailed(alertID: alertID, sink: sink, error: error, retryAt: retryAt, leaseEpoch: nil)
+    }
+
+    /// `recordReportRun` without a claim to check.
+    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws {
+        try recordReportRun(name: name, periodEnd: periodEnd, files: files, delivery: delivery, claim: nil)
     }
 }

@@ -21,7 +21,7 @@ package enum StoreMigrations {
             // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT")
         }
-        migrator.registerMigration("v10-lease-epochs") { db in
+        migrator.registerMigration("v10-fencing") { db in
             // The fleet's fencing tokens live in PostgreSQL (one node writes a SQLite file); the
             // migration keeps the one list of names both stores share, with the delivery's epoch column.
             try db.execute(sql: "ALTER TABLE alert_delivery ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0")

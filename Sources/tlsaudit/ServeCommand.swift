@@ -51,6 +51,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("shutdown-grace"), help: "Seconds scans and alert deliveries in flight may run on after SIGTERM.")
     var shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace
 
+    @Flag(name: .customLong("replace-node"),
+          help: "Fleet mode: take this node's name over even while another process's heartbeat holds it (that process stops).")
+    var replaceNode = false
+
     func validate() throws {
         if let problem = SettingBounds.shutdownGrace.problem(shutdownGrace, name: "--shutdown-grace") {
             throw ValidationError(problem + ".")
@@ -66,13 +70,13 @@ struct ServeCommand: AsyncParsableCommand {
         let service: ScanService
         do {
             service = try ScanService(configuration: configuration, configurationPath: config, logger: logger,
-                                      shutdownGrace: shutdownGrace)
+                                      shutdownGrace: shutdownGrace, replaceNode: replaceNode)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(2)
         }
         try await service.runUntilTerminated()
-        if service.fatalStoreError != nil { throw ExitCode(2) }
+        if service.unrecoverableError != nil { throw ExitCode(2) }
         // Documented in README ("Exit status"): results that could not be stored.
         if service.unstoredAtExit > 0 { throw ExitCode(75) }
     }

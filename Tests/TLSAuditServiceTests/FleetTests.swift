@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditOutput
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +36,7 @@ struct FleetTests {
         /// `hosts`: the node sees this /etc/hosts (its own mount namespace), as a vantage point
         /// behind another DNS would; `clockAhead`: the node's wall clock runs this far ahead (libfaketime).
         func node(_ name: String, vantage: String = "default", fleet: String, hosts: String? = nil,
-                  clockAhead: String? = nil) throws -> ServiceProcess {
+                  clockAhead: String? = nil, extraArguments: [String] = []) throws -> ServiceProcess {
             let path = workspace.appendingPathComponent("\(name).yaml").path
             try """
                 database: \(url)
@@ -52,7 +53,7 @@ struct FleetTests {
                     "/usr/bin/env", "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1", "FAKETIME=+\(clockAhead)",
                     "FAKETIME_DONT_FAKE_MONOTONIC=1", "/bin/sh", "-c", "exec \"$0\" \"$@\""])
             }
-            guard let hosts else { return try ServiceProcess(config: path, workspace: workspace) }
+            guard let hosts else { return try ServiceProcess(config: path, workspace: workspace, extraArguments: extraArguments) }
             let hostsFile = workspace.appendingPathComponent("\(name).hosts").path
             try hosts.write(toFile: hostsFile, atomically: true, encoding: .utf8)
             return try ServiceProcess(config: path, workspace: workspace, launcher: [
@@ -345,5 +346,107 @@ struct FleetTests {
         #expect(nodes.map { $0.lines(containing: "scheduled report written").count }.reduce(0, +) == 1, "written by one node")
         #expect(try fleet.query("SELECT count(*) FROM report_run").first?.first == "1")
         Self.stop(nodes)
+    }
+}
+
+/// A node's identity and a node paused past its leases.
+extension FleetTests {
+    @Test("a second node under a live node's name is refused (exit 2, naming the other's host and start); --replace-node takes the name over and the other stops; a node restarted after a crash on the same host starts")
+    func twinNames() throws {
+        let fleet = try Fleet("fleet-twins")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: [("good-1", good.port), ("good-2", good.port)], interval: "1s", extra: "fleet: \(settings)")
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let first = try fleet.node("node-a", fleet: settings)
+        first.wait("scans stored") { first.storedScans.count >= 2 }
+
+        let twin = try fleet.node("node-a", fleet: settings)
+        #expect(twin.waitForExit(timeout: 20) == 2, "\(twin.log.suffix(2000))")
+        let refusal = twin.lines(containing: "another node named node-a is alive").joined()
+        #expect(refusal.contains("pid \(first.pid)") && refusal.contains("started"), "\(twin.log.suffix(2000))")
+        #expect(twin.storedScans.isEmpty)
+        #expect(first.process.isRunning)
+        let status = try Binary.run(["fleet", "status", "--database", fleet.url, "--format", "json"])
+        let nodes = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])["nodes"] as? [[String: Any]]
+        #expect(nodes?.filter { $0["name"] as? String == "node-a" }.count == 1, "\(status.stdout)")
+
+        let replacement = try fleet.node("node-a", fleet: settings, extraArguments: ["--replace-node"])
+        #expect(first.waitForExit(timeout: 20) == 2, "\(first.log.suffix(2000))")
+        #expect(!first.lines(containing: "was taken over").isEmpty)
+        let before = replacement.storedScans.count
+        replacement.wait("the replacement scanning") { replacement.storedScans.count >= before + 2 }
+
+        replacement.signal(SIGKILL)
+        _ = replacement.waitForExit(timeout: 10)
+        let restarted = try fleet.node("node-a", fleet: settings)
+        restarted.wait("the restarted node scanning", timeout: 30) { restarted.storedScans.count >= 2 }
+        Self.stop([restarted])
+    }
+
+    @Test("a node paused (SIGSTOP) past its leases, three times, with scans in flight: its late results are not stored, its targets' state never moves back in time, everything logged as stored is there")
+    func pausedNode() throws {
+        let fleet = try Fleet("fleet-pause")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        // Tarpits keep scans in flight for the whole timeout (3 s): a pause always finds some.
+        let tarpits = try (0..<4).map { _ in try LabHostileServer(.tarpit) }
+        defer { tarpits.forEach { $0.stop() } }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let targets = (1...6).map { ("good-\($0)", good.port) } + tarpits.enumerated().map { ("slow-\($0.offset)", $0.element.port) }
+        let file = try fleet.fleetFile(targets: targets, interval: "1s", extra: "fleet: \(settings)")
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let paused = try fleet.node("node-a", fleet: settings)
+        let other = try fleet.node("node-b", fleet: settings)
+        paused.wait("both nodes scanning", timeout: 30) { paused.storedScans.count >= 4 && other.storedScans.count >= 4 }
+
+        // Every 200 ms: each address's last_scan_at, which must never go back.
+        let sampling = Atomic(true)
+        let regressions = Mutex<[String]>([])
+        let sampler = Thread {
+            var latest: [String: Double] = [:]
+            while sampling.load(ordering: .relaxed) {
+                for row in (try? fleet.query("SELECT target, address, last_scan_at FROM target_state")) ?? [] where row.count == 3 {
+                    guard let time = Double(row[2]) else { continue }
+                    let key = row[0] + " " + row[1]
+                    if let seen = latest[key], time < seen - 0.000_5 {
+                        regressions.withLock { $0.append("\(key): \(seen) -> \(time)") }
+                    }
+                    latest[key] = max(latest[key] ?? 0, time)
+                }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        sampler.start()
+        for _ in 0..<3 {
+            paused.signal(SIGSTOP)
+            Thread.sleep(forTimeInterval: 8) // lease 5 s, plus the other node's poll and scan
+            paused.signal(SIGCONT)
+            Thread.sleep(forTimeInterval: 4)
+        }
+        sampling.store(false, ordering: .relaxed)
+        Thread.sleep(forTimeInterval: 0.5)
+        Self.stop([paused, other])
+
+        #expect(regressions.withLock { $0 }.isEmpty, "last_scan_at went back: \(regressions.withLock { $0 }.prefix(10))")
+        let lostLines = paused.lines(containing: "its fleet lease was lost")
+        #expect(!lostLines.isEmpty, "the paused node's late results were refused: \(paused.log.suffix(3000))")
+        let stored = try fleet.scans()
+        func isStored(_ target: String, _ time: Double) -> Bool { stored.contains { $0.target == target && abs($0.startedAt - time) < 0.001 } }
+        for node in [paused, other] {
+            let missing = node.storedScans.filter { !isStored($0.target, $0.startedAt) }
+            #expect(missing.isEmpty, "\(missing.count) scans logged as stored are missing")
+        }
+        for line in lostLines {
+            func value(_ key: String) -> String? {
+                line.range(of: "\(key)=").map { String(line[$0.upperBound...].prefix { $0 != " " }) }
+            }
+            if let target = value("target"), let time = value("started_at").flatMap(Timestamp.parse)?.timeIntervalSince1970 {
+                #expect(!isStored(target, time), "a result refused for its lost lease was stored: \(line)")
+            }
+        }
     }
 }

@@ -53,7 +53,7 @@ struct PostgresServiceTests {
         #expect(stored >= 4)
 
         let after = try Binary.run(["check-config", config, "--test-connection"])
-        #expect(after.stdout.contains("schema at v10-lease-epochs (10 migration(s))"), "\(after.stdout)")
+        #expect(after.stdout.contains("schema at v10-fencing (10 migration(s))"), "\(after.stdout)")
 
         // A password in the URL is refused with its line; a server that is not there is a clear error, exit 2.
         let withPassword = workspace.appendingPathComponent("password.yaml").path
@@ -255,5 +255,53 @@ extension PostgresServiceTests {
         }
         #expect(service.storedScans.count > logged)
         #expect(missing.isEmpty, "\(missing.count) of \(service.storedScans.count) scans logged as stored are missing")
+    }
+}
+
+/// Fencing tokens on alert deliveries and report runs: a claim taken over after its lease ran
+/// out leaves its first holder nothing to send or record.
+extension PostgresServiceTests {
+    @Test("an alert delivery and a report run claimed again after the lease: the first claim no longer holds, and what its holder records is refused")
+    func deliveriesAndReportsAreFenced() throws {
+        let postgres = try LabPostgresServer()
+        defer { postgres.stop() }
+        let store = try PostgresScanStore(url: postgres.url(), sha256: Digest.sha256Hex)
+        let fixture = try SQLiteScanStore(path: ReportTests.fixtures.appendingPathComponent("fixture.sqlite").path, create: false,
+                                          sha256: Digest.sha256Hex)
+        var alert = try #require(try fixture.alerts(limit: 1).first).alert
+        alert.id = "fenced-alert"
+        #expect(try store.recordAlert(alert, sinks: ["hook"]))
+
+        let first = try #require(try store.claimDeliveries(dueBy: Date(), sinks: ["hook"], limit: 1, lease: 0.3).first)
+        #expect(try store.stillHolds(first))
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(try !store.stillHolds(first), "the lease ran out")
+        let second = try #require(try store.claimDeliveries(dueBy: Date(), sinks: ["hook"], limit: 1, lease: 30).first)
+        #expect(second.leaseEpoch == first.leaseEpoch + 1)
+        try store.markFailed(alertID: alert.id, sink: "hook", error: "late", retryAt: Date(), leaseEpoch: first.leaseEpoch)
+        try store.markDelivered(alertID: alert.id, sink: "hook", at: Date(), leaseEpoch: first.leaseEpoch)
+        #expect(try postgres.psql("SELECT state || ' ' || attempts FROM alert_delivery WHERE alert_id = 'fenced-alert'")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "pending 0", "the first holder's outcome is not recorded")
+        #expect(try store.stillHolds(second))
+        try store.markDelivered(alertID: alert.id, sink: "hook", at: Date(), leaseEpoch: second.leaseEpoch)
+        #expect(try postgres.psql("SELECT state FROM alert_delivery WHERE alert_id = 'fenced-alert'")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "delivered")
+
+        let end = Date(timeIntervalSince1970: 1_794_000_000)
+        guard case .claimed(let paused) = try store.claimReportRun(name: "weekly", periodEnd: end, owner: "node-a", lease: 0.3) else {
+            Issue.record("node-a could not claim the run")
+            return
+        }
+        Thread.sleep(forTimeInterval: 0.6)
+        guard case .claimed(let taken) = try store.claimReportRun(name: "weekly", periodEnd: end, owner: "node-b", lease: 30) else {
+            Issue.record("node-b could not take the run over after node-a's lease")
+            return
+        }
+        #expect(taken > paused)
+        #expect(try !store.holdsReportRun(name: "weekly", periodEnd: end, owner: "node-a", epoch: paused))
+        #expect(try !store.recordReportRun(name: "weekly", periodEnd: end, files: ["/a"], delivery: [:], claim: ("node-a", paused)))
+        #expect(try store.holdsReportRun(name: "weekly", periodEnd: end, owner: "node-b", epoch: taken))
+        #expect(try store.recordReportRun(name: "weekly", periodEnd: end, files: ["/b"], delivery: [:], claim: ("node-b", taken)))
+        #expect(try postgres.psql("SELECT files FROM report_run WHERE name = 'weekly'").contains("/b"))
     }
 }
