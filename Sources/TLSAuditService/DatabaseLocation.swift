@@ -21,11 +21,10 @@ public enum DatabaseLocation: Sendable, Hashable {
 
     /// Opens the store (SQLite: creating the file when `create`; PostgreSQL: the database must
     /// exist, its schema is brought up to date), with the package's one SHA-256. Either refuses a
-    /// schema with migrations this version does not know; `checkIntegrity` also runs SQLite's
-    /// `quick_check` (the service's start).
-    public func open(create: Bool = true, checkIntegrity: Bool = false) throws -> any ScanStore {
+    /// schema with migrations this version does not know.
+    public func open(create: Bool = true) throws -> any ScanStore {
         switch self {
-        case .sqlite(let path): try SQLiteScanStore(path: path, create: create, checkIntegrity: checkIntegrity, sha256: Digest.sha256Hex)
+        case .sqlite(let path): try SQLiteScanStore(path: path, create: create, sha256: Digest.sha256Hex)
         case .postgres(let settings): try PostgresScanStore(settings, sha256: Digest.sha256Hex)
         }
     }

@@ -228,6 +228,29 @@ public final class ResultWriter: @unchecked Sendable {
         }
     }
 
+    /// Runs `check` on the writer's queue before anything else is committed (results arriving
+    /// meanwhile wait in memory): the service's SQLite `quick_check`, which reads the whole file
+    /// (a minute for 2.6 GB from a cold cache) and so does not hold the start up. Damage found
+    /// stops storing as damage met while running does, and stops the service (`serve` exits 2).
+    public func checkBeforeFirstCommit(_ what: String, _ check: @escaping @Sendable () throws -> Void) {
+        queue.async { [self] in
+            let started = DispatchTime.now()
+            do {
+                try check()
+                logger.info("\(what): ok", metadata: ["seconds": "\(String(format: "%.2f", Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9))"])
+            } catch let error as StoreError where error.kind == .corrupt {
+                store = nil
+                failing = true
+                damaged = error
+                logger.critical("the database is damaged: nothing is stored into it; results are kept in a file beside it: \(error)")
+                spillWhileDamaged()
+                onFatal?(error)
+            } catch {
+                logger.error("\(what) could not run: \(error)")
+            }
+        }
+    }
+
     /// While the database is damaged: appends what is pending to this run's spill file (synced),
     /// or keeps it in memory when the file cannot be written (the stop tries again).
     private func spillWhileDamaged() {

@@ -64,11 +64,12 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let location = try configuration.location()
-        // At start the store must be usable as far as this version can tell: a damaged SQLite file
-        // (quick_check) or a schema a newer version migrated is refused (`serve` exits 2). A store
-        // that cannot be reached or written yet is the writer's to retry.
+        // At start the store must be usable as far as this version can tell: a file SQLite cannot
+        // open as a database or a schema a newer version migrated is refused (`serve` exits 2;
+        // `run` then checks a SQLite file's pages before the first commit). A store that cannot be
+        // reached or written yet is the writer's to retry.
         do {
-            _ = try location.open(checkIntegrity: true)
+            _ = try location.open()
         } catch let error as StoreError where error.isFatal {
             throw error
         } catch {}
@@ -138,6 +139,9 @@ public final class ScanService: Service, @unchecked Sendable {
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
         writer.onFatal = { [weak self] error in self?.stopForGood("\(error)") }
+        if case .sqlite(let path) = try configuration.location() {
+            writer.checkBeforeFirstCommit("quick_check of \(path)") { _ = try SQLiteScanStore.inspect(path: path, sha256: Digest.sha256Hex) }
+        }
         writer.replaySpills(database: configuration.spillBase)
         scheduler.start()
         if let fleet { startFleet(fleet) }
@@ -225,7 +229,7 @@ public final class ScanService: Service, @unchecked Sendable {
     /// not store all make `serve` exit 75.
     private func report(_ finish: ResultWriter.Finish) {
         if let damaged = finish.damaged {
-            logger.critical("the database was found damaged while running; repair or restore it before the next start: \(damaged)")
+            logger.critical("the database was found damaged; repair or restore it before the next start: \(damaged)")
         }
         if finish.dropped > 0 {
             logger.critical("scan results were dropped while the store was failing (the in-memory queue was full)",

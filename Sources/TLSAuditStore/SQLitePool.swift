@@ -23,8 +23,9 @@ struct SQLitePool: Sendable {
     /// Pools whose shared memory could not be written when last used, kept from closing.
     private static let quarantine = Mutex<[(path: String, pool: DatabasePool)]>([])
 
-    /// The `synchronous` level every connection that writes runs at (2: FULL).
-    static let synchronousLevel = 2
+    /// FULL; NORMAL only when `TLSAUDIT_BENCH_SQLITE_SYNCHRONOUS=normal` is set, for the
+    /// benchmark's A/B of what FULL costs (docs/performance.md): never set it in service.
+    static let synchronousSetting = ProcessInfo.processInfo.environment["TLSAUDIT_BENCH_SQLITE_SYNCHRONOUS"] == "normal" ? "NORMAL" : "FULL"
 
     init(path: String, configuration: Configuration) throws {
         sharedMemoryPath = path + "-shm"
@@ -32,7 +33,7 @@ struct SQLitePool: Sendable {
         // Writable again: the pools kept open for this file may close now.
         Self.quarantine.withLock { kept in kept.removeAll { $0.path == path + "-shm" } }
         pool = try DatabasePool(path: path, configuration: configuration)
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(Self.synchronousSetting)") }
     }
 
     func read<T>(_ body: (Database) throws -> T) throws -> T {
