@@ -370,6 +370,8 @@ public final class PostgresFleet: Sendable {
     public func heartbeat(_ beat: FleetHeartbeat, starting: Bool = false, replacing: Bool = false, process: String) throws {
         try pool.withConnection { connection in
             try connection.transaction {
+                // One name at a time: two processes starting under it together do not both take it.
+                try connection.execute("SELECT pg_advisory_xact_lock(hashtext('tlsaudit node ' || $1))", [.text(node)])
                 let holder = try connection.execute("""
                     SELECT instance, host, process, started_at, extract(epoch FROM now()) - heartbeat_at AS age, poll, lease
                     FROM fleet_node WHERE name = $1 FOR UPDATE
@@ -414,10 +416,12 @@ public final class PostgresFleet: Sendable {
         return String(decoding: buffer.prefix { $0 != 0 }.map(UInt8.init(bitPattern:)), as: UTF8.self)
     }()
 
-    /// Whether the process a `process` column names ("pid N") no longer runs on this host.
+    /// Whether the process a `process` column names ("pid N") no longer runs on this host. Our
+    /// own pid there is an earlier run's (a container restarted: pid 1 again), not ours: the
+    /// row's instance is another.
     static func processIsGone(_ process: String) -> Bool? {
         guard process.hasPrefix("pid "), let pid = Int32(process.dropFirst(4)) else { return nil }
-        return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH
+        return pid == getpid() || kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// The nodes alive now (a heartbeat within three of their polls) and the work rows changed
@@ -526,7 +530,7 @@ public final class PostgresFleet: Sendable {
                     ), chosen AS (
                         SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
                     )
-                    UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = w.lease_epoch + 1
+                    UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = nextval('fleet_lease_epoch')
                     FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
                     RETURNING w.target, w.vantage, w.consecutive_failures, w.lease_epoch
                     """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])
@@ -549,12 +553,13 @@ public final class PostgresFleet: Sendable {
         try pool.withConnection { connection in
             try connection.transaction {
                 // In key order: two nodes writing overlapping rows after an outage lock them in one order.
-                for completion in completions.sorted(by: { ($0.claim.target, $0.claim.vantage) < ($1.claim.target, $1.claim.vantage) }) {
+                for completion in completions.sorted(by: { Self.lockOrder(($0.claim.target, $0.claim.vantage), ($1.claim.target, $1.claim.vantage)) }) {
                     let age = max(0, now - completion.endedAt) // written late (PostgreSQL was down): counted from the scan's end
                     try connection.execute("""
                         UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL, consecutive_failures = $3,
                             updated_at = extract(epoch FROM clock_timestamp()),
-                            next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6
+                            next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6,
+                            done_epoch = coalesce($7::bigint, done_epoch)
                         WHERE target = $1 AND vantage = $2
                           AND CASE WHEN $7::bigint IS NOT NULL THEN lease_epoch = $7::bigint
                                    ELSE lease_owner IS NULL OR lease_until < extract(epoch FROM now()) END
@@ -571,9 +576,9 @@ public final class PostgresFleet: Sendable {
         guard !claims.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
+                WITH held AS (\(Self.lockingHeldRows))
                 UPDATE fleet_work w SET lease_owner = NULL, lease_until = NULL
-                FROM unnest($2::text[], $3::text[], $4::bigint[]) AS c(target, vantage, epoch)
-                WHERE w.lease_owner = $1 AND w.target = c.target AND w.vantage = c.vantage AND w.lease_epoch = c.epoch
+                FROM held WHERE w.target = held.target AND w.vantage = held.vantage
                 """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .ints(claims.map { $0.epoch ?? -1 })])
         }
     }
@@ -585,12 +590,29 @@ public final class PostgresFleet: Sendable {
         guard !claims.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE fleet_work w SET lease_until = extract(epoch FROM now()) + $4
-                FROM unnest($2::text[], $3::text[], $5::bigint[]) AS c(target, vantage, epoch)
-                WHERE w.lease_owner = $1 AND w.lease_until >= extract(epoch FROM now())
-                  AND w.target = c.target AND w.vantage = c.vantage AND w.lease_epoch = c.epoch
-                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .double(lease),
-                      .ints(claims.map { $0.epoch ?? -1 })])
+                WITH held AS (\(Self.lockingHeldRows))
+                UPDATE fleet_work w SET lease_until = extract(epoch FROM now()) + $5
+                FROM held WHERE w.target = held.target AND w.vantage = held.vantage AND w.lease_until >= extract(epoch FROM now())
+                """, [.text(node), .texts(claims.map(\.target)), .texts(claims.map(\.vantage)), .ints(claims.map { $0.epoch ?? -1 }),
+                      .double(lease)])
         }
+    }
+
+    /// The work rows this node holds under the claims given as `$2` targets, `$3` vantages and
+    /// `$4` epochs (`$1` the node), locked in byte order of their keys: every statement that locks
+    /// several work rows (the result writer's fence check, completions, renewals, releases) locks
+    /// them in this one order, so two of them never wait on each other in a circle.
+    static let lockingHeldRows = """
+        SELECT w.target, w.vantage FROM fleet_work w
+        JOIN unnest($2::text[], $3::text[], $4::bigint[]) AS c(target, vantage, epoch)
+          ON w.target = c.target AND w.vantage = c.vantage AND w.lease_epoch = c.epoch
+        WHERE w.lease_owner = $1
+        ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR UPDATE OF w
+        """
+
+    /// Byte order of work-row keys, as `COLLATE "C"` sorts them (the one lock order).
+    static func lockOrder(_ first: (target: String, vantage: String), _ second: (target: String, vantage: String)) -> Bool {
+        first.target != second.target ? first.target.utf8.lexicographicallyPrecedes(second.target.utf8)
+            : first.vantage.utf8.lexicographicallyPrecedes(second.vantage.utf8)
     }
 }

@@ -224,11 +224,15 @@ enum PostgresMigrations {
         ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT;"),
         // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
         ("v9-vulnerabilities", "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT;"),
-        // Fencing tokens: every claim of a work row, a delivery or a report run raises its epoch;
-        // a write made under an older epoch (a node paused past its lease) is refused. And a node's
-        // identity: the process that holds its name (a random id per start) and the host it runs on.
+        // Fencing tokens: every claim of a work row (from one sequence, so a row removed and added
+        // again never repeats a token), a delivery or a report run raises its epoch; a write made
+        // under an older epoch (a node paused past its lease) is refused; `done_epoch` is the claim
+        // whose completion was written (its result may still be on its way to the store). And a
+        // node's identity: the process that holds its name (a random id per start) and its host.
         ("v10-fencing", """
+            CREATE SEQUENCE fleet_lease_epoch;
             ALTER TABLE fleet_work ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
+            ALTER TABLE fleet_work ADD COLUMN done_epoch BIGINT NOT NULL DEFAULT 0;
             ALTER TABLE alert_delivery ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
             ALTER TABLE report_claim ADD COLUMN epoch BIGINT NOT NULL DEFAULT 0;
             ALTER TABLE fleet_node ADD COLUMN instance TEXT;

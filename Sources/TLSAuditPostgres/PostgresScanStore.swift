@@ -44,13 +44,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
                 var alerts: [Alert] = []
                 var stored: [StoredScan] = []
                 var lost: [StoredScan] = []
-                // The work rows are locked in key order, as completions lock them: no deadlock between the two.
-                var held: [ScanFence: Bool] = [:]
-                for fence in Set(scans.compactMap(\.fence)).sorted(by: { ($0.workTarget, $0.workVantage) < ($1.workTarget, $1.workVantage) }) {
-                    held[fence] = try Self.holds(fence, on: connection)
-                }
+                let held = try Self.heldFences(Set(scans.compactMap(\.fence)), on: connection)
                 for scan in scans {
-                    if let fence = scan.fence, held[fence] != true {
+                    if let fence = scan.fence, !held.contains(fence) {
                         lost.append(scan)
                         continue
                     }
@@ -72,14 +68,23 @@ public final class PostgresScanStore: ScanStore, Sendable {
         }
     }
 
-    /// Whether the work row's lease is still the one `fence` was claimed under (the row locked
-    /// until the transaction ends, so no claim can slip in between the check and the write).
-    private static func holds(_ fence: ScanFence, on connection: PostgresConnection) throws -> Bool {
-        let rows = try connection.execute("SELECT lease_epoch FROM fleet_work WHERE target = $1 AND vantage = $2 FOR SHARE",
-                                          [.text(fence.workTarget), .text(fence.workVantage)])
-        // A row removed by `fleet apply` meanwhile: the target left the fleet; its last scan is still a fact.
-        guard rows.count > 0 else { return true }
-        return rows.int(0, "lease_epoch") == fence.epoch
+    /// The fences whose claim still stands: the work row's newest claim, or the claim whose
+    /// completion was written (its result may reach the store after that). The rows are locked
+    /// (`FOR SHARE`, in the fleet's one lock order) until the transaction ends, so no claim slips in
+    /// between the check and the write. A fence whose row is gone (the target left the fleet, or
+    /// its vantages changed) does not stand: its result would bring back a target no longer scanned.
+    private static func heldFences(_ fences: Set<ScanFence>, on connection: PostgresConnection) throws -> Set<ScanFence> {
+        guard !fences.isEmpty else { return [] }
+        let list = Array(fences)
+        let rows = try connection.execute("""
+            SELECT w.target, w.vantage, c.epoch FROM fleet_work w
+            JOIN unnest($1::text[], $2::text[], $3::bigint[]) AS c(target, vantage, epoch)
+              ON w.target = c.target AND w.vantage = c.vantage AND (w.lease_epoch = c.epoch OR w.done_epoch = c.epoch)
+            ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR SHARE OF w
+            """, [.texts(list.map(\.workTarget)), .texts(list.map(\.workVantage)), .ints(list.map(\.epoch))])
+        return Set((0..<rows.count).map { row in
+            ScanFence(workTarget: rows.text(row, "target") ?? "", workVantage: rows.text(row, "vantage") ?? "", epoch: rows.int(row, "epoch") ?? -1)
+        })
     }
 
     /// One scan, its timeline row, the alerts the caller's decision raises and the address's state,
@@ -128,9 +133,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
         try updateTimeline(scan: scan, rows: rows, observationID: observationID, on: connection)
 
         // A scan older than the address's current state stays in the history only (as SQLite's store).
-        if let current = try connection.execute(PostgresConnection.numbered(ScanRows.currentScanTime),
-                                                [.text(scan.target), .text(result.address)]).double(0, "last_scan_at"),
-           current > startedAt {
+        let times = try connection.execute(PostgresConnection.numbered(ScanRows.currentScanTime), [.text(result.address), .text(scan.target)])
+        if ScanRows.isLate(startedAt: startedAt, own: times.double(0, "own"), newest: times.double(0, "newest"), fenced: scan.fence != nil) {
             return []
         }
         // Change detection is the caller's decision; the store keeps the facts.
@@ -155,7 +159,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                   result.error.map { .text($0.category.rawValue) }, .int(Int64(memory.consecutiveFailures)),
                   failed ? nil : .double(startedAt), .text((memory.pinState ?? .none).rawValue), result.pin.map { .text($0.message) },
                   memory.atsCompliant.map { .int($0 ? 1 : 0) }, memory.trusted.map { .int($0 ? 1 : 0) },
-                  .int(memory.unreachableAlerted ? 1 : 0)])
+                  .int(memory.unreachableAlerted ? 1 : 0), .int(Int64(ScanRows.overridesNewerClock(scan)))])
         return outcome.alerts.map(\.alert)
     }
 
@@ -285,9 +289,11 @@ public final class PostgresScanStore: ScanStore, Sendable {
         guard !deliveries.isEmpty else { return }
         _ = try pool.withConnection { connection in
             try connection.execute("""
-                UPDATE alert_delivery SET next_attempt_at = \(Self.serverClock(1))
-                WHERE state = 'pending' AND (alert_id, sink) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-                """, [Self.fromNow(time), .texts(deliveries.map(\.alert.id)), .texts(deliveries.map(\.sink))])
+                UPDATE alert_delivery d SET next_attempt_at = \(Self.serverClock(1))
+                FROM unnest($2::text[], $3::text[], $4::bigint[]) AS c(alert_id, sink, epoch)
+                WHERE d.state = 'pending' AND d.alert_id = c.alert_id AND d.sink = c.sink AND d.lease_epoch = c.epoch
+                """, [Self.fromNow(time), .texts(deliveries.map(\.alert.id)), .texts(deliveries.map(\.sink)),
+                      .ints(deliveries.map(\.leaseEpoch))])
         }
     }
 

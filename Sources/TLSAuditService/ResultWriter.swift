@@ -41,6 +41,8 @@ public final class ResultWriter: @unchecked Sendable {
     private var damaged: StoreError?
     private var damagedSpill: String?
     private var spilledWhileDamaged = 0
+    /// Set while the start's integrity check runs: nothing is committed until it passed.
+    private var awaitingCheck = false
     /// Where results go while the database is damaged (the spill files' base name); set by the service.
     public var spillBase: String?
     /// Called (on `queue`) with a store failure no retry can cure that is not damage (a schema this
@@ -147,6 +149,7 @@ public final class ResultWriter: @unchecked Sendable {
     private func flushNow() {
         guard !pending.isEmpty else { return }
         if damaged != nil { return spillWhileDamaged() }
+        guard !awaitingCheck else { return } // committed when the check has passed
         let batch = pending
         let began = DispatchTime.now()
         var committed = false
@@ -228,27 +231,35 @@ public final class ResultWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs `check` on the writer's queue before anything else is committed (results arriving
-    /// meanwhile wait in memory): the service's SQLite `quick_check`, which reads the whole file
-    /// (a minute for 2.6 GB from a cold cache) and so does not hold the start up. Damage found
-    /// stops storing as damage met while running does, and stops the service (`serve` exits 2).
+    /// Runs `check` on a thread of its own and commits nothing until it has passed (results
+    /// arriving meanwhile wait in memory; the writer's queue stays free for the API and the stop):
+    /// the service's SQLite `quick_check`, which reads the whole file (a minute for 2.6 GB from a
+    /// cold cache) and so does not hold the start up. Damage found stops storing as damage met
+    /// while running does, and stops the service (`serve` exits 2). A stop before the check ends
+    /// keeps the waiting results in a spill file.
     public func checkBeforeFirstCommit(_ what: String, _ check: @escaping @Sendable () throws -> Void) {
-        queue.async { [self] in
+        queue.sync { awaitingCheck = true }
+        Thread { [self] in
             let started = DispatchTime.now()
-            do {
-                try check()
-                logger.info("\(what): ok", metadata: ["seconds": "\(String(format: "%.2f", Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9))"])
-            } catch let error as StoreError where error.kind == .corrupt {
-                store = nil
-                failing = true
-                damaged = error
-                logger.critical("the database is damaged: nothing is stored into it; results are kept in a file beside it: \(error)")
-                spillWhileDamaged()
-                onFatal?(error)
-            } catch {
-                logger.error("\(what) could not run: \(error)")
+            let outcome = Result { try check() }
+            let seconds = String(format: "%.2f", Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
+            queue.async { [self] in
+                awaitingCheck = false
+                switch outcome {
+                case .success:
+                    logger.info("\(what): ok", metadata: ["seconds": "\(seconds)"])
+                case .failure(let error as StoreError) where error.kind == .corrupt:
+                    store = nil
+                    failing = true
+                    damaged = error
+                    logger.critical("the database is damaged: nothing is stored into it; results are kept in a file beside it: \(error)")
+                    onFatal?(error)
+                case .failure(let error):
+                    logger.error("\(what) could not run: \(error)")
+                }
+                flushNow()
             }
-        }
+        }.start()
     }
 
     /// While the database is damaged: appends what is pending to this run's spill file (synced),
@@ -280,11 +291,13 @@ public final class ResultWriter: @unchecked Sendable {
     }
 
     /// Appends `data` to `path` in one write and syncs it (and, when the file is new, its directory).
+    /// A write that fails part-way is cut back off (`ftruncate`), so the file holds whole lines only.
     static func appendDurably(_ data: Data, to path: String) throws {
         let existed = FileManager.default.fileExists(atPath: path)
         let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw StoreError(.other, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
+        let size = lseek(descriptor, 0, SEEK_END)
         let failure: Int32? = data.withUnsafeBytes { buffer in
             var written = 0
             while written < buffer.count {
@@ -294,7 +307,10 @@ public final class ResultWriter: @unchecked Sendable {
             }
             return fsync(descriptor) == 0 ? nil : errno
         }
-        if let failure { throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(path): \(String(cString: strerror(failure)))") }
+        if let failure {
+            if size >= 0 { _ = ftruncate(descriptor, size) }
+            throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(path): \(String(cString: strerror(failure)))")
+        }
         if !existed { syncDirectory(of: path) }
     }
 
@@ -370,6 +386,8 @@ public final class ResultWriter: @unchecked Sendable {
     /// cannot be stored now stays for the next start.
     public func replaySpills(database: String) {
         queue.async {
+            // A damaged database takes nothing: the files wait for the one that replaces it.
+            guard self.damaged == nil else { return }
             for path in Self.spillFiles(forDatabase: database) {
                 do {
                     var bytes = try InputLimits.read(path, limit: Int.max, what: "unstored results file")
@@ -384,10 +402,17 @@ public final class ResultWriter: @unchecked Sendable {
                     let scans = try bytes.split(separator: 0x0A).map { try decoder.decode(StoredScan.self, from: Data($0)) }
                     let store = try self.currentStore()
                     var alerts: [Alert] = []
+                    var leaseLost = 0
                     for start in stride(from: 0, to: scans.count, by: 500) {
                         try store.checkFileIdentity()
-                        alerts += try store.record(Array(scans[start..<min(start + 500, scans.count)]),
-                                                   decide: AlertSettings.decision(self.alerting.withLock { $0 })).alerts
+                        let outcome = try store.record(Array(scans[start..<min(start + 500, scans.count)]),
+                                                       decide: AlertSettings.decision(self.alerting.withLock { $0 }))
+                        alerts += outcome.alerts
+                        leaseLost += outcome.leaseLost.count
+                    }
+                    if leaseLost > 0 {
+                        self.logger.warning("results kept from an earlier run not stored: their fleet leases were lost meanwhile (other nodes scanned those targets since)",
+                                            metadata: ["results": "\(leaseLost)", "file": "\(path)"])
                     }
                     try store.checkFileIdentity()
                     guard unlink(path) == 0 || errno == ENOENT else {
@@ -395,7 +420,7 @@ public final class ResultWriter: @unchecked Sendable {
                     }
                     Self.syncDirectory(of: path)
                     self.logger.notice("stored the scan results an earlier run could not store", metadata: [
-                        "stored": "\(scans.count)", "file": "\(path)",
+                        "stored": "\(scans.count - leaseLost)", "file": "\(path)",
                     ])
                     if !alerts.isEmpty { self.onAlerts?(alerts) }
                 } catch {

@@ -253,7 +253,11 @@ final class ScanScheduler: @unchecked Sendable {
                     // Its own scan still running (its lease ran out meanwhile): keeping the new lease
                     // keeps the target this node's, renewed with the scan in flight and cleared when
                     // it completes; giving it back would let another node scan it at the same time.
-                    if inFlight.contains(claim.target) { continue }
+                    // The new claim (a new lease epoch) is the one its result is written under.
+                    if inFlight.contains(claim.target) {
+                        if claims[claim.target] != nil { claims[claim.target] = claim }
+                        continue
+                    }
                     guard !stopping, entries[claim.target] != nil else {
                         unknown.append(claim)
                         continue
@@ -332,17 +336,16 @@ final class ScanScheduler: @unchecked Sendable {
         perHost[target.host, default: 0] += 1
         idle.enter()
         let store = entry.trustStore
-        let fence = claims[key]?.fence
         pool.submit { [self] in
-            let scans = self.scan(target, trustStore: store, fence: fence)
-            self.writer.submit(scans)
+            let scans = self.scan(target, trustStore: store)
+            // Handed to the writer from the scheduler's queue, under the claim held now (a claim
+            // renewed by a new lease while the scan ran has a newer epoch than at the launch).
             self.queue.async { self.measured { $0.complete(target, scans: scans) } }
         }
     }
 
     /// Runs on a worker thread: resolve, probe each address, package the results.
-    /// `fence`: the fleet claim's token, stored with each result (PostgreSQL refuses it once lost).
-    private func scan(_ configured: TargetConfiguration, trustStore: TrustStore, fence: ScanFence?) -> [StoredScan] {
+    private func scan(_ configured: TargetConfiguration, trustStore: TrustStore) -> [StoredScan] {
         let target = configured.scanTarget
         let started = Date()
         var results: [AddressScanResult] = []
@@ -358,7 +361,7 @@ final class ScanScheduler: @unchecked Sendable {
         // A target scanned from several vantages is stored once per vantage: KEY@VANTAGE.
         let stored = VantageTarget.key(configured.key, vantage: configured.vantages == .any ? nil : node?.vantage)
         return results.map { StoredScan(target: stored, host: configured.host, port: configured.port,
-                                        sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage, fence: fence) }
+                                        sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage) }
     }
 
     private func complete(_ target: TargetConfiguration, scans: [StoredScan]) {
@@ -368,6 +371,10 @@ final class ScanScheduler: @unchecked Sendable {
         inFlight.remove(target.key)
         defer { idle.leave() }
         let claim = claims.removeValue(forKey: target.key)
+        // The fleet claim's token goes with each result: PostgreSQL refuses the write once it is lost.
+        var scans = scans
+        if let fence = claim?.fence { for index in scans.indices { scans[index].fence = fence } }
+        writer.submit(scans)
         recentCompletions.record(at: ProcessInfo.processInfo.systemUptime)
         completedTotal += 1
         guard var entry = entries[target.key] else { // removed by a reload meanwhile

@@ -363,6 +363,8 @@ public final class ScanService: Service, @unchecked Sendable {
             try adopt(version, fleet: fleet)
         } catch let conflict as FleetNameConflict {
             stopForGood("\(conflict)")
+        } catch let error as StoreError where error.kind == .incompatible {
+            stopForGood("\(error)") // PostgreSQL answered at last, with a newer tlsaudit's schema
         } catch {
             logger.error("cannot read the fleet configuration: \(error)")
         }

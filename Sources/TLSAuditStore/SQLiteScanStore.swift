@@ -251,8 +251,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
         // A scan older than the address's current state (written late: a node paused past its
         // lease, results replayed from a spill file after newer ones) stays in the history only.
-        if let current = try Double.fetchOne(db.cachedStatement(sql: ScanRows.currentScanTime), arguments: [scan.target, result.address]),
-           current > result.startedAt.timeIntervalSince1970 {
+        if let times = try Row.fetchOne(db.cachedStatement(sql: ScanRows.currentScanTime), arguments: [result.address, scan.target]),
+           ScanRows.isLate(startedAt: result.startedAt.timeIntervalSince1970, own: times["own"], newest: times["newest"],
+                           fenced: scan.fence != nil) {
             return []
         }
         // Change detection against what is remembered of this address.
@@ -279,7 +280,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              failed ? nil : result.startedAt.timeIntervalSince1970,
                              (memory.pinState ?? .none).rawValue, result.pin?.message,
                              memory.atsCompliant.map { $0 ? 1 : 0 }, memory.trusted.map { $0 ? 1 : 0 },
-                             memory.unreachableAlerted ? 1 : 0])
+                             memory.unreachableAlerted ? 1 : 0, ScanRows.overridesNewerClock(scan)])
         return outcome.alerts.map(\.alert)
     }
 
@@ -359,8 +360,9 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         do {
             try pool.write { db in
                 for delivery in deliveries {
-                    try db.execute(sql: "UPDATE alert_delivery SET next_attempt_at = ? WHERE alert_id = ? AND sink = ? AND state = 'pending'",
-                                   arguments: [time.timeIntervalSince1970, delivery.alert.id, delivery.sink])
+                    try db.execute(sql: """
+                        UPDATE alert_delivery SET next_attempt_at = ? WHERE alert_id = ? AND sink = ? AND state = 'pending' AND lease_epoch = ?
+                        """, arguments: [time.timeIntervalSince1970, delivery.alert.id, delivery.sink, delivery.leaseEpoch])
                 }
             }
         } catch {

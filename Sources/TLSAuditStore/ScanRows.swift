@@ -110,8 +110,21 @@ package struct ScanRows {
         """
     }
 
-    /// When the address's current state was scanned (a scan older than that is a late one).
-    package static let currentScanTime = "SELECT last_scan_at FROM target_state WHERE target = ? AND address = ?"
+    /// When the address's current state was scanned (`own`), and the newest of the target's
+    /// addresses (`newest`, for an address without a row: one a newer scan dropped). Arguments:
+    /// address, target.
+    package static let currentScanTime = """
+        SELECT max(CASE WHEN address = ? THEN last_scan_at END) AS own, max(last_scan_at) AS newest
+        FROM target_state WHERE target = ?
+        """
+
+    /// Whether a scan that started at `startedAt` is older than the state it would replace (a late
+    /// one: kept in the history only). A fenced scan (a fleet claim that still stands) is never
+    /// late: its claim orders it after every other, whatever the nodes' clocks say.
+    package static func isLate(startedAt: Double, own: Double?, newest: Double?, fenced: Bool) -> Bool {
+        guard !fenced, let current = own ?? newest else { return false }
+        return current > startedAt
+    }
 
     package static let upsertTargetState = """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
@@ -120,7 +133,9 @@ package struct ScanRows {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (target, address) DO UPDATE SET
                 host = excluded.host, port = excluded.port,
-                last_observation_id = excluded.last_observation_id, last_scan_at = excluded.last_scan_at,
+                last_observation_id = excluded.last_observation_id,
+                last_scan_at = CASE WHEN excluded.last_scan_at > target_state.last_scan_at THEN excluded.last_scan_at
+                                    ELSE target_state.last_scan_at END,
                 status = excluded.status, policy = excluded.policy, compliant = excluded.compliant,
                 failed_rules = excluded.failed_rules,
                 earliest_expiry = coalesce(excluded.earliest_expiry, target_state.earliest_expiry),
@@ -132,8 +147,12 @@ package struct ScanRows {
                 pin_message = excluded.pin_message,
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
                 unreachable_alerted = excluded.unreachable_alerted
-            WHERE target_state.last_scan_at <= excluded.last_scan_at
+            WHERE target_state.last_scan_at <= excluded.last_scan_at OR ? = 1
 """
+
+    /// The last parameter of `upsertTargetState` for a fenced scan: 1 lets it replace a state
+    /// its node's clock calls newer; `last_scan_at` itself keeps the later of the two times.
+    package static func overridesNewerClock(_ scan: StoredScan) -> Int { scan.fence == nil ? 0 : 1 }
 }
 
 /// The JSON of the handshakes stored lately, each encoded once while it is among the last 64

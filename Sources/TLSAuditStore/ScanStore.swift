@@ -309,6 +309,9 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case vanished
         /// The schema has migrations this version does not know (a newer tlsaudit wrote it).
         case incompatible
+        /// A stored value this version cannot read (a newer tlsaudit's, or damaged): the file's
+        /// pages are sound as far as SQLite can tell, so it is not treated as damage.
+        case unreadable
     }
 
     /// Failures that retrying cannot cure: the service refuses to start on them (exit 2), and a

@@ -30,7 +30,7 @@ package enum StoredValues {
     package static func known<Value: RawRepresentable>(_ raw: String?, _ what: String, in place: String) throws -> Value
     where Value.RawValue == String {
         guard let raw, let value = Value(rawValue: raw) else {
-            throw StoreError(.corrupt, "\(place): the \(what) \(raw.map { "'\($0)'" } ?? "is missing and") is not one this tlsaudit knows (written by a newer version, or damaged)")
+            throw StoreError(.unreadable, "\(place): the \(what) \(raw.map { "'\($0)'" } ?? "is missing and") is not one this tlsaudit knows (written by a newer version, or damaged)")
         }
         return value
     }
@@ -47,7 +47,7 @@ package enum StoredValues {
         do {
             return try decode(type, text)
         } catch {
-            throw StoreError(.corrupt, "\(place): the stored \(what) cannot be read (written by a newer version, or damaged): \(error)")
+            throw StoreError(.unreadable, "\(place): the stored \(what) cannot be read (written by a newer version, or damaged): \(error)")
         }
     }
 

@@ -109,7 +109,7 @@ struct StoreTests {
                 try read()
                 Issue.record("an unknown policy was read without an error")
             } catch let error as StoreError {
-                #expect(error.kind == .corrupt)
+                #expect(error.kind == .unreadable)
                 #expect(error.description.contains("is not one this tlsaudit knows"), "\(error)")
                 #expect(error.description.contains("observation \(id)") || error.description.contains("current state of t"), "\(error)")
             }
@@ -137,7 +137,7 @@ struct StoreTests {
                 try read()
                 Issue.record("a damaged \(what) was read without an error")
             } catch let error as StoreError {
-                #expect(error.kind == .corrupt)
+                #expect(error.kind == .unreadable)
                 #expect(error.description.contains(what), "\(error)")
                 #expect(error.description.contains("observation \(id)") || error.description.contains("current state of t"), "\(error)")
             }
