@@ -266,8 +266,9 @@ extension PostgresServiceTests {
         let postgres = try LabPostgresServer()
         defer { postgres.stop() }
         let store = try PostgresScanStore(url: postgres.url(), sha256: Digest.sha256Hex)
-        let fixture = try SQLiteScanStore(path: ReportTests.fixtures.appendingPathComponent("fixture.sqlite").path, create: false,
-                                          sha256: Digest.sha256Hex)
+        let copy = try lab.workspace("fenced").appendingPathComponent("fixture.sqlite").path
+        try FileManager.default.copyItem(atPath: ReportTests.fixtures.appendingPathComponent("fixture.sqlite").path, toPath: copy)
+        let fixture = try SQLiteScanStore(path: copy, create: false, sha256: Digest.sha256Hex)
         var alert = try #require(try fixture.alerts(limit: 1).first).alert
         alert.id = "fenced-alert"
         #expect(try store.recordAlert(alert, sinks: ["hook"]))
