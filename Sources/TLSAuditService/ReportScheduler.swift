@@ -257,7 +257,7 @@ final class ReportScheduler: @unchecked Sendable {
             let recorded = try writer.perform {
                 try $0.recordReportRun(name: schedule.name, periodEnd: end, files: files, delivery: delivery, claim: (node, epoch))
             }
-            if !recorded { logger.warning("scheduled report written, but another node took the run over meanwhile; its record is that node's") }
+            if !recorded { logger.warning("scheduled report: another node took the run over while this one wrote it; the run's record is that node's") }
         } catch {
             logger.error("scheduled report written but not recorded: \(error)")
         }

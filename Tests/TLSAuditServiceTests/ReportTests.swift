@@ -407,6 +407,8 @@ struct ScheduledReportTests {
         #expect(notice["schema"] as? String == "tlsaudit.report-notice/1")
         #expect((notice["text"] as? String)?.hasPrefix("tlsaudit report daily-ops") == true)
         #expect((notice["report"] as? [String: Any])?["schema"] as? String == "tlsaudit.report/1")
+        // Logged after the run is recorded, which follows the sending (a synced commit).
+        service.wait("the run recorded") { !service.lines(containing: "scheduled report written").isEmpty }
         #expect(service.lines(containing: "scheduled report written").count == 1)
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
