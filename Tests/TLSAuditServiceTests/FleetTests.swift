@@ -392,7 +392,7 @@ extension FleetTests {
         defer { fleet.postgres.stop() }
         let good = try lab.goodServer()
         defer { good.stop() }
-        // Tarpits keep scans in flight for the whole timeout (3 s): a pause always finds some.
+        // Tarpits keep scans in flight for the whole timeout (2 s): a pause always finds some.
         let tarpits = try (0..<4).map { _ in try LabHostileServer(.tarpit) }
         defer { tarpits.forEach { $0.stop() } }
         let settings = "{lease: 5s, poll: 500ms}"
@@ -423,7 +423,10 @@ extension FleetTests {
         sampler.start()
         for _ in 0..<3 {
             paused.signal(SIGSTOP)
-            Thread.sleep(forTimeInterval: 8) // lease 5 s, plus the other node's poll and scan
+            // The lease (5 s) runs out, the other node claims the targets and stores its scans of
+            // them (2 s each against a tarpit), and scans them again: the paused node's results,
+            // started before the pause, are older than all of that when it wakes.
+            Thread.sleep(forTimeInterval: 12)
             paused.signal(SIGCONT)
             Thread.sleep(forTimeInterval: 4)
         }
