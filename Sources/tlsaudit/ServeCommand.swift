@@ -35,8 +35,10 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             SIGTERM or SIGINT: stop scheduling, let scans and alert deliveries in flight finish (up to \
             --shutdown-grace; an abandoned delivery is retried after the restart), commit, exit 0; exit 75 \
-            when scan results could not be stored (they are kept in DATABASE.unstored-TIME.jsonl and stored at \
-            the next start). SIGHUP: reload the configuration; an invalid one is refused and the old \
+            when scan results could not be stored (a failing disk, or the database found damaged while running; \
+            they are kept in DATABASE.unstored-TIME.jsonl and stored at the next start). Exit 2 when it cannot start or must not go on: \
+            a database migrated by a newer tlsaudit, a damaged SQLite file, in a fleet a node name another \
+            live process holds (--replace-node takes it over). SIGHUP: reload the configuration; an invalid one is refused and the old \
             one keeps running. With NOTIFY_SOCKET set (systemd Type=notify) it sends READY, \
             RELOADING, STOPPING and WATCHDOG notifications.
             """
