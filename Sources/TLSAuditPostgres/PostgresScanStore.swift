@@ -133,8 +133,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
         try updateTimeline(scan: scan, rows: rows, observationID: observationID, on: connection)
 
         // A scan older than the address's current state stays in the history only (as SQLite's store).
-        let times = try connection.execute(PostgresConnection.numbered(ScanRows.currentScanTime), [.text(result.address), .text(scan.target)])
-        if ScanRows.isLate(startedAt: startedAt, own: times.double(0, "own"), newest: times.double(0, "newest"), fenced: scan.fence != nil) {
+        let current = try connection.execute(PostgresConnection.numbered(ScanRows.currentScanTime), [.text(scan.target), .text(result.address)])
+            .double(0, "last_scan_at")
+        if ScanRows.isLate(startedAt: startedAt, current: current, fenced: scan.fence != nil) {
             return []
         }
         // Change detection is the caller's decision; the store keeps the facts.

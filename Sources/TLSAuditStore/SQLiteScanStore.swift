@@ -251,9 +251,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
 
         // A scan older than the address's current state (written late: a node paused past its
         // lease, results replayed from a spill file after newer ones) stays in the history only.
-        if let times = try Row.fetchOne(db.cachedStatement(sql: ScanRows.currentScanTime), arguments: [result.address, scan.target]),
-           ScanRows.isLate(startedAt: result.startedAt.timeIntervalSince1970, own: times["own"], newest: times["newest"],
-                           fenced: scan.fence != nil) {
+        let current = try Double.fetchOne(db.cachedStatement(sql: ScanRows.currentScanTime), arguments: [scan.target, result.address])
+        if ScanRows.isLate(startedAt: result.startedAt.timeIntervalSince1970, current: current, fenced: scan.fence != nil) {
             return []
         }
         // Change detection against what is remembered of this address.

@@ -110,19 +110,16 @@ package struct ScanRows {
         """
     }
 
-    /// When the address's current state was scanned (`own`), and the newest of the target's
-    /// addresses (`newest`, for an address without a row: one a newer scan dropped). Arguments:
-    /// address, target.
-    package static let currentScanTime = """
-        SELECT max(CASE WHEN address = ? THEN last_scan_at END) AS own, max(last_scan_at) AS newest
-        FROM target_state WHERE target = ?
-        """
+    /// When the address's current state was scanned. Arguments: target, address. (Only the
+    /// address's own row counts: the addresses of one target are probed side by side, so another
+    /// address's newer time says nothing about this scan's age.)
+    package static let currentScanTime = "SELECT last_scan_at FROM target_state WHERE target = ? AND address = ?"
 
     /// Whether a scan that started at `startedAt` is older than the state it would replace (a late
     /// one: kept in the history only). A fenced scan (a fleet claim that still stands) is never
     /// late: its claim orders it after every other, whatever the nodes' clocks say.
-    package static func isLate(startedAt: Double, own: Double?, newest: Double?, fenced: Bool) -> Bool {
-        guard !fenced, let current = own ?? newest else { return false }
+    package static func isLate(startedAt: Double, current: Double?, fenced: Bool) -> Bool {
+        guard !fenced, let current else { return false }
         return current > startedAt
     }
 
