@@ -202,8 +202,7 @@ public final class ResultWriter: @unchecked Sendable {
                 store = nil
                 failing = true
                 if fatal.kind == .corrupt {
-                    damaged = fatal
-                    logger.critical("the database is damaged: storing stops; results are kept in a file beside it and stored at the next start once it is repaired (exit 75 at the stop): \(fatal)")
+                    stopStoring(damagedBy: fatal, "storing stops; results are kept in a file beside it and stored at the next start once it is repaired (exit 75 at the stop)")
                     spillWhileDamaged()
                 } else {
                     logger.critical("cannot store scan results: \(fatal)", metadata: ["pending": "\(pending.count)"])
@@ -249,10 +248,7 @@ public final class ResultWriter: @unchecked Sendable {
                 case .success:
                     logger.info("\(what): ok", metadata: ["seconds": "\(seconds)"])
                 case .failure(let error as StoreError) where error.kind == .corrupt:
-                    store = nil
-                    failing = true
-                    damaged = error
-                    logger.critical("the database is damaged: nothing is stored into it; results are kept in a file beside it: \(error)")
+                    stopStoring(damagedBy: error, "nothing is stored into it; results are kept in a file beside it")
                     onFatal?(error)
                 case .failure(let error):
                     logger.error("\(what) could not run: \(error)")
@@ -260,6 +256,14 @@ public final class ResultWriter: @unchecked Sendable {
                 flushNow()
             }
         }.start()
+    }
+
+    /// From now on nothing goes into the database: results go to the spill file (`flushNow`).
+    private func stopStoring(damagedBy error: StoreError, _ consequence: String) {
+        store = nil
+        failing = true
+        damaged = error
+        logger.critical("the database is damaged: \(consequence): \(error)")
     }
 
     /// While the database is damaged: appends what is pending to this run's spill file (synced),
@@ -298,16 +302,7 @@ public final class ResultWriter: @unchecked Sendable {
         guard descriptor >= 0 else { throw StoreError(.other, "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         let size = lseek(descriptor, 0, SEEK_END)
-        let failure: Int32? = data.withUnsafeBytes { buffer in
-            var written = 0
-            while written < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0 { if errno == EINTR { continue }; return errno }
-                written += count
-            }
-            return fsync(descriptor) == 0 ? nil : errno
-        }
-        if let failure {
+        if let failure = writeAndSync(data, to: descriptor) {
             if size >= 0 { _ = ftruncate(descriptor, size) }
             throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(path): \(String(cString: strerror(failure)))")
         }
@@ -435,15 +430,7 @@ public final class ResultWriter: @unchecked Sendable {
         let temporary = path + ".tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw StoreError(.other, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        var written = 0
-        let failure: Int32? = data.withUnsafeBytes { buffer in
-            while written < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0 { if errno == EINTR { continue }; return errno }
-                written += count
-            }
-            return fsync(descriptor) == 0 ? nil : errno
-        }
+        let failure = writeAndSync(data, to: descriptor)
         close(descriptor)
         if let failure {
             unlink(temporary)
@@ -455,6 +442,20 @@ public final class ResultWriter: @unchecked Sendable {
             throw StoreError(.other, "cannot rename \(temporary) to \(path): \(String(cString: strerror(failure)))")
         }
         syncDirectory(of: path)
+    }
+
+    /// Writes all of `data` to `descriptor` (again after EINTR and short writes), then `fsync`s it;
+    /// the errno of the first failure, nil when all of it is on disk.
+    private static func writeAndSync(_ data: Data, to descriptor: Int32) -> Int32? {
+        data.withUnsafeBytes { buffer in
+            var written = 0
+            while written < buffer.count {
+                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                if count < 0 { if errno == EINTR { continue }; return errno }
+                written += count
+            }
+            return fsync(descriptor) == 0 ? nil : errno
+        }
     }
 
     /// Syncs the directory holding `path`, so that a rename or an unlink in it survives a crash.

@@ -34,15 +34,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             if create { try Self.createDirectories(URL(fileURLWithPath: path).deletingLastPathComponent().path) }
             pool = try SQLitePool(path: path, configuration: configuration)
             let migrator = StoreMigrations.migrator(sha256: sha256)
-            let unknown = try pool.read { db in
-                try migrator.appliedIdentifiers(db).subtracting(try migrator.appliedMigrations(db)).sorted()
-            }
-            guard unknown.isEmpty else {
-                throw StoreError(.incompatible, """
-                    \(path) has schema migrations this version of tlsaudit does not know (\(unknown.joined(separator: ", "))): \
-                    a newer tlsaudit wrote it; run that version, or restore a copy made before the upgrade
-                    """)
-            }
+            try pool.read { db in try Self.refuseUnknownMigrations(migrator, in: db, path: path) }
             try migrator.migrate(pool.pool)
         } catch {
             throw Self.storeError(error, doing: "opening \(path)")
@@ -52,6 +44,17 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             throw StoreError(.vanished, "\(path) disappeared while it was being opened")
         }
         fileIdentity = identity
+    }
+
+    /// Throws when the database has a migration `migrator` does not know (a newer tlsaudit's),
+    /// as `PostgresMigrations.refuseUnknown` does for PostgreSQL.
+    private static func refuseUnknownMigrations(_ migrator: DatabaseMigrator, in db: Database, path: String) throws {
+        let unknown = try migrator.appliedIdentifiers(db).subtracting(try migrator.appliedMigrations(db)).sorted()
+        guard !unknown.isEmpty else { return }
+        throw StoreError(.incompatible, """
+            \(path) has schema migrations this version of tlsaudit does not know (\(unknown.joined(separator: ", "))): \
+            a newer tlsaudit wrote it; run that version, or restore a copy made before the upgrade
+            """)
     }
 
     /// What to do about a damaged database file, for messages.
@@ -80,10 +83,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                 }
                 guard try db.tableExists("grdb_migrations") else { return [] }
                 let migrator = StoreMigrations.migrator(sha256: sha256)
-                let unknown = try migrator.appliedIdentifiers(db).subtracting(try migrator.appliedMigrations(db)).sorted()
-                guard unknown.isEmpty else {
-                    throw StoreError(.incompatible, "\(path) has schema migrations this version of tlsaudit does not know (\(unknown.joined(separator: ", ")))")
-                }
+                try refuseUnknownMigrations(migrator, in: db, path: path)
                 return try migrator.appliedMigrations(db)
             }
         } catch {
