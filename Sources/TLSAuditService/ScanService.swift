@@ -151,6 +151,7 @@ public final class ScanService: Service, @unchecked Sendable {
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
         var listenerFailure: (any Error)?
+        let stopItself: @Sendable () -> Bool = { [weak self] in self?.unrecoverableError != nil }
         if configuration.http.enabled {
             let location = try configuration.location()
             let api = APIRoutes(openStore: { try location.open() }, configuredTargets: { [weak self] in
@@ -167,7 +168,6 @@ public final class ScanService: Service, @unchecked Sendable {
                     do { try await listener.run() } catch { return error }
                     return nil
                 }
-                let stopItself: @Sendable () -> Bool = { [weak self] in self?.unrecoverableError != nil }
                 group.addTask { await Self.waitForTermination(stopItself: stopItself); return nil }
                 let first = await group.next() ?? nil
                 group.cancelAll()
@@ -175,7 +175,7 @@ public final class ScanService: Service, @unchecked Sendable {
             }
             if let listenerFailure { logger.critical("the http listener failed: \(listenerFailure); stopping the service") }
         } else {
-            await Self.waitForTermination { [weak self] in self?.unrecoverableError != nil }
+            await Self.waitForTermination(stopItself: stopItself)
         }
         if let fatal = unrecoverableError { logger.critical("stopping: \(fatal)") }
 
