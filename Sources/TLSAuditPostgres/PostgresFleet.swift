@@ -98,7 +98,10 @@ public struct FleetNodeStatus: Sendable, Hashable, Codable {
     public var lease: Double
 
     /// Lost: no heartbeat for three of its polls plus its lease (its scans are others' by then).
-    public var lost: Bool { heartbeatAge > 3 * poll + lease }
+    public var lost: Bool { Self.isLost(heartbeatAge: heartbeatAge, poll: poll, lease: lease) }
+
+    /// The rule `lost` applies, for a node known only by its row.
+    static func isLost(heartbeatAge: Double, poll: Double, lease: Double) -> Bool { heartbeatAge > 3 * poll + lease }
 }
 
 /// The work queue at a glance (`fleet status`).
@@ -381,7 +384,8 @@ public final class PostgresFleet: Sendable {
                         name: node, host: holder.text(0, "host"), process: holder.text(0, "process"),
                         startedAt: Date(timeIntervalSince1970: holder.double(0, "started_at") ?? 0),
                         heartbeatAge: holder.double(0, "age") ?? 0, duringStart: starting)
-                    let lost = conflict.heartbeatAge > 3 * (holder.double(0, "poll") ?? 0) + (holder.double(0, "lease") ?? 0)
+                    let lost = FleetNodeStatus.isLost(heartbeatAge: conflict.heartbeatAge, poll: holder.double(0, "poll") ?? 0,
+                                                      lease: holder.double(0, "lease") ?? 0)
                     // A row an older tlsaudit wrote names no host: its process is looked for here (a rolling upgrade).
                     let sameHost = conflict.host == Self.hostName || holder.text(0, "instance") == nil
                     let goneFromThisHost = sameHost && conflict.process.flatMap(Self.processIsGone) == true
