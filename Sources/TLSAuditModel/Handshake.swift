@@ -144,11 +144,14 @@ public struct HandshakeObservation: Hashable, Codable, Sendable {
     public var stapledOCSP: OCSPStapling?
     /// SCTs by channel (nil when not read).
     public var signedCertificateTimestamps: SCTCounts?
+    /// Every SCT for the leaf, its log and status, and Apple's CT policy's answer, as judged with the
+    /// scan (absent in results stored before SCTs were verified).
+    public var certificateTransparency: CertificateTransparencyReport?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips (`stapled_ocsp`).
     enum CodingKeys: String, CodingKey {
         case clientProfile, protocolVersion, cipher, keyExchange, serverSignatureHash, clientCertificateRequested
-        case stapledOCSP = "stapledOcsp", signedCertificateTimestamps
+        case stapledOCSP = "stapledOcsp", signedCertificateTimestamps, certificateTransparency
     }
 
     public init(clientProfile: ClientProfile, protocolVersion: TLSVersion, cipher: CipherSuiteDescription,

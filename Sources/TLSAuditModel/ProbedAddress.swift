@@ -21,8 +21,13 @@ public struct ProbedAddress: Sendable {
     public var chain: ChainReport?
     /// The moment certificates are judged at.
     public var time: Date
-    /// The anchors are the system store (Apple's public-trust rules apply).
+    /// The path anchors in a public root store (`apple`, `system`): the rules for publicly trusted
+    /// certificates apply (Certificate Transparency, the 398-day limit), whichever store judged.
     public var publicTrust: Bool
+    /// Every SCT for the leaf (embedded, TLS extension, stapled OCSP), its signature checked.
+    public var scts: [SignedCertificateTimestamp] = []
+    /// The log list the SCTs were checked against.
+    public var ctLogs: CTLogList = .shipped
     /// Builds the path again with the given certificates as the only anchors (partial chains
     /// allowed), for certificate-mode pins: path building is the probe's, judging the path is not.
     public var buildWithPinnedAnchors: @Sendable ([Data]) -> PathBuildingResult?
@@ -63,7 +68,12 @@ public struct ProbedChain: Sendable {
     public var leafIndex: Int
     public var building: PathBuildingResult
     public var chain: ChainReport
+    /// The path anchors in a public root store (see `ProbedAddress.publicTrust`).
     public var publicTrust: Bool
+    /// The leaf's embedded SCTs, their signatures checked.
+    public var scts: [SignedCertificateTimestamp] = []
+    /// The log list the SCTs were checked against.
+    public var ctLogs: CTLogList = .shipped
 
     public init(inputs: [String], host: String?, time: Date, presented: [CertificateSummary], leafIndex: Int,
                 building: PathBuildingResult, chain: ChainReport, publicTrust: Bool) {

@@ -14,6 +14,9 @@ public struct ChainReport: Hashable, Codable, Sendable {
     public var issues: [PathBuildingIssue]
     /// What revocation checking found (absent when it is off).
     public var revocation: RevocationReport?
+    /// The public root stores holding the anchor (`apple`, `system`): empty for an operator's own
+    /// anchor, absent when the path is not anchored (or the result was stored before this was kept).
+    public var anchorIn: [String]?
 
     public init(presented: [CertificateSummary], path: [PathElement], anchored: Bool, trustStore: String,
                 issues: [PathBuildingIssue], revocation: RevocationReport? = nil) {

@@ -18,6 +18,8 @@ public struct VerifyReport: Codable, Sendable {
     public var chain: ChainReport
     /// Trust findings and Apple's certificate rules (signature hash, key size), most severe first.
     public var findings: [Finding]
+    /// The leaf's embedded SCTs, each with its log and status, and Apple's CT policy's answer.
+    public var certificateTransparency: CertificateTransparencyReport?
     /// The verdict under `apple-trust`: the chain is trusted, with SHA-2 signatures and strong keys.
     public var verdict: ATSVerdict
     /// True when no finding is an error.

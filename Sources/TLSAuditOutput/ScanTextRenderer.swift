@@ -123,9 +123,11 @@ public struct ScanTextRenderer: Sendable {
             out += "    \(exchange)\n"
         }
         if let chain = result.chain {
-            let anchor = chain.anchored ? "anchored in \(chain.trustStore)" : "not anchored in \(chain.trustStore)"
-            out += "    chain: \(chain.presented.count) sent, path of \(chain.path.count), \(anchor)\n"
+            out += "    chain: \(chain.presented.count) sent, path of \(chain.path.count), \(CertificateTransparencyText.anchor(chain))\n"
             if let revocation = chain.revocation { out += "    \(RevocationText.line(revocation))\n" }
+            if let transparency = result.handshake?.certificateTransparency, !transparency.scts.isEmpty || transparency.policy.required {
+                out += CertificateTransparencyText.lines(transparency).map { "    \($0)\n" }.joined()
+            }
             if showChain {
                 for (depth, element) in chain.path.enumerated() {
                     render(element.certificate, label: "path \(depth)", source: element.source, at: time, into: &out)

@@ -14,16 +14,30 @@ public enum AddressSetting: Sendable, Hashable {
     case list([String])
 }
 
-/// What a target's chain is verified against.
+/// What a target's chain is verified against (`trust:`; unset, the policy's store: `apple` for the
+/// Apple policies, `system` for the Mozilla ones).
 public enum TrustSetting: Sendable, Hashable {
+    /// Debian's store (Mozilla's roots), `/etc/ssl/certs`.
     case system
+    /// The snapshot of Apple's root store shipped with tlsaudit.
+    case apple
+    /// A PEM bundle given as the store (`trust: {store: PATH}`).
+    case file(String)
+    /// The operator's own anchors (`trust: {ca_file: PATH}`).
     case caFile(String)
 
     public var label: String {
         switch self {
         case .system: "system"
+        case .apple: "apple"
+        case .file(let path): "file:\(path)"
         case .caFile(let path): "ca-file:\(path)"
         }
+    }
+
+    /// The store a policy judges against when the target names none.
+    public static func `default`(for policy: CompliancePolicy) -> TrustSetting {
+        policy.mozillaProfile == nil ? .apple : .system
     }
 }
 
@@ -126,6 +140,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var fleet = FleetSettings()
     /// The HTTP listener for metrics, health and the API (off by default).
     public var http = HTTPSettings()
+    /// The CT log list file SCTs are verified against (`ct: {log_list:}`); nil: the shipped snapshot.
+    public var ctLogList: String?
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
 
@@ -282,7 +298,7 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http"]
+                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct"]
     static let postgresKeys = ["host", "port", "database", "user", "password_file", "sslmode", "ca_file", "pool_size",
                                "statement_timeout"]
     static let reportKeys = ["name", "schedule", "at", "day", "timezone", "since", "formats", "directory", "policy",
@@ -384,9 +400,10 @@ struct ConfigurationParser {
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
+        if let node = mapping["ct"] { configuration.ctLogList = certificateTransparency(node) }
         // The port and the policy are left unset here: their defaults depend on the target's STARTTLS protocol.
         let builtIn = Settings(addresses: .all, interval: SettingBounds.interval.defaultValue,
-                               timeout: SettingBounds.timeout.defaultValue, trust: .system,
+                               timeout: SettingBounds.timeout.defaultValue, trust: nil,
                                revocation: SettingBounds.revocation)
         var defaults = builtIn
         if let node = mapping["defaults"] {
@@ -517,7 +534,8 @@ struct ConfigurationParser {
                                    timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue,
                                    // The ATS policies are for app traffic: a STARTTLS service is judged by the trust rules unless told otherwise.
                                    policy: policy ?? (starttls == nil ? .default : .appleTrust),
-                                   trust: resolved.trust ?? .system, tags: resolved.tags, group: group,
+                                   trust: resolved.trust ?? .default(for: policy ?? (starttls == nil ? .default : .appleTrust)),
+                                   tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls,
                                    checks: resolved.checks ?? [], headersPath: resolved.headersPath)
@@ -1085,21 +1103,49 @@ struct ConfigurationParser {
         }
     }
 
+    /// `trust: system | apple | {store: system | apple | PATH} | {ca_file: PATH}`.
     private mutating func trust(_ node: Node) -> TrustSetting? {
+        let expected = "trust must be 'system', 'apple', or a mapping with 'store' (system, apple or a PEM file) or 'ca_file' (your own anchors)"
         switch node {
-        case .scalar(let scalar) where scalar.string == "system":
-            return .system
+        case .scalar(let scalar) where scalar.string == "system": return .system
+        case .scalar(let scalar) where scalar.string == "apple": return .apple
         case .mapping(let mapping):
-            checkKeys(mapping, allowed: ["ca_file"], in: "trust")
+            checkKeys(mapping, allowed: ["store", "ca_file"], in: "trust")
+            if mapping["store"] != nil, mapping["ca_file"] != nil {
+                report(node, "trust takes 'store' or 'ca_file', not both")
+                return nil
+            }
+            if let storeNode = mapping["store"] {
+                if case .scalar(let scalar) = storeNode, scalar.string == "system" { return .system }
+                if case .scalar(let scalar) = storeNode, scalar.string == "apple" { return .apple }
+                return certificateFile(storeNode).map { .file($0) }
+            }
             guard let fileNode = mapping["ca_file"], let path = certificateFile(fileNode) else {
-                report(node, "trust must be 'system' or a mapping with 'ca_file'")
+                report(node, expected)
                 return nil
             }
             return .caFile(path)
         default:
-            report(node, "trust must be 'system' or a mapping with 'ca_file'")
+            report(node, expected)
             return nil
         }
+    }
+
+    /// `ct: {log_list: FILE}`: the CT log list SCTs are verified against, read now so a bad file is reported here.
+    private mutating func certificateTransparency(_ node: Node) -> String? {
+        guard case .mapping(let mapping) = node else {
+            report(node, "'ct' must be a mapping with 'log_list' (a CT log list file in the v3 JSON schema)")
+            return nil
+        }
+        checkKeys(mapping, allowed: ["log_list"], in: "ct")
+        guard let listNode = mapping["log_list"], let path = string(listNode, "a file path").map(absolutePath) else { return nil }
+        do {
+            _ = try CTLogList.load(path: path)
+        } catch {
+            report(listNode, "\(error)")
+            return nil
+        }
+        return path
     }
 
     /// A path from the file, relative ones taken from the configuration's directory.

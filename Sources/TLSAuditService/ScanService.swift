@@ -99,6 +99,7 @@ public final class ScanService: Service, @unchecked Sendable {
         // A scan's opt-in checks use its one slot of the host's per_host_concurrency.
         options.checkConnections = 1
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
+        options.ctLogs = try configuration.ctLogList.map(CTLogList.load(path:)) ?? .shipped
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         if case .postgres(let settings) = location {
             splitView = SplitViewDetector(configuration: configuration)
@@ -121,6 +122,8 @@ public final class ScanService: Service, @unchecked Sendable {
         for setting in Set(configuration.targets.map(\.trust)) {
             switch setting {
             case .system: stores[setting] = try TrustStore.system()
+            case .apple: stores[setting] = TrustStore.apple
+            case .file(let path): stores[setting] = try TrustStore(caFile: path, label: setting.label)
             case .caFile(let path): stores[setting] = try TrustStore(caFile: path)
             }
         }

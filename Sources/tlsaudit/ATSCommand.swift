@@ -23,8 +23,10 @@ struct ATSCommand: ParsableCommand {
 
     func run() throws {
         let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
-        let store = try loadTrustStore(caFile: connection.caFile)
-        let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store), judge: AddressAssessment.judge)
+        let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
+        var options = ScanOptions(timeout: connection.timeout, trustStore: store)
+        options.ctLogs = try connection.trust.logs()
+        let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
             if case .failure(let failure) = scanner.addresses(for: parsed) {

@@ -3,12 +3,43 @@ public import TLSAuditCore
 import TLSAuditOutput
 import TLSAuditProbe
 
-/// Anchors from a PEM file, or the system store; an unreadable file is a usage error (exit 64).
-func loadTrustStore(caFile: String?) throws -> TrustStore {
-    do {
-        return try caFile.map { try TrustStore(caFile: $0) } ?? TrustStore.system()
-    } catch {
-        throw ValidationError("\(error)")
+/// What a chain is judged with: the root store (`--trust-store`) and the CT log list (`--ct-log-list`).
+struct TrustInputOptions: ParsableArguments {
+    @Option(name: .customLong("trust-store"), help: ArgumentHelp(
+        "Root store to judge against: apple, system or a PEM FILE.",
+        discussion: "apple: the snapshot of Apple's root store shipped with tlsaudit (the default of the ats, ats-runtime and apple-trust policies); system: Debian's /etc/ssl/certs, which is Mozilla's (the default of the mozilla-* policies); FILE: a PEM bundle. Certificate Transparency and the 398-day limit apply when the path anchors in Apple's or Debian's store, whichever store judged.",
+        valueName: "store"))
+    var trustStore: String?
+
+    @Option(name: .customLong("ct-log-list"), help: ArgumentHelp(
+        "CT log list (v3 JSON schema, e.g. Apple's current_log_list.json) to verify SCTs against, instead of the shipped snapshot.",
+        valueName: "file"))
+    var ctLogList: String?
+
+    /// The store: `caFile` (the operator's own anchors; `caFileFlag` names its option) else `--trust-store`,
+    /// else the policy's. A file that cannot be read is a usage error (exit 64).
+    func store(caFile: String?, caFileFlag: String = "--ca-file", policy: CompliancePolicy) throws -> TrustStore {
+        if caFile != nil, trustStore != nil {
+            throw ValidationError("\(caFileFlag) and --trust-store: give one (\(caFileFlag) FILE names your own anchors, --trust-store a root store).")
+        }
+        do {
+            if let caFile { return try TrustStore(caFile: caFile) }
+            switch trustStore ?? (policy.mozillaProfile == nil ? "apple" : "system") {
+            case "apple": return TrustStore.apple
+            case "system": return try TrustStore.system()
+            case let path: return try TrustStore(caFile: path, label: "file:\(path)")
+            }
+        } catch let error as ValidationError {
+            throw error
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// The CT log list: `--ct-log-list`, else the shipped snapshot. A bad file is a usage error (exit 64).
+    func logs() throws -> CTLogList {
+        guard let ctLogList else { return .shipped }
+        do { return try CTLogList.load(path: ctLogList) } catch { throw ValidationError("--ct-log-list: \(error)") }
     }
 }
 
@@ -52,8 +83,10 @@ struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
     var connectTo: String?
 
-    @Option(name: .customLong("ca-file"), help: "PEM trust anchors instead of the system store.")
+    @Option(name: .customLong("ca-file"), help: "Your own trust anchors (PEM): any certificate in it is an anchor, a root, an intermediate or a leaf.")
     var caFile: String?
+
+    @OptionGroup var trust: TrustInputOptions
 
     @Option(help: "Seconds for each of resolution, connect and handshake.")
     var timeout: Double = SettingBounds.timeout.defaultValue

@@ -34,8 +34,10 @@ struct PinCommand: ParsableCommand {
         if let target {
             let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
             domain = parsed.sni ?? parsed.host
-            let store = try loadTrustStore(caFile: connection.caFile)
-            let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: store), judge: AddressAssessment.judge)
+            let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
+            var options = ScanOptions(timeout: connection.timeout, trustStore: store)
+            options.ctLogs = try connection.trust.logs()
+            let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
             let result = scanner.scan(parsed)
             guard let address = result.addresses.first(where: { $0.chain != nil }) else {
                 let reason = result.error?.description ?? result.addresses.first?.error?.description ?? "no certificate"

@@ -33,8 +33,10 @@ struct ScanCommand: ParsableCommand {
         discussion: "Repeat it to probe several addresses, as if the name resolved to all of them."))
     var connectTo: [String] = []
 
-    @Option(name: .customLong("ca-file"), help: "PEM file of trust anchors to use instead of the system store.")
+    @Option(name: .customLong("ca-file"), help: "Your own trust anchors (PEM) instead of a root store: any certificate in it is an anchor, a root, an intermediate or a leaf.")
     var caFile: String?
+
+    @OptionGroup var trust: TrustInputOptions
 
     @Option(help: "Seconds allowed for each of name resolution, TCP connect and TLS handshake.")
     var timeout: Double = SettingBounds.timeout.defaultValue
@@ -114,12 +116,13 @@ struct ScanCommand: ParsableCommand {
 
     func run() throws {
         let parsedTargets = try loadTargets()
-        let trustStore = try loadTrustStore(caFile: caFile)
+        let trustStore = try trust.store(caFile: caFile, policy: policy ?? .default)
         let credentials = clientCert.flatMap { cert in clientKey.map { ClientCredentials(certificatePath: cert, keyPath: $0) } }
         var options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
                                   clientCredentials: credentials, addresses: addresses,
                                   evaluationTime: at.flatMap(Timestamp.parse), revocation: revocation)
         options.aiaFetch = aiaFetch
+        options.ctLogs = try trust.logs()
         let scanner: TLSScanner
         do {
             scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)

@@ -23,8 +23,10 @@ struct VerifyCommand: ParsableCommand {
     @Option(name: .customLong("chain"), help: "Certificate file(s): PEM or DER; repeatable.")
     var chainFiles: [String]
 
-    @Option(help: "PEM trust anchors (default: the system store).")
+    @Option(help: "Your own trust anchors (PEM) instead of a root store: any certificate in it is an anchor, a root, an intermediate or a leaf (the path ends at the first one it holds).")
     var roots: String?
+
+    @OptionGroup var trust: TrustInputOptions
 
     @Option(help: "Check this DNS name or IP address against the leaf's subjectAltNames.")
     var host: String?
@@ -61,7 +63,8 @@ struct VerifyCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try loadTrustStore(caFile: roots)
+        let store = try trust.store(caFile: roots, caFileFlag: "--roots", policy: .appleTrust)
+        let logs = try trust.logs()
         let report: VerifyReport
         do {
             let evidence = try OfflineRevocationEvidence(crlFiles: crlFiles, ocspResponseFiles: ocspResponseFiles)
@@ -69,7 +72,7 @@ struct VerifyCommand: ParsableCommand {
                                                  at: at.flatMap(Timestamp.parse) ?? Date(),
                                                  namesHost: { names in host.map { HostnameMatcher.matches(host: $0, names: names) } ?? false },
                                                  revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
-                                                 timeout: timeout, aiaFetch: aiaFetch)
+                                                 timeout: timeout, aiaFetch: aiaFetch, ctLogs: logs)
             report = AddressAssessment.judge(probed, toolVersion: TLSAuditCommand.version)
         } catch {
             StandardStream.error.write("tlsaudit: cannot read the input: \(error)\n")
@@ -98,12 +101,15 @@ enum VerifyTextRenderer {
             let mark = index == report.leafIndex ? " (leaf)" : ""
             out += "  #\(index)\(mark) \(certificate.subject)  \(certificate.publicKey.summary), \(certificate.signatureAlgorithm), to \(Timestamp.formatDay(certificate.notAfter))\n"
         }
-        out += "path as built (\(report.chain.path.count), \(report.chain.anchored ? "anchored" : "not anchored") in \(report.chain.trustStore)):\n"
+        out += "path as built (\(report.chain.path.count), \(CertificateTransparencyText.anchor(report.chain))):\n"
         for (depth, element) in report.chain.path.enumerated() {
             let origin = element.presentedIndex.map { "#\($0)" } ?? "trust store"
             out += "  [\(depth)] \(element.certificate.subject)  (\(origin))\n"
         }
         if let revocation = report.chain.revocation { out += "\(RevocationText.line(revocation))\n" }
+        if let transparency = report.certificateTransparency, !transparency.scts.isEmpty || transparency.policy.required {
+            out += CertificateTransparencyText.lines(transparency).map { "\($0)\n" }.joined()
+        }
         for finding in report.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             out += "  \(finding.severity.rawValue.uppercased()) \(finding.id)\(depth): \(finding.message)\n"

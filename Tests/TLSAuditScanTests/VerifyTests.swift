@@ -237,7 +237,7 @@ struct VerifyTests {
         #expect(errors(report).contains("trust.unknown-critical-extension"))
     }
 
-    @Test("unreadable input exits 2; no roots means the system store")
+    @Test("unreadable input exits 2; no roots means Apple's store (apple-trust's), --trust-store system Debian's")
     func inputs() throws {
         let missing = try CLI.run(["verify", "--chain", "/nonexistent.pem"])
         #expect(missing.status == 2)
@@ -248,8 +248,13 @@ struct VerifyTests {
         let system = try CLI.run(["verify", "--chain", file.path, "--format", "json"])
         #expect(system.status == 1)
         let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(system.stdout.utf8))
-        #expect(report.chain.trustStore == "system")
+        #expect(report.chain.trustStore == "apple")
         #expect(errors(report).contains("trust.untrusted-root"))
+        let debian = try CLI.run(["verify", "--chain", file.path, "--trust-store", "system", "--format", "json"])
+        #expect(debian.status == 1)
+        #expect(try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(debian.stdout.utf8)).chain.trustStore == "system")
+        let both = try CLI.run(["verify", "--chain", file.path, "--trust-store", "system", "--roots", pki.rootFile])
+        #expect(both.status == 64, "--roots and --trust-store name two different anchors: a usage error")
     }
 }
 

@@ -52,8 +52,11 @@ public enum AddressAssessment {
     /// The name checked is the one the scan sent (`sni`, else `host`).
     public static func rejudge(_ result: AddressScanResult, hostname: String, policy: CompliancePolicy,
                                at time: Date) -> (findings: [Finding], verdict: ATSVerdict) {
-        // Public-trust rules (CT, certificate lifetime) apply to chains checked against the system store, as in a scan.
-        let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.trustStore == "system")
+        // Public-trust rules (CT, certificate lifetime) follow the anchor, as in a scan; results stored
+        // without it follow the store (a public store's anchors are public).
+        let publicStore = ["system", "apple"].contains(result.chain?.trustStore ?? "")
+        let context = TrustContext(hostname: hostname, time: time,
+                                   publicTrust: result.chain.map { $0.anchored && ($0.anchorIn.map { !$0.isEmpty } ?? publicStore) } ?? false)
         let presented = result.chain?.presented ?? []
         let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
         var (findings, verdict) = result.handshake.flatMap { handshake in
@@ -75,11 +78,16 @@ public enum AddressAssessment {
         ATSVerdict(policy: policy, compliant: false, rules: [:], failedRules: [])
     }
 
-    /// Apple's Certificate Transparency rule for publicly trusted chains (not for an operator's
-    /// own CA): embedded SCTs, 2 for a lifetime up to 180 days and 3 beyond; or at least 2 SCTs
-    /// of which one came over the TLS extension or a stapled OCSP response.
+    /// Apple's Certificate Transparency policy for publicly trusted chains, from the SCTs verified
+    /// with the scan (`AppleCTPolicy`): the finding says which requirement failed.
     static func certificateTransparency(_ observation: HandshakeObservation, leaf: CertificateSummary?,
                                         context: TrustContext) -> Finding? {
+        if let report = observation.certificateTransparency {
+            guard report.policy.required, !report.policy.satisfied else { return nil }
+            return Finding(.trustCertificateTransparency, .error,
+                           "Apple's Certificate Transparency policy is not met: \(report.policy.reason).")
+        }
+        // Results stored before SCTs were verified: their counts, by the rule of the time.
         guard context.publicTrust, let leaf, let scts = observation.signedCertificateTimestamps else { return nil }
         let lifetime = leaf.notAfter.timeIntervalSince(leaf.notBefore) / 86_400
         let embeddedNeeded = lifetime <= 180 ? 2 : 3
@@ -87,6 +95,23 @@ public enum AddressAssessment {
         if scts.total >= 2, scts.tlsExtension + scts.ocsp >= 1 { return nil }
         return Finding(.trustCertificateTransparency, .error, depth: 0,
             "Not enough signed certificate timestamps for Apple's CT policy: \(scts.embedded) embedded, \(scts.tlsExtension) via TLS, \(scts.ocsp) via OCSP (needs \(embeddedNeeded) embedded, or 2 with one via TLS or OCSP).")
+    }
+
+    /// Whether Apple's CT policy applies to a chain: anchored in a public root store, and issued
+    /// since Apple requires CT; otherwise why not.
+    public static func ctApplicability(leaf: CertificateSummary, building: PathBuildingResult, publicTrust: Bool) -> AppleCTPolicy.Applicability {
+        if !building.anchored { return .notRequired("the chain is not trusted (its trust finding says why), so CT is not evaluated for it") }
+        if !publicTrust { return .notRequired("the chain anchors in the operator's own anchors, not a public root store: Apple's CT policy covers publicly trusted certificates only") }
+        if leaf.notBefore < AppleCTPolicy.enforcedFrom { return .notRequired("the certificate was issued before 2018-10-15, when Apple began to require CT") }
+        return .required
+    }
+
+    /// The CT report of a chain judged at `time`: every SCT's status, and the policy's answer.
+    public static func certificateTransparencyReport(_ scts: [SignedCertificateTimestamp], leaf: CertificateSummary,
+                                                     building: PathBuildingResult, publicTrust: Bool, logs: CTLogList,
+                                                     at time: Date) -> CertificateTransparencyReport {
+        AppleCTPolicy.evaluate(scts, leaf: leaf, logs: logs, at: time,
+                               applicability: ctApplicability(leaf: leaf, building: building, publicTrust: publicTrust))
     }
 
     static func handshakeFindings(_ observation: HandshakeObservation) -> [Finding] {

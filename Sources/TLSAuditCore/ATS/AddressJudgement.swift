@@ -10,7 +10,13 @@ extension AddressAssessment {
         let presented = probed.presented, building = probed.building
         var findings: [Finding]
         var verdict: ATSVerdict
-        if let observation = probed.handshake {
+        var handshake = probed.handshake
+        if let leaf = presented.first {
+            handshake?.certificateTransparency = certificateTransparencyReport(probed.scts, leaf: leaf, building: building,
+                                                                               publicTrust: probed.publicTrust, logs: probed.ctLogs,
+                                                                               at: probed.time)
+        }
+        if let observation = handshake {
             (findings, verdict) = assess(observation: observation, presented: presented, building: building,
                                          revocation: probed.chain?.revocation, context: context, policy: target.policy,
                                          atsClientRefusal: probed.atsClientRefusal,
@@ -35,7 +41,7 @@ extension AddressAssessment {
         }
         var result = AddressScanResult(address: probed.address, family: probed.family, port: probed.port,
                                        status: probed.failure == nil ? .completed : .failed, startedAt: probed.startedAt,
-                                       durationMs: probed.durationMs, handshake: probed.handshake,
+                                       durationMs: probed.durationMs, handshake: handshake,
                                        atsClientRefusal: probed.handshake == nil ? nil : probed.atsClientRefusal, error: probed.failure,
                                        chain: probed.chain, findings: findings, ats: verdict, pin: pin)
             .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities)
@@ -72,15 +78,24 @@ extension AddressAssessment {
         // Trust judges the chain in path order, with the leaf first.
         var ordered = probed.presented
         ordered.swapAt(0, probed.leafIndex)
-        let trust = trustFindings(presented: ordered, building: probed.building, revocation: probed.chain.revocation, context: context)
+        var trust = trustFindings(presented: ordered, building: probed.building, revocation: probed.chain.revocation, context: context)
             .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
+        let transparency = certificateTransparencyReport(probed.scts, leaf: ordered[0], building: probed.building,
+                                                         publicTrust: probed.publicTrust, logs: probed.ctLogs, at: probed.time)
+        if transparency.policy.required, !transparency.policy.satisfied {
+            // A warning: a server may still deliver SCTs over the TLS extension or OCSP, which a file cannot show.
+            trust.append(Finding(.trustCertificateTransparency, .warning,
+                "The certificate's embedded SCTs do not meet Apple's Certificate Transparency policy (\(transparency.policy.reason)); a server must deliver more over the TLS extension or a stapled OCSP response."))
+        }
         let policy = CompliancePolicy.appleTrust
         var findings = sort(policy.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust) + trust
                             + lints(presented: ordered, building: probed.building))
         let verdict = policy.verdict(from: findings)
         var chain: ChainReport? = probed.chain
         RecordBudget.bound(chain: &chain, findings: &findings)
-        return VerifyReport(toolVersion: toolVersion, evaluatedAt: probed.time, inputs: probed.inputs, host: probed.host,
-                            leafIndex: probed.leafIndex, chain: chain ?? probed.chain, findings: findings, verdict: verdict)
+        var report = VerifyReport(toolVersion: toolVersion, evaluatedAt: probed.time, inputs: probed.inputs, host: probed.host,
+                                  leafIndex: probed.leafIndex, chain: chain ?? probed.chain, findings: findings, verdict: verdict)
+        report.certificateTransparency = transparency
+        return report
     }
 }

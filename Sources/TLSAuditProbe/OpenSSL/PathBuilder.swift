@@ -63,7 +63,7 @@ enum PathBuilder {
         let openSSLChoice = verify(leaf: leaf, untrusted: untrusted, store: store.pointer, partialChain: store.partialChain, labels: labels)
         var candidates = [openSSLChoice]
         var searchLimitReached = false
-        if !store.partialChain { // Pinned certificates are anchors at any depth: OpenSSL's own path, as AFNetworking gets it.
+        if store.searchesAlternatives { // Pinned certificates get OpenSSL's own path, as AFNetworking gets it.
             let search = CandidateSearch(leaf: leaf, others: untrusted, store: store)
             searchLimitReached = search.limitReached
             let chosen = openSSLChoice.path.map(\.certificate.sha256Fingerprint)
@@ -72,7 +72,8 @@ enum PathBuilder {
                 guard elements.map(\.certificate.sha256Fingerprint) != chosen else { continue }
                 candidates.append(verify(leaf: path[0].pointer,
                                          untrusted: path.dropFirst().filter { !$0.fromStore }.map(\.pointer),
-                                         anchors: path.filter(\.fromStore).map(\.pointer), labels: labels))
+                                         anchors: path.filter(\.fromStore).map(\.pointer), partialChain: store.partialChain,
+                                         labels: labels))
             }
         }
         return PathCandidates(candidates, searchLimitReached: searchLimitReached)
@@ -111,11 +112,14 @@ enum PathBuilder {
         private var signatureChecks = 0
         private let others: [OpaquePointer]
         private let lookup: OpaquePointer?
+        /// Any anchor ends a path, not only a self-signed one (`TrustStore.partialChain`).
+        private let anyAnchorEnds: Bool
         /// Stacks returned by the store's lookups, freed with the search: they keep the anchors alive.
         private var lookedUp: [OpaquePointer] = []
 
         init(leaf: OpaquePointer, others: [OpaquePointer], store: TrustStore) {
             self.others = others
+            anyAnchorEnds = store.partialChain
             lookup = X509_STORE_CTX_new()
             guard let lookup, X509_STORE_CTX_init(lookup, store.pointer, leaf, nil) == 1 else {
                 OpenSSLErrors.clear()
@@ -145,7 +149,7 @@ enum PathBuilder {
             for anchor in anchors where !path.contains(where: { X509_cmp($0.pointer, anchor) == 0 }) {
                 guard signs(anchor, current) else { continue }
                 let extended = path + [Node(pointer: anchor, fromStore: true)]
-                if X509_self_signed(anchor, 0) == 1 { paths.append(extended) } else { extend(extended) }
+                if anyAnchorEnds || X509_self_signed(anchor, 0) == 1 { paths.append(extended) } else { extend(extended) }
                 if limitReached { return }
             }
             if X509_self_signed(current, 0) == 1 { return } // A root that is not an anchor ends nowhere.
@@ -223,13 +227,13 @@ enum PathBuilder {
 
     /// Verifies the path OpenSSL builds from `leaf` over exactly `untrusted` to exactly `anchors`
     /// (a candidate path found by the search).
-    private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], anchors: [OpaquePointer],
+    private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], anchors: [OpaquePointer], partialChain: Bool,
                                labels: PathLabels) -> PathBuildingResult {
         guard let store = X509_STORE_new() else { return PathBuildingResult(path: [], anchored: false, issues: []) }
         defer { X509_STORE_free(store) }
         for anchor in anchors { X509_STORE_add_cert(store, anchor) }
         OpenSSLErrors.clear()
-        return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: false, labels: labels)
+        return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: partialChain, labels: labels)
     }
 
     /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`.

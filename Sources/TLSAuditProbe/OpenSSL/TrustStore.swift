@@ -2,16 +2,23 @@ import COpenSSL
 import Foundation
 public import TLSAuditModel
 
-/// The anchors a chain is verified against: the system store or the operator's own CA file.
+/// The anchors a chain is verified against: a public root store by name (`system`, Debian's, which
+/// is Mozilla's; `apple`, the snapshot of Apple's), or the operator's own anchors from a file.
 public final class TrustStore: @unchecked Sendable {
     // @unchecked: the X509_STORE is filled in init and only read afterwards; OpenSSL locks
     // its internal lookups, so many threads may verify against it at once.
     let pointer: OpaquePointer
-    /// `system` or `ca-file:/path`.
+    /// `system`, `apple`, `file:/path` (`--trust-store FILE`), `ca-file:/path` (`--ca-file`) or `pinned-certificate`.
     public let label: String
-    /// Accept a path that ends in any certificate of the store, not only a self-signed root
-    /// (how AFNetworking's certificate pinning treats pinned certificates as anchors).
+    /// Any certificate of the store is an anchor, not only a self-signed root: a path ends at the
+    /// first certificate the store holds (OpenSSL's partial-chain flag), as with Apple's
+    /// `SecTrustSetAnchorCertificates`. True for anchors from files, false for the public stores.
     let partialChain: Bool
+    /// A public root store by name (`system`, `apple`), not the operator's own anchors.
+    public var isPublic: Bool { label == "system" || label == "apple" }
+    /// Other complete paths are searched for besides OpenSSL's own (false for AFNetworking's pinned
+    /// certificates, which get OpenSSL's path as AFNetworking does).
+    let searchesAlternatives: Bool
     /// Paths built against this store, by the presented certificates' fingerprints and the leaf's
     /// index: the candidates depend on nothing else (dates and names are judged apart, and choose
     /// among them), and a fleet presents the same few chains. Builds with no anchored path are not kept (a CA installed in the system
@@ -33,40 +40,56 @@ public final class TrustStore: @unchecked Sendable {
             X509_STORE_free(store)
             throw OpenSSLFailure("cannot load the system trust store")
         }
-        return TrustStore(pointer: store, label: "system")
+        return TrustStore(pointer: store, label: "system", partialChain: false, searchesAlternatives: true)
     }
 
-    /// Anchors from a PEM file (one or more certificates).
-    public init(caFile path: String) throws {
+    /// The snapshot of Apple's root store shipped with tlsaudit (`scripts/update-apple-roots`), read once.
+    public static let apple: TrustStore = {
+        do {
+            return try TrustStore(certificates: CertificateFile.parse(Array(AppleRootStoreData.pem.utf8), name: "Apple's root store snapshot"),
+                                  label: "apple", partialChain: false)
+        } catch {
+            fatalError("the shipped Apple root store does not parse: \(error)") // A test parses it: no build ships a broken one.
+        }
+    }()
+
+    /// The snapshot of Apple's root store, PEM.
+    public static var appleSnapshotPEM: String { AppleRootStoreData.pem }
+
+    /// Where the snapshot of Apple's root store comes from, its date and size (for output and `--help`).
+    public static var appleSnapshot: (source: String, fetched: String, count: Int, sha256: String) {
+        (AppleRootStoreData.source, AppleRootStoreData.fetched, AppleRootStoreData.count, AppleRootStoreData.sha256)
+    }
+
+    /// Anchors from a PEM file (one or more certificates) or a DER certificate, each trusted on its
+    /// own: a root, an intermediate or a leaf (a path ends at the first certificate it holds).
+    /// `label` names the store in output: `ca-file:PATH` for `--ca-file`, `file:PATH` for `--trust-store FILE`.
+    public convenience init(caFile path: String, label: String? = nil) throws {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw OpenSSLFailure("cannot read CA file \(path)")
         }
         let certificates = try CertificateFile.load(path: path)
         guard !certificates.isEmpty else { throw OpenSSLFailure("\(path) holds no certificate") }
-        guard let store = X509_STORE_new() else { throw OpenSSLFailure("cannot allocate a trust store") }
-        for certificate in certificates {
-            X509_STORE_add_cert(store, certificate.pointer)
-        }
-        OpenSSLErrors.clear()
-        pointer = store
-        label = "ca-file:\(path)"
-        partialChain = false
+        try self.init(certificates: certificates, label: label ?? "ca-file:\(path)", partialChain: true)
     }
 
     /// A store holding exactly `anchors`, each trusted on its own (partial chains allowed).
-    init(pinnedAnchors anchors: [X509Certificate]) throws {
-        guard let store = X509_STORE_new() else { throw OpenSSLFailure("cannot allocate a trust store") }
-        for certificate in anchors { X509_STORE_add_cert(store, certificate.pointer) }
-        OpenSSLErrors.clear()
-        pointer = store
-        label = "pinned-certificate"
-        partialChain = true
+    convenience init(pinnedAnchors anchors: [X509Certificate]) throws {
+        try self.init(certificates: anchors, label: "pinned-certificate", partialChain: true, searchesAlternatives: false)
     }
 
-    private init(pointer: OpaquePointer, label: String) {
+    private convenience init(certificates: [X509Certificate], label: String, partialChain: Bool, searchesAlternatives: Bool = true) throws {
+        guard let store = X509_STORE_new() else { throw OpenSSLFailure("cannot allocate a trust store") }
+        for certificate in certificates { X509_STORE_add_cert(store, certificate.pointer) }
+        OpenSSLErrors.clear()
+        self.init(pointer: store, label: label, partialChain: partialChain, searchesAlternatives: searchesAlternatives)
+    }
+
+    private init(pointer: OpaquePointer, label: String, partialChain: Bool, searchesAlternatives: Bool) {
         self.pointer = pointer
         self.label = label
-        partialChain = false
+        self.partialChain = partialChain
+        self.searchesAlternatives = searchesAlternatives
     }
 
     deinit { X509_STORE_free(pointer) }
@@ -76,6 +99,50 @@ public final class TrustStore: @unchecked Sendable {
     func summary(ofStoreCertificate certificate: OpaquePointer) -> CertificateSummary {
         X509Certificate(borrowing: certificate).summary()
     }
+}
+
+/// The public root stores a path's anchor may be in: the rules for publicly trusted certificates
+/// (Certificate Transparency, the 398-day limit) follow the anchor, whichever store judged the chain.
+public enum PublicRoots {
+    /// The names of the public stores (`apple`, `system`) holding a certificate with `anchor`'s
+    /// subject and key (a re-encoded or re-issued copy of a root is the same anchor).
+    public static func stores(holding anchor: CertificateSummary) -> [String] {
+        let key = identity(subject: anchor.subject, spki: anchor.spkiSHA256)
+        return [("apple", apple), ("system", system)].filter { $0.1.contains(key) }.map(\.0)
+    }
+
+    /// The public stores holding an anchored path's anchor (nil when the path is not anchored).
+    static func anchorIn(_ building: PathBuildingResult) -> [String]? {
+        guard building.anchored, let anchor = building.path.last else { return nil }
+        return stores(holding: anchor.certificate)
+    }
+
+    private static func identity(subject: String, spki: String) -> String { "\(spki) \(subject)" }
+
+    private static func identities(_ certificates: [X509Certificate]) -> Set<String> {
+        Set(certificates.map { certificate in
+            let summary = certificate.summary()
+            return identity(subject: summary.subject, spki: summary.spkiSHA256)
+        })
+    }
+
+    private static let apple: Set<String> = identities((try? CertificateFile.parse(Array(AppleRootStoreData.pem.utf8), name: "apple")) ?? [])
+
+    /// Every certificate of OpenSSL's default file and directory (`SSL_CERT_FILE`, `SSL_CERT_DIR`
+    /// honoured), read once: Debian's `/etc/ssl/certs/ca-certificates.crt` and its hashed links.
+    private static let system: Set<String> = {
+        func environment(_ name: UnsafePointer<CChar>?) -> String? { name.flatMap { getenv($0) }.map { String(cString: $0) } }
+        let file = environment(X509_get_default_cert_file_env()) ?? String(cString: X509_get_default_cert_file())
+        let directory = environment(X509_get_default_cert_dir_env()) ?? String(cString: X509_get_default_cert_dir())
+        var certificates = (try? CertificateFile.load(path: file)) ?? []
+        for path in directory.split(separator: ":").map(String.init) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            for name in names where name.wholeMatch(of: /[0-9a-f]{8}\.[0-9]+/) != nil {
+                certificates += (try? CertificateFile.load(path: "\(path)/\(name)")) ?? []
+            }
+        }
+        return identities(certificates)
+    }()
 }
 
 /// Reads certificates from PEM or DER files.

@@ -162,7 +162,7 @@ package final class X509Certificate: @unchecked Sendable {
     }
 
     /// DER of the SubjectPublicKeyInfo (the input of an SPKI pin).
-    func spkiDER() -> [UInt8] {
+    package func spkiDER() -> [UInt8] {
         guard let spki = X509_get_X509_PUBKEY(pointer) else { return [] }
         var out: UnsafeMutablePointer<UInt8>?
         let length = i2d_X509_PUBKEY(spki, &out)

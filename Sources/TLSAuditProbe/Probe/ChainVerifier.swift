@@ -13,7 +13,8 @@ public enum ChainVerifier {
     public static func probe(files: [String], roots: TrustStore, host: String?, at time: Date, leafIndex chosenLeaf: Int? = nil,
                              namesHost: (SubjectAlternativeNames) -> Bool = { _ in false },
                              revocation: RevocationMode = SettingBounds.revocation, evidence: OfflineRevocationEvidence? = nil,
-                             timeout: Double = SettingBounds.timeout.defaultValue, aiaFetch: Bool = false) throws -> ProbedChain {
+                             timeout: Double = SettingBounds.timeout.defaultValue, aiaFetch: Bool = false,
+                             ctLogs: CTLogList = .shipped) throws -> ProbedChain {
         var certificates: [X509Certificate] = []
         var seen = Set<[UInt8]>()
         for file in files {
@@ -29,10 +30,17 @@ public enum ChainVerifier {
             .judged(at: time)
         let revocationReport = RevocationChecker(mode: revocation, offline: evidence.flatMap { $0.isEmpty ? nil : $0 })
             .check(path: building.path, presented: certificates, stapled: nil, handshake: false, time: time, deadline: deadline)
-        return ProbedChain(inputs: files, host: host, time: time, presented: presented, leafIndex: leafIndex, building: building,
-                           chain: ChainReport(presented: presented, path: building.path, anchored: building.anchored,
-                                              trustStore: roots.label, issues: building.issues, revocation: revocationReport),
-                           publicTrust: roots.label == "system")
+        var chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
+                                trustStore: roots.label, issues: building.issues, revocation: revocationReport)
+        chain.anchorIn = PublicRoots.anchorIn(building)
+        var probed = ProbedChain(inputs: files, host: host, time: time, presented: presented, leafIndex: leafIndex, building: building,
+                                 chain: chain, publicTrust: !(chain.anchorIn ?? []).isEmpty)
+        let leaf = certificates[leafIndex]
+        let others = certificates.enumerated().filter { $0.offset != leafIndex }.map(\.element)
+        probed.scts = SCTVerifier.check(leaf: leaf, issuer: SCTVerifier.issuer(of: leaf, among: others, store: roots),
+                                        delivered: [], logs: ctLogs)
+        probed.ctLogs = ctLogs
+        return probed
     }
 
     /// The leaf: a certificate that issued none of the others, preferring one that names the host,

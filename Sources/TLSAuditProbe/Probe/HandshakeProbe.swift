@@ -25,6 +25,8 @@ struct HandshakeAttempt {
     var presented: [X509Certificate]
     /// The stapled OCSP response as received (DER), for revocation checking.
     var stapledResponse: [UInt8]? = nil
+    /// The SCTs the TLS extension and the stapled OCSP response delivered, verified once the path is built.
+    var deliveredSCTs: [ReceivedSCT] = []
 
     static func failed(_ failure: ProbeFailure, presented: [X509Certificate] = []) -> HandshakeAttempt {
         HandshakeAttempt(observation: nil, failure: failure, presented: presented)
@@ -152,16 +154,20 @@ enum HandshakeProbe {
             clientCertificateRequested: trace.certificateRequested)
         let stapled = stapledResponse(ssl)
         observation.stapledOCSP = stapled.map(OCSPExchange.summary(of:))
-        observation.signedCertificateTimestamps = signedCertificateTimestamps(ssl, leaf: presented.first)
+        let delivered = ReceivedSCT.delivered(ssl)
+        observation.signedCertificateTimestamps = SCTCounts(
+            embedded: presented.first.map { ReceivedSCT.embedded(in: $0).count } ?? 0,
+            tlsExtension: delivered.count { $0.origin == .tlsExtension }, ocsp: delivered.count { $0.origin == .ocsp })
 
         if trace.certificateRequested, !context.presentsClientCertificate,
            let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline) {
             return HandshakeAttempt(observation: observation, failure: refusal, presented: presented,
-                                    stapledResponse: stapled)
+                                    stapledResponse: stapled, deliveredSCTs: delivered)
         }
         _ = SSL_shutdown(ssl) // Best effort close_notify; the socket is non-blocking.
         OpenSSLErrors.clear()
-        return HandshakeAttempt(observation: observation, failure: nil, presented: presented, stapledResponse: stapled)
+        return HandshakeAttempt(observation: observation, failure: nil, presented: presented, stapledResponse: stapled,
+                                deliveredSCTs: delivered)
     }
 
     /// Waits until the socket under `ssl` is ready for what `error` (SSL_ERROR_WANT_READ or
@@ -237,30 +243,6 @@ enum HandshakeProbe {
         let length = tlsaudit_SSL_get_tlsext_status_ocsp_resp(ssl, &bytes)
         guard length > 0, let start = bytes else { return nil }
         return Array(UnsafeBufferPointer(start: start, count: length))
-    }
-
-    /// SCTs by channel: embedded in the leaf, in the TLS extension, in the stapled OCSP response.
-    static func signedCertificateTimestamps(_ ssl: OpaquePointer, leaf: X509Certificate?) -> SCTCounts {
-        var embedded = 0
-        if let leaf, let raw = X509_get_ext_d2i(leaf.pointer, NID_ct_precert_scts, nil, nil) {
-            let list = OpaquePointer(raw)
-            embedded = Int(tlsaudit_sk_SCT_num(list))
-            tlsaudit_SCT_LIST_free(list)
-        }
-        var tlsExtension = 0
-        var ocsp = 0
-        if let all = SSL_get0_peer_scts(ssl) {
-            for index in 0..<tlsaudit_sk_SCT_num(all) {
-                guard let sct = tlsaudit_sk_SCT_value(all, index) else { continue }
-                switch SCT_get_source(sct) {
-                case SCT_SOURCE_TLS_EXTENSION: tlsExtension += 1
-                case SCT_SOURCE_OCSP_STAPLED_RESPONSE: ocsp += 1
-                default: break
-                }
-            }
-        }
-        OpenSSLErrors.clear()
-        return SCTCounts(embedded: embedded, tlsExtension: tlsExtension, ocsp: ocsp)
     }
 
     // MARK: - Failures

@@ -31,6 +31,8 @@ public struct ScanOptions: Sendable {
     /// Fetch an intermediate the server does not send from its caIssuers URL, for targets that do
     /// not set their own (off by default: most clients do not).
     public var aiaFetch = false
+    /// The Certificate Transparency log list SCTs are verified against (`--ct-log-list`, `ct: {log_list:}`).
+    public var ctLogs: CTLogList = .shipped
     /// Connections at once to one address for a target's opt-in checks (`checks:`): the service
     /// uses 1, so that a scan holds one connection of its host's budget (`per_host_concurrency`).
     public var checkConnections = 5
@@ -259,17 +261,24 @@ public final class TLSScanner: Sendable {
                        handshake: attempt.observation != nil, time: time, deadline: fetchDeadline)
             chain = ChainReport(presented: presented, path: building.path, anchored: building.anchored,
                                 trustStore: trustStore.label, issues: building.issues, revocation: revocation)
+            chain?.anchorIn = PublicRoots.anchorIn(building)
         }
         let sent = attempt.presented
-        return ProbedAddress(
+        var probed = ProbedAddress(
             address: address.host, family: address.family.rawValue, port: address.port, startedAt: started, durationMs: durationMs,
             handshake: attempt.observation, atsClientRefusal: atsRefusal, failure: attempt.failure, presented: presented,
-            building: building, chain: chain, time: time, publicTrust: trustStore.label == "system",
+            building: building, chain: chain, time: time, publicTrust: !(chain?.anchorIn ?? []).isEmpty,
             buildWithPinnedAnchors: { pinned in
                 let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
                 guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
                 return PathBuilder.build(presented: sent, store: store).judged(at: time)
             })
+        probed.ctLogs = options.ctLogs
+        if attempt.observation != nil, let leaf = sent.first {
+            let issuer = SCTVerifier.issuer(of: leaf, among: Array(sent.dropFirst()), store: trustStore)
+            probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: options.ctLogs)
+        }
+        return probed
     }
 }
 

@@ -1,0 +1,166 @@
+import COpenSSL
+import Foundation
+import TLSAuditModel
+
+/// One SCT as received (RFC 6962 §3.2), its fields copied out of OpenSSL's parse.
+struct ReceivedSCT: Sendable {
+    var origin: SCTOrigin
+    var version: Int32
+    var logID: [UInt8]
+    var timestampMs: UInt64
+    var extensions: [UInt8]
+    var signature: [UInt8]
+    /// The signature algorithm's NID (sha256WithRSAEncryption, ecdsa-with-SHA256), `NID_undef` when unsupported.
+    var signatureNID: Int32
+
+    init(_ sct: OpaquePointer, origin: SCTOrigin) {
+        self.origin = origin
+        version = Int32(SCT_get_version(sct).rawValue)
+        timestampMs = SCT_get_timestamp(sct)
+        signatureNID = SCT_get_signature_nid(sct)
+        func copy(_ read: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>) -> Int) -> [UInt8] {
+            var start: UnsafeMutablePointer<UInt8>?
+            let length = read(&start)
+            guard length > 0, let start else { return [] }
+            return Array(UnsafeBufferPointer(start: start, count: length))
+        }
+        logID = copy { SCT_get0_log_id(sct, $0) }
+        extensions = copy { SCT_get0_extensions(sct, $0) }
+        signature = copy { SCT_get0_signature(sct, $0) }
+    }
+
+    /// The SCTs a handshake delivered: the TLS extension's and the stapled OCSP response's
+    /// (embedded ones are read from the leaf, `embedded(in:)`, so that `verify` reads them alike).
+    static func delivered(_ ssl: OpaquePointer) -> [ReceivedSCT] {
+        guard let all = SSL_get0_peer_scts(ssl) else { OpenSSLErrors.clear(); return [] }
+        var received: [ReceivedSCT] = []
+        for index in 0..<tlsaudit_sk_SCT_num(all) {
+            guard let sct = tlsaudit_sk_SCT_value(all, index) else { continue }
+            switch SCT_get_source(sct) {
+            case SCT_SOURCE_TLS_EXTENSION: received.append(ReceivedSCT(sct, origin: .tlsExtension))
+            case SCT_SOURCE_OCSP_STAPLED_RESPONSE: received.append(ReceivedSCT(sct, origin: .ocsp))
+            default: break
+            }
+        }
+        OpenSSLErrors.clear()
+        return received
+    }
+
+    /// The SCTs embedded in a certificate's SCT list extension.
+    static func embedded(in certificate: X509Certificate) -> [ReceivedSCT] {
+        guard let raw = X509_get_ext_d2i(certificate.pointer, NID_ct_precert_scts, nil, nil) else {
+            OpenSSLErrors.clear()
+            return []
+        }
+        let list = OpaquePointer(raw)
+        defer { tlsaudit_SCT_LIST_free(list) }
+        return (0..<tlsaudit_sk_SCT_num(list)).compactMap { index in
+            tlsaudit_sk_SCT_value(list, index).map { ReceivedSCT($0, origin: .embedded) }
+        }
+    }
+}
+
+/// Checks SCT signatures against a CT log list's keys, as RFC 6962 §3.2 defines the signed data:
+/// over the certificate for SCTs delivered in the handshake, over the precertificate (the leaf's
+/// TBSCertificate without its SCT list, and the SHA-256 of the issuer's key) for embedded ones.
+package enum SCTVerifier {
+    /// Every SCT of the leaf, embedded and `delivered`, with its signature checked. `issuer` is the
+    /// certificate that signed the leaf (embedded SCTs name its key), nil when it is not known.
+    static func check(leaf: X509Certificate, issuer: X509Certificate?, delivered: [ReceivedSCT], logs: CTLogList) -> [SignedCertificateTimestamp] {
+        let received = ReceivedSCT.embedded(in: leaf) + delivered
+        guard !received.isEmpty else { return [] }
+        var precertificate: [UInt8]?? // Computed once, for the first embedded SCT.
+        return received.map { sct in
+            let logID = Data(sct.logID).base64EncodedString()
+            let result: SCTSignatureCheck
+            if let log = logs.log(id: logID) {
+                let entry: [UInt8]?
+                if sct.origin == .embedded {
+                    if precertificate == nil { precertificate = .some(issuer.flatMap { precertificateEntry(leaf: leaf, issuer: $0) }) }
+                    entry = precertificate ?? nil
+                } else {
+                    entry = certificateEntry(leaf)
+                }
+                if let entry {
+                    result = verify(sct, entry: entry, key: log.key) ? .valid : .invalid
+                } else {
+                    result = .issuerUnknown
+                }
+            } else {
+                result = .unknownLog
+            }
+            return SignedCertificateTimestamp(logID: logID, origin: sct.origin, timestampMs: Int64(clamping: sct.timestampMs), signature: result)
+        }
+    }
+
+    /// `LogEntryType x509_entry` and the certificate, length-prefixed (uint24).
+    static func certificateEntry(_ leaf: X509Certificate) -> [UInt8] {
+        [0, 0] + lengthPrefixed(leaf.der, bytes: 3)
+    }
+
+    /// `LogEntryType precert_entry`: the issuer's key hash and the leaf's TBSCertificate with the
+    /// SCT list extension removed (what the log signed before the SCTs were embedded).
+    static func precertificateEntry(leaf: X509Certificate, issuer: X509Certificate) -> [UInt8]? {
+        guard let copy = X509_dup(leaf.pointer) else { return nil }
+        defer { X509_free(copy) }
+        let index = X509_get_ext_by_NID(copy, NID_ct_precert_scts, -1)
+        guard index >= 0, let removed = X509_delete_ext(copy, index) else { OpenSSLErrors.clear(); return nil }
+        X509_EXTENSION_free(removed)
+        // A precertificate's poison extension is not in a final certificate; remove one if present, as OpenSSL does.
+        let poison = X509_get_ext_by_NID(copy, NID_ct_precert_poison, -1)
+        if poison >= 0, let extra = X509_delete_ext(copy, poison) { X509_EXTENSION_free(extra) }
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = i2d_re_X509_tbs(copy, &out)
+        guard length > 0, let out else { OpenSSLErrors.clear(); return nil }
+        defer { tlsaudit_OPENSSL_free(out) }
+        let tbs = Array(UnsafeBufferPointer(start: out, count: Int(length)))
+        return [0, 1] + Digest.sha256(issuer.spkiDER()) + lengthPrefixed(tbs, bytes: 3)
+    }
+
+    /// Verifies the log's signature over `digitally-signed struct { version, certificate_timestamp,
+    /// timestamp, entry, extensions }` with the log's key (SHA-256 with ECDSA or RSA).
+    static func verify(_ sct: ReceivedSCT, entry: [UInt8], key: [UInt8]) -> Bool {
+        guard sct.version == 0, sct.signatureNID != NID_undef, !sct.signature.isEmpty else { return false }
+        var signed: [UInt8] = [0, 0] // v1, certificate_timestamp
+        for shift in stride(from: 56, through: 0, by: -8) { signed.append(UInt8(truncatingIfNeeded: sct.timestampMs >> UInt64(shift))) }
+        signed += entry
+        signed += lengthPrefixed(sct.extensions, bytes: 2)
+        let publicKey: OpaquePointer? = key.withUnsafeBufferPointer { buffer in
+            var start = buffer.baseAddress
+            return d2i_PUBKEY(nil, &start, buffer.count)
+        }
+        guard let publicKey, let context = EVP_MD_CTX_new() else { OpenSSLErrors.clear(); return false }
+        defer {
+            EVP_MD_CTX_free(context)
+            EVP_PKEY_free(publicKey)
+            OpenSSLErrors.clear()
+        }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, publicKey) == 1 else { return false }
+        return EVP_DigestVerify(context, sct.signature, sct.signature.count, signed, signed.count) == 1
+    }
+
+    /// `bytes` after its length in `width` big-endian bytes (TLS vectors).
+    package static func lengthPrefixed(_ bytes: [UInt8], bytes width: Int) -> [UInt8] {
+        (0..<width).reversed().map { UInt8(truncatingIfNeeded: bytes.count >> (8 * $0)) } + bytes
+    }
+
+    /// The certificate among `candidates` (then the store) that issued `leaf`: its name and its key's signature.
+    static func issuer(of leaf: X509Certificate, among candidates: [X509Certificate], store: TrustStore?) -> X509Certificate? {
+        for candidate in candidates where candidate.pointer != leaf.pointer {
+            if X509_check_issued(candidate.pointer, leaf.pointer) == X509_V_OK, let key = X509_get0_pubkey(candidate.pointer),
+               X509_verify(leaf.pointer, key) == 1 {
+                OpenSSLErrors.clear()
+                return candidate
+            }
+        }
+        OpenSSLErrors.clear()
+        guard let store, let context = X509_STORE_CTX_new() else { return nil }
+        defer { X509_STORE_CTX_free(context) }
+        guard X509_STORE_CTX_init(context, store.pointer, leaf.pointer, nil) == 1 else { OpenSSLErrors.clear(); return nil }
+        var found: OpaquePointer?
+        let result = X509_STORE_CTX_get1_issuer(&found, context, leaf.pointer)
+        OpenSSLErrors.clear()
+        guard result == 1, let found else { return nil }
+        return X509Certificate(takingOwnershipOf: found)
+    }
+}
