@@ -59,3 +59,28 @@ public struct ATSProbes: Sendable {
         self.configurations = configurations
     }
 }
+
+extension ATSProbes {
+    /// Why no configuration reached a TLS server, when none did: nothing listens or answers in time,
+    /// or what answers is not TLS (`tlsaudit ats` exits 2 then). Nil when some probe completed a
+    /// handshake or the server answered in TLS (an alert: it speaks TLS, only not what was offered).
+    /// The failure given is the last probe's, the one that offers the most (any OpenSSL client).
+    public var noTLSServer: ProbeFailure? {
+        guard configurations.allSatisfy({ $0.handshake == nil && $0.failure?.category.meansNoTLSServer == true }) else { return nil }
+        return configurations.last?.failure
+    }
+}
+
+extension ProbeFailureCategory {
+    /// The failure says that no TLS server was reached at all (no connection, no answer, an answer
+    /// that is not TLS, a STARTTLS dialogue that did not lead to TLS), not that a TLS server refused.
+    public var meansNoTLSServer: Bool {
+        switch self {
+        case .dnsFailure, .connectionRefused, .connectTimeout, .networkUnreachable, .handshakeTimeout, .notTLS,
+             .closedDuringHandshake, .starttlsNotOffered, .starttlsRefused, .starttlsUnexpectedReply, .starttlsTimeout:
+            true
+        case .tlsAlert, .clientCertificateRequired, .handshakeFailed, .internalError:
+            false
+        }
+    }
+}

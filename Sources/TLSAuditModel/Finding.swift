@@ -89,6 +89,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let pinMismatch: FindingID = "pin.mismatch"
     /// The target's AFNetworking policy accepts any certificate (mode none, invalid certificates allowed, no name check).
     public static let pinAcceptsAnyCertificate: FindingID = "pin.accepts-any-certificate"
+    /// The target's AFNetworking policy does not check the host name (validates_domain_name: false).
+    public static let pinDomainNameNotValidated: FindingID = "pin.domain-name-not-validated"
 
     // Handshake observations that are not ATS rules.
     public static let tlsWeakDH: FindingID = "tls.weak-dh"

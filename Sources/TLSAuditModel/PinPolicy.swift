@@ -102,8 +102,23 @@ public struct PinPolicy: Hashable, Codable, Sendable {
         }
         if acceptsAnyCertificate {
             warnings.append("mode none with allow_invalid_certificates: true and validates_domain_name: false accepts any certificate at all (AFNetworking evaluates nothing): every scan says so in pin.accepts-any-certificate")
+        } else if !validatesDomainName {
+            warnings.append("validates_domain_name: false accepts a certificate issued for another name (AFNetworking made true the default under every policy in 2.5.3, the fix of 2.5.2's security vulnerability): every scan says so in pin.domain-name-not-validated")
         }
         return warnings
+    }
+
+    /// The warnings every scan of the target carries about the policy itself (docs/findings.md, "Pins").
+    public var policyFindings: [Finding] {
+        if acceptsAnyCertificate {
+            return [Finding(.pinAcceptsAnyCertificate, .warning,
+                "The client's policy (mode none, allow_invalid_certificates, no validates_domain_name) accepts any certificate at all: anyone on the path can impersonate this server to the app.")]
+        }
+        if !validatesDomainName {
+            return [Finding(.pinDomainNameNotValidated, .warning,
+                "The client's AFNetworking policy has validates_domain_name: false, so it accepts a certificate issued for another name (any that its trust evaluation and pins let through): whoever holds one can impersonate this server to the app (AFNetworking 2.5.3 made the name check the default under every policy, fixing 2.5.2's security vulnerability).")]
+        }
+        return []
     }
 
     /// True for the one setting under which AFNetworking accepts any certificate at all: mode

@@ -304,6 +304,9 @@ struct ConfigurationParser {
     static let reportKeys = ["name", "schedule", "at", "day", "timezone", "since", "formats", "directory", "policy",
                              "expiring_within", "keep", "sinks"]
     static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
+    /// AFNetworking 2.x's `validatesCertificateChain`, refused with what became of it (AFNetworking's
+    /// CHANGELOG, 2.6.0: "Full Certificate Chain Validation has been removed from AFSecurityPolicy", #2856).
+    static let validatesCertificateChainRemoved = "validates_certificate_chain is AFNetworking 2.x's validatesCertificateChain, removed in AFNetworking 2.6.0 (so no 3.x or 4.x has it): a pinned policy now accepts the chain when any one of its certificates (or, in public-key mode, keys) is pinned. Remove the key and pin the one certificate of the chain you rely on in pins (AFNetworking's advice: the most suitable certificate of the chain)"
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
@@ -783,7 +786,10 @@ struct ConfigurationParser {
             report(node, "pins must be a mapping: mode, pins, allow_invalid_certificates, validates_domain_name (AFNetworking) or leaf_identities, ca_identities (NSPinnedDomains)")
             return nil
         }
-        checkKeys(mapping, allowed: Self.pinKeys, in: "pins")
+        if let dropped = mapping.first(where: { $0.key.scalar?.string == "validates_certificate_chain" })?.key {
+            report(dropped, Self.validatesCertificateChainRemoved)
+        }
+        checkKeys(mapping.filter { $0.key.scalar?.string != "validates_certificate_chain" }, allowed: Self.pinKeys, in: "pins")
         var policy = PinPolicy()
         var explicitMode: PinMode?
         if let modeNode = mapping["mode"] { explicitMode = choice(modeNode, "mode", expected: "a pinning mode") }
@@ -1220,7 +1226,7 @@ struct ConfigurationParser {
 
     // MARK: - Errors
 
-    private mutating func checkKeys(_ mapping: Node.Mapping, allowed: [String], in place: String) {
+    private mutating func checkKeys(_ mapping: some Sequence<(key: Node, value: Node)>, allowed: [String], in place: String) {
         for (key, _) in mapping {
             let name = key.scalar?.string ?? "?"
             guard !allowed.contains(name) else { continue }

@@ -7,8 +7,8 @@ import TLSAuditProbe
 struct ATSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ats",
-        abstract: "One probe per ATS configuration, each offering what a current Apple client offers under it (default, minimum TLS versions, no forward secrecy, arbitrary loads, insecure HTTP loads with the app's own trust evaluation); then what to fix on the server and the smallest Info.plist exception, if any works.",
-        discussion: "Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed), 2 could not connect, 64 usage error."
+        abstract: "One probe per ATS configuration, each offering what a current Apple client offers under it (default, minimum TLS versions, no forward secrecy, arbitrary loads, insecure HTTP loads and arbitrary loads with the app's own trust evaluation); then what to fix on the server and the smallest Info.plist exception, if any works.",
+        discussion: "Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed, or none helps), 2 no TLS server was reached: the name does not resolve, nothing answers, or what answers is not TLS (a plain HTTP server is named, with the http:// exception that would reach it), 64 usage error."
     )
 
     @Argument(help: "The server, HOST[:PORT].")
@@ -34,11 +34,14 @@ struct ATSCommand: ParsableCommand {
             }
             throw ExitCode(2)
         }
-        let diagnostics = ATSDiagnostics.judge(enumerator.atsProbes(address, target: parsed, trustStore: store))
-        if diagnostics.configurations.allSatisfy({ $0.detail.hasPrefix("connection refused") || $0.detail.hasPrefix("connect timeout") }) {
-            StandardStream.error.write("tlsaudit: cannot connect: \(diagnostics.configurations.first?.detail ?? "")\n")
+        let probes = enumerator.atsProbes(address, target: parsed, trustStore: store)
+        if let failure = probes.noTLSServer {
+            StandardStream.error.write(Self.noTLSServer(failure, target: parsed, address: address.host,
+                                                        plainHTTPStatus: failure.category == .notTLS || failure.category == .closedDuringHandshake
+                                                            ? enumerator.plainHTTPStatus(address, target: parsed) : nil))
             throw ExitCode(2)
         }
+        let diagnostics = ATSDiagnostics.judge(probes)
         switch format {
         case .json:
             StandardStream.output.write(try jsonStyle.encoder.encodeLine(diagnostics))
@@ -46,6 +49,20 @@ struct ATSCommand: ParsableCommand {
             StandardStream.output.write(Self.text(diagnostics))
         }
         if diagnostics.exitCode != 0 { throw ExitCode(diagnostics.exitCode) }
+    }
+
+    /// Exit 2's message: no TLS server was reached, so no ATS setting is the question; a plain HTTP
+    /// server is reached over `http://` with NSExceptionAllowsInsecureHTTPLoads.
+    static func noTLSServer(_ failure: ProbeFailure, target: ScanTarget, address: String, plainHTTPStatus: Int?) -> String {
+        let name = target.sni ?? target.host
+        var out = "tlsaudit: no TLS server at \(target.displayName) (\(address)): \(failure.description); no ATS setting helps with that\n"
+        if let plainHTTPStatus {
+            let host = name.contains(":") ? "[\(name)]" : name
+            out += "tlsaudit: the server speaks plain HTTP (GET / answered \(plainHTTPStatus)): an app would connect to "
+                + "http://\(host):\(target.port)/ with NSExceptionAllowsInsecureHTTPLoads = YES for \(name), without TLS: "
+                + "anyone on the network path can read and change the traffic\n"
+        }
+        return out
     }
 
     /// The matrix (what a current Apple client does under each configuration), then the

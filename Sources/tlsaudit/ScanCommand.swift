@@ -64,8 +64,8 @@ struct ScanCommand: ParsableCommand {
     @Option(name: .customLong("client-key"), help: "PEM private key of --client-cert.")
     var clientKey: String?
 
-    @Option(help: ArgumentHelp("Pin to check (repeatable): sha256/BASE64= SPKI pins (public-key mode) or SHA-256 certificate fingerprints (certificate mode).",
-                               discussion: "A mismatch is a pin.mismatch finding and exit status 1."))
+    @Option(help: ArgumentHelp("Pin to check (repeatable): sha256/BASE64= SPKI pins (public-key mode), SHA-256 certificate fingerprints (certificate mode), or a certificate file (.cer/.der DER or .pem, as an app bundles it: the SPKI pin of each certificate in it, as pin --cert prints).",
+                               discussion: "A mismatch is a pin.mismatch finding and exit status 1.", valueName: "pin-or-file"))
     var pin: [String] = []
 
     @Option(help: "Judge certificate dates at this ISO 8601 time instead of now (e.g. 2027-01-01T00:00:00Z).")
@@ -190,14 +190,23 @@ struct ScanCommand: ParsableCommand {
     }
 
     /// `--pin` values as an AFNetworking policy (mode from the values), or the reason they do not make one.
+    /// A value that is no pin is read as a certificate file: the SPKI pin of each certificate in it.
     private var pinPolicy: (policy: PinPolicy?, problem: String?) {
         guard !pin.isEmpty else { return (nil, nil) }
         var values: [PinValue] = []
         for text in pin {
-            guard let value = PinValue.parse(text) else {
-                return (nil, "--pin '\(text)' is neither sha256/BASE64 (44 characters) nor a SHA-256 hex fingerprint")
+            if let value = PinValue.parse(text) {
+                values.append(value)
+                continue
             }
-            values.append(value)
+            guard FileManager.default.fileExists(atPath: text) else {
+                return (nil, "--pin '\(text)' is neither sha256/BASE64 (44 characters), a SHA-256 hex fingerprint nor a certificate file")
+            }
+            do {
+                values += try CertificateFile.summaries(path: text).map { .spki($0.spkiSHA256) }
+            } catch {
+                return (nil, "--pin \(text): \(error)")
+            }
         }
         let allSPKI = values.allSatisfy { if case .spki = $0 { true } else { false } }
         let policy = PinPolicy(mode: allSPKI ? .publicKey : .certificate, pins: values)

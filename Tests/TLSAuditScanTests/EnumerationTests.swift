@@ -51,7 +51,8 @@ struct EnumerationTests {
         let (status, diagnostics) = try ats(configuration)
         #expect(status == 1)
         #expect(passing(diagnostics) == ["TLSv1.0", "TLSv1.0+no-forward-secrecy", "arbitrary-loads", "insecure-http-loads+TLSv1.0",
-                                         "insecure-http-loads+TLSv1.0+no-forward-secrecy", "any-openssl-client"])
+                                         "insecure-http-loads+TLSv1.0+no-forward-secrecy", "arbitrary-loads+own-trust-evaluation",
+                                         "any-openssl-client"])
         #expect(diagnostics.exception == ["NSExceptionMinimumTLSVersion": "TLSv1.0"])
         #expect(diagnostics.infoPlist?.contains("<string>TLSv1.0</string>") == true)
         #expect(diagnostics.infoPlist?.contains("<key>\(TestPKI.hostname)</key>") == true)
@@ -277,6 +278,60 @@ struct ATSConclusionTests {
             #expect(diagnostics.configurations.first { $0.name == name }?.pass == false, "\(name) cannot lift Apple's trust rules")
         }
         #expect(diagnostics.configurations.first { $0.name == "insecure-http-loads" }?.pass == true)
+    }
+
+    @Test("a self-signed server: the row NSAllowsArbitraryLoads with the app's own trust evaluation passes; arbitrary loads alone do not")
+    func arbitraryLoadsOwnTrust() throws {
+        let leaf = try LabCertificateAuthority.selfSigned(.server([TestPKI.hostname]))
+        let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: [leaf]))
+        #expect(status == 1)
+        let row = try #require(diagnostics.configurations.first { $0.name == "arbitrary-loads+own-trust-evaluation" })
+        #expect(row.pass, "\(row.detail)")
+        #expect(row.exception == ["NSAllowsArbitraryLoads": "YES"])
+        #expect(row.ownTrustEvaluation && !row.diagnostic)
+        #expect(diagnostics.configurations.first { $0.name == "arbitrary-loads" }?.pass == false, "the system's trust evaluation still refuses it")
+        #expect(text.contains("arbitrary-loads+own-trust-evaluation"), "\(text)")
+        // A TLS 1.0, static-RSA-only server with a trusted chain: the row has no version or forward-secrecy minimum.
+        let (_, legacy, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), minVersion: .tls1_0,
+                                                            maxVersion: .tls1_0, cipherList: "AES128-SHA"))
+        #expect(legacy.configurations.first { $0.name == "arbitrary-loads+own-trust-evaluation" }?.pass == true)
+        // A DHE-only server: current clients offer no DHE suite, whatever the app evaluates.
+        let (_, dhe, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,
+                                                         cipherList: "DHE-RSA-AES128-GCM-SHA256", dhGroup: .automatic))
+        #expect(dhe.configurations.first { $0.name == "arbitrary-loads+own-trust-evaluation" }?.pass == false)
+    }
+
+    @Test("no TLS server (plain HTTP, garbage, nothing listening): exit 2 and says so; plain HTTP names the http:// exception")
+    func noTLSServer() throws {
+        func run(_ port: Int) throws -> CLI.Output {
+            try CLI.run(["ats", "--timeout", "2", "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(port)"])
+        }
+        let http = try LabHostileServer(.plainHTTP)
+        defer { http.stop() }
+        let plain = try run(http.port)
+        #expect(plain.status == 2, "\(plain.stdout)")
+        #expect(plain.stdout.isEmpty)
+        #expect(plain.stderr.contains("no TLS server at \(TestPKI.hostname):\(http.port) (127.0.0.1): not TLS"), "\(plain.stderr)")
+        #expect(plain.stderr.contains("the server speaks plain HTTP (GET / answered 400)"), "\(plain.stderr)")
+        #expect(plain.stderr.contains("http://\(TestPKI.hostname):\(http.port)/ with NSExceptionAllowsInsecureHTTPLoads = YES for \(TestPKI.hostname)"),
+                "\(plain.stderr)")
+        #expect(!plain.stderr.contains("no exception makes"))
+
+        let garbage = try LabHostileServer(.garbage)
+        defer { garbage.stop() }
+        let noise = try run(garbage.port)
+        #expect(noise.status == 2)
+        #expect(noise.stderr.contains("no TLS server") && noise.stderr.contains("not TLS"), "\(noise.stderr)")
+        #expect(!noise.stderr.contains("plain HTTP"), "only an HTTP answer is called HTTP: \(noise.stderr)")
+
+        let refused = try run(try LabPorts.unusedPort())
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("no TLS server") && refused.stderr.contains("connection refused"), "\(refused.stderr)")
+
+        // A TLS server that has nothing in common with any client still exits 1: no exception helps.
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,
+                                                                      cipherList: "DHE-RSA-AES128-GCM-SHA256", dhGroup: .automatic))
+        #expect(status == 1 && diagnostics.appSide.hasPrefix("no exception makes current Apple clients connect"))
     }
 
     @Test("only ECDHE-RSA-AES128-SHA256: passes the documented list; current clients cannot connect; no exception helps")

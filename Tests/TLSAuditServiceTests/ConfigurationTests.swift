@@ -313,6 +313,33 @@ struct ConfigurationTests {
         #expect(output.stderr.contains("\(file.path):3: policy 'strict' is not one of ats, ats-runtime, apple-trust"))
     }
 
+    @Test("AFNetworking 2.x's validates_certificate_chain is refused by check-config and serve, naming the version that dropped it and what replaced it")
+    func validatesCertificateChain() throws {
+        let workspace = try ServiceLab.shared.workspace("certificate-chain")
+        let file = workspace.appendingPathComponent("old.yaml")
+        let pin = "sha256/" + Data(repeating: 7, count: 32).base64EncodedString()
+        try """
+            database: \(workspace.appendingPathComponent("db.sqlite").path)
+            targets:
+              - host: a.example
+                pins:
+                  mode: public-key
+                  pins: ["\(pin)", "sha256/\(Data(repeating: 8, count: 32).base64EncodedString())"]
+                  validates_certificate_chain: true
+
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let check = try Binary.run(["check-config", file.path])
+        #expect(check.status == 64)
+        let line = check.stderr.split(separator: "\n").first { $0.contains("validates_certificate_chain") }.map(String.init) ?? ""
+        #expect(line.hasPrefix("\(file.path):7: "), "\(check.stderr)")
+        #expect(line.contains("removed in AFNetworking 2.6.0"), "\(line)")
+        #expect(line.contains("any one of its certificates"), "what replaced it: \(line)")
+        #expect(!line.contains("unknown key"), "not a generic unknown-key error: \(line)")
+        let serve = try Binary.run(["serve", "--config", file.path])
+        #expect(serve.status == 64)
+        #expect(serve.stderr.contains("removed in AFNetworking 2.6.0"), "\(serve.stderr)")
+    }
+
     @Test("check-config refuses a configuration over 4 MiB or 100,000 targets quickly, with the reason")
     func inputLimits() throws {
         let directory = try ServiceLab.shared.workspace("input-limits")

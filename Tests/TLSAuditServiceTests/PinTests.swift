@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditCore
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
@@ -11,18 +12,25 @@ struct PinTests {
     let lab = ServiceLab.shared
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
+    /// A workspace and a configuration (scans every 200 ms) whose targets, each a name and the inside
+    /// of its `pins:` flow mapping, are all the lab server on `port`.
+    func pinnedService(_ name: String, port: Int, targets: [(name: String, pins: String)]) throws -> (URL, String, String) {
+        let workspace = try lab.workspace(name)
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try (lab.configuration(database: database, targets: [], interval: "200ms")
+             + targets.map { "  - host: \(ServiceLab.hostname)\n    port: \(port)\n    name: \($0.name)\n    pins: {\($0.pins)}\n" }.joined())
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        return (workspace, database, config)
+    }
+
     @Test("a pin mismatch is not compliant in status, history, every report format and the exit codes")
     func mismatchCounts() throws {
         let server = try lab.goodServer()
         defer { server.stop() }
-        let workspace = try lab.workspace("pin-counts")
-        let database = workspace.appendingPathComponent("db.sqlite").path
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
         let wrong = ["sha256/" + Data(repeating: 3, count: 32).base64EncodedString(), "sha256/" + Data(repeating: 4, count: 32).base64EncodedString()]
-        try (lab.configuration(database: database, targets: [], interval: "200ms")
-             + "  - host: \(ServiceLab.hostname)\n    port: \(server.port)\n    name: pinned\n"
-             + "    pins: {mode: public-key, pins: [\"\(wrong[0])\", \"\(wrong[1])\"]}\n")
-            .write(toFile: config, atomically: true, encoding: .utf8)
+        let (workspace, database, config) = try pinnedService("pin-counts", port: server.port,
+                                                              targets: [("pinned", "mode: public-key, pins: [\"\(wrong[0])\", \"\(wrong[1])\"]")])
         let service = try ServiceProcess(config: config, workspace: workspace)
         service.wait("two scans") { service.storedScans.count >= 2 }
         service.signal(SIGTERM)
@@ -170,6 +178,81 @@ struct PinTests {
         #expect(fromFile.status == 0)
         #expect(fromFile.stdout.contains("sha256/\(leaf.summary.spkiSHA256)"))
         #expect(fromFile.stdout.contains("NSPinnedLeafIdentities"))
+    }
+
+    @Test("scan --pin takes a bundled certificate file (PEM or DER .cer) as its SPKI pin; pin values still work")
+    func scanPinFile() throws {
+        let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        defer { server.stop() }
+        let workspace = try lab.workspace("scan-pin-file")
+        let pem = workspace.appendingPathComponent("leaf.pem")
+        try leaf.pem.write(to: pem, atomically: true, encoding: .utf8)
+        let der = workspace.appendingPathComponent("intermediate.cer")
+        try Data(lab.intermediate.der).write(to: der)
+        let other = workspace.appendingPathComponent("other.der")
+        try Data(try lab.intermediate.issue(.server([ServiceLab.hostname])).der).write(to: other)
+        let base = ["scan", "--format", "json", "--ca-file", lab.rootFile, "--connect-to", "127.0.0.1", "\(ServiceLab.hostname):\(server.port)"]
+
+        // The same pin as the value `pin --cert` prints for the file.
+        let printed = try Binary.run(["pin", "--cert", pem.path])
+        #expect(printed.stdout.contains("sha256/\(leaf.summary.spkiSHA256)"))
+        for file in [pem, der] {
+            let scan = try Binary.run(base + ["--pin", file.path])
+            #expect(scan.status == 0, "\(file.lastPathComponent): \(scan.stderr)\(scan.stdout.suffix(400))")
+            #expect(scan.stdout.contains("\"state\" : \"match\""), "\(scan.stdout.suffix(800))")
+        }
+        // Another key from the same CA: a mismatch, exit 1.
+        let mismatch = try Binary.run(base + ["--pin", other.path])
+        #expect(mismatch.status == 1, "\(mismatch.stderr)")
+        #expect(mismatch.stdout.contains("\"pin.mismatch\""))
+        // A file and a pin value together: both SPKI pins, public-key mode.
+        let mixed = try Binary.run(base + ["--pin", other.path, "--pin", "sha256/\(leaf.summary.spkiSHA256)"])
+        #expect(mixed.status == 0, "\(mixed.stderr)")
+        // Neither a pin nor a file; a file that is no certificate.
+        let missing = try Binary.run(base + ["--pin", workspace.appendingPathComponent("absent.cer").path])
+        #expect(missing.status == 64)
+        #expect(missing.stderr.contains("nor a certificate file"), "\(missing.stderr)")
+        let junk = workspace.appendingPathComponent("junk.pem")
+        try "not a certificate\n".write(to: junk, atomically: true, encoding: .utf8)
+        let unreadable = try Binary.run(base + ["--pin", junk.path])
+        #expect(unreadable.status == 64)
+        #expect(unreadable.stderr.contains("--pin \(junk.path)"), "\(unreadable.stderr)")
+    }
+
+    @Test("validates_domain_name: false: a pin.domain-name-not-validated warning in check-config, the scan's output and every stored scan")
+    func domainNameNotValidated() throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let pins = "mode: public-key, pins: [\"sha256/\(lab.good.summary.spkiSHA256)\", \"sha256/\(lab.intermediate.summary.spkiSHA256)\"]"
+        let (workspace, database, config) = try pinnedService("no-domain-name", port: server.port,
+                                                              targets: [("loose", pins + ", validates_domain_name: false"), ("strict", pins)])
+
+        let check = try Binary.run(["check-config", config])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stderr.contains("validates_domain_name: false") && check.stderr.contains("pin.domain-name-not-validated"), "\(check.stderr)")
+
+        // The scan's own output (text and JSON) for the target as configured.
+        let configuration = try ServiceConfiguration.load(path: config)
+        let target = try #require(configuration.targets.first(where: { $0.key == "loose" }))
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: lab.rootFile)), judge: AddressAssessment.judge)
+        let result = scanner.scan(target.scanTarget)
+        let address = try #require(result.addresses.first)
+        let finding = try #require(address.findings.first(where: { $0.id.rawValue == "pin.domain-name-not-validated" }))
+        #expect(finding.severity == .warning)
+        #expect(address.pin?.state == .match, "the warning does not change the pin state")
+        let report = ScanReport(toolVersion: "test", generatedAt: Date(), trustStore: "test", timeoutSeconds: 5, targets: [result])
+        #expect(ScanTextRenderer(colour: false).render(report).contains("pin.domain-name-not-validated"))
+
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("scans of both targets") { Set(service.storedScans.map(\.target)).count >= 2 && service.storedScans.count >= 4 }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        let loose = try Binary.run(["history", "--database", database, "--format", "json", "loose"])
+        #expect(loose.stdout.contains("\"pin.domain-name-not-validated\""), "\(loose.stdout.prefix(1500))")
+        let strict = try Binary.run(["history", "--database", database, "--format", "json", "strict"])
+        #expect(strict.status == 0 && strict.stdout.contains("\"findings\""), "\(strict.stderr)")
+        #expect(!strict.stdout.contains("pin.domain-name-not-validated"), "the name is validated by default")
     }
 
     @Test("configuration: AFNetworking's refusal, file pins, warnings")

@@ -34,10 +34,7 @@ extension AddressAssessment {
             if evaluation.state == .mismatch {
                 findings.insert(Finding(.pinMismatch, .error, "A pinned client refuses this server: \(evaluation.message)."), at: 0)
             }
-            if pins.acceptsAnyCertificate {
-                findings.append(Finding(.pinAcceptsAnyCertificate, .warning,
-                    "The client's policy (mode none, allow_invalid_certificates, no validates_domain_name) accepts any certificate at all: anyone on the path can impersonate this server to the app."))
-            }
+            findings += pins.policyFindings
         }
         var result = AddressScanResult(address: probed.address, family: probed.family, port: probed.port,
                                        status: probed.failure == nil ? .completed : .failed, startedAt: probed.startedAt,

@@ -190,6 +190,9 @@ public final class Enumerator: Sendable {
             make("insecure-http-loads+TLSv1.0", insecure.merging(tls10) { $1 }, min: .tls1_0, ownTrust: true),
             make("insecure-http-loads+TLSv1.0+no-forward-secrecy", insecure.merging(tls10) { $1 }.merging(noFS) { $1 },
                  min: .tls1_0, nonFS: true, ownTrust: true),
+            // ATS off for the whole app, and the app evaluates trust itself (URLSession:didReceiveChallenge:,
+            // AFSecurityPolicy with the certificate pinned): the usual recipe for a self-signed server.
+            make("arbitrary-loads+own-trust-evaluation", ["NSAllowsArbitraryLoads": "YES"], min: .tls1_0, nonFS: true, ownTrust: true),
             // Not an Apple client: what the server speaks at all, for the server-side advice.
             Configuration(name: "any-openssl-client", exception: [:],
                           override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,

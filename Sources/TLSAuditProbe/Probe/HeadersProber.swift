@@ -17,7 +17,7 @@ extension Enumerator {
         let probes = ProbeCounter()
         let name = target.sni ?? target.host
         let host = target.port == 443 ? name : "\(name):\(target.port)"
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nConnection: close\r\n\r\n".utf8)
+        let request = Self.getRequest(path: path, host: host)
         var head: HTTPResponseHead?
         var failure: String?
         let attempt = handshake(address, target: target, probes: probes, override: ClientHelloOverride(alpn: ["http/1.1"])) { ssl in
@@ -45,22 +45,10 @@ extension Enumerator {
     /// GET on port 80 of the same address: a 3xx to an https:// Location is the redirect.
     private func plainRedirect(_ address: SocketAddress, name: String, path: String, timeout: Double) -> (InventoryAnswer, String?) {
         guard let plain = Resolver.numericAddress(address.host, port: 80) else { return (.notTested("no address for port 80"), nil) }
-        let socket: TCPSocket
-        do {
-            socket = try TCPSocket.connect(to: plain, deadline: Deadline(after: timeout), timeout: timeout)
-        } catch {
-            return (.notTested("port 80 does not answer (\(error.category.rawValue))"), nil)
-        }
-        let deadline = Deadline(after: timeout)
-        let request = Array("GET \(path) HTTP/1.1\r\nHost: \(name)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nConnection: close\r\n\r\n".utf8)
-        guard socket.send(request, until: deadline) else { return (.notTested("port 80 closed the connection on the request"), nil) }
-        var received: [UInt8] = []
-        while HTTPResponseHead.end(of: received) == nil, received.count < Self.headLimit {
-            guard case .data(let data) = socket.receiveSome(until: deadline, maximum: Self.headLimit - received.count) else { break }
-            received += data
-        }
-        guard let head = HTTPResponseHead(received) else {
-            return (.notTested("port 80 answered without an HTTP response head: \(STARTTLSDialogue.quote(received))"), nil)
+        let head: HTTPResponseHead
+        switch plainGET(plain, host: name, path: path, timeout: timeout) {
+        case .success(let answer): head = answer
+        case .failure(let failure): return (.notTested("port 80 \(failure.reason)"), nil)
         }
         let location = head.first("location")
         if (300...399).contains(head.status), let location, location.lowercased().hasPrefix("https://") {
@@ -68,6 +56,42 @@ extension Enumerator {
         }
         return (.no("port 80 answers \(head.status)" + (location.map { " redirecting to \($0.prefix(200)), not to HTTPS" } ?? " without redirecting to HTTPS")),
                 location.map { String($0.prefix(512)) })
+    }
+
+    /// The status a plain HTTP server at the target's own address and port gives to `GET /` (no
+    /// TLS), or nil when no HTTP answer comes: what `tlsaudit ats` tells of a server that is not TLS.
+    public func plainHTTPStatus(_ address: SocketAddress, target: ScanTarget) -> Int? {
+        let name = target.sni ?? target.host
+        let host = target.port == 80 ? name : "\(name):\(target.port)"
+        return try? plainGET(address, host: host, path: "/", timeout: target.timeout ?? scanner.options.timeout).get().status
+    }
+
+    /// One GET over plain TCP (no TLS) to `address`: the response head, or why none came.
+    private func plainGET(_ address: SocketAddress, host: String, path: String, timeout: Double) -> Result<HTTPResponseHead, ExchangeFailure> {
+        let socket: TCPSocket
+        do {
+            socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
+        } catch {
+            return .failure(ExchangeFailure(reason: "does not answer (\(error.category.rawValue))"))
+        }
+        let deadline = Deadline(after: timeout)
+        guard socket.send(Self.getRequest(path: path, host: host), until: deadline) else {
+            return .failure(ExchangeFailure(reason: "closed the connection on the request"))
+        }
+        var received: [UInt8] = []
+        while HTTPResponseHead.end(of: received) == nil, received.count < Self.headLimit {
+            guard case .data(let data) = socket.receiveSome(until: deadline, maximum: Self.headLimit - received.count) else { break }
+            received += data
+        }
+        guard let head = HTTPResponseHead(received) else {
+            return .failure(ExchangeFailure(reason: "answered without an HTTP response head: \(STARTTLSDialogue.quote(received))"))
+        }
+        return .success(head)
+    }
+
+    /// `GET path` with the few header fields every probe sends.
+    static func getRequest(path: String, host: String) -> [UInt8] {
+        Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nConnection: close\r\n\r\n".utf8)
     }
 
     struct ExchangeFailure: Error { var reason: String }
