@@ -46,6 +46,8 @@ public struct ATSProbes: Sendable {
     public var domain: String
     public var time: Date
     public var privateAnchors: Bool
+    /// The store chains were judged against (`apple`, `system`, `ca-file:PATH`...).
+    public var trustStore = ""
     /// In the order probed; the first is the default configuration, the last any OpenSSL client.
     public var configurations: [ATSConfigurationProbe]
 

@@ -68,7 +68,9 @@ struct ATSCommand: ParsableCommand {
     /// The matrix (what a current Apple client does under each configuration), then the
     /// conclusion: the server-side fix first, then the smallest app-side change.
     static func text(_ diagnostics: ATSDiagnostics) -> String {
-        var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address)), as a current iPhone or Mac would connect\n"
+        var out = "ATS diagnostics for \(diagnostics.target) (\(diagnostics.address)), as a current iPhone or Mac would connect"
+        if let store = diagnostics.trustStore { out += " (chains judged against \(store))" }
+        out += "\n"
         for result in diagnostics.configurations {
             var name = result.name
             if result.name == "default" { name += " (current Apple clients)" }

@@ -296,6 +296,53 @@ struct ConfigurationTests {
         #expect(try problems("missing.pem").map(\.message) == ["ca_file \(directory.path)/missing.pem cannot be read"])
     }
 
+    @Test("trust: named stores (apple, system, {store:}, {ca_file:}) per target, group or defaults; unset, the policy's; ct: {log_list:} read at check time")
+    func trustStoresAndLogList() throws {
+        let directory = try ServiceLab.shared.workspace("trust-stores")
+        try Data(ServiceLab.shared.root.pem.utf8).write(to: directory.appendingPathComponent("bundle.pem"))
+        let list = try LabCTLog.listFile([(try LabCTLog("lab", operator: "Lab"), "usable", Date(timeIntervalSince1970: 1_600_000_000))])
+        try list.write(to: directory.appendingPathComponent("logs.json"))
+        try Data("{\"operators\": 3}".utf8).write(to: directory.appendingPathComponent("bad.json"))
+        func parse(_ yaml: String) throws(ConfigurationErrors) -> ServiceConfiguration {
+            try ServiceConfiguration.parse(yaml: yaml, file: "test.yaml", baseDirectory: directory.path)
+        }
+        let configuration = try parse("""
+            ct: {log_list: logs.json}
+            groups:
+              - name: web
+                trust: system
+                targets: [g.example]
+            targets:
+              - a.example
+              - {host: b.example, policy: mozilla-intermediate}
+              - {host: c.example, trust: system}
+              - {host: d.example, policy: mozilla-modern, trust: {store: apple}}
+              - {host: e.example, trust: {store: bundle.pem}}
+              - {host: f.example, trust: {ca_file: bundle.pem}}
+              - {host: h.example, trust: apple}
+            """)
+        let trust = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.host, $0.trust) })
+        #expect(trust["a.example"] == .apple, "the ATS policies judge against Apple's store by default")
+        #expect(trust["b.example"] == .system, "the Mozilla policies against Debian's")
+        #expect(trust["c.example"] == .system)
+        #expect(trust["d.example"] == .apple)
+        #expect(trust["e.example"] == .file(directory.appendingPathComponent("bundle.pem").path))
+        #expect(trust["f.example"] == .caFile(directory.appendingPathComponent("bundle.pem").path))
+        #expect(trust["g.example"] == .system)
+        #expect(trust["h.example"] == .apple)
+        #expect(configuration.ctLogList == directory.appendingPathComponent("logs.json").path)
+        func problems(_ yaml: String) -> [ConfigurationError] {
+            do { _ = try parse(yaml); return [] } catch { return error.errors }
+        }
+        let bad = problems("ct: {log_list: bad.json}\ntargets: [a.example]\n")
+        #expect(bad.map(\.line) == [1])
+        #expect(bad.first?.message.contains("not a CT log list in the v3 JSON schema") == true, "\(bad)")
+        #expect(problems("ct: {log_list: missing.json}\ntargets: [a.example]\n").first?.message.contains("cannot") == true)
+        #expect(problems("targets:\n  - {host: a.example, trust: mozilla}\n").first?.message.contains("'apple'") == true)
+        #expect(problems("targets:\n  - {host: a.example, trust: {store: apple, ca_file: bundle.pem}}\n").first?.message
+                    .contains("not both") == true)
+    }
+
     @Test("bad YAML names the line")
     func badYAML() {
         let problems = errors("targets:\n  - a.example\n  - [unclosed\n")

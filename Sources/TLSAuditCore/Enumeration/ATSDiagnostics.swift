@@ -60,6 +60,8 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public var schema: String = schemaVersion
     public var target: String
     public var address: String
+    /// The store the chains were judged against (`apple` unless `--trust-store`/`--ca-file` said otherwise).
+    public var trustStore: String?
     /// Every probe, `default` (a current client with default ATS) first.
     public var configurations: [ATSConfigurationResult]
     /// The `default` row again (schema 1 kept the current-client probe here).

@@ -38,8 +38,10 @@ extension ATSDiagnostics {
             // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
             !(failure.id == .atsKeySize && isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
         }
-        return ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
-                              trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
+        var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
+                                         trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
+        diagnostics.trustStore = probes.trustStore
+        return diagnostics
     }
 
     /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and

@@ -218,16 +218,18 @@ public final class Enumerator: Sendable {
         let chains = attempts.map(chain(of:))
         // The public-trust rules follow the anchor: the first anchored chain's, else the store's kind.
         let anchoredPublicly = chains.lazy.compactMap { $0.flatMap { PublicRoots.anchorIn($0.building) } }.first.map { !$0.isEmpty }
-        return ATSProbes(
+        var judged = ATSProbes(
             target: target.displayName, address: address.host, domain: target.sni ?? target.host, time: time,
             privateAnchors: !(anchoredPublicly ?? trustStore.isPublic),
             configurations: zip(configurations, zip(attempts, chains)).map { configuration, attemptAndChain in
                 let (attempt, chain) = attemptAndChain
                 return ATSConfigurationProbe(name: configuration.name, exception: configuration.exception,
-                                      forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
-                                      diagnostic: configuration.diagnostic, handshake: attempt.observation,
-                                      failure: attempt.failure, chain: chain)
+                                             forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
+                                             diagnostic: configuration.diagnostic, handshake: attempt.observation,
+                                             failure: attempt.failure, chain: chain)
             })
+        judged.trustStore = trustStore.label
+        return judged
     }
 }
 
