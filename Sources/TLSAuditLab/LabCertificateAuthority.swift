@@ -239,9 +239,10 @@ public struct LabRevocation: Sendable {
 
 extension LabCertificate {
     /// A DER CRL issued by this certificate's name, listing `revoked`, signed with `signer`
-    /// (default: this certificate's key; another key makes a badly signed CRL).
+    /// (default: this certificate's key; another key makes a badly signed CRL). A nil `number`
+    /// leaves the CRL number out; `criticalNumber` marks it critical (both against RFC 5280 5.2.3).
     public func crl(revoking revoked: [LabRevocation] = [], thisUpdate: Date = Date().addingTimeInterval(-3_600),
-                    nextUpdate: Date = Date().addingTimeInterval(86_400), number: Int = 1,
+                    nextUpdate: Date = Date().addingTimeInterval(86_400), number: Int? = 1, criticalNumber: Bool = false,
                     signer: LabPrivateKey? = nil) throws -> [UInt8] {
         guard let crl = X509_CRL_new() else { throw OpenSSLFailure("cannot allocate a CRL") }
         defer { X509_CRL_free(crl) }
@@ -265,9 +266,9 @@ extension LabCertificate {
             }
             X509_CRL_add0_revoked(crl, item)
         }
-        if let crlNumber = ASN1_INTEGER_new() {
+        if let number, let crlNumber = ASN1_INTEGER_new() {
             ASN1_INTEGER_set(crlNumber, number)
-            X509_CRL_add1_ext_i2d(crl, NID_crl_number, crlNumber, 0, 0)
+            X509_CRL_add1_ext_i2d(crl, NID_crl_number, crlNumber, criticalNumber ? 1 : 0, 0)
             ASN1_INTEGER_free(crlNumber)
         }
         X509_CRL_sort(crl)

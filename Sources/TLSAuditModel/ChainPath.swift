@@ -89,7 +89,8 @@ public struct PathBuildingResult: Hashable, Codable, Sendable {
     }
 }
 
-/// Every path built from one presented chain, OpenSSL's own choice first. Which one counts depends
+/// Every path built from one presented chain, OpenSSL's own choice first (last when it loops
+/// through a subject and key twice, as the search's paths never do). Which one counts depends
 /// on the moment it is judged at (a cross-sign may have expired since), so the choice is made there.
 public struct PathCandidates: Hashable, Sendable {
     /// Never empty.

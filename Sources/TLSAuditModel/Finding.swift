@@ -121,6 +121,9 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let lintAIAMalformed: FindingID = "lint.aia-malformed"
     public static let lintEKUCritical: FindingID = "lint.eku-critical"
     public static let lintValidityEncoding: FindingID = "lint.validity-encoding"
+    public static let lintCommonNameNotExactlyInSAN: FindingID = "lint.cn-not-exactly-in-san"
+    public static let lintEKUMissing: FindingID = "lint.eku-missing"
+    public static let lintEKUAny: FindingID = "lint.eku-any"
 
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"

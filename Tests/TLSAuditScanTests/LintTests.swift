@@ -15,7 +15,7 @@ struct LintTests {
         case cnNotInSAN, serialZero, serialNegative, serialLong, rootEKU, keyCertSignNotCA, nameConstraintsNotCA,
              basicConstraintsNotCritical, emptyNameConstraints, underscore, leadingDot, wildcardPublicSuffix, rsaModulus,
              akiMissing, akiWithoutKeyID, skiMissing, nameConstraintsNotCritical, policyConstraintsNotCritical, sanNotCritical,
-             aiaMalformed, ekuCritical, validityEncoding
+             aiaMalformed, ekuCritical, validityEncoding, cnNotExactlyInSAN, ekuMissing, ekuAny, aiaUndecodable, aiaEmpty
     }
 
     /// The chain (leaf first), the anchors file when not the test root, the expected lint and its depth.
@@ -60,6 +60,16 @@ struct LintTests {
         case .aiaMalformed:
             return (try leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "OCSP;email:ocsp@tlsaudit.test")] },
                     nil, .lintAIAMalformed, 0)
+        case .aiaUndecodable, .aiaEmpty:
+            // A NULL where the SEQUENCE of AccessDescriptions belongs; an empty SEQUENCE (it takes one or more).
+            let value = kind == .aiaEmpty ? "DER:30:00" : "DER:05:00"
+            return (try leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: value)] }, nil, .lintAIAMalformed, 0)
+        case .cnNotExactlyInSAN:
+            return (try leaf { $0.commonName = TestPKI.hostname.uppercased() }, nil, .lintCommonNameNotExactlyInSAN, 0)
+        case .ekuMissing:
+            return (try leaf { $0.extendedKeyUsage = nil }, nil, .lintEKUMissing, 0)
+        case .ekuAny:
+            return (try leaf { $0.extendedKeyUsage = "serverAuth,anyExtendedKeyUsage" }, nil, .lintEKUAny, 0)
         case .skiMissing, .nameConstraintsNotCritical, .policyConstraintsNotCritical:
             var request = LabCertificateRequest.authority("lint CA \(kind.rawValue)", key: .rsa(bits: 2048))
             switch kind {
@@ -143,6 +153,29 @@ struct LintTests {
         }
     }
 
+    @Test("a CN that names a SAN only as clients compare: IPv6 in upper case, uncompressed, not in RFC 5952 form; DNS in other case")
+    func commonNameCharacterForCharacter() throws {
+        let cases: [(commonName: String, ip: String?, lint: FindingID?)] = [
+            ("2001:db8::1:0:0:1", "2001:db8:0:0:1:0:0:1", nil), // RFC 5952 text of the SAN's address
+            ("2001:DB8::1:0:0:1", "2001:db8::1:0:0:1", .lintCommonNameNotExactlyInSAN), // upper case
+            ("2001:0db8:0000:0000:0001:0000:0000:0001", "2001:db8::1:0:0:1", .lintCommonNameNotExactlyInSAN), // uncompressed
+            ("2001:db8:0:0:1::1", "2001:db8::1:0:0:1", .lintCommonNameNotExactlyInSAN), // the shorter zero run compressed
+            ("2001:db8::2", "2001:db8::1", .lintCommonNameNotInSAN), // another address
+            ("192.0.2.7", "192.0.2.7", nil),
+            (TestPKI.hostname, nil, nil),
+            ("Server.TLSaudit.test", nil, .lintCommonNameNotExactlyInSAN),
+        ]
+        for (commonName, ip, expected) in cases {
+            let leaf = try pki.leaf { request in
+                request.commonName = commonName
+                if let ip { request.ipAddresses = [ip] }
+            }
+            let report = try CLI.verify([leaf, pki.intermediate]).report
+            let lints = report.findings.filter { $0.id.rawValue.hasPrefix("lint.") }
+            #expect(lints.map(\.id) == (expected.map { [$0] } ?? []), "\(commonName): \(lints.map(\.message))")
+        }
+    }
+
     @Test("validity times: every X.680 form read, DER deviations a lint, an unreadable time never valid")
     func validityTimes() throws {
         func verify(_ adjust: (inout LabCertificateRequest) -> Void) throws -> VerifyReport {
@@ -165,6 +198,23 @@ struct LintTests {
         #expect(garbage.findings.contains { $0.id == .trustInvalid && $0.message.contains("cannot be read") }, "\(garbage.findings)")
         let leapDay = try verify { $0.rawNotBefore = ("230229000000Z", false) } // 2023 had no 29 February
         #expect(!leapDay.valid)
+    }
+
+    @Test("a notAfter with a fraction of a second (20301231235959.5Z) is the instant it names, inclusive")
+    func fractionalNotAfter() throws {
+        let leaf = try pki.leaf { request in
+            request.rawNotBefore = ("301001000000Z", false) // a lifetime Apple accepts
+            request.rawNotAfter = ("20301231235959.5Z", true)
+        }
+        func verify(at time: String) throws -> VerifyReport { try CLI.verify([leaf, pki.intermediate], extra: ["--at", time]).report }
+        let named = 1_924_991_999.5 // 2030-12-31T23:59:59.5Z
+        for (time, valid) in [("2030-12-31T23:59:59Z", true), ("2030-12-31T23:59:59.400Z", true),
+                              ("2030-12-31T23:59:59.600Z", false), ("2031-01-01T00:00:00Z", false)] {
+            let report = try verify(at: time)
+            #expect(report.valid == valid, "\(time): \(report.findings)")
+            #expect(report.findings.contains { $0.id == .trustExpired } == !valid, "\(time): \(report.findings)")
+            #expect(abs(report.chain.presented[0].notAfter.timeIntervalSince1970 - named) < 1, "\(report.chain.presented[0].notAfter)")
+        }
     }
 
     @Test("the report's conformance section lists the lints of the current chains")

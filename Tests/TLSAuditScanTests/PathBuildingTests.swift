@@ -92,6 +92,69 @@ struct PathBuildingTests {
         #expect(scanned.ats.compliant, "\(scanned.findings)")
     }
 
+    /// x509-limbo's cve-2024-0567 mesh, with lab certificates: leaf -> A1 -> A, where A, B and C
+    /// each cross-sign the other two and B and C have subordinates B1 and C1; only A's
+    /// self-signed certificate is trusted.
+    struct Mesh {
+        let rootA: LabCertificate
+        /// B's and C's self-signed certificates (not sent, not trusted in limbo's case).
+        let rootB: LabCertificate
+        let rootC: LabCertificate
+        let leaf: LabCertificate
+        /// A1, A by B, A by C, B1, B by A, B by C, C1, C by A, C by B (limbo's order).
+        let intermediates: [LabCertificate]
+    }
+
+    func mesh() throws -> Mesh {
+        let rootA = try LabCertificateAuthority.selfSigned(.authority("mesh Root A"))
+        let rootB = try LabCertificateAuthority.selfSigned(.authority("mesh Root B"))
+        let rootC = try LabCertificateAuthority.selfSigned(.authority("mesh Root C"))
+        func crossSign(_ subject: LabCertificate, by issuer: LabCertificate) throws -> LabCertificate {
+            var request = LabCertificateRequest.authority(subject.summary.commonName ?? "")
+            request.existingKey = subject.key
+            return try issuer.issue(request)
+        }
+        let a1 = try rootA.issue(.authority("mesh Intermediate A1"))
+        let intermediates = [a1, try crossSign(rootA, by: rootB), try crossSign(rootA, by: rootC),
+                             try rootB.issue(.authority("mesh Intermediate B1")), try crossSign(rootB, by: rootA),
+                             try crossSign(rootB, by: rootC),
+                             try rootC.issue(.authority("mesh Intermediate C1")), try crossSign(rootC, by: rootA),
+                             try crossSign(rootC, by: rootB)]
+        return Mesh(rootA: rootA, rootB: rootB, rootC: rootC, leaf: try a1.issue(.server([TestPKI.hostname])),
+                    intermediates: intermediates)
+    }
+
+    @Test("x509-limbo cve-2024-0567: a mesh of cross-signed roots around the trusted one is anchored, in every order sent")
+    func crossSignedMesh() throws {
+        let mesh = try mesh()
+        let roots = try rootsFile([mesh.rootA])
+        for intermediates in [mesh.intermediates, mesh.intermediates.reversed()] {
+            let (verified, scanned) = try verifyAndScan([mesh.leaf] + intermediates, roots: roots)
+            #expect(verified.valid, "\(verified.findings)")
+            #expect(verified.chain.path.count == 3, "leaf, A1, Root A: \(verified.chain.path.map(\.certificate.subject))")
+            // The loops through B and C no longer exhaust the search's bounds.
+            #expect(!verified.findings.contains { $0.id == .trustPathSearchLimit }, "\(verified.findings)")
+            #expect(scanned.ats.compliant, "\(scanned.findings)")
+            #expect(trustIDs(scanned.findings) == trustIDs(verified.findings), "\(scanned.findings)")
+        }
+        // Only C trusted: the short way to it is A's cross-sign by C.
+        let onlyC = try CLI.verify([mesh.leaf] + mesh.intermediates, roots: try rootsFile([mesh.rootC])).report
+        #expect(onlyC.valid, "\(onlyC.findings)")
+        #expect(onlyC.chain.path.map(\.presentedIndex) == [0, 1, 3, nil], "\(onlyC.chain.path.map(\.certificate.subject))")
+        #expect(!onlyC.findings.contains { $0.id == .trustPathSearchLimit }, "\(onlyC.findings)")
+    }
+
+    @Test("root and intermediate sent in swapped order: the path is built, and the order is said")
+    func swappedRootAndIntermediate() throws {
+        let leaf = try pki.leaf()
+        let (verified, scanned) = try verifyAndScan([leaf, pki.root, pki.intermediate], roots: pki.rootFile)
+        #expect(verified.valid, "\(verified.findings)")
+        #expect(verified.chain.path.map(\.presentedIndex) == [0, 2, 1])
+        #expect(scanned.ats.compliant, "\(scanned.findings)")
+        #expect(scanned.chain?.path.map(\.presentedIndex) == [0, 2, 1])
+        #expect(scanned.findings.contains { $0.id == .chainOrder }, "\(scanned.findings.map(\.id))")
+    }
+
     @Test("two intermediates with one name and key, the first name-constrained away from the host: the other one is used")
     func nameConstraintsExcludeOnePath() throws {
         let root = try LabCertificateAuthority.selfSigned(.authority("path nc root"))

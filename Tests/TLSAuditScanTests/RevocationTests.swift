@@ -189,6 +189,46 @@ struct RevocationTests {
         #expect(finding(replayed, .revocationUnknown)?.message.contains("replayed") == true, "\(replayed.findings)")
     }
 
+    @Test("x509-limbo's CRL cases: no CRL number, a critical CRL number, an issuer without cRLSign are not believed; no keyUsage is")
+    func crlProfile() throws {
+        // The limbo shape: a root issues the leaf and signs the CRL; verify --crl, hard-fail.
+        func check(rootKeyUsage: String?, crl: (LabCertificate) throws -> [UInt8]) throws -> (status: Int32, report: VerifyReport) {
+            var request = LabCertificateRequest.authority("revocation limbo root")
+            request.keyUsage = rootKeyUsage
+            let root = try LabCertificateAuthority.selfSigned(request)
+            let leaf = try root.issue(.server([TestPKI.hostname]))
+            let directory = pki.directory.appendingPathComponent("limbo-crl-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let roots = directory.appendingPathComponent("root.pem").path, crlFile = directory.appendingPathComponent("root.crl").path
+            try root.pem.write(toFile: roots, atomically: true, encoding: .utf8)
+            try Data(try crl(root)).write(to: URL(fileURLWithPath: crlFile))
+            return try CLI.verify([leaf], roots: roots, extra: ["--crl", crlFile, "--revocation", "hard"])
+        }
+        let signing = "critical,keyCertSign,cRLSign"
+        // Another certificate's serial is listed: a CRL that counts says "good".
+        let other = [LabRevocation(try pki.leaf())]
+        let (goodStatus, good) = try check(rootKeyUsage: signing) { try $0.crl(revoking: other) }
+        #expect(goodStatus == 0, "\(good.findings)")
+        #expect(good.chain.revocation?.checks.first?.status == .good)
+
+        let cases: [(String, String?, (LabCertificate) throws -> [UInt8], String)] = [
+            ("crlnumber_missing", signing, { try $0.crl(revoking: other, number: nil) }, "no CRL number"),
+            ("crlnumber_critical", signing, { try $0.crl(revoking: other, criticalNumber: true) }, "critical"),
+            ("issuer_missing_crlsign", "critical,keyCertSign", { try $0.crl(revoking: other) }, "CRL sign"),
+        ]
+        for (name, keyUsage, crl, reason) in cases {
+            let (status, report) = try check(rootKeyUsage: keyUsage, crl: crl)
+            #expect(status == 1, "\(name): \(report.findings)")
+            #expect(report.chain.revocation?.checks.first?.status == .unknown, "\(name)")
+            let unknown = report.findings.first { $0.id == .revocationUnknown }
+            #expect(unknown?.severity == .error && unknown?.message.contains(reason) == true, "\(name): \(report.findings)")
+        }
+        // issuer_no_keyusage_extension: RFC 5280 6.3.3 (f) checks cRLSign only when keyUsage is present.
+        let (bareStatus, bare) = try check(rootKeyUsage: nil) { try $0.crl(revoking: other) }
+        #expect(bareStatus == 0, "\(bare.findings)")
+        #expect(bare.chain.revocation?.checks.first?.status == .good)
+    }
+
     @Test("a stapled revoked answer is used first; must-staple without a staple is flagged")
     func stapling() throws {
         let serial = Self.randomSerial()

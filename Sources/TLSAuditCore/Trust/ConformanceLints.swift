@@ -20,12 +20,26 @@ public enum ConformanceLints {
         let names = certificate.subjectAlternativeNames
 
         // BR 7.1.4.3: a CN, when present, is one of the SANs (compared as clients compare names:
-        // case, IP forms, a Unicode CN against its A-label SAN).
+        // case, IP forms, a Unicode CN against its A-label SAN), and a character-for-character copy
+        // of it: a dNSName as written, an address in RFC 5952 text (the form `names.ip` holds).
         if isLeaf, let commonName = certificate.commonName, !commonName.isEmpty, !names.isEmpty {
             let asIP = IPAddress.canonical(commonName)
-            let listed = asIP.map { address in names.ip.contains { IPAddress.canonical($0) == address } }
-                ?? names.dns.contains { DomainNameForm.ascii($0) == DomainNameForm.ascii(commonName) }
-            if !listed { add(.lintCommonNameNotInSAN, "the CN \"\(commonName)\" is not among the subjectAltNames (BR 7.1.4.3).") }
+            let sameName = asIP.map { address in names.ip.first { IPAddress.canonical($0) == address } }
+                ?? names.dns.first { DomainNameForm.ascii($0) == DomainNameForm.ascii(commonName) }
+            if sameName == nil {
+                add(.lintCommonNameNotInSAN, "the CN \"\(commonName)\" is not among the subjectAltNames (BR 7.1.4.3).")
+            } else if let san = sameName, san != commonName {
+                add(.lintCommonNameNotExactlyInSAN, "the CN \"\(commonName)\" names the subjectAltName \"\(san)\" but is not "
+                    + "a character-for-character copy of it (BR 7.1.4.3\(asIP == nil ? "" : ", RFC 5952 section 4")).")
+            }
+        }
+        // BR 7.1.2.7.10: a subscriber certificate has extKeyUsage, and never anyExtendedKeyUsage.
+        if isLeaf {
+            if certificate.extendedKeyUsage == nil {
+                add(.lintEKUMissing, "no extendedKeyUsage extension (BR 7.1.2.7.10).")
+            } else if certificate.extendedKeyUsage?.contains("anyExtendedKeyUsage") == true {
+                add(.lintEKUAny, "extendedKeyUsage holds anyExtendedKeyUsage (BR 7.1.2.7.10).")
+            }
         }
         // RFC 5280 4.1.2.2: a positive serial number of at most 20 octets.
         let serial = certificate.serial

@@ -67,7 +67,7 @@ enum PathBuilder {
             let search = CandidateSearch(leaf: leaf, others: untrusted, store: store)
             searchLimitReached = search.limitReached
             let chosen = openSSLChoice.path.map(\.certificate.sha256Fingerprint)
-            for path in search.paths {
+            for path in search.shortestFirst {
                 let elements = path.map(labels.element(for:))
                 guard elements.map(\.certificate.sha256Fingerprint) != chosen else { continue }
                 candidates.append(verify(leaf: path[0].pointer,
@@ -75,8 +75,16 @@ enum PathBuilder {
                                          anchors: path.filter(\.fromStore).map(\.pointer), partialChain: store.partialChain,
                                          labels: labels))
             }
+            // OpenSSL refuses only the same certificate twice, so among roots that cross-sign each
+            // other its path may walk a loop (A by B, B by A, A by C): the search's paths come first then.
+            if Self.loops(openSSLChoice.path), candidates.count > 1 { candidates.append(candidates.removeFirst()) }
         }
         return PathCandidates(candidates, searchLimitReached: searchLimitReached)
+    }
+
+    /// Whether `path` holds one subject and key twice (`CandidateSearch.sameSubjectAndKey`).
+    private static func loops(_ path: [PathElement]) -> Bool {
+        Set(path.map { [$0.certificate.subject, $0.certificate.spkiSHA256] }).count < path.count
     }
 
     /// The certificates the caIssuers URLs of `last` (the end of a path that reaches no anchor)
@@ -117,6 +125,12 @@ enum PathBuilder {
         /// Stacks returned by the store's lookups, freed with the search: they keep the anchors alive.
         private var lookedUp: [OpaquePointer] = []
 
+        /// The complete paths, shorter ones first (in the order found among equals): through a mesh
+        /// of cross-signs the depth-first search may reach an anchor the long way round first.
+        var shortestFirst: [[Node]] {
+            paths.enumerated().sorted { ($0.element.count, $0.offset) < ($1.element.count, $1.offset) }.map(\.element)
+        }
+
         init(leaf: OpaquePointer, others: [OpaquePointer], store: TrustStore) {
             self.others = others
             anyAnchorEnds = store.partialChain
@@ -146,7 +160,7 @@ enum PathBuilder {
             let current = path[path.count - 1].pointer
             let issuerName = X509_get_issuer_name(current)
             let anchors = likelyFirst(anchors(named: issuerName), for: current)
-            for anchor in anchors where !path.contains(where: { X509_cmp($0.pointer, anchor) == 0 }) {
+            for anchor in anchors where !path.contains(where: { Self.sameSubjectAndKey($0.pointer, anchor) }) {
                 guard signs(anchor, current) else { continue }
                 let extended = path + [Node(pointer: anchor, fromStore: true)]
                 if anyAnchorEnds || X509_self_signed(anchor, 0) == 1 { paths.append(extended) } else { extend(extended) }
@@ -155,13 +169,23 @@ enum PathBuilder {
             if X509_self_signed(current, 0) == 1 { return } // A root that is not an anchor ends nowhere.
             let named = others.filter { X509_NAME_cmp(X509_get_subject_name($0), issuerName) == 0 }
             for candidate in likelyFirst(named, for: current) {
-                // A sent copy of an anchor was tried as the anchor; a certificate appears once per path.
+                // A sent copy of an anchor was tried as the anchor; a subject and key appear once per path.
                 guard !anchors.contains(where: { X509_cmp($0, candidate) == 0 }),
-                      !path.contains(where: { X509_cmp($0.pointer, candidate) == 0 }),
+                      !path.contains(where: { Self.sameSubjectAndKey($0.pointer, candidate) }),
                       signs(candidate, current) else { continue }
                 extend(path + [Node(pointer: candidate, fromStore: false)])
                 if limitReached { return }
             }
+        }
+
+        /// Whether two certificates certify one key under one name. A path that comes back to a
+        /// subject and key it already holds is a loop, whichever certificate (a cross-sign) carries
+        /// them the second time: dropping the loop gives a shorter path to the same anchor (Go's
+        /// rule). In a mesh of roots cross-signing each other, comparing whole certificates instead
+        /// walked every cross-sign of every root and spent the search's bounds on those loops.
+        static func sameSubjectAndKey(_ first: OpaquePointer, _ second: OpaquePointer) -> Bool {
+            X509_NAME_cmp(X509_get_subject_name(first), X509_get_subject_name(second)) == 0
+                && EVP_PKEY_eq(X509_get0_pubkey(first), X509_get0_pubkey(second)) == 1
         }
 
         /// `issuers` with those whose subject key identifier is `certificate`'s authority key

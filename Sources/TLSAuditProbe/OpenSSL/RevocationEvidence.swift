@@ -219,6 +219,9 @@ final class RevocationList: @unchecked Sendable {
     /// Where it came from (a URL, or a file offline).
     let origin: String
     let byteCount: Int
+    /// Why RFC 5280 5.2.3 forbids relying on it, when it does: every CRL carries a CRL number,
+    /// never marked critical (x509-limbo's crlnumber_missing and crlnumber_critical refuse such a CRL).
+    let profileProblem: String?
 
     /// Parses DER or PEM.
     init(_ bytes: [UInt8], origin: String) throws {
@@ -239,6 +242,15 @@ final class RevocationList: @unchecked Sendable {
         pointer = parsed
         self.origin = origin
         byteCount = bytes.count
+        let numberIndex = X509_CRL_get_ext_by_NID(parsed, NID_crl_number, -1)
+        if numberIndex < 0 {
+            profileProblem = "it has no CRL number (RFC 5280 5.2.3 requires one)"
+        } else if let number = X509_CRL_get_ext(parsed, numberIndex), X509_EXTENSION_get_critical(number) == 1 {
+            profileProblem = "its CRL number is marked critical (RFC 5280 5.2.3 forbids it)"
+        } else {
+            profileProblem = nil
+        }
+        OpenSSLErrors.clear()
     }
 
     deinit { X509_CRL_free(pointer) }

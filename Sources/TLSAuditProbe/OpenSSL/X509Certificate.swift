@@ -104,7 +104,8 @@ package final class X509Certificate: @unchecked Sendable {
             present.append(name)
             if X509_EXTENSION_get_critical(ext) == 1 { critical.append(name) }
         }
-        let malformed = accessDescriptions().filter { $0.uri == nil }.map { "\($0.method): a location of type \($0.locationType), not a URI" }
+        let malformed = (accessSyntaxProblem().map { [$0] } ?? [])
+            + accessDescriptions().filter { $0.uri == nil }.map { "\($0.method): a location of type \($0.locationType), not a URI" }
         OpenSSLErrors.clear()
         return CertificateProfile(
             authorityKeyIdentifier: X509_get_ext_by_NID(pointer, NID_authority_key_identifier, -1) >= 0,
@@ -112,6 +113,23 @@ package final class X509Certificate: @unchecked Sendable {
             subjectKeyIdentifier: X509_get_ext_by_NID(pointer, NID_subject_key_identifier, -1) >= 0,
             criticalExtensions: critical, extensions: present, malformedAccessDescriptions: malformed,
             emptySubject: X509_NAME_entry_count(X509_get_subject_name(pointer)) == 0)
+    }
+
+    /// Why the authority information access extension is no AuthorityInfoAccessSyntax (RFC 5280
+    /// 4.2.2.1: one or more AccessDescriptions, in one extension); nil when absent or well formed.
+    private func accessSyntaxProblem() -> String? {
+        var found: Int32 = 0 // -1: absent, -2: more than one, else the criticality
+        guard let raw = X509_get_ext_d2i(pointer, NID_info_access, &found, nil) else {
+            OpenSSLErrors.clear()
+            return switch found {
+            case -1: nil
+            case -2: "more than one instance of the extension"
+            default: "a value that does not decode as AuthorityInfoAccessSyntax"
+            }
+        }
+        let access = OpaquePointer(raw)
+        defer { tlsaudit_AUTHORITY_INFO_ACCESS_free(access) }
+        return tlsaudit_sk_ACCESS_DESCRIPTION_num(access) == 0 ? "no access description (it takes one or more)" : nil
     }
 
     /// The entries of the authority information access extension: the access method's name and

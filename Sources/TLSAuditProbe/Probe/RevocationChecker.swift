@@ -139,6 +139,14 @@ struct RevocationChecker {
             }
         }
         let needCRL = checks.indices.filter { checks[$0] == nil && (offline != nil || !crlURLs[$0].isEmpty) }
+        // A CRL RFC 5280 forbids relying on answers nothing; said for the certificates it would cover.
+        for list in crls {
+            guard let problem = list.profileProblem else { continue }
+            for depth in needCRL where crlURLs[depth].contains(list.origin) || elements[depth + 1].certificate.subject == list.issuerName {
+                problems[depth].append("the CRL \(list.origin): \(problem)")
+            }
+        }
+        crls.removeAll { $0.profileProblem != nil }
         if !needCRL.isEmpty, !crls.isEmpty {
             let outcomes = CRLValidation.check(path: path, others: presented, crls: crls, time: time)
             for depth in needCRL {
