@@ -238,6 +238,8 @@ enum PostgresMigrations {
             ALTER TABLE fleet_node ADD COLUMN instance TEXT;
             ALTER TABLE fleet_node ADD COLUMN host TEXT;
             """),
+        // The public root stores holding a path's anchor (ChainReport.anchorIn, comma-separated).
+        ("v11-anchor-in", "ALTER TABLE observation ADD COLUMN anchor_in TEXT;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

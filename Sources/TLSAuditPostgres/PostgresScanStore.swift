@@ -107,8 +107,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
         let inserted = try connection.execute("""
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration, anchor_in)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
             RETURNING id
             """, [.text(scan.target), .text(scan.host), .int(Int64(scan.port)), scan.sni.map { .text($0) }, .text(result.address),
                   .text(result.family), .double(startedAt), .int(Int64(result.durationMs)), .text(result.status.rawValue),
@@ -117,7 +117,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                   chain.map { .text($0.trustStore) }, rows.anchored.map { .int(Int64($0)) }, rows.pathIssues.map { .text($0) },
                   .text(result.ats.policy.rawValue), .text(rows.contentHash), rows.revocation.map { .text($0) },
                   scan.node.map { .text($0) }, scan.vantage.map { .text($0) }, rows.inventory.map { .text($0) }, rows.headers.map { .text($0) },
-                  rows.vulnerabilities.map { .text($0) }, rows.enumeration.map { .text($0) }])
+                  rows.vulnerabilities.map { .text($0) }, rows.enumeration.map { .text($0) }, rows.anchorIn.map { .text($0) }])
         guard let observationID = inserted.int(0, "id") else { throw StoreError(.other, "the new observation has no id") }
         for reference in rows.references {
             try connection.execute("""
@@ -526,6 +526,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
                                                                    in: place) ?? [],
                                 revocation: try StoredValues.stored(RevocationReport.self, rows.text(0, "revocation"),
                                                                        "revocation facts", in: place))
+            chain?.anchorIn = StoredValues.anchorIn(rows.text(0, "anchor_in"))
         }
         let category: ProbeFailureCategory? = try StoredValues.known(rows.text(0, "failure_category"), "failure category", in: place,
                                                                        optional: true)

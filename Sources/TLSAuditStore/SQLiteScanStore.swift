@@ -189,14 +189,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration, anchor_in)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
                              result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory, rows.headers,
-                             rows.vulnerabilities, rows.enumeration])
+                             rows.vulnerabilities, rows.enumeration, rows.anchorIn])
         let observationID = db.lastInsertedRowID
         for reference in rows.references {
             try db.cachedStatement(sql: """
@@ -608,6 +608,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             chain = ChainReport(presented: presented, path: path, anchored: row["anchored"] == 1, trustStore: trustStore,
                                 issues: try StoredValues.stored([PathBuildingIssue].self, row["path_issues"], "path issues", in: place) ?? [],
                                 revocation: try StoredValues.stored(RevocationReport.self, row["revocation"], "revocation facts", in: place))
+            chain?.anchorIn = StoredValues.anchorIn(row["anchor_in"])
         }
         let category: ProbeFailureCategory? = try StoredValues.known(row["failure_category"], "failure category", in: place, optional: true)
         let policy: CompliancePolicy = try StoredValues.known(row["policy"], "policy", in: place)

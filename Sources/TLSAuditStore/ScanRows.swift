@@ -33,6 +33,8 @@ package struct ScanRows {
     /// Every version and suite accepted (what a Mozilla policy judges), JSON.
     package var enumeration: String?
     package var anchored: Int?
+    /// `ChainReport.anchorIn`, comma-separated ('' for an operator's own anchor).
+    package var anchorIn: String?
     package var references: [ObservationContent.ChainEntry]
     package var contentHash: String
     package var failedRules: String
@@ -63,6 +65,7 @@ package struct ScanRows {
         vulnerabilities = try result.vulnerabilities.map { try StoredValues.json($0) }
         enumeration = try result.enumeration.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
+        anchorIn = chain?.anchorIn.map { $0.joined(separator: ",") }
         references = (chain?.presented ?? []).enumerated().map {
             ObservationContent.ChainEntry(role: "presented", position: $0.offset, fingerprint: $0.element.sha256Fingerprint, source: nil)
         } + (chain?.path ?? []).enumerated().map {
@@ -72,7 +75,7 @@ package struct ScanRows {
         contentHash = ObservationContent.hash(
             status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
             atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
-            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, sha256: sha256)
+            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, anchorIn: anchorIn, sha256: sha256)
         failedRules = try StoredValues.json(result.ats.failedRules)
         findings = try StoredValues.json(result.findings)
         pin = try result.pin.map { try StoredValues.json($0) }

@@ -26,6 +26,11 @@ package enum StoreMigrations {
             // migration keeps the one list of names both stores share, with the delivery's epoch column.
             try db.execute(sql: "ALTER TABLE alert_delivery ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v11-anchor-in") { db in
+            // The public root stores holding a path's anchor (ChainReport.anchorIn, comma-separated;
+            // '' for an operator's own anchor): the public-trust rules follow it when history is judged again.
+            try db.execute(sql: "ALTER TABLE observation ADD COLUMN anchor_in TEXT")
+        }
         return migrator
     }
 

@@ -6,6 +6,11 @@ import TLSAuditOutput
 /// (so stored rule lists compare as text), enumeration values checked as they are read, never a
 /// silent default.
 package enum StoredValues {
+    /// A stored `anchor_in` back as `ChainReport.anchorIn`: nil when not kept, [] for '' (an operator's own anchor).
+    package static func anchorIn(_ text: String?) -> [String]? {
+        text.map { $0.isEmpty ? [] : $0.split(separator: ",").map(String.init) }
+    }
+
     /// Stored documents: property names as they are, dates in seconds, one line, sorted keys.
     private static let encoder = JSONDocumentEncoder(keys: .asIs, dates: .secondsSince1970, prettyPrinted: false, escapesSlashes: true)
 

@@ -71,6 +71,14 @@ struct StoreConformance {
         #expect(good.findings == Self.samples[0].findings)
         #expect(good.inventory != nil && good.inventory == Self.samples[0].inventory, "the configuration inventory is kept with the scan")
         #expect(good.vulnerabilities != nil && good.vulnerabilities == Self.samples[0].vulnerabilities, "the vulnerability report is kept with the scan")
+        #expect(good.handshake?.certificateTransparency != nil, "the CT report is kept with the handshake")
+        #expect(good.chain?.anchorIn == [], "an operator's own anchor is kept as such")
+        // A chain anchored in a public root (whichever store judged it) keeps that fact for reports that judge history again.
+        var publicScan = scans(1, target: "p", from: start)[0]
+        publicScan.result.chain?.anchorIn = ["apple", "system"]
+        _ = try reopened.record([publicScan], decide: decide)
+        let stored = try #require(try reopened.history(target: "p", limit: 1).first)
+        #expect(try reopened.result(observationID: stored.observationID)?.chain?.anchorIn == ["apple", "system"])
     }
 
     func atomicBatchesBesideAReader() throws {
@@ -163,7 +171,7 @@ struct SQLiteStoreConformanceTests {
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -214,7 +222,7 @@ struct PostgresStoreConformanceTests {
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -231,10 +239,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 10) }
+            for try await applied in group { #expect(applied.count == 11) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "10")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "11")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")
