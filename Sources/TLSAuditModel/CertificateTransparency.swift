@@ -102,13 +102,21 @@ public struct CTLogList: Sendable {
     public var source: String
     public var logs: [Log]
     private var byID: [String: Int]
+    /// Tells lists with different logs or keys apart within this process (for caches of verifications).
+    public let keysIdentity: Int
 
     public init(source: String, logs: [Log]) {
         self.source = source
         self.logs = logs
         var index: [String: Int] = [:]
-        for (position, log) in logs.enumerated() where index[log.id] == nil { index[log.id] = position }
+        var hasher = Hasher()
+        for (position, log) in logs.enumerated() {
+            if index[log.id] == nil { index[log.id] = position }
+            hasher.combine(log.id)
+            hasher.combine(log.key)
+        }
         byID = index
+        keysIdentity = hasher.finalize()
     }
 
     public func log(id: String) -> Log? { byID[id].map { logs[$0] } }

@@ -274,20 +274,28 @@ struct PKITSTests {
     ]
 
     static func pkitsDirectory() throws -> URL {
+        try vectorsPackage.get().appendingPathComponent("x509/PKITS_data/certs")
+    }
+
+    /// The cryptography_vectors package's directory, asked of Python once. The answer goes through
+    /// a file, not a pipe: a read of a pipe interrupted by a signal (another test's child exiting)
+    /// is a fatal error in Foundation's FileHandle.
+    static let vectorsPackage: Result<URL, HarnessMessage> = {
+        let answer = FileManager.default.temporaryDirectory.appendingPathComponent("vectors-\(getpid())-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: answer) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import cryptography_vectors, os; print(os.path.dirname(cryptography_vectors.__file__))"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        process.arguments = ["python3", "-c", "import cryptography_vectors, os, sys; open(sys.argv[1], 'w').write(os.path.dirname(cryptography_vectors.__file__))",
+                             answer.path]
+        process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        let path = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (try? process.run()) != nil else { return .failure(HarnessMessage("cannot run python3")) }
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw HarnessMessage("the PyPI package cryptography_vectors is not installed (.ci/run installs it)")
+        guard process.terminationStatus == 0, let path = try? String(contentsOf: answer, encoding: .utf8) else {
+            return .failure(HarnessMessage("the PyPI package cryptography_vectors is not installed (.ci/run installs it)"))
         }
-        return URL(fileURLWithPath: path).appendingPathComponent("x509/PKITS_data/certs")
-    }
+        return .success(URL(fileURLWithPath: path.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }()
 
     struct HarnessMessage: Error, CustomStringConvertible {
         var description: String

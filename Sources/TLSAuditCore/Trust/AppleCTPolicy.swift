@@ -60,13 +60,13 @@ public enum AppleCTPolicy {
     public static func embeddedRequirement(_ leaf: CertificateSummary) -> (count: Int, perOperator: Int?, lifetime: String) {
         if leaf.notBefore >= operatorCapsFrom {
             let days = lifetimeDays(leaf)
-            return days <= 180 ? (2, 1, "\(days)-day") : (3, 2, "\(days)-day")
+            return days <= 180 ? (2, 1, "\(days)-day certificate") : (3, 2, "\(days)-day certificate")
         }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         func months(_ count: Int) -> Date { calendar.date(byAdding: .month, value: count, to: leaf.notBefore) ?? .distantFuture }
         let needed = leaf.notAfter < months(15) ? 2 : leaf.notAfter < months(27) ? 3 : leaf.notAfter < months(39) ? 4 : 5
-        return (needed, nil, "\(lifetimeDays(leaf))-day pre-2021-04-21")
+        return (needed, nil, "\(lifetimeDays(leaf))-day certificate issued before 2021-04-21")
     }
 
     /// Apple's two ways to comply, over SCTs whose status is `valid`.
@@ -108,11 +108,11 @@ public enum AppleCTPolicy {
             return (false, "no valid SCT comes from an RFC 6962 log (Apple requires at least one)\(rejected)")
         }
         if embeddedOK {
-            return (true, "\(counted.count) embedded SCTs from distinct approved logs count (\(requirement.count) needed for a \(requirement.lifetime) certificate\(cap))\(rejected)")
+            return (true, "\(counted.count) embedded SCTs from distinct approved logs count (\(requirement.count) needed for a \(requirement.lifetime)\(cap))\(rejected)")
         }
         if viaHandshake {
-            return (true, "\(current.count) SCTs from currently approved logs, \(delivered.count) via the TLS extension or OCSP\(rejected)")
+            return (true, "\(current.count) SCTs from currently approved logs, \(delivered.count) of them over the TLS extension or OCSP\(rejected)")
         }
-        return (false, "needs \(requirement.count) embedded SCTs from distinct approved logs for a \(requirement.lifetime) certificate\(cap) (one from a currently approved log), counted \(counted.count); or 2 from currently approved logs with one via the TLS extension or OCSP, has \(current.count) with \(delivered.count) so delivered\(rejected)")
+        return (false, "a \(requirement.lifetime) needs \(requirement.count) embedded SCTs from distinct approved logs\(cap), one of them currently approved (\(counted.count) count), or 2 SCTs from currently approved logs with one over the TLS extension or OCSP (\(current.count) such SCTs, \(delivered.count) delivered)\(rejected)")
     }
 }
