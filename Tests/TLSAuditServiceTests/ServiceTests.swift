@@ -101,6 +101,37 @@ struct ServiceTests {
         #expect(try queue.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM revocation_answer WHERE key LIKE 'crl %'") } == 1)
     }
 
+    @Test("ct: {log_list:}: the service verifies each SCT against the operator's list and stores its verdict with the scan")
+    func certificateTransparencyLogList() throws {
+        let log = try LabCTLog("lab log", operator: "Lab")
+        let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]), embedding: [
+            { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) },
+            { _ in LabCTLog.forged(logID: Array(Data(base64Encoded: log.id)!), at: Date().addingTimeInterval(-600), signature: Array(repeating: 1, count: 64)) },
+        ])
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        defer { server.stop() }
+        let workspace = try lab.workspace("ct-log-list")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let list = workspace.appendingPathComponent("logs.json")
+        try LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))]).write(to: list)
+        try lab.configuration(database: database, targets: [("sct", server.port)], extra: "ct: {log_list: \(list.path)}")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a scan") { !service.storedScans.isEmpty }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+        let state = try #require(try store.status().first { $0.target == "sct" })
+        let result = try #require(try store.result(observationID: state.lastObservationID))
+        let transparency = try #require(result.handshake?.certificateTransparency)
+        #expect(transparency.scts.map(\.status) == [.valid, .invalidSignature], "\(transparency.scts)")
+        #expect(transparency.scts.allSatisfy { $0.log == "lab log" && $0.operator == "Lab" })
+        #expect(transparency.logList.hasPrefix(list.path))
+        #expect(result.chain?.anchorIn == [], "the lab root is the operator's own anchor")
+        #expect(transparency.policy.required == false)
+    }
+
     @Test("sd_notify: READY, WATCHDOG, RELOADING on SIGHUP, STOPPING on SIGTERM")
     func systemdNotifications() throws {
         let good = try lab.goodServer()
