@@ -158,8 +158,12 @@ public struct CTLogList: Sendable {
         return try parse(Data(bytes), source: path)
     }
 
+    /// `2025-05-05T12:54:12Z`, with or without fractional seconds.
     private static func date(_ text: String) -> Date? {
-        (try? Date(text, strategy: .iso8601)) ?? ISO8601DateFormatter().date(from: text)
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text)
     }
 
     private static func describe(_ error: Error) -> String {

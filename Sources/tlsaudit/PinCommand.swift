@@ -47,7 +47,7 @@ struct PinCommand: ParsableCommand {
             let chain = address.chain!
             certificates = chain.presented.enumerated().map { ($0.element, $0.offset == 0 ? "leaf" : "sent #\($0.offset)") }
             for element in chain.path where element.source == .trustStore {
-                certificates.append((element.certificate, "anchor (trust store)"))
+                certificates.append((element.certificate, "anchor (trust store \(chain.trustStore))"))
             }
         } else {
             for file in certificateFiles {

@@ -148,6 +148,14 @@ struct CertificateTransparencyTests {
         let snapshot = TrustStore.appleSnapshot
         #expect(snapshot.count == 156)
         #expect(snapshot.sha256 == "fec236e8db8e986252e3f4f4eff3c41e12857c8dbf3c3a3cb5e542f9badf817e")
+        // The PEM itself: its digest (as the script took it, with the final newline) and every certificate parsed.
+        #expect(Digest.sha256Hex(Array((TrustStore.appleSnapshotPEM + "\n").utf8)) == snapshot.sha256)
+        let parsed = try CertificateFile.summaries(path: try file("apple-snapshot.pem", Data(TrustStore.appleSnapshotPEM.utf8)))
+        #expect(parsed.count == 156)
+        #expect(parsed.contains { $0.subject.contains("ISRG Root X1") })
+        // Apple's list has one certificate that is not a root: Apple's Developer ID CA, issued by Apple Root CA.
+        #expect(parsed.filter { !$0.isSelfSigned }.map(\.commonName) == ["Developer ID Certification Authority"])
+        #expect(!snapshot.source.isEmpty && snapshot.fetched == "2025-12-28")
         #expect(TrustStore.apple.label == "apple")
         let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
         defer { server.stop() }

@@ -33,7 +33,7 @@ public enum AppleCTPolicy {
         let log = logs.log(id: sct.logID)
         let status: CertificateTransparencyReport.Entry.Status
         switch sct.signature {
-        case .unknownLog: status = log == nil ? .unknownLog : .issuerUnknown // A list that now knows the log cannot verify it afterwards.
+        case .unknownLog: status = .unknownLog // Unknown to the list that checked it: its signature was never verified.
         case .issuerUnknown: status = .issuerUnknown
         case .invalid: status = .invalidSignature
         case .valid:
