@@ -421,7 +421,20 @@ extension FleetTests {
             }
         }
         sampler.start()
+        var pausesWithSlowScan = 0
         for _ in 0..<3 {
+            // Pause while the node holds a tarpit's lease (a scan that stays in flight for 2 s): which
+            // node claims which due scan is a race, and on a loaded machine one node may win all the
+            // tarpits for a while; without this wait a pause could find only millisecond scans.
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                let held = (try? fleet.query("SELECT count(*) FROM fleet_work WHERE lease_owner = 'node-a' AND target LIKE 'slow-%' AND lease_until > extract(epoch FROM now())")) ?? []
+                if let count = held.first?.first.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }), count > 0 {
+                    pausesWithSlowScan += 1
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
             paused.signal(SIGSTOP)
             // The lease (5 s) runs out, the other node claims the targets and stores its scans of
             // them (2 s each against a tarpit), and scans them again: the paused node's results,
@@ -435,6 +448,7 @@ extension FleetTests {
         Self.stop([paused, other])
 
         #expect(regressions.withLock { $0 }.isEmpty, "last_scan_at went back: \(regressions.withLock { $0 }.prefix(10))")
+        #expect(pausesWithSlowScan > 0, "the paused node never held a tarpit's lease in 20 s before a pause")
         let lostLines = paused.lines(containing: "its fleet lease was lost")
         #expect(!lostLines.isEmpty, "the paused node's late results were refused: \(paused.log.suffix(3000))")
         let stored = try fleet.scans()
