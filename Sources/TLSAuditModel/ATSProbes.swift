@@ -86,3 +86,24 @@ extension ProbeFailureCategory {
         }
     }
 }
+
+/// The names of the configurations `tlsaudit ats` probes (`Enumerator.atsProbes`), one handshake each:
+/// what `ATSConfigurationProbe.name` holds, and what `EffectiveHostPolicy.atsProbe` chooses from.
+public enum ATSConfigurationName {
+    public static let defaultATS = "default"
+    public static let documentedList = "documented-list"
+    public static let tls13 = "TLSv1.3"
+    public static let tls12 = "TLSv1.2"
+    public static let noForwardSecrecy = "no-forward-secrecy"
+    public static let tls11 = "TLSv1.1"
+    public static let tls11NoForwardSecrecy = "TLSv1.1+no-forward-secrecy"
+    public static let tls10 = "TLSv1.0"
+    public static let tls10NoForwardSecrecy = "TLSv1.0+no-forward-secrecy"
+    public static let arbitraryLoads = "arbitrary-loads"
+    public static let insecureHTTPLoads = "insecure-http-loads"
+    public static let insecureHTTPLoadsNoForwardSecrecy = "insecure-http-loads+no-forward-secrecy"
+    public static let insecureHTTPLoadsTLS10 = "insecure-http-loads+TLSv1.0"
+    public static let insecureHTTPLoadsTLS10NoForwardSecrecy = "insecure-http-loads+TLSv1.0+no-forward-secrecy"
+    public static let arbitraryLoadsOwnTrustEvaluation = "arbitrary-loads+own-trust-evaluation"
+    public static let anyOpenSSLClient = "any-openssl-client"
+}

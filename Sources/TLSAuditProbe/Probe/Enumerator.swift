@@ -173,28 +173,28 @@ public final class Enumerator: Sendable {
         let tls10 = ["NSExceptionMinimumTLSVersion": "TLSv1.0"]
         let tls11 = ["NSExceptionMinimumTLSVersion": "TLSv1.1"]
         let configurations = [
-            make("default", [:], min: .tls1_2),
-            make("documented-list", [:], min: .tls1_2, ciphers: ClientContext.atsCipherList, diagnostic: true),
-            make("TLSv1.3", ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, diagnostic: true),
-            make("TLSv1.2", ["NSExceptionMinimumTLSVersion": "TLSv1.2"], min: .tls1_2, diagnostic: true),
-            make("no-forward-secrecy", noFS, min: .tls1_2, nonFS: true),
-            make("TLSv1.1", tls11, min: .tls1_1),
-            make("TLSv1.1+no-forward-secrecy", noFS.merging(tls11) { $1 }, min: .tls1_1, nonFS: true),
-            make("TLSv1.0", tls10, min: .tls1_0),
-            make("TLSv1.0+no-forward-secrecy", noFS.merging(tls10) { $1 }, min: .tls1_0, nonFS: true),
+            make(ATSConfigurationName.defaultATS, [:], min: .tls1_2),
+            make(ATSConfigurationName.documentedList, [:], min: .tls1_2, ciphers: ClientContext.atsCipherList, diagnostic: true),
+            make(ATSConfigurationName.tls13, ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, diagnostic: true),
+            make(ATSConfigurationName.tls12, ["NSExceptionMinimumTLSVersion": "TLSv1.2"], min: .tls1_2, diagnostic: true),
+            make(ATSConfigurationName.noForwardSecrecy, noFS, min: .tls1_2, nonFS: true),
+            make(ATSConfigurationName.tls11, tls11, min: .tls1_1),
+            make(ATSConfigurationName.tls11NoForwardSecrecy, noFS.merging(tls11) { $1 }, min: .tls1_1, nonFS: true),
+            make(ATSConfigurationName.tls10, tls10, min: .tls1_0),
+            make(ATSConfigurationName.tls10NoForwardSecrecy, noFS.merging(tls10) { $1 }, min: .tls1_0, nonFS: true),
             // Arbitrary loads lift the TLS version and forward secrecy minimums, not the client's suite list or trust.
-            make("arbitrary-loads", ["NSAllowsArbitraryLoads": "YES"], min: .tls1_0, nonFS: true),
+            make(ATSConfigurationName.arbitraryLoads, ["NSAllowsArbitraryLoads": "YES"], min: .tls1_0, nonFS: true),
             // The app evaluates trust itself; the TLS and forward-secrecy minimums still hold unless relaxed too.
-            make("insecure-http-loads", insecure, min: .tls1_2, ownTrust: true),
-            make("insecure-http-loads+no-forward-secrecy", insecure.merging(noFS) { $1 }, min: .tls1_2, nonFS: true, ownTrust: true),
-            make("insecure-http-loads+TLSv1.0", insecure.merging(tls10) { $1 }, min: .tls1_0, ownTrust: true),
-            make("insecure-http-loads+TLSv1.0+no-forward-secrecy", insecure.merging(tls10) { $1 }.merging(noFS) { $1 },
+            make(ATSConfigurationName.insecureHTTPLoads, insecure, min: .tls1_2, ownTrust: true),
+            make(ATSConfigurationName.insecureHTTPLoadsNoForwardSecrecy, insecure.merging(noFS) { $1 }, min: .tls1_2, nonFS: true, ownTrust: true),
+            make(ATSConfigurationName.insecureHTTPLoadsTLS10, insecure.merging(tls10) { $1 }, min: .tls1_0, ownTrust: true),
+            make(ATSConfigurationName.insecureHTTPLoadsTLS10NoForwardSecrecy, insecure.merging(tls10) { $1 }.merging(noFS) { $1 },
                  min: .tls1_0, nonFS: true, ownTrust: true),
             // ATS off for the whole app, and the app evaluates trust itself (URLSession:didReceiveChallenge:,
             // AFSecurityPolicy with the certificate pinned): the usual recipe for a self-signed server.
-            make("arbitrary-loads+own-trust-evaluation", ["NSAllowsArbitraryLoads": "YES"], min: .tls1_0, nonFS: true, ownTrust: true),
+            make(ATSConfigurationName.arbitraryLoadsOwnTrustEvaluation, ["NSAllowsArbitraryLoads": "YES"], min: .tls1_0, nonFS: true, ownTrust: true),
             // Not an Apple client: what the server speaks at all, for the server-side advice.
-            Configuration(name: "any-openssl-client", exception: [:],
+            Configuration(name: ATSConfigurationName.anyOpenSSLClient, exception: [:],
                           override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,
                           forwardSecrecy: false, judgesTrust: false, diagnostic: true),
         ]
