@@ -39,6 +39,12 @@ let package = Package(
             name: "CLibPQ",
             providers: [.apt(["libpq-dev"])]
         ),
+        // zlib's header, for raw inflate of .ipa entries (Debian's zlib1g-dev): TLSAuditApp only.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // The package's only C sources, what Swift cannot say about the process: `tlsaudit serve`'s
         // signal handler, installed by an ELF constructor before the Swift runtime starts (a SIGHUP
         // during start-up killed the service), and glibc's malloc_trim (after a metrics scrape).
@@ -75,6 +81,13 @@ let package = Package(
         .target(
             name: "TLSAuditLab",
             dependencies: ["COpenSSL", "TLSAuditModel", "TLSAuditProbe"],
+            swiftSettings: swiftSettings
+        ),
+        // Reads an iOS app's ATS inputs (Info.plist, .app, .ipa within size limits): the bundle
+        // identifier, NSAppTransportSecurity with its plist types, the bundled certificates. No rule.
+        .target(
+            name: "TLSAuditApp",
+            dependencies: ["CZlib", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // Persistence only (the ScanStore protocol; SQLite through GRDB): observations, certificates by
@@ -178,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
     ],

@@ -1,0 +1,54 @@
+/// What an iOS app ships that decides how it connects: its identifier, its
+/// `NSAppTransportSecurity` dictionary as written, and the certificates in its bundle.
+public struct AppBundle: Sendable, Hashable {
+    /// Where the app was read from.
+    public enum Source: Sendable, Hashable {
+        /// A lone `Info.plist` (no bundle, so no certificates).
+        case infoPlist
+        /// An `.app` directory.
+        case appDirectory
+        /// An `.ipa` archive; `app` is the bundle's directory inside it (`Payload/Demo.app`).
+        case archive(app: String)
+    }
+
+    /// The path that was given to ``AppBundleReader/read(path:)``.
+    public var path: String
+    public var source: Source
+    /// `CFBundleIdentifier`, or nil when the Info.plist has none.
+    public var bundleIdentifier: String?
+    /// The whole Info.plist, every key with its plist type.
+    public var infoPlist: [String: PlistValue]
+    /// Certificates in the bundle (AFNetworking's `certificatesInBundle` set, plus `.der` files),
+    /// sorted by file name.
+    public var certificates: [BundledCertificate]
+
+    /// The key path of the ATS dictionary in the Info.plist: the root of every key path a
+    /// finding about ATS names.
+    public static let appTransportSecurityKey = "NSAppTransportSecurity"
+
+    /// `NSAppTransportSecurity` as written (any plist type: a wrong type is for the caller to
+    /// report), or nil when the app declares none (default ATS).
+    public var appTransportSecurity: PlistValue? { infoPlist[Self.appTransportSecurityKey] }
+
+    public init(path: String, source: Source, bundleIdentifier: String?, infoPlist: [String: PlistValue],
+                certificates: [BundledCertificate]) {
+        self.path = path
+        self.source = source
+        self.bundleIdentifier = bundleIdentifier
+        self.infoPlist = infoPlist
+        self.certificates = certificates
+    }
+}
+
+/// A certificate file found in an app bundle, as the app reads it.
+public struct BundledCertificate: Sendable, Hashable {
+    /// The file's name at the top of the bundle (`api.cer`).
+    public var fileName: String
+    /// The file's bytes: DER when the file is what its extension says (not checked here).
+    public var der: [UInt8]
+
+    public init(fileName: String, der: [UInt8]) {
+        self.fileName = fileName
+        self.der = der
+    }
+}
