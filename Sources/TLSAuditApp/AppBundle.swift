@@ -1,3 +1,5 @@
+public import TLSAuditModel
+
 /// What an iOS app ships that decides how it connects: its identifier, its
 /// `NSAppTransportSecurity` dictionary as written, and the certificates in its bundle.
 public struct AppBundle: Sendable, Hashable {

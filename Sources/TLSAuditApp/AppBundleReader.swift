@@ -151,7 +151,7 @@ public enum AppBundleReader {
         guard format == .xml || format == .binary else {
             throw AppBundleError(.invalidPropertyList, file: file, "not an XML or binary property list")
         }
-        guard let value = PlistValue(foundation: object) else {
+        guard let value = PlistValue(propertyList: object) else {
             throw AppBundleError(.invalidPropertyList, file: file, "holds a value or key a property list cannot hold")
         }
         guard case .dictionary(let dictionary) = value else {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditApp
+import TLSAuditModel
 import TLSAuditLab
 
 /// Reading an iOS app's ATS inputs (issue 39, Must 1) from real fixtures made here: plists by
@@ -32,7 +33,7 @@ struct AppBundleReaderTests {
             "NSPinnedLeafIdentities": .array([.dictionary(["SPKI-SHA256-BASE64": .string("AAAA")])])])]),
         "Weight": .real(1.5),
         "Since": .date(Date(timeIntervalSince1970: 1_714_979_289)),
-        "Blob": .data([0, 1]),
+        "Blob": .data(Data([0, 1])),
     ])
 
     // MARK: - Info.plist alone
