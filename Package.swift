@@ -141,6 +141,7 @@ let package = Package(
             name: "tlsaudit",
             dependencies: [
                 "TLSAuditCore",
+                "TLSAuditApp",
                 "TLSAuditOutput",
                 "TLSAuditProbe",
                 "TLSAuditStore",

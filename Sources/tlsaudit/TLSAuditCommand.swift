@@ -11,7 +11,7 @@ struct TLSAuditCommand: AsyncParsableCommand {
         version: version,
         subcommands: [ScanCommand.self, ATSCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
                       HistoryCommand.self, ReportCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, FleetCommand.self, StoreCommand.self,
-                      DemoCommand.self]
+                      AppCommand.self, DemoCommand.self]
     )
 
     /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command.

@@ -228,12 +228,13 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         }
         var out = "<key>NSAppTransportSecurity</key>\n<dict>\n  <key>NSExceptionDomains</key>\n  <dict>\n"
         out += "    <key>\(domain)</key>\n    <dict>\n"
-        for key in exception.keys.sorted() {
-            let value = exception[key]!
-            out += "      <key>\(key)</key>\n"
-            out += value == "NO" ? "      <false/>\n" : value == "YES" ? "      <true/>\n" : "      <string>\(value)</string>\n"
-        }
+        for key in exception.keys.sorted() { out += plistEntry(key, exception[key]!, indent: "      ") }
         out += "    </dict>\n  </dict>\n</dict>\n"
         return out
+    }
+
+    /// One key and its value as plist XML lines: `YES`/`NO` as booleans, anything else as a string.
+    static func plistEntry(_ key: String, _ value: String, indent: String) -> String {
+        "\(indent)<key>\(key)</key>\n" + (value == "NO" ? "\(indent)<false/>\n" : value == "YES" ? "\(indent)<true/>\n" : "\(indent)<string>\(value)</string>\n")
     }
 }

@@ -1,0 +1,107 @@
+public import Foundation
+
+/// The output of `tlsaudit app audit`: each host the app calls judged by the app's own ATS rules,
+/// and each exception-domain entry's keys that change nothing. Schema `tlsaudit.app/1` (docs/app.schema.json).
+public struct AppAuditReport: Codable, Sendable {
+    public static let schemaVersion = "tlsaudit.app/1"
+
+    /// One host the app calls.
+    public struct Host: Codable, Sendable {
+        public var host: String
+        public var port: Int
+        /// The address probed (nil when the name did not resolve).
+        public var address: String?
+        /// A current Apple client running this app connects (ATS rules for this host, trust, pins).
+        public var connects: Bool
+        /// A TLS server answered (false: nothing to judge; the exit status is 2).
+        public var reachable: Bool
+        /// The NSExceptionDomains key that applied, or nil.
+        public var entry: String?
+        /// Which rule applied and why.
+        public var rule: String
+        /// The `tlsaudit ats` configuration that stands for this app's rules for this host.
+        public var probe: String
+        /// Why it does not connect: finding ids (`ats.handshake`, `ats.forward-secrecy`, `trust.*`, `pin.mismatch`), empty when it connects.
+        public var reasons: [String]
+        /// The detail of the probe that decided.
+        public var detail: String
+        /// NSPinnedDomains: `match`, `mismatch`, or absent when no entry pins the host.
+        public var pin: String?
+        public var pinMessage: String?
+        /// What to change on the server, most important first (when it does not connect).
+        public var serverFixes: [String]
+        /// The smallest exception that would make it connect, as `ats` computes it (empty: none needed or none helps).
+        public var exceptionNeeded: [String: String]
+
+        public init(host: String, port: Int, address: String?, connects: Bool, reachable: Bool, entry: String?, rule: String,
+                    probe: String, reasons: [String], detail: String, pin: String?, pinMessage: String?, serverFixes: [String],
+                    exceptionNeeded: [String: String]) {
+            self.host = host
+            self.port = port
+            self.address = address
+            self.connects = connects
+            self.reachable = reachable
+            self.entry = entry
+            self.rule = rule
+            self.probe = probe
+            self.reasons = reasons
+            self.detail = detail
+            self.pin = pin
+            self.pinMessage = pinMessage
+            self.serverFixes = serverFixes
+            self.exceptionNeeded = exceptionNeeded
+        }
+    }
+
+    /// One NSExceptionDomains entry, over the audited hosts it covers.
+    public struct Entry: Codable, Sendable {
+        public var domain: String
+        /// The keys it declares, as written.
+        public var declared: [String]
+        /// Declared keys whose removal changes no covered host's outcome (found on the probes without the key).
+        public var unneeded: [String]
+        /// The audited hosts this entry applies to.
+        public var hosts: [String]
+        /// What the audit concluded, in a sentence.
+        public var note: String
+
+        public init(domain: String, declared: [String], unneeded: [String], hosts: [String], note: String) {
+            self.domain = domain
+            self.declared = declared
+            self.unneeded = unneeded
+            self.hosts = hosts
+            self.note = note
+        }
+    }
+
+    public var schema: String = schemaVersion
+    public var toolVersion: String
+    /// The file audited.
+    public var app: String
+    public var bundleIdentifier: String?
+    /// The store chains were judged against.
+    public var trustStore: String
+    /// Problems in the app's NSAppTransportSecurity (wrong types, unknown keys), with their key paths.
+    public var problems: [String]
+    public var hosts: [Host]
+    public var entries: [Entry]
+    /// NSAppTransportSecurity's exception domains without the unneeded keys, with the missing
+    /// exceptions added: plist XML to paste.
+    public var correctedDictionary: String
+    /// 0 every host connects and no exception is unneeded; 1 a host fails or a key is unneeded; 2 a host could not be reached.
+    public var exitCode: Int32
+
+    public init(toolVersion: String, app: String, bundleIdentifier: String?, trustStore: String, problems: [String],
+                hosts: [Host], entries: [Entry], correctedDictionary: String) {
+        self.toolVersion = toolVersion
+        self.app = app
+        self.bundleIdentifier = bundleIdentifier
+        self.trustStore = trustStore
+        self.problems = problems
+        self.hosts = hosts
+        self.entries = entries
+        self.correctedDictionary = correctedDictionary
+        exitCode = hosts.contains { !$0.reachable } ? 2
+            : hosts.contains { !$0.connects } || entries.contains { !$0.unneeded.isEmpty } ? 1 : 0
+    }
+}
