@@ -110,6 +110,33 @@ struct AppAuditTests {
         #expect(!host.connects && host.pin == "mismatch" && host.reasons == ["pin.mismatch"], "\(host)")
     }
 
+    @Test("an .ipa with a binary Info.plist: the same answers as its XML plist; a hostile archive exits 64 naming the entry")
+    func ipaWithBinaryPlist() throws {
+        let leaf = try pki.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
+        let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
+                                                             cipherList: "ECDHE-RSA-AES128-SHA"))
+        defer { legacy.stop() }
+        let directory = try AppFixture.directory()
+        let plist = try AppFixture.plist("""
+            {'CFBundleIdentifier': 'test.tlsaudit.ipa', 'NSAppTransportSecurity': {'NSExceptionDomains': {
+                'legacy.app.test': {'NSExceptionMinimumTLSVersion': 'TLSv1.0', 'NSIncludesSubdomains': True}}}}
+            """, format: "FMT_BINARY", at: directory + "/Info.plist")
+        try Data(leaf.der).write(to: URL(fileURLWithPath: directory + "/leaf.der"))
+        let ipa = try AppFixture.zip(at: directory + "/Demo.ipa", entries: [
+            .init("Payload/Demo.app/Info.plist", file: plist), .init("Payload/Demo.app/server.cer", file: directory + "/leaf.der"),
+        ])
+        let (status, report, _) = try audit(ipa, hosts: ["legacy.app.test:\(legacy.port)"])
+        #expect(report.bundleIdentifier == "test.tlsaudit.ipa")
+        let host = try #require(report.hosts.first)
+        #expect(host.connects && host.entry == "legacy.app.test" && host.probe == "TLSv1.0", "\(host)")
+        #expect(report.entries.first?.unneeded == ["NSIncludesSubdomains"], "the audited host is the entry's own name: the subdomain reach changes nothing")
+        #expect(status == 1, "an unneeded key exits 1")
+        let hostile = try AppFixture.zip(at: directory + "/Evil.ipa", entries: [.init("Payload/Demo.app/../../evil", text: "x")])
+        let refused = try CLI.run(["app", "audit", hostile, "--host", "a.test"])
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("Payload/Demo.app/../../evil"), "\(refused.stderr)")
+    }
+
     @Test("unreadable input exits 64 naming the file; an unreachable host exits 2")
     func inputsAndUnreachable() throws {
         let missing = try CLI.run(["app", "audit", "/nonexistent/Info.plist", "--host", "a.test"])
