@@ -64,20 +64,17 @@ public struct CTLogList: Sendable {
         public var operatorName: String
         public var state: State?
         public var stateSince: Date?
-        /// The certificates the log accepts by notAfter, when it is a temporal shard.
-        public var acceptsExpiry: Range<Date>?
         /// A static-ct-api (tiled) log rather than an RFC 6962 one.
         public var tiled: Bool
 
         public init(id: String, key: [UInt8], description: String, operatorName: String, state: State?, stateSince: Date?,
-                    acceptsExpiry: Range<Date>? = nil, tiled: Bool = false) {
+                    tiled: Bool = false) {
             self.id = id
             self.key = key
             self.description = description
             self.operatorName = operatorName
             self.state = state
             self.stateSince = stateSince
-            self.acceptsExpiry = acceptsExpiry
             self.tiled = tiled
         }
 
@@ -135,12 +132,9 @@ public struct CTLogList: Sendable {
                         throw CTLogListError("\(source): log \(log.description ?? log.logID) has a key that is not base64")
                     }
                     let (state, since) = log.state?.current ?? (nil, nil)
-                    var expiry: Range<Date>?
-                    if let interval = log.temporalInterval, let start = Self.date(interval.startInclusive),
-                       let end = Self.date(interval.endExclusive), start < end { expiry = start..<end }
                     logs.append(Log(id: log.logID, key: Array(key), description: log.description ?? log.logID,
                                     operatorName: entry.name, state: state, stateSince: since.flatMap(Self.date),
-                                    acceptsExpiry: expiry, tiled: tiled))
+                                    tiled: tiled))
                 }
             }
         }
@@ -195,6 +189,8 @@ public struct CTLogList: Sendable {
         var logID: String
         var key: String
         var state: StateEntry?
+        /// Decoded so that a list with a malformed interval is refused; which certificates a temporal
+        /// shard accepts is not checked.
         var temporalInterval: Interval?
         enum CodingKeys: String, CodingKey { case description, logID = "log_id", key, state, temporalInterval = "temporal_interval" }
     }
@@ -276,11 +272,6 @@ public struct CertificateTransparencyReport: Hashable, Codable, Sendable {
             self.status = status
             self.signature = signature
             self.timestampMs = timestampMs
-        }
-
-        /// The observation this entry was judged from.
-        public var observed: SignedCertificateTimestamp {
-            SignedCertificateTimestamp(logID: logID, origin: origin, timestampMs: timestampMs, signature: signature)
         }
     }
 
