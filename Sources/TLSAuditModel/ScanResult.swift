@@ -31,6 +31,14 @@ public struct ChainReport: Hashable, Codable, Sendable {
     /// The chain as clients see it: the path built, or what was sent when none could be built.
     public var certificates: [CertificateSummary] { path.isEmpty ? presented : path.map(\.certificate) }
 
+    /// The names of the public root stores (`--trust-store apple|system`); any other store is an operator's.
+    public static let publicStores: Set<String> = ["apple", "system"]
+
+    /// The rules for publicly trusted certificates apply (CT, the 398-day limit): the path anchors
+    /// in a public root store's certificate, whichever store judged; for a result stored before
+    /// `anchorIn` was kept, when the store that judged is a public one.
+    public var publicTrust: Bool { anchored && (anchorIn.map { !$0.isEmpty } ?? Self.publicStores.contains(trustStore)) }
+
     /// The path building result this report was made from.
     public var building: PathBuildingResult { PathBuildingResult(path: path, anchored: anchored, issues: issues) }
 }

@@ -54,9 +54,7 @@ public enum AddressAssessment {
                                at time: Date) -> (findings: [Finding], verdict: ATSVerdict) {
         // Public-trust rules (CT, certificate lifetime) follow the anchor, as in a scan; results stored
         // without it follow the store (a public store's anchors are public).
-        let publicStore = ["system", "apple"].contains(result.chain?.trustStore ?? "")
-        let context = TrustContext(hostname: hostname, time: time,
-                                   publicTrust: result.chain.map { $0.anchored && ($0.anchorIn.map { !$0.isEmpty } ?? publicStore) } ?? false)
+        let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.publicTrust ?? false)
         let presented = result.chain?.presented ?? []
         let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
         var (findings, verdict) = result.handshake.flatMap { handshake in

@@ -15,7 +15,7 @@ public final class TrustStore: @unchecked Sendable {
     /// `SecTrustSetAnchorCertificates`. True for anchors from files, false for the public stores.
     let partialChain: Bool
     /// A public root store by name (`system`, `apple`), not the operator's own anchors.
-    public var isPublic: Bool { label == "system" || label == "apple" }
+    public var isPublic: Bool { ChainReport.publicStores.contains(label) }
     /// Other complete paths are searched for besides OpenSSL's own (false for AFNetworking's pinned
     /// certificates, which get OpenSSL's path as AFNetworking does).
     let searchesAlternatives: Bool
@@ -46,8 +46,16 @@ public final class TrustStore: @unchecked Sendable {
     /// The snapshot of Apple's root store shipped with tlsaudit (`scripts/update-apple-roots`), read once.
     public static let apple: TrustStore = {
         do {
-            return try TrustStore(certificates: CertificateFile.parse(Array(AppleRootStoreData.pem.utf8), name: "Apple's root store snapshot"),
-                                  label: "apple", partialChain: false)
+            return try TrustStore(certificates: appleCertificates, label: "apple", partialChain: false)
+        } catch {
+            fatalError("cannot make a trust store of Apple's roots: \(error)")
+        }
+    }()
+
+    /// The snapshot's certificates, parsed once for the store and for `PublicRoots`.
+    static let appleCertificates: [X509Certificate] = {
+        do {
+            return try CertificateFile.parse(Array(AppleRootStoreData.pem.utf8), name: "Apple's root store snapshot")
         } catch {
             fatalError("the shipped Apple root store does not parse: \(error)") // A test parses it: no build ships a broken one.
         }
@@ -126,7 +134,7 @@ public enum PublicRoots {
         })
     }
 
-    private static let apple: Set<String> = identities((try? CertificateFile.parse(Array(AppleRootStoreData.pem.utf8), name: "apple")) ?? [])
+    private static let apple: Set<String> = identities(TrustStore.appleCertificates)
 
     /// Every certificate of OpenSSL's default file and directory (`SSL_CERT_FILE`, `SSL_CERT_DIR`
     /// honoured), read once: Debian's `/etc/ssl/certs/ca-certificates.crt` and its hashed links.

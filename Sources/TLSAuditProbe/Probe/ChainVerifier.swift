@@ -34,7 +34,7 @@ public enum ChainVerifier {
                                 trustStore: roots.label, issues: building.issues, revocation: revocationReport)
         chain.anchorIn = PublicRoots.anchorIn(building)
         var probed = ProbedChain(inputs: files, host: host, time: time, presented: presented, leafIndex: leafIndex, building: building,
-                                 chain: chain, publicTrust: !(chain.anchorIn ?? []).isEmpty)
+                                 chain: chain, publicTrust: chain.publicTrust)
         let leaf = certificates[leafIndex]
         let others = certificates.enumerated().filter { $0.offset != leafIndex }.map(\.element)
         probed.scts = SCTVerifier.check(leaf: leaf, issuer: SCTVerifier.issuer(of: leaf, among: others, store: roots),

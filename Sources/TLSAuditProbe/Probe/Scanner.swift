@@ -267,7 +267,7 @@ public final class TLSScanner: Sendable {
         var probed = ProbedAddress(
             address: address.host, family: address.family.rawValue, port: address.port, startedAt: started, durationMs: durationMs,
             handshake: attempt.observation, atsClientRefusal: atsRefusal, failure: attempt.failure, presented: presented,
-            building: building, chain: chain, time: time, publicTrust: !(chain?.anchorIn ?? []).isEmpty,
+            building: building, chain: chain, time: time, publicTrust: chain?.publicTrust ?? false,
             buildWithPinnedAnchors: { pinned in
                 let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
                 guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
