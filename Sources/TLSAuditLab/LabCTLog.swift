@@ -59,23 +59,23 @@ public final class LabCTLog: @unchecked Sendable {
     public func sct(precertificateEntry entry: [UInt8], at time: Date) -> [UInt8] { sign(entry: entry, at: time) }
 
     private func sign(entry: [UInt8], at time: Date) -> [UInt8] {
-        let milliseconds = UInt64(max(0, time.timeIntervalSince1970 * 1000))
-        let timestamp = (0..<8).reversed().map { UInt8(truncatingIfNeeded: milliseconds >> (8 * UInt64($0))) }
-        let signed: [UInt8] = [0, 0] + timestamp + entry + [0, 0] // v1, certificate_timestamp, ..., no extensions
+        let milliseconds = Self.milliseconds(time)
+        let signed = SCTVerifier.signedData(timestampMs: milliseconds, entry: entry, extensions: [])
         var signature = [UInt8](repeating: 0, count: 128)
         var length = signature.count
         guard let context = EVP_MD_CTX_new() else { return [] }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key.pointer) == 1,
               EVP_DigestSign(context, &signature, &length, signed, signed.count) == 1 else { return [] }
-        return Self.encode(logID: Digest.sha256(publicKey), timestamp: timestamp, signature: Array(signature.prefix(length)))
+        return Self.encode(logID: Digest.sha256(publicKey), timestamp: SCTVerifier.bigEndian(milliseconds),
+                           signature: Array(signature.prefix(length)))
     }
+
+    private static func milliseconds(_ time: Date) -> UInt64 { UInt64(max(0, time.timeIntervalSince1970 * 1000)) }
 
     /// An SCT in the TLS encoding with any log id and signature (forgeries, unknown logs).
     public static func forged(logID: [UInt8], at time: Date, signature: [UInt8]) -> [UInt8] {
-        let milliseconds = UInt64(time.timeIntervalSince1970 * 1000)
-        return encode(logID: logID, timestamp: (0..<8).reversed().map { UInt8(truncatingIfNeeded: milliseconds >> (8 * UInt64($0))) },
-                      signature: signature)
+        encode(logID: logID, timestamp: SCTVerifier.bigEndian(milliseconds(time)), signature: signature)
     }
 
     private static func encode(logID: [UInt8], timestamp: [UInt8], signature: [UInt8]) -> [UInt8] {

@@ -16,7 +16,7 @@ struct ReceivedSCT: Sendable {
     /// Every field that a signature check depends on, and the origin.
     var identity: [UInt8] {
         [UInt8(origin == .tlsExtension ? 1 : 2), UInt8(truncatingIfNeeded: version)] + logID + extensions + signature
-            + (0..<8).map { UInt8(truncatingIfNeeded: timestampMs >> (8 * UInt64($0))) }
+            + SCTVerifier.bigEndian(timestampMs)
     }
 
     init(_ sct: OpaquePointer, origin: SCTOrigin) {
@@ -181,10 +181,7 @@ package enum SCTVerifier {
     /// timestamp, entry, extensions }` with the log's key (SHA-256 with ECDSA or RSA).
     static func verify(_ sct: ReceivedSCT, entry: [UInt8], key: [UInt8]) -> Bool {
         guard sct.version == 0, sct.signatureNID != NID_undef, !sct.signature.isEmpty else { return false }
-        var signed: [UInt8] = [0, 0] // v1, certificate_timestamp
-        for shift in stride(from: 56, through: 0, by: -8) { signed.append(UInt8(truncatingIfNeeded: sct.timestampMs >> UInt64(shift))) }
-        signed += entry
-        signed += lengthPrefixed(sct.extensions, bytes: 2)
+        let signed = signedData(timestampMs: sct.timestampMs, entry: entry, extensions: sct.extensions)
         let publicKey: OpaquePointer? = key.withUnsafeBufferPointer { buffer in
             var start = buffer.baseAddress
             return d2i_PUBKEY(nil, &start, buffer.count)
@@ -197,6 +194,17 @@ package enum SCTVerifier {
         }
         guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, publicKey) == 1 else { return false }
         return EVP_DigestVerify(context, sct.signature, sct.signature.count, signed, signed.count) == 1
+    }
+
+    /// What a log signs for an SCT (RFC 6962 §3.2): version v1, certificate_timestamp, the
+    /// timestamp, the log entry (`certificateEntry`, `precertificateEntry`) and the extensions.
+    package static func signedData(timestampMs: UInt64, entry: [UInt8], extensions: [UInt8]) -> [UInt8] {
+        [0, 0] + bigEndian(timestampMs) + entry + lengthPrefixed(extensions, bytes: 2)
+    }
+
+    /// A 64-bit value as 8 bytes, most significant first.
+    package static func bigEndian(_ value: UInt64) -> [UInt8] {
+        (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
     }
 
     /// `bytes` after its length in `width` big-endian bytes (TLS vectors).
