@@ -171,32 +171,3 @@ extension LabCertificate {
         return Array(UnsafeBufferPointer(start: out, count: Int(length)))
     }
 }
-
-/// `openssl s_server` on a free loopback port for SCT tests: `chain` (leaf first) with `serverInfo`
-/// (`-serverinfo`, the SCT extension) and `staple` (`-status_file`) when given; the caller kills it.
-public func labSCTServer(chain: [LabCertificate], serverInfo: String? = nil, staple: [UInt8]? = nil,
-                         directory: URL) throws -> (server: Process, port: Int) {
-    let base = directory.appendingPathComponent("sct-\(UUID().uuidString.prefix(8))").path
-    try chain[0].pem.write(toFile: base + "-leaf.pem", atomically: true, encoding: .utf8)
-    try chain[0].key.pem.write(toFile: base + "-leaf.key", atomically: true, encoding: .utf8)
-    try chain.dropFirst().map(\.pem).joined().write(toFile: base + "-chain.pem", atomically: true, encoding: .utf8)
-    var arguments = ["s_server", "-accept", "127.0.0.1:0", "-cert", base + "-leaf.pem", "-key", base + "-leaf.key", "-quiet", "-naccept", "40"]
-    if chain.count > 1 { arguments += ["-cert_chain", base + "-chain.pem"] }
-    if let serverInfo {
-        try serverInfo.write(toFile: base + "-serverinfo.pem", atomically: true, encoding: .utf8)
-        arguments += ["-serverinfo", base + "-serverinfo.pem"]
-    }
-    if let staple {
-        try Data(staple).write(to: URL(fileURLWithPath: base + "-staple.der"))
-        arguments += ["-status_file", base + "-staple.der"]
-    }
-    let port = try LabPorts.unusedPort()
-    arguments[2] = "127.0.0.1:\(port)"
-    let server = Process()
-    server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-    server.arguments = arguments
-    server.standardOutput = FileHandle.nullDevice
-    server.standardError = FileHandle.nullDevice
-    try server.run()
-    return (server, port)
-}

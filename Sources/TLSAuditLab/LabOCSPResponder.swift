@@ -94,19 +94,7 @@ public final class LabOCSPResponder {
     /// `openssl s_server` on a free loopback port sending `leaf` (and the issuer) with `staple`
     /// stapled, for `connections` connections (nil: until killed); the caller kills it.
     public func stapledServer(leaf: LabCertificate, staple: [UInt8], connections: Int? = nil) throws -> (server: Process, port: Int) {
-        try leaf.pem.write(toFile: path("leaf.pem"), atomically: true, encoding: .utf8)
-        try leaf.key.pem.write(toFile: path("leaf.key"), atomically: true, encoding: .utf8)
-        try Data(staple).write(to: URL(fileURLWithPath: path("staple.der")))
-        let port = try LabPorts.unusedPort()
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", path("leaf.pem"), "-key", path("leaf.key"),
-                            "-cert_chain", path("ca.pem"), "-status_file", path("staple.der"), "-quiet"]
-            + (connections.map { ["-naccept", "\($0)"] } ?? [])
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        return (server, port)
+        try labOpenSSLServer(chain: [leaf, issuer], staple: staple, connections: connections, directory: directory)
     }
 
     /// Stops a process the lab started (SIGKILL: started from a test thread, s_server may have
@@ -126,4 +114,34 @@ public final class LabOCSPResponder {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw LabError("openssl \(arguments.joined(separator: " ")) failed") }
     }
+}
+
+/// `openssl s_server` on a free loopback port sending `chain` (leaf first), with `serverInfo`
+/// (`-serverinfo`, e.g. the SCT extension) and `staple` (`-status_file`) when given, for
+/// `connections` connections (nil: until killed); its files go in `directory`. The caller kills it.
+public func labOpenSSLServer(chain: [LabCertificate], serverInfo: String? = nil, staple: [UInt8]? = nil, connections: Int? = 40,
+                             directory: URL) throws -> (server: Process, port: Int) {
+    let base = directory.appendingPathComponent("s_server-\(UUID().uuidString.prefix(8))").path
+    try chain[0].pem.write(toFile: base + "-leaf.pem", atomically: true, encoding: .utf8)
+    try chain[0].key.pem.write(toFile: base + "-leaf.key", atomically: true, encoding: .utf8)
+    try chain.dropFirst().map(\.pem).joined().write(toFile: base + "-chain.pem", atomically: true, encoding: .utf8)
+    let port = try LabPorts.unusedPort()
+    var arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", base + "-leaf.pem", "-key", base + "-leaf.key", "-quiet"]
+        + (connections.map { ["-naccept", "\($0)"] } ?? [])
+    if chain.count > 1 { arguments += ["-cert_chain", base + "-chain.pem"] }
+    if let serverInfo {
+        try serverInfo.write(toFile: base + "-serverinfo.pem", atomically: true, encoding: .utf8)
+        arguments += ["-serverinfo", base + "-serverinfo.pem"]
+    }
+    if let staple {
+        try Data(staple).write(to: URL(fileURLWithPath: base + "-staple.der"))
+        arguments += ["-status_file", base + "-staple.der"]
+    }
+    let server = Process()
+    server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
+    server.arguments = arguments
+    server.standardOutput = FileHandle.nullDevice
+    server.standardError = FileHandle.nullDevice
+    try server.run()
+    return (server, port)
 }

@@ -94,7 +94,7 @@ struct CertificateTransparencyTests {
             { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-120)) },
         ])
         let list = try file("lab-list.json", LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))]))
-        let (server, port) = try labSCTServer(chain: [leaf, pki.intermediate], directory: pki.directory)
+        let (server, port) = try labOpenSSLServer(chain: [leaf, pki.intermediate], directory: pki.directory)
         defer { LabOCSPResponder.kill(server) }
         let result = try scanWhenUp(port: port, extra: ["--ct-log-list", list])
         let transparency = try #require(result.handshake?.certificateTransparency)
@@ -111,7 +111,7 @@ struct CertificateTransparencyTests {
         let staple = try pki.intermediate.ocspResponse(for: leaf, carrying: [second.sct(for: leaf)])
         let list = try file("lab-list.json", LabCTLog.listFile([(first, "usable", Date(timeIntervalSince1970: 1_600_000_000)),
                                                                  (second, "qualified", Date(timeIntervalSince1970: 1_600_000_000))]))
-        let (server, port) = try labSCTServer(chain: [leaf, pki.intermediate], serverInfo: LabCTLog.serverInfoPEM([first.sct(for: leaf)]),
+        let (server, port) = try labOpenSSLServer(chain: [leaf, pki.intermediate], serverInfo: LabCTLog.serverInfoPEM([first.sct(for: leaf)]),
                                               staple: staple, directory: pki.directory)
         defer { LabOCSPResponder.kill(server) }
         let result = try scanWhenUp(port: port, extra: ["--ct-log-list", list])
