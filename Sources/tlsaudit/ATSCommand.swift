@@ -73,9 +73,9 @@ struct ATSCommand: ParsableCommand {
         out += "\n"
         for result in diagnostics.configurations {
             var name = result.name
-            if result.name == "default" { name += " (current Apple clients)" }
-            if result.name == "documented-list" { name += " (Apple's documented suites)" }
-            let mark = result.diagnostic && result.name != "default" ? "  (diagnostic)" : ""
+            if result.name == ATSConfigurationName.defaultATS { name += " (current Apple clients)" }
+            if result.name == ATSConfigurationName.documentedList { name += " (Apple's documented suites)" }
+            let mark = result.diagnostic && result.name != ATSConfigurationName.defaultATS ? "  (diagnostic)" : ""
             out += "  \(name.padding(toLength: 48, withPad: " ", startingAt: 0)) \(result.pass ? "PASS" : "FAIL")  \(result.detail)\(mark)\n"
         }
         out += "\nconclusion: \(diagnostics.currentClients)\n"

@@ -86,10 +86,10 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public var exitCode: Int32
 
     /// The app-side rows, smallest relaxation first.
-    static let exceptionOrder = ["no-forward-secrecy", "TLSv1.1", "TLSv1.1+no-forward-secrecy", "TLSv1.0",
-                                 "TLSv1.0+no-forward-secrecy", "arbitrary-loads"]
-    static let ownTrustOrder = ["insecure-http-loads", "insecure-http-loads+no-forward-secrecy", "insecure-http-loads+TLSv1.0",
-                                "insecure-http-loads+TLSv1.0+no-forward-secrecy"]
+    static let exceptionOrder = [ATSConfigurationName.noForwardSecrecy, ATSConfigurationName.tls11, ATSConfigurationName.tls11NoForwardSecrecy,
+                                 ATSConfigurationName.tls10, ATSConfigurationName.tls10NoForwardSecrecy, ATSConfigurationName.arbitraryLoads]
+    static let ownTrustOrder = [ATSConfigurationName.insecureHTTPLoads, ATSConfigurationName.insecureHTTPLoadsNoForwardSecrecy,
+                                ATSConfigurationName.insecureHTTPLoadsTLS10, ATSConfigurationName.insecureHTTPLoadsTLS10NoForwardSecrecy]
 
     /// - `trustFailures`: the chain's failures of Apple's trust rules (SHA-2, RSA >= 2048, a trusted
     ///   chain with the name in a SAN, EKU, lifetime), from any handshake that got a chain.
@@ -100,7 +100,7 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         self.address = address
         self.configurations = configurations
         let row = { (name: String) in configurations.first { $0.name == name } }
-        let defaultRow = row("default") ?? ATSConfigurationResult(name: "default", exception: [:], pass: false, detail: "not probed",
+        let defaultRow = row(ATSConfigurationName.defaultATS) ?? ATSConfigurationResult(name: ATSConfigurationName.defaultATS, exception: [:], pass: false, detail: "not probed",
                                                                   failure: .handshake)
         runtime = defaultRow
         self.serverOffer = serverOffer
@@ -108,7 +108,7 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         let fixes = Self.serverFixes(defaultRow: defaultRow, offer: serverOffer, trustFailures: trustFailures,
                                      privateAnchors: privateAnchors)
         serverFixes = fixes
-        let documentedOnly = !defaultRow.pass && row("documented-list")?.pass == true
+        let documentedOnly = !defaultRow.pass && row(ATSConfigurationName.documentedList)?.pass == true
 
         if defaultRow.pass {
             recommendation = privateAnchors
@@ -127,7 +127,7 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
             : "current iOS and macOS clients with default ATS cannot connect (\(defaultRow.detail))"
         let candidates = trustFailures.isEmpty ? Self.exceptionOrder : []
         if let passing = candidates.compactMap(row).first(where: \.pass) {
-            if passing.name == "arbitrary-loads" {
+            if passing.name == ATSConfigurationName.arbitraryLoads {
                 appSide = "only NSAllowsArbitraryLoads works (for every domain of the app: no per-domain exception is enough); it turns ATS off"
                 exception = passing.exception
                 infoPlist = Self.plist(domain: domain, exception: [:], arbitraryLoads: true)
