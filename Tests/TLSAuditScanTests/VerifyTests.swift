@@ -277,9 +277,8 @@ struct PKITSTests {
         try vectorsPackage.get().appendingPathComponent("x509/PKITS_data/certs")
     }
 
-    /// The cryptography_vectors package's directory, asked of Python once. The answer goes through
-    /// a file, not a pipe: a read of a pipe interrupted by a signal (another test's child exiting)
-    /// is a fatal error in Foundation's FileHandle.
+    /// The cryptography_vectors package's directory, asked of Python once for the whole run (PKITS
+    /// and the CT tests read it); the answer comes back in a file the child writes.
     static let vectorsPackage: Result<URL, HarnessMessage> = {
         let answer = FileManager.default.temporaryDirectory.appendingPathComponent("vectors-\(getpid())-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: answer) }
