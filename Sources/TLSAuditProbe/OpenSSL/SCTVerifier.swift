@@ -212,6 +212,13 @@ package enum SCTVerifier {
         (0..<width).reversed().map { UInt8(truncatingIfNeeded: bytes.count >> (8 * $0)) } + bytes
     }
 
+    /// The certificate that issued the path's leaf: the path's second certificate when it was sent
+    /// (its signature is checked already), else one of `presented` or the store that signed it.
+    static func issuer(ofLeafOf path: [PathElement], presented: [X509Certificate], leaf: X509Certificate, store: TrustStore) -> X509Certificate? {
+        if path.count > 1, let index = path[1].presentedIndex, presented.indices.contains(index) { return presented[index] }
+        return issuer(of: leaf, among: presented, store: store)
+    }
+
     /// The certificate among `candidates` (then the store) that issued `leaf`: its name and its key's signature.
     static func issuer(of leaf: X509Certificate, among candidates: [X509Certificate], store: TrustStore?) -> X509Certificate? {
         for candidate in candidates where candidate.pointer != leaf.pointer {

@@ -36,8 +36,7 @@ public enum ChainVerifier {
         var probed = ProbedChain(inputs: files, host: host, time: time, presented: presented, leafIndex: leafIndex, building: building,
                                  chain: chain, publicTrust: chain.publicTrust)
         let leaf = certificates[leafIndex]
-        let others = certificates.enumerated().filter { $0.offset != leafIndex }.map(\.element)
-        probed.scts = SCTVerifier.check(leaf: leaf, issuer: SCTVerifier.issuer(of: leaf, among: others, store: roots),
+        probed.scts = SCTVerifier.check(leaf: leaf, issuer: SCTVerifier.issuer(ofLeafOf: building.path, presented: certificates, leaf: leaf, store: roots),
                                         delivered: [], logs: ctLogs)
         probed.ctLogs = ctLogs
         return probed

@@ -275,9 +275,7 @@ public final class TLSScanner: Sendable {
             })
         probed.ctLogs = options.ctLogs
         if attempt.observation != nil, let leaf = sent.first {
-            // The path's issuer when it was sent (its signature already checked), else a search.
-            let pathIssuer = building.path.count > 1 ? building.path[1].presentedIndex.flatMap { sent.indices.contains($0) ? sent[$0] : nil } : nil
-            let issuer = pathIssuer ?? SCTVerifier.issuer(of: leaf, among: Array(sent.dropFirst()), store: trustStore)
+            let issuer = SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore)
             probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: options.ctLogs)
         }
         return probed
