@@ -76,6 +76,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var headers: HTTPHeadersReport?
     /// Heartbleed, CCS injection and ROBOT (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
+    /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
+    public var app: AppHostOutcome?
 
     /// This result with its opt-in checks' reports (as read back from a store).
     public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,

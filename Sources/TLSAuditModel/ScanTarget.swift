@@ -27,6 +27,8 @@ public struct ScanTarget: Hashable, Sendable {
     public var checks: Set<OptionalCheck> = []
     /// The path `checks: [headers]` asks for (default `/`).
     public var headersPath: String?
+    /// Judged by one iOS app's ATS rules for this host (`app:`, written by `tlsaudit app import`), not a generic client's.
+    public var app: AppHostRules?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

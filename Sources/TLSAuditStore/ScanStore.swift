@@ -17,6 +17,8 @@ public struct StoredScan: Sendable, Codable {
     /// The fleet lease the scan was taken under (nil outside a fleet's claims): the store writes
     /// it only while that lease is still the work row's newest.
     public var fence: ScanFence?
+    /// The target's configured tags (`tags:`; `app:BUNDLE_ID` for an imported app's targets).
+    public var tags: [String] = []
 
     public init(target: String, host: String, port: Int, sni: String?, result: AddressScanResult,
                 node: String? = nil, vantage: String? = nil, fence: ScanFence? = nil) {
@@ -89,12 +91,16 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     public var pinState: PinEvaluation.State
     /// The `trust.*` errors of the latest scan (what is behind `ats.trust`: `trust.expired`, ...).
     public var trustErrors: [FindingID] = []
+    /// The target's tags as of its latest scan.
+    public var tags: [String] = []
+    /// For a target judged by an app's rules: the latest scan's outcome for that app.
+    public var app: AppHostOutcome?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case target, address, host, port, lastScanAt, lastObservationID = "lastObservationId", status, policy, compliant
         case failedRules, earliestExpiry, leafFingerprint, leafSPKI = "leafSpki", failureCategory, consecutiveFailures
-        case lastSuccessAt, pinState, trustErrors
+        case lastSuccessAt, pinState, trustErrors, tags, app
     }
 
     /// The reasons to show: the failed rules, `ats.trust` replaced by the trust errors behind it.
