@@ -36,6 +36,8 @@ public struct ProbedAddress: Sendable {
     public var inventory: ServerInventory?
     public var headers: HTTPHeadersReport?
     public var vulnerabilities: VulnerabilityReport?
+    /// For a target judged by an app's rules (`ScanTarget.app`): the probe of that app's `ats` configuration.
+    public var appProbes: ATSProbes?
 
     public init(address: String, family: String, port: Int, startedAt: Date, durationMs: Int, handshake: HandshakeObservation?,
                 atsClientRefusal: String?, failure: ProbeFailure?, presented: [CertificateSummary], building: PathBuildingResult,

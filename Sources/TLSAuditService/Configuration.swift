@@ -71,6 +71,8 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var checks: Set<OptionalCheck> = []
     /// The path `checks: [headers]` asks for (default `/`).
     public var headersPath: String?
+    /// Judged by one iOS app's ATS rules for this host (`app:`, as `tlsaudit app import` writes it).
+    public var app: AppHostRules?
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
@@ -109,6 +111,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.starttls = starttls
         target.checks = checks
         target.headersPath = headersPath
+        target.app = app
         return target
     }
 }
@@ -310,7 +313,7 @@ struct ConfigurationParser {
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
     static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
-                              "vantage", "starttls", "checks", "headers_path"]
+                              "vantage", "starttls", "checks", "headers_path", "app"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -332,6 +335,7 @@ struct ConfigurationParser {
         var starttls: STARTTLSSetting?
         var checks: Set<OptionalCheck>?
         var headersPath: String?
+        var app: AppHostRules?
         /// The port and the policy came from `defaults:`, which are for HTTPS targets: a STARTTLS
         /// target takes its protocol's port and the trust policy instead.
         var portFromDefaults = false
@@ -344,6 +348,7 @@ struct ConfigurationParser {
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
                      pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
                      vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls, checks: other.checks ?? checks, headersPath: other.headersPath ?? headersPath,
+                     app: other.app ?? app,
                      portFromDefaults: other.port == nil && portFromDefaults, policyFromDefaults: other.policy == nil && policyFromDefaults)
         }
     }
@@ -532,7 +537,7 @@ struct ConfigurationParser {
         let policy = resolved.policy.flatMap { starttls != nil && resolved.policyFromDefaults ? nil : $0 }
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let sni = resolved.sni ?? (IPAddress.canonical(host) == nil ? host : nil)
-        return TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
+        var configured = TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
                                    timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue,
                                    // The ATS policies are for app traffic: a STARTTLS service is judged by the trust rules unless told otherwise.
@@ -542,6 +547,15 @@ struct ConfigurationParser {
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls,
                                    checks: resolved.checks ?? [], headersPath: resolved.headersPath)
+        if let app = resolved.app {
+            configured.app = app
+            // The app's tag names the app in status, reports, the API and the metrics.
+            if !configured.tags.contains(app.tag) { configured.tags.append(app.tag) }
+            if ![.ats, .atsRuntime].contains(configured.policy) {
+                report(node, "target '\(configured.key)': 'app' judges the target as the app's client, under ats-runtime (or ats); policy \(configured.policy.rawValue) cannot apply")
+            }
+        }
+        return configured
     }
 
     /// The target settings present in a mapping (defaults, a group or a target).
@@ -564,6 +578,7 @@ struct ConfigurationParser {
             }
         }
         if let node = mapping["pins"] { settings.pins = pins(node) }
+        if let node = mapping["app"] { settings.app = appRules(node) }
         if let node = mapping["vantage"] { settings.vantages = vantages(node) }
         if let node = mapping["checks"] {
             let names: [Node] = if case .sequence(let sequence) = node { Array(sequence) } else { [node] }
@@ -593,6 +608,49 @@ struct ConfigurationParser {
             }
         }
         return settings
+    }
+
+    static let appKeys = ["bundle", "entry", "relies_on", "minimum_tls_version", "requires_forward_secrecy", "allows_insecure_http_loads",
+                          "arbitrary_loads", "requires_certificate_transparency"]
+
+    /// `app:`, the ATS rules one iOS app gives the target (`tlsaudit app import` writes it): `bundle`
+    /// (required), `entry` (the NSExceptionDomains key that applies), `relies_on` (its keys), and the
+    /// effective rules, Apple's defaults when absent: `minimum_tls_version` (TLSv1.2),
+    /// `requires_forward_secrecy` (true), `allows_insecure_http_loads`, `arbitrary_loads`,
+    /// `requires_certificate_transparency` (false).
+    private mutating func appRules(_ node: Node) -> AppHostRules? {
+        guard case .mapping(let mapping) = node else {
+            report(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)")
+            return nil
+        }
+        checkKeys(mapping, allowed: Self.appKeys, in: "app")
+        guard let bundleNode = mapping["bundle"], let bundle = string(bundleNode, "a bundle identifier") else {
+            if mapping["bundle"] == nil { report(node, "app: 'bundle' (the app's CFBundleIdentifier) is required") }
+            return nil
+        }
+        var rules = AppHostRules(bundle: bundle, entry: nil, reliesOn: [], minimumTLSVersion: .tls1_2, requiresForwardSecrecy: true,
+                                 allowsInsecureHTTPLoads: false, arbitraryLoads: false, requiresCertificateTransparency: false,
+                                 configuration: "", minimumNegotiatedVersion: nil)
+        if let value = mapping["entry"] { rules.entry = string(value, "an NSExceptionDomains key") }
+        if let value = mapping["relies_on"] {
+            if case .sequence(let keys) = value { rules.reliesOn = keys.compactMap { string($0, "an ATS key") } }
+            else { report(value, "app relies_on must be a list of ATS keys") }
+        }
+        if let value = mapping["minimum_tls_version"], let text = string(value, "TLSv1.0, TLSv1.1, TLSv1.2 or TLSv1.3") {
+            if let version = AppTransportSecurityPolicy.tlsVersionValues[text] { rules.minimumTLSVersion = version }
+            else { report(value, "app minimum_tls_version '\(text)': expected TLSv1.0, TLSv1.1, TLSv1.2 or TLSv1.3 (Apple's spelling)") }
+        }
+        if let value = mapping["requires_forward_secrecy"], let flag = boolean(value) { rules.requiresForwardSecrecy = flag }
+        if let value = mapping["allows_insecure_http_loads"], let flag = boolean(value) { rules.allowsInsecureHTTPLoads = flag }
+        if let value = mapping["arbitrary_loads"], let flag = boolean(value) { rules.arbitraryLoads = flag }
+        if let value = mapping["requires_certificate_transparency"], let flag = boolean(value) { rules.requiresCertificateTransparency = flag }
+        if rules.arbitraryLoads {
+            // ATS off lifts the minimums, as the app's own model does.
+            rules.minimumTLSVersion = .tls1_0
+            rules.requiresForwardSecrecy = false
+            rules.allowsInsecureHTTPLoads = true
+        }
+        return rules.derived
     }
 
     /// `vantage: any` (the default), `all`, a vantage name or a list of them.

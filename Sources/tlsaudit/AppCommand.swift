@@ -10,7 +10,7 @@ struct AppCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "app",
         abstract: "Judge the servers an iOS app calls by the app's own ATS exceptions and pins.",
-        subcommands: [AppAuditCommand.self]
+        subcommands: [AppAuditCommand.self, AppImportCommand.self]
     )
 }
 
@@ -34,11 +34,7 @@ struct AppAuditCommand: ParsableCommand {
     @Argument(help: "Info.plist, .app directory or .ipa.")
     var path: String
 
-    @Option(name: .customLong("host"), help: "A host the app calls, HOST[:PORT] (repeatable).")
-    var hosts: [String] = []
-
-    @Option(name: .customLong("hosts-file"), help: "File with one HOST[:PORT] per line; '#' starts a comment.")
-    var hostsFile: String?
+    @OptionGroup var hostOptions: AppHostOptions
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -58,7 +54,7 @@ struct AppAuditCommand: ParsableCommand {
         let enumerator = Enumerator(scanner: scanner)
 
         var probed: [AppAudit.ProbedHost] = []
-        for text in try hostList(policy) {
+        for text in try hostOptions.hosts(for: policy, path: path) {
             let target = try parseSingleTarget(text, connectTo: connection.connectTo, starttls: connection.starttls)
             let name = target.sni ?? target.host
             switch scanner.addresses(for: target) {
@@ -77,30 +73,6 @@ struct AppAuditCommand: ParsableCommand {
         case .text: StandardStream.output.write(Self.text(report))
         }
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
-    }
-
-    /// `--host` and `--hosts-file` first (their ports), then every name the plist gives exactly
-    /// (exception and pinned domains; not ranges) on port 443 unless already listed.
-    func hostList(_ policy: AppTransportSecurityPolicy) throws -> [String] {
-        var list = hosts
-        if let hostsFile {
-            let bytes: [UInt8]
-            do { bytes = try InputLimits.read(hostsFile, limit: InputLimits.configurationBytes, what: "hosts file") } catch {
-                throw ValidationError(error.description)
-            }
-            list += String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline)
-                .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) }
-                .filter { !$0.isEmpty }
-        }
-        let named = Set(try list.map { try ScanTarget.parse($0, defaultPort: 443).host.lowercased() })
-        let domains = policy.exceptionDomains.map(\.domain) + policy.pinnedDomains.map(\.domain)
-        for domain in domains where !domain.contains("/") && !named.contains(domain.lowercased()) && !list.contains(domain) {
-            list.append(domain.contains(":") ? "[\(domain)]" : domain)
-        }
-        guard !list.isEmpty else {
-            throw ValidationError("\(path): the app names no exception or pinned domain: give the hosts it calls with --host or --hosts-file.")
-        }
-        return list
     }
 
     static func text(_ report: AppAuditReport) -> String {

@@ -343,6 +343,50 @@ struct ConfigurationTests {
                     .contains("not both") == true)
     }
 
+    @Test("app: an app's effective ATS rules per target (as app import writes them): the probe that stands for them, the app tag added; mistakes named with their line")
+    func appRules() throws {
+        let configuration = try parse("""
+            groups:
+              - name: app shop
+                tags: [mobile]
+                targets:
+                  - host: legacy.example
+                    app: {bundle: com.example.shop, entry: legacy.example, relies_on: [NSExceptionMinimumTLSVersion, NSExceptionRequiresForwardSecrecy],
+                          minimum_tls_version: TLSv1.0, requires_forward_secrecy: false}
+                  - {host: open.example, app: {bundle: com.example.shop, arbitrary_loads: true, relies_on: [NSAllowsArbitraryLoads]}}
+                  - {host: strict.example, app: {bundle: com.example.shop, entry: strict.example, minimum_tls_version: TLSv1.3}}
+                  - {host: web.example, app: {bundle: com.example.shop, entry: web.example, allows_insecure_http_loads: true}}
+                  - {host: plain.example, app: {bundle: com.example.shop}}
+            """)
+        let targets = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.host, $0) })
+        let legacy = try #require(targets["legacy.example"]?.app)
+        #expect(legacy.configuration == "TLSv1.0+no-forward-secrecy" && legacy.minimumTLSVersion == .tls1_0 && !legacy.requiresForwardSecrecy)
+        #expect(legacy.reliesOn == ["NSExceptionMinimumTLSVersion", "NSExceptionRequiresForwardSecrecy"] && legacy.entry == "legacy.example")
+        #expect(targets["legacy.example"]?.tags == ["mobile", "app:com.example.shop"], "the app's tag is added to the group's")
+        #expect(targets["legacy.example"]?.scanTarget.app == legacy, "the scanner gets the rules")
+        let open = try #require(targets["open.example"]?.app)
+        #expect(open.configuration == "arbitrary-loads" && open.arbitraryLoads && open.minimumTLSVersion == .tls1_0)
+        #expect(targets["strict.example"]?.app?.configuration == "TLSv1.3")
+        #expect(targets["web.example"]?.app?.configuration == "insecure-http-loads")
+        #expect(targets["plain.example"]?.app?.configuration == "default" && targets["plain.example"]?.app?.reliesOn == [])
+        #expect(targets["plain.example"]?.tags == ["mobile", "app:com.example.shop"])
+
+        let mistakes = errors("""
+            targets:
+              - {host: a.example, app: {entry: a.example}}
+              - {host: b.example, app: {bundle: x, minimum_tls_version: "1.2"}}
+              - {host: c.example, app: {bundle: x, requires_fs: false}}
+              - {host: d.example, policy: mozilla-modern, app: {bundle: x}}
+              - {host: e.example, app: com.example.shop}
+            """)
+        #expect(mistakes.map(\.line) == [2, 3, 4, 5, 6], "\(mistakes)")
+        #expect(mistakes[0].message.contains("'bundle'"), "\(mistakes[0])")
+        #expect(mistakes[1].message.contains("TLSv1.2"), "\(mistakes[1])")
+        #expect(mistakes[2].message.contains("requires_fs"), "\(mistakes[2])")
+        #expect(mistakes[3].message.contains("mozilla-modern"), "\(mistakes[3])")
+        #expect(mistakes[4].message.contains("mapping"), "\(mistakes[4])")
+    }
+
     @Test("bad YAML names the line")
     func badYAML() {
         let problems = errors("targets:\n  - a.example\n  - [unclosed\n")

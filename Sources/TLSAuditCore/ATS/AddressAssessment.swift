@@ -65,6 +65,10 @@ public enum AddressAssessment {
                                                                          vulnerabilities: result.vulnerabilities)) : nil
         } ?? (assessChainOnly(presented: presented, building: building, revocation: result.chain?.revocation, context: context),
               notScanned(policy))
+        // A target judged by an app's rules: as that app's client found it when scanned.
+        if let app = result.app, result.handshake != nil, result.error == nil {
+            (findings, verdict) = applying(app, to: findings, policy: policy)
+        }
         // Reports judge history again: the same per-scan budget as the scan itself.
         var chain = result.chain
         RecordBudget.bound(chain: &chain, findings: &findings)

@@ -27,6 +27,12 @@ extension AddressAssessment {
             verdict = notScanned(target.policy)
         }
         if probed.failure != nil { verdict = notScanned(target.policy) }
+        var app: AppHostOutcome?
+        if let rules = target.app {
+            let outcome = appOutcome(rules, host: target.sni ?? target.host, probes: probed.appProbes, failure: probed.failure)
+            app = outcome
+            if probed.failure == nil, handshake != nil { (findings, verdict) = applying(outcome, to: findings, policy: target.policy) }
+        }
         var pin: PinEvaluation?
         if let pins = target.pins, !presented.isEmpty || probed.failure == nil {
             let evaluation = pinEvaluation(pins, probed: probed, findings: findings, context: context)
@@ -43,6 +49,7 @@ extension AddressAssessment {
                                        chain: probed.chain, findings: findings, ats: verdict, pin: pin)
             .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities)
         result.enumeration = probed.enumeration?.judged()
+        result.app = app
         return result.withinBudget()
     }
 

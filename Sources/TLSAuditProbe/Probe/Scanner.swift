@@ -231,6 +231,11 @@ public final class TLSScanner: Sendable {
                 probed.vulnerabilities = checks.vulnerabilities(address, target: target)
             }
         }
+        if probed.failure == nil, let app = target.app {
+            // The handshake the app's own client makes (its ATS configuration), judged as `app audit` judges it.
+            probed.appProbes = Enumerator(scanner: self, perHostConcurrency: 1)
+                .atsProbes(address, target: target, trustStore: trustStore ?? options.trustStore, only: [app.configuration])
+        }
         return judge(probed, target)
     }
 

@@ -1,0 +1,104 @@
+public import Foundation
+
+extension AppHostRules {
+    /// The rules `effective` gives its host, for a target's `app:` setting: with the `ats`
+    /// configuration that stands for them and the keys a passing verdict relies on.
+    public init(bundle: String, effective: EffectiveHostPolicy, declaredKeys: [String]) {
+        let probe = effective.atsProbe
+        var relied: [String]
+        switch effective.source {
+        case .exceptionDomain:
+            // The keys that relax something; NSIncludesSubdomains only when it is how the entry reaches the host.
+            relied = declaredKeys.filter { AppAudit.relaxes($0) && $0 != "NSIncludesSubdomains" }
+            if effective.entry != effective.host, declaredKeys.contains("NSIncludesSubdomains") { relied.insert("NSIncludesSubdomains", at: 0) }
+        case .arbitraryLoads: relied = ["NSAllowsArbitraryLoads"]
+        case .localNetworking: relied = ["NSAllowsLocalNetworking"]
+        case .defaultATS: relied = []
+        }
+        self.init(bundle: bundle, entry: effective.entry, reliesOn: relied, minimumTLSVersion: effective.minimumTLSVersion,
+                  requiresForwardSecrecy: effective.requiresForwardSecrecy, allowsInsecureHTTPLoads: effective.allowsInsecureHTTPLoads,
+                  arbitraryLoads: effective.arbitraryLoads, requiresCertificateTransparency: effective.requiresCertificateTransparency,
+                  configuration: probe.configuration, minimumNegotiatedVersion: probe.minimumNegotiatedVersion)
+    }
+
+    /// These rules with the configuration derived from them (as read from a configuration file,
+    /// where only the rules are written).
+    public var derived: AppHostRules {
+        let probe = EffectiveHostPolicy(self, host: entry ?? "").atsProbe
+        var copy = self
+        copy.configuration = probe.configuration
+        copy.minimumNegotiatedVersion = probe.minimumNegotiatedVersion
+        return copy
+    }
+}
+
+extension EffectiveHostPolicy {
+    /// The policy a target's `app:` rules stand for (pins are the target's `pins:`, not repeated here).
+    public init(_ rules: AppHostRules, host: String) {
+        let source: Source = if let entry = rules.entry { .exceptionDomain(entry) }
+            else if rules.reliesOn == ["NSAllowsLocalNetworking"] { .localNetworking }
+            else if rules.arbitraryLoads { .arbitraryLoads }
+            else { .defaultATS }
+        self.init(host: AppTransportSecurityPolicy.normalized(host), minimumTLSVersion: rules.minimumTLSVersion,
+                  requiresForwardSecrecy: rules.requiresForwardSecrecy, allowsInsecureHTTPLoads: rules.allowsInsecureHTTPLoads,
+                  arbitraryLoads: rules.arbitraryLoads, requiresCertificateTransparency: rules.requiresCertificateTransparency,
+                  pins: nil, source: source, reason: "app \(rules.bundle): " + (rules.entry.map { "NSExceptionDomains entry '\($0)'" } ?? "its global rules"),
+                  pinReason: "the target's pins")
+    }
+}
+
+extension AddressAssessment {
+    /// Whether the app's client connects, judged on the probe of its configuration exactly as
+    /// `tlsaudit app audit` judges it (`AppAudit.outcome`), so both give the same per-host answer.
+    public static func appOutcome(_ rules: AppHostRules, host: String, probes: ATSProbes?, failure: ProbeFailure?) -> AppHostOutcome {
+        guard let probes, failure == nil, probes.noTLSServer == nil else {
+            let failure = failure ?? probes?.noTLSServer
+            return AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
+                                  connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
+                                  detail: failure?.description ?? "not reached")
+        }
+        let outcome = AppAudit.outcome(EffectiveHostPolicy(rules, host: host), probes: probes, diagnostics: ATSDiagnostics.judge(probes),
+                                       host: host)
+        return AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
+                              connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail)
+    }
+
+    /// The rules of a generic Apple client that an app's exception lifts when that app's client
+    /// connects: the transport rules always; the ECC key-size rule with forward secrecy; trust too
+    /// when the app evaluates it itself (insecure HTTP loads).
+    static func liftedRules(configuration: String) -> Set<FindingID> {
+        var lifted: Set<FindingID> = [.atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsHandshake]
+        // The configuration names say what they relax (`ATSConfigurationName`).
+        if configuration.contains("no-forward-secrecy") || configuration.hasPrefix(ATSConfigurationName.arbitraryLoads) {
+            lifted.insert(.atsKeySize)
+        }
+        if configuration.hasPrefix(ATSConfigurationName.insecureHTTPLoads) || configuration == ATSConfigurationName.arbitraryLoadsOwnTrustEvaluation {
+            lifted.formUnion([.atsTrust, .atsSignatureHash, .atsKeySize])
+        }
+        return lifted
+    }
+
+    /// The findings and verdict of a target judged by an app's rules: when the app's client
+    /// connects, what its exception lifts is kept as information naming the exception relied on;
+    /// when it does not, the verdict fails even where a generic client would pass.
+    public static func applying(_ outcome: AppHostOutcome, to findings: [Finding], policy: CompliancePolicy) -> (findings: [Finding], verdict: ATSVerdict) {
+        var adjusted = findings
+        if outcome.connects {
+            let lifted = liftedRules(configuration: outcome.configuration)
+            for index in adjusted.indices where adjusted[index].severity == .error && lifted.contains(adjusted[index].id) {
+                adjusted[index].severity = .info
+                adjusted[index].message = "Lifted for app \(outcome.bundle) by \(outcome.reliance): " + adjusted[index].message
+            }
+        } else if policy.verdict(from: adjusted).compliant {
+            adjusted.append(Finding(.atsHandshake, .error,
+                "App \(outcome.bundle)'s client (ATS configuration \(outcome.configuration)) does not connect: \(outcome.detail) (\(outcome.reasons.joined(separator: ", ")))."))
+        }
+        let sorted = sort(adjusted)
+        return (sorted, policy.verdict(from: sorted))
+    }
+}
+
+extension AppAudit {
+    /// `key` is an exception that relaxes a rule (not a requirement such as NSRequiresCertificateTransparency).
+    static func relaxes(_ key: String) -> Bool { removing(key, from: .init(domain: "")) != nil }
+}
