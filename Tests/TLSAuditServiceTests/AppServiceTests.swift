@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TLSAuditLab
+import TLSAuditModel
+import TLSAuditService
+
+/// An app watched by the service: `app import` writes the targets, `serve` scans them, and
+/// `status --tag app:BUNDLE_ID` answers host by host what `app audit` answers.
+@Suite("app import + serve")
+struct AppServiceTests {
+    static let bundle = "test.tlsaudit.shop"
+    static let names = ["modern.shop.test", "legacy.shop.test", "nofs.shop.test", "plain.shop.test"]
+
+    @Test("the same per-host answers from app audit and from app import + serve in status --tag, with the exception each compliant host relies on")
+    func importThenServe() throws {
+        let lab = ServiceLab.shared
+        let leaf = try lab.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
+        let modern = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
+                                                             cipherList: "ECDHE-RSA-AES128-SHA"))
+        let noForwardSecrecy = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate], minVersion: .tls1_2, maxVersion: .tls1_2,
+                                                                       cipherList: "AES128-GCM-SHA256"))
+        defer { modern.stop(); legacy.stop(); noForwardSecrecy.stop() }
+        let workspace = try lab.workspace("app-import")
+        let plist = workspace.appendingPathComponent("Info.plist").path
+        try """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0"><dict>
+            <key>CFBundleIdentifier</key><string>\(Self.bundle)</string>
+            <key>NSAppTransportSecurity</key><dict>
+              <key>NSExceptionDomains</key><dict>
+                <key>legacy.shop.test</key><dict><key>NSExceptionMinimumTLSVersion</key><string>TLSv1.0</string></dict>
+                <key>nofs.shop.test</key><dict><key>NSExceptionRequiresForwardSecrecy</key><false/></dict>
+              </dict>
+              <key>NSPinnedDomains</key><dict>
+                <key>modern.shop.test</key><dict><key>NSPinnedLeafIdentities</key><array>
+                  <dict><key>SPKI-SHA256-BASE64</key><string>\(leaf.summary.spkiSHA256)</string></dict></array></dict>
+              </dict>
+            </dict></dict></plist>
+            """.write(toFile: plist, atomically: true, encoding: .utf8)
+        let hosts = ["modern.shop.test:\(modern.port)", "legacy.shop.test:\(legacy.port)", "nofs.shop.test:\(noForwardSecrecy.port)",
+                     "plain.shop.test:\(legacy.port)"].flatMap { ["--host", $0] }
+        let common = ["--connect-to", "127.0.0.1", "--ca-file", lab.rootFile, "--timeout", "3"]
+
+        let audit = try Binary.run(["app", "audit", plist, "--format", "json"] + hosts + common)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [String: Any], "\(audit.stderr)")
+        let audited = try #require(report["hosts"] as? [[String: Any]])
+        var connects: [String: Bool] = [:]
+        for host in audited { connects["\(host["host"]!):\(host["port"]!)"] = host["connects"] as? Bool }
+        #expect(connects == ["modern.shop.test:\(modern.port)": true, "legacy.shop.test:\(legacy.port)": true,
+                             "nofs.shop.test:\(noForwardSecrecy.port)": true, "plain.shop.test:\(legacy.port)": false], "\(audit.stdout)")
+
+        let imported = workspace.appendingPathComponent("app.yaml").path
+        let written = try Binary.run(["app", "import", plist, "--output", imported] + hosts + common)
+        #expect(written.status == 0, "\(written.stderr)")
+        let yaml = try String(contentsOfFile: imported, encoding: .utf8)
+        let configuration = try ServiceConfiguration.parse(yaml: yaml, file: imported, baseDirectory: workspace.path)
+        let targets = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.host, $0) })
+        #expect(Set(targets.keys) == Set(Self.names))
+        #expect(targets.values.allSatisfy { $0.tags == ["app:\(Self.bundle)"] && $0.app?.bundle == Self.bundle && $0.trust == .caFile(lab.rootFile) })
+        #expect(targets["legacy.shop.test"]?.app?.configuration == "TLSv1.0")
+        #expect(targets["nofs.shop.test"]?.app?.configuration == "no-forward-secrecy")
+        #expect(targets["plain.shop.test"]?.app?.entry == nil && targets["plain.shop.test"]?.app?.configuration == "default")
+        #expect(targets["modern.shop.test"]?.pins?.leafIdentities == [leaf.summary.spkiSHA256], "NSPinnedDomains become the target's pins")
+
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("serve.yaml").path
+        try ("database: \(database)\n" + yaml).write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 20) }
+        var rows: [[String: Any]] = []
+        try service.wait("four app targets in status --tag", timeout: 60) {
+            let status = try Binary.run(["status", "--database", database, "--tag", "app:\(Self.bundle)", "--format", "json"])
+            let document = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            rows = document?["targets"] as? [[String: Any]] ?? []
+            return rows.count == 4
+        }
+        for row in rows {
+            let target = try #require(row["target"] as? String)
+            #expect(row["compliant"] as? Bool == connects[target], "\(target): status says \(row["compliant"] ?? "nil"), app audit says \(connects[target] ?? false)")
+            let app = try #require(row["app"] as? [String: Any], "\(row)")
+            #expect(app["connects"] as? Bool == connects[target])
+            #expect((row["tags"] as? [String]) == ["app:\(Self.bundle)"])
+        }
+        let byTarget = Dictionary(uniqueKeysWithValues: rows.map { ($0["target"] as! String, $0["app"] as! [String: Any]) })
+        #expect(byTarget["legacy.shop.test:\(legacy.port)"]?["relies_on"] as? [String] == ["NSExceptionMinimumTLSVersion"])
+        #expect(byTarget["nofs.shop.test:\(noForwardSecrecy.port)"]?["relies_on"] as? [String] == ["NSExceptionRequiresForwardSecrecy"])
+        #expect(byTarget["legacy.shop.test:\(legacy.port)"]?["entry"] as? String == "legacy.shop.test")
+        let text = try Binary.run(["status", "--database", database, "--tag", "app:\(Self.bundle)"])
+        #expect(text.stdout.contains("NSExceptionDomains 'legacy.shop.test' (NSExceptionMinimumTLSVersion)"), "\(text.stdout)")
+        let other = try Binary.run(["status", "--database", database, "--tag", "app:some.other.app", "--format", "json"])
+        #expect(other.stdout.contains("\"targets\" : [\n\n  ]") || other.stdout.contains("\"targets\":[]") || !other.stdout.contains("shop.test"),
+                "\(other.stdout)")
+    }
+}
