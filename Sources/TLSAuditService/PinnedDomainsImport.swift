@@ -11,11 +11,12 @@ public struct PinnedDomain: Sendable, Hashable {
     /// NSPinnedCAIdentities' SPKI-SHA256-BASE64 values.
     public var caIdentities: [String]
 
-    /// Apple's matching: the domain itself, or any subdomain when NSIncludesSubdomains is set.
+    /// Apple's matching: the domain itself, or with NSIncludesSubdomains a subdomain one label
+    /// below it (`AppTransportSecurityPolicy`'s rule, docs/apple-rules.md section 6).
     public func covers(_ host: String) -> Bool {
         let host = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
         let domain = domain.lowercased()
-        return host == domain || (includesSubdomains && host.hasSuffix("." + domain))
+        return host == domain || (includesSubdomains && AppTransportSecurityPolicy.isChild(host, of: domain))
     }
 
     public var policy: PinPolicy { PinPolicy(leafIdentities: leafIdentities, caIdentities: caIdentities) }
@@ -125,7 +126,7 @@ public enum PinnedDomainsImport {
             uncovered.removeAll { mine.contains($0) }
             out += "  - name: \(quoted("pinned:" + domain.domain))\n"
             out += "    # NSIncludesSubdomains: \(domain.includesSubdomains)"
-            out += domain.includesSubdomains ? " (add any subdomain to this group's targets)\n" : " (the exact name only)\n"
+            out += domain.includesSubdomains ? " (add the names one label below it to this group's targets)\n" : " (the exact name only)\n"
             out += "    pins:\n"
             if !domain.leafIdentities.isEmpty {
                 out += "      leaf_identities:\n" + domain.leafIdentities.map { "        - \(quoted($0))\n" }.joined()

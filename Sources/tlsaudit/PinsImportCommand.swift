@@ -27,7 +27,7 @@ struct PinsImportCommand: ParsableCommand {
     @Argument(help: "The property list (XML or binary).")
     var plist: String
 
-    @Option(name: .customLong("host"), help: "Hosts to place under the pinned domain that covers them (Apple's NSIncludesSubdomains meaning); repeatable.")
+    @Option(name: .customLong("host"), help: "Hosts to place under the pinned domain that covers them (Apple's NSIncludesSubdomains meaning: one label below the domain); repeatable.")
     var hosts: [String] = []
 
     @Option(help: "Write the YAML here instead of standard output.")
@@ -44,7 +44,7 @@ struct PinsImportCommand: ParsableCommand {
         for warning in result.warnings { StandardStream.error.write("warning: \(warning)\n") }
         let (yaml, uncovered) = PinnedDomainsImport.yaml(for: result.domains, hosts: hosts, source: plist)
         for host in uncovered {
-            StandardStream.error.write("note: no pinned domain covers \(host); it is left out\n")
+            StandardStream.error.write("note: no pinned domain covers \(host); it is left out (NSIncludesSubdomains reaches one label below its domain only)\n")
         }
         if let output {
             do {

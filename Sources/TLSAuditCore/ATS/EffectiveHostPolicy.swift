@@ -137,7 +137,7 @@ extension AppTransportSecurityPolicy {
     }
 
     /// `host` is `key` with exactly one more label in front (Apple's NSIncludesSubdomains reach).
-    static func isChild(_ host: String, of key: String) -> Bool {
+    public static func isChild(_ host: String, of key: String) -> Bool {
         guard HostKind(key: key) == .name, host.hasSuffix("." + key) else { return false }
         let label = host.dropLast(key.count + 1)
         return !label.isEmpty && !label.contains(".")
