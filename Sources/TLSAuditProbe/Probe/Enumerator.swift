@@ -216,6 +216,12 @@ public final class Enumerator: Sendable {
             return chain
         }
         let chains = attempts.map(chain(of:))
+        /// The leaf's SCTs as this handshake showed them, checked against the scan's log list (as `scan` does).
+        func scts(of attempt: HandshakeAttempt, chain: ProbedChainPath?) -> [SignedCertificateTimestamp] {
+            guard attempt.observation != nil, let leaf = attempt.presented.first, let chain else { return [] }
+            let issuer = SCTVerifier.issuer(ofLeafOf: chain.building.path, presented: attempt.presented, leaf: leaf, store: trustStore)
+            return SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: scanner.options.ctLogs)
+        }
         // The public-trust rules follow the anchor: the first anchored chain's, else the store's kind.
         let anchoredPublicly = chains.lazy.compactMap { $0.flatMap { PublicRoots.anchorIn($0.building) } }.first.map { !$0.isEmpty }
         var judged = ATSProbes(
@@ -223,12 +229,16 @@ public final class Enumerator: Sendable {
             privateAnchors: !(anchoredPublicly ?? trustStore.isPublic),
             configurations: zip(configurations, zip(attempts, chains)).map { configuration, attemptAndChain in
                 let (attempt, chain) = attemptAndChain
-                return ATSConfigurationProbe(name: configuration.name, exception: configuration.exception,
-                                             forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
-                                             diagnostic: configuration.diagnostic, handshake: attempt.observation,
-                                             failure: attempt.failure, chain: chain)
+                var probe = ATSConfigurationProbe(name: configuration.name, exception: configuration.exception,
+                                                  forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
+                                                  diagnostic: configuration.diagnostic, handshake: attempt.observation,
+                                                  failure: attempt.failure, chain: chain)
+                probe.scts = scts(of: attempt, chain: chain)
+                if chain != nil { probe.buildWithPinnedAnchors = PathBuilder.pinnedAnchorBuilder(presented: attempt.presented, at: time) }
+                return probe
             })
         judged.trustStore = trustStore.label
+        judged.ctLogs = scanner.options.ctLogs
         return judged
     }
 }
