@@ -106,7 +106,7 @@ public enum AppAudit {
             if !unneeded.isEmpty, unneeded.count == exceptionKeys.count, covered.allSatisfy({ !judged[$0].connects }) {
                 note = "none of its keys helps: the hosts fail for a reason no ATS key lifts (\(Set(covered.flatMap { judged[$0].reasons }).sorted().joined(separator: ", ")))"
             } else if unneeded.isEmpty {
-                note = "every declared exception is needed by some host it covers"
+                note = "removing any declared key changes some covered host's outcome"
             } else {
                 note = "removing \(unneeded.joined(separator: ", ")) changes no covered host's outcome (probed without it)"
                     + (unneeded.contains(where: { $0.hasSuffix("AllowsInsecureHTTPLoads") })
