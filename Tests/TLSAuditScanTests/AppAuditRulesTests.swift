@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditModel
+import TLSAuditProbe
 
 /// `app audit`'s rules beyond the exception entries: AFNetworking's AFSecurityPolicy with the
 /// bundle's certificates, the global keys, Certificate Transparency, the TLS version a selection
@@ -178,5 +179,37 @@ extension AppAuditTests {
         #expect(!failing.connects && failing.reasons == ["ats.tls-version"] && failing.probe == "insecure-http-loads", "\(failing)")
         #expect(failing.detail.contains("TLS 1.2"), "\(failing.detail)")
         #expect(hosts["tls13.app.test"]?.connects == true, "\(String(describing: hosts["tls13.app.test"]))")
+    }
+
+    @Test("the per-host judgement on the app's configuration alone (what the service probes) equals the one on the whole matrix")
+    func singleConfiguration() throws {
+        let (modern, leaf) = try server()
+        let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
+                                                             cipherList: "ECDHE-RSA-AES128-SHA"))
+        let (tls12, _) = try server(["tls12.app.test"], maxVersion: .tls1_2)
+        defer { modern.stop(); legacy.stop(); tls12.stop() }
+        var policy = AppTransportSecurityPolicy()
+        policy.exceptionDomains = [
+            .init(domain: "legacy.app.test", minimumTLSVersion: .tls1_0, declaredKeys: ["NSExceptionMinimumTLSVersion"]),
+            .init(domain: "tls12.app.test", allowsInsecureHTTPLoads: true, minimumTLSVersion: .tls1_3,
+                  declaredKeys: ["NSExceptionAllowsInsecureHTTPLoads", "NSExceptionMinimumTLSVersion"]),
+        ]
+        let store = try TrustStore(caFile: pki.rootFile)
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store), judge: AddressAssessment.judge)
+        let enumerator = Enumerator(scanner: scanner)
+        for (host, port, connects) in [("modern.app.test", modern.port, true), ("legacy.app.test", legacy.port, true),
+                                       ("tls12.app.test", tls12.port, false)] {
+            let target = ScanTarget(original: host, host: host, port: port, sni: host, connectTo: [try ConnectAddress.parse("127.0.0.1")])
+            let address = try #require(try scanner.addresses(for: target).get().first)
+            let probes = enumerator.atsProbes(address, target: target, trustStore: store)
+            let effective = policy.effectivePolicy(for: host)
+            let whole = AppAudit.outcome(effective, probes: probes, diagnostics: ATSDiagnostics.judge(probes), host: host)
+            var single = probes
+            single.configurations = probes.configurations.filter { $0.name == effective.atsProbe.configuration }
+            #expect(single.configurations.count == 1)
+            let alone = AppAudit.outcome(effective, probes: single, diagnostics: ATSDiagnostics.judge(single), host: host)
+            #expect(alone == whole, "\(host): \(alone) vs \(whole)")
+            #expect(whole.connects == connects, "\(host): \(whole)")
+        }
     }
 }
