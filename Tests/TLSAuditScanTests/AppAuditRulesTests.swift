@@ -181,35 +181,43 @@ extension AppAuditTests {
         #expect(hosts["tls13.app.test"]?.connects == true, "\(String(describing: hosts["tls13.app.test"]))")
     }
 
-    @Test("the per-host judgement on the app's configuration alone (what the service probes) equals the one on the whole matrix")
+    @Test("the per-host judgement on the app's configuration alone (what the service probes, `atsProbes(only:)`) equals the one on the whole matrix, CT included")
     func singleConfiguration() throws {
         let (modern, leaf) = try server()
         let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
                                                              cipherList: "ECDHE-RSA-AES128-SHA"))
         let (tls12, _) = try server(["tls12.app.test"], maxVersion: .tls1_2)
-        defer { modern.stop(); legacy.stop(); tls12.stop() }
+        let logs = try [("lab log A", "Lab One"), ("lab log B", "Lab Two"), ("lab log C", "Lab Three")].map { try LabCTLog($0.0, operator: $0.1) }
+        let withSCTs = try pki.intermediate.issue(.server(["ct.app.test"], key: .rsa(bits: 2048)),
+                                                  embedding: logs.map { log in { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) } })
+        let (transparent, _) = try server(leaf: withSCTs)
+        defer { modern.stop(); legacy.stop(); tls12.stop(); transparent.stop() }
         var policy = AppTransportSecurityPolicy()
         policy.exceptionDomains = [
             .init(domain: "legacy.app.test", minimumTLSVersion: .tls1_0, declaredKeys: ["NSExceptionMinimumTLSVersion"]),
             .init(domain: "tls12.app.test", allowsInsecureHTTPLoads: true, minimumTLSVersion: .tls1_3,
                   declaredKeys: ["NSExceptionAllowsInsecureHTTPLoads", "NSExceptionMinimumTLSVersion"]),
+            .init(domain: "ct.app.test", requiresCertificateTransparency: true, declaredKeys: ["NSRequiresCertificateTransparency"]),
+            .init(domain: "modern.app.test", requiresCertificateTransparency: true, declaredKeys: ["NSRequiresCertificateTransparency"]),
         ]
         let store = try TrustStore(caFile: pki.rootFile)
-        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store), judge: AddressAssessment.judge)
+        var options = ScanOptions(timeout: 5, trustStore: store)
+        options.ctLogs = try CTLogList.parse(LabCTLog.listFile(logs.map { ($0, "usable", Date(timeIntervalSince1970: 1_600_000_000)) }), source: "lab")
+        let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         let enumerator = Enumerator(scanner: scanner)
-        for (host, port, connects) in [("modern.app.test", modern.port, true), ("legacy.app.test", legacy.port, true),
-                                       ("tls12.app.test", tls12.port, false)] {
+        for (host, port, reasons) in [("legacy.app.test", legacy.port, []), ("tls12.app.test", tls12.port, ["ats.tls-version"]),
+                                      ("ct.app.test", transparent.port, []), ("modern.app.test", modern.port, ["trust.certificate-transparency"])] {
             let target = ScanTarget(original: host, host: host, port: port, sni: host, connectTo: [try ConnectAddress.parse("127.0.0.1")])
             let address = try #require(try scanner.addresses(for: target).get().first)
-            let probes = enumerator.atsProbes(address, target: target, trustStore: store)
             let effective = policy.effectivePolicy(for: host)
-            let whole = AppAudit.outcome(effective, probes: probes, diagnostics: ATSDiagnostics.judge(probes), host: host)
-            var single = probes
-            single.configurations = probes.configurations.filter { $0.name == effective.atsProbe.configuration }
-            #expect(single.configurations.count == 1)
+            let matrix = enumerator.atsProbes(address, target: target, trustStore: store)
+            let whole = AppAudit.outcome(effective, probes: matrix, diagnostics: ATSDiagnostics.judge(matrix), host: host)
+            let single = enumerator.atsProbes(address, target: target, trustStore: store, only: [effective.atsProbe.configuration])
+            #expect(single.configurations.map(\.name) == [effective.atsProbe.configuration])
             let alone = AppAudit.outcome(effective, probes: single, diagnostics: ATSDiagnostics.judge(single), host: host)
-            #expect(alone == whole, "\(host): \(alone) vs \(whole)")
-            #expect(whole.connects == connects, "\(host): \(whole)")
+            #expect(alone.connects == whole.connects && alone.reasons == whole.reasons && alone.probe == whole.probe,
+                    "\(host): \(alone) vs \(whole)")
+            #expect(whole.reasons == reasons && whole.connects == reasons.isEmpty, "\(host): \(whole)")
         }
     }
 }

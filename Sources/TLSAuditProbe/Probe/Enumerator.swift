@@ -144,8 +144,10 @@ public final class Enumerator: Sendable {
     /// current Apple client offers under that configuration (never a suite it does not send: no
     /// exception unlocks DHE or CBC-SHA256/SHA384), plus the documented list and a permissive
     /// OpenSSL client as diagnostics. What each showed goes to the caller, who draws the conclusion
-    /// with `ATSDiagnostics.judge`.
-    public func atsProbes(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore) -> ATSProbes {
+    /// with `ATSDiagnostics.judge`. `only`, when given, names the configurations to probe
+    /// (`ATSConfigurationName`): one app's rules need only the one `EffectiveHostPolicy.atsProbe`
+    /// chooses, which `AppAudit.outcome` judges as it judges the whole matrix.
+    public func atsProbes(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore, only: Set<String>? = nil) -> ATSProbes {
         let current = ClientContext.atsRuntimeCipherList
         let currentNonFS = current + ":" + Self.staticRSASuites
         struct Configuration: Sendable {
@@ -172,7 +174,7 @@ public final class Enumerator: Sendable {
         let insecure = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
         let tls10 = ["NSExceptionMinimumTLSVersion": "TLSv1.0"]
         let tls11 = ["NSExceptionMinimumTLSVersion": "TLSv1.1"]
-        let configurations = [
+        let matrix = [
             make(ATSConfigurationName.defaultATS, [:], min: .tls1_2),
             make(ATSConfigurationName.documentedList, [:], min: .tls1_2, ciphers: ClientContext.atsCipherList, diagnostic: true),
             make(ATSConfigurationName.tls13, ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, diagnostic: true),
@@ -198,6 +200,7 @@ public final class Enumerator: Sendable {
                           override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,
                           forwardSecrecy: false, judgesTrust: false, diagnostic: true),
         ]
+        let configurations = matrix.filter { only?.contains($0.name) ?? true }
         let probes = ProbeCounter()
         let time = Date()
         let attempts = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration in
