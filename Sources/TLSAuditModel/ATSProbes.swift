@@ -16,6 +16,13 @@ public struct ATSConfigurationProbe: Sendable {
     public var failure: ProbeFailure?
     /// The chain received and its path (built against the target's anchors); nil when none came.
     public var chain: ProbedChainPath?
+    /// Every SCT for the leaf this handshake showed (embedded, TLS extension, stapled OCSP), its
+    /// signature checked against `ATSProbes.ctLogs`: what Apple's CT policy is judged on.
+    public var scts: [SignedCertificateTimestamp] = []
+    /// Builds this chain's path again with the given certificates as its only anchors (partial
+    /// chains allowed), for AFNetworking's certificate mode (`ProbedAddress.buildWithPinnedAnchors`);
+    /// nil when no chain came or nothing can build one.
+    public var buildWithPinnedAnchors: (@Sendable ([Data]) -> PathBuildingResult?)?
 
     public init(name: String, exception: [String: String], forwardSecrecy: Bool, judgesTrust: Bool, diagnostic: Bool,
                 handshake: HandshakeObservation?, failure: ProbeFailure?, chain: ProbedChainPath?) {
@@ -49,7 +56,10 @@ public struct ATSProbes: Sendable {
     /// The store chains were judged against (`apple`, `system`, `ca-file:PATH`...).
     public var trustStore = ""
     /// In the order probed; the first is the default configuration, the last any OpenSSL client.
+    /// A caller that judges one app's rules may hold only the configuration that stands for them.
     public var configurations: [ATSConfigurationProbe]
+    /// The log list the SCTs were checked against (`--ct-log-list`, else tlsaudit's snapshot).
+    public var ctLogs: CTLogList = .shipped
 
     public init(target: String, address: String, domain: String, time: Date, privateAnchors: Bool,
                 configurations: [ATSConfigurationProbe]) {

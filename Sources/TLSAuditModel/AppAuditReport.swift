@@ -32,6 +32,9 @@ public struct AppAuditReport: Codable, Sendable {
         public var serverFixes: [String]
         /// The smallest exception that would make it connect, as `ats` computes it (empty: none needed or none helps).
         public var exceptionNeeded: [String: String]
+        /// `--afnetworking`: AFSecurityPolicy's evaluation of the chain with the bundle's certificates
+        /// as its pinned set (`mismatch` adds `pin.mismatch`); absent without the option.
+        public var afnetworking: PinEvaluation?
 
         public init(host: String, port: Int, address: String?, connects: Bool, reachable: Bool, entry: String?, rule: String,
                     probe: String, reasons: [String], detail: String, pin: String?, pinMessage: String?, serverFixes: [String],
@@ -74,6 +77,52 @@ public struct AppAuditReport: Codable, Sendable {
         }
     }
 
+    /// One global key of NSAppTransportSecurity, over every audited host.
+    public struct GlobalKey: Codable, Sendable {
+        public enum Status: String, Codable, Sendable {
+            /// Removing it changes some audited host's outcome (found on the probes without it).
+            case needed
+            /// Removing it changes no audited host's outcome: drop it.
+            case unneeded
+            /// A TLS probe of URLSession loads cannot tell (AV Foundation or web-view loads only).
+            case notJudged = "not-judged"
+        }
+
+        public var key: String
+        /// `YES` or `NO` as written (`present` when the value is not a boolean but the key still counts).
+        public var value: String
+        public var status: Status
+        /// The audited hosts whose outcome changes without the key.
+        public var hosts: [String]
+        /// What the audit concluded, in a sentence.
+        public var note: String
+
+        public init(key: String, value: String, status: Status, hosts: [String], note: String) {
+            self.key = key
+            self.value = value
+            self.status = status
+            self.hosts = hosts
+            self.note = note
+        }
+    }
+
+    /// `--afnetworking`: the AFSecurityPolicy every host was judged with.
+    public struct AFNetworkingSettings: Codable, Sendable {
+        /// AFSSLPinningMode: `none`, `certificate`, `public-key`.
+        public var mode: PinMode
+        public var allowInvalidCertificates: Bool
+        public var validatesDomainName: Bool
+        /// The bundle's certificate files that make the pinned set (AFNetworking's `certificatesInBundle`).
+        public var certificates: [String]
+
+        public init(mode: PinMode, allowInvalidCertificates: Bool, validatesDomainName: Bool, certificates: [String]) {
+            self.mode = mode
+            self.allowInvalidCertificates = allowInvalidCertificates
+            self.validatesDomainName = validatesDomainName
+            self.certificates = certificates
+        }
+    }
+
     public var schema: String = schemaVersion
     public var toolVersion: String
     /// The file audited.
@@ -85,14 +134,20 @@ public struct AppAuditReport: Codable, Sendable {
     public var problems: [String]
     public var hosts: [Host]
     public var entries: [Entry]
+    /// The global keys the app declares (NSAllowsArbitraryLoads, ...ForMedia, ...InWebContent,
+    /// NSAllowsLocalNetworking), each judged over every audited host.
+    public var global: [GlobalKey]
+    public var afnetworking: AFNetworkingSettings?
     /// NSAppTransportSecurity's exception domains without the unneeded keys, with the missing
     /// exceptions added: plist XML to paste.
     public var correctedDictionary: String
-    /// 0 every host connects and no exception is unneeded; 1 a host fails or a key is unneeded; 2 a host could not be reached.
+    /// 0 every host connects and no exception (entry or global key) is unneeded; 1 a host fails or a
+    /// key is unneeded; 2 a host could not be reached.
     public var exitCode: Int32
 
     public init(toolVersion: String, app: String, bundleIdentifier: String?, trustStore: String, problems: [String],
-                hosts: [Host], entries: [Entry], correctedDictionary: String) {
+                hosts: [Host], entries: [Entry], global: [GlobalKey] = [], afnetworking: AFNetworkingSettings? = nil,
+                correctedDictionary: String) {
         self.toolVersion = toolVersion
         self.app = app
         self.bundleIdentifier = bundleIdentifier
@@ -100,8 +155,10 @@ public struct AppAuditReport: Codable, Sendable {
         self.problems = problems
         self.hosts = hosts
         self.entries = entries
+        self.global = global
+        self.afnetworking = afnetworking
         self.correctedDictionary = correctedDictionary
         exitCode = hosts.contains { !$0.reachable } ? 2
-            : hosts.contains { !$0.connects } || entries.contains { !$0.unneeded.isEmpty } ? 1 : 0
+            : hosts.contains { !$0.connects } || entries.contains { !$0.unneeded.isEmpty } || global.contains { $0.status == .unneeded } ? 1 : 0
     }
 }

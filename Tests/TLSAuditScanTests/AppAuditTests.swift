@@ -14,15 +14,28 @@ struct AppAuditTests {
     /// An Info.plist (XML) whose NSAppTransportSecurity is `ats` (plist XML of the dictionary's content).
     func plist(_ ats: String) throws -> String {
         let file = pki.directory.appendingPathComponent("Info-\(UUID().uuidString.prefix(8)).plist")
-        try """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0"><dict>
-            <key>CFBundleIdentifier</key><string>test.tlsaudit.demo</string>
-            <key>NSAppTransportSecurity</key><dict>\(ats)</dict>
-            </dict></plist>
-            """.write(to: file, atomically: true, encoding: .utf8)
+        try Self.infoPlist(ats).write(to: file, atomically: true, encoding: .utf8)
         return file.path
+    }
+
+    /// An `.app` directory: the Info.plist of `plist(_:)` and `certificates` (file name, DER) at its top.
+    func app(_ ats: String, certificates: [(String, LabCertificate)]) throws -> String {
+        let directory = try AppFixture.directory() + "/Demo.app"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Self.infoPlist(ats).write(toFile: directory + "/Info.plist", atomically: true, encoding: .utf8)
+        for (name, certificate) in certificates { try Data(certificate.der).write(to: URL(fileURLWithPath: directory + "/" + name)) }
+        return directory
+    }
+
+    static func infoPlist(_ ats: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0"><dict>
+        <key>CFBundleIdentifier</key><string>test.tlsaudit.demo</string>
+        <key>NSAppTransportSecurity</key><dict>\(ats)</dict>
+        </dict></plist>
+        """
     }
 
     func audit(_ plist: String, hosts: [String], extra: [String] = []) throws -> (status: Int32, report: AppAuditReport, text: String) {

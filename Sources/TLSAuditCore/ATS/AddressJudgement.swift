@@ -57,13 +57,21 @@ extension AddressAssessment {
     /// with the pinned certificates as its only anchors (partial chains allowed: a pinned leaf is
     /// its own anchor), with dates, and with the name when `validates_domain_name`.
     static func pinEvaluation(_ pins: PinPolicy, probed: ProbedAddress, findings: [Finding], context: TrustContext) -> PinEvaluation {
-        let trustErrors = findings.filter(\.isTrustError)
-        return pins.evaluate(presented: probed.presented, path: probed.building.path, trustErrors: trustErrors) { pinned in
-            guard let pinnedBuilding = probed.buildWithPinnedAnchors(pinned) else {
+        pinEvaluation(pins, presented: probed.presented, path: probed.building.path, trustErrors: findings.filter(\.isTrustError),
+                      context: context, buildWithPinnedAnchors: probed.buildWithPinnedAnchors)
+    }
+
+    /// The pin check of a chain (`presented`, its `path` against the target's anchors and that
+    /// path's `trustErrors`), in AFNetworking's order: what `scan` does for `pins:` and `app audit`
+    /// for `--afnetworking` on the probe that stands for the app's rules.
+    static func pinEvaluation(_ pins: PinPolicy, presented: [CertificateSummary], path: [PathElement], trustErrors: [Finding],
+                                     context: TrustContext, buildWithPinnedAnchors: (([Data]) -> PathBuildingResult?)?) -> PinEvaluation {
+        pins.evaluate(presented: presented, path: path, trustErrors: trustErrors) { pinned in
+            guard let pinnedBuilding = buildWithPinnedAnchors?(pinned) else {
                 return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
             }
             let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
-            var errors = TrustEvaluator.evaluate(presented: probed.presented, building: pinnedBuilding, context: pinnedContext)
+            var errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
                 .filter { $0.severity == .error }
             if !pinnedBuilding.anchored, errors.isEmpty {
                 errors.append(Finding(.trustInvalid, .error, "the chain does not lead to a pinned certificate"))

@@ -18,8 +18,19 @@ extension EffectiveHostPolicy {
     /// ATS off is `arbitrary-loads`; insecure HTTP loads (the app may evaluate trust itself) are
     /// the `insecure-http-loads` family; otherwise the TLS version and forward-secrecy exceptions.
     /// CT and pins are not a question of what the client offers: judge them on the chosen probe's chain.
-    public var atsProbe: ATSProbeSelection {
+    public var atsProbe: ATSProbeSelection { atsProbe(appEvaluatesTrust: false) }
+
+    /// The probe that represents this app's rules for this host when the app answers the server-trust
+    /// challenge itself (AFNetworking's AFSecurityPolicy, `app audit --afnetworking`): where ATS is off
+    /// the system's evaluation no longer stands in the way, so `arbitrary-loads+own-trust-evaluation`;
+    /// elsewhere the same as `atsProbe` (insecure HTTP loads already are the own-trust family, and
+    /// otherwise ATS's default evaluation must pass before the app's counts).
+    public func atsProbe(appEvaluatesTrust: Bool) -> ATSProbeSelection {
         let fs = requiresForwardSecrecy
+        if arbitraryLoads, appEvaluatesTrust {
+            return ATSProbeSelection(configuration: ATSConfigurationName.arbitraryLoadsOwnTrustEvaluation, minimumNegotiatedVersion: nil,
+                                     note: "ATS is off for this host and the app evaluates server trust itself")
+        }
         if arbitraryLoads {
             return ATSProbeSelection(configuration: ATSConfigurationName.arbitraryLoads, minimumNegotiatedVersion: nil,
                                      note: "ATS is off for this host: the client offers TLS 1.0 to 1.3 with and without forward secrecy")

@@ -23,17 +23,24 @@ public enum AppAudit {
     }
 
     /// Whether a host connects under some rules, and why not: what "the outcome changes" compares.
-    struct Outcome: Equatable {
-        var connects: Bool
-        var reasons: [String]
-        var detail: String
-        var probe: String
-        var pin: PinEvaluation?
+    public struct Outcome: Equatable, Sendable {
+        public var connects: Bool
+        /// Finding ids, empty when it connects.
+        public var reasons: [String]
+        public var detail: String
+        /// The configuration judged (`ATSConfigurationName`).
+        public var probe: String
+        /// NSPinnedDomains' evaluation, when an entry pins the host.
+        public var pin: PinEvaluation?
+        /// AFSecurityPolicy's evaluation, when the app has one (`--afnetworking`).
+        public var afnetworking: PinEvaluation?
     }
 
-    /// The audit of `hosts` under `policy`.
+    /// The audit of `hosts` under `policy`; `afnetworking`, when given, is the AFSecurityPolicy the
+    /// app sets for every host (its pinned set the bundle's certificates).
     public static func audit(_ hosts: [ProbedHost], policy: AppTransportSecurityPolicy, app: String, bundleIdentifier: String?,
-                             trustStore: String, toolVersion: String) -> AppAuditReport {
+                             trustStore: String, toolVersion: String, afnetworking: PinPolicy? = nil,
+                             afnetworkingSettings: AppAuditReport.AFNetworkingSettings? = nil) -> AppAuditReport {
         let diagnostics = hosts.map { $0.probes.map(ATSDiagnostics.judge) }
         var judged: [AppAuditReport.Host] = []
         var outcomes: [Outcome?] = []
@@ -43,20 +50,38 @@ public enum AppAudit {
                 let failure = probed.failure ?? probed.probes?.noTLSServer
                 judged.append(AppAuditReport.Host(
                     host: probed.host, port: probed.port, address: probed.address, connects: false, reachable: false,
-                    entry: effective.entry, rule: effective.reason, probe: effective.atsProbe.configuration,
+                    entry: effective.entry, rule: effective.reason, probe: effective.atsProbe(appEvaluatesTrust: afnetworking != nil).configuration,
                     reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
                     detail: failure?.description ?? "not reached", pin: nil, pinMessage: nil, serverFixes: [], exceptionNeeded: [:]))
                 outcomes.append(nil)
                 continue
             }
-            let outcome = Self.outcome(effective, probes: probes, diagnostics: diagnostic, host: probed.host)
+            let outcome = Self.outcome(effective, probes: probes, diagnostics: diagnostic, host: probed.host, afnetworking: afnetworking)
             outcomes.append(outcome)
-            judged.append(AppAuditReport.Host(
+            var host = AppAuditReport.Host(
                 host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects, reachable: true,
                 entry: effective.entry, rule: effective.reason, probe: outcome.probe, reasons: outcome.reasons, detail: outcome.detail,
                 pin: outcome.pin.map { $0.state == .mismatch ? "mismatch" : "match" }, pinMessage: outcome.pin?.message,
                 serverFixes: outcome.connects ? [] : diagnostic.serverFixes,
-                exceptionNeeded: outcome.connects || effective.arbitraryLoads ? [:] : diagnostic.exception))
+                exceptionNeeded: outcome.connects || effective.arbitraryLoads ? [:] : diagnostic.exception)
+            host.afnetworking = outcome.afnetworking
+            judged.append(host)
+        }
+
+        /// Whether every host of `indices` keeps its outcome (connects the same, for the same
+        /// reasons) under `altered`, judged on the probes already taken. An unreachable host proves
+        /// nothing either way: false, and the key stays.
+        func unchanged(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> Bool {
+            changed(under: altered, indices) == [] && indices.allSatisfy { outcomes[$0] != nil }
+        }
+        /// The hosts of `indices` whose outcome `altered` changes.
+        func changed(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> [String] {
+            indices.filter { index in
+                guard let before = outcomes[index], let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return false }
+                let after = Self.outcome(altered.effectivePolicy(for: hosts[index].host), probes: probes, diagnostics: diagnostic,
+                                         host: hosts[index].host, afnetworking: afnetworking)
+                return after.connects != before.connects || after.reasons != before.reasons
+            }.map { hosts[$0].host }
         }
 
         var entries: [AppAuditReport.Entry] = []
@@ -73,46 +98,112 @@ public enum AppAudit {
                 without.declaredKeys.removeAll { $0 == key }
                 var altered = policy
                 altered.exceptionDomains[position] = without
-                let same = covered.allSatisfy { index in
-                    guard let before = outcomes[index], let probes = hosts[index].probes, let diagnostic = diagnostics[index] else {
-                        return false // An unreachable host proves nothing either way: the key stays.
-                    }
-                    let after = Self.outcome(altered.effectivePolicy(for: hosts[index].host), probes: probes, diagnostics: diagnostic,
-                                             host: hosts[index].host)
-                    return after.connects == before.connects && after.reasons == before.reasons
-                }
-                if same { unneeded.append(key) }
+                if unchanged(under: altered, covered) { unneeded.append(key) }
             }
             let names = covered.map { judged[$0].host }
             let exceptionKeys = entry.declaredKeys.filter { Self.removing($0, from: entry) != nil }
-            let note: String
+            var note: String
             if !unneeded.isEmpty, unneeded.count == exceptionKeys.count, covered.allSatisfy({ !judged[$0].connects }) {
                 note = "none of its keys helps: the hosts fail for a reason no ATS key lifts (\(Set(covered.flatMap { judged[$0].reasons }).sorted().joined(separator: ", ")))"
             } else if unneeded.isEmpty {
-                note = "every declared exception is needed by some host it covers"
+                note = "removing any declared key changes some covered host's outcome"
             } else {
                 note = "removing \(unneeded.joined(separator: ", ")) changes no covered host's outcome (probed without it)"
                     + (unneeded.contains(where: { $0.hasSuffix("AllowsInsecureHTTPLoads") })
                        ? "; the app still needs NSExceptionAllowsInsecureHTTPLoads if it loads http:// URLs from these hosts" : "")
             }
+            let transparencyFailures = covered.filter { judged[$0].reasons.contains(FindingID.trustCertificateTransparency.rawValue) }
+            if entry.requiresCertificateTransparency == true, !unneeded.contains("NSRequiresCertificateTransparency"), !transparencyFailures.isEmpty {
+                note += "; NSRequiresCertificateTransparency makes \(transparencyFailures.map { judged[$0].host }.joined(separator: ", ")) fail"
+                    + " (Apple calls the key obsolete: current systems require CT for publicly trusted certificates anyway)"
+            }
             entries.append(AppAuditReport.Entry(domain: entry.domain, declared: entry.declaredKeys, unneeded: unneeded, hosts: names, note: note))
         }
+        let global = globalKeys(policy, hosts: Array(judged.indices), changed: changed, unchanged: unchanged)
         return AppAuditReport(toolVersion: toolVersion, app: app, bundleIdentifier: bundleIdentifier, trustStore: trustStore,
-                              problems: policy.diagnostics.map(\.description), hosts: judged, entries: entries,
-                              correctedDictionary: correctedDictionary(policy, entries: entries, hosts: judged))
+                              problems: policy.diagnostics.map(\.description), hosts: judged, entries: entries, global: global,
+                              afnetworking: afnetworkingSettings,
+                              correctedDictionary: correctedDictionary(policy, entries: entries, global: global, hosts: judged))
     }
 
-    /// The outcome on the probe that stands for `effective`: the configuration's verdict, then the
-    /// NSPinnedDomains pins on that probe's chain (pinning adds to normal trust).
-    static func outcome(_ effective: EffectiveHostPolicy, probes: ATSProbes, diagnostics: ATSDiagnostics, host: String) -> Outcome {
-        let selection = effective.atsProbe
+    /// The global keys the app declares, each judged over every audited host the way an entry's keys
+    /// are: removed from the policy, every host judged again on the probes already taken.
+    /// NSAllowsArbitraryLoadsForMedia and ...InWebContent concern AV Foundation and web views, which
+    /// a TLS probe of URLSession loads cannot stand for: not judged (their presence still makes iOS
+    /// ignore NSAllowsArbitraryLoads, which is said when it changes some host).
+    static func globalKeys(_ policy: AppTransportSecurityPolicy, hosts: [Int], changed: (AppTransportSecurityPolicy, [Int]) -> [String],
+                           unchanged: (AppTransportSecurityPolicy, [Int]) -> Bool) -> [AppAuditReport.GlobalKey] {
+        var keys: [AppAuditReport.GlobalKey] = []
+        for (key, value) in globalValues(policy) {
+            guard let value else { continue }
+            var altered = policy
+            altered.arbitraryLoadsOverriddenBy.removeAll { $0 == key }
+            switch key {
+            case "NSAllowsArbitraryLoads": altered.allowsArbitraryLoads = nil
+            case "NSAllowsArbitraryLoadsForMedia": altered.allowsArbitraryLoadsForMedia = nil
+            case "NSAllowsArbitraryLoadsInWebContent": altered.allowsArbitraryLoadsInWebContent = nil
+            default: altered.allowsLocalNetworking = nil
+            }
+            let moved = changed(altered, hosts)
+            if key == "NSAllowsArbitraryLoadsForMedia" || key == "NSAllowsArbitraryLoadsInWebContent" {
+                let loads = key.hasSuffix("ForMedia") ? "AV Foundation" : "WKWebView"
+                keys.append(.init(key: key, value: value, status: .notJudged, hosts: moved,
+                    note: "not judged: affects \(loads) loads only, which a TLS probe of URLSession loads cannot stand for"
+                        + (moved.isEmpty ? "" : "; its presence makes iOS ignore NSAllowsArbitraryLoads, and without it \(moved.joined(separator: ", ")) would change outcome")))
+                continue
+            }
+            let unneeded = unchanged(altered, hosts)
+            var note: String
+            if unneeded {
+                note = key == "NSAllowsArbitraryLoads" && !policy.arbitraryLoadsInEffect && policy.allowsArbitraryLoads == true
+                    ? "ignored on iOS 10 and later because \(policy.arbitraryLoadsOverriddenBy.joined(separator: " and ")) is present: removing it changes no audited host's outcome"
+                    : "removing it changes no audited host's outcome (probed without it)"
+                if key == "NSAllowsArbitraryLoads", policy.allowsArbitraryLoads == true {
+                    note += "; it also permits plain http:// loads: the app still needs it (or NSExceptionAllowsInsecureHTTPLoads per domain) if it loads http:// URLs"
+                }
+            } else if moved.isEmpty {
+                note = "kept: a host it may affect could not be reached, so removing it was not judged"
+            } else {
+                note = "needed: without it \(moved.joined(separator: ", ")) \(moved.count == 1 ? "changes" : "change") outcome"
+            }
+            keys.append(.init(key: key, value: value, status: unneeded ? .unneeded : .needed, hosts: moved, note: note))
+        }
+        return keys
+    }
+
+    /// The four global booleans as written (`YES`/`NO`), `present` for a key that is there with a
+    /// value of another type (it still counts for the iOS 10 override), nil when absent.
+    static func globalValues(_ policy: AppTransportSecurityPolicy) -> [(String, String?)] {
+        func written(_ key: String, _ value: Bool?) -> (String, String?) {
+            (key, value.map { $0 ? "YES" : "NO" } ?? (policy.arbitraryLoadsOverriddenBy.contains(key) ? "present" : nil))
+        }
+        return [written("NSAllowsArbitraryLoads", policy.allowsArbitraryLoads),
+                written("NSAllowsArbitraryLoadsForMedia", policy.allowsArbitraryLoadsForMedia),
+                written("NSAllowsArbitraryLoadsInWebContent", policy.allowsArbitraryLoadsInWebContent),
+                written("NSAllowsLocalNetworking", policy.allowsLocalNetworking)]
+    }
+
+    /// The outcome on the probe that stands for `effective` (the single per-host judgement of
+    /// `app audit` and of the service's app targets, which may pass only that configuration):
+    /// the configuration's verdict; the TLS version the selection still requires of the handshake;
+    /// Certificate Transparency (Apple's policy for publicly trusted chains, or for any trusted chain
+    /// of an entry with NSRequiresCertificateTransparency = YES); then the NSPinnedDomains pins and
+    /// AFNetworking's AFSecurityPolicy on that probe's chain (pinning adds to normal trust).
+    /// - Parameter afnetworking: the app's AFSecurityPolicy for every host (`--afnetworking`); the
+    ///   app then evaluates server trust itself where ATS lets it (`atsProbe(appEvaluatesTrust:)`).
+    public static func outcome(_ effective: EffectiveHostPolicy, probes: ATSProbes, diagnostics: ATSDiagnostics, host: String,
+                               afnetworking: PinPolicy? = nil) -> Outcome {
+        let selection = effective.atsProbe(appEvaluatesTrust: afnetworking != nil)
         let row = diagnostics.configurations.first { $0.name == selection.configuration }
-        let chain = probes.configurations.first { $0.name == selection.configuration }?.chain
-            ?? probes.configurations.lazy.compactMap(\.chain).first
+        let chosen = probes.configurations.first { $0.name == selection.configuration }
+        // The chain: the chosen probe's, else the first any probe got (pins and CT still have a chain to speak of).
+        let source = chosen?.chain != nil ? chosen : probes.configurations.first { $0.chain != nil }
+        let chain = source?.chain
         let context = TrustContext(hostname: host, time: probes.time, publicTrust: !probes.privateAnchors)
         let trustErrors = chain.map { TrustEvaluator.evaluate(presented: $0.presented, building: $0.building, context: context) }?
-            .filter { $0.severity == .error } ?? []
+            .filter(\.isTrustError) ?? []
         var reasons: [String] = []
+        var detail = row?.detail ?? "not probed"
         if let row, !row.pass {
             switch row.failure {
             case .forwardSecrecy?: reasons = [FindingID.atsForwardSecrecy.rawValue]
@@ -122,20 +213,57 @@ public enum AppAudit {
             if reasons.isEmpty { reasons = [FindingID.atsTrust.rawValue] }
         } else if row == nil {
             reasons = ["ats.handshake"]
+        } else if let minimum = selection.minimumNegotiatedVersion, let negotiated = chosen?.handshake?.protocolVersion, negotiated < minimum {
+            reasons = [FindingID.atsTLSVersion.rawValue]
+            detail = "negotiated \(negotiated.displayName), but the app accepts \(minimum.displayName) or newer for this host (\(selection.note))"
         }
-        var pin: PinEvaluation?
-        if let pins = effective.pins, let chain {
-            let evaluation = pins.pinPolicy.evaluate(presented: chain.presented, path: chain.building.path, trustErrors: trustErrors) { _ in
-                PinnedAnchorEvaluation(path: [], errors: [])
-            }
-            pin = evaluation
-            if evaluation.state == .mismatch { reasons.append(FindingID.pinMismatch.rawValue) }
+        var transparencyErrors: [Finding] = []
+        if reasons.isEmpty, let source, let chain, let transparency = Self.certificateTransparency(
+            effective, chain: chain, scts: source.scts, judgesTrust: source.judgesTrust, probes: probes),
+           transparency.policy.required, !transparency.policy.satisfied {
+            transparencyErrors = [Finding(.trustCertificateTransparency, .error, "Apple's Certificate Transparency policy is not met: \(transparency.policy.reason).")]
+            reasons.append(FindingID.trustCertificateTransparency.rawValue)
+            detail += "; Certificate Transparency: \(transparency.policy.reason)"
         }
-        return Outcome(connects: reasons.isEmpty, reasons: reasons, detail: row?.detail ?? "not probed", probe: selection.configuration, pin: pin)
+        func evaluate(_ policy: PinPolicy) -> PinEvaluation? {
+            guard let chain else { return nil }
+            return AddressAssessment.pinEvaluation(policy, presented: chain.presented, path: chain.building.path,
+                                                   trustErrors: trustErrors + transparencyErrors, context: context,
+                                                   buildWithPinnedAnchors: source?.buildWithPinnedAnchors)
+        }
+        let pin = effective.pins.flatMap { evaluate($0.pinPolicy) }
+        let afnetworkingPin = afnetworking.flatMap(evaluate)
+        if [pin, afnetworkingPin].contains(where: { $0?.state == .mismatch }) { reasons.append(FindingID.pinMismatch.rawValue) }
+        if let afnetworking, afnetworkingPin?.state == PinEvaluation.State.none, !afnetworking.allowInvalidCertificates, reasons.isEmpty {
+            // Mode none: AFNetworking's own trust evaluation must pass (step 3), where ATS left trust to the app.
+            reasons = Set(trustErrors.filter(afnetworking.appliesUnderTrustPolicy).map(\.id.rawValue)).sorted()
+        }
+        return Outcome(connects: reasons.isEmpty, reasons: reasons, detail: detail, probe: selection.configuration, pin: pin,
+                       afnetworking: afnetworkingPin)
+    }
+
+    /// Apple's CT policy on `chain` with the SCTs its handshake showed: required for a publicly
+    /// trusted chain whose trust the system evaluates (iOS 12.1.1 and later, whatever the app
+    /// declares), and for any trusted chain of a host whose entry says NSRequiresCertificateTransparency
+    /// = YES (docs/apple-rules.md section 6). Nil without a leaf.
+    static func certificateTransparency(_ effective: EffectiveHostPolicy, chain: ProbedChainPath, scts: [SignedCertificateTimestamp],
+                                        judgesTrust: Bool, probes: ATSProbes) -> CertificateTransparencyReport? {
+        guard let leaf = chain.presented.first else { return nil }
+        let applicability: AppleCTPolicy.Applicability
+        if effective.requiresCertificateTransparency {
+            applicability = chain.building.anchored ? .required
+                : .notRequired("the chain is not trusted (its trust finding says why), so CT is not evaluated for it")
+        } else if judgesTrust {
+            applicability = AddressAssessment.ctApplicability(leaf: leaf, building: chain.building, publicTrust: !probes.privateAnchors)
+        } else {
+            applicability = .notRequired("the app evaluates server trust itself on this host")
+        }
+        return AppleCTPolicy.evaluate(scts, leaf: leaf, logs: probes.ctLogs, at: probes.time, applicability: applicability)
     }
 
     /// `entry` without the exception `key` (its legacy spelling too); nil for a key that is not an
-    /// exception (NSRequiresCertificateTransparency asks for more, it lifts nothing).
+    /// exception. NSRequiresCertificateTransparency is judged like one: it can only make a host fail,
+    /// so it is unneeded whenever it changes nothing.
     static func removing(_ key: String, from entry: AppTransportSecurityPolicy.ExceptionDomain) -> AppTransportSecurityPolicy.ExceptionDomain? {
         var copy = entry
         switch key {
@@ -143,22 +271,21 @@ public enum AppAudit {
         case "NSExceptionMinimumTLSVersion", "NSThirdPartyExceptionMinimumTLSVersion": copy.minimumTLSVersion = nil
         case "NSExceptionRequiresForwardSecrecy", "NSThirdPartyExceptionRequiresForwardSecrecy": copy.requiresForwardSecrecy = nil
         case "NSIncludesSubdomains": copy.includesSubdomains = false
+        case "NSRequiresCertificateTransparency": copy.requiresCertificateTransparency = nil
         default: return nil
         }
         return copy
     }
 
-    /// NSAppTransportSecurity as it should read: the global keys as given, each exception entry
-    /// without its unneeded keys (an entry left empty goes), an entry for each failing host that an
-    /// exception would make connect. NSPinnedDomains is not repeated (unchanged).
+    /// NSAppTransportSecurity as it should read: the global keys without the unneeded ones, each
+    /// exception entry without its unneeded keys (an entry left empty goes), an entry for each failing
+    /// host that an exception would make connect. NSPinnedDomains is not repeated (unchanged).
     static func correctedDictionary(_ policy: AppTransportSecurityPolicy, entries: [AppAuditReport.Entry],
-                                    hosts: [AppAuditReport.Host]) -> String {
+                                    global: [AppAuditReport.GlobalKey], hosts: [AppAuditReport.Host]) -> String {
         var out = "<key>NSAppTransportSecurity</key>\n<dict>\n"
-        for (key, value) in [("NSAllowsArbitraryLoads", policy.allowsArbitraryLoads),
-                             ("NSAllowsArbitraryLoadsForMedia", policy.allowsArbitraryLoadsForMedia),
-                             ("NSAllowsArbitraryLoadsInWebContent", policy.allowsArbitraryLoadsInWebContent),
-                             ("NSAllowsLocalNetworking", policy.allowsLocalNetworking)] {
-            if let value { out += ATSDiagnostics.plistEntry(key, value ? "YES" : "NO", indent: "  ") }
+        let unneededGlobal = Set(global.filter { $0.status == .unneeded }.map(\.key))
+        for (key, value) in globalValues(policy) where !unneededGlobal.contains(key) {
+            if let value, value != "present" { out += ATSDiagnostics.plistEntry(key, value, indent: "  ") }
         }
         var domains: [(String, [(String, String)])] = []
         for (entry, judged) in zip(policy.exceptionDomains, entries) {
@@ -173,7 +300,9 @@ public enum AppAudit {
             if let value = entry.requiresForwardSecrecy, !judged.unneeded.contains(where: { $0.hasSuffix("RequiresForwardSecrecy") }) {
                 keys.append(("NSExceptionRequiresForwardSecrecy", value ? "YES" : "NO"))
             }
-            if let value = entry.requiresCertificateTransparency { keys.append(("NSRequiresCertificateTransparency", value ? "YES" : "NO")) }
+            if let value = entry.requiresCertificateTransparency, !judged.unneeded.contains("NSRequiresCertificateTransparency") {
+                keys.append(("NSRequiresCertificateTransparency", value ? "YES" : "NO"))
+            }
             if !keys.isEmpty { domains.append((entry.domain, keys)) }
         }
         for host in hosts where !host.connects && host.reachable && host.entry == nil && !host.exceptionNeeded.isEmpty {

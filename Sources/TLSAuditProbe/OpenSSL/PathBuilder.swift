@@ -17,6 +17,17 @@ enum PathBuilder {
         static let signatureChecks = 64
     }
 
+    /// A builder of `presented`'s path with only the given certificates (DER) as anchors, partial
+    /// chains allowed (a pinned leaf is its own anchor), judged at `time`: AFNetworking's certificate
+    /// mode (`ProbedAddress.buildWithPinnedAnchors`, `ATSConfigurationProbe.buildWithPinnedAnchors`).
+    static func pinnedAnchorBuilder(presented: [X509Certificate], at time: Date) -> @Sendable ([Data]) -> PathBuildingResult? {
+        { pinned in
+            let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
+            guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
+            return build(presented: presented, store: store).judged(at: time)
+        }
+    }
+
     /// Builds from `presented[leafIndex]` (the leaf; 0 for a server's chain) using every other
     /// presented certificate as an untrusted intermediate candidate.
     /// `summaries`, when given, are the presented certificates' summaries (same order): reused for

@@ -188,4 +188,10 @@ public enum CertificateFile {
     public static func summaries(path: String) throws -> [CertificateSummary] {
         try load(path: path).map { $0.summary() }
     }
+
+    /// The summary of one DER certificate (what an app's bundled `.cer` holds: AFNetworking reads
+    /// DER only). Throws when the bytes are not one.
+    public static func summary(der: [UInt8]) throws -> CertificateSummary {
+        try X509Certificate(der: der).summary()
+    }
 }

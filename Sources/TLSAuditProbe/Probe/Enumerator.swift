@@ -144,10 +144,10 @@ public final class Enumerator: Sendable {
     /// current Apple client offers under that configuration (never a suite it does not send: no
     /// exception unlocks DHE or CBC-SHA256/SHA384), plus the documented list and a permissive
     /// OpenSSL client as diagnostics. What each showed goes to the caller, who draws the conclusion
-    /// with `ATSDiagnostics.judge`. `only` limits the probes to the configurations named (a target
-    /// judged by an app's rules probes its one).
-    public func atsProbes(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore,
-                          only names: Set<String>? = nil) -> ATSProbes {
+    /// with `ATSDiagnostics.judge`. `only`, when given, names the configurations to probe
+    /// (`ATSConfigurationName`): one app's rules need only the one `EffectiveHostPolicy.atsProbe`
+    /// chooses, which `AppAudit.outcome` judges as it judges the whole matrix.
+    public func atsProbes(_ address: SocketAddress, target: ScanTarget, trustStore: TrustStore, only: Set<String>? = nil) -> ATSProbes {
         let current = ClientContext.atsRuntimeCipherList
         let currentNonFS = current + ":" + Self.staticRSASuites
         struct Configuration: Sendable {
@@ -174,7 +174,7 @@ public final class Enumerator: Sendable {
         let insecure = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
         let tls10 = ["NSExceptionMinimumTLSVersion": "TLSv1.0"]
         let tls11 = ["NSExceptionMinimumTLSVersion": "TLSv1.1"]
-        let all = [
+        let matrix = [
             make(ATSConfigurationName.defaultATS, [:], min: .tls1_2),
             make(ATSConfigurationName.documentedList, [:], min: .tls1_2, ciphers: ClientContext.atsCipherList, diagnostic: true),
             make(ATSConfigurationName.tls13, ["NSExceptionMinimumTLSVersion": "TLSv1.3"], min: .tls1_3, diagnostic: true),
@@ -200,9 +200,9 @@ public final class Enumerator: Sendable {
                           override: ClientHelloOverride(minVersion: .tls1_0, maxVersion: .tls1_3), profile: .permissive,
                           forwardSecrecy: false, judgesTrust: false, diagnostic: true),
         ]
+        let configurations = matrix.filter { only?.contains($0.name) ?? true }
         let probes = ProbeCounter()
         let time = Date()
-        let configurations = names.map { names in all.filter { names.contains($0.name) } } ?? all
         let attempts = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration in
             self.handshake(address, target: target, probes: probes, override: configuration.override, profile: configuration.profile)
         }
@@ -219,6 +219,12 @@ public final class Enumerator: Sendable {
             return chain
         }
         let chains = attempts.map(chain(of:))
+        /// The leaf's SCTs as this handshake showed them, checked against the scan's log list (as `scan` does).
+        func scts(of attempt: HandshakeAttempt, chain: ProbedChainPath?) -> [SignedCertificateTimestamp] {
+            guard attempt.observation != nil, let leaf = attempt.presented.first, let chain else { return [] }
+            let issuer = SCTVerifier.issuer(ofLeafOf: chain.building.path, presented: attempt.presented, leaf: leaf, store: trustStore)
+            return SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: scanner.options.ctLogs)
+        }
         // The public-trust rules follow the anchor: the first anchored chain's, else the store's kind.
         let anchoredPublicly = chains.lazy.compactMap { $0.flatMap { PublicRoots.anchorIn($0.building) } }.first.map { !$0.isEmpty }
         var judged = ATSProbes(
@@ -226,12 +232,16 @@ public final class Enumerator: Sendable {
             privateAnchors: !(anchoredPublicly ?? trustStore.isPublic),
             configurations: zip(configurations, zip(attempts, chains)).map { configuration, attemptAndChain in
                 let (attempt, chain) = attemptAndChain
-                return ATSConfigurationProbe(name: configuration.name, exception: configuration.exception,
-                                             forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
-                                             diagnostic: configuration.diagnostic, handshake: attempt.observation,
-                                             failure: attempt.failure, chain: chain)
+                var probe = ATSConfigurationProbe(name: configuration.name, exception: configuration.exception,
+                                                  forwardSecrecy: configuration.forwardSecrecy, judgesTrust: configuration.judgesTrust,
+                                                  diagnostic: configuration.diagnostic, handshake: attempt.observation,
+                                                  failure: attempt.failure, chain: chain)
+                probe.scts = scts(of: attempt, chain: chain)
+                if chain != nil { probe.buildWithPinnedAnchors = PathBuilder.pinnedAnchorBuilder(presented: attempt.presented, at: time) }
+                return probe
             })
         judged.trustStore = trustStore.label
+        judged.ctLogs = scanner.options.ctLogs
         return judged
     }
 }

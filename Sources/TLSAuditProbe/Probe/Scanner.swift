@@ -273,11 +273,7 @@ public final class TLSScanner: Sendable {
             address: address.host, family: address.family.rawValue, port: address.port, startedAt: started, durationMs: durationMs,
             handshake: attempt.observation, atsClientRefusal: atsRefusal, failure: attempt.failure, presented: presented,
             building: building, chain: chain, time: time, publicTrust: chain?.publicTrust ?? false,
-            buildWithPinnedAnchors: { pinned in
-                let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
-                guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
-                return PathBuilder.build(presented: sent, store: store).judged(at: time)
-            })
+            buildWithPinnedAnchors: PathBuilder.pinnedAnchorBuilder(presented: sent, at: time))
         probed.ctLogs = options.ctLogs
         if attempt.observation != nil, let leaf = sent.first {
             let issuer = SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore)

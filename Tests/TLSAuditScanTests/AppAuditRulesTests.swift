@@ -1,0 +1,223 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditModel
+import TLSAuditProbe
+
+/// `app audit`'s rules beyond the exception entries: AFNetworking's AFSecurityPolicy with the
+/// bundle's certificates, the global keys, Certificate Transparency, the TLS version a selection
+/// still requires; each against real lab servers.
+extension AppAuditTests {
+    /// A lab server for `names` with the lab chain (leaf issued by the intermediate, RSA 2048).
+    func server(_ names: [String] = Self.names, maxVersion: TLSVersion? = nil, leaf: LabCertificate? = nil) throws -> (LabTLSServer, LabCertificate) {
+        let leaf = try leaf ?? pki.intermediate.issue(.server(names, key: .rsa(bits: 2048)))
+        var configuration = LabServerConfiguration(chain: [leaf, pki.intermediate])
+        if let maxVersion { configuration.maxVersion = maxVersion }
+        return (try LabTLSServer(configuration), leaf)
+    }
+
+    @Test("--afnetworking certificate: the bundled intermediate pins every host (match); an unrelated bundled certificate fails it with pin.mismatch")
+    func afnetworkingCertificateMode() throws {
+        let (modern, _) = try server()
+        defer { modern.stop() }
+        let pinned = try app("", certificates: [("ca.cer", pki.intermediate)])
+        let match = try audit(pinned, hosts: ["modern.app.test:\(modern.port)"], extra: ["--afnetworking", "certificate"])
+        #expect(match.status == 0, "\(match.text)")
+        let host = try #require(match.report.hosts.first)
+        #expect(host.connects && host.afnetworking?.state == .match, "\(host)")
+        #expect(host.afnetworking?.matched == pki.intermediate.summary.sha256Fingerprint)
+        #expect(match.report.afnetworking?.mode == .certificate && match.report.afnetworking?.certificates == ["ca.cer"])
+        #expect(match.text.contains("afnetworking: match"), "\(match.text)")
+
+        let unrelated = try app("", certificates: [("other.cer", pki.otherIntermediate)])
+        let mismatch = try audit(unrelated, hosts: ["modern.app.test:\(modern.port)"], extra: ["--afnetworking", "certificate"])
+        #expect(mismatch.status == 1)
+        let refused = try #require(mismatch.report.hosts.first)
+        #expect(!refused.connects && refused.reasons == ["pin.mismatch"] && refused.afnetworking?.state == .mismatch, "\(refused)")
+        #expect(mismatch.text.contains("FAILS (pin.mismatch)"), "\(mismatch.text)")
+    }
+
+    @Test("--afnetworking public-key: the leaf's key bundled matches; another key does not")
+    func afnetworkingPublicKeyMode() throws {
+        let (modern, leaf) = try server()
+        defer { modern.stop() }
+        let match = try audit(try app("", certificates: [("leaf.der", leaf)]), hosts: ["modern.app.test:\(modern.port)"],
+                              extra: ["--afnetworking", "public-key"])
+        let host = try #require(match.report.hosts.first)
+        #expect(match.status == 0 && host.connects && host.afnetworking?.state == .match, "\(host)")
+        #expect(host.afnetworking?.matched == "sha256/\(leaf.summary.spkiSHA256)")
+        let other = try pki.intermediate.issue(.server(["other.app.test"], key: .rsa(bits: 2048)))
+        let mismatch = try audit(try app("", certificates: [("other.cer", other)]), hosts: ["modern.app.test:\(modern.port)"],
+                                 extra: ["--afnetworking", "public-key"])
+        #expect(mismatch.report.hosts.first?.reasons == ["pin.mismatch"], "\(mismatch.report.hosts)")
+    }
+
+    @Test("--afnetworking certificate,allow-invalid-certificates: a self-signed server pinned by certificate connects where ATS leaves trust to the app; without the flag it does not")
+    func afnetworkingSelfSigned() throws {
+        let selfSigned = try LabCertificateAuthority.selfSigned(.server(["self.app.test"]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [selfSigned]))
+        defer { server.stop() }
+        let target = ["self.app.test:\(server.port)"]
+        let insecure = try app("""
+            <key>NSExceptionDomains</key><dict><key>self.app.test</key><dict>
+              <key>NSExceptionAllowsInsecureHTTPLoads</key><true/></dict></dict>
+            """, certificates: [("server.cer", selfSigned)])
+        let allowed = try audit(insecure, hosts: target, extra: ["--afnetworking", "certificate,allow-invalid-certificates"])
+        let host = try #require(allowed.report.hosts.first)
+        #expect(host.connects && host.afnetworking?.state == .match && host.probe == "insecure-http-loads", "\(host)")
+        #expect(allowed.report.afnetworking?.allowInvalidCertificates == true)
+
+        let strict = try audit(insecure, hosts: target, extra: ["--afnetworking", "certificate"])
+        let refused = try #require(strict.report.hosts.first)
+        #expect(!refused.connects && refused.reasons == ["pin.mismatch"], "\(refused)")
+        #expect(refused.afnetworking?.message.contains("allow_invalid_certificates is off") == true, "\(refused)")
+
+        // ATS off for the whole app: the app's own evaluation is the one that counts.
+        let arbitrary = try app("<key>NSAllowsArbitraryLoads</key><true/>", certificates: [("server.cer", selfSigned)])
+        let off = try audit(arbitrary, hosts: target, extra: ["--afnetworking", "certificate,allow-invalid-certificates"])
+        let offHost = try #require(off.report.hosts.first)
+        #expect(offHost.connects && offHost.probe == "arbitrary-loads+own-trust-evaluation", "\(offHost)")
+        #expect(off.report.global.first?.status == .needed, "without it default ATS judges the self-signed chain: \(off.report.global)")
+
+        // Default ATS evaluates trust before the app does: no AFNetworking flag makes a self-signed chain pass.
+        let plain = try audit(try app("", certificates: [("server.cer", selfSigned)]), hosts: target,
+                              extra: ["--afnetworking", "certificate,allow-invalid-certificates"])
+        #expect(plain.report.hosts.first?.connects == false, "\(plain.report.hosts)")
+    }
+
+    @Test("--afnetworking usage errors exit 64: an unknown mode or flag, a pinning mode with no bundled certificate, allow-invalid-certificates with nothing pinned")
+    func afnetworkingUsage() throws {
+        let bare = try plist("")
+        for (value, message) in [("pinned", "not an AFSSLPinningMode"), ("certificate,loose", "unknown flag 'loose'"),
+                                 ("certificate", "has none"), ("none,allow-invalid-certificates", "must use pinning")] {
+            let run = try CLI.run(["app", "audit", bare, "--host", "a.app.test", "--afnetworking", value])
+            #expect(run.status == 64, "\(value): \(run.stderr)")
+            #expect(run.stderr.contains(message), "\(value): \(run.stderr)")
+        }
+    }
+
+    @Test("global NSAllowsArbitraryLoads: unneeded for an ATS-compliant server (exit 1, dropped from the dictionary), needed for a TLS 1.0-only one; the media key is not judged")
+    func globalKeys() throws {
+        let (modern, leaf) = try server()
+        let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
+                                                             cipherList: "ECDHE-RSA-AES128-SHA"))
+        defer { modern.stop(); legacy.stop() }
+        let arbitrary = try plist("<key>NSAllowsArbitraryLoads</key><true/>")
+        let unneeded = try audit(arbitrary, hosts: ["modern.app.test:\(modern.port)"])
+        #expect(unneeded.status == 1, "an unneeded global key exits 1")
+        let key = try #require(unneeded.report.global.first)
+        #expect(key.key == "NSAllowsArbitraryLoads" && key.value == "YES" && key.status == .unneeded && key.hosts.isEmpty, "\(key)")
+        #expect(key.note.contains("http://"), "it also permits plain HTTP: \(key.note)")
+        #expect(!unneeded.report.correctedDictionary.contains("NSAllowsArbitraryLoads"), "\(unneeded.report.correctedDictionary)")
+        #expect(unneeded.text.contains("NSAllowsArbitraryLoads = YES: UNNEEDED"), "\(unneeded.text)")
+
+        let needed = try audit(arbitrary, hosts: ["legacy.app.test:\(legacy.port)"])
+        #expect(needed.status == 0, "\(needed.text)")
+        #expect(needed.report.hosts.first?.connects == true && needed.report.hosts.first?.probe == "arbitrary-loads")
+        #expect(needed.report.global.first?.status == .needed && needed.report.global.first?.hosts == ["legacy.app.test"],
+                "\(needed.report.global)")
+        #expect(needed.report.correctedDictionary.contains("<key>NSAllowsArbitraryLoads</key>"))
+
+        let media = try audit(try plist("<key>NSAllowsArbitraryLoadsForMedia</key><true/>"), hosts: ["modern.app.test:\(modern.port)"])
+        let mediaKey = try #require(media.report.global.first)
+        #expect(mediaKey.status == .notJudged && mediaKey.note.contains("AV Foundation"), "\(mediaKey)")
+        #expect(media.status == 0, "a key that is not judged is not unneeded")
+    }
+
+    @Test("NSRequiresCertificateTransparency: a host whose chain carries SCTs from the lab logs connects, one without fails with trust.certificate-transparency")
+    func certificateTransparencyRequired() throws {
+        let logs = try [("lab log A", "Lab One"), ("lab log B", "Lab Two"), ("lab log C", "Lab Three")].map { try LabCTLog($0.0, operator: $0.1) }
+        let withSCTs = try pki.intermediate.issue(.server(["ct.app.test"], key: .rsa(bits: 2048)),
+                                                  embedding: logs.map { log in { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) } })
+        let (transparent, _) = try server(leaf: withSCTs)
+        let (opaque, _) = try server(["opaque.app.test"])
+        defer { transparent.stop(); opaque.stop() }
+        let list = pki.directory.appendingPathComponent("app-ct-\(UUID().uuidString.prefix(8)).json")
+        try LabCTLog.listFile(logs.map { ($0, "usable", Date(timeIntervalSince1970: 1_600_000_000)) }).write(to: list)
+        let file = try plist("""
+            <key>NSExceptionDomains</key><dict>
+              <key>ct.app.test</key><dict><key>NSRequiresCertificateTransparency</key><true/></dict>
+              <key>opaque.app.test</key><dict><key>NSRequiresCertificateTransparency</key><true/></dict>
+            </dict>
+            """)
+        let (status, report, text) = try audit(file, hosts: ["ct.app.test:\(transparent.port)", "opaque.app.test:\(opaque.port)"],
+                                               extra: ["--ct-log-list", list.path])
+        #expect(status == 1)
+        let hosts = Dictionary(uniqueKeysWithValues: report.hosts.map { ($0.host, $0) })
+        #expect(hosts["ct.app.test"]?.connects == true, "\(String(describing: hosts["ct.app.test"]))")
+        let failing = try #require(hosts["opaque.app.test"])
+        #expect(!failing.connects && failing.reasons == ["trust.certificate-transparency"], "\(failing)")
+        let entries = Dictionary(uniqueKeysWithValues: report.entries.map { ($0.domain, $0) })
+        #expect(entries["ct.app.test"]?.unneeded == ["NSRequiresCertificateTransparency"],
+                "the chain meets the policy either way: the key changes nothing")
+        #expect(entries["opaque.app.test"]?.unneeded == [] && entries["opaque.app.test"]?.note.contains("makes opaque.app.test fail") == true,
+                "\(String(describing: entries["opaque.app.test"]))")
+        #expect(text.contains("FAILS (trust.certificate-transparency)"), "\(text)")
+        // Without the key the lab chain (private anchor) needs no CT: both connect.
+        let none = try audit(try plist(""), hosts: ["opaque.app.test:\(opaque.port)"], extra: ["--ct-log-list", list.path])
+        #expect(none.status == 0 && none.report.hosts.first?.connects == true, "\(none.text)")
+    }
+
+    @Test("a TLS 1.3 minimum with insecure HTTP loads: a server that negotiates TLS 1.2 on the wider probe fails with ats.tls-version")
+    func minimumNegotiatedVersion() throws {
+        let (tls12, _) = try server(["tls12.app.test"], maxVersion: .tls1_2)
+        let (tls13, _) = try server(["tls13.app.test"])
+        defer { tls12.stop(); tls13.stop() }
+        let file = try plist("""
+            <key>NSExceptionDomains</key><dict>
+              <key>tls12.app.test</key><dict><key>NSExceptionAllowsInsecureHTTPLoads</key><true/>
+                <key>NSExceptionMinimumTLSVersion</key><string>TLSv1.3</string></dict>
+              <key>tls13.app.test</key><dict><key>NSExceptionAllowsInsecureHTTPLoads</key><true/>
+                <key>NSExceptionMinimumTLSVersion</key><string>TLSv1.3</string></dict>
+            </dict>
+            """)
+        let (status, report, _) = try audit(file, hosts: ["tls12.app.test:\(tls12.port)", "tls13.app.test:\(tls13.port)"])
+        #expect(status == 1)
+        let hosts = Dictionary(uniqueKeysWithValues: report.hosts.map { ($0.host, $0) })
+        let failing = try #require(hosts["tls12.app.test"])
+        #expect(!failing.connects && failing.reasons == ["ats.tls-version"] && failing.probe == "insecure-http-loads", "\(failing)")
+        #expect(failing.detail.contains("TLS 1.2"), "\(failing.detail)")
+        #expect(hosts["tls13.app.test"]?.connects == true, "\(String(describing: hosts["tls13.app.test"]))")
+    }
+
+    @Test("the per-host judgement on the app's configuration alone (what the service probes, `atsProbes(only:)`) equals the one on the whole matrix, CT included")
+    func singleConfiguration() throws {
+        let (modern, leaf) = try server()
+        let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
+                                                             cipherList: "ECDHE-RSA-AES128-SHA"))
+        let (tls12, _) = try server(["tls12.app.test"], maxVersion: .tls1_2)
+        let logs = try [("lab log A", "Lab One"), ("lab log B", "Lab Two"), ("lab log C", "Lab Three")].map { try LabCTLog($0.0, operator: $0.1) }
+        let withSCTs = try pki.intermediate.issue(.server(["ct.app.test"], key: .rsa(bits: 2048)),
+                                                  embedding: logs.map { log in { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) } })
+        let (transparent, _) = try server(leaf: withSCTs)
+        defer { modern.stop(); legacy.stop(); tls12.stop(); transparent.stop() }
+        var policy = AppTransportSecurityPolicy()
+        policy.exceptionDomains = [
+            .init(domain: "legacy.app.test", minimumTLSVersion: .tls1_0, declaredKeys: ["NSExceptionMinimumTLSVersion"]),
+            .init(domain: "tls12.app.test", allowsInsecureHTTPLoads: true, minimumTLSVersion: .tls1_3,
+                  declaredKeys: ["NSExceptionAllowsInsecureHTTPLoads", "NSExceptionMinimumTLSVersion"]),
+            .init(domain: "ct.app.test", requiresCertificateTransparency: true, declaredKeys: ["NSRequiresCertificateTransparency"]),
+            .init(domain: "modern.app.test", requiresCertificateTransparency: true, declaredKeys: ["NSRequiresCertificateTransparency"]),
+        ]
+        let store = try TrustStore(caFile: pki.rootFile)
+        var options = ScanOptions(timeout: 5, trustStore: store)
+        options.ctLogs = try CTLogList.parse(LabCTLog.listFile(logs.map { ($0, "usable", Date(timeIntervalSince1970: 1_600_000_000)) }), source: "lab")
+        let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
+        let enumerator = Enumerator(scanner: scanner)
+        for (host, port, reasons) in [("legacy.app.test", legacy.port, []), ("tls12.app.test", tls12.port, ["ats.tls-version"]),
+                                      ("ct.app.test", transparent.port, []), ("modern.app.test", modern.port, ["trust.certificate-transparency"])] {
+            let target = ScanTarget(original: host, host: host, port: port, sni: host, connectTo: [try ConnectAddress.parse("127.0.0.1")])
+            let address = try #require(try scanner.addresses(for: target).get().first)
+            let effective = policy.effectivePolicy(for: host)
+            let matrix = enumerator.atsProbes(address, target: target, trustStore: store)
+            let whole = AppAudit.outcome(effective, probes: matrix, diagnostics: ATSDiagnostics.judge(matrix), host: host)
+            let single = enumerator.atsProbes(address, target: target, trustStore: store, only: [effective.atsProbe.configuration])
+            #expect(single.configurations.map(\.name) == [effective.atsProbe.configuration])
+            let alone = AppAudit.outcome(effective, probes: single, diagnostics: ATSDiagnostics.judge(single), host: host)
+            #expect(alone.connects == whole.connects && alone.reasons == whole.reasons && alone.probe == whole.probe,
+                    "\(host): \(alone) vs \(whole)")
+            #expect(whole.reasons == reasons && whole.connects == reasons.isEmpty, "\(host): \(whole)")
+        }
+    }
+}
