@@ -24,10 +24,13 @@ public struct AppHostRules: Sendable, Hashable, Codable {
     /// When set, the configuration offers older versions than the app accepts: its handshake counts
     /// only when it negotiated this version or newer.
     public var minimumNegotiatedVersion: TLSVersion?
+    /// The app pins with AFNetworking: its AFSecurityPolicy (the bundle's certificates as the pinned
+    /// set), evaluated on the app configuration's chain as `app audit --afnetworking` evaluates it.
+    public var afnetworking: PinPolicy?
 
     public init(bundle: String, entry: String?, reliesOn: [String], minimumTLSVersion: TLSVersion, requiresForwardSecrecy: Bool,
                 allowsInsecureHTTPLoads: Bool, arbitraryLoads: Bool, requiresCertificateTransparency: Bool,
-                configuration: String, minimumNegotiatedVersion: TLSVersion?) {
+                configuration: String, minimumNegotiatedVersion: TLSVersion?, afnetworking: PinPolicy? = nil) {
         self.bundle = bundle
         self.entry = entry
         self.reliesOn = reliesOn
@@ -38,6 +41,7 @@ public struct AppHostRules: Sendable, Hashable, Codable {
         self.requiresCertificateTransparency = requiresCertificateTransparency
         self.configuration = configuration
         self.minimumNegotiatedVersion = minimumNegotiatedVersion
+        self.afnetworking = afnetworking
     }
 
     /// The tag a target judged by these rules carries (`app:BUNDLE_ID`).

@@ -611,13 +611,14 @@ struct ConfigurationParser {
     }
 
     static let appKeys = ["bundle", "entry", "relies_on", "minimum_tls_version", "requires_forward_secrecy", "allows_insecure_http_loads",
-                          "arbitrary_loads", "requires_certificate_transparency"]
+                          "arbitrary_loads", "requires_certificate_transparency", "afnetworking"]
 
     /// `app:`, the ATS rules one iOS app gives the target (`tlsaudit app import` writes it): `bundle`
     /// (required), `entry` (the NSExceptionDomains key that applies), `relies_on` (its keys), and the
     /// effective rules, Apple's defaults when absent: `minimum_tls_version` (TLSv1.2),
     /// `requires_forward_secrecy` (true), `allows_insecure_http_loads`, `arbitrary_loads`,
-    /// `requires_certificate_transparency` (false).
+    /// `requires_certificate_transparency` (false); `afnetworking`, the app's AFSecurityPolicy as a
+    /// `pins:` block in AFNetworking's form (mode, pins, allow_invalid_certificates, validates_domain_name).
     private mutating func appRules(_ node: Node) -> AppHostRules? {
         guard case .mapping(let mapping) = node else {
             report(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)")
@@ -644,6 +645,13 @@ struct ConfigurationParser {
         if let value = mapping["allows_insecure_http_loads"], let flag = boolean(value) { rules.allowsInsecureHTTPLoads = flag }
         if let value = mapping["arbitrary_loads"], let flag = boolean(value) { rules.arbitraryLoads = flag }
         if let value = mapping["requires_certificate_transparency"], let flag = boolean(value) { rules.requiresCertificateTransparency = flag }
+        if let value = mapping["afnetworking"], let policy = pins(value) {
+            if policy.mode == .none && !policy.allowInvalidCertificates || !policy.leafIdentities.isEmpty || !policy.caIdentities.isEmpty {
+                report(value, "app afnetworking: an AFSecurityPolicy (mode certificate or public-key with pins, or mode none with allow_invalid_certificates); NSPinnedDomains identities go in the target's pins:")
+            } else {
+                rules.afnetworking = policy
+            }
+        }
         if rules.arbitraryLoads {
             // ATS off lifts the minimums, as the app's own model does.
             rules.minimumTLSVersion = .tls1_0

@@ -39,6 +39,10 @@ struct AppImportCommand: ParsableCommand {
     @Option(help: "Seconds for each of resolution, connect and handshake (written as the group's timeout:).")
     var timeout: Double?
 
+    @Option(help: ArgumentHelp("The app's AFSecurityPolicy, as app audit takes it: MODE[,allow-invalid-certificates][,no-domain-validation]; written into each target's app: (with --output, certificate mode saves the bundle's certificates in FILE.certificates/).",
+                               valueName: "mode"))
+    var afnetworking: String?
+
     @Option(help: "Write the configuration to this file instead of standard output.")
     var output: String?
 
@@ -63,7 +67,25 @@ struct AppImportCommand: ParsableCommand {
         let trust: String? = if let caFile { "{ca_file: \(AppImport.quotedYAML(absolute(caFile)))}" }
             else if let trustStore { ["apple", "system"].contains(trustStore) ? trustStore : "{store: \(AppImport.quotedYAML(absolute(trustStore)))}" }
             else { nil }
-        let yaml = AppImport.configuration(policy, bundle: identifier, source: path, hosts: hosts, trust: trust, timeout: timeout)
+        let security = try afnetworking.map { try AppAuditCommand.securityPolicy($0, bundle: bundle).policy }
+        var certificateFiles: [String] = []
+        if let output, let security, security.mode == .certificate {
+            // The pinned certificates anchor the chain even when the server does not send them, as in the app.
+            let directory = URL(fileURLWithPath: output + ".certificates").standardizedFileURL
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                for (index, certificate) in bundle.certificates.enumerated() {
+                    let name = "\(index)-" + URL(fileURLWithPath: certificate.fileName).lastPathComponent
+                    let file = directory.appendingPathComponent(name.hasSuffix(".cer") || name.hasSuffix(".der") ? name : name + ".der")
+                    try Data(certificate.der).write(to: file, options: .atomic)
+                    certificateFiles.append(file.path)
+                }
+            } catch {
+                throw ValidationError("--output \(output): cannot write the pinned certificates in \(directory.path): \(error.localizedDescription)")
+            }
+        }
+        let yaml = AppImport.configuration(policy, bundle: identifier, source: path, hosts: hosts, trust: trust, timeout: timeout,
+                                           afnetworking: security, certificateFiles: certificateFiles)
         if let output {
             do { try Data(yaml.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
                 throw ValidationError("--output \(output): cannot write the file: \(error.localizedDescription)")

@@ -78,6 +78,27 @@ struct AppJudgedScanTests {
         #expect(result.finding("ats.handshake")?.message.contains("App test.tlsaudit.shop's client (ATS configuration TLSv1.3) does not connect") == true)
     }
 
+    @Test("the app's AFSecurityPolicy (app: afnetworking): a server whose leaf is not the bundled one is a pin mismatch for the app, shown as the pin state; the bundled leaf matches")
+    func afnetworkingPins() throws {
+        let leaf = try pki.intermediate.issue(.server([Self.name], key: .rsa(bits: 2048)))
+        let other = try pki.intermediate.issue(.server([Self.name], key: .rsa(bits: 2048)))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        defer { server.stop() }
+        func pinned(_ certificate: LabCertificate) -> AppHostRules {
+            var policy = PinPolicy(mode: .certificate, pins: [.certificate(certificate.summary.sha256Fingerprint)])
+            policy.pinnedCertificates = [Data(certificate.der)]
+            let effective = AppTransportSecurityPolicy(nil).effectivePolicy(for: Self.name)
+            return AppHostRules(bundle: "test.tlsaudit.shop", effective: effective, declaredKeys: [], afnetworking: policy)
+        }
+        let matching = try scan(server, rules: pinned(leaf))
+        #expect(matching.app?.connects == true && matching.pin?.state == .match && matching.countedCompliant, "\(String(describing: matching.pin))")
+        let swapped = try scan(server, rules: pinned(other))
+        #expect(swapped.app?.connects == false && swapped.app?.reasons == ["pin.mismatch"], "\(String(describing: swapped.app))")
+        #expect(swapped.pin?.state == .mismatch && !swapped.countedCompliant)
+        #expect(swapped.finding("pin.mismatch")?.message.contains("AFSecurityPolicy") == true)
+        #expect(swapped.finding("ats.handshake") == nil, "a pin mismatch is the pin's verdict, not a handshake failure")
+    }
+
     @Test("arbitrary loads: ATS minimums lifted, Apple's trust rules not (an expired chain fails for the app too)")
     func arbitraryLoadsKeepTrust() throws {
         var request = LabCertificateRequest.server([Self.name], key: .rsa(bits: 2048))

@@ -9,9 +9,9 @@ import TLSAuditService
 @Suite("app import + serve")
 struct AppServiceTests {
     static let bundle = "test.tlsaudit.shop"
-    static let names = ["modern.shop.test", "legacy.shop.test", "nofs.shop.test", "plain.shop.test"]
+    static let names = ["modern.shop.test", "legacy.shop.test", "nofs.shop.test", "plain.shop.test", "swapped.shop.test"]
 
-    @Test("the same per-host answers from app audit and from app import + serve in status --tag, with the exception each compliant host relies on")
+    @Test("the same per-host answers from app audit and from app import + serve in status --tag (ATS exceptions, NSPinnedDomains, AFNetworking pins of the bundle's certificate), with the exception each compliant host relies on")
     func importThenServe() throws {
         let lab = ServiceLab.shared
         let leaf = try lab.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
@@ -20,9 +20,15 @@ struct AppServiceTests {
                                                              cipherList: "ECDHE-RSA-AES128-SHA"))
         let noForwardSecrecy = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate], minVersion: .tls1_2, maxVersion: .tls1_2,
                                                                        cipherList: "AES128-GCM-SHA256"))
-        defer { modern.stop(); legacy.stop(); noForwardSecrecy.stop() }
+        // The same names under another key: the app's AFNetworking pin on the bundled leaf refuses it.
+        let swappedLeaf = try lab.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
+        let swapped = try LabTLSServer(LabServerConfiguration(chain: [swappedLeaf, lab.intermediate]))
+        defer { modern.stop(); legacy.stop(); noForwardSecrecy.stop(); swapped.stop() }
         let workspace = try lab.workspace("app-import")
-        let plist = workspace.appendingPathComponent("Info.plist").path
+        let app = workspace.appendingPathComponent("Shop.app")
+        try FileManager.default.createDirectory(at: app, withIntermediateDirectories: true)
+        try Data(leaf.der).write(to: app.appendingPathComponent("server.cer"))
+        let plist = app.appendingPathComponent("Info.plist").path
         try """
             <?xml version="1.0" encoding="UTF-8"?>
             <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
@@ -40,19 +46,20 @@ struct AppServiceTests {
             </dict></dict></plist>
             """.write(toFile: plist, atomically: true, encoding: .utf8)
         let hosts = ["modern.shop.test:\(modern.port)", "legacy.shop.test:\(legacy.port)", "nofs.shop.test:\(noForwardSecrecy.port)",
-                     "plain.shop.test:\(legacy.port)"].flatMap { ["--host", $0] }
-        let common = ["--connect-to", "127.0.0.1", "--ca-file", lab.rootFile, "--timeout", "3"]
+                     "plain.shop.test:\(legacy.port)", "swapped.shop.test:\(swapped.port)"].flatMap { ["--host", $0] }
+        let common = ["--connect-to", "127.0.0.1", "--ca-file", lab.rootFile, "--timeout", "3", "--afnetworking", "certificate"]
 
-        let audit = try Binary.run(["app", "audit", plist, "--format", "json"] + hosts + common)
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(audit.stdout.utf8)) as? [String: Any], "\(audit.stderr)")
+        let audit = try Binary.run(["app", "audit", app.path, "--format", "json"] + hosts + common)
+        let report = try #require((try? JSONSerialization.jsonObject(with: Data(audit.stdout.utf8))) as? [String: Any], "\(audit.status): \(audit.stderr)")
         let audited = try #require(report["hosts"] as? [[String: Any]])
         var connects: [String: Bool] = [:]
         for host in audited { connects["\(host["host"]!):\(host["port"]!)"] = host["connects"] as? Bool }
         #expect(connects == ["modern.shop.test:\(modern.port)": true, "legacy.shop.test:\(legacy.port)": true,
-                             "nofs.shop.test:\(noForwardSecrecy.port)": true, "plain.shop.test:\(legacy.port)": false], "\(audit.stdout)")
+                             "nofs.shop.test:\(noForwardSecrecy.port)": true, "plain.shop.test:\(legacy.port)": false,
+                             "swapped.shop.test:\(swapped.port)": false], "\(audit.stdout)")
 
         let imported = workspace.appendingPathComponent("app.yaml").path
-        let written = try Binary.run(["app", "import", plist, "--output", imported] + hosts + common)
+        let written = try Binary.run(["app", "import", app.path, "--output", imported] + hosts + common)
         #expect(written.status == 0, "\(written.stderr)")
         let yaml = try String(contentsOfFile: imported, encoding: .utf8)
         let configuration = try ServiceConfiguration.parse(yaml: yaml, file: imported, baseDirectory: workspace.path)
@@ -63,6 +70,8 @@ struct AppServiceTests {
         #expect(targets["nofs.shop.test"]?.app?.configuration == "no-forward-secrecy")
         #expect(targets["plain.shop.test"]?.app?.entry == nil && targets["plain.shop.test"]?.app?.configuration == "default")
         #expect(targets["modern.shop.test"]?.pins?.leafIdentities == [leaf.summary.spkiSHA256], "NSPinnedDomains become the target's pins")
+        let afnetworking = try #require(targets["legacy.shop.test"]?.app?.afnetworking, "the AFSecurityPolicy goes into app:")
+        #expect(afnetworking.mode == .certificate && afnetworking.pinnedCertificates == [Data(leaf.der)], "the bundled certificate itself, saved beside the file")
 
         let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
         let config = workspace.appendingPathComponent("serve.yaml").path
@@ -70,11 +79,11 @@ struct AppServiceTests {
         let service = try ServiceProcess(config: config, workspace: workspace)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 20) }
         var rows: [[String: Any]] = []
-        try service.wait("four app targets in status --tag", timeout: 60) {
+        try service.wait("five app targets in status --tag", timeout: 60) {
             let status = try Binary.run(["status", "--database", database, "--tag", "app:\(Self.bundle)", "--format", "json"])
-            let document = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            let document = (try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8))) as? [String: Any]
             rows = document?["targets"] as? [[String: Any]] ?? []
-            return rows.count == 4
+            return rows.count == 5
         }
         for row in rows {
             let target = try #require(row["target"] as? String)
@@ -84,6 +93,7 @@ struct AppServiceTests {
             #expect((row["tags"] as? [String]) == ["app:\(Self.bundle)"])
         }
         let byTarget = Dictionary(uniqueKeysWithValues: rows.map { ($0["target"] as! String, $0["app"] as! [String: Any]) })
+        #expect(byTarget["swapped.shop.test:\(swapped.port)"]?["reasons"] as? [String] == ["pin.mismatch"], "\(rows)")
         #expect(byTarget["legacy.shop.test:\(legacy.port)"]?["relies_on"] as? [String] == ["NSExceptionMinimumTLSVersion"])
         #expect(byTarget["nofs.shop.test:\(noForwardSecrecy.port)"]?["relies_on"] as? [String] == ["NSExceptionRequiresForwardSecrecy"])
         #expect(byTarget["legacy.shop.test:\(legacy.port)"]?["entry"] as? String == "legacy.shop.test")

@@ -28,9 +28,11 @@ extension AddressAssessment {
         }
         if probed.failure != nil { verdict = notScanned(target.policy) }
         var app: AppHostOutcome?
+        var afnetworkingPin: PinEvaluation?
         if let rules = target.app {
-            let outcome = appOutcome(rules, host: target.sni ?? target.host, probes: probed.appProbes, failure: probed.failure)
+            let (outcome, afnetworking) = appOutcome(rules, host: target.sni ?? target.host, probes: probed.appProbes, failure: probed.failure)
             app = outcome
+            afnetworkingPin = afnetworking
             if probed.failure == nil, handshake != nil { (findings, verdict) = applying(outcome, to: findings, policy: target.policy) }
         }
         var pin: PinEvaluation?
@@ -41,6 +43,13 @@ extension AddressAssessment {
                 findings.insert(Finding(.pinMismatch, .error, "A pinned client refuses this server: \(evaluation.message)."), at: 0)
             }
             findings += pins.policyFindings
+        }
+        // The app's AFSecurityPolicy is its pins too: shown as the pin state unless the target's own pins already mismatch.
+        if let afnetworkingPin, afnetworkingPin.state != .none, pin?.state != .mismatch, pin == nil || afnetworkingPin.state == .mismatch {
+            pin = afnetworkingPin
+            if afnetworkingPin.state == .mismatch {
+                findings.insert(Finding(.pinMismatch, .error, "The app's AFSecurityPolicy refuses this server: \(afnetworkingPin.message)."), at: 0)
+            }
         }
         var result = AddressScanResult(address: probed.address, family: probed.family, port: probed.port,
                                        status: probed.failure == nil ? .completed : .failed, startedAt: probed.startedAt,

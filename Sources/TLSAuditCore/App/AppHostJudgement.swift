@@ -3,8 +3,8 @@ public import Foundation
 extension AppHostRules {
     /// The rules `effective` gives its host, for a target's `app:` setting: with the `ats`
     /// configuration that stands for them and the keys a passing verdict relies on.
-    public init(bundle: String, effective: EffectiveHostPolicy, declaredKeys: [String]) {
-        let probe = effective.atsProbe
+    public init(bundle: String, effective: EffectiveHostPolicy, declaredKeys: [String], afnetworking: PinPolicy? = nil) {
+        let probe = effective.atsProbe(appEvaluatesTrust: afnetworking != nil)
         var relied: [String]
         switch effective.source {
         case .exceptionDomain:
@@ -18,13 +18,14 @@ extension AppHostRules {
         self.init(bundle: bundle, entry: effective.entry, reliesOn: relied, minimumTLSVersion: effective.minimumTLSVersion,
                   requiresForwardSecrecy: effective.requiresForwardSecrecy, allowsInsecureHTTPLoads: effective.allowsInsecureHTTPLoads,
                   arbitraryLoads: effective.arbitraryLoads, requiresCertificateTransparency: effective.requiresCertificateTransparency,
-                  configuration: probe.configuration, minimumNegotiatedVersion: probe.minimumNegotiatedVersion)
+                  configuration: probe.configuration, minimumNegotiatedVersion: probe.minimumNegotiatedVersion,
+                  afnetworking: afnetworking)
     }
 
     /// These rules with the configuration derived from them (as read from a configuration file,
     /// where only the rules are written).
     public var derived: AppHostRules {
-        let probe = EffectiveHostPolicy(self, host: entry ?? "").atsProbe
+        let probe = EffectiveHostPolicy(self, host: entry ?? "").atsProbe(appEvaluatesTrust: afnetworking != nil)
         var copy = self
         copy.configuration = probe.configuration
         copy.minimumNegotiatedVersion = probe.minimumNegotiatedVersion
@@ -49,18 +50,20 @@ extension EffectiveHostPolicy {
 
 extension AddressAssessment {
     /// Whether the app's client connects, judged on the probe of its configuration exactly as
-    /// `tlsaudit app audit` judges it (`AppAudit.outcome`), so both give the same per-host answer.
-    public static func appOutcome(_ rules: AppHostRules, host: String, probes: ATSProbes?, failure: ProbeFailure?) -> AppHostOutcome {
+    /// `tlsaudit app audit` judges it (`AppAudit.outcome`), so both give the same per-host answer;
+    /// with the app's AFSecurityPolicy evaluation when it has one.
+    public static func appOutcome(_ rules: AppHostRules, host: String, probes: ATSProbes?,
+                                  failure: ProbeFailure?) -> (outcome: AppHostOutcome, afnetworking: PinEvaluation?) {
         guard let probes, failure == nil, probes.noTLSServer == nil else {
             let failure = failure ?? probes?.noTLSServer
-            return AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
-                                  connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
-                                  detail: failure?.description ?? "not reached")
+            return (AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
+                                   connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
+                                   detail: failure?.description ?? "not reached"), nil)
         }
         let outcome = AppAudit.outcome(EffectiveHostPolicy(rules, host: host), probes: probes, diagnostics: ATSDiagnostics.judge(probes),
-                                       host: host)
-        return AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
-                              connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail)
+                                       host: host, afnetworking: rules.afnetworking)
+        return (AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
+                               connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail), outcome.afnetworking)
     }
 
     /// The rules of a generic Apple client that an app's exception lifts when that app's client
@@ -89,7 +92,8 @@ extension AddressAssessment {
                 adjusted[index].severity = .info
                 adjusted[index].message = "Lifted for app \(outcome.bundle) by \(outcome.reliance): " + adjusted[index].message
             }
-        } else if policy.verdict(from: adjusted).compliant {
+        } else if policy.verdict(from: adjusted).compliant, outcome.reasons != [FindingID.pinMismatch.rawValue] {
+            // (A pin mismatch alone is the pin's verdict: `pin.mismatch`, counted with the pins.)
             adjusted.append(Finding(.atsHandshake, .error,
                 "App \(outcome.bundle)'s client (ATS configuration \(outcome.configuration)) does not connect: \(outcome.detail) (\(outcome.reasons.joined(separator: ", ")))."))
         }

@@ -19,8 +19,11 @@ public enum AppImport {
 
     /// A configuration file (YAML) with one group for the app: every host with the rules the app
     /// gives it. `trust` is the YAML value of `trust:` (nil: the policy's, Apple's root store).
+    /// `afnetworking`: the app's AFSecurityPolicy, its pins written as `certificateFiles` (the
+    /// bundle's certificates saved beside the configuration) when given, else as pin values.
     public static func configuration(_ policy: AppTransportSecurityPolicy, bundle: String, source: String, hosts: [Host],
-                                     trust: String?, timeout: Double?) -> String {
+                                     trust: String?, timeout: Double?, afnetworking: PinPolicy? = nil,
+                                     certificateFiles: [String] = []) -> String {
         var out = "# Written by `tlsaudit app import` from \(source) (\(bundle)).\n"
         out += "# Each target is judged by the app's own ATS rules for its host (app:), as `tlsaudit app audit`\n"
         out += "# judges it; NSPinnedDomains pins are checked (pins:). Serve it as it is, or paste the group into tlsaudit.yaml.\n"
@@ -35,7 +38,7 @@ public enum AppImport {
         for host in hosts {
             let effective = policy.effectivePolicy(for: host.host)
             let declared = effective.entry.flatMap { entry in policy.exceptionDomains.first { $0.domain == entry } }?.declaredKeys ?? []
-            let rules = AppHostRules(bundle: bundle, effective: effective, declaredKeys: declared)
+            let rules = AppHostRules(bundle: bundle, effective: effective, declaredKeys: declared, afnetworking: afnetworking)
             out += "      # \(effective.reason)\n"
             out += "      - host: \(quotedYAML(host.host))\n"
             out += "        port: \(host.port)\n"
@@ -52,6 +55,7 @@ public enum AppImport {
                 out += "          allows_insecure_http_loads: \(rules.allowsInsecureHTTPLoads)\n"
             }
             out += "          requires_certificate_transparency: \(rules.requiresCertificateTransparency)\n"
+            if let afnetworking { out += afnetworkingBlock(afnetworking, certificateFiles: certificateFiles) }
             if let pins = effective.pins {
                 out += "        # \(effective.pinReason)\n"
                 out += "        pins:\n"
@@ -63,6 +67,26 @@ public enum AppImport {
                 }
             }
         }
+        return out
+    }
+
+    /// `app: afnetworking:` in the `pins:` block's AFNetworking form.
+    static func afnetworkingBlock(_ policy: PinPolicy, certificateFiles: [String]) -> String {
+        var out = "          afnetworking:\n"
+        out += "            mode: \(policy.mode.rawValue)\n"
+        let values: [String] = if policy.mode == .certificate, !certificateFiles.isEmpty {
+            certificateFiles.map { "{file: \(quotedYAML($0))}" }
+        } else {
+            policy.pins.map { pin in
+                switch pin {
+                case .spki(let value): quotedYAML("sha256/" + value)
+                case .certificate(let fingerprint): quotedYAML(fingerprint)
+                }
+            }
+        }
+        if !values.isEmpty { out += "            pins: [\(values.joined(separator: ", "))]\n" }
+        out += "            allow_invalid_certificates: \(policy.allowInvalidCertificates)\n"
+        out += "            validates_domain_name: \(policy.validatesDomainName)\n"
         return out
     }
 
