@@ -103,4 +103,43 @@ struct AppServiceTests {
         #expect(other.stdout.contains("\"targets\" : [\n\n  ]") || other.stdout.contains("\"targets\":[]") || !other.stdout.contains("shop.test"),
                 "\(other.stdout)")
     }
+
+    @Test("app import: the YAML on standard output is a valid configuration (hostile names stay text); usage errors exit 64 naming what is wrong")
+    func importEdges() throws {
+        let workspace = try ServiceLab.shared.workspace("app-import-edges")
+        let plist = workspace.appendingPathComponent("Info.plist").path
+        func write(_ bundle: String?) throws {
+            try """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <plist version="1.0"><dict>
+                \(bundle.map { "<key>CFBundleIdentifier</key><string>\($0)</string>" } ?? "")
+                <key>NSAppTransportSecurity</key><dict><key>NSAllowsArbitraryLoads</key><true/>
+                  <key>NSExceptionDomains</key><dict><key>old.example</key><dict>
+                    <key>NSExceptionMinimumTLSVersion</key><string>TLSv1.1</string><key>NSIncludesSubdomains</key><true/></dict></dict>
+                </dict></dict></plist>
+                """.write(toFile: plist, atomically: true, encoding: .utf8)
+        }
+        try write("com.example.\"quoted\": yes")
+        let output = try Binary.run(["app", "import", plist, "--host", "api.old.example:8443", "--host", "open.example"])
+        #expect(output.status == 0, "\(output.stderr)")
+        let configuration = try ServiceConfiguration.parse(yaml: output.stdout, file: "stdout", baseDirectory: workspace.path)
+        let targets = Dictionary(uniqueKeysWithValues: configuration.targets.map { ($0.host, $0) })
+        #expect(Set(targets.keys) == ["api.old.example", "open.example", "old.example"])
+        #expect(targets["api.old.example"]?.port == 8443)
+        #expect(targets["api.old.example"]?.app?.reliesOn == ["NSIncludesSubdomains", "NSExceptionMinimumTLSVersion"], "reached through the parent's NSIncludesSubdomains")
+        #expect(targets["api.old.example"]?.app?.configuration == "TLSv1.1")
+        #expect(targets["old.example"]?.app?.reliesOn == ["NSExceptionMinimumTLSVersion"], "the entry's own name needs no subdomain reach")
+        #expect(targets["open.example"]?.app?.configuration == "arbitrary-loads" && targets["open.example"]?.app?.reliesOn == ["NSAllowsArbitraryLoads"])
+        #expect(targets["open.example"]?.tags == ["app:com.example.\"quoted\": yes"], "a hostile bundle identifier is quoted, not YAML")
+
+        let badMode = try Binary.run(["app", "import", plist, "--host", "a.example", "--afnetworking", "pinned"])
+        #expect(badMode.status == 64 && badMode.stderr.contains("'pinned' is not an AFSSLPinningMode"), "\(badMode.stderr)")
+        let noCertificates = try Binary.run(["app", "import", plist, "--host", "a.example", "--afnetworking", "certificate"])
+        #expect(noCertificates.status == 64 && noCertificates.stderr.contains("has none"), "\(noCertificates.stderr)")
+        try write(nil)
+        let anonymous = try Binary.run(["app", "import", plist, "--host", "a.example"])
+        #expect(anonymous.status == 64 && anonymous.stderr.contains("CFBundleIdentifier"), "\(anonymous.stderr)")
+        let missing = try Binary.run(["app", "import", "/nonexistent/Shop.ipa"])
+        #expect(missing.status == 64 && missing.stderr.contains("/nonexistent/Shop.ipa"), "\(missing.stderr)")
+    }
 }
