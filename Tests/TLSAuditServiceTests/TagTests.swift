@@ -77,6 +77,21 @@ struct TagTests {
         #expect(none.status == 0 && none.stdout == "no target carries 'app:com.example.other'\n", "\(none.stdout)")
     }
 
+    @Test("a result kept in a spill file before tags existed (no tags key) reads back with none; one with tags keeps them")
+    func spilledWithoutTags() throws {
+        var scan = StoredScan(target: "t", host: "h", port: 443, sni: nil, result: AddressScanResult(
+            address: "127.0.0.1", family: "IPv4", port: 443, status: .completed, startedAt: Date(timeIntervalSince1970: 1_800_000_000),
+            durationMs: 1, handshake: nil, error: nil, chain: nil, findings: [],
+            ats: ATSVerdict(policy: .atsRuntime, compliant: true, rules: [:], failedRules: [])))
+        scan.tags = ["prod"]
+        let line = try JSONEncoder().encode(scan)
+        #expect(try JSONDecoder().decode(StoredScan.self, from: line).tags == ["prod"])
+        var old = try #require(try JSONSerialization.jsonObject(with: line) as? [String: Any])
+        #expect(old.removeValue(forKey: "tags") != nil)
+        let decoded = try JSONDecoder().decode(StoredScan.self, from: try JSONSerialization.data(withJSONObject: old))
+        #expect(decoded.tags == [] && decoded.target == "t" && decoded.result.address == "127.0.0.1")
+    }
+
     @Test("status JSON with tags and an app outcome is valid against the OpenAPI document's Status schema")
     func statusSchema() throws {
         let directory = try lab.workspace("tags-schema")
