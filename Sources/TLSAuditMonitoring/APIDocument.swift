@@ -26,7 +26,7 @@ public enum APIDocument {
             ],
             "paths": [
                 "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
-                                      response: ref("Status")),
+                                      parameters: [tagFilter], response: ref("Status")),
                 "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first (as `tlsaudit history NAME --format json`).",
                                                       parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],
                                                       response: ["type": "array", "items": ref("HistoryEntry")], notFound: true),
@@ -66,6 +66,13 @@ public enum APIDocument {
         ["name": name, "in": "path", "required": true, "description": description, "schema": ["type": "string"]]
     }
 
+    /// `?tag=A&tag=B`, as `status --tag A --tag B`.
+    private static var tagFilter: [String: Any] {
+        ["name": "tag", "in": "query", "required": false, "style": "form", "explode": true,
+         "description": "Only the target addresses whose target carries this tag (repeat it: every tag given), e.g. `app:com.example.shop`.",
+         "schema": ["type": "array", "items": ["type": "string"]]]
+    }
+
     private static func limit(_ defaultValue: Int) -> [String: Any] {
         ["name": "limit", "in": "query", "required": false, "description": "How many (default \(defaultValue), at most \(APIRoutes.maximumLimit)).",
          "schema": ["type": "integer", "minimum": 1, "maximum": APIRoutes.maximumLimit, "default": defaultValue]]
@@ -99,8 +106,18 @@ public enum APIDocument {
                 "leaf_fingerprint": hex64, "leaf_spki": ["type": "string"], "failure_category": category,
                 "consecutive_failures": ["type": "integer", "minimum": 0], "last_success_at": timestamp, "pin_state": pinState,
                 "trust_errors": ruleList,
+                "tags": ["type": "array", "items": ["type": "string"], "description": "The target's configured tags as of its latest scan."],
+                "app": ref("AppHostOutcome"),
             ], required: ["target", "address", "host", "port", "last_scan_at", "last_observation_id", "status", "policy", "compliant",
-                          "failed_rules", "consecutive_failures", "pin_state", "trust_errors"]),
+                          "failed_rules", "consecutive_failures", "pin_state", "trust_errors", "tags"]),
+            // A target judged by an app's ATS rules (tlsaudit app import): whether that app's client connects, and on which exception.
+            "AppHostOutcome": object([
+                "bundle": ["type": "string"], "entry": ["type": "string", "description": "The NSExceptionDomains key that applied."],
+                "relies_on": ["type": "array", "items": ["type": "string"], "description": "The exception keys a passing verdict relies on."],
+                "configuration": ["type": "string"], "connects": ["type": "boolean"],
+                "reasons": ["type": "array", "items": ["type": "string"], "description": "Why the app does not connect (finding ids)."],
+                "detail": ["type": "string"],
+            ], required: ["bundle", "relies_on", "configuration", "connects", "reasons", "detail"]),
             "HistoryEntry": object([
                 "observation_id": ["type": "integer"], "target": ["type": "string"], "address": ["type": "string"],
                 "started_at": timestamp, "duration_ms": ["type": "integer", "minimum": 0], "status": scanStatus,

@@ -26,9 +26,11 @@ public final class APIRoutes: Sendable {
 
     func add(to router: Router<ListenerContext>) {
         router.get("api/v1/openapi.json") { _, _ in Self.json(APIDocument.json()) }
-        router.get("api/v1/status") { [self] _, _ in
-            await read { store in
-                var rows = try store.status()
+        router.get("api/v1/status") { [self] request, _ in
+            // `?tag=A&tag=B`: the targets carrying every tag given (as `status --tag`).
+            let tags = request.uri.queryParameters.getAll("tag")
+            return await read { store in
+                var rows = try store.status().filter { TargetTags.carries($0.tags, every: tags) }
                 if let configured = self.configuredTargets() { rows = rows.filter { VantageTarget.isStored($0.target, of: configured) } }
                 return try .ok(JSONDocumentEncoder.tlsaudit.encode(StatusDocument(targets: rows)))
             }

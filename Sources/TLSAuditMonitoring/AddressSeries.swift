@@ -32,6 +32,8 @@ final class AddressSeriesTable: Sendable {
         var compliant: Bool
         /// Whether a stapled OCSP response was present; nil without a handshake.
         var stapled: Bool?
+        /// The apps whose rules judge the target (its `app:` tags and the scan's app outcome), escaped; mostly empty.
+        var apps: [String] = []
     }
 
     /// The leaf's OCSP answer, stapled or fetched (rare enough to live behind a reference).
@@ -120,6 +122,8 @@ final class AddressSeriesTable: Sendable {
         let verified = chain.map { $0.anchored ? $0.path.map(\.certificate) : [] } ?? []
         let chainKey = presented.map(\.sha256Fingerprint).joined(separator: ",") + "/" + verified.map(\.sha256Fingerprint).joined(separator: ",")
         let rules = result.ats.failedRules.map { AddressSeriesTable.escape($0.rawValue) }
+        var apps = TargetTags.apps(in: scan.tags)
+        if let bundle = result.app?.bundle, !apps.contains(bundle) { apps.append(bundle) }
         state.withLock { state in
             var chainLabels: ChainLabels?
             if !presented.isEmpty || !verified.isEmpty {
@@ -140,7 +144,7 @@ final class AddressSeriesTable: Sendable {
                 failedRules: rules.isEmpty ? nil : state.ruleLists.value(for: rules.joined(separator: ",")) { RuleList(rules) },
                 ocsp: ocsp, policy: result.ats.policy, pinState: result.pin?.state ?? .none,
                 version: result.handshake?.protocolVersion, reached: result.status == .completed, compliant: result.ats.compliant,
-                stapled: result.handshake.map { $0.stapledOCSP != nil })
+                stapled: result.handshake.map { $0.stapledOCSP != nil }, apps: apps.map(AddressSeriesTable.escape))
             let key = Key(target: scan.target, address: result.address)
             if let position = state.positions[key] {
                 state.rows[position].entry = entry
@@ -187,9 +191,9 @@ final class AddressSeriesTable: Sendable {
         }
     }
 
-    /// Whether any entry has an OCSP answer with `time` (a family is written only when one does).
-    func anyOCSP(with time: KeyPath<OCSP, Double?>) -> Bool {
-        state.withLock { $0.rows.contains { $0.entry.ocsp?[keyPath: time] != nil } }
+    /// Whether any entry is one `matches` (families most addresses lack are written only when one has them).
+    func contains(where matches: (Entry) -> Bool) -> Bool {
+        state.withLock { $0.rows.contains { matches($0.entry) } }
     }
 
     /// Every family's HELP, TYPE and samples (the same in the text format and OpenMetrics: all are
@@ -241,6 +245,13 @@ final class AddressSeriesTable: Sendable {
         try await family("ssl_probe_success", "The probe connected and completed the handshake (0/1).") { entry, sample in
             sample("", entry.reached ? 1 : 0)
         }
+        // An info metric rather than an `app` label on every family: ssl_exporter's label sets stay
+        // as they are, and a query joins it where it wants the app (README, Metrics).
+        if contains(where: { !$0.apps.isEmpty }) {
+            try await family("tlsaudit_target_app_info", "The app whose ATS rules judge the target (an app:BUNDLE_ID tag; always 1).") { entry, sample in
+                for app in entry.apps { sample("app=\"\(app)\"", 1) }
+            }
+        }
         try await family("tlsaudit_last_scan_timestamp_seconds", "When the latest scan started.") { entry, sample in sample("", entry.lastScan) }
         try await family("tlsaudit_compliant", "The latest scan complies with the target's policy (0/1).") { entry, sample in
             sample("policy=\"\(entry.policy.rawValue)\"", entry.compliant ? 1 : 0)
@@ -264,7 +275,7 @@ final class AddressSeriesTable: Sendable {
             ("ssl_ocsp_response_this_update", "thisUpdate of the leaf's OCSP response, in seconds since the epoch.", \OCSP.thisUpdate),
             ("ssl_ocsp_response_next_update", "nextUpdate of the leaf's OCSP response, in seconds since the epoch.", \OCSP.nextUpdate),
             ("ssl_ocsp_response_revoked_at", "When the leaf's OCSP response says it was revoked, in seconds since the epoch.", \OCSP.revokedAt),
-        ] where anyOCSP(with: value) {
+        ] where contains(where: { $0.ocsp?[keyPath: value] != nil }) {
             try await family(name, help) { entry, sample in
                 if let time = entry.ocsp?[keyPath: value] { sample("", time) }
             }

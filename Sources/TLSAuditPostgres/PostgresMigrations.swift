@@ -240,6 +240,8 @@ enum PostgresMigrations {
             """),
         // The public root stores holding a path's anchor (ChainReport.anchorIn, comma-separated).
         ("v11-anchor-in", "ALTER TABLE observation ADD COLUMN anchor_in TEXT;"),
+        // Tags with the current state, the app outcome with each scan and the current state (SQLite's script).
+        ("v12-tags-app", StoreMigrations.tagsAndApp),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -99,12 +99,14 @@ private final class PostgresReportFacts: ReportFactReader {
 
     func addresses() throws -> [StoredAddress] {
         let rows = try connection.execute("""
-            SELECT target, address, last_observation_id, last_scan_at FROM target_state ORDER BY target COLLATE "C", address COLLATE "C"
+            SELECT target, address, last_observation_id, last_scan_at, tags FROM target_state
+            ORDER BY target COLLATE "C", address COLLATE "C"
             """)
-        return (0..<rows.count).map { row in
-            StoredAddress(key: AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? ""),
-                          lastObservationID: rows.int(row, "last_observation_id") ?? 0,
-                          lastScanAt: Date(timeIntervalSince1970: rows.double(row, "last_scan_at") ?? 0))
+        return try (0..<rows.count).map { row in
+            let key = AddressKey(target: rows.text(row, "target") ?? "", address: rows.text(row, "address") ?? "")
+            return StoredAddress(key: key, lastObservationID: rows.int(row, "last_observation_id") ?? 0,
+                                 lastScanAt: Date(timeIntervalSince1970: rows.double(row, "last_scan_at") ?? 0),
+                                 tags: try StoredValues.tags(rows.text(row, "tags"), in: "the current state of \(key.target) \(key.address)"))
         }
     }
 
@@ -342,7 +344,7 @@ private final class PostgresReportFacts: ReportFactReader {
             o.port, o.failure_category, o.failure_message,
             h.document ->> 'protocolVersion' AS protocol_version, h.document -> 'cipher' ->> 'iana' AS cipher,
             p.document ->> 'state' AS pin_state, p.document ->> 'message' AS pin_message,
-            o.inventory, o.http_headers, o.vulnerabilities
+            o.inventory, o.http_headers, o.vulnerabilities, o.app
             """
         return """
             SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL AS has_chain,
@@ -387,6 +389,7 @@ private final class PostgresReportFacts: ReportFactReader {
             scan.details?.headers = try StoredValues.stored(HTTPHeadersReport.self, rows.text(row, "http_headers"), "HTTP headers", in: place)
             scan.details?.vulnerabilities = try StoredValues.stored(VulnerabilityReport.self, rows.text(row, "vulnerabilities"),
                                                                     "vulnerabilities", in: place)
+            scan.details?.app = try StoredValues.stored(AppHostOutcome.self, rows.text(row, "app"), "app outcome", in: place)
         }
         return scan
     }

@@ -107,8 +107,9 @@ public final class PostgresScanStore: ScanStore, Sendable {
         let inserted = try connection.execute("""
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration, anchor_in)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration, anchor_in, app)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27,
+                $28)
             RETURNING id
             """, [.text(scan.target), .text(scan.host), .int(Int64(scan.port)), scan.sni.map { .text($0) }, .text(result.address),
                   .text(result.family), .double(startedAt), .int(Int64(result.durationMs)), .text(result.status.rawValue),
@@ -117,7 +118,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
                   chain.map { .text($0.trustStore) }, rows.anchored.map { .int(Int64($0)) }, rows.pathIssues.map { .text($0) },
                   .text(result.ats.policy.rawValue), .text(rows.contentHash), rows.revocation.map { .text($0) },
                   scan.node.map { .text($0) }, scan.vantage.map { .text($0) }, rows.inventory.map { .text($0) }, rows.headers.map { .text($0) },
-                  rows.vulnerabilities.map { .text($0) }, rows.enumeration.map { .text($0) }, rows.anchorIn.map { .text($0) }])
+                  rows.vulnerabilities.map { .text($0) }, rows.enumeration.map { .text($0) }, rows.anchorIn.map { .text($0) },
+                  rows.app.map { .text($0) }])
         guard let observationID = inserted.int(0, "id") else { throw StoreError(.other, "the new observation has no id") }
         for reference in rows.references {
             try connection.execute("""
@@ -160,7 +162,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
                   result.error.map { .text($0.category.rawValue) }, .int(Int64(memory.consecutiveFailures)),
                   failed ? nil : .double(startedAt), .text((memory.pinState ?? .none).rawValue), result.pin.map { .text($0.message) },
                   memory.atsCompliant.map { .int($0 ? 1 : 0) }, memory.trusted.map { .int($0 ? 1 : 0) },
-                  .int(memory.unreachableAlerted ? 1 : 0), .int(Int64(ScanRows.overridesNewerClock(scan)))])
+                  .int(memory.unreachableAlerted ? 1 : 0), .text(rows.tags), rows.app.map { .text($0) },
+                  .int(Int64(ScanRows.overridesNewerClock(scan)))])
         return outcome.alerts.map(\.alert)
     }
 
@@ -401,6 +404,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
                     lastSuccessAt: rows.double(row, "last_success_at").map(Date.init(timeIntervalSince1970:)), pinState: pinState)
                 status.trustErrors = try FindingMarks.parse(rows.text(row, "findings"), in: place)
                     .filter { Finding.isTrustError(id: $0.id, severity: $0.severity) }.map(\.id)
+                status.tags = try StoredValues.tags(rows.text(row, "tags"), in: place)
+                status.app = try StoredValues.stored(AppHostOutcome.self, rows.text(row, "app"), "app outcome", in: place)
                 return status
             }
         }
@@ -534,7 +539,7 @@ public final class PostgresScanStore: ScanStore, Sendable {
         let failedRules = try StoredValues.rules(rows.text(0, "failed_rules"))
         let outcomes = Dictionary(uniqueKeysWithValues: policy.rules.map { ($0, failedRules.contains($0) ? RuleOutcome.fail : .pass) })
         let status: AddressScanResult.Status = try StoredValues.known(rows.text(0, "status"), "status", in: place)
-        return AddressScanResult(
+        var result = AddressScanResult(
             address: rows.text(0, "address") ?? "", family: rows.text(0, "family") ?? "", port: Int(rows.int(0, "port") ?? 0),
             status: status, startedAt: Date(timeIntervalSince1970: rows.double(0, "started_at") ?? 0),
             durationMs: Int(rows.int(0, "duration_ms") ?? 0),
@@ -550,6 +555,8 @@ public final class PostgresScanStore: ScanStore, Sendable {
                                                            in: place),
                   enumeration: try StoredValues.stored(EnumerationReport.self, rows.text(0, "enumeration"), "enumeration", in: place))
             .withinBudget()
+        result.app = try StoredValues.stored(AppHostOutcome.self, rows.text(0, "app"), "app outcome", in: place)
+        return result
     }
 
     // MARK: - Reports, retention, revocation answers

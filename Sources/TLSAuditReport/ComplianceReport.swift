@@ -30,6 +30,31 @@ public struct ComplianceReport: Codable, Sendable {
     public var goal: Double = ComplianceReport.defaultGoal
     /// `goal` unless `report --goal` (or a request) says otherwise.
     public static let defaultGoal = SettingBounds.goal.defaultValue
+    /// One entry per app named by an `app:BUNDLE_ID` tag among the targets, by bundle id; absent
+    /// when no target carries one. Added in tlsaudit.report/1 with issue 39.
+    public var apps: [AppEntry]?
+
+    /// The targets of one app (those tagged `app:BUNDLE_ID`), judged as that app's client judges them.
+    public struct AppEntry: Codable, Sendable, Hashable {
+        public var bundle: String
+        /// How many targets carry the app's tag, and how many the app's client connects to at every address.
+        public var targets: Int
+        public var compliant: Int
+        public var addresses: [AppAddress]
+    }
+
+    /// One address of an app's target: whether the app connects, on which exception, or why not.
+    public struct AppAddress: Codable, Sendable, Hashable {
+        public var target: String
+        public var address: String
+        /// `compliant` (the app's client connects), `not-compliant`, `unreachable`, or `not-judged`
+        /// (no outcome for the app stored with the latest scan).
+        public var status: String
+        /// What the compliant verdict relies on: "NSExceptionDomains 'a.example' (NSExceptionMinimumTLSVersion)", "default ATS".
+        public var reliesOn: String?
+        /// Why the app's client does not connect (finding ids).
+        public var reasons: [String]
+    }
 
     /// One address to fix, in the order `ReportBuilder.fixFirst` gives.
     public struct FixItem: Codable, Sendable, Hashable {
@@ -86,6 +111,8 @@ public struct ComplianceReport: Codable, Sendable {
         /// The worst status of its addresses.
         public var status: AddressCondition
         public var addresses: [AddressEntry]
+        /// The target's configured tags; absent when it has none.
+        public var tags: [String]?
     }
 
     public struct AddressEntry: Codable, Sendable {

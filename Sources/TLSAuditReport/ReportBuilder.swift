@@ -46,7 +46,8 @@ public enum ReportBuilder {
                 targets[targets.count - 1].addresses.append(addresses[index])
             } else {
                 targets.append(ComplianceReport.TargetEntry(target: address.target, host: address.host, port: address.port,
-                                                            status: .compliant, addresses: [addresses[index]]))
+                                                            status: .compliant, addresses: [addresses[index]],
+                                                            tags: address.tags.isEmpty ? nil : address.tags))
             }
         }
         for index in targets.indices {
@@ -108,7 +109,33 @@ public enum ReportBuilder {
             expiringWithinDays: expiringWithinDays, unreachable: unreachable)
         report.fixFirst = fixFirst(targets, within: expiringWithinDays)
         report.goal = goal
+        report.apps = apps(data.addresses)
         return report
+    }
+
+    /// Per app tag (`app:BUNDLE_ID`) among the addresses: each address as that app's client sees it
+    /// (its latest scan's app outcome), and how many of the app's targets it connects to everywhere.
+    /// Nil when no address carries an app tag.
+    static func apps(_ addresses: [ReportAddress]) -> [ComplianceReport.AppEntry]? {
+        var byApp: [String: [ComplianceReport.AppAddress]] = [:]
+        for address in addresses {
+            for bundle in TargetTags.apps(in: address.tags) {
+                let outcome = address.app?.bundle == bundle ? address.app : nil
+                let status = outcome.map { $0.connects ? "compliant" : "not-compliant" }
+                    ?? (address.verdict.condition == .unreachable ? "unreachable" : "not-judged")
+                byApp[bundle, default: []].append(ComplianceReport.AppAddress(
+                    target: address.target, address: address.address, status: status,
+                    reliesOn: outcome?.connects == true ? outcome?.reliance : nil, reasons: outcome?.reasons ?? []))
+            }
+        }
+        guard !byApp.isEmpty else { return nil }
+        return byApp.keys.sorted().map { bundle in
+            let entries = byApp[bundle] ?? []
+            let byTarget = Dictionary(grouping: entries, by: \.target)
+            return ComplianceReport.AppEntry(bundle: bundle, targets: byTarget.count,
+                                             compliant: byTarget.values.filter { $0.allSatisfy { $0.status == "compliant" } }.count,
+                                             addresses: entries)
+        }
     }
 
     /// The order the operator should work in: expired and untrusted first (clients refuse them

@@ -12,6 +12,8 @@ public struct ReportQuery: Sendable, Hashable {
     public var policy: CompliancePolicy?
     /// Only these target keys (nil: every target the database has a current state for).
     public var targets: Set<String>?
+    /// Only the targets carrying every one of these tags (`report --tag`; empty: no restriction).
+    public var tags: [String] = []
     /// Seconds between the trend's samples.
     public var step: TimeInterval
 
@@ -21,11 +23,21 @@ public struct ReportQuery: Sendable, Hashable {
         return VantageTarget.isStored(target, of: targets)
     }
 
-    public init(start: Date, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil, step: TimeInterval) {
+    /// Whether a stored address is in the report: its target is included and carries every tag asked for.
+    public func includes(_ address: StoredAddress) -> Bool {
+        includes(stored: address.key.target) && TargetTags.carries(address.tags, every: tags)
+    }
+
+    /// Whether the report covers only some of the stored targets (their scans are then counted apart).
+    var restricted: Bool { targets != nil || !tags.isEmpty }
+
+    public init(start: Date, end: Date, policy: CompliancePolicy? = nil, targets: Set<String>? = nil, tags: [String] = [],
+                step: TimeInterval) {
         self.start = start
         self.end = end
         self.policy = policy
         self.targets = targets
+        self.tags = tags
         self.step = step
     }
 }
@@ -78,6 +90,10 @@ public struct ReportAddress: Sendable {
     public var inventory: ServerInventory? = nil
     public var headers: HTTPHeadersReport? = nil
     public var vulnerabilities: VulnerabilityReport? = nil
+    /// The target's configured tags as of its latest scan.
+    public var tags: [String] = []
+    /// The latest scan's outcome for the app whose rules judge the target (nil: none, or not stored).
+    public var app: AppHostOutcome? = nil
 }
 
 /// The fleet's counts at one instant.

@@ -41,6 +41,7 @@ struct ReportDocument {
         fixFirst(report)
         fleet(report)
         targets(report)
+        apps(report)
         changes(report)
         expiring(report)
         unreachable(report)
@@ -146,6 +147,29 @@ struct ReportDocument {
         }
         blocks.append(.table(header: ["Target", "Address", "Status", "Failing rules", "Trust", "Pin", "Earliest expiry", "Protocol"],
                              rows: rows))
+    }
+
+    /// Per app (targets tagged `app:BUNDLE_ID`): which servers its client connects to, relying on
+    /// which exception, and why it does not connect to the others. Absent when no target names an app.
+    private mutating func apps(_ report: ComplianceReport) {
+        guard let apps = report.apps else { return }
+        blocks.append(.heading("Apps (\(apps.count))"))
+        blocks.append(.paragraph("Targets tagged app:BUNDLE_ID, judged as that app's client judges them (its ATS exceptions for the host)."))
+        for app in apps {
+            blocks.append(.subheading(app.bundle))
+            blocks.append(.paragraph("\(app.compliant) of \(app.targets) target\(app.targets == 1 ? "" : "s") compliant for the app."))
+            blocks.append(.table(header: ["Target", "Address", "For the app", "Relies on / why not"], rows: app.addresses.map { address in
+                let status: Cell = switch address.status {
+                case "compliant": Cell("compliant", .good)
+                case "not-compliant": Cell("NOT COMPLIANT", .bad)
+                case "unreachable": Cell("UNREACHABLE", .warning)
+                default: Cell(address.status, .muted)
+                }
+                let detail = address.reliesOn.map { Cell($0) }
+                    ?? (address.reasons.isEmpty ? Cell("-", .muted) : Cell(address.reasons.joined(separator: ", "), .bad))
+                return [Cell(address.target), Cell(address.address), status, detail]
+            }))
+        }
     }
 
     private mutating func changes(_ report: ComplianceReport) {

@@ -10,6 +10,8 @@ public struct ReportRequest: Sendable, Hashable {
     public var policy: CompliancePolicy?
     /// Only these target keys (e.g. the configured ones); nil: every target in the database.
     public var targets: Set<String>?
+    /// Only the targets carrying every one of these tags (empty: no restriction).
+    public var tags: [String] = []
     public var expiringWithinDays: Int
     /// The compliance goal in percent the trend is coloured against.
     public var goal: Double
@@ -28,7 +30,8 @@ public struct ReportRequest: Sendable, Hashable {
 public enum ReportGenerator {
     /// Reads the store and builds the report.
     public static func report(from store: any ScanStore, _ request: ReportRequest) throws -> ComplianceReport {
-        let query = ReportBuilder.query(end: request.end, since: request.since, policy: request.policy, targets: request.targets)
+        var query = ReportBuilder.query(end: request.end, since: request.since, policy: request.policy, targets: request.targets)
+        query.tags = request.tags
         return ReportBuilder.build(try ReportData.read(query, from: store, rejudge: AddressAssessment.rejudge), expiringWithinDays: request.expiringWithinDays, goal: request.goal)
     }
 }

@@ -59,9 +59,9 @@ struct ReportReader {
     }
 
     mutating func read() throws -> ReportData {
-        let fleet = try facts.addresses().filter { query.includes(stored: $0.key.target) }
+        let fleet = try facts.addresses().filter(query.includes)
         let targets = Set(fleet.map(\.key.target))
-        let counted = query.targets == nil ? nil : targets
+        let counted = query.restricted ? targets : nil
         facts.willCountScans(after: query.start, through: query.end, targets: counted)
         var addresses: [ReportAddress] = []
         var timeline = Timeline(query: query)
@@ -214,7 +214,8 @@ struct ReportReader {
             protocolVersion: details.protocolVersion, cipher: details.cipher,
             failureCategory: details.failureCategory, failureMessage: details.failureMessage,
             lastReachableAt: reachable?.startedAt, chain: chain, inventory: reachable?.details?.inventory,
-            headers: reachable?.details?.headers, vulnerabilities: reachable?.details?.vulnerabilities)
+            headers: reachable?.details?.headers, vulnerabilities: reachable?.details?.vulnerabilities,
+            tags: member.tags, app: details.app)
     }
 
     /// A stored certificate's dates and names, read once per report (a fleet shares its CAs).

@@ -146,27 +146,34 @@ enum CSVReport {
                          "pin_state", "earliest_expiry", "days_left", "protocol", "cipher", "last_scan_at",
                          "failure_category", "failure_message", "fix_rank", "fix"]
 
+    /// Added after `header` when some target names an app (`app:BUNDLE_ID`): its tags, the apps,
+    /// and per app its status and what it relies on or why it does not connect (`; ` between apps).
+    static let appHeader = ["tags", "apps", "app_status", "app_detail"]
+
     /// The rows to fix come first, in `fixFirst` order (`fix_rank` 1, 2, ...; several problems of
     /// one address are joined in `fix`), then the others in target order.
     static func render(_ report: ComplianceReport) -> String {
-        var out = header.joined(separator: ",") + "\r\n"
+        var out = (header + (report.apps == nil ? [] : appHeader)).joined(separator: ",") + "\r\n"
+        var appCells: [String: [(bundle: String, entry: ComplianceReport.AppAddress)]] = [:]
+        for app in report.apps ?? [] {
+            for entry in app.addresses { appCells[Self.key(entry.target, entry.address), default: []].append((app.bundle, entry)) }
+        }
         var rank: [String: Int] = [:], fixes: [String: [String]] = [:]
-        func key(_ target: String, _ address: String) -> String { target + "\u{1F}" + address }
         for item in report.fixFirst {
-            let key = key(item.target, item.address)
+            let key = Self.key(item.target, item.address)
             if rank[key] == nil { rank[key] = rank.count + 1 }
             fixes[key, default: []].append("\(item.problem): \(item.fix)")
         }
         var rows: [(order: Int, index: Int, key: String, target: ComplianceReport.TargetEntry, address: ComplianceReport.AddressEntry)] = []
         for target in report.targets {
             for address in target.addresses {
-                let key = key(target.target, address.address)
+                let key = Self.key(target.target, address.address)
                 rows.append((rank[key] ?? Int.max, rows.count, key, target, address))
             }
         }
         rows.sort { ($0.order, $0.index) < ($1.order, $1.index) }
         for (_, _, key, target, address) in rows {
-            let cells: [String?] = [
+            var cells: [String?] = [
                 target.target, target.host, String(target.port), address.address, address.status.rawValue,
                 address.policy.rawValue, address.failedRules.joined(separator: " "),
                 address.trusted.map { $0 ? "true" : "false" }, address.trustErrors.joined(separator: " "),
@@ -174,6 +181,7 @@ enum CSVReport {
                 address.protocolVersion?.rawValue, address.cipher, Timestamp.format(address.lastScanAt),
                 address.failureCategory?.rawValue, address.failureMessage, rank[key].map(String.init), fixes[key]?.joined(separator: "; "),
             ]
+            if report.apps != nil { cells += appColumns(tags: target.tags, apps: appCells[key]) }
             out += cells.enumerated().map { index, cell in
                 field(cell ?? "", numeric: index == 2 || index == 11 || index == 17)
             }.joined(separator: ",") + "\r\n"
@@ -183,6 +191,17 @@ enum CSVReport {
 
     /// Quotes a field when needed; a text field a spreadsheet would evaluate (`=`, `+`, `-`, `@`
     /// first) gets a leading apostrophe (OWASP's advice against CSV injection).
+    /// The cells of `appHeader` for one address: its target's tags, and per app its status and detail.
+    static func appColumns(tags: [String]?, apps: [(bundle: String, entry: ComplianceReport.AppAddress)]?) -> [String?] {
+        guard let apps else { return [tags?.joined(separator: " "), nil, nil, nil] }
+        let details = apps.map { $0.entry.reliesOn ?? $0.entry.reasons.joined(separator: " ") }
+        return [tags?.joined(separator: " "), apps.map(\.bundle).joined(separator: " "), apps.map(\.entry.status).joined(separator: "; "),
+                details.joined(separator: "; ")]
+    }
+
+    /// A row's key in the lookups above.
+    static func key(_ target: String, _ address: String) -> String { target + "\u{1F}" + address }
+
     static func field(_ value: String, numeric: Bool) -> String {
         var text = value.withoutControlCharacters
         // The first scalar, not the first character: "=" followed by a combining mark is still a formula.

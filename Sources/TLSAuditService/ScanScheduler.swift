@@ -360,8 +360,12 @@ final class ScanScheduler: @unchecked Sendable {
         }
         // A target scanned from several vantages is stored once per vantage: KEY@VANTAGE.
         let stored = VantageTarget.key(configured.key, vantage: configured.vantages == .any ? nil : node?.vantage)
-        return results.map { StoredScan(target: stored, host: configured.host, port: configured.port,
-                                        sni: target.sni, result: $0, node: node?.name, vantage: node?.vantage) }
+        return results.map { result in
+            var scan = StoredScan(target: stored, host: configured.host, port: configured.port, sni: target.sni, result: result,
+                                  node: node?.name, vantage: node?.vantage)
+            scan.tags = configured.tags
+            return scan
+        }
     }
 
     private func complete(_ target: TargetConfiguration, scans: [StoredScan]) {

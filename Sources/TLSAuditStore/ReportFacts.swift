@@ -63,11 +63,14 @@ public struct StoredAddress: Sendable, Hashable {
     public var key: AddressKey
     public var lastObservationID: Int64
     public var lastScanAt: Date
+    /// The target's configured tags as of that scan.
+    public var tags: [String]
 
-    package init(key: AddressKey, lastObservationID: Int64, lastScanAt: Date) {
+    package init(key: AddressKey, lastObservationID: Int64, lastScanAt: Date, tags: [String] = []) {
         self.key = key
         self.lastObservationID = lastObservationID
         self.lastScanAt = lastScanAt
+        self.tags = tags
     }
 }
 
@@ -147,6 +150,8 @@ public struct ScanDetails: Sendable {
     public var inventory: ServerInventory?
     public var headers: HTTPHeadersReport?
     public var vulnerabilities: VulnerabilityReport?
+    /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
+    public var app: AppHostOutcome?
 
     package init(port: Int, failureCategory: ProbeFailureCategory? = nil, failureMessage: String? = nil, protocolVersion: TLSVersion? = nil, cipher: String? = nil, pinState: PinEvaluation.State, pinMessage: String? = nil) {
         self.port = port

@@ -26,10 +26,11 @@ private final class SQLiteReportFacts: ReportFactReader {
 
     func addresses() throws -> [StoredAddress] {
         try Row.fetchAll(db, sql: """
-            SELECT target, address, last_observation_id, last_scan_at FROM target_state ORDER BY target, address
+            SELECT target, address, last_observation_id, last_scan_at, tags FROM target_state ORDER BY target, address
             """).map { row in
-            StoredAddress(key: AddressKey(target: row[0], address: row[1]), lastObservationID: row[2],
-                          lastScanAt: Date(timeIntervalSince1970: row[3]))
+            let key = AddressKey(target: row[0], address: row[1])
+            return StoredAddress(key: key, lastObservationID: row[2], lastScanAt: Date(timeIntervalSince1970: row[3]),
+                                 tags: try StoredValues.tags(row[4], in: "the current state of \(key.target) \(key.address)"))
         }
     }
 
@@ -174,7 +175,7 @@ private final class SQLiteReportFacts: ReportFactReader {
         static let ownPolicy = 8, storedPolicy = 9, compliant = 10, failedRules = 11, content = 12, pinMismatch = 13
         /// With details: the verdict's findings, then what the report shows.
         static let findings = 14, port = 15, failureCategory = 16, failureMessage = 17, protocolVersion = 18
-        static let cipher = 19, pinState = 20, pinMessage = 21, inventory = 22, headers = 23, vulnerabilities = 24
+        static let cipher = 19, pinState = 20, pinMessage = 21, inventory = 22, headers = 23, vulnerabilities = 24, app = 25
     }
 
     /// A scan query from `source` (which names the observation `o`): the leading columns (see
@@ -202,7 +203,8 @@ private final class SQLiteReportFacts: ReportFactReader {
             , (SELECT \(FindingMarks.sql) FROM json_each(v.findings) AS f),
             o.port, o.failure_category, o.failure_message,
             json_extract(o.handshake, '$.protocolVersion'), json_extract(o.handshake, '$.cipher.iana'),
-            json_extract(own.pin, '$.state'), json_extract(own.pin, '$.message'), o.inventory, o.http_headers, o.vulnerabilities
+            json_extract(own.pin, '$.state'), json_extract(own.pin, '$.message'), o.inventory, o.http_headers, o.vulnerabilities,
+            o.app
             """, joins: "LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy")
     }
 
@@ -234,6 +236,7 @@ private final class SQLiteReportFacts: ReportFactReader {
             scan.details?.headers = try StoredValues.stored(HTTPHeadersReport.self, row[Column.headers], "HTTP headers", in: place)
             scan.details?.vulnerabilities = try StoredValues.stored(VulnerabilityReport.self, row[Column.vulnerabilities], "vulnerabilities",
                                                                     in: place)
+            scan.details?.app = try StoredValues.stored(AppHostOutcome.self, row[Column.app], "app outcome", in: place)
         }
         return scan
     }

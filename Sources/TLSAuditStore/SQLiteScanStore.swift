@@ -189,14 +189,14 @@ public final class SQLiteScanStore: ScanStore, Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO observation (target, host, port, sni, address, family, started_at, duration_ms, status,
                 failure_category, failure_message, failure_alert, handshake, ats_refusal, trust_store, anchored, path_issues, policy,
-                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration, anchor_in)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                content_hash, revocation, node, vantage, inventory, http_headers, vulnerabilities, enumeration, anchor_in, app)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [scan.target, scan.host, scan.port, scan.sni, result.address, result.family,
                              result.startedAt.timeIntervalSince1970, result.durationMs, result.status.rawValue,
                              result.error?.category.rawValue, result.error?.message, result.error?.alert,
                              rows.handshake, result.atsClientRefusal, chain?.trustStore, rows.anchored, rows.pathIssues,
                              result.ats.policy.rawValue, rows.contentHash, rows.revocation, scan.node, scan.vantage, rows.inventory, rows.headers,
-                             rows.vulnerabilities, rows.enumeration, rows.anchorIn])
+                             rows.vulnerabilities, rows.enumeration, rows.anchorIn, rows.app])
         let observationID = db.lastInsertedRowID
         for reference in rows.references {
             try db.cachedStatement(sql: """
@@ -279,7 +279,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                              failed ? nil : result.startedAt.timeIntervalSince1970,
                              (memory.pinState ?? .none).rawValue, result.pin?.message,
                              memory.atsCompliant.map { $0 ? 1 : 0 }, memory.trusted.map { $0 ? 1 : 0 },
-                             memory.unreachableAlerted ? 1 : 0, ScanRows.overridesNewerClock(scan)])
+                             memory.unreachableAlerted ? 1 : 0, rows.tags, rows.app, ScanRows.overridesNewerClock(scan)])
         return outcome.alerts.map(\.alert)
     }
 
@@ -484,6 +484,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                         pinState: pinState)
                     status.trustErrors = try FindingMarks.parse(row["findings"], in: place)
                         .filter { Finding.isTrustError(id: $0.id, severity: $0.severity) }.map(\.id)
+                    status.tags = try StoredValues.tags(row["tags"], in: place)
+                    status.app = try StoredValues.stored(AppHostOutcome.self, row["app"], "app outcome", in: place)
                     return status
                 }
             }
@@ -618,7 +620,7 @@ public final class SQLiteScanStore: ScanStore, Sendable {
             ($0, failedRules.contains($0) ? RuleOutcome.fail : .pass)
         })
         let status: AddressScanResult.Status = try StoredValues.known(row["status"], "status", in: place)
-        return AddressScanResult(
+        var result = AddressScanResult(
             address: row["address"], family: row["family"], port: row["port"], status: status,
             startedAt: Date(timeIntervalSince1970: row["started_at"]), durationMs: row["duration_ms"],
             handshake: try StoredValues.decode(HandshakeObservation.self, row["handshake"]),
@@ -632,6 +634,8 @@ public final class SQLiteScanStore: ScanStore, Sendable {
                   vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row["vulnerabilities"], "vulnerabilities", in: place),
                   enumeration: try StoredValues.stored(EnumerationReport.self, row["enumeration"], "enumeration", in: place))
             .withinBudget() // Records stored before the budget existed are bounded when read.
+        result.app = try StoredValues.stored(AppHostOutcome.self, row["app"], "app outcome", in: place)
+        return result
     }
 
     // MARK: - Scheduled reports

@@ -44,6 +44,10 @@ package struct ScanRows {
     package var timeline: [String]
     /// The earliest notAfter of the chain (path as built, else as presented).
     package var earliestExpiry: Double?
+    /// The target's configured tags, JSON.
+    package var tags: String
+    /// The app outcome (`AddressScanResult.app`), JSON.
+    package var app: String?
 
     package init(_ scan: StoredScan, handshakeJSON: (HandshakeObservation) throws -> String, sha256: SHA256Hex) throws {
         result = scan.result.withinBudget()
@@ -82,6 +86,8 @@ package struct ScanRows {
         let condition = AddressCondition(status: result.status, hasChain: chain != nil, compliant: result.countedCompliant)
         timeline = [condition.rawValue, result.ats.policy.rawValue, try StoredValues.json(result.countedReasons)]
         earliestExpiry = chain?.certificates.map(\.notAfter).min()?.timeIntervalSince1970
+        tags = try StoredValues.json(scan.tags)
+        app = try result.app.map { try StoredValues.json($0) }
     }
 
     /// The timeline state of a stored scan read back (for a scan stored before a later one).
@@ -92,8 +98,6 @@ package struct ScanRows {
         return [condition.rawValue, policy, try StoredValues.json(CountedVerdict.reasons(failedRules, pinState: pinState))]
     }
 
-    /// The address's current state after a scan (21 parameters, `?` placeholders; the PostgreSQL
-    /// store numbers them): the same upsert on every backend.
     /// SQL (both backends): the observation `alias` reached the server (the handshake completed,
     /// or at least a chain arrived).
     package static func reached(_ alias: String) -> String {
@@ -126,11 +130,14 @@ package struct ScanRows {
         return current > startedAt
     }
 
+    /// The address's current state after a scan (23 parameters, then `overridesNewerClock`; `?`
+    /// placeholders, the PostgreSQL store numbers them): the same upsert on every backend.
     package static let upsertTargetState = """
             INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
                 compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
-                consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted,
+                tags, app)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (target, address) DO UPDATE SET
                 host = excluded.host, port = excluded.port,
                 last_observation_id = excluded.last_observation_id,
@@ -146,7 +153,8 @@ package struct ScanRows {
                 pin_state = excluded.pin_state,
                 pin_message = excluded.pin_message,
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
-                unreachable_alerted = excluded.unreachable_alerted
+                unreachable_alerted = excluded.unreachable_alerted,
+                tags = excluded.tags, app = excluded.app
             WHERE target_state.last_scan_at <= excluded.last_scan_at OR ? = 1
 """
 

@@ -31,6 +31,20 @@ public struct StoredScan: Sendable, Codable {
         self.vantage = vantage
         self.fence = fence
     }
+
+    enum CodingKeys: String, CodingKey { case target, host, port, sni, result, node, vantage, fence, tags }
+
+    /// A result kept in a spill file by a version without tags reads back with none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(target: try container.decode(String.self, forKey: .target), host: try container.decode(String.self, forKey: .host),
+                  port: try container.decode(Int.self, forKey: .port), sni: try container.decodeIfPresent(String.self, forKey: .sni),
+                  result: try container.decode(AddressScanResult.self, forKey: .result),
+                  node: try container.decodeIfPresent(String.self, forKey: .node),
+                  vantage: try container.decodeIfPresent(String.self, forKey: .vantage),
+                  fence: try container.decodeIfPresent(ScanFence.self, forKey: .fence))
+        tags = try container.decodeIfPresent([String].self, forKey: .tags) ?? []
+    }
 }
 
 /// A fencing token: the fleet work row a scan was claimed from and the lease epoch of that claim.

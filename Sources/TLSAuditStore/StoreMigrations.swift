@@ -31,8 +31,18 @@ package enum StoreMigrations {
             // '' for an operator's own anchor): the public-trust rules follow it when history is judged again.
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN anchor_in TEXT")
         }
+        migrator.registerMigration("v12-tags-app") { db in try db.execute(sql: tagsAndApp) }
         return migrator
     }
+
+    /// A target's configured tags (JSON [String]) with its current state, and the app outcome
+    /// (JSON AppHostOutcome, NULL when the target is judged by no app's rules) of each scan and of
+    /// the current state. The same script on PostgreSQL.
+    package static let tagsAndApp = """
+        ALTER TABLE target_state ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE target_state ADD COLUMN app TEXT;
+        ALTER TABLE observation ADD COLUMN app TEXT;
+        """
 
     /// Certificates stored once by fingerprint; raw observations apart from verdicts; the
     /// current state per target address for change detection.

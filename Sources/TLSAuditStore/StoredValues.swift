@@ -84,6 +84,12 @@ package enum StoredValues {
         }
     }
 
+    /// A target's stored tags (JSON); `[]` without a decoder.
+    package static func tags(_ text: String?, in place: String) throws -> [String] {
+        guard let text, text != "[]" else { return [] }
+        return try stored([String].self, text, "tags", in: place) ?? []
+    }
+
     /// A stored list of failed rules (JSON); `[]`, by far the most common, without a decoder.
     package static func rules(_ text: String?) throws -> [FindingID] {
         guard let text, text != "[]" else { return [] }

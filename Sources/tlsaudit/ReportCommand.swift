@@ -12,7 +12,8 @@ struct ReportCommand: ParsableCommand {
         discussion: """
             Computed from the database alone (no scan is made); safe while the service runs. With \
             --policy every stored observation is judged again under that policy. With --config only \
-            the configured targets are reported. Exit 0 when written, 2 when the database cannot be \
+            the configured targets are reported; with --tag only the targets carrying every tag given. When \
+            targets carry app:BUNDLE_ID tags, an Apps section shows each app's targets as its client sees them. Exit 0 when written, 2 when the database cannot be \
             read or the file cannot be written, 64 on bad options.
             """
     )
@@ -42,6 +43,9 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "The compliance goal in percent: the trend is green at or above it, red below (default \(Int(SettingBounds.goal.defaultValue))).")
     var goal: Double = ComplianceReport.defaultGoal
 
+    @Option(name: .customLong("tag"), help: "Report only on targets with this tag (repeat it: a target must carry every one, e.g. --tag app:com.example.shop).")
+    var tags: [String] = []
+
     func validate() throws {
         if let problem = SettingBounds.goal.problem(goal, name: "--goal") { throw ValidationError(problem + ".") }
         guard let seconds = DurationText.seconds(since), SettingBounds.reportPeriod.problem(seconds, name: "--since") == nil else {
@@ -59,9 +63,10 @@ struct ReportCommand: ParsableCommand {
     func run() throws {
         let store = try databaseOptions.openStore()
         let targets = try databaseOptions.config.map { Set(try loadConfiguration($0).targets.map(\.key)) }
-        let request = ReportRequest(since: DurationText.seconds(since)!, end: at.flatMap(Timestamp.parse) ?? Date(),
+        var request = ReportRequest(since: DurationText.seconds(since)!, end: at.flatMap(Timestamp.parse) ?? Date(),
                                     policy: policy, targets: targets,
                                     expiringWithinDays: Int(DurationText.seconds(expiringWithin)! / 86_400), goal: goal)
+        request.tags = tags
         let content: String
         do {
             content = try ReportRenderer.render(try ReportGenerator.report(from: store, request), as: format, compact: jsonStyle.compact)

@@ -12,7 +12,8 @@ struct StatusCommand: ParsableCommand {
         abstract: "Show every target address: last scan, verdict, days to the earliest expiry in the chain, pin state.",
         discussion: """
             Reads the database; safe while the service runs. With a configuration (--config, or the installed one), \
-            only its targets are shown (a target removed from it is not). Exit 0 all compliant, 1 some not, 2 some unreachable.
+            only its targets are shown (a target removed from it is not). With --tag, only the targets that carry every \
+            tag given (as of their latest scan). Exit 0 all compliant, 1 some not, 2 some unreachable (of the rows shown).
             """
     )
 
@@ -22,6 +23,9 @@ struct StatusCommand: ParsableCommand {
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
+
+    @Option(name: .customLong("tag"), help: "Show only targets with this tag (repeat it: a target must carry every one, e.g. --tag app:com.example.shop).")
+    var tags: [String] = []
 
     func run() throws {
         let store = try databaseOptions.openStore()
@@ -33,10 +37,13 @@ struct StatusCommand: ParsableCommand {
             let configured = Set(try loadConfiguration(file).targets.map(\.key))
             if !configured.isEmpty { rows = rows.filter { VantageTarget.isStored($0.target, of: configured) } }
         }
+        rows = rows.filter { TargetTags.carries($0.tags, every: tags) }
         switch format {
         case .json:
             let encoder = jsonStyle.encoder
             StandardStream.output.write(try encoder.encodeLine(StatusDocument(targets: rows)))
+        case .text where rows.isEmpty && !tags.isEmpty:
+            StandardStream.output.write("no target carries \(tags.map { "'\($0)'" }.joined(separator: " and "))\n")
         case .text:
             StandardStream.output.write(StatusTable.render(rows, now: Date()))
         }

@@ -6,6 +6,8 @@ import TLSAuditStore
 enum StatusTable {
     static func render(_ rows: [TargetStatus], now: Date) -> String {
         guard !rows.isEmpty else { return "no scans stored yet\n" }
+        // The TAGS column only where some target has tags: a fleet without them reads as before.
+        let tagged = rows.contains { !$0.tags.isEmpty }
         let body = rows.map { row -> [String] in
             let verdict: String
             if row.status == .failed {
@@ -16,12 +18,24 @@ enum StatusTable {
                 verdict = "NOT COMPLIANT (" + row.reasons.joined(separator: ",") + ")"
             }
             let expiry = row.earliestExpiry.map { "\(Timestamp.daysLeft(until: $0, at: now))" } ?? "-"
-            return [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState.rawValue]
+            let cells = [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState.rawValue]
+            return tagged ? cells + [row.tags.isEmpty ? "-" : row.tags.joined(separator: ",")] : cells
         }
         let compliant = rows.filter { $0.status == .completed && $0.compliant }.count
         let unreachable = rows.filter { $0.status == .failed }.count
-        return TextTable.render(header: ["TARGET", "ADDRESS", "LAST SCAN", "POLICY", "VERDICT", "EXPIRES (d)", "PIN"], rows: body)
+        let header = ["TARGET", "ADDRESS", "LAST SCAN", "POLICY", "VERDICT", "EXPIRES (d)", "PIN"]
+        return TextTable.render(header: tagged ? header + ["TAGS"] : header, rows: body)
             + "\n\(rows.count) address(es): \(compliant) compliant, \(rows.count - compliant - unreachable) not compliant, \(unreachable) unreachable\n"
+            + appLines(rows)
+    }
+
+    /// One line per address judged by an app's rules: what a passing verdict relies on, or why the app does not connect.
+    static func appLines(_ rows: [TargetStatus]) -> String {
+        let judged = rows.compactMap { row in row.app.map { (row, $0) } }
+        guard !judged.isEmpty else { return "" }
+        return "\nAs the apps' clients see them:\n" + judged.map { row, app in
+            "  \(row.target) \(row.address): app \(app.bundle) \(app.verdictText)\n"
+        }.joined()
     }
 }
 

@@ -15,29 +15,7 @@ struct JSONSchemaTests {
 
     /// Validates `json` against the schema; returns the validator's complaint, or nil when valid.
     static func validate(_ json: String, schema schemaPath: String = schemaPath) throws -> String? {
-        let document = FileManager.default.temporaryDirectory.appendingPathComponent("scan-\(UUID().uuidString).json")
-        try json.write(to: document, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: document) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", """
-            import json, sys, jsonschema
-            schema = json.load(open(sys.argv[1]))
-            jsonschema.Draft202012Validator.check_schema(schema)
-            errors = list(jsonschema.Draft202012Validator(schema).iter_errors(json.load(open(sys.argv[2]))))
-            for e in errors[:5]: print(list(e.absolute_path), e.message)
-            sys.exit(1 if errors else 0)
-            """, schemaPath, document.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        if output.contains("No module named") {
-            Issue.record("python3 jsonschema is missing (.ci/run installs it): \(output)")
-        }
-        return process.terminationStatus == 0 ? nil : output
+        try LabJSONSchema.complaint(json, schema: schemaPath)
     }
 
     @Test("the compliance report JSON (the golden file the report tests compare against) validates against docs/report.schema.json")

@@ -54,6 +54,28 @@ struct AddressSeriesTests {
         #expect(try await Self.samples(metrics, family: "tlsaudit_rule_failed").count == 700)
     }
 
+    @Test("tlsaudit_target_app_info: one series per app of a target (its app: tags, its scan's app outcome), none for other targets; absent without apps")
+    func appInfo() async throws {
+        let metrics = ScanMetrics()
+        metrics.record([Self.scan("plain")])
+        #expect(try await Self.samples(metrics, family: "tlsaudit_target_app_info").isEmpty)
+        var tagged = Self.scan("shop")
+        tagged.tags = ["app:com.example.shop", "prod"]
+        var judged = Self.scan("judged")
+        judged.result.app = AppHostOutcome(bundle: "com.example.other", entry: nil, reliesOn: [], configuration: "ats-default",
+                                           connects: true, reasons: [], detail: "")
+        metrics.record([tagged, judged])
+        let info = try await Self.samples(metrics, family: "tlsaudit_target_app_info")
+        #expect(info.map(\.0) == [#"target="judged",address="127.0.0.1",app="com.example.other""#,
+                                   #"target="shop",address="127.0.0.1",app="com.example.shop""#], "\(info)")
+        #expect(info.allSatisfy { $0.1 == "1.0" })
+        // The other families keep ssl_exporter's label sets: no app label.
+        #expect(try await Self.samples(metrics, family: "ssl_probe_success").allSatisfy { !$0.0.contains("app=") })
+        // A new scan without the tag drops the series.
+        metrics.record([Self.scan("shop")])
+        #expect(try await Self.samples(metrics, family: "tlsaudit_target_app_info").map(\.0) == [#"target="judged",address="127.0.0.1",app="com.example.other""#])
+    }
+
     @Test("addresses added and targets dropped during a scrape: no address twice, none of a dropped target after the drop")
     func changedMidScrape() async throws {
         let metrics = ScanMetrics()

@@ -43,12 +43,13 @@ struct MonitoringTests {
         }
     }
 
-    /// Starts `serve` on `targets` with `http` as the listener's settings; waits for `listeners` of them.
-    func service(_ name: String, targets: [(String, Int)], http: String, listeners: Int = 1) throws -> (ServiceProcess, URL) {
+    /// Starts `serve` on `targets` (with their `tags`) with `http` as the listener's settings; waits for `listeners` of them.
+    func service(_ name: String, targets: [(String, Int)], http: String, listeners: Int = 1,
+                 tags: [String: [String]] = [:]) throws -> (ServiceProcess, URL) {
         let workspace = try lab.workspace(name)
         let config = workspace.appendingPathComponent("tlsaudit.yaml").path
         try lab.configuration(database: workspace.appendingPathComponent("tlsaudit.sqlite").path, targets: targets,
-                              extra: "http:\n" + http.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+                              extra: "http:\n" + http.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"), tags: tags)
             .write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
         service.wait("the http listeners", timeout: 20) { Self.listening(service).count >= listeners }

@@ -5,6 +5,7 @@ import TLSAuditLab
 import TLSAuditProbe
 import TLSAuditStore
 import TLSAuditPostgres
+import GRDB
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,7 +54,7 @@ struct PostgresServiceTests {
         #expect(stored >= 4)
 
         let after = try Binary.run(["check-config", config, "--test-connection"])
-        #expect(after.stdout.contains("schema at v11-anchor-in (11 migration(s))"), "\(after.stdout)")
+        #expect(after.stdout.contains("schema at v12-tags-app (12 migration(s))"), "\(after.stdout)")
 
         // A password in the URL is refused with its line; a server that is not there is a clear error, exit 2.
         let withPassword = workspace.appendingPathComponent("password.yaml").path
@@ -111,6 +112,15 @@ struct PostgresServiceTests {
             #expect(try store.recordAlert(pending, sinks: ["hook"]))
             try store.recordReportRun(name: "weekly", periodEnd: Date(timeIntervalSince1970: 1_794_000_000), files: ["/tmp/w.json"],
                                       delivery: [:])
+            // An app's target: its tags and its latest scan's app outcome (the v12 columns) must come across.
+            let outcome = String(decoding: try JSONEncoder().encode(AppHostOutcome(
+                bundle: "com.example.shop", entry: "fixed.example", reliesOn: ["NSExceptionMinimumTLSVersion"], configuration: "ats-tls12",
+                connects: true, reasons: [], detail: "TLS 1.2")), as: UTF8.self)
+            try DatabaseQueue(path: file).write { db in
+                try db.execute(sql: "UPDATE target_state SET tags = '[\"app:com.example.shop\"]', app = ? WHERE target = 'fixed'", arguments: [outcome])
+                try db.execute(sql: "UPDATE observation SET app = ? WHERE id IN (SELECT last_observation_id FROM target_state WHERE target = 'fixed')",
+                               arguments: [outcome])
+            }
         }
         let url = postgres.url()
         let copy = try Binary.run(["store", "copy", "--from", file, "--to", url, "--batch", "7"])
@@ -129,10 +139,15 @@ struct PostgresServiceTests {
                 "\(resumed.stdout)")
 
         for arguments in [["status", "--format", "json"], ["alerts", "--format", "json", "--limit", "100"], ["history", "fixed", "--format", "json"],
-                          ["report", "--at", ReportTests.end, "--since", "7d", "--format", "json"]] {
+                          ["report", "--at", ReportTests.end, "--since", "7d", "--format", "json"],
+                          ["report", "--at", ReportTests.end, "--since", "7d", "--format", "json", "--tag", "app:com.example.shop"]] {
             let fromFile = try Binary.run(arguments + ["--database", file])
             let fromPostgres = try Binary.run(arguments + ["--database", url])
             #expect(fromFile.stdout == fromPostgres.stdout && !fromFile.stdout.isEmpty, "\(arguments[0]) differs after the copy")
+            if arguments.contains("--tag") || arguments[0] == "status" {
+                #expect(fromPostgres.stdout.contains("\"app:com.example.shop\"") && fromPostgres.stdout.contains("NSExceptionMinimumTLSVersion"),
+                        "\(arguments[0]): the tags and app outcome copied: \(fromPostgres.stdout.prefix(600))")
+            }
         }
         // A new scan after the copy gets an id after the copied ones.
         #expect(try postgres.psql("SELECT nextval(pg_get_serial_sequence('observation', 'id')) > (SELECT max(id) FROM observation)")

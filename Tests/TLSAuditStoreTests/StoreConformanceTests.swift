@@ -81,6 +81,44 @@ struct StoreConformance {
         #expect(try reopened.result(observationID: stored.observationID)?.chain?.anchorIn == ["apple", "system"])
     }
 
+    /// A target's tags and an app outcome, as the service stores them.
+    static let appOutcome = AppHostOutcome(bundle: "com.example.shop", entry: "conformance.tlsaudit.test",
+                                           reliesOn: ["NSExceptionMinimumTLSVersion"], configuration: "ats-tls12", connects: true,
+                                           reasons: [], detail: "TLS 1.2 as the app's client")
+
+    func tagsAndApp() throws {
+        let location = try newLocation()
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        do {
+            var tagged = scans(1, target: "shop", from: start)[0]
+            tagged.tags = ["app:com.example.shop", "prod"]
+            tagged.result.app = Self.appOutcome
+            _ = try open(location).record([tagged] + scans(1, target: "plain", from: start), decide: decide)
+        }
+        let store = try open(location)
+        let rows = try store.status()
+        let shop = try #require(rows.first { $0.target == "shop" })
+        #expect(shop.tags == ["app:com.example.shop", "prod"])
+        #expect(shop.app == Self.appOutcome)
+        let plain = try #require(rows.first { $0.target == "plain" })
+        #expect(plain.tags.isEmpty && plain.app == nil)
+        // The result read back carries the app outcome (re-judging and reports see it).
+        #expect(try store.result(observationID: shop.lastObservationID)?.app == Self.appOutcome)
+        #expect(try store.result(observationID: plain.lastObservationID)?.app == nil)
+        // Reports read both from their facts, and --tag keeps only the tagged target.
+        var query = ReportBuilder.query(end: start.addingTimeInterval(60), since: 3_600, policy: nil, targets: nil)
+        query.tags = ["app:com.example.shop"]
+        let data = try ReportData.read(query, from: store, rejudge: AddressAssessment.rejudge)
+        #expect(data.addresses.map(\.target) == ["shop"])
+        #expect(data.addresses.first?.tags == ["app:com.example.shop", "prod"] && data.addresses.first?.app == Self.appOutcome)
+        // The next scan's tags and outcome replace the current state's.
+        var next = scans(1, target: "shop", from: start.addingTimeInterval(120))[0]
+        next.tags = ["staging"]
+        _ = try store.record([next], decide: decide)
+        let replaced = try #require(try store.status().first { $0.target == "shop" })
+        #expect(replaced.tags == ["staging"] && replaced.app == nil)
+    }
+
     func atomicBatchesBesideAReader() throws {
         let location = try newLocation()
         let store = try open(location)
@@ -168,10 +206,13 @@ struct SQLiteStoreConformanceTests {
     @Test("retention: old scans go, each address's latest stays")
     func retention() throws { try suite.retention() }
 
+    @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
+    func tagsAndApp() throws { try suite.tagsAndApp() }
+
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -218,11 +259,14 @@ struct PostgresStoreConformanceTests {
     @Test("retention: old scans go, each address's latest stays")
     func retention() throws { try suite.retention() }
 
+    @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
+    func tagsAndApp() throws { try suite.tagsAndApp() }
+
     @Test("migrations: a new store has every named migration, in order (SQLite's names); a newer schema is refused")
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -239,10 +283,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 11) }
+            for try await applied in group { #expect(applied.count == 12) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "11")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "12")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")
@@ -257,6 +301,13 @@ struct PostgresStoreConformanceTests {
         var batches = [suite.scans(6, target: "alpha", from: start), suite.scans(4, target: "beta", from: start.addingTimeInterval(30)),
                        suite.scans(3, target: "gamma", address: "::1", from: start.addingTimeInterval(90))]
         batches.append(suite.scans(2, target: "alpha", from: start.addingTimeInterval(-600)))
+        // Beta is an app's target: its tags and app outcomes read back alike, in status and in reports' Apps section.
+        batches[1] = batches[1].map { scan in
+            var tagged = scan
+            tagged.tags = ["app:com.example.shop"]
+            tagged.result.app = StoreConformance.appOutcome
+            return tagged
+        }
         // A target refused three times in a row: a target.unreachable alert and its delivery.
         batches.append(suite.scans(6, target: "delta", from: start.addingTimeInterval(120)).enumerated().filter { $0.offset % 2 == 1 }.map(\.element))
         let stores: [any ScanStore] = [sqlite, postgres]
@@ -294,6 +345,7 @@ struct PostgresStoreConformanceTests {
                 #expect(try encoder.encode(reports[0]) == encoder.encode(reports[2]), "one connection: \(label)")
                 #expect(reports[0].summary.addresses == (targets == nil ? 4 : 2), "\(label)")
                 #expect(reports[0].summary.scans > 0, "\(label)")
+                #expect((reports[0].apps?.first?.addresses.count ?? 0) == (targets == nil ? 1 : 0), "\(label)")
             }
         }
     }

@@ -76,7 +76,7 @@ struct ServiceLab: Sendable {
 
     /// YAML for targets `name: port` on 127.0.0.1, trusting the lab root.
     func configuration(database: String, targets: [(String, Int)], interval: String = "1s", timeout: String = "2s",
-                       extra: String = "") -> String {
+                       extra: String = "", tags: [String: [String]] = [:]) -> String {
         var yaml = """
             database: \(database)
             concurrency: 16
@@ -95,7 +95,8 @@ struct ServiceLab: Sendable {
 
             """
         for (name, port) in targets {
-            yaml += "  - {host: \(Self.hostname), port: \(port), name: \(name)}\n"
+            let tagged = tags[name].map { ", tags: [\($0.joined(separator: ", "))]" } ?? ""
+            yaml += "  - {host: \(Self.hostname), port: \(port), name: \(name)\(tagged)}\n"
         }
         return yaml
     }
