@@ -57,7 +57,8 @@ public struct AppHostOutcome: Sendable, Hashable, Codable {
     public var bundle: String
     /// The NSExceptionDomains key that applied, or nil.
     public var entry: String?
-    /// The exception keys the verdict relies on (empty under default ATS).
+    /// The exception keys the verdict relies on: those the entry (or global key) declares, when the
+    /// app's client connects where a generic Apple client does not; empty otherwise.
     public var reliesOn: [String]
     /// The `tlsaudit ats` configuration probed as the app's client.
     public var configuration: String
@@ -80,9 +81,12 @@ public struct AppHostOutcome: Sendable, Hashable, Codable {
     }
 
     /// What a compliant verdict relies on, in words: "NSExceptionDomains 'a.example' (NSExceptionMinimumTLSVersion)",
-    /// "default ATS" when nothing is relaxed.
+    /// "default ATS" when nothing relaxed is needed (and the entry that applies, if one does).
     public var reliance: String {
-        if let entry { return "NSExceptionDomains '\(entry)'" + (reliesOn.isEmpty ? "" : " (\(reliesOn.joined(separator: ", ")))") }
-        return reliesOn.isEmpty ? "default ATS" : reliesOn.joined(separator: ", ")
+        guard !reliesOn.isEmpty else {
+            return "default ATS" + (entry.map { " (NSExceptionDomains '\($0)' applies; none of its exceptions is needed)" } ?? "")
+        }
+        if let entry { return "NSExceptionDomains '\(entry)' (\(reliesOn.joined(separator: ", ")))" }
+        return reliesOn.joined(separator: ", ")
     }
 }

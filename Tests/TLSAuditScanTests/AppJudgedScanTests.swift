@@ -64,6 +64,18 @@ struct AppJudgedScanTests {
         #expect(refused.finding("ats.tls-version")?.severity == .error, "nothing is lifted when the app does not connect")
     }
 
+    @Test("a server a generic Apple client accepts under an entry that relaxes something: compliant, relying on no exception (the entry is named as not needed)")
+    func exceptionNotRelied() throws {
+        let leaf = try pki.intermediate.issue(.server([Self.name], key: .rsa(bits: 2048)))
+        let modern = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        defer { modern.stop() }
+        let result = try scan(modern, rules: rules(entry(["NSExceptionMinimumTLSVersion": .string("TLSv1.0")])))
+        let outcome = try #require(result.app)
+        #expect(outcome.connects && outcome.entry == Self.name && outcome.reliesOn == [], "\(outcome)")
+        #expect(outcome.reliance == "default ATS (NSExceptionDomains 'legacy.app.test' applies; none of its exceptions is needed)")
+        #expect(result.countedCompliant && !result.findings.contains { $0.message.hasPrefix("Lifted") })
+    }
+
     @Test("a server a generic Apple client accepts but the app's stricter entry (TLS 1.3 only) refuses: not compliant for the app, with the reason")
     func stricterEntryRefuses() throws {
         let leaf = try pki.intermediate.issue(.server([Self.name], key: .rsa(bits: 2048)))

@@ -97,6 +97,7 @@ struct AppServiceTests {
         #expect(byTarget["legacy.shop.test:\(legacy.port)"]?["relies_on"] as? [String] == ["NSExceptionMinimumTLSVersion"])
         #expect(byTarget["nofs.shop.test:\(noForwardSecrecy.port)"]?["relies_on"] as? [String] == ["NSExceptionRequiresForwardSecrecy"])
         #expect(byTarget["legacy.shop.test:\(legacy.port)"]?["entry"] as? String == "legacy.shop.test")
+        #expect(byTarget["modern.shop.test:\(modern.port)"]?["relies_on"] as? [String] == [], "a generic client connects too: nothing relied on")
         let text = try Binary.run(["status", "--database", database, "--tag", "app:\(Self.bundle)"])
         #expect(text.stdout.contains("NSExceptionDomains 'legacy.shop.test' (NSExceptionMinimumTLSVersion)"), "\(text.stdout)")
         let other = try Binary.run(["status", "--database", database, "--tag", "app:some.other.app", "--format", "json"])

@@ -67,7 +67,7 @@ public enum AddressAssessment {
               notScanned(policy))
         // A target judged by an app's rules: as that app's client found it when scanned.
         if let app = result.app, result.handshake != nil, result.error == nil {
-            (findings, verdict) = applying(app, to: findings, policy: policy)
+            (findings, verdict, _) = applying(app, to: findings, policy: policy)
         }
         // Reports judge history again: the same per-scan budget as the scan itself.
         var chain = result.chain

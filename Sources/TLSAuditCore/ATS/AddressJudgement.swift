@@ -33,7 +33,12 @@ extension AddressAssessment {
             let (outcome, afnetworking) = appOutcome(rules, host: target.sni ?? target.host, probes: probed.appProbes, failure: probed.failure)
             app = outcome
             afnetworkingPin = afnetworking
-            if probed.failure == nil, handshake != nil { (findings, verdict) = applying(outcome, to: findings, policy: target.policy) }
+            if probed.failure == nil, handshake != nil {
+                let lifted: Bool
+                (findings, verdict, lifted) = applying(outcome, to: findings, policy: target.policy)
+                // A generic Apple client connects as well: the verdict relies on no exception.
+                if outcome.connects, !lifted { app?.reliesOn = [] }
+            }
         }
         var pin: PinEvaluation?
         if let pins = target.pins, !presented.isEmpty || probed.failure == nil {

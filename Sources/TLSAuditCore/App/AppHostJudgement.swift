@@ -84,12 +84,15 @@ extension AddressAssessment {
     /// The findings and verdict of a target judged by an app's rules: when the app's client
     /// connects, what its exception lifts is kept as information naming the exception relied on;
     /// when it does not, the verdict fails even where a generic client would pass.
-    public static func applying(_ outcome: AppHostOutcome, to findings: [Finding], policy: CompliancePolicy) -> (findings: [Finding], verdict: ATSVerdict) {
+    public static func applying(_ outcome: AppHostOutcome, to findings: [Finding],
+                                policy: CompliancePolicy) -> (findings: [Finding], verdict: ATSVerdict, lifted: Bool) {
         var adjusted = findings
+        var lifted = false
         if outcome.connects {
-            let lifted = liftedRules(configuration: outcome.configuration)
-            for index in adjusted.indices where adjusted[index].severity == .error && lifted.contains(adjusted[index].id) {
+            let liftable = liftedRules(configuration: outcome.configuration)
+            for index in adjusted.indices where adjusted[index].severity == .error && liftable.contains(adjusted[index].id) {
                 adjusted[index].severity = .info
+                lifted = true
                 adjusted[index].message = "Lifted for app \(outcome.bundle) by \(outcome.reliance): " + adjusted[index].message
             }
         } else if policy.verdict(from: adjusted).compliant, outcome.reasons != [FindingID.pinMismatch.rawValue] {
@@ -98,7 +101,7 @@ extension AddressAssessment {
                 "App \(outcome.bundle)'s client (ATS configuration \(outcome.configuration)) does not connect: \(outcome.detail) (\(outcome.reasons.joined(separator: ", ")))."))
         }
         let sorted = sort(adjusted)
-        return (sorted, policy.verdict(from: sorted))
+        return (sorted, policy.verdict(from: sorted), lifted)
     }
 }
 
