@@ -25,6 +25,11 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", exact: "2.5.0"),
+        // Hummingbird's own foundations, named because the listener imports their modules (the
+        // versions Hummingbird 2.28.1 resolves to here; declared, not added).
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
     ],
     targets: [
         // OpenSSL 3 headers and libraries, plus inline wrappers for the macros Swift cannot import.
@@ -100,7 +105,7 @@ let package = Package(
         // The PostgreSQL store for fleets (libpq): the same ScanStore, the same named migrations.
         .target(
             name: "TLSAuditPostgres",
-            dependencies: ["CLibPQ", "TLSAuditModel", "TLSAuditOutput", "TLSAuditStore"],
+            dependencies: ["CLibPQ", "TLSAuditModel", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // Compliance reports: the report model, computed from the store, and its renderers
@@ -121,6 +126,9 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -151,6 +159,7 @@ let package = Package(
                 "TLSAuditLab", // `demo` only
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -172,7 +181,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditServiceTests",
             dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring",
-                           "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
+                           "TLSAuditPostgres", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
@@ -187,6 +196,12 @@ let package = Package(
         .testTarget(
             name: "TLSAuditReportTests",
             dependencies: ["TLSAuditCore", "TLSAuditReport"],
+            swiftSettings: swiftSettings
+        ),
+        // The app reader's own tests, on fixtures made by Python and the lab CA.
+        .testTarget(
+            name: "TLSAuditAppTests",
+            dependencies: ["TLSAuditApp", "TLSAuditLab"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
