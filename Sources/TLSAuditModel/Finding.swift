@@ -19,7 +19,7 @@ public enum Severity: String, Codable, Sendable, Comparable, CaseIterable {
 }
 
 /// A stable finding identifier. Users script against these strings: never rename one.
-/// The full list, with meanings, is in `docs/findings.md`.
+/// Each is described in `FindingCatalog` (title, severity, fix) and documented in `docs/findings.md`.
 public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresentable, Sendable, CustomStringConvertible,
     ExpressibleByStringLiteral, Comparable {
     public let rawValue: String
@@ -127,6 +127,18 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
 
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"
+}
+
+extension FindingID {
+    // Enumeration (scan --enumerate): what the server still accepts.
+    /// The server accepts SSL 2/3 (error) or TLS 1.0/1.1 (warning).
+    public static let tlsLegacyProtocol: FindingID = "tls.legacy-protocol"
+    /// With its own order, the server picks a suite without forward secrecy first.
+    public static let tlsPrefersWeakSuite: FindingID = "tls.prefers-weak-suite"
+    /// Some accepted suite authenticates nobody (aNULL).
+    public static let tlsAnonymousSuites: FindingID = "tls.anonymous-suites"
+    /// Some accepted suite has no forward secrecy.
+    public static let tlsNonForwardSecretSuites: FindingID = "tls.non-forward-secret-suites"
 }
 
 extension FindingID {

@@ -167,14 +167,13 @@ public enum ReportBuilder {
                     continue
                 }
                 if address.trustErrors.contains(.trustExpired) || left < 0 {
-                    add(1, "expired", "trust.expired", "renew the expired certificate and install it with its intermediate", days: left)
+                    add(1, "expired", FindingID.trustExpired.rawValue, shortFix(.trustExpired) ?? "", days: left)
                 } else if address.trusted == false {
                     let errors = address.trustErrors
                     add(2, "untrusted", errors.joined(separator: ", "), trustFix(errors))
                 }
                 if address.pinState == .mismatch {
-                    add(3, "pin-mismatch", "pin.mismatch",
-                        "find out why the key changed (an unplanned reissue, or interception); update the pins only for a change you made")
+                    add(3, "pin-mismatch", FindingID.pinMismatch.rawValue, shortFix(.pinMismatch) ?? "")
                 }
                 if left >= 0, left <= days {
                     add(4, "expiring", "expires in \(left) day\(left == 1 ? "" : "s")",
@@ -195,22 +194,18 @@ public enum ReportBuilder {
             .map(\.element.item)
     }
 
-    /// The fix for the trust errors of an address (the most basic first).
+    /// The trust errors whose fix the report names, the most basic first.
+    static let trustFixOrder: [FindingID] = [
+        .trustIncompleteChain, .trustHostnameMismatch, .trustSelfSigned, .trustUntrustedRoot, .trustNotYetValid, .trustLifetime,
+        .trustEKU, .trustCertificateTransparency, .trustRevoked, .revocationUnknown, .revocationMustStaple,
+    ]
+
+    /// The short fix `FindingCatalog` gives for `id` (every id the report names has one: FindingCatalogTests).
+    static func shortFix(_ id: FindingID) -> String? { FindingCatalog[id]?.fix?.short }
+
+    /// The fix for the trust errors of an address (the most basic first), in the catalog's short words.
     static func trustFix(_ errors: [FindingID]) -> String {
-        let fixes: [(FindingID, String)] = [
-            (.trustIncompleteChain, "send the intermediate certificate with the leaf"),
-            (.trustHostnameMismatch, "reissue with the host name in subjectAltName"),
-            (.trustSelfSigned, "use a certificate from a CA the clients trust"),
-            (.trustUntrustedRoot, "use a certificate from a CA the clients trust"),
-            (.trustNotYetValid, "check the server's clock and the certificate's notBefore"),
-            (.trustLifetime, "reissue with a validity of at most 398 days"),
-            (.trustEKU, "reissue with extendedKeyUsage serverAuth"),
-            (.trustCertificateTransparency, "get a certificate with embedded SCTs"),
-            (.trustRevoked, "replace the revoked certificate with one on a new key"),
-            (.revocationUnknown, "staple OCSP, or make the certificate's OCSP responder or CRL answer"),
-            (.revocationMustStaple, "staple OCSP"),
-        ]
-        let chosen = fixes.filter { errors.contains($0.0) }.map(\.1)
+        let chosen = trustFixOrder.filter(errors.contains).compactMap(shortFix)
         var seen = Set<String>()
         let unique = chosen.filter { seen.insert($0).inserted }
         return unique.isEmpty ? "fix the chain: \(errors.joined(separator: ", "))" : unique.joined(separator: "; ")

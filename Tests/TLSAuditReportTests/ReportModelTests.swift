@@ -27,6 +27,22 @@ struct ReportModelTests {
         #expect(ReportBuilder.trustFix(["trust.something-new"]) == "fix the chain: trust.something-new")
     }
 
+    @Test("the fix-first list's words come from the finding catalog: every id it names has a short fix there")
+    func fixesFromCatalog() {
+        for id in ReportBuilder.trustFixOrder + [.trustExpired, .pinMismatch] {
+            #expect(FindingCatalog[id]?.fix?.short?.isEmpty == false, "\(id) has no short fix in FindingCatalog")
+        }
+        #expect(ReportBuilder.trustFix(["trust.hostname-mismatch", "trust.incomplete-chain", "trust.self-signed", "trust.untrusted-root"])
+                == "send the intermediate certificate with the leaf; reissue with the host name in subjectAltName; use a certificate from a CA the clients trust")
+        let expired = ComplianceReport.AddressEntry(
+            address: "127.0.0.1", status: .notCompliant, policy: .atsRuntime, failedRules: [.atsTrust], trusted: false,
+            trustErrors: [.trustExpired], pinState: .mismatch, pinMessage: nil, earliestExpiry: nil, daysLeft: -3,
+            protocolVersion: nil, cipher: nil, lastScanAt: Date(), failureCategory: nil, failureMessage: nil)
+        let items = ReportBuilder.fixFirst([.init(target: "t", host: "h", port: 443, status: .notCompliant, addresses: [expired])], within: 30)
+        #expect(items.map(\.fix) == ["renew the expired certificate and install it with its intermediate",
+                                     "find out why the key changed (an unplanned reissue, or interception); update the pins only for a change you made"])
+    }
+
     @Test("server-made strings cannot escape their format: CSV formulas, Markdown markup, terminal escapes")
     func neutralising() {
         #expect(CSVReport.field("=\u{301}1+1", numeric: false).utf8.starts(with: "\"'=".utf8))

@@ -187,39 +187,13 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         return fixes
     }
 
-    /// The certificate change that removes one trust failure.
+    /// The certificate change that removes one trust failure: the finding's advice from
+    /// `FindingCatalog`, then its message.
     static func certificateFix(_ failure: Finding, privateAnchors: Bool) -> String? {
+        guard failure.id != .atsTrust else { return nil } // The trust.* findings behind it say what to change.
         let at = failure.depth.map { $0 == 0 ? "the leaf" : "the CA certificate at depth \($0)" } ?? "the chain"
-        switch failure.id {
-        case .atsKeySize:
-            return "reissue \(at) with an RSA key of 2048 bits or more, or an ECDSA P-256 key: \(failure.message)"
-        case .atsSignatureHash:
-            return "reissue \(at) signed with SHA-256 or stronger: \(failure.message)"
-        case .trustHostnameMismatch:
-            return "reissue the leaf with the host name in subjectAltName (the CN is not used): \(failure.message)"
-        case .trustLifetime:
-            return "reissue the leaf with a validity of at most 398 days (825 under a private CA): \(failure.message)"
-        case .trustEKU:
-            return "reissue \(at) with extendedKeyUsage serverAuth: \(failure.message)"
-        case .trustExpired, .trustNotYetValid:
-            return "renew \(at): \(failure.message)"
-        case .trustIncompleteChain:
-            return "send the intermediate certificate(s) with the leaf: \(failure.message)"
-        case .trustSelfSigned, .trustUntrustedRoot, .trustInvalid:
-            return privateAnchors
-                ? "use a certificate the devices trust: \(failure.message)"
-                : "use a certificate from a publicly trusted CA, or a private CA whose root every device installs (configuration profile or MDM): \(failure.message)"
-        case .trustCertificateTransparency:
-            return "get a certificate with embedded SCTs (Certificate Transparency): \(failure.message)"
-        case .trustRevoked:
-            return "replace \(at) with a new certificate on a new key (no exception accepts a revoked one): \(failure.message)"
-        case .revocationUnknown, .revocationMustStaple:
-            return "staple an OCSP response on the server (or make the responder in the certificate's AIA answer): \(failure.message)"
-        case .atsTrust:
-            return nil // The trust.* findings behind it say what to change.
-        default:
-            return "fix the certificate: \(failure.message)"
-        }
+        let advice = FindingCatalog[failure.id]?.fix?.detailed(certificate: at, privateAnchors: privateAnchors) ?? "fix the certificate"
+        return "\(advice): \(failure.message)"
     }
 
     static func plist(domain: String, exception: [String: String], arbitraryLoads: Bool = false) -> String {

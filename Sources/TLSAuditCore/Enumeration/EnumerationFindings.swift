@@ -46,14 +46,3 @@ extension EnumerationReport {
         return findings
     }
 }
-
-extension FindingID {
-    /// The server accepts SSL 2/3 (error) or TLS 1.0/1.1 (warning).
-    public static let tlsLegacyProtocol: FindingID = "tls.legacy-protocol"
-    /// With its own order, the server picks a suite without forward secrecy first.
-    public static let tlsPrefersWeakSuite: FindingID = "tls.prefers-weak-suite"
-    /// Some accepted suite authenticates nobody (aNULL).
-    public static let tlsAnonymousSuites: FindingID = "tls.anonymous-suites"
-    /// Some accepted suite has no forward secrecy.
-    public static let tlsNonForwardSecretSuites: FindingID = "tls.non-forward-secret-suites"
-}
