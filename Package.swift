@@ -50,7 +50,8 @@ let package = Package(
         // during start-up killed the service), and glibc's malloc_trim (after a metrics scrape).
         .target(name: "CProcess"),
         // The facts: certificates, handshake observations, scan results, findings and verdicts as
-        // values, alerts, pins, settings and their ranges. No rule lives here. Pure Swift.
+        // values, alerts, pins, settings and their ranges, and the JSON document encoder every output
+        // and the store write with. No rule lives here. Pure Swift.
         .target(
             name: "TLSAuditModel",
             swiftSettings: swiftSettings
@@ -62,7 +63,7 @@ let package = Package(
             dependencies: ["TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
-        // Output: the JSON document encoder (and its decoder settings), the scan text renderer, text tables.
+        // Output: the scan text renderer, text tables (the JSON document encoder is the model's).
         .target(
             name: "TLSAuditOutput",
             dependencies: ["TLSAuditModel"],
@@ -94,13 +95,13 @@ let package = Package(
         // fingerprint, verdicts, current state, alerts and deliveries, report runs. Knows the model, no rule.
         .target(
             name: "TLSAuditStore",
-            dependencies: ["TLSAuditModel", "TLSAuditOutput", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditModel", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // The PostgreSQL store for fleets (libpq): the same ScanStore, the same named migrations.
         .target(
             name: "TLSAuditPostgres",
-            dependencies: ["CLibPQ", "TLSAuditModel", "TLSAuditOutput", "TLSAuditStore"],
+            dependencies: ["CLibPQ", "TLSAuditModel", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // Compliance reports: the report model, computed from the store, and its renderers

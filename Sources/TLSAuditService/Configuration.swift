@@ -1,7 +1,6 @@
 import Foundation
 public import TLSAuditCore
 public import TLSAuditStore
-public import TLSAuditPostgres
 public import TLSAuditMonitoring
 import TLSAuditProbe
 import TLSAuditReport
