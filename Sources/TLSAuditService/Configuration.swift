@@ -533,15 +533,14 @@ struct ConfigurationParser {
         var port = resolved.port ?? SettingBounds.port.defaultValue
         if case .named(let named) = starttlsSetting, resolved.port == nil || resolved.portFromDefaults { port = named.defaultPort }
         let starttls = starttlsSetting.use(port: port)
-        let policy = resolved.policy.flatMap { starttls != nil && resolved.policyFromDefaults ? nil : $0 }
+        // `defaults:` name a policy for HTTPS targets: a STARTTLS target takes its own default unless it or its group names one.
+        let policy = resolved.policy.flatMap { starttls != nil && resolved.policyFromDefaults ? nil : $0 } ?? CompliancePolicy.default(starttls: starttls)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         let sni = resolved.sni ?? (IPAddress.canonical(host) == nil ? host : nil)
         var configured = TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
                                    timeout: resolved.timeout ?? SettingBounds.timeout.defaultValue,
-                                   // The ATS policies are for app traffic: a STARTTLS service is judged by the trust rules unless told otherwise.
-                                   policy: policy ?? (starttls == nil ? .default : .appleTrust),
-                                   trust: resolved.trust ?? .default(for: policy ?? (starttls == nil ? .default : .appleTrust)),
+                                   policy: policy, trust: resolved.trust ?? .default(for: policy),
                                    tags: resolved.tags, group: group,
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls,
