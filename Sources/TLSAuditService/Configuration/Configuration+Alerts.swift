@@ -9,11 +9,8 @@ extension ConfigurationParser {
 
     mutating func alerts(_ node: Node) -> AlertConfiguration {
         var configuration = AlertConfiguration()
-        guard case .mapping(let mapping) = node else {
-            report(node, "alerts must be a mapping: unreachable_after, expiry_thresholds, first_scan, sinks")
-            return configuration
-        }
-        checkKeys(mapping, allowed: Self.alertKeys, in: "alerts")
+        guard let mapping = section(node, "alerts must be a mapping: unreachable_after, expiry_thresholds, first_scan, sinks",
+                                    allowed: Self.alertKeys, in: "alerts") else { return configuration }
         if let value = mapping["unreachable_after"], let count = integer(value, in: 1...10_000) {
             configuration.rules.unreachableAfter = count
         }
@@ -46,11 +43,8 @@ extension ConfigurationParser {
     }
 
     mutating func sink(_ node: Node, index: Int) -> SinkConfiguration? {
-        guard case .mapping(let mapping) = node else {
-            report(node, "a sink must be a mapping with a 'type' (log, webhook, command, alertmanager)")
-            return nil
-        }
-        checkKeys(mapping, allowed: Self.sinkKeys, in: "a sink")
+        guard let mapping = section(node, "a sink must be a mapping with a 'type' (log, webhook, command, alertmanager)",
+                                    allowed: Self.sinkKeys, in: "a sink") else { return nil }
         guard let typeNode = mapping["type"], let type = string(typeNode, "a sink type") else {
             report(node, "a sink needs a 'type': log, webhook, command or alertmanager")
             return nil

@@ -13,11 +13,8 @@ extension ConfigurationParser {
     /// `requires_certificate_transparency` (false); `afnetworking`, the app's AFSecurityPolicy as a
     /// `pins:` block in AFNetworking's form (mode, pins, allow_invalid_certificates, validates_domain_name).
     mutating func appRules(_ node: Node) -> AppHostRules? {
-        guard case .mapping(let mapping) = node else {
-            report(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)")
-            return nil
-        }
-        checkKeys(mapping, allowed: Self.appKeys, in: "app")
+        guard let mapping = section(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)",
+                                    allowed: Self.appKeys, in: "app") else { return nil }
         guard let bundleNode = mapping["bundle"], let bundle = string(bundleNode, "a bundle identifier") else {
             if mapping["bundle"] == nil { report(node, "app: 'bundle' (the app's CFBundleIdentifier) is required") }
             return nil

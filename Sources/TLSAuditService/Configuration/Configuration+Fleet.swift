@@ -37,6 +37,9 @@ public struct FleetSettings: Sendable, Hashable {
 
 /// `node:`, `fleet:` and a target's `vantage:`.
 extension ConfigurationParser {
+    static let nodeKeys = ["name", "vantage"]
+    static let fleetKeys = ["lease", "poll"]
+
     /// `vantage: any` (the default), `all`, a vantage name or a list of them.
     mutating func vantages(_ node: Node) -> FleetVantages? {
         if case .sequence(let sequence) = node {
@@ -69,11 +72,8 @@ extension ConfigurationParser {
     /// `node:` with `name` and `vantage`.
     mutating func nodeIdentity(_ node: Node) -> NodeIdentity {
         var identity = NodeIdentity()
-        guard case .mapping(let mapping) = node else {
-            report(node, "'node' must be a mapping with 'name' and 'vantage'")
-            return identity
-        }
-        checkKeys(mapping, allowed: ["name", "vantage"], in: "node")
+        guard let mapping = section(node, "'node' must be a mapping with 'name' and 'vantage'",
+                                    allowed: Self.nodeKeys, in: "node") else { return identity }
         if let value = mapping["name"], let name = fleetName(value, "node name") { identity.name = name }
         if let value = mapping["vantage"], let vantage = fleetName(value, "node vantage") { identity.vantage = vantage }
         return identity
@@ -82,11 +82,8 @@ extension ConfigurationParser {
     /// `fleet:` with `lease` and `poll`.
     mutating func fleetSettings(_ node: Node) -> FleetSettings {
         var settings = FleetSettings()
-        guard case .mapping(let mapping) = node else {
-            report(node, "'fleet' must be a mapping with 'lease' and 'poll'")
-            return settings
-        }
-        checkKeys(mapping, allowed: ["lease", "poll"], in: "fleet")
+        guard let mapping = section(node, "'fleet' must be a mapping with 'lease' and 'poll'",
+                                    allowed: Self.fleetKeys, in: "fleet") else { return settings }
         if let value = mapping["lease"], let seconds = duration(value, SettingBounds.lease) { settings.lease = seconds }
         if let value = mapping["poll"], let seconds = duration(value, SettingBounds.fleetPoll) { settings.poll = seconds }
         if settings.lease < settings.poll * 3 {

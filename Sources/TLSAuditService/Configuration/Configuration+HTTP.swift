@@ -6,16 +6,14 @@ import Yams
 
 /// `http:`, the listener for metrics, health and the API.
 extension ConfigurationParser {
+    static let httpKeys = ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts"]
+
     /// `http:` with `listen` (an address or a list), `bearer_token_file`, `basic_auth_file`, `tls`,
     /// `max_connections`, `idle_timeout`, `allowed_hosts` (a name or a list).
     mutating func httpSettings(_ node: Node) -> HTTPSettings {
         var settings = HTTPSettings()
-        guard case .mapping(let mapping) = node else {
-            report(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)")
-            return settings
-        }
-        checkKeys(mapping, allowed: ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts"],
-                  in: "http")
+        guard let mapping = section(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)",
+                                    allowed: Self.httpKeys, in: "http") else { return settings }
         if let value = mapping["tls"] {
             if case .mapping(let tls) = value, let certificateNode = tls["certificate"], let keyNode = tls["key"] {
                 checkKeys(tls, allowed: ["certificate", "key"], in: "http tls")

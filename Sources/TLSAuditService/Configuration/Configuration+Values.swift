@@ -89,6 +89,17 @@ extension ConfigurationParser {
         return seconds
     }
 
+    /// A section that must be a mapping: its entries, keys checked against `allowed` (reported as
+    /// in `place`); nil, and `expected` reported, when the node is something else.
+    mutating func section(_ node: Node, _ expected: String, allowed: [String], in place: String) -> Node.Mapping? {
+        guard case .mapping(let mapping) = node else {
+            report(node, expected)
+            return nil
+        }
+        checkKeys(mapping, allowed: allowed, in: place)
+        return mapping
+    }
+
     // MARK: - Errors
 
     mutating func checkKeys(_ mapping: some Sequence<(key: Node, value: Node)>, allowed: [String], in place: String) {

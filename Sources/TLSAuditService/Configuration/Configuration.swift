@@ -159,6 +159,7 @@ struct ConfigurationParser {
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
                                "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct"]
+    static let ctKeys = ["log_list"]
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     mutating func parse(_ yaml: String) -> ServiceConfiguration? {
@@ -269,11 +270,8 @@ struct ConfigurationParser {
 
     /// `ct: {log_list: FILE}`: the CT log list SCTs are verified against, read now so a bad file is reported here.
     mutating func certificateTransparency(_ node: Node) -> String? {
-        guard case .mapping(let mapping) = node else {
-            report(node, "'ct' must be a mapping with 'log_list' (a CT log list file in the v3 JSON schema)")
-            return nil
-        }
-        checkKeys(mapping, allowed: ["log_list"], in: "ct")
+        guard let mapping = section(node, "'ct' must be a mapping with 'log_list' (a CT log list file in the v3 JSON schema)",
+                                    allowed: Self.ctKeys, in: "ct") else { return nil }
         guard let listNode = mapping["log_list"], let path = string(listNode, "a file path").map(absolutePath) else { return nil }
         do {
             _ = try CTLogList.load(path: path)
