@@ -115,7 +115,7 @@ let package = Package(
         .target(
             name: "TLSAuditMonitoring",
             dependencies: [
-                "TLSAuditModel", "TLSAuditStore", "TLSAuditOutput", "CProcess",
+                "TLSAuditModel", "TLSAuditStore", "CProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -129,7 +129,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -159,7 +159,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab", "TLSAuditService",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab", "TLSAuditService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",

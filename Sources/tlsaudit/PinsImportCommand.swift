@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import TLSAuditApp
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditService
