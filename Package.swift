@@ -55,7 +55,8 @@ let package = Package(
         // during start-up killed the service), and glibc's malloc_trim (after a metrics scrape).
         .target(name: "CProcess"),
         // The facts: certificates, handshake observations, scan results, findings and verdicts as
-        // values, alerts, pins, settings and their ranges. No rule lives here. Pure Swift.
+        // values, alerts, pins, settings and their ranges, and the JSON document encoder every output
+        // and the store write with. No rule lives here. Pure Swift.
         .target(
             name: "TLSAuditModel",
             swiftSettings: swiftSettings
@@ -67,7 +68,7 @@ let package = Package(
             dependencies: ["TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
-        // Output: the JSON document encoder (and its decoder settings), the scan text renderer, text tables.
+        // Output: the scan text renderer, text tables (the JSON document encoder is the model's).
         .target(
             name: "TLSAuditOutput",
             dependencies: ["TLSAuditModel"],
@@ -99,7 +100,7 @@ let package = Package(
         // fingerprint, verdicts, current state, alerts and deliveries, report runs. Knows the model, no rule.
         .target(
             name: "TLSAuditStore",
-            dependencies: ["TLSAuditModel", "TLSAuditOutput", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditModel", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // The PostgreSQL store for fleets (libpq): the same ScanStore, the same named migrations.
@@ -119,7 +120,7 @@ let package = Package(
         .target(
             name: "TLSAuditMonitoring",
             dependencies: [
-                "TLSAuditModel", "TLSAuditStore", "TLSAuditOutput", "CProcess",
+                "TLSAuditModel", "TLSAuditStore", "CProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -136,7 +137,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -167,7 +168,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab", "TLSAuditService",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab", "TLSAuditService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",

@@ -1,5 +1,5 @@
 import Foundation
-import TLSAuditModel
+public import TLSAuditModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,8 +28,13 @@ public enum AppBundleReader {
         if ["ipa", "zip"].contains((path as NSString).pathExtension.lowercased()) || startsLikeZip(path) {
             return try readArchive(path)
         }
-        let plist = try parseInfoPlist(try readFile(path, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist"), file: path)
-        return try bundle(path: path, source: .infoPlist, infoPlist: plist, plistFile: path, certificates: [])
+        return try bundle(path: path, source: .infoPlist, infoPlist: try readPropertyList(path: path), plistFile: path, certificates: [])
+    }
+
+    /// A lone property list (XML or binary, an Info.plist or a part of one such as a bare
+    /// NSAppTransportSecurity dictionary), within the Info.plist's size limit: its root dictionary.
+    public static func readPropertyList(path: String) throws(AppBundleError) -> [String: PlistValue] {
+        try parseInfoPlist(try readFile(path, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist"), file: path)
     }
 
     // MARK: - The three inputs

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import TLSAuditCore
-import TLSAuditOutput
 
 /// `tlsaudit-bench json FILE`: encodes a `scan --format json` document again and again with
 /// tlsaudit's encoder and with Foundation's, and prints the time per document and per target.

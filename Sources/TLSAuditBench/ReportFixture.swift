@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore

@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import TLSAuditModel
-import TLSAuditOutput
 public import TLSAuditStore
 
 /// The documents of `/api/v1`, read from the store on a thread of their own (the store blocks;

@@ -1,76 +1,7 @@
 public import Foundation
 import Synchronization
-import TLSAuditModel
+public import TLSAuditModel
 public import TLSAuditStore
-
-/// Which vantage points scan a target.
-public enum FleetVantages: Sendable, Hashable {
-    /// Any one node, whatever its vantage (the default).
-    case any
-    /// Every vantage point the fleet has.
-    case all
-    /// Each of these vantage points.
-    case list([String])
-
-    /// The work row's vantage for "any one vantage".
-    public static let anyRow = "*"
-}
-
-/// A target as the fleet's work queue knows it.
-public struct FleetTarget: Sendable, Hashable {
-    public var key: String
-    public var host: String
-    public var interval: Double
-    public var vantages: FleetVantages
-
-    public init(key: String, host: String, interval: Double, vantages: FleetVantages) {
-        self.key = key
-        self.host = host
-        self.interval = interval
-        self.vantages = vantages
-    }
-}
-
-/// A scan this node holds a lease on: the target and the work row's vantage (`*` or its own),
-/// and the failures in a row the fleet has seen for it (shared backoff).
-public struct FleetClaim: Sendable, Hashable {
-    public var target: String
-    public var vantage: String
-    public var consecutiveFailures: Int
-    /// The lease epoch this claim raised the row to (its fencing token); nil for a scan of this
-    /// node's share while PostgreSQL did not answer (no claim was made).
-    public var epoch: Int64?
-
-    public init(target: String, vantage: String, consecutiveFailures: Int, epoch: Int64? = nil) {
-        self.target = target
-        self.vantage = vantage
-        self.consecutiveFailures = consecutiveFailures
-        self.epoch = epoch
-    }
-
-    /// The fencing token a scan under this claim is stored with (nil without a claim).
-    public var fence: ScanFence? {
-        epoch.map { ScanFence(workTarget: target, workVantage: vantage, epoch: $0) }
-    }
-}
-
-/// A finished scan, to be written back to the work queue: when the target is due again.
-public struct FleetCompletion: Sendable, Hashable {
-    public var claim: FleetClaim
-    public var consecutiveFailures: Int
-    /// Seconds from the scan's end to its next run.
-    public var delay: Double
-    /// When the scan ended, on this node's monotonic clock (`ProcessInfo.systemUptime`): a
-    /// completion written late still counts its delay from the scan's end.
-    public var endedAt: Double
-
-    public init(claim: FleetClaim, consecutiveFailures: Int, delay: Double, endedAt: Double) {
-        self.claim = claim
-        self.consecutiveFailures = consecutiveFailures
-        self.delay = delay
-        self.endedAt = endedAt
-    }
-}
 
 /// A stored version of the fleet's configuration.
 public struct FleetConfigurationVersion: Sendable, Hashable {
@@ -114,60 +45,6 @@ public struct FleetWorkSummary: Sendable, Hashable, Codable {
     public var waiting: Int
     /// Seconds the longest-waiting due scan has waited.
     public var longestWait: Double
-}
-
-/// What a node reports with each heartbeat.
-public struct FleetHeartbeat: Sendable, Hashable {
-    public var configurationVersion: Int64?
-    public var inFlight: [FleetClaim]
-    public var scansPerMinute: Double
-    public var scansTotal: Int64
-    /// The node's poll period and lease, by which the others judge it lost.
-    public var poll: Double
-    public var lease: Double
-
-    public init(configurationVersion: Int64?, inFlight: [FleetClaim], scansPerMinute: Double, scansTotal: Int64,
-                poll: Double, lease: Double) {
-        self.configurationVersion = configurationVersion
-        self.inFlight = inFlight
-        self.scansPerMinute = scansPerMinute
-        self.scansTotal = scansTotal
-        self.poll = poll
-        self.lease = lease
-    }
-}
-
-/// What a node knows of the fleet as of its last heartbeat: the nodes alive, and when each work
-/// row it has seen change is due. While PostgreSQL does not answer, the nodes split the work
-/// among themselves from this (rendezvous hashing over the live nodes) without talking.
-public struct FleetView: Sendable {
-    public struct Node: Sendable, Hashable {
-        public var name: String
-        public var vantage: String
-
-        public init(name: String, vantage: String) {
-            self.name = name
-            self.vantage = vantage
-        }
-    }
-
-    public var live: [Node]
-    /// Seconds until each row is due, by target then row vantage (negative: overdue), for the
-    /// rows changed since the previous view (all of them the first time).
-    public var dueIn: [FleetRowKey: Double]
-    /// The server's clock when read: the next view asks for changes since then.
-    public var serverTime: Double
-}
-
-/// A work row: a target and a row vantage (`*` or a vantage name).
-public struct FleetRowKey: Sendable, Hashable {
-    public var target: String
-    public var vantage: String
-
-    public init(target: String, vantage: String) {
-        self.target = target
-        self.vantage = vantage
-    }
 }
 
 /// Another process holds this node's name: alive at this node's start (a twin, or the same

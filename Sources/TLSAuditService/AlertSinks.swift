@@ -2,7 +2,6 @@ public import Foundation
 import Logging
 import Synchronization
 public import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 public import TLSAuditStore
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TLSAuditPostgres
+import TLSAuditStore
 
 /// A node's link to the fleet's work queue: claims, completions and releases run on one serial
 /// queue of their own (they block on PostgreSQL, the scheduler must not); heartbeats, which renew

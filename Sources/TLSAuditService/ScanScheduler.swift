@@ -5,7 +5,6 @@ import Glibc
 import Logging
 import Synchronization
 import TLSAuditCore
-import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditStore
 

@@ -1,7 +1,6 @@
 public import Foundation
 import GRDB
 public import TLSAuditModel
-import TLSAuditOutput
 
 /// The embedded store: one SQLite file in WAL mode (readers never block the writer, so `status`
 /// works while the service runs), synchronous=FULL on the writer (a commit survives power loss

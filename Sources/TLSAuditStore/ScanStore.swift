@@ -1,6 +1,5 @@
 public import Foundation
 public import TLSAuditModel
-import TLSAuditOutput
 
 /// One probed address, ready to be stored: the result plus the target it belongs to.
 public struct StoredScan: Sendable, Codable {

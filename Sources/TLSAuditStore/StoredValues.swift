@@ -1,6 +1,5 @@
 import Foundation
 package import TLSAuditModel
-import TLSAuditOutput
 
 /// How every backend writes and reads the values it keeps: JSON documents byte for byte alike
 /// (so stored rule lists compare as text), enumeration values checked as they are read, never a

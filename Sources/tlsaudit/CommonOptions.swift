@@ -1,6 +1,5 @@
 public import ArgumentParser
 public import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 
 /// What a chain is judged with: the root store (`--trust-store`) and the CT log list (`--ct-log-list`).

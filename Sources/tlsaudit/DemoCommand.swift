@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService

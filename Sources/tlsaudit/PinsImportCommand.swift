@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
+import TLSAuditApp
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditService
@@ -34,15 +34,19 @@ struct PinsImportCommand: ParsableCommand {
     var output: String?
 
     func run() throws {
-        let result: PinnedDomainsImport.Result
+        let reading: PinsImport.Reading
         do {
-            result = try PinnedDomainsImport.read(path: plist)
+            reading = PinsImport.read(try AppBundleReader.readPropertyList(path: plist))
         } catch {
             StandardStream.error.write(error.description + "\n")
             throw ExitCode(64)
         }
-        for warning in result.warnings { StandardStream.error.write("warning: \(warning)\n") }
-        let (yaml, uncovered) = PinnedDomainsImport.yaml(for: result.domains, hosts: hosts, source: plist)
+        guard reading.errors.isEmpty else {
+            StandardStream.error.write(reading.errors.map { "\(plist): \($0)\n" }.joined())
+            throw ExitCode(64)
+        }
+        for warning in reading.warnings { StandardStream.error.write("warning: \(warning)\n") }
+        let (yaml, uncovered) = PinsImport.yaml(reading.policy, hosts: hosts, source: plist)
         for host in uncovered {
             StandardStream.error.write("note: no pinned domain covers \(host); it is left out (NSIncludesSubdomains reaches one label below its domain only)\n")
         }

@@ -250,8 +250,7 @@ struct ScanCommand: ParsableCommand {
             var target = target
             if let sni { target.sni = sni }
             target.starttls = starttls.use(port: target.port)
-            // The ATS policies are for app traffic; a STARTTLS service is judged by the trust rules unless told otherwise.
-            target.policy = policy ?? (target.starttls == nil ? .default : .appleTrust)
+            target.policy = policy ?? CompliancePolicy.default(starttls: target.starttls)
             target.pins = pins
             // --enumerate shows everything: the inventory too.
             target.checks = checks

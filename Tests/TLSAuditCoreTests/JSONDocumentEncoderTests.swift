@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TLSAuditCore
-@testable import TLSAuditOutput
+@testable import TLSAuditModel
 
 /// `JSONDocumentEncoder` must write the very bytes Foundation's `JSONEncoder` writes with the same
 /// options: stored documents are hashed, and scripts compare outputs.

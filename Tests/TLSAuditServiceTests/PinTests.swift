@@ -75,7 +75,7 @@ struct PinTests {
                                      "--host", "a.b.example.com", "--host", "www.example.com", "--host", "api.example.com", "--host", "v2.api.example.com",
                                      "--host", "www.static.example.net", "--host", "example.com.evil.test"])
         #expect(output.status == 0, "\(output.stderr)")
-        #expect(output.stderr.contains("warning: static.example.net: only one pin and no backup pin"))
+        #expect(output.stderr.contains("warning: NSAppTransportSecurity.NSPinnedDomains.static.example.net: a single pinned identity and no backup"))
         #expect(output.stderr.contains("no pinned domain covers www.static.example.net"), "NSIncludesSubdomains is false there")
         #expect(output.stderr.contains("no pinned domain covers example.com.evil.test"))
         // Apple's NSIncludesSubdomains page: "subdomains of the domain that have one additional path component".
@@ -101,7 +101,7 @@ struct PinTests {
         #expect(bare.stdout.contains("pinned:pinned.example.org"))
         let empty = try Binary.run(["pins", "import", Self.fixtures.appendingPathComponent("EmptyIdentities.plist").path])
         #expect(empty.status == 64)
-        #expect(empty.stderr.contains("NSPinnedDomains/broken.example.com/NSPinnedLeafIdentities is empty"))
+        #expect(empty.stderr.contains("NSPinnedDomains.broken.example.com.NSPinnedLeafIdentities: empty"))
     }
 
     @Test("pins import --output: a new file in a new directory, a symlink's target, /dev/stdout; an unwritable file exits 2")

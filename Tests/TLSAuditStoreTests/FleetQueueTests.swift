@@ -5,6 +5,7 @@ import TLSAuditCore
 import TLSAuditLab
 import TLSAuditPostgres
 import TLSAuditProbe
+import TLSAuditStore
 
 /// The fleet's work queue on a real PostgreSQL: claims, leases, the fleet-wide per-host cap, shared
 /// backoff and vantage rows, with many nodes claiming at once.

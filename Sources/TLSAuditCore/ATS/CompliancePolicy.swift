@@ -1,6 +1,13 @@
 /// The rules of each policy: what it checks and how findings become its verdict (the policy
 /// names and verdict values are in TLSAuditModel).
 extension CompliancePolicy {
+    /// The policy a target is judged by when none is named: `default` for HTTPS; for a target
+    /// reached with STARTTLS, `apple-trust`. The ATS policies are for an app's traffic, which a
+    /// mail, directory or database service does not carry; Apple's trust rules still apply to it.
+    public static func `default`(starttls: STARTTLSUse?) -> CompliancePolicy {
+        starttls == nil ? .default : .appleTrust
+    }
+
     /// The TLS 1.2 suites the policy accepts (IANA names); TLS 1.3 suites always pass.
     public var tls12Suites: Set<String> {
         switch self {

@@ -1,5 +1,4 @@
 public import Foundation
-public import TLSAuditModel
 
 /// Encodes `Encodable` values to JSON, byte for byte as Foundation's `JSONEncoder` does with
 /// `.sortedKeys` (and, as chosen, snake_case keys, ISO 8601 dates, pretty printing, unescaped

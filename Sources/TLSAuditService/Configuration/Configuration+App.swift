@@ -1,0 +1,53 @@
+import TLSAuditCore
+import Yams
+
+/// `app:`, an iOS app's ATS rules for a target.
+extension ConfigurationParser {
+    static let appKeys = ["bundle", "entry", "relies_on", "minimum_tls_version", "requires_forward_secrecy", "allows_insecure_http_loads",
+                          "arbitrary_loads", "requires_certificate_transparency", "afnetworking"]
+
+    /// `app:`, the ATS rules one iOS app gives the target (`tlsaudit app import` writes it): `bundle`
+    /// (required), `entry` (the NSExceptionDomains key that applies), `relies_on` (its keys), and the
+    /// effective rules, Apple's defaults when absent: `minimum_tls_version` (TLSv1.2),
+    /// `requires_forward_secrecy` (true), `allows_insecure_http_loads`, `arbitrary_loads`,
+    /// `requires_certificate_transparency` (false); `afnetworking`, the app's AFSecurityPolicy as a
+    /// `pins:` block in AFNetworking's form (mode, pins, allow_invalid_certificates, validates_domain_name).
+    mutating func appRules(_ node: Node) -> AppHostRules? {
+        guard let mapping = section(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)",
+                                    allowed: Self.appKeys, in: "app") else { return nil }
+        guard let bundleNode = mapping["bundle"], let bundle = string(bundleNode, "a bundle identifier") else {
+            if mapping["bundle"] == nil { report(node, "app: 'bundle' (the app's CFBundleIdentifier) is required") }
+            return nil
+        }
+        var rules = AppHostRules(bundle: bundle, entry: nil, reliesOn: [], minimumTLSVersion: .tls1_2, requiresForwardSecrecy: true,
+                                 allowsInsecureHTTPLoads: false, arbitraryLoads: false, requiresCertificateTransparency: false,
+                                 configuration: "", minimumNegotiatedVersion: nil)
+        if let value = mapping["entry"] { rules.entry = string(value, "an NSExceptionDomains key") }
+        if let value = mapping["relies_on"] {
+            if case .sequence(let keys) = value { rules.reliesOn = keys.compactMap { string($0, "an ATS key") } }
+            else { report(value, "app relies_on must be a list of ATS keys") }
+        }
+        if let value = mapping["minimum_tls_version"], let text = string(value, "TLSv1.0, TLSv1.1, TLSv1.2 or TLSv1.3") {
+            if let version = AppTransportSecurityPolicy.tlsVersionValues[text] { rules.minimumTLSVersion = version }
+            else { report(value, "app minimum_tls_version '\(text)': expected TLSv1.0, TLSv1.1, TLSv1.2 or TLSv1.3 (Apple's spelling)") }
+        }
+        if let value = mapping["requires_forward_secrecy"], let flag = boolean(value) { rules.requiresForwardSecrecy = flag }
+        if let value = mapping["allows_insecure_http_loads"], let flag = boolean(value) { rules.allowsInsecureHTTPLoads = flag }
+        if let value = mapping["arbitrary_loads"], let flag = boolean(value) { rules.arbitraryLoads = flag }
+        if let value = mapping["requires_certificate_transparency"], let flag = boolean(value) { rules.requiresCertificateTransparency = flag }
+        if let value = mapping["afnetworking"], let policy = pins(value) {
+            if policy.mode == .none && !policy.allowInvalidCertificates || !policy.leafIdentities.isEmpty || !policy.caIdentities.isEmpty {
+                report(value, "app afnetworking: an AFSecurityPolicy (mode certificate or public-key with pins, or mode none with allow_invalid_certificates); NSPinnedDomains identities go in the target's pins:")
+            } else {
+                rules.afnetworking = policy
+            }
+        }
+        if rules.arbitraryLoads {
+            // ATS off lifts the minimums, as the app's own model does.
+            rules.minimumTLSVersion = .tls1_0
+            rules.requiresForwardSecrecy = false
+            rules.allowsInsecureHTTPLoads = true
+        }
+        return rules.derived
+    }
+}
