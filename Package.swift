@@ -176,7 +176,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditCoreTests",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput"],
+            dependencies: ["TLSAuditCore"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -208,7 +208,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
     ],

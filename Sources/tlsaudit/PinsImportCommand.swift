@@ -2,10 +2,7 @@ import ArgumentParser
 import Foundation
 import TLSAuditApp
 import TLSAuditCore
-import TLSAuditProbe
 import TLSAuditReport
-import TLSAuditService
-import TLSAuditStore
 
 /// `tlsaudit pins`: pin utilities.
 struct PinsCommand: ParsableCommand {

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 

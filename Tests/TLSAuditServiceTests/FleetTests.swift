@@ -2,7 +2,6 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
-import TLSAuditOutput
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 import Testing
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 @testable import TLSAuditReport

@@ -1,6 +1,5 @@
 import Foundation
 import TLSAuditCore
-import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditLab
 
