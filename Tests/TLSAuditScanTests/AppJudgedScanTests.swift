@@ -23,10 +23,7 @@ struct AppJudgedScanTests {
 
     /// The rules `app import` writes for `Self.name` under an Info.plist whose NSAppTransportSecurity is `ats`.
     func rules(_ ats: [String: PlistValue]) -> AppHostRules {
-        let policy = AppTransportSecurityPolicy(.dictionary(ats))
-        let effective = policy.effectivePolicy(for: Self.name)
-        let declared = policy.exceptionDomains.first { $0.domain == effective.entry }?.declaredKeys ?? []
-        return AppHostRules(bundle: "test.tlsaudit.shop", effective: effective, declaredKeys: declared)
+        AppTransportSecurityPolicy(.dictionary(ats)).hostRules(for: Self.name, bundle: "test.tlsaudit.shop")
     }
 
     func entry(_ keys: [String: PlistValue]) -> [String: PlistValue] {
@@ -99,8 +96,7 @@ struct AppJudgedScanTests {
         func pinned(_ certificate: LabCertificate) -> AppHostRules {
             var policy = PinPolicy(mode: .certificate, pins: [.certificate(certificate.summary.sha256Fingerprint)])
             policy.pinnedCertificates = [Data(certificate.der)]
-            let effective = AppTransportSecurityPolicy(nil).effectivePolicy(for: Self.name)
-            return AppHostRules(bundle: "test.tlsaudit.shop", effective: effective, declaredKeys: [], afnetworking: policy)
+            return AppTransportSecurityPolicy(nil).hostRules(for: Self.name, bundle: "test.tlsaudit.shop", afnetworking: policy)
         }
         let matching = try scan(server, rules: pinned(leaf))
         #expect(matching.app?.connects == true && matching.pin?.state == .match && matching.countedCompliant, "\(String(describing: matching.pin))")

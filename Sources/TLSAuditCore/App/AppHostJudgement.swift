@@ -22,14 +22,38 @@ extension AppHostRules {
                   afnetworking: afnetworking)
     }
 
-    /// These rules with the configuration derived from them (as read from a configuration file,
-    /// where only the rules are written).
+    /// These rules as a configuration file's `app:` gives them, completed: ATS off lifts the
+    /// minimums as the app's model does (`EffectiveHostPolicy.turnOffATS`), and the configuration
+    /// that stands for them is derived (only the rules are written).
     public var derived: AppHostRules {
-        let probe = EffectiveHostPolicy(self, host: entry ?? "").atsProbe(appEvaluatesTrust: afnetworking != nil)
+        var effective = EffectiveHostPolicy(self, host: entry ?? "")
+        if arbitraryLoads { effective.turnOffATS() }
+        let probe = effective.atsProbe(appEvaluatesTrust: afnetworking != nil)
         var copy = self
+        copy.minimumTLSVersion = effective.minimumTLSVersion
+        copy.requiresForwardSecrecy = effective.requiresForwardSecrecy
+        copy.allowsInsecureHTTPLoads = effective.allowsInsecureHTTPLoads
         copy.configuration = probe.configuration
         copy.minimumNegotiatedVersion = probe.minimumNegotiatedVersion
         return copy
+    }
+}
+
+extension AppTransportSecurityPolicy {
+    /// The rules this app (`bundle`) gives `host`, as `app import` writes them into a target's `app:`:
+    /// the effective policy, and the keys of the entry that applies.
+    public func hostRules(for host: String, bundle: String, afnetworking: PinPolicy? = nil) -> AppHostRules {
+        let effective = effectivePolicy(for: host)
+        let declared = effective.entry.flatMap { entry in exceptionDomains.first { $0.domain == entry } }?.declaredKeys ?? []
+        return AppHostRules(bundle: bundle, effective: effective, declaredKeys: declared, afnetworking: afnetworking)
+    }
+}
+
+extension AppHostOutcome {
+    /// The outcome for a target judged by `rules`: what the app's client found.
+    init(_ rules: AppHostRules, connects: Bool, reasons: [String], detail: String) {
+        self.init(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
+                  connects: connects, reasons: reasons, detail: detail)
     }
 }
 
@@ -56,14 +80,12 @@ extension AddressAssessment {
                                   failure: ProbeFailure?) -> (outcome: AppHostOutcome, afnetworking: PinEvaluation?) {
         guard let probes, failure == nil, probes.noTLSServer == nil else {
             let failure = failure ?? probes?.noTLSServer
-            return (AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
-                                   connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
+            return (AppHostOutcome(rules, connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
                                    detail: failure?.description ?? "not reached"), nil)
         }
         let outcome = AppAudit.outcome(EffectiveHostPolicy(rules, host: host), probes: probes, diagnostics: ATSDiagnostics.judge(probes),
                                        host: host, afnetworking: rules.afnetworking)
-        return (AppHostOutcome(bundle: rules.bundle, entry: rules.entry, reliesOn: rules.reliesOn, configuration: rules.configuration,
-                               connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail), outcome.afnetworking)
+        return (AppHostOutcome(rules, connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail), outcome.afnetworking)
     }
 
     /// The rules of a generic Apple client that an app's exception lifts when that app's client

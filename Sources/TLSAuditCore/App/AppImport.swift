@@ -37,8 +37,7 @@ public enum AppImport {
         out += "    targets:\n"
         for host in hosts {
             let effective = policy.effectivePolicy(for: host.host)
-            let declared = effective.entry.flatMap { entry in policy.exceptionDomains.first { $0.domain == entry } }?.declaredKeys ?? []
-            let rules = AppHostRules(bundle: bundle, effective: effective, declaredKeys: declared, afnetworking: afnetworking)
+            let rules = policy.hostRules(for: host.host, bundle: bundle, afnetworking: afnetworking)
             out += "      # \(effective.reason)\n"
             out += "      - host: \(quotedYAML(host.host))\n"
             out += "        port: \(host.port)\n"

@@ -42,12 +42,6 @@ extension ConfigurationParser {
                 rules.afnetworking = policy
             }
         }
-        if rules.arbitraryLoads {
-            // ATS off lifts the minimums, as the app's own model does.
-            rules.minimumTLSVersion = .tls1_0
-            rules.requiresForwardSecrecy = false
-            rules.allowsInsecureHTTPLoads = true
-        }
         return rules.derived
     }
 }
