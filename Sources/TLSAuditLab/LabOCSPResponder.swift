@@ -47,13 +47,10 @@ public final class LabOCSPResponder {
     /// Starts the responder on an ephemeral port (it listens on all interfaces: the tests only
     /// ever connect to 127.0.0.1).
     public func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        process.arguments = ["ocsp", "-index", path("index.txt"), "-port", "0", "-rsigner", path("signer.pem"),
-                             "-rkey", path("signer.key"), "-CA", path("ca.pem"), "-ndays", "1", "-ignore_err"]
+        let process = try labOpenSSLProcess(["ocsp", "-index", path("index.txt"), "-port", "0", "-rsigner", path("signer.pem"),
+                                             "-rkey", path("signer.key"), "-CA", path("ca.pem"), "-ndays", "1", "-ignore_err"])
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
         try process.run()
         responder = process
         var text = ""
@@ -105,11 +102,7 @@ public final class LabOCSPResponder {
     }
 
     public static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let process = try labOpenSSLProcess(arguments)
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw LabError("openssl \(arguments.joined(separator: " ")) failed") }
@@ -137,11 +130,17 @@ public func labOpenSSLServer(chain: [LabCertificate], serverInfo: String? = nil,
         try Data(staple).write(to: URL(fileURLWithPath: base + "-staple.der"))
         arguments += ["-status_file", base + "-staple.der"]
     }
-    let server = Process()
-    server.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
-    server.arguments = arguments
-    server.standardOutput = FileHandle.nullDevice
-    server.standardError = FileHandle.nullDevice
+    let server = try labOpenSSLProcess(arguments)
     try server.run()
     return (server, port)
+}
+
+/// `openssl ARGUMENTS`, ready to run, its output discarded (a caller that reads it sets its own).
+func labOpenSSLProcess(_ arguments: [String]) throws -> Process {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    return process
 }
