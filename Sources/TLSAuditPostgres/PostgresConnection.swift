@@ -156,15 +156,19 @@ final class PostgresRows {
 
     deinit { LibPQ.api.clear(result) }
 
-    private func column(_ name: String) -> Int32 {
+    /// The index of the first column called `name`.
+    func index(of name: String) -> Int {
         guard let index = columns.firstIndex(of: name) else { preconditionFailure("no column \(name) in the result") }
-        return Int32(index)
+        return index
     }
 
-    func text(_ row: Int, _ name: String) -> String? {
-        let index = column(name)
+    func text(_ row: Int, _ name: String) -> String? { text(row, column: index(of: name)) }
+
+    func text(_ row: Int, column: Int) -> String? {
         let pq = LibPQ.api
-        guard pq.getisnull(result, Int32(row), index) == 0, let value = pq.getvalue(result, Int32(row), index) else { return nil }
+        guard pq.getisnull(result, Int32(row), Int32(column)) == 0, let value = pq.getvalue(result, Int32(row), Int32(column)) else {
+            return nil
+        }
         return String(cString: value)
     }
 
@@ -173,8 +177,10 @@ final class PostgresRows {
     func bool(_ row: Int, _ name: String) -> Bool? { text(row, name).map { $0 == "t" } }
 
     /// A bytea column (hex output, `\x...`).
-    func bytes(_ row: Int, _ name: String) -> [UInt8]? {
-        guard let text = text(row, name) else { return nil }
+    func bytes(_ row: Int, _ name: String) -> [UInt8]? { bytes(row, column: index(of: name)) }
+
+    func bytes(_ row: Int, column: Int) -> [UInt8]? {
+        guard let text = text(row, column: column) else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(max(0, text.utf8.count - 2) / 2)
         var high: UInt8?

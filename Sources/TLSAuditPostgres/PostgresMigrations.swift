@@ -242,6 +242,8 @@ enum PostgresMigrations {
         ("v11-anchor-in", "ALTER TABLE observation ADD COLUMN anchor_in TEXT;"),
         // Tags with the current state, the app outcome with each scan and the current state (SQLite's script).
         ("v12-tags-app", StoreMigrations.tagsAndApp),
+        // report_claim exists here since v7-fleet; SQLite gains it (the one list of names both share).
+        ("v13-report-claim", "SELECT 1;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -94,7 +94,7 @@ public final class ResultWriter: @unchecked Sendable {
     private func checkIdentity() {
         guard let store else { return }
         do {
-            try store.checkFileIdentity()
+            try (store as? any FileBackedStore)?.checkFileIdentity()
         } catch {
             self.store = nil
             logger.error("\(error); opening the database at its path again", metadata: ["pending": "\(pending.count)"])
@@ -158,10 +158,10 @@ public final class ResultWriter: @unchecked Sendable {
             let store = try currentStore()
             // Checked before and after the commit: a batch committed to a file that was deleted or
             // replaced meanwhile is lost with it, so it stays pending and goes to the new file.
-            try store.checkFileIdentity()
+            try (store as? any FileBackedStore)?.checkFileIdentity()
             let outcome = try store.record(batch, decide: AlertSettings.decision(alerting.withLock { $0 }))
             let alerts = outcome.alerts
-            try store.checkFileIdentity()
+            try (store as? any FileBackedStore)?.checkFileIdentity()
             pending.removeFirst(batch.count)
             committed = true
             if failing {
@@ -399,7 +399,7 @@ public final class ResultWriter: @unchecked Sendable {
                     var alerts: [Alert] = []
                     var leaseLost = 0
                     for start in stride(from: 0, to: scans.count, by: 500) {
-                        try store.checkFileIdentity()
+                        try (store as? any FileBackedStore)?.checkFileIdentity()
                         let outcome = try store.record(Array(scans[start..<min(start + 500, scans.count)]),
                                                        decide: AlertSettings.decision(self.alerting.withLock { $0 }))
                         alerts += outcome.alerts
@@ -409,7 +409,7 @@ public final class ResultWriter: @unchecked Sendable {
                         self.logger.warning("results kept from an earlier run not stored: their fleet leases were lost meanwhile (other nodes scanned those targets since)",
                                             metadata: ["results": "\(leaseLost)", "file": "\(path)"])
                     }
-                    try store.checkFileIdentity()
+                    try (store as? any FileBackedStore)?.checkFileIdentity()
                     guard unlink(path) == 0 || errno == ENOENT else {
                         throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
                     }

@@ -225,17 +225,44 @@ public struct PruneResult: Sendable, Hashable {
     }
 }
 
-/// Where scan history lives. The one interface the service, `status`, `history` and reports use:
-/// SQLite is the embedded default; another backend (PostgreSQL for fleets of scanners) implements
-/// the same protocol.
-public protocol ScanStore: Sendable {
+/// Where scan history lives: the one interface the service, `status`, `history` and reports
+/// use, made of one protocol per role. SQLite is the embedded default; PostgreSQL (for fleets of
+/// scanners) is the other backend; both get their logic from `StoreEngine` (`EngineBackedStore`).
+public protocol ScanStore: ScanRecords, AlertOutbox, ReportRunLedger, RevocationAnswers {
     /// Where the store is, for messages (a file path, or a URL without secrets).
     var displayLocation: String { get }
+}
+
+/// Scans and what is read back from them: results, the current state, history, report facts.
+public protocol ScanRecords: Sendable {
     /// Stores scans in one transaction, with the alerts `decide` says they raise and a pending
     /// delivery per sink it names; when it returns all of it is durable. A scan older than the
     /// address's current state is kept in the history but neither changes that state nor raises
     /// alerts (state never moves back in time); a fenced scan whose lease was lost is not stored.
     func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome
+    /// The current state of every target address, ordered by target and address.
+    func status() throws -> [TargetStatus]
+    /// The current state of every vantage of `target` (stored as `TARGET@VANTAGE`: `VantageTarget`).
+    func vantageStatus(of target: String) throws -> [TargetStatus]
+    /// The newest scans of a target (by key, host or `host:port`), newest first.
+    func history(target: String, limit: Int) throws -> [HistoryEntry]
+    /// A stored result, rebuilt from its raw observations (for re-judging under another policy).
+    func result(observationID: Int64) throws -> AddressScanResult?
+    /// Calls `body` with every observation started within `period`, oldest first, one row at a
+    /// time from a cursor: memory stays bounded however many there are. `body` must not write to
+    /// the store (the read holds a snapshot).
+    func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws
+    /// Calls `body` with a reader of the stored facts a report is computed from, inside one read
+    /// snapshot (consistent while scans keep being written); the reader is valid only within `body`.
+    func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T
+    /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
+    /// no scan refers to any more.
+    func prune(olderThan cutoff: Date) throws -> PruneResult
+}
+
+/// Alerts and their deliveries to each sink: stored with the scan that raised them, claimed
+/// under a lease by the node that delivers them.
+public protocol AlertOutbox: Sendable {
     /// Deliveries not yet made to one of `sinks` whose next attempt is due, oldest alert first
     /// (a sink removed from the configuration keeps its backlog without blocking the others).
     func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery]
@@ -254,24 +281,13 @@ public protocol ScanStore: Sendable {
     func markFailed(alertID: String, sink: String, error: String, retryAt: Date, leaseEpoch: Int64?) throws
     /// The newest alerts with their delivery state.
     func alerts(limit: Int) throws -> [StoredAlert]
-    /// The current state of every target address, ordered by target and address.
-    func status() throws -> [TargetStatus]
-    /// The current state of every vantage of `target` (stored as `TARGET@VANTAGE`: `VantageTarget`).
-    func vantageStatus(of target: String) throws -> [TargetStatus]
     /// Stores an alert raised apart from a scan's write (a fleet's split view) with a pending
     /// delivery per sink named; false when an alert with its id is stored already (then nothing is).
     func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool
-    /// The newest scans of a target (by key, host or `host:port`), newest first.
-    func history(target: String, limit: Int) throws -> [HistoryEntry]
-    /// A stored result, rebuilt from its raw observations (for re-judging under another policy).
-    func result(observationID: Int64) throws -> AddressScanResult?
-    /// Calls `body` with every observation started within `period`, oldest first, one row at a
-    /// time from a cursor: memory stays bounded however many there are. `body` must not write to
-    /// the store (the read holds a snapshot).
-    func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws
-    /// Calls `body` with a reader of the stored facts a report is computed from, inside one read
-    /// snapshot (consistent while scans keep being written); the reader is valid only within `body`.
-    func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T
+}
+
+/// Scheduled report runs: which periods were written, and who writes the next.
+public protocol ReportRunLedger: Sendable {
     /// The end of the period of the latest scheduled report `name` written, nil before the first.
     func lastReportRun(name: String) throws -> Date?
     /// Asks to write the scheduled report `name` for the period ending at `periodEnd`, as `owner`,
@@ -287,13 +303,19 @@ public protocol ScanStore: Sendable {
     @discardableResult
     func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery],
                          claim: (owner: String, epoch: Int64)?) throws -> Bool
-    /// Deletes scans older than `cutoff`, except each target address's latest, and certificates
-    /// no scan refers to any more.
-    func prune(olderThan cutoff: Date) throws -> PruneResult
+}
+
+/// Revocation answers (OCSP responses, CRLs) kept until they expire.
+public protocol RevocationAnswers: Sendable {
     /// A revocation answer (OCSP response or CRL, as fetched) stored under `key` that has not expired at `time`.
     func revocationAnswer(for key: String, at time: Date) throws -> (body: [UInt8], expires: Date)?
     /// Keeps a revocation answer until `expires` (expired ones are dropped meanwhile).
     func saveRevocationAnswer(_ body: [UInt8], for key: String, expires: Date) throws
+}
+
+/// A store kept in a file (SQLite): what it commits is lost if the file at its path is no
+/// longer the file it opened.
+public protocol FileBackedStore {
     /// Throws `StoreError.Kind.vanished` when the file this store writes is no longer the file at
     /// its path (deleted, moved away or replaced while open): what it commits would be lost.
     func checkFileIdentity() throws
@@ -434,7 +456,7 @@ public struct StoredAlert: Sendable, Codable {
     }
 }
 
-extension ScanStore {
+extension AlertOutbox {
     /// `markDelivered` without a claim to check (a single writer, tests).
     public func markDelivered(alertID: String, sink: String, at time: Date) throws {
         try markDelivered(alertID: alertID, sink: sink, at: time, leaseEpoch: nil)
@@ -444,7 +466,9 @@ extension ScanStore {
     public func markFailed(alertID: String, sink: String, error: String, retryAt: Date) throws {
         try markFailed(alertID: alertID, sink: sink, error: error, retryAt: retryAt, leaseEpoch: nil)
     }
+}
 
+extension ReportRunLedger {
     /// `recordReportRun` without a claim to check.
     public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery]) throws {
         try recordReportRun(name: name, periodEnd: periodEnd, files: files, delivery: delivery, claim: nil)

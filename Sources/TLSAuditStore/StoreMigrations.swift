@@ -32,6 +32,20 @@ package enum StoreMigrations {
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN anchor_in TEXT")
         }
         migrator.registerMigration("v12-tags-app") { db in try db.execute(sql: tagsAndApp) }
+        migrator.registerMigration("v13-report-claim") { db in
+            // The claim of each scheduled report run (PostgreSQL has had it since v7-fleet): both
+            // stores run the one engine's claim, lease and epoch (StoreEngine+ReportRuns).
+            try db.execute(sql: """
+                CREATE TABLE report_claim (
+                    name TEXT NOT NULL,
+                    period_end REAL NOT NULL,
+                    owner TEXT NOT NULL,
+                    lease_until REAL NOT NULL,
+                    epoch INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (name, period_end)
+                )
+                """)
+        }
         return migrator
     }
 

@@ -1,0 +1,86 @@
+public import Foundation
+public import TLSAuditModel
+
+/// The store's logic, written once over `SQLDatabase`: recording scans (observations, verdicts,
+/// the address timeline, the remembered state and the alerts a scan raises), reading results,
+/// history and report facts, the alert outbox, report runs and revocation answers. A backend
+/// (`SQLiteScanStore`, `PostgresScanStore`) brings its connections, its dialect and its
+/// migrations, and conforms to `EngineBackedStore` to get every `ScanStore` requirement from here.
+public final class StoreEngine: Sendable {
+    let database: any SQLDatabase
+    /// The package's one SHA-256 (`Digest.sha256Hex` in the probe), for observation content hashes.
+    let sha256: SHA256Hex
+    let handshakeJSON = HandshakeJSONCache()
+    /// Which fleet claims (fences) still stand, asked inside the write transaction; nil where
+    /// there is no fleet (every fenced scan is stored).
+    let standingFences: StandingFences?
+
+    /// Given the fences of a batch's scans, returns those whose claim still stands; runs in the
+    /// batch's transaction (and may lock the claims until it ends).
+    public typealias StandingFences = @Sendable (Set<ScanFence>, any SQLExecutor) throws -> Set<ScanFence>
+
+    public init(database: any SQLDatabase, sha256: @escaping SHA256Hex, standingFences: StandingFences? = nil) {
+        self.database = database
+        self.sha256 = sha256
+        self.standingFences = standingFences
+    }
+}
+
+/// A store whose every `ScanStore` requirement is the engine's: a backend conforms by naming
+/// its engine (and may still implement a requirement itself where it has a better way).
+public protocol EngineBackedStore: ScanStore {
+    var engine: StoreEngine { get }
+}
+
+extension EngineBackedStore {
+    public func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome {
+        try engine.record(scans, decide: decide)
+    }
+    public func status() throws -> [TargetStatus] { try engine.status() }
+    public func vantageStatus(of target: String) throws -> [TargetStatus] { try engine.vantageStatus(of: target) }
+    public func history(target: String, limit: Int) throws -> [HistoryEntry] { try engine.history(target: target, limit: limit) }
+    public func result(observationID: Int64) throws -> AddressScanResult? { try engine.result(observationID: observationID) }
+    public func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws {
+        try engine.forEachObservation(startedIn: period, body)
+    }
+    public func readReportFacts<T>(_ body: (any ReportFactReader) throws -> T) throws -> T { try engine.readReportFacts(body) }
+    public func prune(olderThan cutoff: Date) throws -> PruneResult { try engine.prune(olderThan: cutoff) }
+
+    public func pendingDeliveries(dueBy time: Date, sinks: [String], limit: Int) throws -> [PendingDelivery] {
+        try engine.pendingDeliveries(dueBy: time, sinks: sinks, limit: limit)
+    }
+    public func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery] {
+        try engine.claimDeliveries(dueBy: time, sinks: sinks, limit: limit, lease: lease)
+    }
+    public func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws {
+        try engine.releaseDeliveries(deliveries, dueAt: time)
+    }
+    public func stillHolds(_ delivery: PendingDelivery) throws -> Bool { try engine.stillHolds(delivery) }
+    public func markDelivered(alertID: String, sink: String, at time: Date, leaseEpoch: Int64?) throws {
+        try engine.markDelivered(alertID: alertID, sink: sink, at: time, leaseEpoch: leaseEpoch)
+    }
+    public func markFailed(alertID: String, sink: String, error: String, retryAt: Date, leaseEpoch: Int64?) throws {
+        try engine.markFailed(alertID: alertID, sink: sink, error: error, retryAt: retryAt, leaseEpoch: leaseEpoch)
+    }
+    public func alerts(limit: Int) throws -> [StoredAlert] { try engine.alerts(limit: limit) }
+    public func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool { try engine.recordAlert(alert, sinks: sinks) }
+
+    public func lastReportRun(name: String) throws -> Date? { try engine.lastReportRun(name: name) }
+    public func claimReportRun(name: String, periodEnd: Date, owner: String, lease: Double) throws -> ReportRunClaim {
+        try engine.claimReportRun(name: name, periodEnd: periodEnd, owner: owner, lease: lease)
+    }
+    public func holdsReportRun(name: String, periodEnd: Date, owner: String, epoch: Int64) throws -> Bool {
+        try engine.holdsReportRun(name: name, periodEnd: periodEnd, owner: owner, epoch: epoch)
+    }
+    public func recordReportRun(name: String, periodEnd: Date, files: [String], delivery: [String: ReportDelivery],
+                                claim: (owner: String, epoch: Int64)?) throws -> Bool {
+        try engine.recordReportRun(name: name, periodEnd: periodEnd, files: files, delivery: delivery, claim: claim)
+    }
+
+    public func revocationAnswer(for key: String, at time: Date) throws -> (body: [UInt8], expires: Date)? {
+        try engine.revocationAnswer(for: key, at: time)
+    }
+    public func saveRevocationAnswer(_ body: [UInt8], for key: String, expires: Date) throws {
+        try engine.saveRevocationAnswer(body, for: key, expires: expires)
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import GRDB
+
+/// SQLite's spelling of the forms `SQLDialect` names.
+struct SQLiteDialect: SQLDialect {
+    // SQLite compares text bytewise unless told otherwise.
+    var bytewise: String { "" }
+    var addressChangeID: String { "rowid" }
+    var scanCountIndex: String { "INDEXED BY observation_time_status" }
+    /// One node per file: the node's own clock.
+    var clock: String { "?" }
+    func time(_ date: Date) -> SQLValue { .time(date) }
+    // One writer at a time: nothing to skip.
+    func lockSkippingLocked(_ alias: String) -> String { "" }
+
+    func jsonText(_ json: String, _ path: String...) -> String {
+        "json_extract(\(json), '$.\(path.joined(separator: "."))')"
+    }
+
+    func parsedJSON(_ json: String, as alias: String) -> (join: String, reference: String) { ("", json) }
+
+    func findingMarks(of column: String) -> String {
+        "(SELECT group_concat(json_extract(f.value, '$.severity') || ' ' || json_extract(f.value, '$.id'), char(31)) FROM json_each(\(column)) AS f)"
+    }
+
+    /// The list is bound as a JSON array.
+    func isIn(_ column: String, _ type: SQLListType) -> String { "\(column) IN (SELECT value FROM json_each(?))" }
+
+    func isCurrentObservation(_ column: String) -> String { "\(column) IN (SELECT last_observation_id FROM target_state)" }
+
+    /// SQLite takes the bare columns from the row with the max.
+    func newestPerAddress(_ columns: [String], from table: String, where condition: String) -> String {
+        let selected = columns.map { $0 == "started_at" ? "max(started_at) AS started_at" : $0 }
+        return "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE \(condition) GROUP BY target, address"
+    }
+
+    /// In the process, a query per key costs no round trip.
+    func newestReachedPerKey(reached: String) -> String? { nil }
+}
+
+/// The engine's statements on one GRDB connection (statements cached per connection).
+struct SQLiteExecutor: SQLExecutor {
+    let db: Database
+    var dialect: any SQLDialect { SQLiteDialect() }
+
+    @discardableResult
+    func execute(_ sql: String, _ values: [SQLValue]) throws -> Int {
+        try db.cachedStatement(sql: sql).execute(arguments: Self.arguments(values))
+        return db.changesCount
+    }
+
+    func query(_ sql: String, _ values: [SQLValue], streaming: Bool, _ body: (any SQLRow) throws -> Void) throws {
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: Self.arguments(values))
+        while let row = try cursor.next() { try body(SQLiteRow(row: row)) }
+    }
+
+    private static func arguments(_ values: [SQLValue]) throws -> StatementArguments {
+        StatementArguments(try values.map { value -> DatabaseValue in
+            switch value {
+            case .null: .null
+            case .int(let number): number.databaseValue
+            case .double(let number): number.databaseValue
+            case .text(let text): text.databaseValue
+            case .bytes(let bytes): Data(bytes).databaseValue
+            case .texts(let list): try StoredValues.json(list).databaseValue
+            case .ints(let list): try StoredValues.json(list).databaseValue
+            }
+        })
+    }
+}
+
+/// A GRDB row (valid while its cursor is on it), read leniently: SQLite keeps whatever type a
+/// value was written with, so each accessor converts rather than trapping on a mismatch.
+struct SQLiteRow: SQLRow {
+    let row: Row
+
+    private func value(_ column: Int) -> DatabaseValue.Storage { (row[column] as DatabaseValue).storage }
+
+    func text(_ column: Int) -> String? {
+        switch value(column) {
+        case .null: nil
+        case .string(let text): text
+        case .int64(let number): String(number)
+        case .double(let number): String(number)
+        case .blob(let data): String(decoding: data, as: UTF8.self)
+        }
+    }
+
+    func int(_ column: Int) -> Int64? {
+        switch value(column) {
+        case .int64(let number): number
+        case .double(let number): Int64(exactly: number)
+        case .string(let text): Int64(text)
+        case .null, .blob: nil
+        }
+    }
+
+    func double(_ column: Int) -> Double? {
+        switch value(column) {
+        case .double(let number): number
+        case .int64(let number): Double(number)
+        case .string(let text): Double(text)
+        case .null, .blob: nil
+        }
+    }
+
+    func bytes(_ column: Int) -> [UInt8]? {
+        switch value(column) {
+        case .blob(let data): Array(data)
+        case .string(let text): Array(text.utf8)
+        case .null, .int64, .double: nil
+        }
+    }
+
+    func bool(_ column: Int) -> Bool? { int(column).map { $0 != 0 } }
+
+    func index(of name: String) -> Int {
+        guard let index = row.columnNames.firstIndex(of: name) else { preconditionFailure("no column \(name) in the result") }
+        return row.columnNames.distance(from: row.columnNames.startIndex, to: index)
+    }
+}
+
+/// The SQLite file's connections for the engine: GRDB's pool (`SQLitePool`): one writer,
+/// readers on snapshots.
+struct SQLiteDatabase: SQLDatabase {
+    let pool: SQLitePool
+    var dialect: any SQLDialect { SQLiteDialect() }
+
+    func write<T>(doing what: String, atomic: Bool, _ body: (any SQLExecutor) throws -> T) throws -> T {
+        do {
+            return try pool.write { db in try body(SQLiteExecutor(db: db)) }
+        } catch {
+            throw SQLiteScanStore.storeError(error, doing: what)
+        }
+    }
+
+    // GRDB's reads are always a snapshot (a deferred transaction).
+    func read<T>(doing what: String, snapshot: Bool, _ body: (any SQLExecutor) throws -> T) throws -> T {
+        do {
+            return try pool.read { db in try body(SQLiteExecutor(db: db)) }
+        } catch {
+            throw SQLiteScanStore.storeError(error, doing: what)
+        }
+    }
+}
