@@ -80,7 +80,8 @@ struct PostgresExecutor: SQLExecutor {
         }
     }
 
-    private static func parameter(_ value: SQLValue) -> PostgresValue? {
+    /// A value as libpq is sent it (nil for NULL).
+    static func parameter(_ value: SQLValue) -> PostgresValue? {
         switch value {
         case .null: nil
         case .int(let number): .int(number)

@@ -2,9 +2,10 @@ import Foundation
 import TLSAuditStore
 
 /// The schema on PostgreSQL, as the same named, append-only migrations as SQLite's
-/// (`StoreMigrations`): a released migration is never edited, only followed by a new one. JSON
+/// (`StoreMigrations`): what a released migration creates never changes, a change comes as a new
+/// migration. The tables both backends share are written once (`StoreSchema.postgres`). JSON
 /// documents are kept as text, byte for byte as the store wrote them (as on SQLite), and cast to
-/// `jsonb` where a query reads into them.
+/// `json` where a query reads into them (`PostgresDialect`).
 enum PostgresMigrations {
     /// The key of the advisory lock every node takes while it migrates: two nodes starting
     /// against one database migrate once, one after the other.
@@ -12,116 +13,9 @@ enum PostgresMigrations {
 
     /// Every migration this version knows, in order: the names are SQLite's.
     static let all: [(name: String, script: String)] = [
-        ("v1-initial", """
-            CREATE TABLE certificate (
-                fingerprint TEXT PRIMARY KEY,
-                der BYTEA NOT NULL,
-                subject TEXT NOT NULL,
-                issuer TEXT NOT NULL,
-                not_before DOUBLE PRECISION NOT NULL,
-                not_after DOUBLE PRECISION NOT NULL,
-                spki_sha256 TEXT NOT NULL,
-                summary TEXT NOT NULL,
-                first_seen DOUBLE PRECISION NOT NULL
-            );
-            CREATE INDEX certificate_not_after ON certificate(not_after);
-            CREATE TABLE observation (
-                id BIGSERIAL PRIMARY KEY,
-                target TEXT NOT NULL,
-                host TEXT NOT NULL,
-                port INTEGER NOT NULL,
-                sni TEXT,
-                address TEXT NOT NULL,
-                family TEXT NOT NULL,
-                started_at DOUBLE PRECISION NOT NULL,
-                duration_ms INTEGER NOT NULL,
-                status TEXT NOT NULL,
-                failure_category TEXT,
-                failure_message TEXT,
-                failure_alert TEXT,
-                handshake TEXT,
-                ats_refusal TEXT,
-                trust_store TEXT,
-                anchored INTEGER,
-                path_issues TEXT
-            );
-            CREATE INDEX observation_target_time ON observation(target, started_at);
-            CREATE TABLE observation_certificate (
-                observation_id BIGINT NOT NULL REFERENCES observation(id) ON DELETE CASCADE,
-                role TEXT NOT NULL,
-                position INTEGER NOT NULL,
-                fingerprint TEXT NOT NULL REFERENCES certificate(fingerprint),
-                source TEXT,
-                PRIMARY KEY (observation_id, role, position)
-            );
-            CREATE INDEX observation_certificate_fingerprint ON observation_certificate(fingerprint);
-            CREATE TABLE verdict (
-                observation_id BIGINT NOT NULL REFERENCES observation(id) ON DELETE CASCADE,
-                policy TEXT NOT NULL,
-                judged_at DOUBLE PRECISION NOT NULL,
-                compliant INTEGER NOT NULL,
-                failed_rules TEXT NOT NULL,
-                findings TEXT NOT NULL,
-                PRIMARY KEY (observation_id, policy)
-            );
-            CREATE TABLE target_state (
-                target TEXT NOT NULL,
-                address TEXT NOT NULL,
-                host TEXT NOT NULL,
-                port INTEGER NOT NULL,
-                last_observation_id BIGINT NOT NULL,
-                last_scan_at DOUBLE PRECISION NOT NULL,
-                status TEXT NOT NULL,
-                policy TEXT,
-                compliant INTEGER,
-                failed_rules TEXT,
-                earliest_expiry DOUBLE PRECISION,
-                leaf_fingerprint TEXT,
-                leaf_spki TEXT,
-                failure_category TEXT,
-                consecutive_failures INTEGER NOT NULL DEFAULT 0,
-                last_success_at DOUBLE PRECISION,
-                PRIMARY KEY (target, address)
-            );
-            """),
+        ("v1-initial", StoreSchema.postgres.initialTables),
         ("v2-pin-state", "ALTER TABLE target_state ADD COLUMN pin_state TEXT NOT NULL DEFAULT 'none';"),
-        ("v3-alerts", """
-            CREATE TABLE alert (
-                id TEXT PRIMARY KEY,
-                created_at DOUBLE PRECISION NOT NULL,
-                target TEXT NOT NULL,
-                address TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                severity TEXT NOT NULL,
-                summary TEXT NOT NULL,
-                document TEXT NOT NULL,
-                observation_id BIGINT
-            );
-            CREATE INDEX alert_time ON alert(created_at);
-            CREATE TABLE alert_delivery (
-                alert_id TEXT NOT NULL REFERENCES alert(id) ON DELETE CASCADE,
-                sink TEXT NOT NULL,
-                state TEXT NOT NULL,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                next_attempt_at DOUBLE PRECISION NOT NULL,
-                last_error TEXT,
-                delivered_at DOUBLE PRECISION,
-                PRIMARY KEY (alert_id, sink)
-            );
-            CREATE INDEX alert_delivery_due ON alert_delivery(state, next_attempt_at);
-            CREATE TABLE expiry_alert (
-                target TEXT NOT NULL,
-                address TEXT NOT NULL,
-                mark TEXT NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL,
-                PRIMARY KEY (target, address, mark)
-            );
-            ALTER TABLE target_state ADD COLUMN pin_message TEXT;
-            ALTER TABLE target_state ADD COLUMN ats_compliant INTEGER;
-            ALTER TABLE target_state ADD COLUMN trusted INTEGER;
-            ALTER TABLE target_state ADD COLUMN unreachable_alerted INTEGER NOT NULL DEFAULT 0;
-            ALTER TABLE verdict ADD COLUMN pin TEXT;
-            """),
+        ("v3-alerts", StoreSchema.postgres.alertTables),
         // The backfills SQLite's v4 and v5 run have nothing to fill here: PostgreSQL stores begin
         // with this schema, and the store writes these columns and rows as it goes.
         ("v4-reports", """
@@ -129,37 +23,10 @@ enum PostgresMigrations {
             ALTER TABLE observation ADD COLUMN content_hash TEXT;
             CREATE INDEX observation_address_time ON observation(target, address, started_at);
             CREATE INDEX observation_time_status ON observation(started_at, status, target);
-            CREATE TABLE address_change (
-                id BIGSERIAL PRIMARY KEY,
-                target TEXT NOT NULL,
-                address TEXT NOT NULL,
-                started_at DOUBLE PRECISION NOT NULL,
-                observation_id BIGINT NOT NULL,
-                condition TEXT NOT NULL,
-                policy TEXT NOT NULL,
-                failed_rules TEXT NOT NULL
-            );
-            CREATE INDEX address_change_address ON address_change(target, address, started_at);
-            CREATE INDEX address_change_time ON address_change(started_at);
-            CREATE INDEX address_change_observation ON address_change(observation_id);
-            CREATE TABLE report_run (
-                name TEXT NOT NULL,
-                period_end DOUBLE PRECISION NOT NULL,
-                written_at DOUBLE PRECISION NOT NULL,
-                files TEXT NOT NULL,
-                delivery TEXT,
-                PRIMARY KEY (name, period_end)
-            );
+            \(StoreSchema.postgres.reportTables)
             """),
         ("v5-pin-counts", "SELECT 1;"),
-        ("v6-revocation", """
-            ALTER TABLE observation ADD COLUMN revocation TEXT;
-            CREATE TABLE revocation_answer (
-                key TEXT PRIMARY KEY,
-                body BYTEA NOT NULL,
-                expires_at DOUBLE PRECISION NOT NULL
-            );
-            """),
+        ("v6-revocation", StoreSchema.postgres.revocationTables),
         // The fleet: which node and vantage took each scan; the configuration every node runs
         // (versions, newest wins); the nodes' heartbeats; the work queue (one row per target and
         // vantage, '*' for "any one vantage", claimed under a lease); one lockable row per host

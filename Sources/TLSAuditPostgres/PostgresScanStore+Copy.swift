@@ -26,17 +26,7 @@ extension PostgresScanStore {
         let values = rows.indices.map { row in
             "(" + (0..<width).map { "$\(row * width + $0 + 1)" }.joined(separator: ", ") + ")"
         }.joined(separator: ", ")
-        let parameters: [PostgresValue?] = rows.flatMap { row in
-            row.map { value -> PostgresValue? in
-                switch value {
-                case .null: nil
-                case .int(let number): .int(number)
-                case .double(let number): .double(number)
-                case .text(let text): .text(text)
-                case .bytes(let bytes): .bytes(bytes)
-                }
-            }
-        }
+        let parameters = rows.flatMap { row in row.map(PostgresExecutor.parameter) }
         _ = try pool.withConnection { connection in
             try connection.transaction {
                 try connection.execute("INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES \(values) ON CONFLICT DO NOTHING",

@@ -115,7 +115,9 @@ struct SQLiteRow: SQLRow {
     func bool(_ column: Int) -> Bool? { int(column).map { $0 != 0 } }
 
     func index(of name: String) -> Int {
-        guard let index = row.columnNames.firstIndex(of: name) else { preconditionFailure("no column \(name) in the result") }
+        guard let index = row.columnNames.firstIndex(of: name) else {
+            preconditionFailure("no column \(name) in the result (\(row.columnNames.joined(separator: ", ")))")
+        }
         return row.columnNames.distance(from: row.columnNames.startIndex, to: index)
     }
 }

@@ -36,6 +36,10 @@ public final class SQLiteScanStore: EngineBackedStore, FileBackedStore, Sendable
             let migrator = StoreMigrations.migrator(sha256: sha256)
             try pool.read { db in try Self.refuseUnknownMigrations(migrator, in: db, path: path) }
             try migrator.migrate(pool.pool)
+            // The reader that checked the migrations holds the schema as it was: its statements
+            // would expand `*` to the old columns (SQLite re-prepares them with the new ones at
+            // the first step, but the row's column names stay those counted at prepare).
+            pool.pool.invalidateReadOnlyConnections()
         } catch {
             throw Self.storeError(error, doing: "opening \(path)")
         }

@@ -1,14 +1,8 @@
 import Foundation
 import GRDB
 
-/// A value of a row being copied between stores, as SQLite holds it.
-public enum CopiedValue: Sendable, Hashable {
-    case null
-    case int(Int64)
-    case double(Double)
-    case text(String)
-    case bytes([UInt8])
-}
+/// A value of a row being copied between stores, as SQLite holds it (never a list).
+public typealias CopiedValue = SQLValue
 
 /// The tables `store copy` moves, in an order that respects their references, each with the
 /// columns that order its rows (a stable order: a copy stopped midway resumes after the rows
