@@ -10,17 +10,18 @@ import TLSAuditStore
 /// (the condition: `pin`, `ats`, `trust`, `reachability`, `expiry`, `split-view`, `certificate`).
 /// A condition raised (pin.mismatch, ats.regressed, trust.broken, target.unreachable,
 /// certificate.expiring/expired, split-view) fires from its `startsAt` and is sent again every
-/// `AlertDispatcher.resendRound` seconds while it is the latest word on its condition (Alertmanager resolves alerts
-/// not re-sent within its `resolve_timeout`); the alert that clears it (pin.restored,
-/// ats.recovered, trust.restored, target.recovered, or a renewed certificate for expiry) sends it
-/// once more with `endsAt`. A changed certificate is an event: it fires for an hour.
+/// `AlertDispatcher.resendRound` seconds while it is the latest word on its condition
+/// (Alertmanager resolves alerts not re-sent within its `resolve_timeout`); the alert that clears
+/// it (pin.restored, ats.recovered, trust.restored, target.recovered, or a renewed certificate for
+/// expiry) sends it once more with `endsAt`. A changed certificate is an event: it fires for an hour.
 ///
 /// `type: alertmanager`: Alertmanager's API v2 at `url` (its base, like `http://127.0.0.1:9093`).
 struct AlertmanagerSink: AlertSink {
     static let type = "alertmanager"
     static let keys = ["url", "ca_file"]
 
-    /// The API's base URL (like `http://127.0.0.1:9093`), the timeout and `ca_file`, posted to as a webhook without a secret.
+    /// The API's base URL (like `http://127.0.0.1:9093`), the timeout and `ca_file`: posted to as a
+    /// webhook without a secret, at `endpoint(base.url)`.
     var base: WebhookSink
 
     var timeout: Double { base.timeout }
