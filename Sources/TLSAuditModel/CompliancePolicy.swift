@@ -23,55 +23,76 @@ public struct ATSVerdict: Hashable, Codable, Sendable {
     }
 }
 
-/// The policies an address can be judged under. Raw values are stable config and CLI names.
-public enum CompliancePolicy: String, Codable, Sendable, CaseIterable {
-    /// Apple's App Transport Security as documented (docs/apple-rules.md section 1): TLS 1.2+, a
-    /// forward-secret suite from Apple's documented list, SHA-2 signatures and RSA >= 2048 /
-    /// ECC >= 256 keys on the leaf and issuing CAs, and a trusted chain with a matching name.
-    case ats
-    /// ATS with the suites current Apple clients actually offer (no CBC-SHA256/SHA384, plus
-    /// CHACHA20): a server whose only TLS 1.2 suite is ECDHE-RSA-AES128-SHA256 passes `ats` but fails here.
-    case atsRuntime = "ats-runtime"
-    /// Apple's trust rules for all TLS since iOS 13 (an app with ATS exceptions still meets
-    /// them): SHA-2 signatures, RSA >= 2048, a trusted chain with the name in a SAN.
-    case appleTrust = "apple-trust"
-    /// Mozilla's server-side TLS configurations (guidelines 5.7, the data sslyze's `--mozilla_config`
-    /// checks against): the whole configuration judged, so a scan under them also enumerates and
-    /// runs the inventory and vulnerability checks (docs/findings.md, `mozilla.*`).
-    case mozillaModern = "mozilla-modern"
-    case mozillaIntermediate = "mozilla-intermediate"
-    case mozillaOld = "mozilla-old"
+/// A policy an address can be judged under: a value that names its rules, as swift-certificates
+/// composes `VerifierPolicy` values. Each is defined once (the built-in ones in `Policies/`), listed
+/// once in `registered` (what decoding, `init?(rawValue:)`, the CLI, the configuration, reports and
+/// docs read), and judged by the `PolicyJudge` TLSAuditCore registers for it. Its name (`rawValue`)
+/// is the stable config, CLI, database and JSON name.
+public struct CompliancePolicy: Sendable, Hashable, RawRepresentable, Codable, CaseIterable, CustomStringConvertible {
+    /// The policy's name: `ats`, `mozilla-modern`.
+    public let rawValue: String
+    /// The rules this policy checks, in reporting order.
+    public let rules: [FindingID]
+    /// True for policies that judge what enumeration, the inventory and the vulnerability probes
+    /// find (Mozilla's profiles): a scan under them runs those checks too.
+    public let judgesWholeConfiguration: Bool
+    /// The ClientHello to try first: the one a client under this policy sends.
+    public let clientProfile: ClientProfile
+    /// True for App Transport Security itself (an app's client): its verdict reads "ATS compliant",
+    /// and a target judged by an app's rules (`app:`) can be judged under it.
+    public let isAppTransportSecurity: Bool
+    /// True when the policy's clients trust Apple's root store (when a target names none); false: the system's.
+    public let trustsAppleRoots: Bool
+    /// What it judges, in a few words (the CLI's `--policy` help).
+    public let summary: String
+
+    /// A policy's definition (see `Policies/`); it is known by name once listed in `registered`.
+    public init(name: String, summary: String, rules: [FindingID], judgesWholeConfiguration: Bool = false, clientProfile: ClientProfile = .permissive,
+                isAppTransportSecurity: Bool = false, trustsAppleRoots: Bool = true) {
+        self.rawValue = name
+        self.rules = rules
+        self.judgesWholeConfiguration = judgesWholeConfiguration
+        self.clientProfile = clientProfile
+        self.isAppTransportSecurity = isAppTransportSecurity
+        self.trustsAppleRoots = trustsAppleRoots
+        self.summary = summary
+    }
+
+    /// Every policy tlsaudit knows, in the order the CLI, the configuration, the API and docs list
+    /// them. A new policy is one line here (and its judge's in TLSAuditCore's `CompliancePolicy.judges`).
+    public static let registered: [CompliancePolicy] = [.ats, .atsRuntime, .appleTrust, .mozillaModern, .mozillaIntermediate, .mozillaOld]
 
     /// The policy when none is named: what a current iPhone or Mac does (`ats-runtime`). A server
     /// that only passes Apple's documented list is not compliant by default; `ats` judges that list.
     public static let `default`: CompliancePolicy = .atsRuntime
 
-    /// The rules this policy checks, in reporting order.
-    public var rules: [FindingID] {
-        switch self {
-        case .ats, .atsRuntime:
-            [.atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsSignatureHash, .atsKeySize, .atsTrust, .atsHandshake]
-        case .appleTrust:
-            [.atsSignatureHash, .atsKeySize, .atsTrust]
-        case .mozillaModern, .mozillaIntermediate, .mozillaOld:
-            FindingID.mozillaRules
-        }
+    /// The registered policy of this name; nil for a name this tlsaudit does not know.
+    public init?(rawValue: String) {
+        guard let policy = Self.registered.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = policy
     }
 
-    /// Mozilla's profiles judge what enumeration, the inventory and the vulnerability probes find.
-    public var judgesWholeConfiguration: Bool {
-        switch self {
-        case .mozillaModern, .mozillaIntermediate, .mozillaOld: true
-        case .ats, .atsRuntime, .appleTrust: false
+    public static var allCases: [CompliancePolicy] { registered }
+
+    public var description: String { rawValue }
+
+    // A policy is its name: two values of one name are one policy.
+    public static func == (lhs: CompliancePolicy, rhs: CompliancePolicy) -> Bool { lhs.rawValue == rhs.rawValue }
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+
+    // Encoded as its name, as the enum it was (stored data and JSON documents read the same).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let name = try container.decode(String.self)
+        guard let policy = CompliancePolicy(rawValue: name) else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(
+                codingPath: decoder.codingPath, debugDescription: "Cannot initialize CompliancePolicy from invalid String value \(name)"))
         }
+        self = policy
     }
 
-    /// The ClientHello to try first: the one an app under this policy sends.
-    public var clientProfile: ClientProfile {
-        switch self {
-        case .ats: .ats
-        case .atsRuntime: .atsRuntime
-        case .appleTrust, .mozillaModern, .mozillaIntermediate, .mozillaOld: .permissive
-        }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
     }
 }

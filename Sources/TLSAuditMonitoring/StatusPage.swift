@@ -1,7 +1,11 @@
+import Foundation
+import TLSAuditModel
+
 /// The live status page at `/`: the fleet table of `tlsaudit status` with each address's specific
 /// reasons, sortable by any column, refreshed from `/api/v1/status` every 10 s without a reload.
 /// Self-contained: its script comes from `/status.js` on the same listener (the page's CSP allows
-/// nothing else), and no font, image or stylesheet is loaded from anywhere.
+/// nothing else), and no font, image or stylesheet is loaded from anywhere. Each reason that is a
+/// finding shows its title from `FindingCatalog` (its `title` attribute, set through the DOM).
 enum StatusPage {
     static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
@@ -55,8 +59,16 @@ enum StatusPage {
 
         """
 
+    /// Finding id to title, from the catalog, as a JavaScript object (JSON: escaped, sorted).
+    static let findingTitles: String = {
+        let titles = Dictionary(FindingCatalog.entries.map { ($0.id.rawValue, $0.title) }, uniquingKeysWith: { first, _ in first })
+        let data = (try? JSONSerialization.data(withJSONObject: titles, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }()
+
     static let script = """
         "use strict";
+        const titles = \(findingTitles);
         const columns = ["target", "address", "verdict", "reasons", "expiry", "pin", "age"];
         const labels = {target: "Target", address: "Address", verdict: "Verdict", reasons: "Reasons", expiry: "Expires in", pin: "Pin", age: "Last scan"};
         let rows = [];
@@ -106,7 +118,17 @@ enum StatusPage {
             };
             for (const key of columns) {
               const td = document.createElement("td");
-              td.textContent = cells[key][0];
+              if (key === "reasons") {
+                r.reasons.forEach((reason, index) => {
+                  if (index > 0) td.append(", ");
+                  const span = document.createElement("span");
+                  span.textContent = reason;
+                  if (Object.hasOwn(titles, reason)) span.title = titles[reason];
+                  td.append(span);
+                });
+              } else {
+                td.textContent = cells[key][0];
+              }
               if (cells[key][1]) td.className = cells[key][1];
               td.dataset.label = labels[key];
               td.dataset.key = key;

@@ -22,7 +22,7 @@ public struct ScanTextRenderer: Sendable {
         out += "\(summary.targets) target(s), \(summary.addresses) address(es): "
         // "ATS compliant" when every verdict is an ATS one; "compliant" under apple-trust or Mozilla's profiles.
         let policies = Set(report.targets.flatMap(\.addresses).map(\.ats.policy))
-        let word = policies.isSubset(of: [.ats, .atsRuntime]) ? "ATS compliant" : "compliant"
+        let word = policies.allSatisfy(\.isAppTransportSecurity) ? "ATS compliant" : "compliant"
         out += paint("\(summary.compliant) \(word)", .green) + ", "
         out += paint("\(summary.notCompliant) not compliant", summary.notCompliant > 0 ? .red : .plain) + ", "
         out += paint("\(summary.failed) could not be scanned", summary.failed > 0 ? .yellow : .plain) + "\n"

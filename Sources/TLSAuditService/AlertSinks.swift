@@ -1,40 +1,34 @@
-public import Foundation
+import Foundation
 import Logging
 import Synchronization
 public import TLSAuditCore
 import TLSAuditProbe
 public import TLSAuditStore
 
-/// Where alerts go. Names are the keys of delivery state in the database.
+/// Where alerts go: a named sink of one kind (`AlertSink`). Names are the keys of delivery state in the database.
 public struct SinkConfiguration: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable {
-        /// A log line through swift-log, at the alert's severity.
-        case log
-        /// HTTP POST of the alert JSON; `secret` adds `X-Tlsaudit-Signature: sha256=HEX` (HMAC-SHA256 of the body).
-        /// An https URL's certificate must verify against the system trust store, or `caFile` when set.
-        case webhook(url: URL, secret: String?, timeout: Double, caFile: String? = nil)
-        /// Runs `argv` (no shell) with the alert JSON on stdin; success is exit status 0.
-        case command(argv: [String], timeout: Double)
-        /// Alertmanager's API v2 at `url` (its base, like `http://127.0.0.1:9093`): see `AlertmanagerSink`.
-        case alertmanager(url: URL, timeout: Double, caFile: String? = nil)
-    }
-
     public var name: String
-    public var kind: Kind
+    /// The kind and its settings.
+    var kind: any AlertSink
     public var minimumSeverity: AlertSeverity
 
     /// How long one delivery may take.
-    var timeout: Double {
-        switch kind {
-        case .log: 0
-        case .webhook(_, _, let timeout, _), .command(_, let timeout), .alertmanager(_, let timeout, _): timeout
-        }
-    }
+    var timeout: Double { kind.timeout }
 
-    public init(name: String, kind: Kind, minimumSeverity: AlertSeverity = .info) {
+    init(name: String, kind: any AlertSink, minimumSeverity: AlertSeverity = .info) {
         self.name = name
         self.kind = kind
         self.minimumSeverity = minimumSeverity
+    }
+
+    public static func == (lhs: SinkConfiguration, rhs: SinkConfiguration) -> Bool {
+        lhs.name == rhs.name && lhs.minimumSeverity == rhs.minimumSeverity && lhs.kind.isEqual(to: rhs.kind)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(minimumSeverity)
+        hasher.combine(kind)
     }
 }
 
@@ -43,9 +37,10 @@ public struct AlertConfiguration: Sendable, Hashable {
     public var rules: AlertRules
     public var sinks: [SinkConfiguration]
 
-    public init(rules: AlertRules = AlertRules(), sinks: [SinkConfiguration] = [SinkConfiguration(name: "log", kind: .log)]) {
+    /// `sinks` nil: one log sink.
+    public init(rules: AlertRules = AlertRules(), sinks: [SinkConfiguration]? = nil) {
         self.rules = rules
-        self.sinks = sinks
+        self.sinks = sinks ?? [SinkConfiguration(name: LogSink.type, kind: LogSink())]
     }
 
     var settings: AlertSettings {
@@ -98,7 +93,7 @@ final class AlertDispatcher: @unchecked Sendable {
             timer.resume()
             self.timer = timer
             let resend = DispatchSource.makeTimerSource(queue: self.queue)
-            resend.schedule(deadline: .now() + AlertmanagerSink.resendInterval, repeating: AlertmanagerSink.resendInterval)
+            resend.schedule(deadline: .now() + Self.resendRound, repeating: Self.resendRound)
             resend.setEventHandler { [weak self] in self?.resendFiring() }
             resend.resume()
             self.resendTimer = resend
@@ -153,7 +148,7 @@ final class AlertDispatcher: @unchecked Sendable {
             // A full batch delivered: more may be due.
             if due.count == batch, failing.isEmpty, !stopping.load(ordering: .relaxed) { queue.async { self.deliverDue() } }
         }
-        var recent: [Alert]?
+        let recent = RecentAlerts { [self] in readRecent() ?? [] }
         for delivery in due {
             // Stop between deliveries when the service stops; a sink that just failed waits for its retry.
             guard !stopping.load(ordering: .relaxed), !failing.contains(delivery.sink),
@@ -167,14 +162,7 @@ final class AlertDispatcher: @unchecked Sendable {
                                metadata: ["alert": "\(delivery.alert.id)", "sink": "\(sink.name)"])
                 continue
             }
-            let outcome: Result<Void, DeliveryError>
-            if case .alertmanager(let url, let timeout, let caFile) = sink.kind {
-                if recent == nil { recent = try? writer.perform { try $0.alerts(limit: Self.recentAlerts).map(\.alert) } }
-                let documents = AlertmanagerSink.documents(delivering: delivery.alert, recent: recent ?? [])
-                outcome = documents.isEmpty ? .success(()) : Self.postAlertmanager(documents, url: url, timeout: timeout, caFile: caFile)
-            } else {
-                outcome = Self.deliver(delivery.alert, to: sink, logger: logger)
-            }
+            let outcome = sink.kind.deliver(delivery.alert, recent: recent, logger: logger)
             onAttempt?(sink.name, (try? outcome.get()) != nil)
             do {
                 switch outcome {
@@ -200,171 +188,23 @@ final class AlertDispatcher: @unchecked Sendable {
         }
     }
 
-    struct DeliveryError: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    /// One delivery attempt, bounded by the sink's timeout.
-    static func deliver(_ alert: Alert, to sink: SinkConfiguration, logger: Logger) -> Result<Void, DeliveryError> {
-        let body: Data
-        do {
-            body = try JSONDocumentEncoder.tlsauditCompact.encode(alert) + Data("\n".utf8)
-        } catch {
-            return .failure(DeliveryError(description: "cannot encode the alert: \(error)"))
-        }
-        return send(body, headers: ["X-Tlsaudit-Alert-Id": alert.id], to: sink) {
-            let level: Logger.Level = switch alert.severity {
-            case .critical: .critical
-            case .error: .error
-            case .warning: .warning
-            case .info: .notice
-            }
-            var metadata: Logger.Metadata = ["alert": "\(alert.id)", "kind": "\(alert.kind.rawValue)", "target": "\(alert.target)",
-                                             "address": "\(alert.address)"]
-            for (key, value) in alert.changes { metadata[key] = "\(value)" }
-            logger.log(level: level, "ALERT \(alert.text)", metadata: metadata)
-        }
-    }
-
-    /// Alerts read to find what a clearing alert clears and what fires now (Alertmanager sinks).
+    /// Alerts read for the sinks that need the recent ones (`RecentAlerts`: Alertmanager's, to find
+    /// what a clearing alert clears and what fires now).
     static let recentAlerts = 5_000
 
-    static func postAlertmanager(_ documents: [[String: Any]], url: URL, timeout: Double, caFile: String?) -> Result<Void, DeliveryError> {
-        do {
-            return postWebhook(url: AlertmanagerSink.endpoint(url), body: try AlertmanagerSink.body(documents), secret: nil,
-                               headers: [:], timeout: timeout, caFile: caFile)
-        } catch {
-            return .failure(DeliveryError(description: "cannot encode the alerts: \(error)"))
-        }
-    }
+    private func readRecent() -> [Alert]? { try? writer.perform { try $0.alerts(limit: Self.recentAlerts).map(\.alert) } }
 
-    /// Sends every firing condition again to each Alertmanager sink (Alertmanager resolves an
-    /// alert not re-sent within its resolve_timeout). Failures are logged; the next round retries.
+    /// Seconds between the rounds in which sinks that re-send what is firing (`AlertSink.resendsFiring`)
+    /// do so: well under Alertmanager's default 5 min resolve_timeout.
+    static let resendRound: Double = 60
+
+    /// Asks each sink that re-sends what is firing to do so. Failures are logged; the next round retries.
     private func resendFiring() {
-        let targets = sinks.withLock { $0 }.values.compactMap { sink -> (SinkConfiguration, URL, Double, String?)? in
-            guard case .alertmanager(let url, let timeout, let caFile) = sink.kind else { return nil }
-            return (sink, url, timeout, caFile)
+        let resending = sinks.withLock { $0 }.values.filter(\.kind.resendsFiring)
+        guard !resending.isEmpty, !stopping.load(ordering: .relaxed),
+              let recent = readRecent() else { return }
+        for sink in resending {
+            sink.kind.resendFiring(recent: recent, minimumSeverity: sink.minimumSeverity, sink: sink.name, logger: logger)
         }
-        guard !targets.isEmpty, !stopping.load(ordering: .relaxed),
-              let recent = try? writer.perform({ try $0.alerts(limit: Self.recentAlerts).map(\.alert) }) else { return }
-        let firing = AlertmanagerSink.firing(recent)
-        for (sink, url, timeout, caFile) in targets {
-            let documents = firing.filter { $0.severity >= sink.minimumSeverity }.map { AlertmanagerSink.document(for: $0) }
-            guard !documents.isEmpty else { continue }
-            if case .failure(let error) = Self.postAlertmanager(documents, url: url, timeout: timeout, caFile: caFile) {
-                logger.warning("cannot re-send the firing alerts to Alertmanager; next try in \(Int(AlertmanagerSink.resendInterval)) s",
-                               metadata: ["sink": "\(sink.name)", "firing": "\(documents.count)", "error": "\(error.description)"])
-            }
-        }
-    }
-
-    /// One attempt at delivering a JSON `body` to `sink` (alerts and scheduled reports alike): a
-    /// webhook POSTs it with `headers`, a command gets it on stdin, a log sink runs `log` instead.
-    static func send(_ body: Data, headers: [String: String], to sink: SinkConfiguration,
-                     log: () -> Void) -> Result<Void, DeliveryError> {
-        switch sink.kind {
-        case .log:
-            log()
-            return .success(())
-        case .webhook(let url, let secret, let timeout, let caFile):
-            return postWebhook(url: url, body: body, secret: secret, headers: headers, timeout: timeout, caFile: caFile)
-        case .command(let argv, let timeout):
-            return runCommand(argv, input: body, timeout: timeout)
-        case .alertmanager:
-            return .failure(DeliveryError(description: "an Alertmanager sink takes alerts, not reports"))
-        }
-    }
-
-    /// One HTTP POST of a JSON body, signed when there is a secret; success is a 2xx answer within
-    /// `timeout` (a redirect is a failure: it is not followed). Proxies come from the environment
-    /// (`https_proxy`, `http_proxy`, `no_proxy`: see `HTTPProxySettings`).
-    static func postWebhook(url: URL, body: Data, secret: String?, headers: [String: String],
-                            timeout: Double, caFile: String? = nil) -> Result<Void, DeliveryError> {
-        var fields: [(name: String, value: String)] = [("Content-Type", "application/json"), ("User-Agent", "tlsaudit")]
-        fields += headers.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
-        if let secret {
-            let signature = MessageAuthentication.hmacSHA256Hex(key: Array(secret.utf8), message: Array(body))
-            fields.append((name: "X-Tlsaudit-Signature", value: "sha256=\(signature)"))
-        }
-        do {
-            let response = try HTTPClient.post(url, body: Array(body), headers: fields, timeout: timeout, caFile: caFile)
-            guard (200..<300).contains(response.status) else {
-                let redirect = (300..<400).contains(response.status) ? " (redirects are not followed)" : ""
-                return .failure(DeliveryError(description: "HTTP \(response.status)\(redirect)"))
-            }
-            return .success(())
-        } catch {
-            return .failure(DeliveryError(description: error.description))
-        }
-    }
-
-    static func runCommand(_ argv: [String], input: Data, timeout: Double) -> Result<Void, DeliveryError> {
-        guard let program = argv.first, let executable = resolve(program) else {
-            return .failure(DeliveryError(description: "command not found: \(argv.first ?? "(empty)")"))
-        }
-        let process = Process()
-        // Through `env --default-signal`: the command starts with default signal handling and no
-        // blocked signals, whatever this process ignores (SIGPIPE, SIGHUP) or the delivering thread
-        // blocks (Dispatch threads block SIGTERM): a command that inherited those could not be
-        // stopped by SIGTERM, nor could anything it starts, and would not die of a closed pipe.
-        if let env = Self.signalResettingEnv, !executable.contains("=") {
-            process.executableURL = URL(fileURLWithPath: env)
-            process.arguments = ["--default-signal", executable] + argv.dropFirst()
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = Array(argv.dropFirst())
-        }
-        let stdin = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice // a chatty command must not fill a pipe and hang
-        do {
-            try process.run()
-        } catch {
-            return .failure(DeliveryError(description: "cannot run \(executable): \(error)"))
-        }
-        // Fed from its own thread: a command that does not read a large input (a report) must not
-        // block us past the deadline; terminating it ends the write with EPIPE (SIGPIPE is ignored).
-        let writer = stdin.fileHandleForWriting
-        Thread {
-            try? writer.write(contentsOf: input)
-            try? writer.close()
-        }.start()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-        if process.isRunning {
-            process.terminate()
-            let grace = Date().addingTimeInterval(2)
-            while process.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.02) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            return .failure(DeliveryError(description: "\(program) did not finish within \(timeout) s"))
-        }
-        guard process.terminationStatus == 0 else {
-            return .failure(DeliveryError(description: "\(program) exited with status \(process.terminationStatus)"))
-        }
-        return .success(())
-    }
-
-    /// GNU env (coreutils 8.31 and later) when it is there: `--default-signal` resets every signal's
-    /// handling and unblocks them all before it runs the command. (A path with `=` would be read as
-    /// an assignment: such commands run directly.)
-    static let signalResettingEnv: String? = {
-        let env = "/usr/bin/env"
-        guard FileManager.default.isExecutableFile(atPath: env) else { return nil }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: env)
-        probe.arguments = ["--default-signal", "/bin/true"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return nil }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0 ? env : nil
-    }()
-
-    /// An absolute path, or the first match on PATH.
-    static func resolve(_ program: String) -> String? {
-        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 }

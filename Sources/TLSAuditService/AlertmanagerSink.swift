@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import TLSAuditCore
 import TLSAuditStore
 
@@ -9,13 +10,66 @@ import TLSAuditStore
 /// (the condition: `pin`, `ats`, `trust`, `reachability`, `expiry`, `split-view`, `certificate`).
 /// A condition raised (pin.mismatch, ats.regressed, trust.broken, target.unreachable,
 /// certificate.expiring/expired, split-view) fires from its `startsAt` and is sent again every
-/// ``resendInterval`` while it is the latest word on its condition (Alertmanager resolves alerts
-/// not re-sent within its `resolve_timeout`); the alert that clears it (pin.restored,
-/// ats.recovered, trust.restored, target.recovered, or a renewed certificate for expiry) sends it
-/// once more with `endsAt`. A changed certificate is an event: it fires for an hour.
-enum AlertmanagerSink {
-    /// Seconds between re-sends of the firing alerts (well under Alertmanager's default 5 min resolve_timeout).
-    static let resendInterval: Double = 60
+/// `AlertDispatcher.resendRound` seconds while it is the latest word on its condition
+/// (Alertmanager resolves alerts not re-sent within its `resolve_timeout`); the alert that clears
+/// it (pin.restored, ats.recovered, trust.restored, target.recovered, or a renewed certificate for
+/// expiry) sends it once more with `endsAt`. A changed certificate is an event: it fires for an hour.
+///
+/// `type: alertmanager`: Alertmanager's API v2 at `url` (its base, like `http://127.0.0.1:9093`).
+struct AlertmanagerSink: AlertSink {
+    static let type = "alertmanager"
+    static let keys = ["url", "ca_file"]
+
+    /// The API's base URL (like `http://127.0.0.1:9093`), the timeout and `ca_file`: posted to as a
+    /// webhook without a secret, at `endpoint(base.url)`.
+    var base: WebhookSink
+
+    var timeout: Double { base.timeout }
+
+    static func configured(_ entry: SinkEntry, parser: inout ConfigurationParser) -> AlertmanagerSink? {
+        guard let url = parser.httpURL(entry.mapping["url"]) else {
+            parser.report(entry.node, "an alertmanager sink needs a 'url': Alertmanager's base address, like http://127.0.0.1:9093")
+            return nil
+        }
+        if let secret = entry.mapping["secret"] { parser.report(secret, "an alertmanager sink takes no 'secret' (Alertmanager does not check signatures)") }
+        let caFile = entry.mapping["ca_file"].flatMap { parser.certificateFile($0) }
+        return AlertmanagerSink(base: WebhookSink(url: url, secret: nil, timeout: entry.timeout, caFile: caFile))
+    }
+
+    var alertsOnly: String? { "an Alertmanager sink" }
+
+    /// Reports are not Alertmanager alerts.
+    func send(_ body: Data, headers: [String: String], log: () -> Void) -> Result<Void, SinkDeliveryError> {
+        .failure(SinkDeliveryError(description: "an Alertmanager sink takes alerts, not reports"))
+    }
+
+    /// An alert that clears a condition ends it; one that clears nothing posts nothing.
+    func deliver(_ alert: Alert, recent: RecentAlerts, logger: Logger) -> Result<Void, SinkDeliveryError> {
+        let documents = Self.documents(delivering: alert, recent: recent.all)
+        return documents.isEmpty ? .success(()) : post(documents)
+    }
+
+    /// Alertmanager resolves an alert not re-sent within its resolve_timeout (5 min by default).
+    var resendsFiring: Bool { true }
+
+    func resendFiring(recent: [Alert], minimumSeverity: AlertSeverity, sink name: String, logger: Logger) {
+        let documents = Self.firing(recent).filter { $0.severity >= minimumSeverity }.map { Self.document(for: $0) }
+        guard !documents.isEmpty else { return }
+        if case .failure(let error) = post(documents) {
+            logger.warning("cannot re-send the firing alerts to Alertmanager; next try in \(Int(AlertDispatcher.resendRound)) s",
+                           metadata: ["sink": "\(name)", "firing": "\(documents.count)", "error": "\(error.description)"])
+        }
+    }
+
+    private func post(_ documents: [[String: Any]]) -> Result<Void, SinkDeliveryError> {
+        do {
+            return WebhookSink.post(url: Self.endpoint(base.url), body: try Self.body(documents), secret: nil,
+                                    headers: [:], timeout: base.timeout, caFile: base.caFile)
+        } catch {
+            return .failure(SinkDeliveryError(description: "cannot encode the alerts: \(error)"))
+        }
+    }
+
     /// How long an event (a changed certificate) shows as firing.
     static let eventDuration: Double = 3_600
 

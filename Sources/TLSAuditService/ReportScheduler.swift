@@ -279,7 +279,7 @@ final class ReportScheduler: @unchecked Sendable {
         var outcome = "not sent"
         for attempt in 0..<3 {
             if attempt > 0 { Thread.sleep(forTimeInterval: Double(attempt)) }
-            let result = AlertDispatcher.send(body, headers: ["X-Tlsaudit-Report-Id": id], to: sink) {
+            let result = sink.kind.send(body, headers: ["X-Tlsaudit-Report-Id": id]) {
                 logger.notice("REPORT \(ReportNotice.text(report, name: schedule.name))", metadata: ["report": "\(schedule.name)"])
             }
             switch result {

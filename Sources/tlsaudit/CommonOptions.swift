@@ -23,7 +23,7 @@ struct TrustInputOptions: ParsableArguments {
         }
         do {
             if let caFile { return try TrustStore(caFile: caFile) }
-            switch trustStore ?? (policy.mozillaProfile == nil ? "apple" : "system") {
+            switch trustStore ?? (policy.trustsAppleRoots ? "apple" : "system") {
             case "apple": return TrustStore.apple
             case "system": return try TrustStore.system()
             case let path: return try TrustStore(caFile: path, label: "file:\(path)")

@@ -46,7 +46,7 @@ struct ScanCommand: ParsableCommand {
 
     @OptionGroup var jsonStyle: JSONStyleOptions
 
-    @Option(help: "Policy to judge against: ats-runtime (the default: what current iOS and macOS clients offer and accept), ats (Apple's documented suite list alone) or apple-trust (the certificate rules only; the default for STARTTLS targets).")
+    @Option(help: "Policy to judge against: \(CompliancePolicy.registered.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: ", ")).")
     var policy: CompliancePolicy?
 
     @Option(help: ArgumentHelp(starttlsHelp, valueName: "protocol"))

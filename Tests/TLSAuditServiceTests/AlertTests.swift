@@ -279,7 +279,7 @@ struct CommandSinkTests {
             sigfillset(&blocked)
             pthread_sigmask(SIG_BLOCK, &blocked, &before) // as libdispatch's worker threads do
             defer { pthread_sigmask(SIG_SETMASK, &before, nil) }
-            return AlertDispatcher.runCommand(["/bin/sh", "-c", "grep -E '^Sig(Blk|Ign):' /proc/self/status > \"$0\"", status],
+            return CommandSink.run(["/bin/sh", "-c", "grep -E '^Sig(Blk|Ign):' /proc/self/status > \"$0\"", status],
                                               input: Data("{}".utf8), timeout: 10)
         }
         #expect(throws: Never.self) { try outcome.get() }
@@ -310,7 +310,7 @@ struct WebhookSinkTests {
     }
 
     func deliver(to sink: SinkConfiguration) -> String? {
-        let result = AlertDispatcher.send(Data("{}".utf8), headers: [:], to: sink) {}
+        let result = sink.kind.send(Data("{}".utf8), headers: [:]) {}
         if case .failure(let error) = result { return error.description }
         return nil
     }
@@ -320,7 +320,7 @@ struct WebhookSinkTests {
         let server = try LabTLSServer(LabServerConfiguration(chain: [try lab.intermediate.issue(.server(["127.0.0.1"])), lab.intermediate]))
         let url = "https://127.0.0.1:\(server.port)/hook"
         let trusted = try sink(url, extra: ", ca_file: root.pem")
-        #expect(trusted.kind == .webhook(url: URL(string: url)!, secret: nil, timeout: 3, caFile: lab.rootFile))
+        #expect(trusted.kind as? WebhookSink == WebhookSink(url: URL(string: url)!, secret: nil, timeout: 3, caFile: lab.rootFile))
         #expect(deliver(to: trusted) == nil)
         let failure = deliver(to: try sink(url))
         #expect(failure?.contains("did not verify") == true, "\(String(describing: failure))")

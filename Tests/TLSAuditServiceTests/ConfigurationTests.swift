@@ -226,6 +226,25 @@ struct ConfigurationTests {
         #expect(problems[2].message.contains("takes alerts, not reports"))
     }
 
+    @Test("sink kinds are the registered ones: an unknown or missing type names them all; each kind's keys are allowed, others are not")
+    func sinkKinds() throws {
+        let problems = errors("""
+            alerts:
+              sinks:
+                - {type: pager}
+                - {name: nameless}
+                - {type: webhook, url: "http://127.0.0.1:9/hook", argv: [x], urll: y}
+                - {type: command, argv: [/bin/true], timeout: 2s}
+            targets: [a.example]
+            """)
+        #expect(problems.map(\.message) == [
+            "sink type 'pager' is not one of log, webhook, command, alertmanager",
+            "a sink needs a 'type': log, webhook, command or alertmanager",
+            "unknown key 'urll' in a sink (did you mean 'url'?); expected one of: name, type, timeout, min_severity, url, secret, ca_file, argv",
+        ], "\(problems)")
+        #expect(problems.map(\.line) == [3, 4, 5])
+    }
+
     @Test("one range per setting: the configuration and every command that takes the option refuse the same values")
     func settingRanges() throws {
         let problems = errors("""

@@ -189,7 +189,7 @@ struct MonitoringTests {
         #expect(validated.status == 0 && validated.stdout.contains("valid \(documents.count)"), "\(validated.stdout)\(validated.stderr)")
     }
 
-    @Test("the live status page in headless Chromium: the status table with each address's reasons, worst first, sortable by a click, refreshed without a reload; a phone-width screenshot; no external assets")
+    @Test("the live status page in headless Chromium: the status table with each address's reasons (titled from the finding catalog), worst first, sortable by a click, refreshed without a reload; a phone-width screenshot; no external assets")
     func statusPage() throws {
         let browser = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
         let good = try lab.goodServer()
@@ -210,6 +210,8 @@ struct MonitoringTests {
         #expect(rows == ["\"expired\"", "\"good\""], "worst first: \(rows) in \(dom.prefix(2000))")
         #expect(dom.contains("not compliant") && dom.contains(">compliant<"), "\(dom.prefix(2000))")
         #expect(dom.contains("certificate-expired") || dom.contains("expired"), "the expired address's reason is named")
+        #expect(dom.contains("<span title=\"Certificate expired\">trust.expired</span>"),
+                "each reason that is a finding carries its title from the catalog: \(dom.prefix(3000))")
         #expect(dom.contains("2 addresses, 1 need attention"), "\(dom.prefix(1500))")
 
         // Two clicks on the Target header sort by name, descending; then the page refreshes itself (10 s) and keeps the order.

@@ -317,7 +317,7 @@ struct ReportTests {
     @Test("a command that never reads its input cannot hold a delivery past its timeout")
     func commandThatDoesNotRead() {
         let started = Date()
-        let outcome = AlertDispatcher.runCommand(["/bin/sleep", "30"], input: Data(count: 4 << 20), timeout: 1)
+        let outcome = CommandSink.run(["/bin/sleep", "30"], input: Data(count: 4 << 20), timeout: 1)
         #expect(Date().timeIntervalSince(started) < 5)
         if case .success = outcome { Issue.record("a command killed at its timeout is a failure") }
     }

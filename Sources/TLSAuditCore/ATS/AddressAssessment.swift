@@ -12,11 +12,8 @@ public enum AddressAssessment {
         var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
         if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
-                                       trustFindings: trust, atsClientRefusal: atsClientRefusal)
-        if let profile = policy.mozillaProfile {
-            findings += profile.evaluate(leaf: presented.first, trustErrors: trust.filter(\.isTrustError),
-                                         evidence: evidence ?? ConfigurationEvidence(enumeration: nil, inventory: nil, vulnerabilities: nil))
-        }
+                                       trustFindings: trust, atsClientRefusal: atsClientRefusal,
+                                       evidence: evidence ?? .none)
         findings += evidence?.vulnerabilities?.findings ?? []
         findings += trust
         findings += handshakeFindings(observation)

@@ -114,7 +114,7 @@ extension AddressAssessment {
                 "The certificate's embedded SCTs do not meet Apple's Certificate Transparency policy (\(transparency.policy.reason)); a server must deliver more over the TLS extension or a stapled OCSP response."))
         }
         let policy = CompliancePolicy.appleTrust
-        var findings = sort(policy.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust) + trust
+        var findings = sort(ATSRequirements.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust) + trust
                             + lints(presented: ordered, building: probed.building))
         let verdict = policy.verdict(from: findings)
         var chain: ChainReport? = probed.chain

@@ -1,6 +1,34 @@
-/// The rules of each policy: what it checks and how findings become its verdict (the policy
-/// names and verdict values are in TLSAuditModel).
+/// How a policy turns what was observed at an address into its rule findings. Each registered
+/// policy has one, in `CompliancePolicy.judges` (the policy's names, rules and flags are its
+/// definition in TLSAuditModel).
+public protocol PolicyJudge: Sendable {
+    /// The rule findings of `policy` for one completed handshake. `trustFindings` come from
+    /// `TrustEvaluator`; `atsClientRefusal` is set when the policy's ClientHello was refused and a
+    /// permissive one was used; `evidence` is what the opt-in checks found (for policies that
+    /// `judgesWholeConfiguration`).
+    func findings(under policy: CompliancePolicy, observation: HandshakeObservation, presented: [CertificateSummary],
+                  building: PathBuildingResult, trustFindings: [Finding], atsClientRefusal: String?,
+                  evidence: ConfigurationEvidence) -> [Finding]
+}
+
+/// The judging of each policy (what it checks is in TLSAuditModel).
 extension CompliancePolicy {
+    /// The judge of each registered policy: a new policy registers its judge here.
+    static let judges: [CompliancePolicy: any PolicyJudge] = [
+        .ats: AppleATSJudge.documented,
+        .atsRuntime: AppleATSJudge.runtime,
+        .appleTrust: AppleATSJudge.documented,
+        .mozillaModern: MozillaProfile.modern,
+        .mozillaIntermediate: MozillaProfile.intermediate,
+        .mozillaOld: MozillaProfile.old,
+    ]
+
+    /// This policy's judge.
+    public var judge: any PolicyJudge {
+        guard let judge = Self.judges[self] else { preconditionFailure("policy \(rawValue) has no judge in CompliancePolicy.judges") }
+        return judge
+    }
+
     /// The policy a target is judged by when none is named: `default` for HTTPS; for a target
     /// reached with STARTTLS, `apple-trust`. The ATS policies are for an app's traffic, which a
     /// mail, directory or database service does not carry; Apple's trust rules still apply to it.
@@ -8,71 +36,12 @@ extension CompliancePolicy {
         starttls == nil ? .default : .appleTrust
     }
 
-    /// The TLS 1.2 suites the policy accepts (IANA names); TLS 1.3 suites always pass.
-    public var tls12Suites: Set<String> {
-        switch self {
-        case .ats, .appleTrust, .mozillaModern, .mozillaIntermediate, .mozillaOld: ATSRequirements.documentedTLS12Suites
-        case .atsRuntime: ATSRequirements.runtimeTLS12Suites
-        }
-    }
-
-    /// Rule findings for one completed handshake. `trustFindings` come from `TrustEvaluator`;
-    /// `atsClientRefusal` is set when the policy's ClientHello was refused and a permissive one was used.
+    /// Rule findings for one completed handshake, from the policy's judge (see `PolicyJudge`).
     public func evaluate(observation: HandshakeObservation, presented: [CertificateSummary],
-                         building: PathBuildingResult, trustFindings: [Finding],
-                         atsClientRefusal: String?) -> [Finding] {
-        var findings: [Finding] = []
-        if let refusal = atsClientRefusal {
-            let message = self == .atsRuntime
-                ? "Current Apple clients cannot connect: the server refused a ClientHello like theirs (TLS 1.2-1.3 with the suites iOS and macOS offer today): \(refusal). The values below come from a permissive client."
-                : "The server refused a ClientHello like an iOS app's (TLS 1.2-1.3, Apple's documented ATS suites): \(refusal). The values below come from a permissive client."
-            findings.append(Finding(.atsHandshake, .error, message))
-        }
-        if observation.protocolVersion < .tls1_2 {
-            findings.append(Finding(.atsTLSVersion, .error,
-                "Negotiated \(observation.protocolVersion.displayName); ATS requires TLS 1.2 or later."))
-        }
-        if !observation.keyExchange.forwardSecrecy {
-            findings.append(Finding(.atsForwardSecrecy, .error,
-                "No forward secrecy: \(observation.cipher.iana) uses the server's static \(observation.cipher.keyExchange) key, with no ephemeral key exchange."))
-        } else if observation.protocolVersion != .tls1_3, !tls12Suites.contains(observation.cipher.iana) {
-            let suite = observation.cipher.iana
-            let message = switch self {
-            case .atsRuntime where ATSRequirements.documentedTLS12Suites.contains(suite):
-                "\(suite) is on Apple's documented ATS list, but current iOS and macOS clients no longer offer it: they cannot connect (the `ats` policy, the documented list alone, passes it)."
-            case .atsRuntime:
-                "\(suite) is forward secret but not among the suites current iOS and macOS clients offer: they cannot connect."
-            default:
-                "\(suite) is forward secret but not on Apple's documented ATS suite list."
-            }
-            findings.append(Finding(.atsCipherSuite, .error, message))
-        }
-        findings += evaluateChain(presented: presented, building: building, trustFindings: trustFindings)
-        let applicable = Set(rules)
-        return findings.filter { applicable.contains($0.id) }
-    }
-
-    /// The rules that need only the chain: signature hashes and key sizes of the leaf and issuing
-    /// CAs (the anchor exempt), and trust. What `verify` judges offline.
-    public func evaluateChain(presented: [CertificateSummary], building: PathBuildingResult,
-                              trustFindings: [Finding]) -> [Finding] {
-        var findings: [Finding] = []
-        let judged = ATSRequirements.certificatesToJudge(presented: presented, building: building)
-        for (depth, certificate) in judged {
-            ATSRequirements.checkSignatureHash(certificate, depth: depth, into: &findings)
-            ATSRequirements.checkKeySize(certificate, depth: depth, into: &findings)
-        }
-        // The anchor's own signature is not relied on, but its key signs what is below it: a weak
-        // anchor key fails too, from the system store or a ca_file alike.
-        if building.anchored, building.path.count > 1, let anchor = building.path.last {
-            ATSRequirements.checkKeySize(anchor.certificate, depth: building.path.count - 1, into: &findings, role: "The trust anchor")
-        }
-        let trustErrors = trustFindings.filter { $0.severity == .error }
-        if !trustErrors.isEmpty {
-            let ids = Set(trustErrors.map(\.id.rawValue)).sorted().joined(separator: ", ")
-            findings.append(Finding(.atsTrust, .error, "The chain is not trusted: \(ids)."))
-        }
-        return findings
+                         building: PathBuildingResult, trustFindings: [Finding], atsClientRefusal: String?,
+                         evidence: ConfigurationEvidence = .none) -> [Finding] {
+        judge.findings(under: self, observation: observation, presented: presented, building: building,
+                       trustFindings: trustFindings, atsClientRefusal: atsClientRefusal, evidence: evidence)
     }
 
     /// The verdict from all findings of an address.
@@ -109,6 +78,29 @@ public enum ATSRequirements {
         "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
         "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
     ]
+
+    /// The rules that need only the chain: signature hashes and key sizes of the leaf and issuing
+    /// CAs (the anchor exempt), and trust. What `verify` judges offline.
+    public static func evaluateChain(presented: [CertificateSummary], building: PathBuildingResult,
+                              trustFindings: [Finding]) -> [Finding] {
+        var findings: [Finding] = []
+        let judged = certificatesToJudge(presented: presented, building: building)
+        for (depth, certificate) in judged {
+            checkSignatureHash(certificate, depth: depth, into: &findings)
+            checkKeySize(certificate, depth: depth, into: &findings)
+        }
+        // The anchor's own signature is not relied on, but its key signs what is below it: a weak
+        // anchor key fails too, from the system store or a ca_file alike.
+        if building.anchored, building.path.count > 1, let anchor = building.path.last {
+            checkKeySize(anchor.certificate, depth: building.path.count - 1, into: &findings, role: "The trust anchor")
+        }
+        let trustErrors = trustFindings.filter { $0.severity == .error }
+        if !trustErrors.isEmpty {
+            let ids = Set(trustErrors.map(\.id.rawValue)).sorted().joined(separator: ", ")
+            findings.append(Finding(.atsTrust, .error, "The chain is not trusted: \(ids)."))
+        }
+        return findings
+    }
 
     /// Signature digests ATS accepts ("SHA-256 or stronger").
     public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]

@@ -12,6 +12,8 @@ public struct ConfigurationEvidence: Sendable {
         self.inventory = inventory
         self.vulnerabilities = vulnerabilities
     }
+    /// Nothing found: no opt-in check ran.
+    public static let none = ConfigurationEvidence(enumeration: nil, inventory: nil, vulnerabilities: nil)
 }
 
 /// One of Mozilla's server-side TLS configurations (guidelines version 5.7: the data sslyze 6
@@ -155,14 +157,11 @@ public struct MozillaProfile: Sendable {
     }
 }
 
-extension CompliancePolicy {
-    /// The Mozilla profile this policy is, if any.
-    public var mozillaProfile: MozillaProfile? {
-        switch self {
-        case .mozillaModern: .modern
-        case .mozillaIntermediate: .intermediate
-        case .mozillaOld: .old
-        case .ats, .atsRuntime, .appleTrust: nil
-        }
+/// Mozilla's profiles judge the policies `mozilla-modern`, `mozilla-intermediate` and `mozilla-old`.
+extension MozillaProfile: PolicyJudge {
+    public func findings(under policy: CompliancePolicy, observation: HandshakeObservation, presented: [CertificateSummary],
+                         building: PathBuildingResult, trustFindings: [Finding], atsClientRefusal: String?,
+                         evidence: ConfigurationEvidence) -> [Finding] {
+        evaluate(leaf: presented.first, trustErrors: trustFindings.filter(\.isTrustError), evidence: evidence)
     }
 }

@@ -100,7 +100,7 @@ public enum AlertDetector {
         if result.status == .completed {
             let compliant = result.ats.compliant
             // "ATS compliant" under the ATS policies; plain "compliant" under apple-trust and Mozilla's.
-            let verdict = [.ats, .atsRuntime].contains(result.ats.policy) ? "ATS compliant" : "compliant"
+            let verdict = result.ats.policy.isAppTransportSecurity ? "ATS compliant" : "compliant"
             let firstVerdict = memory.atsCompliant == nil && rules.alertOnFirstScan
             if memory.atsCompliant == true || firstVerdict, !compliant {
                 var changes = ["failed_rules": result.ats.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue]

@@ -14,7 +14,7 @@ extension ATSDiagnostics {
             guard let chain else { return nil }
             if let known = judgedChains[chain] { return known }
             let trust = TrustEvaluator.evaluate(presented: chain.presented, building: chain.building, context: context)
-            let rules = CompliancePolicy.appleTrust.evaluateChain(presented: chain.presented, building: chain.building, trustFindings: trust)
+            let rules = ATSRequirements.evaluateChain(presented: chain.presented, building: chain.building, trustFindings: trust)
             let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
             let result = (failures, chain.building.path.isEmpty ? chain.presented : chain.building.path.map(\.certificate))
             judgedChains[chain] = result

@@ -5,7 +5,6 @@ import Yams
 /// `alerts:` and its sinks.
 extension ConfigurationParser {
     static let alertKeys = ["unreachable_after", "expiry_thresholds", "first_scan", "sinks"]
-    static let sinkKeys = ["name", "type", "url", "secret", "timeout", "min_severity", "argv", "ca_file"]
 
     mutating func alerts(_ node: Node) -> AlertConfiguration {
         var configuration = AlertConfiguration()
@@ -42,11 +41,13 @@ extension ConfigurationParser {
         return configuration
     }
 
+    /// One entry of `alerts.sinks`: the keys every sink takes here, the rest read by its kind (`AlertSink`).
     mutating func sink(_ node: Node, index: Int) -> SinkConfiguration? {
-        guard let mapping = section(node, "a sink must be a mapping with a 'type' (log, webhook, command, alertmanager)",
-                                    allowed: Self.sinkKeys, in: "a sink") else { return nil }
+        let types = AlertSinkKinds.types
+        guard let mapping = section(node, "a sink must be a mapping with a 'type' (\(types.joined(separator: ", ")))",
+                                    allowed: AlertSinkKinds.keys, in: "a sink") else { return nil }
         guard let typeNode = mapping["type"], let type = string(typeNode, "a sink type") else {
-            report(node, "a sink needs a 'type': log, webhook, command or alertmanager")
+            report(node, "a sink needs a 'type': \(types.dropLast().joined(separator: ", ")) or \(types.last ?? "")")
             return nil
         }
         let timeout = mapping["timeout"].flatMap { duration($0, SettingBounds.sinkTimeout) } ?? SettingBounds.sinkTimeout.defaultValue
@@ -66,36 +67,13 @@ extension ConfigurationParser {
                 report(severityNode, "min_severity must be one of \(AlertSeverity.allCases.map(\.rawValue).joined(separator: ", "))")
             }
         }
-        let kind: SinkConfiguration.Kind
-        switch type {
-        case "log":
-            kind = .log
-        case "webhook":
-            guard let url = httpURL(mapping["url"]) else {
-                report(node, "a webhook sink needs a 'url' (http:// or https://)")
-                return nil
-            }
-            let caFile = mapping["ca_file"].flatMap { certificateFile($0) }
-            kind = .webhook(url: url, secret: mapping["secret"].flatMap { string($0, "a secret") }, timeout: timeout, caFile: caFile)
-        case "command":
-            guard let argvNode = mapping["argv"], case .sequence(let sequence) = argvNode, !sequence.isEmpty else {
-                report(node, "a command sink needs 'argv': a list, program first (run without a shell)")
-                return nil
-            }
-            kind = .command(argv: sequence.compactMap { string($0, "an argument") }, timeout: timeout)
-        case "alertmanager":
-            guard let url = httpURL(mapping["url"]) else {
-                report(node, "an alertmanager sink needs a 'url': Alertmanager's base address, like http://127.0.0.1:9093")
-                return nil
-            }
-            if mapping["secret"] != nil { report(mapping["secret"]!, "an alertmanager sink takes no 'secret' (Alertmanager does not check signatures)") }
-            kind = .alertmanager(url: url, timeout: timeout, caFile: mapping["ca_file"].flatMap { certificateFile($0) })
-        default:
-            report(typeNode, "sink type '\(type)' is not one of log, webhook, command, alertmanager")
+        guard let kind = AlertSinkKinds.kind(type) else {
+            report(typeNode, "sink type '\(type)' is not one of \(types.joined(separator: ", "))")
             return nil
         }
+        guard let sink = kind.configured(SinkEntry(node: node, mapping: mapping, timeout: timeout), parser: &self) else { return nil }
         let name = mapping["name"].flatMap { string($0, "a sink name") } ?? (index == 0 ? type : "\(type)-\(index + 1)")
-        return SinkConfiguration(name: name, kind: kind, minimumSeverity: minimum)
+        return SinkConfiguration(name: name, kind: sink, minimumSeverity: minimum)
     }
 
     /// A sink's `url`: an http:// or https:// URL with a host (nil when absent or not one).

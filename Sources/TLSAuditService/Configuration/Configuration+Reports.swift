@@ -9,8 +9,9 @@ extension ConfigurationParser {
                              "expiring_within", "keep", "sinks"]
 
     /// `reports:`: a list of scheduled reports.
-    /// `alertOnly`: sinks that take alerts and not reports (Alertmanager).
-    mutating func reports(_ node: Node, sinks: [String], database: String, alertOnly: Set<String> = []) -> [ReportSchedule] {
+    /// `sinks`: those of `alerts.sinks`, that reports may name.
+    mutating func reports(_ node: Node, sinks configured: [SinkConfiguration], database: String) -> [ReportSchedule] {
+        let sinks = configured.map(\.name)
         guard case .sequence(let sequence) = node else {
             report(node, "reports must be a list of scheduled reports, each with a 'schedule' (daily or weekly)")
             return []
@@ -83,8 +84,8 @@ extension ConfigurationParser {
                 if case .sequence(let list) = sinksNode {
                     for item in list {
                         guard let text = string(item, "a sink name") else { continue }
-                        if alertOnly.contains(text) {
-                            report(item, "sink '\(text)' is an Alertmanager sink: it takes alerts, not reports")
+                        if let alertsOnly = configured.first(where: { $0.name == text })?.kind.alertsOnly {
+                            report(item, "sink '\(text)' is \(alertsOnly): it takes alerts, not reports")
                         } else if sinks.contains(text) { schedule.sinks.append(text) } else {
                             report(item, "no sink named '\(text)' in alerts.sinks (\(sinks.isEmpty ? "none defined" : sinks.joined(separator: ", ")))")
                         }

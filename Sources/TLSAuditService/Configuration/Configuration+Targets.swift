@@ -31,7 +31,7 @@ public enum TrustSetting: Sendable, Hashable {
 
     /// The store a policy judges against when the target names none.
     public static func `default`(for policy: CompliancePolicy) -> TrustSetting {
-        policy.mozillaProfile == nil ? .apple : .system
+        policy.trustsAppleRoots ? .apple : .system
     }
 }
 
@@ -241,7 +241,7 @@ extension ConfigurationParser {
             configured.app = app
             // The app's tag names the app in status, reports, the API and the metrics.
             if !configured.tags.contains(app.tag) { configured.tags.append(app.tag) }
-            if ![.ats, .atsRuntime].contains(configured.policy) {
+            if !configured.policy.isAppTransportSecurity {
                 report(node, "target '\(configured.key)': 'app' judges the target as the app's client, under ats-runtime (or ats); policy \(configured.policy.rawValue) cannot apply")
             }
         }

@@ -235,8 +235,7 @@ struct ConfigurationParser {
         }
         if let node = mapping["alerts"] { configuration.alerts = alerts(node) }
         if let node = mapping["reports"] {
-            configuration.reports = reports(node, sinks: configuration.alerts.sinks.map(\.name), database: configuration.database,
-                                            alertOnly: Set(configuration.alerts.sinks.filter { if case .alertmanager = $0.kind { true } else { false } }.map(\.name)))
+            configuration.reports = reports(node, sinks: configuration.alerts.sinks, database: configuration.database)
         }
         var targets: [TargetConfiguration] = []
         if let node = mapping["groups"] {
