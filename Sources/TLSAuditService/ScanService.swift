@@ -6,7 +6,7 @@ import Synchronization
 import TLSAuditCore
 import TLSAuditPostgres
 import TLSAuditProbe
-public import TLSAuditStore
+import TLSAuditStore
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What the opt-in checks found at an address: the inputs of policies that judge a server's whole
 /// configuration (Mozilla's profiles), beside the handshake and chain every policy judges.

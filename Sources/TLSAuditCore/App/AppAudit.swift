@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// `tlsaudit app audit`'s judge: each host the app calls, by the app's own ATS rules for it
 /// (`AppTransportSecurityPolicy.effectivePolicy(for:)`) on the `ats` probe that stands for them;

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 extension AppHostRules {
     /// The rules `effective` gives its host, for a target's `app:` setting: with the `ats`

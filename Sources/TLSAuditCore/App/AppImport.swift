@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// `tlsaudit app import`: an app's hosts as service targets judged by the app's own rules for
 /// each (`app:`), its NSPinnedDomains pins checked (`pins:`), tagged `app:BUNDLE_ID`.

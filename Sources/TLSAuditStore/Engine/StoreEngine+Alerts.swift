@@ -65,7 +65,7 @@ extension StoreEngine {
     }
 
     func markDelivered(alertID: String, sink: String, at time: Date, leaseEpoch: Int64?) throws {
-        try database.write(doing: "recording a delivery", atomic: false) { sql in
+        _ = try database.write(doing: "recording a delivery", atomic: false) { sql in
             try sql.execute("""
                 UPDATE alert_delivery SET state = 'delivered', delivered_at = ?, attempts = attempts + 1, last_error = NULL
                 WHERE alert_id = ? AND sink = ? AND (CAST(? AS BIGINT) IS NULL OR lease_epoch = ?)
@@ -74,7 +74,7 @@ extension StoreEngine {
     }
 
     func markFailed(alertID: String, sink: String, error message: String, retryAt: Date, leaseEpoch: Int64?) throws {
-        try database.write(doing: "recording a failed delivery", atomic: false) { sql in
+        _ = try database.write(doing: "recording a failed delivery", atomic: false) { sql in
             try sql.execute("""
                 UPDATE alert_delivery SET attempts = attempts + 1, last_error = ?, next_attempt_at = \(sql.dialect.clock)
                 WHERE alert_id = ? AND sink = ? AND state = 'pending' AND (CAST(? AS BIGINT) IS NULL OR lease_epoch = ?)
