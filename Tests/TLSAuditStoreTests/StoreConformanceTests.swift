@@ -143,6 +143,99 @@ struct StoreConformance {
         #expect(try reader.history(target: "batched", limit: 10_000).count == 500)
     }
 
+    /// The alert outbox: an alert is stored once; a claim moves its delivery out of reach for the
+    /// lease and raises its epoch; a node holding an older claim can neither record nor release;
+    /// a failure is retried at its time; a delivered alert is due no more.
+    func alertOutbox() throws {
+        let store = try open(try newLocation())
+        let now = Date()
+        let alert = Alert(id: "conformance-1", kind: .pinMismatch, severity: .critical, target: "t", host: "t.test", port: 443,
+                          address: "127.0.0.1", createdAt: now.addingTimeInterval(-5), summary: "pin mismatch", changes: [:])
+        #expect(try store.recordAlert(alert, sinks: ["hook", "mail"]))
+        #expect(try !store.recordAlert(alert, sinks: ["hook"]), "the same id twice is stored once")
+        #expect(try store.pendingDeliveries(dueBy: now, sinks: ["hook", "mail", "gone"], limit: 10).map(\.sink).sorted() == ["hook", "mail"])
+        #expect(try store.pendingDeliveries(dueBy: now, sinks: [], limit: 10).isEmpty)
+
+        let first = try store.claimDeliveries(dueBy: now, sinks: ["hook"], limit: 10, lease: 60)
+        #expect(first.map(\.sink) == ["hook"])
+        #expect(try store.stillHolds(first[0]))
+        #expect(try store.claimDeliveries(dueBy: now, sinks: ["hook"], limit: 10, lease: 60).isEmpty, "claimed: out of reach for the lease")
+        // The lease ran out (the node paused): another claim takes it, with a newer epoch.
+        let later = now.addingTimeInterval(120)
+        let second = try store.claimDeliveries(dueBy: later, sinks: ["hook"], limit: 10, lease: 60)
+        #expect(second.count == 1 && second[0].leaseEpoch > first[0].leaseEpoch)
+        #expect(try !store.stillHolds(first[0]), "an older claim no longer holds")
+        try store.markDelivered(alertID: alert.id, sink: "hook", at: later, leaseEpoch: first[0].leaseEpoch)
+        try store.releaseDeliveries(first, dueAt: now)
+        #expect(try store.alerts(limit: 10).first?.deliveries.first { $0.sink == "hook" }?.state == .pending,
+                "the stale claim recorded nothing")
+        // The newest claim fails once, then delivers.
+        try store.markFailed(alertID: alert.id, sink: "hook", error: "refused", retryAt: later.addingTimeInterval(30),
+                             leaseEpoch: second[0].leaseEpoch)
+        #expect(try store.pendingDeliveries(dueBy: later, sinks: ["hook"], limit: 10).isEmpty)
+        let retry = try store.pendingDeliveries(dueBy: later.addingTimeInterval(31), sinks: ["hook"], limit: 10)
+        #expect(retry.map(\.attempts) == [1])
+        try store.markDelivered(alertID: alert.id, sink: "hook", at: later.addingTimeInterval(31))
+        let stored = try #require(try store.alerts(limit: 10).first)
+        #expect(stored.alert.id == alert.id)
+        #expect(stored.deliveries.map(\.sink) == ["hook", "mail"])
+        #expect(stored.deliveries.map(\.state) == [.delivered, .pending])
+        #expect(stored.deliveries[0].attempts == 2 && stored.deliveries[0].lastError == nil)
+        #expect(try store.pendingDeliveries(dueBy: later.addingTimeInterval(3600), sinks: ["hook"], limit: 10).isEmpty)
+    }
+
+    /// Scheduled report runs: one claim at a time per run (its owner may ask again), a recorded
+    /// run is written for everyone, a record under a claim that is no longer the run's is refused.
+    func reportRuns() throws {
+        let store = try open(try newLocation())
+        let end = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(try store.lastReportRun(name: "weekly") == nil)
+        guard case .claimed(let epoch) = try store.claimReportRun(name: "weekly", periodEnd: end, owner: "node-a", lease: 60) else {
+            Issue.record("the first claim is the caller's")
+            return
+        }
+        #expect(try store.holdsReportRun(name: "weekly", periodEnd: end, owner: "node-a", epoch: epoch))
+        #expect(try store.claimReportRun(name: "weekly", periodEnd: end, owner: "node-b", lease: 60) == .heldByAnother("node-a"))
+        guard case .claimed(let again) = try store.claimReportRun(name: "weekly", periodEnd: end, owner: "node-a", lease: 60) else {
+            Issue.record("the owner may claim again")
+            return
+        }
+        #expect(again > epoch)
+        #expect(try !store.holdsReportRun(name: "weekly", periodEnd: end, owner: "node-a", epoch: epoch), "the older claim is gone")
+        #expect(try !store.recordReportRun(name: "weekly", periodEnd: end, files: ["a.json"], delivery: [:], claim: ("node-a", epoch)))
+        #expect(try store.lastReportRun(name: "weekly") == nil)
+        #expect(try store.recordReportRun(name: "weekly", periodEnd: end, files: ["a.json"], delivery: ["hook": .delivered],
+                                          claim: ("node-a", again)))
+        #expect(try store.lastReportRun(name: "weekly") == end)
+        #expect(try store.claimReportRun(name: "weekly", periodEnd: end, owner: "node-b", lease: 60) == .written)
+        // Another period is claimed apart; a lease that ran out is taken over.
+        let next = end.addingTimeInterval(7 * 86400)
+        guard case .claimed = try store.claimReportRun(name: "weekly", periodEnd: next, owner: "node-b", lease: -1) else {
+            Issue.record("another period is free")
+            return
+        }
+        guard case .claimed = try store.claimReportRun(name: "weekly", periodEnd: next, owner: "node-a", lease: 60) else {
+            Issue.record("an expired lease is taken over")
+            return
+        }
+        try store.recordReportRun(name: "weekly", periodEnd: next, files: [], delivery: [:])
+        #expect(try store.lastReportRun(name: "weekly") == next)
+    }
+
+    /// Revocation answers: read back until they expire, replaced by a newer one, expired ones dropped.
+    func revocationAnswers() throws {
+        let store = try open(try newLocation())
+        let now = Date()
+        try store.saveRevocationAnswer([0x30, 0x03, 0x0A, 0x01, 0x00], for: "ocsp http://ocsp.test/ abc", expires: now.addingTimeInterval(3600))
+        let answer = try #require(try store.revocationAnswer(for: "ocsp http://ocsp.test/ abc", at: now))
+        #expect(answer.body == [0x30, 0x03, 0x0A, 0x01, 0x00])
+        #expect(abs(answer.expires.timeIntervalSince(now.addingTimeInterval(3600))) < 0.001)
+        #expect(try store.revocationAnswer(for: "ocsp http://ocsp.test/ abc", at: now.addingTimeInterval(3601)) == nil)
+        #expect(try store.revocationAnswer(for: "crl http://crl.test/", at: now) == nil)
+        try store.saveRevocationAnswer([0xFF], for: "ocsp http://ocsp.test/ abc", expires: now.addingTimeInterval(7200))
+        #expect(try store.revocationAnswer(for: "ocsp http://ocsp.test/ abc", at: now.addingTimeInterval(3601))?.body == [0xFF])
+    }
+
     func retention() throws {
         let store = try open(try newLocation())
         let start = Date(timeIntervalSince1970: 1_800_000_000)
@@ -206,6 +299,15 @@ struct SQLiteStoreConformanceTests {
     @Test("retention: old scans go, each address's latest stays")
     func retention() throws { try suite.retention() }
 
+    @Test("alert outbox: stored once, claimed under a lease with an epoch, a stale claim records nothing, retried, delivered")
+    func alertOutbox() throws { try suite.alertOutbox() }
+
+    @Test("report runs: one claim per run, its owner may claim again, a stale claim's record is refused, a run lease expires")
+    func reportRuns() throws { try suite.reportRuns() }
+
+    @Test("revocation answers: kept until they expire, replaced by a newer one")
+    func revocationAnswers() throws { try suite.revocationAnswers() }
+
     @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
     func tagsAndApp() throws { try suite.tagsAndApp() }
 
@@ -258,6 +360,15 @@ struct PostgresStoreConformanceTests {
 
     @Test("retention: old scans go, each address's latest stays")
     func retention() throws { try suite.retention() }
+
+    @Test("alert outbox: stored once, claimed under a lease with an epoch, a stale claim records nothing, retried, delivered")
+    func alertOutbox() throws { try suite.alertOutbox() }
+
+    @Test("report runs: one claim per run, its owner may claim again, a stale claim's record is refused, a run lease expires")
+    func reportRuns() throws { try suite.reportRuns() }
+
+    @Test("revocation answers: kept until they expire, replaced by a newer one")
+    func revocationAnswers() throws { try suite.revocationAnswers() }
 
     @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
     func tagsAndApp() throws { try suite.tagsAndApp() }
