@@ -27,3 +27,18 @@ struct CompliancePolicyTests {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(CompliancePolicy.self, from: Data(#""nope""#.utf8)) }
     }
 }
+
+/// The docs read the registry too: README's `--policy` row names every registered policy, in
+/// its order, and nothing else.
+@Suite("compliance policies in the docs")
+struct CompliancePolicyDocsTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test("README's --policy row lists exactly the registered policies")
+    func readmePolicyRow() throws {
+        let readme = try String(contentsOf: Self.repository.appendingPathComponent("README.md"), encoding: .utf8)
+        let row = try #require(readme.split(separator: "\n").first { $0.hasPrefix("| `--policy ") })
+        let cell = row.dropFirst("| `--policy ".count).prefix { $0 != "`" }
+        #expect(cell.components(separatedBy: "\\|") == CompliancePolicy.registered.map(\.rawValue), "\(row)")
+    }
+}
