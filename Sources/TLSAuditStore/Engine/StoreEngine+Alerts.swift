@@ -111,7 +111,7 @@ extension StoreEngine {
             .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .of(observationID)])
         guard inserted > 0 else { return false }
         for sink in sinks {
-            try sql.execute(ScanRows.insertDelivery(dueAt: sql.dialect.clock), [.text(alert.id), .text(sink), sql.dialect.time(alert.createdAt)])
+            try sql.execute(statements.insertDelivery, [.text(alert.id), .text(sink), sql.dialect.time(alert.createdAt)])
         }
         return true
     }

@@ -27,9 +27,10 @@ extension StoreEngine {
                 let addresses = Set(group.map(\.result.address))
                 guard !addresses.contains("-") else { continue }
                 let oldest = group.map(\.result.startedAt.timeIntervalSince1970).min() ?? 0
-                try sql.execute("""
-                    DELETE FROM target_state WHERE target = ? AND last_scan_at < ? AND NOT (\(sql.dialect.isIn("address", .text)))
-                    """, [.text(target), .double(oldest), .texts(addresses.sorted())])
+                // A few addresses: a placeholder each (a list bound as one value costs a JSON parse on SQLite).
+                let placeholders = Array(repeating: "?", count: addresses.count).joined(separator: ", ")
+                try sql.execute("DELETE FROM target_state WHERE target = ? AND last_scan_at < ? AND address NOT IN (\(placeholders))",
+                                [.text(target), .double(oldest)] + addresses.sorted().map { .text($0) })
             }
             return RecordOutcome(alerts: alerts, leaseLost: lost)
         }
@@ -117,19 +118,11 @@ extension StoreEngine {
     private func updateTimeline(target: String, rows: ScanRows, observationID: Int64, in sql: any SQLExecutor) throws {
         let address = rows.result.address
         let time = rows.result.startedAt.timeIntervalSince1970
-        let before = try sql.first("""
-            SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
-            ORDER BY started_at DESC, \(sql.dialect.addressChangeID) DESC LIMIT 1
-            """, [.text(target), .text(address), .double(time)]) { row in [row.text(0) ?? "", row.text(1) ?? "", row.text(2) ?? ""] }
+        let before = try sql.first(statements.timelineBefore, [.text(target), .text(address), .double(time)]) { row in [row.text(0) ?? "", row.text(1) ?? "", row.text(2) ?? ""] }
         if before != rows.timeline {
             try insertChange(target: target, address: address, time: time, observationID: observationID, state: rows.timeline, into: sql)
         }
-        let next = try sql.first("""
-            SELECT o.id, o.started_at, o.status, o.trust_store IS NOT NULL, v.compliant, v.policy, v.failed_rules,
-                \(sql.dialect.jsonText("v.pin", "state"))
-            FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
-            WHERE o.target = ? AND o.address = ? AND o.started_at > ? ORDER BY o.started_at, o.id LIMIT 1
-            """, [.text(target), .text(address), .double(time)]) { row -> (id: Int64, time: Double, state: [String]) in
+        let next = try sql.first(statements.timelineNext, [.text(target), .text(address), .double(time)]) { row -> (id: Int64, time: Double, state: [String]) in
             let id = row.int(0) ?? 0
             let place = "observation \(id)"
             let state = try ScanRows.timeline(

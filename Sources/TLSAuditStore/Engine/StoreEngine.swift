@@ -19,10 +19,38 @@ public final class StoreEngine: Sendable {
     /// batch's transaction (and may lock the claims until it ends).
     public typealias StandingFences = @Sendable (Set<ScanFence>, any SQLExecutor) throws -> Set<ScanFence>
 
+    /// The statements a scan's write runs that the dialect spells, built once.
+    let statements: Statements
+
     public init(database: any SQLDatabase, sha256: @escaping SHA256Hex, standingFences: StandingFences? = nil) {
         self.database = database
         self.sha256 = sha256
         self.standingFences = standingFences
+        statements = Statements(database.dialect)
+    }
+
+    /// SQL of the write path that depends on the dialect, built once rather than per scan.
+    struct Statements: Sendable {
+        /// The timeline's state in force at a time: target, address, time.
+        let timelineBefore: String
+        /// The scan that follows a time, with its counted verdict: target, address, time.
+        let timelineNext: String
+        /// A pending delivery due at the alert's time: alert id, sink, `dialect.time(createdAt)`.
+        let insertDelivery: String
+
+        init(_ dialect: any SQLDialect) {
+            timelineBefore = """
+                SELECT condition, policy, failed_rules FROM address_change WHERE target = ? AND address = ? AND started_at <= ?
+                ORDER BY started_at DESC, \(dialect.addressChangeID) DESC LIMIT 1
+                """
+            timelineNext = """
+                SELECT o.id, o.started_at, o.status, o.trust_store IS NOT NULL, v.compliant, v.policy, v.failed_rules,
+                    \(dialect.jsonText("v.pin", "state"))
+                FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
+                WHERE o.target = ? AND o.address = ? AND o.started_at > ? ORDER BY o.started_at, o.id LIMIT 1
+                """
+            insertDelivery = ScanRows.insertDelivery(dueAt: dialect.clock)
+        }
     }
 }
 
