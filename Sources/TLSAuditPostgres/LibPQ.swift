@@ -1,6 +1,6 @@
 import CLibPQ
 import Foundation
-public import TLSAuditStore
+import TLSAuditStore
 
 /// libpq's functions, loaded with dlopen when the first PostgreSQL connection is made. Linked
 /// instead, libpq and what it pulls in (Kerberos, LDAP, GnuTLS, SASL: 19 libraries) cost every

@@ -3,7 +3,7 @@ package import TLSAuditModel
 
 /// What storing one scan writes, whatever the backend: the certificates, the observation's
 /// columns, its certificate references and content hash, its verdict, and its place in the
-/// address's timeline, computed once from the scan. Each backend runs its own SQL over these.
+/// address's timeline, computed once from the scan; `StoreEngine` writes them on every backend.
 package struct ScanRows {
     package struct CertificateRow {
         package var fingerprint: String
