@@ -91,13 +91,17 @@ struct SinkDeliveryError: Error, CustomStringConvertible {
     var description: String
 }
 
-/// The alerts most recently stored, read at most once per delivery round, by the sinks that need
-/// them (to find what a clearing alert clears).
+/// The alerts most recently stored, read by the sinks that need them (to find what a clearing
+/// alert clears): once per delivery round once a read succeeds; a failed read (none) is tried again
+/// by the next delivery that asks.
 final class RecentAlerts {
-    private let load: () -> [Alert]
-    private lazy var alerts: [Alert] = load()
+    private let load: () -> [Alert]?
+    private var alerts: [Alert]?
 
-    init(_ load: @escaping () -> [Alert]) { self.load = load }
+    init(_ load: @escaping () -> [Alert]?) { self.load = load }
 
-    var all: [Alert] { alerts }
+    var all: [Alert] {
+        if alerts == nil { alerts = load() }
+        return alerts ?? []
+    }
 }

@@ -148,7 +148,7 @@ final class AlertDispatcher: @unchecked Sendable {
             // A full batch delivered: more may be due.
             if due.count == batch, failing.isEmpty, !stopping.load(ordering: .relaxed) { queue.async { self.deliverDue() } }
         }
-        let recent = RecentAlerts { [self] in readRecent() ?? [] }
+        let recent = RecentAlerts { [self] in readRecent() }
         for delivery in due {
             // Stop between deliveries when the service stops; a sink that just failed waits for its retry.
             guard !stopping.load(ordering: .relaxed), !failing.contains(delivery.sink),

@@ -260,34 +260,3 @@ public struct AlertSummary: Sendable, Hashable {
         self.changes = changes
     }
 }
-
-extension ReportFactReader {
-    public func willCountScans(after start: Date, through end: Date, targets: Set<String>?) {}
-
-    /// One at a time: a store in the process (SQLite) pays nothing per call.
-    public func certificates(fingerprints: [String]) throws -> [String: ChainCertificate] {
-        var found: [String: ChainCertificate] = [:]
-        for fingerprint in fingerprints {
-            if let certificate = try certificate(fingerprint: fingerprint) { found[fingerprint] = certificate }
-        }
-        return found
-    }
-
-    /// One address at a time.
-    public func lastReachableScans(of keys: [AddressKey], atOrBefore time: Date,
-                                   policy: CompliancePolicy?) throws -> [AddressKey: ScanFacts] {
-        var found: [AddressKey: ScanFacts] = [:]
-        for key in keys {
-            found[key] = try lastScan(target: key.target, address: key.address, atOrBefore: time, reachableOnly: true,
-                                      policy: policy, details: true)
-        }
-        return found
-    }
-
-    /// One scan at a time.
-    public func chainReferences(observationIDs: [Int64]) throws -> [Int64: [ChainReference]] {
-        var found: [Int64: [ChainReference]] = [:]
-        for id in observationIDs { found[id] = try chainReferences(observationID: id) }
-        return found
-    }
-}
