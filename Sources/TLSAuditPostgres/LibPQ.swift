@@ -19,6 +19,9 @@ struct LibPQ: @unchecked Sendable {
     let execParams: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Int32, UnsafePointer<Oid>?,
                                     UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?,
                                     Int32) -> OpaquePointer?
+    let prepare: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int32, UnsafePointer<Oid>?) -> OpaquePointer?
+    let execPrepared: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Int32, UnsafePointer<UnsafePointer<CChar>?>?,
+                                      UnsafePointer<Int32>?, UnsafePointer<Int32>?, Int32) -> OpaquePointer?
     let resultStatus: @convention(c) (OpaquePointer?) -> ExecStatusType
     let resultErrorMessage: @convention(c) (OpaquePointer?) -> UnsafeMutablePointer<CChar>?
     let resultErrorField: @convention(c) (OpaquePointer?, Int32) -> UnsafeMutablePointer<CChar>?
@@ -62,6 +65,11 @@ struct LibPQ: @unchecked Sendable {
             execParams: symbol("PQexecParams", as: (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Int32, UnsafePointer<Oid>?,
                                                                     UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
                                                                     UnsafePointer<Int32>?, Int32) -> OpaquePointer?).self),
+            prepare: symbol("PQprepare", as: (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?, UnsafePointer<CChar>?, Int32,
+                                                              UnsafePointer<Oid>?) -> OpaquePointer?).self),
+            execPrepared: symbol("PQexecPrepared", as: (@convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Int32,
+                                                                        UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
+                                                                        UnsafePointer<Int32>?, Int32) -> OpaquePointer?).self),
             resultStatus: symbol("PQresultStatus", as: (@convention(c) (OpaquePointer?) -> ExecStatusType).self),
             resultErrorMessage: symbol("PQresultErrorMessage", as: (@convention(c) (OpaquePointer?) -> UnsafeMutablePointer<CChar>?).self),
             resultErrorField: symbol("PQresultErrorField", as: (@convention(c) (OpaquePointer?, Int32) -> UnsafeMutablePointer<CChar>?).self),

@@ -208,8 +208,14 @@ public enum PostgresTraffic {
         (statements.load(ordering: .relaxed), bytesSent.load(ordering: .relaxed), bytesReceived.load(ordering: .relaxed))
     }
 
+    /// Statements sent by the calling thread so far (a store's calls run on their caller's thread:
+    /// what one call costs, whatever else the process is doing).
+    public static var statementsOnThisThread: Int { Thread.current.threadDictionary[threadKey] as? Int ?? 0 }
+    private static let threadKey = "tlsaudit.postgres.statements"
+
     static func count(sql: String, parameters: [String?], result: OpaquePointer?) {
         statements.add(1, ordering: .relaxed)
+        Thread.current.threadDictionary[threadKey] = statementsOnThisThread + 1
         bytesSent.add(sql.utf8.count + parameters.reduce(0) { $0 + ($1?.utf8.count ?? 0) }, ordering: .relaxed)
         guard let result else { return }
         var received = 0
@@ -247,13 +253,46 @@ final class PostgresConnection {
     /// Runs one statement with bind parameters (never interpolated into the SQL).
     @discardableResult
     func execute(_ sql: String, _ parameters: [PostgresValue?] = []) throws(StoreError) -> PostgresRows {
+        try run(sql, parameters) { handle, values in
+            LibPQ.api.execParams(handle, sql, Int32(parameters.count), nil, values, nil, nil, 0)
+        }
+    }
+
+    /// The statements prepared on this connection (`execute(prepared:_:)`), by SQL: their names.
+    private var prepared: [String: String] = [:]
+
+    /// Runs `sql` as a statement prepared once per connection (parsed and planned once, then only
+    /// executed): for the write path's statements, which every batch runs. Only for statements
+    /// that name their result columns (a prepared `SELECT *` breaks when the schema changes).
+    @discardableResult
+    func execute(prepared sql: String, _ parameters: [PostgresValue?] = []) throws(StoreError) -> PostgresRows {
+        let name: String
+        if let known = prepared[sql] {
+            name = known
+        } else {
+            if prepared.count >= 256 { // bounded: a statement built per call would grow it forever
+                try execute("DEALLOCATE ALL")
+                prepared = [:]
+            }
+            name = "tlsaudit_\(prepared.count + 1)"
+            _ = try run(sql, []) { handle, _ in LibPQ.api.prepare(handle, name, sql, Int32(parameters.count), nil) }
+            prepared[sql] = name
+        }
+        return try run(sql, parameters) { handle, values in
+            LibPQ.api.execPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0)
+        }
+    }
+
+    /// Sends one request (`send` gets the handle and the parameters as C strings), counts it and
+    /// turns its result into rows or a `StoreError`.
+    private func run(_ sql: String, _ parameters: [PostgresValue?],
+                     _ send: (OpaquePointer, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?) throws(StoreError) -> PostgresRows {
         let wire = parameters.map { $0?.wire }
         var values: [UnsafeMutablePointer<CChar>?] = wire.map { $0.map { strdup($0) } ?? nil }
         defer { values.forEach { free($0) } }
+        let handle = handle
         let result = values.withUnsafeMutableBufferPointer { buffer in
-            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) {
-                LibPQ.api.execParams(handle, sql, Int32(parameters.count), nil, $0.baseAddress, nil, nil, 0)
-            }
+            buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { send(handle, $0.baseAddress) }
         }
         PostgresTraffic.count(sql: sql, parameters: wire, result: result)
         guard let result else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }

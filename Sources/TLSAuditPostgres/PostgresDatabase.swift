@@ -52,14 +52,53 @@ struct PostgresDialect: SQLDialect {
     }
 }
 
+extension PostgresDialect {
+    /// From the table's sequence (`BIGSERIAL`): concurrent writers never share one.
+    var reserveObservationIDs: String { "SELECT nextval('observation_id_seq') FROM generate_series(1, CAST(? AS integer))" }
+}
+
 /// The engine's statements on one libpq connection (`?` numbered `$1`... here).
 struct PostgresExecutor: SQLExecutor {
     let connection: PostgresConnection
     var dialect: any SQLDialect { PostgresDialect() }
 
+    /// Prepared once per connection: what the engine executes (writes) is the same few statements over and over.
     @discardableResult
     func execute(_ sql: String, _ values: [SQLValue]) throws -> Int {
-        try connection.execute(PostgresConnection.numbered(sql), values.map(Self.parameter)).affected
+        try connection.execute(prepared: PostgresConnection.numbered(sql), values.map(Self.parameter)).affected
+    }
+
+    /// Every row in one statement: each column sent as one array and unnested, prepared once.
+    @discardableResult
+    func execute(_ statement: SQLBatch, rows: [[SQLValue]]) throws -> Int {
+        guard !rows.isEmpty else { return 0 }
+        let arrays = statement.columns.map { "CAST(? AS \($0.type.rawValue)[])" }.joined(separator: ", ")
+        let source = "unnest(\(arrays)) AS u(\(statement.columns.map(\.name).joined(separator: ", ")))"
+        let values = statement.columns.indices.map { column in
+            PostgresValue.text(Self.arrayLiteral(rows.lazy.map { $0[column] }))
+        }
+        return try connection.execute(prepared: PostgresConnection.numbered(statement.sql(source)), values).affected
+    }
+
+    /// An array's text form (`{"a",NULL,"\\x00"}`): every element quoted, NULL bare.
+    static func arrayLiteral(_ values: some Sequence<SQLValue>) -> String {
+        var literal = "{"
+        var first = true
+        for value in values {
+            if !first { literal += "," }
+            first = false
+            guard let element = parameter(value)?.wire else {
+                literal += "NULL"
+                continue
+            }
+            literal += "\""
+            for character in element.unicodeScalars {
+                if character == "\"" || character == "\\" { literal += "\\" }
+                literal.unicodeScalars.append(character)
+            }
+            literal += "\""
+        }
+        return literal + "}"
     }
 
     /// Streaming reads run through a cursor, 2,000 rows at a time (memory stays bounded); they

@@ -111,6 +111,8 @@ enum PostgresMigrations {
         ("v12-tags-app", StoreMigrations.tagsAndApp),
         // report_claim exists here since v7-fleet; SQLite gains it (the one list of names both share).
         ("v13-report-claim", "SELECT 1;"),
+        // Unchanged scans extend a run; the scans already stored are folded into runs (SQLite's script).
+        ("v14-runs", StoreSchema.postgres.runTables + StoreSchema.collapseRuns { "\($0) IS NOT DISTINCT FROM \($1)" }),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

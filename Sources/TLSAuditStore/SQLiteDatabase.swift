@@ -36,6 +36,14 @@ struct SQLiteDialect: SQLDialect {
 
     /// In the process, a query per key costs no round trip.
     func newestReachedPerKey(reached: String) -> String? { nil }
+
+    /// One writer at a time: the ids after the largest, inside the write transaction.
+    var reserveObservationIDs: String {
+        """
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+        SELECT (SELECT coalesce(max(id), 0) FROM observation) + i FROM n
+        """
+    }
 }
 
 /// The engine's statements on one GRDB connection (statements cached per connection).
@@ -47,6 +55,20 @@ struct SQLiteExecutor: SQLExecutor {
     func execute(_ sql: String, _ values: [SQLValue]) throws -> Int {
         try db.cachedStatement(sql: sql).execute(arguments: Self.arguments(values))
         return db.changesCount
+    }
+
+    /// One prepared statement (cached on the connection) run row by row: in-process, a row costs no round trip.
+    @discardableResult
+    func execute(_ statement: SQLBatch, rows: [[SQLValue]]) throws -> Int {
+        guard !rows.isEmpty else { return 0 }
+        let source = "(SELECT " + statement.columns.map { "? AS \($0.name)" }.joined(separator: ", ") + ") AS u"
+        let prepared = try db.cachedStatement(sql: statement.sql(source))
+        var changed = 0
+        for row in rows {
+            try prepared.execute(arguments: Self.arguments(row))
+            changed += db.changesCount
+        }
+        return changed
     }
 
     func query(_ sql: String, _ values: [SQLValue], streaming: Bool, _ body: (any SQLRow) throws -> Void) throws {

@@ -37,6 +37,10 @@ package struct ScanRows {
     package var anchorIn: String?
     package var references: [ObservationContent.ChainEntry]
     package var contentHash: String
+    /// What makes a later scan of the address the same run (`StoreSchema.runTables`): SHA-256 of
+    /// every stored column but the time, the duration and the node, and of the verdict but its
+    /// time; the opt-in reports count without their own durations.
+    package var runKey: String
     package var failedRules: String
     package var findings: String
     package var pin: String?
@@ -88,6 +92,30 @@ package struct ScanRows {
         earliestExpiry = chain?.certificates.map(\.notAfter).min()?.timeIntervalSince1970
         tags = try StoredValues.json(scan.tags)
         app = try result.app.map { try StoredValues.json($0) }
+        runKey = ""
+        runKey = try Self.runKey(scan, rows: self, sha256: sha256)
+    }
+
+    private static func runKey(_ scan: StoredScan, rows: ScanRows, sha256: SHA256Hex) throws -> String {
+        let result = rows.result
+        // The opt-in reports time themselves: their durations are not content.
+        func untimed<Report: Encodable>(_ report: Report?, _ clear: (inout Report) -> Void) throws -> String {
+            guard var report else { return "" }
+            clear(&report)
+            return try StoredValues.json(report)
+        }
+        let values: [String?] = [
+            rows.contentHash, scan.host, String(scan.port), scan.sni, result.family, result.status.rawValue,
+            result.error?.category.rawValue, result.error?.message, result.error?.alert, result.ats.policy.rawValue,
+            scan.vantage, rows.headers, rows.app, rows.anchorIn,
+            try untimed(result.inventory) { $0.durationMs = 0 },
+            try untimed(result.vulnerabilities) { $0.durationMs = 0 },
+            try untimed(result.enumeration) { $0.durationMs = 0 },
+            result.ats.compliant ? "1" : "0", rows.failedRules, rows.findings, rows.pin,
+        ]
+        // Each value with its length: no two different lists join to the same text.
+        let text = values.map { value in value.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: "\u{1F}")
+        return sha256(Array(text.utf8))
     }
 
     /// The timeline state of a stored scan read back (for a scan stored before a later one).

@@ -180,11 +180,15 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var headers: HTTPHeadersReport?
     /// Heartbleed, CCS injection and ROBOT, when the target asked for them (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
+    /// When later scans showed the same content and verdict: the run they make with this one
+    /// (nil for a scan seen once). `startedAt` and `durationMs` are the run's first scan's.
+    public var run: RunSummary?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
         case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory, headers, vulnerabilities
+        case run
     }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
@@ -211,6 +215,27 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
         self.inventory = inventory
         self.headers = headers
         self.vulnerabilities = vulnerabilities
+    }
+}
+
+/// Scans of one address in a row with the same content and verdict, kept as one observation
+/// (the first scan) and this summary of the others.
+public struct RunSummary: Sendable, Codable, Hashable {
+    /// Scans in the run, the first included.
+    public var scans: Int
+    /// When the newest of them started.
+    public var lastSeenAt: Date
+    /// Their durations (milliseconds).
+    public var durationMinMs: Int
+    public var durationMaxMs: Int
+    public var durationMeanMs: Int
+
+    package init(scans: Int, lastSeenAt: Date, durationMinMs: Int, durationMaxMs: Int, durationMeanMs: Int) {
+        self.scans = scans
+        self.lastSeenAt = lastSeenAt
+        self.durationMinMs = durationMinMs
+        self.durationMaxMs = durationMaxMs
+        self.durationMeanMs = durationMeanMs
     }
 }
 

@@ -37,6 +37,11 @@ package enum StoreMigrations {
             // stores run the one engine's claim, lease and epoch (StoreEngine+ReportRuns).
             try db.execute(sql: StoreSchema.sqlite.reportClaimTable)
         }
+        migrator.registerMigration("v14-runs") { db in
+            // Unchanged scans extend a run (StoreSchema.runTables); the scans already stored are
+            // folded into runs the same way.
+            try db.execute(sql: StoreSchema.sqlite.runTables + StoreSchema.collapseRuns { "\($0) IS \($1)" })
+        }
         return migrator
     }
 

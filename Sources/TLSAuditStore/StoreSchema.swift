@@ -14,10 +14,13 @@ package struct StoreSchema: Sendable {
     /// `address_change`'s own key column with its comma, where the dialect has no implicit row id.
     package var addressChangeKey: String
 
+    /// What follows a CREATE TABLE whose key is its only index (` WITHOUT ROWID` on SQLite).
+    package var withoutRowID: String
+
     package static let sqlite = StoreSchema(real: "REAL", bigint: "INTEGER", bytes: "BLOB", serialKey: "INTEGER PRIMARY KEY",
-                                            addressChangeKey: "")
+                                            addressChangeKey: "", withoutRowID: " WITHOUT ROWID")
     package static let postgres = StoreSchema(real: "DOUBLE PRECISION", bigint: "BIGINT", bytes: "BYTEA",
-                                              serialKey: "BIGSERIAL PRIMARY KEY", addressChangeKey: "id BIGSERIAL PRIMARY KEY,")
+                                              serialKey: "BIGSERIAL PRIMARY KEY", addressChangeKey: "id BIGSERIAL PRIMARY KEY,", withoutRowID: "")
 
     /// v1: certificates stored once by fingerprint; raw observations apart from verdicts; the
     /// current state per target address for change detection.
@@ -204,5 +207,97 @@ package struct StoreSchema: Sendable {
             PRIMARY KEY (name, period_end)
         );
         """
+    }
+
+    /// v14: runs of unchanged scans. An observation is the first scan of a run; each later scan of
+    /// the address whose stored content and verdict are the same (`ScanRows.runKey`) extends its
+    /// run instead of storing a new observation: a row of `run_scan` (its time, duration and node:
+    /// no scan is lost) and the run's summary in `observation_run` (only runs with repeats have
+    /// one). The view `scan` lists every scan, first or repeat. The address's current run key is
+    /// kept with its state.
+    package var runTables: String {
+        """
+        CREATE TABLE observation_run (
+            observation_id \(bigint) PRIMARY KEY REFERENCES observation(id) ON DELETE CASCADE,
+            repeats INTEGER NOT NULL,              -- scans after the first
+            last_seen_at \(real) NOT NULL,         -- when the newest of them started
+            duration_min_ms INTEGER NOT NULL,      -- their durations (the first scan's is its own)
+            duration_max_ms INTEGER NOT NULL,
+            duration_sum_ms \(bigint) NOT NULL
+        );
+        CREATE TABLE run_scan (
+            observation_id \(bigint) NOT NULL REFERENCES observation(id) ON DELETE CASCADE,
+            started_at \(real) NOT NULL,
+            duration_ms INTEGER NOT NULL,
+            node TEXT,
+            PRIMARY KEY (observation_id, started_at)
+        )\(withoutRowID);
+        CREATE VIEW scan AS
+            SELECT o.id AS observation_id, o.target, o.address, o.started_at, o.duration_ms, o.node, o.vantage, o.status
+            FROM observation o
+            UNION ALL
+            SELECT s.observation_id, o.target, o.address, s.started_at, s.duration_ms, s.node, o.vantage, o.status
+            FROM run_scan s JOIN observation o ON o.id = s.observation_id;
+        ALTER TABLE target_state ADD COLUMN run_key TEXT;
+        """
+    }
+
+    /// The columns (of observation `o` and its own verdict `v`) whose equality makes two scans of
+    /// an address one run, for the v14 migration; what the store compares as it goes is
+    /// `ScanRows.runKey`, a hash of the same values. `same` is the dialect's NULL-safe equality.
+    package static let runColumns = [
+        "o.host", "o.port", "o.sni", "o.family", "o.status", "o.failure_category", "o.failure_message", "o.failure_alert",
+        "o.handshake", "o.ats_refusal", "o.trust_store", "o.anchored", "o.path_issues", "o.policy", "o.content_hash",
+        "o.revocation", "o.vantage", "o.inventory", "o.http_headers", "o.vulnerabilities", "o.enumeration", "o.anchor_in",
+        "o.app", "v.compliant", "v.failed_rules", "v.findings", "v.pin",
+    ]
+
+    /// The v14 migration's script: existing observations that repeat the one before them (by
+    /// start time, per address) become repeats of the first of their run (their time, duration
+    /// and node kept in `run_scan`; a second scan of a run at the same instant is one scan); what
+    /// pointed at a repeat (the current state, alerts, the timeline) points at its run's first
+    /// scan, and the repeats' rows go. `same(a, b)` spells NULL-safe equality.
+    package static func collapseRuns(same: (String, String) -> String) -> String {
+        let columns = runColumns.enumerated().map { "\($0.element) AS c\($0.offset)" }.joined(separator: ", ")
+        let lagged = runColumns.enumerated().map { "LAG(\($0.element)) OVER w AS p\($0.offset)" }.joined(separator: ", ")
+        let equal = runColumns.indices.map { same("c\($0)", "p\($0)") }.joined(separator: " AND ")
+        return """
+            CREATE TEMPORARY TABLE run_member AS
+            SELECT id, head_id, started_at, duration_ms FROM (
+                SELECT id, started_at, duration_ms,
+                    FIRST_VALUE(id) OVER (PARTITION BY target, address, run ORDER BY started_at, id) AS head_id
+                FROM (
+                    SELECT id, target, address, started_at, duration_ms,
+                        SUM(head) OVER (PARTITION BY target, address ORDER BY started_at, id ROWS UNBOUNDED PRECEDING) AS run
+                    FROM (
+                        SELECT id, target, address, started_at, duration_ms,
+                            CASE WHEN previous_id IS NOT NULL AND \(equal) THEN 0 ELSE 1 END AS head
+                        FROM (
+                            SELECT o.id, o.target, o.address, o.started_at, o.duration_ms, \(columns),
+                                LAG(o.id) OVER w AS previous_id, \(lagged)
+                            FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
+                            WINDOW w AS (PARTITION BY o.target, o.address ORDER BY o.started_at, o.id)
+                        ) compared
+                    ) marked
+                ) numbered
+            ) grouped WHERE id != head_id;
+            CREATE INDEX run_member_id ON run_member(id);
+            INSERT INTO run_scan (observation_id, started_at, duration_ms, node)
+            SELECT m.head_id, m.started_at, m.duration_ms, o.node FROM run_member m JOIN observation o ON o.id = m.id
+            WHERE true ON CONFLICT DO NOTHING;
+            INSERT INTO observation_run (observation_id, repeats, last_seen_at, duration_min_ms, duration_max_ms, duration_sum_ms)
+            SELECT observation_id, count(*), max(started_at), min(duration_ms), max(duration_ms), sum(duration_ms)
+            FROM run_scan GROUP BY observation_id;
+            UPDATE target_state SET last_observation_id = (SELECT head_id FROM run_member m WHERE m.id = target_state.last_observation_id)
+            WHERE last_observation_id IN (SELECT id FROM run_member);
+            UPDATE alert SET observation_id = (SELECT head_id FROM run_member m WHERE m.id = alert.observation_id)
+            WHERE observation_id IN (SELECT id FROM run_member);
+            UPDATE address_change SET observation_id = (SELECT head_id FROM run_member m WHERE m.id = address_change.observation_id)
+            WHERE observation_id IN (SELECT id FROM run_member);
+            DELETE FROM observation_certificate WHERE observation_id IN (SELECT id FROM run_member);
+            DELETE FROM verdict WHERE observation_id IN (SELECT id FROM run_member);
+            DELETE FROM observation WHERE id IN (SELECT id FROM run_member);
+            DROP TABLE run_member;
+            """
     }
 }

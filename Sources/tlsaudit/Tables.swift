@@ -40,7 +40,7 @@ enum StatusTable {
 }
 
 enum HistoryTable {
-    /// One row per scan; a TARGET column (the target's name, or HOST:PORT) when the name given
+    /// One row per scan (per run of unchanged scans); a TARGET column (the target's name, or HOST:PORT) when the name given
     /// matched several targets (one host on several ports, say: `history HOST:PORT` picks one).
     static func render(_ entries: [HistoryEntry]) -> String {
         let severalTargets = Set(entries.map(\.target)).count > 1
@@ -54,7 +54,10 @@ enum HistoryTable {
                     : "NOT COMPLIANT (" + TrustReasons.expand(entry.failedRules, trustErrors: trustErrors).joined(separator: ",") + ")"
             }
             let handshake = [entry.protocolVersion?.rawValue, entry.cipher].compactMap { $0 }.joined(separator: " ")
-            let row = [Timestamp.format(entry.startedAt), entry.address, outcome, handshake.isEmpty ? "-" : handshake,
+            // A run of unchanged scans: its first and last time, and how many.
+            let time = entry.run.map { "\(Timestamp.format(entry.startedAt)) .. \(Timestamp.format($0.lastSeenAt)) (\($0.scans) scans)" }
+                ?? Timestamp.format(entry.startedAt)
+            let row = [time, entry.address, outcome, handshake.isEmpty ? "-" : handshake,
                        entry.leafFingerprint.map { String($0.prefix(16)) } ?? "-"]
             return severalTargets ? [entry.target] + row : row
         }

@@ -107,11 +107,8 @@ struct DurabilityTests {
     func expectStored(after marker: String?, service: ServiceProcess, database: String,
                       sourceLocation: SourceLocation = #_sourceLocation) throws {
         let logged = service.storedScans(after: marker)
-        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
-        var storedTimes: [String: [Double]] = [:]
-        for target in Set(logged.map(\.target)) {
-            storedTimes[target] = try store.history(target: target, limit: 100_000).map(\.startedAt.timeIntervalSince1970)
-        }
+        _ = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex) // opens (and checks) it as the service would
+        let storedTimes = try storedScanTimes(database)
         let missing = logged.filter { scan in !(storedTimes[scan.target] ?? []).contains { abs($0 - scan.startedAt) < 0.001 } }
         #expect(!logged.isEmpty, sourceLocation: sourceLocation)
         #expect(missing.isEmpty, "\(missing.count) of \(logged.count) scans logged as stored after '\(marker ?? "the start")' are missing",

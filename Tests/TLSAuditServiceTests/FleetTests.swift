@@ -65,7 +65,7 @@ struct FleetTests {
 
         /// Every stored scan: target, node, start time.
         func scans() throws -> [(target: String, node: String, startedAt: Double)] {
-            try query("SELECT target, coalesce(node, ''), started_at FROM observation ORDER BY target, started_at").compactMap { row in
+            try query("SELECT target, coalesce(node, ''), started_at FROM scan ORDER BY target, started_at").compactMap { row in
                 guard row.count == 3, let started = Double(row[2]) else { return nil }
                 return (row[0], row[1], started)
             }
@@ -308,7 +308,7 @@ struct FleetTests {
         let history = try Binary.run(["history", "api", "--database", fleet.url, "--format", "json"])
         #expect(history.stdout.contains("\"target\" : \"api@eu\"") && history.stdout.contains("\"target\" : \"api@us\""),
                 "history of the configured key lists every vantage: \(history.stdout.prefix(1500))")
-        let nodes = try fleet.query("SELECT DISTINCT target || ' ' || node || ' ' || vantage FROM observation ORDER BY 1").map { $0.joined() }
+        let nodes = try fleet.query("SELECT DISTINCT target || ' ' || node || ' ' || vantage FROM scan ORDER BY 1").map { $0.joined() }
         #expect(nodes == ["api@eu node-eu eu", "api@us node-us us"], "results record the node and vantage: \(nodes)")
         Self.stop([europe, america])
     }

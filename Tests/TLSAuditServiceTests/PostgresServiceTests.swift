@@ -50,11 +50,11 @@ struct PostgresServiceTests {
         #expect(alerts.status == 0 && alerts.stdout.contains("trust.broken"), "the expired target's alert: \(alerts.stdout.prefix(400))\(alerts.stderr)")
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
-        let stored = Int(try postgres.psql("SELECT count(*) FROM observation").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let stored = Int(try postgres.psql("SELECT count(*) FROM scan").trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         #expect(stored >= 4)
 
         let after = try Binary.run(["check-config", config, "--test-connection"])
-        #expect(after.stdout.contains("schema at v13-report-claim (13 migration(s))"), "\(after.stdout)")
+        #expect(after.stdout.contains("schema at v14-runs (14 migration(s))"), "\(after.stdout)")
 
         // A password in the URL is refused with its line; a server that is not there is a clear error, exit 2.
         let withPassword = workspace.appendingPathComponent("password.yaml").path
@@ -91,7 +91,7 @@ struct PostgresServiceTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 10) == 0)
         let logged = service.storedScans.count
-        let stored = Int(try postgres.psql("SELECT count(*) FROM observation").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        let stored = Int(try postgres.psql("SELECT count(*) FROM scan").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         #expect(stored == logged, "every scan logged as stored is in the database (logged \(logged), stored \(stored))")
         #expect(logged >= 5, "scanning went on while PostgreSQL was down: \(logged) stored")
     }
@@ -259,7 +259,7 @@ extension PostgresServiceTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 15) == 0)
         var stored: [String: [Double]] = [:]
-        for row in try postgres.psql("SELECT target || ' ' || address || ' ' || started_at::text FROM observation").split(separator: "\n") {
+        for row in try postgres.psql("SELECT target || ' ' || address || ' ' || started_at::text FROM scan").split(separator: "\n") {
             let parts = row.split(separator: " ")
             guard parts.count == 3, let time = Double(parts[2]) else { continue }
             stored["\(parts[0]) \(parts[1])", default: []].append(time)

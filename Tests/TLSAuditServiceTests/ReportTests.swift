@@ -116,6 +116,7 @@ struct ReportTests {
     @Test("--policy judges the stored observations again without rescanning: other rules fail, nothing is written")
     func rejudge() throws {
         let database = try fixtureCopy()
+        _ = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex) // migrated first: that writes
         let verdicts = { try DatabaseQueue(path: database).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM verdict") } }
         let before = try verdicts()
         let output = try report(database, ["--format", "json", "--policy", "apple-trust"])

@@ -174,9 +174,10 @@ struct ShutdownTests {
         #expect(!FileManager.default.fileExists(atPath: spill), "the file is removed once its results are stored")
         second.signal(SIGTERM)
         #expect(second.waitForExit(timeout: 15) == 0)
-        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+        _ = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+        let stored = try storedScanTimes(database)
         for target in Set(kept.map(\.target)) {
-            let times = try store.history(target: target, limit: 100_000).map(\.startedAt.timeIntervalSince1970)
+            let times = stored[target] ?? []
             let missing = kept.filter { scan in
                 scan.target == target && !times.contains { abs($0 - scan.result.startedAt.timeIntervalSince1970) < 0.001 }
             }

@@ -201,12 +201,13 @@ struct StoreTests {
                                      result: try scan(second, at: old))], decide: AlertSettings.decision(nil))
         _ = try store.record([StoredScan(target: "a", host: ServiceLab.hostname, port: rotated.port, sni: nil,
                                      result: try scan(rotated, at: Date()))], decide: AlertSettings.decision(nil))
-        #expect(try store.history(target: "a", limit: 100).count == 11)
+        // The ten unchanged scans are one run: its first scan, and nine repeats.
+        #expect(try store.history(target: "a", limit: 100).map { $0.run?.scans ?? 1 } == [1, 10])
         #expect(Set(try store.history(target: "a", limit: 100).compactMap(\.leafFingerprint)).count == 2,
                 "ten scans share one stored leaf")
 
         let pruned = try store.prune(olderThan: Date().addingTimeInterval(-90 * 86_400))
-        #expect(pruned.observations == 10, "a's old scans go; b's only scan is its latest and stays")
+        #expect(pruned.observations == 1, "a's old run goes; b's only scan is its latest and stays")
         #expect(pruned.certificates == 1, "a's first leaf is no longer referenced")
         #expect(try store.history(target: "a", limit: 100).count == 1)
         #expect(try store.history(target: "b", limit: 100).count == 1)

@@ -127,7 +127,10 @@ struct StoreConformance {
         let seen = Mutex<Set<Int>>([])
         let thread = Thread {
             while !done.load(ordering: .relaxed) {
-                if let count = try? reader.history(target: "batched", limit: 10_000).count { seen.withLock { _ = $0.insert(count) } }
+                // Identical scans make runs: their scans are counted.
+                if let count = try? Self.scanCount(reader.history(target: "batched", limit: 10_000)) {
+                    seen.withLock { _ = $0.insert(count) }
+                }
             }
         }
         thread.start()
@@ -140,8 +143,56 @@ struct StoreConformance {
         let counts = seen.withLock { $0 }
         #expect(counts.allSatisfy { $0 % 25 == 0 }, "a reader saw part of a batch: \(counts.sorted())")
         #expect(counts.count > 1, "the reader read while the writer wrote")
-        #expect(try reader.history(target: "batched", limit: 10_000).count == 500)
+        #expect(try Self.scanCount(reader.history(target: "batched", limit: 10_000)) == 500)
     }
+
+    /// 200 addresses scanned 11 times, the same each time but for the duration, in batches of 64.
+    func unchangedRounds(_ rounds: ClosedRange<Int>, from start: Date) -> [[StoredScan]] {
+        let scans = rounds.flatMap { round in
+            (0..<200).map { index in
+                var result = Self.samples[0]
+                result.startedAt = start.addingTimeInterval(Double(round) * 120 + Double(index) / 10)
+                result.durationMs = 10 + round
+                return StoredScan(target: "u\(index)", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result)
+            }
+        }
+        return stride(from: 0, to: scans.count, by: 64).map { Array(scans[$0..<min($0 + 64, scans.count)]) }
+    }
+
+    /// An unchanged scan extends its address's run (one observation; the run's count, last time
+    /// and durations) and adds a few bytes at most; a change opens a new run; reports count every scan.
+    func unchangedScans(size: (String) throws -> Int) throws -> Double {
+        let location = try newLocation()
+        let store = try open(location)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        for batch in unchangedRounds(0...0, from: start) { _ = try store.record(batch, decide: decide) }
+        let before = try size(location)
+        for batch in unchangedRounds(1...10, from: start) { _ = try store.record(batch, decide: decide) }
+        let perScan = Double(try size(location) - before) / 2_000
+        #expect(perScan <= 300, "\(perScan) bytes per unchanged scan")
+        let history = try store.history(target: "u7", limit: 10)
+        #expect(history.count == 1)
+        let run = try #require(history.first?.run)
+        #expect(run.scans == 11 && run.lastSeenAt == start.addingTimeInterval(1_200.7))
+        #expect(history.first?.startedAt == start.addingTimeInterval(0.7) && history.first?.durationMs == 10)
+        #expect(run.durationMinMs == 10 && run.durationMaxMs == 20 && run.durationMeanMs == 15)
+        // A period that starts and ends inside the runs counts the scans within it: rounds 3, 4 and 5.
+        let query = ReportBuilder.query(end: start.addingTimeInterval(650), since: 300, policy: nil, targets: nil)
+        let report = ReportBuilder.build(try ReportData.read(query, from: store, rejudge: AddressAssessment.rejudge))
+        #expect(report.summary.scans == 600 && report.summary.failedScans == 0)
+        // The last scan at or before the report's end, inside the run.
+        #expect(report.targets.first { $0.target == "u7" }?.addresses.first?.lastScanAt == start.addingTimeInterval(600.7))
+        // A change opens a new run; the same content again after it is a third.
+        var changed = unchangedRounds(11...12, from: start).joined().filter { $0.target == "u7" }
+        changed[0].result = Self.samples[1]
+        changed[0].result.startedAt = start.addingTimeInterval(11 * 120)
+        _ = try store.record(changed, decide: decide)
+        #expect(try store.history(target: "u7", limit: 10).map { $0.run?.scans ?? 1 } == [1, 1, 11])
+        return perScan
+    }
+
+    /// The scans a history shows, a run's scans each.
+    static func scanCount(_ entries: [HistoryEntry]) -> Int { entries.reduce(0) { $0 + ($1.run?.scans ?? 1) } }
 
     /// The alert outbox: an alert is stored once; a claim moves its delivery out of reach for the
     /// lease and raises its epoch; a node holding an older claim can neither record nor release;
@@ -311,10 +362,20 @@ struct SQLiteStoreConformanceTests {
     @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
     func tagsAndApp() throws { try suite.tagsAndApp() }
 
+    @Test("runs: an unchanged scan extends its address's run and adds a few bytes; reports count every scan")
+    func unchangedScans() throws {
+        _ = try suite.unchangedScans { path in
+            try DatabaseQueue(path: path).writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                return try Int.fetchOne(db, sql: "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()") ?? 0
+            }
+        }
+    }
+
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -373,11 +434,38 @@ struct PostgresStoreConformanceTests {
     @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
     func tagsAndApp() throws { try suite.tagsAndApp() }
 
+    @Test("runs: an unchanged scan extends its address's run and adds a few bytes; reports count every scan")
+    func unchangedScans() throws {
+        _ = try suite.unchangedScans { database in
+            Int(try Self.server.psql("SELECT pg_database_size(current_database())", database: database)
+                .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+    }
+
+    @Test("round trips: a batch is written in the same few statements whatever its size; unchanged scans alike")
+    func roundTrips() throws {
+        let store = try suite.open(try suite.newLocation())
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let rounds = suite.unchangedRounds(0...3, from: start).joined().map { $0 }
+        func statements(_ scans: ArraySlice<StoredScan>) throws -> Int {
+            let before = PostgresTraffic.statementsOnThisThread
+            _ = try store.record(Array(scans), decide: suite.decide)
+            return PostgresTraffic.statementsOnThisThread - before
+        }
+        // Round 0 (first scans: new observations) and round 1 (unchanged), each as a batch of 8 then one of 64.
+        _ = try statements(rounds[0..<8]) // prepares the statements on the connection
+        let new8 = try statements(rounds[8..<16]), new64 = try statements(rounds[16..<80])
+        _ = try statements(rounds[200..<208])
+        let same8 = try statements(rounds[208..<216]), same64 = try statements(rounds[216..<280])
+        #expect(new8 == new64 && same8 == same64, "new: \(new8) / \(new64), unchanged: \(same8) / \(same64)")
+        #expect(new64 <= 14 && same64 <= 10, "new: \(new64), unchanged: \(same64) statements for 64 scans")
+    }
+
     @Test("migrations: a new store has every named migration, in order (SQLite's names); a newer schema is refused")
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -394,10 +482,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 13) }
+            for try await applied in group { #expect(applied.count == 14) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "13")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "14")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")

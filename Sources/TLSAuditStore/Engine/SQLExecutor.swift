@@ -58,6 +58,49 @@ public protocol SQLExecutor {
     /// Runs a query and calls `body` with each row, valid only during the call. With `streaming`,
     /// the backend reads the rows in bounded batches (a cursor) rather than all at once.
     func query(_ sql: String, _ values: [SQLValue], streaming: Bool, _ body: (any SQLRow) throws -> Void) throws
+    /// Runs `statement` for every row of `rows` (each in `statement.columns`' order): PostgreSQL
+    /// sends them all in one round trip (a column array each, unnested), SQLite runs its one
+    /// prepared statement row by row. Returns the rows changed.
+    @discardableResult
+    func execute(_ statement: SQLBatch, rows: [[SQLValue]]) throws -> Int
+}
+
+/// A statement run over many rows at once (`SQLExecutor.execute(_:rows:)`): `sql` is given the
+/// row source to select from, a table expression named `u` whose columns are `columns`' names.
+public struct SQLBatch: Sendable {
+    public struct Column: Sendable {
+        public var name: String
+        public var type: SQLColumnType
+
+        public init(_ name: String, _ type: SQLColumnType) {
+            self.name = name
+            self.type = type
+        }
+    }
+
+    public var columns: [Column]
+    public var sql: @Sendable (_ rows: String) -> String
+
+    /// `columns` as `name:type` (`text`, `bigint`, `double`, `bytes`), and the statement around the row source.
+    public init(_ columns: [Column], sql: @escaping @Sendable (_ rows: String) -> String) {
+        self.columns = columns
+        self.sql = sql
+    }
+
+    /// `INSERT INTO table (columns) SELECT ... FROM rows` followed by `suffix` (an ON CONFLICT clause).
+    public static func insert(into table: String, _ columns: [Column], _ suffix: String = "") -> SQLBatch {
+        let names = columns.map(\.name).joined(separator: ", ")
+        // `WHERE true`: SQLite reads an ON CONFLICT after a bare SELECT's FROM as a join constraint.
+        return SQLBatch(columns) { rows in "INSERT INTO \(table) (\(names)) SELECT \(names) FROM \(rows) WHERE true \(suffix)" }
+    }
+}
+
+/// The type of a column of `SQLBatch` rows (PostgreSQL casts each column's array to it).
+public enum SQLColumnType: String, Sendable {
+    case text
+    case bigint
+    case double = "float8"
+    case bytes = "bytea"
 }
 
 extension SQLExecutor {
@@ -119,6 +162,9 @@ public protocol SQLDialect: Sendable {
     /// For `lastReachableScans`: a FROM source naming each key's newest reached observation `o`
     /// (parameters: the targets, the addresses as lists, then the time), or nil to ask key by key.
     func newestReachedPerKey(reached: String) -> String?
+    /// A query returning `?` new observation ids, none of which another writer gets (inserted
+    /// with them later in the same transaction).
+    var reserveObservationIDs: String { get }
 }
 
 /// The element type of a list bound for ``SQLDialect/isIn(_:_:)``.

@@ -65,16 +65,17 @@ extension StoreEngine {
                     (SELECT c.fingerprint FROM observation_certificate c WHERE c.observation_id = o.id AND c.role = 'presented'
                         AND c.position = 0) AS leaf,
                     (SELECT cert.spki_sha256 FROM observation_certificate c JOIN certificate cert ON cert.fingerprint = c.fingerprint
-                        WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf_spki
-                FROM observation o JOIN verdict v ON v.observation_id = o.id
+                        WHERE c.observation_id = o.id AND c.role = 'presented' AND c.position = 0) AS leaf_spki,
+                    r.repeats, r.last_seen_at, r.duration_min_ms, r.duration_max_ms, r.duration_sum_ms
+                FROM observation o JOIN verdict v ON v.observation_id = o.id LEFT JOIN observation_run r ON r.observation_id = o.id
                 WHERE o.target = ? OR o.host = ? OR (o.host || ':' || o.port) = ? OR o.target LIKE ? ESCAPE '\\'
-                ORDER BY o.started_at DESC, o.id DESC LIMIT ?
+                ORDER BY coalesce(r.last_seen_at, o.started_at) DESC, o.id DESC LIMIT ?
                 """, [.text(target), .text(target), .text(target), .text(VantageTarget.likePattern(target)), .of(limit)]) { row in
                 let id = row.int("id") ?? 0
                 let place = "observation \(id)"
                 let pinState: PinEvaluation.State? = try StoredValues.known(row.text("pin_state"), "pin state", in: place, optional: true)
                 let handshake = try StoredValues.decode(HandshakeObservation.self, row.text("handshake"))
-                return HistoryEntry(
+                var entry = HistoryEntry(
                     observationID: id, target: row.text("target") ?? "", address: row.text("address") ?? "",
                     startedAt: row.date("started_at"), durationMs: row.integer("duration_ms"),
                     status: try StoredValues.known(row.text("status"), "status", in: place),
@@ -89,6 +90,15 @@ extension StoreEngine {
                     headers: try StoredValues.stored(HTTPHeadersReport.self, row.text("http_headers"), "HTTP headers", in: place),
                     vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row.text("vulnerabilities"), "vulnerabilities",
                                                              in: place))
+                if let repeats = row.int("repeats"), repeats > 0 {
+                    let first = entry.durationMs
+                    let sum = Int(row.int("duration_sum_ms") ?? 0) + first
+                    entry.run = RunSummary(scans: Int(repeats) + 1, lastSeenAt: row.date("last_seen_at"),
+                                           durationMinMs: min(first, row.integer("duration_min_ms")),
+                                           durationMaxMs: max(first, row.integer("duration_max_ms")),
+                                           durationMeanMs: Int((Double(sum) / Double(repeats + 1)).rounded()))
+                }
+                return entry
             }
         }
     }
@@ -178,9 +188,13 @@ extension StoreEngine {
     func prune(olderThan cutoff: Date) throws -> PruneResult {
         try database.write(doing: "pruning history") { sql in
             let time = SQLValue.time(cutoff)
+            // A run goes when its last scan is older than the cutoff.
             let observations = try sql.execute("""
                 DELETE FROM observation WHERE started_at < ? AND id NOT IN (SELECT last_observation_id FROM target_state)
-                """, [time])
+                AND NOT EXISTS (SELECT 1 FROM observation_run r WHERE r.observation_id = observation.id AND r.last_seen_at >= ?)
+                """, [time, time])
+            // The times of a current run's older repeats (its summary still counts them).
+            try sql.execute("DELETE FROM run_scan WHERE started_at < ?", [time])
             // Each address keeps the change in force at the cutoff and the last reachable one before
             // it: a report starting after the cutoff still knows where every address stood.
             let id = sql.dialect.addressChangeID

@@ -52,8 +52,8 @@ final class SQLReportFacts: ReportFactReader {
 
     func latestScans(upTo end: Date, policy: CompliancePolicy?) throws -> [Int64: ScanFacts] {
         var scans: [Int64: ScanFacts] = [:]
-        try sql.query(scanSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id", policy: policy, details: true)
-                      + " WHERE t.last_scan_at <= ?", [.time(end)], streaming: false) { row in
+        try sql.query(scanSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id", policy: policy, details: true,
+                              lastScan: true) + " WHERE t.last_scan_at <= ?", [.time(end), .time(end)], streaming: false) { row in
             let scan = try Self.scan(row, details: true)
             scans[scan.observationID] = scan
         }
@@ -82,10 +82,10 @@ final class SQLReportFacts: ReportFactReader {
     func lastScan(target: String, address: String, atOrBefore time: Date, reachableOnly: Bool,
                   policy: CompliancePolicy?, details: Bool) throws -> ScanFacts? {
         let reachable = reachableOnly ? "AND \(ScanRows.reached("o"))" : ""
-        return try sql.first(scanSQL(from: "observation o", policy: policy, details: details) + """
+        return try sql.first(scanSQL(from: "observation o", policy: policy, details: details, lastScan: true) + """
              WHERE o.target = ? AND o.address = ? AND o.started_at <= ? \(reachable)
              ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-            """, [.text(target), .text(address), .time(time)]) { try Self.scan($0, details: details) }
+            """, [.time(time), .text(target), .text(address), .time(time)]) { try Self.scan($0, details: details) }
     }
 
     /// One query for all of them where the dialect can (a fleet's unreachable addresses: one
@@ -100,8 +100,8 @@ final class SQLReportFacts: ReportFactReader {
             }
             return found
         }
-        try sql.query(scanSQL(from: source, policy: policy, details: true),
-                      [.texts(keys.map(\.target)), .texts(keys.map(\.address)), .time(time)], streaming: false) { row in
+        try sql.query(scanSQL(from: source, policy: policy, details: true, lastScan: true),
+                      [.time(time), .texts(keys.map(\.target)), .texts(keys.map(\.address)), .time(time)], streaming: false) { row in
             let scan = try Self.scan(row, details: true)
             found[scan.key] = scan
         }
@@ -222,11 +222,21 @@ final class SQLReportFacts: ReportFactReader {
                                    targets: Set<String>?) throws -> (all: Int, failed: Int) {
         var values: [SQLValue] = [.time(start), .time(end)]
         if let targets { values.append(.texts(targets.sorted())) }
-        return try sql.first("""
+        let onlyTargets = targets == nil ? "" : "AND \(sql.dialect.isIn("o.target", .text))"
+        // The runs' first scans (the observations) in the period...
+        var counts: (all: Int, failed: Int) = try sql.first("""
             SELECT count(*), coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)
-            FROM observation \(sql.dialect.scanCountIndex)
-            WHERE started_at > ? AND started_at <= ? \(targets == nil ? "" : "AND \(sql.dialect.isIn("target", .text))")
+            FROM observation o \(sql.dialect.scanCountIndex)
+            WHERE started_at > ? AND started_at <= ? \(onlyTargets)
             """, values) { (Int($0.int(0) ?? 0), Int($0.int(1) ?? 0)) } ?? (0, 0)
+        // ...and the repeats in it of every run that reaches into it (found by their summaries).
+        let repeats: (all: Int, failed: Int) = try sql.first("""
+            SELECT count(*), coalesce(sum(CASE WHEN o.status = 'failed' THEN 1 ELSE 0 END), 0)
+            FROM run_scan s JOIN observation o ON o.id = s.observation_id
+            WHERE s.observation_id IN (SELECT observation_id FROM observation_run WHERE last_seen_at > ?)
+              AND s.started_at > ? AND s.started_at <= ? \(onlyTargets)
+            """, [.time(start)] + values) { (Int($0.int(0) ?? 0), Int($0.int(1) ?? 0)) } ?? (0, 0)
+        return (counts.all + repeats.all, counts.failed + repeats.failed)
     }
 
     func alerts(after start: Date, through end: Date) throws -> [AlertSummary] {
@@ -252,17 +262,22 @@ final class SQLReportFacts: ReportFactReader {
     private enum Column {
         static let id = 0, target = 1, address = 2, host = 3, sni = 4, startedAt = 5, status = 6, hasChain = 7
         static let ownPolicy = 8, storedPolicy = 9, compliant = 10, failedRules = 11, content = 12, pinMismatch = 13
+        /// When asked: the last scan of the run at or before a time (NULL when the first is).
+        static let lastScan = 14
         /// With details: the verdict's findings, then what the report shows.
-        static let findings = 14, port = 15, failureCategory = 16, failureMessage = 17, protocolVersion = 18
-        static let cipher = 19, pinState = 20, pinMessage = 21, inventory = 22, headers = 23, vulnerabilities = 24, app = 25
+        static let findings = 15, port = 16, failureCategory = 17, failureMessage = 18, protocolVersion = 19
+        static let cipher = 20, pinState = 21, pinMessage = 22, inventory = 23, headers = 24, vulnerabilities = 25, app = 26
     }
 
     /// A scan query from `source` (which names the observation `o`): the leading columns (see
     /// `Column`) and the join giving its verdict under `policy` (its own when nil; when none is
     /// stored under `policy`, the key of its content instead).
-    private func scanSQL(from source: String, policy: CompliancePolicy?, details: Bool) -> String {
+    /// With `lastScan`, the statement's first parameter is the time bound of the run's last scan (`Column.lastScan`).
+    private func scanSQL(from source: String, policy: CompliancePolicy?, details: Bool, lastScan: Bool = false) -> String {
         let join = policy.map { "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\($0.rawValue)'" }
             ?? "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy"
+        // The run's last scan at or before the time bound first (a repeat's, by the run_scan key).
+        let last = lastScan ? "(SELECT max(s.started_at) FROM run_scan s WHERE s.observation_id = o.id AND s.started_at <= ?)" : "NULL"
         // Without a stored verdict under the policy: what it is judged from (see ObservationContent).
         let content = policy == nil ? "NULL" : "CASE WHEN v.observation_id IS NULL THEN coalesce(o.content_hash, 'id:' || o.id) END"
         let mismatch = "\(dialect.jsonText("pv.pin", "state")) = 'mismatch'"
@@ -274,7 +289,7 @@ final class SQLReportFacts: ReportFactReader {
         guard details else {
             return """
                 SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL, o.policy,
-                    v.policy, v.compliant, v.failed_rules, \(content), \(pinMismatch)
+                    v.policy, v.compliant, v.failed_rules, \(content), \(pinMismatch), \(last)
                 FROM \(source) \(join)
                 """
         }
@@ -283,7 +298,7 @@ final class SQLReportFacts: ReportFactReader {
         let pin = dialect.parsedJSON("own.pin", as: "p")
         return """
             SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL, o.policy,
-                v.policy, v.compliant, v.failed_rules, \(content), \(pinMismatch),
+                v.policy, v.compliant, v.failed_rules, \(content), \(pinMismatch), \(last),
                 \(dialect.findingMarks(of: "v.findings")),
                 o.port, o.failure_category, o.failure_message,
                 \(dialect.jsonText(handshake.reference, "protocolVersion")), \(dialect.jsonText(handshake.reference, "cipher", "iana")),
@@ -294,6 +309,8 @@ final class SQLReportFacts: ReportFactReader {
             """
     }
 
+    /// A scan row as `ScanFacts`: its time is the run's last scan at or before the query's bound
+    /// where it asked for it (`lastScan`), else the run's first.
     private static func scan(_ row: any SQLRow, details: Bool) throws -> ScanFacts {
         let id = row.int(Column.id) ?? 0
         let place = "observation \(id)"
@@ -306,7 +323,7 @@ final class SQLReportFacts: ReportFactReader {
         var scan = ScanFacts(
             observationID: id, key: AddressKey(target: row.text(Column.target) ?? "", address: row.text(Column.address) ?? ""),
             host: row.text(Column.host) ?? "", sni: row.text(Column.sni),
-            startedAt: Date(timeIntervalSince1970: row.double(Column.startedAt) ?? 0),
+            startedAt: Date(timeIntervalSince1970: row.double(Column.lastScan) ?? row.double(Column.startedAt) ?? 0),
             status: try StoredValues.known(row.text(Column.status), "status", in: place), hasChain: row.bool(Column.hasChain) ?? false,
             ownPolicy: try StoredValues.known(row.text(Column.ownPolicy), "policy", in: place), verdict: verdict,
             contentKey: row.text(Column.content), pinMismatch: row.bool(Column.pinMismatch) ?? false)

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import TLSAuditCore
 import TLSAuditProbe
@@ -258,4 +259,16 @@ final class NotifySocket: @unchecked Sendable {
 struct HarnessError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }
+}
+
+/// Every scan stored in the SQLite file `database`, by target: first scans of runs and their
+/// repeats alike (the `scan` view), start times in order.
+func storedScanTimes(_ database: String) throws -> [String: [Double]] {
+    var times: [String: [Double]] = [:]
+    try DatabaseQueue(path: database).read { db in
+        for row in try Row.fetchAll(db, sql: "SELECT target, started_at FROM scan ORDER BY started_at") {
+            times[row[0], default: []].append(row[1])
+        }
+    }
+    return times
 }
