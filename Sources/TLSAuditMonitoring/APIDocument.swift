@@ -27,7 +27,7 @@ public enum APIDocument {
             "paths": [
                 "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
                                       parameters: [tagFilter], response: ref("Status")),
-                "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first (as `tlsaudit history NAME --format json`).",
+                "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first, a run of unchanged scans as one entry with `run` (as `tlsaudit history NAME --format json`).",
                                                       parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],
                                                       response: ["type": "array", "items": ref("HistoryEntry")], notFound: true),
                 "/api/v1/alerts": get("alerts", "The newest alerts and their delivery state per sink (as `tlsaudit alerts --format json`).",
@@ -132,6 +132,12 @@ public enum APIDocument {
                 "headers": ["type": "object"],
                 // Heartbleed, CCS injection, ROBOT (checks: [vulnerabilities]); schema: docs/scan.schema.json, `vulnerabilities`.
                 "vulnerabilities": ["type": "object"],
+                // Later scans with the same content and verdict: the run they make with this one (its first scan).
+                "run": object([
+                    "scans": ["type": "integer", "minimum": 2], "last_seen_at": timestamp,
+                    "duration_min_ms": ["type": "integer", "minimum": 0], "duration_max_ms": ["type": "integer", "minimum": 0],
+                    "duration_mean_ms": ["type": "integer", "minimum": 0],
+                ], required: ["scans", "last_seen_at", "duration_min_ms", "duration_max_ms", "duration_mean_ms"]),
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
             "StoredAlert": object([
