@@ -47,6 +47,13 @@ public struct FleetWorkSummary: Sendable, Hashable, Codable {
     public var longestWait: Double
 }
 
+/// What one claim got: the scans claimed, and whether due work stayed unclaimed when they were
+/// fewer than asked for (a host at its cap held it back: a lease released frees it at once).
+public struct FleetClaims: Sendable {
+    public var claims: [FleetClaim]
+    public var dueLeft: Bool
+}
+
 /// Another process holds this node's name: alive at this node's start (a twin, or the same
 /// node started twice), or it took the name over since (`serve --replace-node`).
 public struct FleetNameConflict: Error, CustomStringConvertible {
@@ -379,48 +386,64 @@ public final class PostgresFleet: Sendable {
     /// first (`FOR UPDATE SKIP LOCKED`: a host another node is claiming right now is skipped, not
     /// waited for; a host at its cap is not picked); the leases are counted again after the locks
     /// are held, in a new snapshot, so no concurrent claim can push a host past its cap.
-    public func claim(limit: Int, perHostCap: Int, lease: Double) throws -> [FleetClaim] {
-        guard limit > 0 else { return [] }
+    /// A claim of fewer than `limit` also says whether due work stayed unclaimed (`dueLeft`: held
+    /// back by its host's cap, or by another node's claim of the moment).
+    public func claim(limit: Int, perHostCap: Int, lease: Double) throws -> FleetClaims {
+        guard limit > 0 else { return FleetClaims(claims: [], dueLeft: false) }
         return try pool.withConnection { connection in
             try connection.transaction {
-                let hosts = try connection.execute("""
-                    SELECT h.host FROM fleet_host h
-                    WHERE h.host IN (SELECT w.host FROM fleet_work w
-                                     WHERE w.vantage IN ('*', $1) AND w.next_due <= extract(epoch FROM now())
-                                       AND (w.lease_until IS NULL OR w.lease_until < extract(epoch FROM now()))
-                                       AND (SELECT count(*) FROM fleet_work l
-                                            WHERE l.host = w.host AND l.lease_until >= extract(epoch FROM now())) < $3
-                                     ORDER BY w.next_due LIMIT $4)
-                    LIMIT $2 FOR UPDATE OF h SKIP LOCKED
-                    """, [.text(vantage), .int(Int64(limit)), .int(Int64(perHostCap)), .int(Int64(limit * 4))])
-                let locked = (0..<hosts.count).compactMap { hosts.text($0, "host") }
-                guard !locked.isEmpty else { return [] }
-                let claimed = try connection.execute("""
-                    WITH free AS (
-                        SELECT target, vantage, host, next_due FROM fleet_work
-                        WHERE host = ANY($1::text[]) AND vantage IN ('*', $2) AND next_due <= extract(epoch FROM now())
-                          AND (lease_until IS NULL OR lease_until < extract(epoch FROM now()))
-                        FOR UPDATE SKIP LOCKED
-                    ), busy AS (
-                        SELECT host, count(*) AS leased FROM fleet_work
-                        WHERE host = ANY($1::text[]) AND lease_until >= extract(epoch FROM now()) GROUP BY host
-                    ), ranked AS (
-                        SELECT f.target, f.vantage, f.next_due,
-                               row_number() OVER (PARTITION BY f.host ORDER BY f.next_due, f.target) + coalesce(b.leased, 0) AS slot
-                        FROM free f LEFT JOIN busy b ON b.host = f.host
-                    ), chosen AS (
-                        SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
-                    )
-                    UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = nextval('fleet_lease_epoch')
-                    FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
-                    RETURNING w.target, w.vantage, w.consecutive_failures, w.lease_epoch
-                    """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])
-                return (0..<claimed.count).map { row in
-                    FleetClaim(target: claimed.text(row, "target") ?? "", vantage: claimed.text(row, "vantage") ?? "",
-                               consecutiveFailures: Int(claimed.int(row, "consecutive_failures") ?? 0),
-                               epoch: claimed.int(row, "lease_epoch") ?? 0)
-                }
+                let claims = try Self.claim(limit: limit, perHostCap: perHostCap, lease: lease, node: node, vantage: vantage,
+                                            on: connection)
+                guard claims.count < limit else { return FleetClaims(claims: claims, dueLeft: false) }
+                // This transaction's own new leases count: only rows still unleased are left.
+                let left = try connection.execute("""
+                    SELECT EXISTS (SELECT 1 FROM fleet_work WHERE vantage IN ('*', $1) AND next_due <= extract(epoch FROM now())
+                                   AND (lease_until IS NULL OR lease_until < extract(epoch FROM now()))) AS left
+                    """, [.text(vantage)])
+                return FleetClaims(claims: claims, dueLeft: left.bool(0, "left") ?? false)
             }
+        }
+    }
+
+    /// The claim's two statements (in the caller's transaction).
+    private static func claim(limit: Int, perHostCap: Int, lease: Double, node: String, vantage: String,
+                              on connection: PostgresConnection) throws -> [FleetClaim] {
+        let hosts = try connection.execute("""
+            SELECT h.host FROM fleet_host h
+            WHERE h.host IN (SELECT w.host FROM fleet_work w
+                             WHERE w.vantage IN ('*', $1) AND w.next_due <= extract(epoch FROM now())
+                               AND (w.lease_until IS NULL OR w.lease_until < extract(epoch FROM now()))
+                               AND (SELECT count(*) FROM fleet_work l
+                                    WHERE l.host = w.host AND l.lease_until >= extract(epoch FROM now())) < $3
+                             ORDER BY w.next_due LIMIT $4)
+            LIMIT $2 FOR UPDATE OF h SKIP LOCKED
+            """, [.text(vantage), .int(Int64(limit)), .int(Int64(perHostCap)), .int(Int64(limit * 4))])
+        let locked = (0..<hosts.count).compactMap { hosts.text($0, "host") }
+        guard !locked.isEmpty else { return [] }
+        let claimed = try connection.execute("""
+            WITH free AS (
+                SELECT target, vantage, host, next_due FROM fleet_work
+                WHERE host = ANY($1::text[]) AND vantage IN ('*', $2) AND next_due <= extract(epoch FROM now())
+                  AND (lease_until IS NULL OR lease_until < extract(epoch FROM now()))
+                FOR UPDATE SKIP LOCKED
+            ), busy AS (
+                SELECT host, count(*) AS leased FROM fleet_work
+                WHERE host = ANY($1::text[]) AND lease_until >= extract(epoch FROM now()) GROUP BY host
+            ), ranked AS (
+                SELECT f.target, f.vantage, f.next_due,
+                       row_number() OVER (PARTITION BY f.host ORDER BY f.next_due, f.target) + coalesce(b.leased, 0) AS slot
+                FROM free f LEFT JOIN busy b ON b.host = f.host
+            ), chosen AS (
+                SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
+            )
+            UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = nextval('fleet_lease_epoch')
+            FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
+            RETURNING w.target, w.vantage, w.consecutive_failures, w.lease_epoch
+            """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])
+        return (0..<claimed.count).map { row in
+            FleetClaim(target: claimed.text(row, "target") ?? "", vantage: claimed.text(row, "vantage") ?? "",
+                       consecutiveFailures: Int(claimed.int(row, "consecutive_failures") ?? 0),
+                       epoch: claimed.int(row, "lease_epoch") ?? 0)
         }
     }
 

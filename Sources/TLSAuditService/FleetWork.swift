@@ -36,14 +36,15 @@ final class FleetWork: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Claims up to `limit` due scans; `done` gets the outcome on `callbackQueue`.
+    /// Claims up to `limit` due scans, after writing the completions queued before it (their
+    /// leases no longer count against their hosts' caps); `done` gets the outcome on `callbackQueue`.
     func claim(limit: Int, perHostCap: Int, lease: Double, callbackQueue: DispatchQueue,
-               done: @escaping @Sendable (Result<[FleetClaim], any Error>) -> Void) {
+               done: @escaping @Sendable (Result<FleetClaims, any Error>) -> Void) {
         queue.async { [self] in
             flushCompletions()
             let started = ProcessInfo.processInfo.systemUptime
             let outcome = Result { try fleet.claim(limit: limit, perHostCap: perHostCap, lease: lease) }
-            if case .success(let claimed) = outcome, !claimed.isEmpty {
+            if case .success(let claimed) = outcome, !claimed.claims.isEmpty {
                 if claimMilliseconds.count >= 100_000 { claimMilliseconds.removeFirst(50_000) }
                 claimMilliseconds.append((ProcessInfo.processInfo.systemUptime - started) * 1000)
             }

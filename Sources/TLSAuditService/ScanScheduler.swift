@@ -59,6 +59,11 @@ final class ScanScheduler: @unchecked Sendable {
     private var claimPending = false
     private var nextClaimAt = Date.distantPast
     private var lastClaimFull = false
+    /// The last claim got fewer scans than asked for while due work stayed unclaimed (its hosts
+    /// at their caps): a lease this node releases is claimed again at once, not after a poll.
+    private var dueWorkLeft = false
+    /// A scan under a claim completed since the last claim was sent.
+    private var completedSinceClaim = false
     private var fleetReachable = true
     /// Fleet mode: no claim before the node runs a fleet configuration version (`apply`), or
     /// it would claim targets it does not know and give them back.
@@ -210,9 +215,11 @@ final class ScanScheduler: @unchecked Sendable {
         }
     }
 
-    /// Fleet mode: claims as many due scans as there are free workers (again at once when the
-    /// claim filled them all, else after a jittered poll). While PostgreSQL does not answer, scans
-    /// this node's share of the targets when due, and tries to reach it every poll.
+    /// Fleet mode: claims as many due scans as there are free workers: again at once when the
+    /// claim filled them all; as soon as a scan completes when due work was left behind its hosts'
+    /// caps (the completion is written first, so its lease no longer counts); else after a
+    /// jittered poll. While PostgreSQL does not answer, scans this node's share of the targets
+    /// when due, and tries to reach it every poll.
     private func launchClaimedTargets(_ fleet: FleetWork) {
         let now = Date()
         let poll = configuration.fleet.poll
@@ -238,15 +245,20 @@ final class ScanScheduler: @unchecked Sendable {
         }
         let free = configuration.concurrency - running
         // After a full claim, claim again once a quarter of the workers are free (not for every
-        // one: each claim is a transaction); otherwise at the next (jittered) poll.
+        // one: each claim is a transaction); after one that left due work behind its hosts' caps,
+        // when one of this node's scans completed; otherwise at the next (jittered) poll, which
+        // bounds how late the node sees work it was not told about.
         let due = now >= nextClaimAt && (!lastClaimFull || free >= max(1, configuration.concurrency / 4))
+            || dueWorkLeft && completedSinceClaim
         guard runsFleetConfiguration, !claimPending, due, free > 0 else { return }
         claimPending = true
+        completedSinceClaim = false
         fleet.claim(limit: free, perHostCap: configuration.perHostConcurrency, lease: configuration.fleet.lease,
                     callbackQueue: queue) { [self] outcome in
             claimPending = false
             switch outcome {
-            case .success(let claimed):
+            case .success(let result):
+                let claimed = result.claims
                 var unknown: [FleetClaim] = []
                 for claim in claimed {
                     // Its own scan still running (its lease ran out meanwhile): keeping the new lease
@@ -270,13 +282,19 @@ final class ScanScheduler: @unchecked Sendable {
                 // over them instead of going to whichever polls first after each due time.
                 lastClaimFull = claimed.count >= free && unknown.isEmpty
                 nextClaimAt = lastClaimFull ? Date() : Date().addingTimeInterval(poll * Double.random(in: 0.5...1.5))
+                // Scans given back are due again at once: not claimed again before the poll.
+                dueWorkLeft = result.dueLeft && unknown.isEmpty
+                // Scans that completed while this claim ran have released their leases by now.
+                if dueWorkLeft && completedSinceClaim { launchDueTargets() }
             case .failure(let error) where (error as? StoreError)?.kind != .unavailable:
                 // PostgreSQL answered with an error (a timeout, a deadlock): not an outage; the
                 // others go on claiming, so this node must not scan a share of its own.
                 logger.error("cannot claim scans: \(error); trying again after a poll")
+                dueWorkLeft = false
                 nextClaimAt = Date().addingTimeInterval(poll)
             case .failure(let error):
                 fleetReachable = false
+                dueWorkLeft = false
                 beginOutage()
                 logger.error("cannot claim scans: \(error); scanning this node's share (\(outageShare.count) of \(entries.count) targets) until PostgreSQL answers")
                 nextClaimAt = Date().addingTimeInterval(poll)
@@ -374,6 +392,7 @@ final class ScanScheduler: @unchecked Sendable {
         inFlight.remove(target.key)
         defer { idle.leave() }
         let claim = claims.removeValue(forKey: target.key)
+        defer { if claim?.epoch != nil { claimAgainAfterCompletion() } }
         // The fleet claim's token goes with each result: PostgreSQL refuses the write once it is lost.
         var scans = scans
         if let fence = claim?.fence { for index in scans.indices { scans[index].fence = fence } }
@@ -415,6 +434,14 @@ final class ScanScheduler: @unchecked Sendable {
             if outageShare[target.key] != nil { outageShare[target.key] = claim }
         }
         onScanCompleted?(target.key, entry.scans)
+    }
+
+    /// Fleet mode: a scan under a claim completed; its completion is queued before any claim, so
+    /// its lease is released first. Claims again at once when the last claim left due work behind.
+    private func claimAgainAfterCompletion() {
+        guard let fleet, fleetReachable, !stopping else { return }
+        completedSinceClaim = true
+        launchClaimedTargets(fleet)
     }
 
     /// Runs `work` on the scheduler's queue (the caller is on it), adding its CPU time to `schedulingCPU`.

@@ -24,9 +24,11 @@ struct FleetTests {
         }
 
         /// Writes the fleet's configuration (targets, alerts, fleet settings) and returns its path.
-        func fleetFile(_ name: String = "fleet.yaml", targets: [(String, Int)], interval: String, extra: String) throws -> String {
+        func fleetFile(_ name: String = "fleet.yaml", targets: [(String, Int)], interval: String, extra: String,
+                       perHostConcurrency: Int = 8) throws -> String {
             let path = workspace.appendingPathComponent(name).path
-            try ServiceLab.shared.configuration(database: url, targets: targets, interval: interval, extra: extra)
+            try ServiceLab.shared.configuration(database: url, targets: targets, interval: interval, extra: extra,
+                                                perHostConcurrency: perHostConcurrency)
                 .write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
@@ -311,6 +313,49 @@ struct FleetTests {
         let nodes = try fleet.query("SELECT DISTINCT target || ' ' || node || ' ' || vantage FROM scan ORDER BY 1").map { $0.joined() }
         #expect(nodes == ["api@eu node-eu eu", "api@us node-us us"], "results record the node and vantage: \(nodes)")
         Self.stop([europe, america])
+    }
+
+    @Test("a node held back by one host's cap claims again as each of its scans completes, not after a poll: 20 targets behind one host, per_host_concurrency 2, poll 10 s, all scanned within 5 s, never more than 2 leased or scanning at once")
+    func reclaimOnCompletion() throws {
+        let fleet = try Fleet("fleet-reclaim")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let settings = "{lease: 30s, poll: 10s}"
+        // Every target has the lab's one host name.
+        let file = try fleet.fleetFile(targets: (1...20).map { ("one-host-\($0)", good.port) }, interval: "1h",
+                                       extra: "fleet: \(settings)", perHostConcurrency: 2)
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        _ = try fleet.query("UPDATE fleet_work SET next_due = 0") // all due now, not spread over the first 10 s
+
+        // Every 20 ms: the leases in flight (the cap is counted against them, fleet-wide).
+        let sampling = Atomic(true)
+        let mostLeased = Atomic(0)
+        let sampler = Thread {
+            while sampling.load(ordering: .relaxed) {
+                let leased = (try? fleet.query("SELECT count(*) FROM fleet_work WHERE lease_until >= extract(epoch FROM now())"))?
+                    .first?.first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+                mostLeased.max(leased, ordering: .relaxed)
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+        }
+        sampler.start()
+        let node = try fleet.node("node-a", fleet: settings)
+        try node.wait("all 20 targets scanned", timeout: 30) { try fleet.scans().count >= 20 }
+        sampling.store(false, ordering: .relaxed)
+        Self.stop([node])
+
+        let started = try fleet.scans().map(\.startedAt)
+        let span = (started.max() ?? 0) - (started.min() ?? 0)
+        #expect(started.count == 20 && span < 5, "\(started.count) scans in \(span) s: claimed again on completion, not per poll (10 s)")
+        #expect(mostLeased.load(ordering: .relaxed) <= 2, "at most 2 leases at once on the host: \(mostLeased.load(ordering: .relaxed))")
+        // The probes themselves: never more than 2 running at once (each from its start for its duration).
+        let probes = try fleet.query("SELECT started_at, duration_ms FROM observation").compactMap { row -> (Double, Double)? in
+            guard row.count == 2, let start = Double(row[0]), let milliseconds = Double(row[1]) else { return nil }
+            return (start, start + milliseconds / 1000)
+        }
+        let mostAtOnce = probes.map { probe in probes.filter { $0.0 <= probe.0 && probe.0 < $0.1 }.count }.max() ?? 0
+        #expect(mostAtOnce <= 2, "at most 2 scans of the host at once: \(mostAtOnce)")
     }
 
     @Test("a scheduled report is written and sent by exactly one of three nodes")

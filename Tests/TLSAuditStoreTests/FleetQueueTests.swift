@@ -39,7 +39,7 @@ struct FleetQueueTests {
         let failures = Mutex<[String]>([])
         DispatchQueue.concurrentPerform(iterations: nodes.count * 8) { index in
             do {
-                let got = try nodes[index % nodes.count].claim(limit: 5, perHostCap: 3, lease: 60)
+                let got = try nodes[index % nodes.count].claim(limit: 5, perHostCap: 3, lease: 60).claims
                 claimed.withLock { $0 += got }
             } catch {
                 failures.withLock { $0.append("\(error)") }
@@ -54,25 +54,41 @@ struct FleetQueueTests {
         #expect(try psql(url, "SELECT max(n) FROM (SELECT count(*) AS n FROM fleet_work WHERE lease_until IS NOT NULL GROUP BY host) x") == "3")
     }
 
+    @Test("a claim held back by its host's cap says due work is left; a full claim, or one that leaves only leased rows, says none")
+    func dueWorkLeft() throws {
+        let (url, nodes) = try fleet(nodes: 1)
+        let targets = (0..<5).map { FleetTarget(key: "t-\($0)", host: "one.example", interval: 600, vantages: .any) }
+        _ = try nodes[0].apply(document: "targets: []", sha256: "-", targets: targets, appliedBy: "test")
+        _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
+        let capped = try nodes[0].claim(limit: 10, perHostCap: 2, lease: 60)
+        #expect(capped.claims.count == 2 && capped.dueLeft, "\(capped)")
+        let atCap = try nodes[0].claim(limit: 10, perHostCap: 2, lease: 60)
+        #expect(atCap.claims.isEmpty && atCap.dueLeft, "the host at its cap: nothing claimed, three still due")
+        let full = try nodes[0].claim(limit: 1, perHostCap: 5, lease: 60)
+        #expect(full.claims.count == 1 && !full.dueLeft, "a full claim does not look further")
+        let rest = try nodes[0].claim(limit: 10, perHostCap: 5, lease: 60)
+        #expect(rest.claims.count == 2 && !rest.dueLeft, "every due row leased now: \(rest)")
+    }
+
     @Test("a dead node's lease expires and another node claims its scan; shared backoff: the failures one node wrote are what the next claimer gets")
     func leaseExpiryAndSharedBackoff() throws {
         let (url, nodes) = try fleet(nodes: 2)
         _ = try nodes[0].apply(document: "targets: []", sha256: "-",
                                targets: [FleetTarget(key: "t", host: "t.example", interval: 60, vantages: .any)], appliedBy: "test")
         _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
-        let first = try nodes[0].claim(limit: 10, perHostCap: 4, lease: 1.5)
+        let first = try nodes[0].claim(limit: 10, perHostCap: 4, lease: 1.5).claims
         #expect(first.map(\.target) == ["t"])
-        #expect(try nodes[1].claim(limit: 10, perHostCap: 4, lease: 1.5).isEmpty, "leased: not claimable")
+        #expect(try nodes[1].claim(limit: 10, perHostCap: 4, lease: 1.5).claims.isEmpty, "leased: not claimable")
         Thread.sleep(forTimeInterval: 1.7)
         try nodes[0].renew(first, lease: 30) // too late: an expired lease is not revived
-        let taken = try nodes[1].claim(limit: 10, perHostCap: 4, lease: 30)
+        let taken = try nodes[1].claim(limit: 10, perHostCap: 4, lease: 30).claims
         #expect(taken.map(\.target) == ["t"], "the expired lease is taken over")
         // The first node's late completion does not touch the row the second node now holds.
         try nodes[0].complete([FleetCompletion(claim: first[0], consecutiveFailures: 9, delay: 600, endedAt: ProcessInfo.processInfo.systemUptime)])
         #expect(try psql(url, "SELECT lease_owner || ' ' || consecutive_failures FROM fleet_work") == "node-1 0")
         // node-1 saw it unreachable three times in a row: due at once, and the next claimer sees 3.
         try nodes[1].complete([FleetCompletion(claim: taken[0], consecutiveFailures: 3, delay: 0, endedAt: ProcessInfo.processInfo.systemUptime)])
-        let next = try nodes[0].claim(limit: 10, perHostCap: 4, lease: 30)
+        let next = try nodes[0].claim(limit: 10, perHostCap: 4, lease: 30).claims
         #expect(next.first?.consecutiveFailures == 3, "\(next)")
     }
 
@@ -113,7 +129,7 @@ struct FleetQueueTests {
         #expect(try psql(url, "SELECT count(*) FROM fleet_configuration") == "1")
 
         _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
-        let claim = try #require(try nodes[0].claim(limit: 1, perHostCap: 1, lease: 30).first)
+        let claim = try #require(try nodes[0].claim(limit: 1, perHostCap: 1, lease: 30).claims.first)
         // Unreachable four times in a row: backed off for ten minutes.
         try nodes[0].complete([FleetCompletion(claim: claim, consecutiveFailures: 4, delay: 600, endedAt: ProcessInfo.processInfo.systemUptime)])
         _ = try nodes[1].apply(document: "again", sha256: "-", targets: targets, appliedBy: "test")

@@ -76,11 +76,11 @@ struct ServiceLab: Sendable {
 
     /// YAML for targets `name: port` on 127.0.0.1, trusting the lab root.
     func configuration(database: String, targets: [(String, Int)], interval: String = "1s", timeout: String = "2s",
-                       extra: String = "", tags: [String: [String]] = [:]) -> String {
+                       extra: String = "", tags: [String: [String]] = [:], perHostConcurrency: Int = 8) -> String {
         var yaml = """
             database: \(database)
             concurrency: 16
-            per_host_concurrency: 8
+            per_host_concurrency: \(perHostConcurrency)
             max_backoff: 30s
             log_level: info
             \(extra)
