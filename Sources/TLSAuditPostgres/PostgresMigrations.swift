@@ -112,7 +112,12 @@ enum PostgresMigrations {
         // report_claim exists here since v7-fleet; SQLite gains it (the one list of names both share).
         ("v13-report-claim", "SELECT 1;"),
         // Unchanged scans extend a run; the scans already stored are folded into runs (SQLite's script).
-        ("v14-runs", StoreSchema.postgres.runTables + StoreSchema.collapseRuns { "\($0) IS NOT DISTINCT FROM \($1)" }),
+        // The rows every scan updates leave room in their page for the new version (a HOT update:
+        // no index touched, the old version pruned in place), so that an unchanged scan grows nothing.
+        ("v14-runs", StoreSchema.postgres.runTables + StoreSchema.collapseRuns { "\($0) IS NOT DISTINCT FROM \($1)" } + """
+            ALTER TABLE target_state SET (fillfactor = 50);
+            ALTER TABLE observation_run SET (fillfactor = 50);
+            """),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an
