@@ -157,38 +157,6 @@ package struct ScanRows {
         guard !fenced, let current else { return false }
         return current > startedAt
     }
-
-    /// The address's current state after a scan (23 parameters, then `overridesNewerClock`; `?`
-    /// placeholders, the PostgreSQL store numbers them): the same upsert on every backend.
-    package static let upsertTargetState = """
-            INSERT INTO target_state (target, address, host, port, last_observation_id, last_scan_at, status, policy,
-                compliant, failed_rules, earliest_expiry, leaf_fingerprint, leaf_spki, failure_category,
-                consecutive_failures, last_success_at, pin_state, pin_message, ats_compliant, trusted, unreachable_alerted,
-                tags, app)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (target, address) DO UPDATE SET
-                host = excluded.host, port = excluded.port,
-                last_observation_id = excluded.last_observation_id,
-                last_scan_at = CASE WHEN excluded.last_scan_at > target_state.last_scan_at THEN excluded.last_scan_at
-                                    ELSE target_state.last_scan_at END,
-                status = excluded.status, policy = excluded.policy, compliant = excluded.compliant,
-                failed_rules = excluded.failed_rules,
-                earliest_expiry = coalesce(excluded.earliest_expiry, target_state.earliest_expiry),
-                leaf_fingerprint = excluded.leaf_fingerprint, leaf_spki = excluded.leaf_spki,
-                failure_category = excluded.failure_category,
-                consecutive_failures = excluded.consecutive_failures,
-                last_success_at = coalesce(excluded.last_success_at, target_state.last_success_at),
-                pin_state = excluded.pin_state,
-                pin_message = excluded.pin_message,
-                ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
-                unreachable_alerted = excluded.unreachable_alerted,
-                tags = excluded.tags, app = excluded.app
-            WHERE target_state.last_scan_at <= excluded.last_scan_at OR ? = 1
-"""
-
-    /// The last parameter of `upsertTargetState` for a fenced scan: 1 lets it replace a state
-    /// its node's clock calls newer; `last_scan_at` itself keeps the later of the two times.
-    package static func overridesNewerClock(_ scan: StoredScan) -> Int { scan.fence == nil ? 0 : 1 }
 }
 
 /// The JSON of the handshakes stored lately, each encoded once while it is among the last 64

@@ -253,13 +253,9 @@ struct BatchWrites {
         })
         try sql.execute(Self.insertChanges, rows: changes)
         try sql.execute(Self.insertExpiryMarks, rows: expiryMarks)
+        // Rare (a change, an expiry threshold): one by one.
         for (alert, sinks, observationID) in alerts {
-            try sql.execute(ScanRows.insertAlert, [
-                .text(alert.id), .time(alert.createdAt), .text(alert.target), .text(alert.address), .text(alert.kind.rawValue),
-                .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .of(observationID)])
-            for sink in sinks {
-                try sql.execute(statements.insertDelivery, [.text(alert.id), .text(sink), sql.dialect.time(alert.createdAt)])
-            }
+            _ = try statements.insert(alert, sinks: sinks, observationID: observationID, into: sql)
         }
         // In key order: two writers of overlapping addresses lock their rows in one order.
         let ordered = newStates.sorted { ($0.key.target, $0.key.address) < ($1.key.target, $1.key.address) }

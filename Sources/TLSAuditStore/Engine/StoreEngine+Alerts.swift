@@ -101,9 +101,13 @@ extension StoreEngine {
     }
 
     func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool {
-        try database.write(doing: "storing an alert") { sql in try insert(alert, sinks: sinks, observationID: nil, into: sql) }
+        try database.write(doing: "storing an alert") { sql in
+            try statements.insert(alert, sinks: sinks, observationID: nil, into: sql)
+        }
     }
+}
 
+extension StoreEngine.Statements {
     /// Stores an alert and its pending deliveries (in the caller's transaction); false when its id was there already.
     func insert(_ alert: Alert, sinks: [String], observationID: Int64?, into sql: any SQLExecutor) throws -> Bool {
         let inserted = try sql.execute(ScanRows.insertAlert, [
@@ -111,7 +115,7 @@ extension StoreEngine {
             .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .of(observationID)])
         guard inserted > 0 else { return false }
         for sink in sinks {
-            try sql.execute(statements.insertDelivery, [.text(alert.id), .text(sink), sql.dialect.time(alert.createdAt)])
+            try sql.execute(insertDelivery, [.text(alert.id), .text(sink), sql.dialect.time(alert.createdAt)])
         }
         return true
     }
