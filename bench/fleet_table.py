@@ -100,8 +100,8 @@ COLUMNS = [  # key, heading, digits, width
 
 
 def ab_table(runs, baseline):
-    def pick(build, kind):
-        return next((run for run in runs if run.get("build") == build and run.get("kind") == kind), None)
+    def pick(build, kind, store="postgres"):
+        return next((run for run in runs if (run.get("build"), run.get("kind"), run.get("store")) == (build, kind, store)), None)
 
     builds = [(b, name) for b, name in (("baseline", baseline), ("this", "this build")) if any(r.get("build") == b for r in runs)]
     kinds = [("unchanged", "unchanged scans"), ("changed", "changed scans")]
@@ -121,7 +121,7 @@ def ab_table(runs, baseline):
     print()
     print(f"{'build':<22} {'one host: PostgreSQL node scans/s':>34} {'SQLite node scans/s':>20} {'PostgreSQL / SQLite':>20}")
     for build, name in builds:
-        pg, lite = pick(build, "onehost-pg"), pick(build, "onehost-sqlite")
+        pg, lite = pick(build, "onehost"), pick(build, "onehost", "sqlite")
         if pg is None or lite is None:
             continue
         pg_rate, lite_rate = figures(pg)["rate"], figures(lite)["rate"]
@@ -130,7 +130,7 @@ def ab_table(runs, baseline):
     # Issue 41's Done-when, for this build: unchanged scans <= 0.5 ms PostgreSQL CPU and <= 300 bytes of
     # growth each; the one-host case >= 80% of the SQLite node's rate.
     for build, name in builds:
-        unchanged, pg, lite = table.get((build, "unchanged")), pick(build, "onehost-pg"), pick(build, "onehost-sqlite")
+        unchanged, pg, lite = table.get((build, "unchanged")), pick(build, "onehost"), pick(build, "onehost", "sqlite")
         if unchanged is None:
             continue
         share = None
