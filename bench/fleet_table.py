@@ -16,6 +16,7 @@ its whole run, start-up included, and are divided by the scans its scheduler log
   wal0 wal1           pg_current_wal_lsn
   calls0 calls1       statements PostgreSQL executed for the database (pg_stat_statements' calls)
   statements sent received p50 p99 node_scans   the nodes' `fleet statistics` and `scheduler stopping`
+  node_calls          statements PostgreSQL ran for the database over the nodes' whole run
 """
 import re
 import sys
@@ -71,6 +72,25 @@ def figures(run):
     }
 
 
+def counter_check(runs):
+    """The nodes' own statement count (PostgresTraffic) against what PostgreSQL ran for them: a
+    write path that goes around the counted call (prepared statements, COPY, a pipeline) shows here.
+    The node logs its count when its fleet work stops, before the result writer's last batch and the
+    last alert deliveries: PostgreSQL's count is the larger by those (changed scans raise alerts)."""
+    pairs = [(run["label"], number(run, "statements"), number(run, "node_calls")) for run in runs
+             if number(run, "statements") is not None and number(run, "node_calls")]
+    if not pairs:
+        return
+    off = [(label, node, server) for label, node, server in pairs if abs(node - server) > 0.02 * server]
+    if off:
+        print("the nodes' own statement count differs from PostgreSQL's (pg_stat_statements, the whole run) by more than 2%: "
+              + ", ".join(f"{label} {node:.0f} against {server:.0f}" for label, node, server in off)
+              + " (the node logs its count before its last writes and alert deliveries at the stop)")
+    else:
+        worst = max(abs(node - server) / server for _, node, server in pairs)
+        print(f"the nodes' own statement count agrees with PostgreSQL's (pg_stat_statements) within {worst * 100:.1f}% in every run")
+
+
 def cell(value, digits, width):
     text = "-" if value is None else f"{value:,.{digits}f}"
     return f"{text:>{width}}"
@@ -85,6 +105,7 @@ def nodes_table(runs):
         f = figures(run)
         print(f"{run['nodes']:<7} {cell(f['rate'], 1, 10)} {cell(f['client_stmts'], 1, 12)} {cell(f['bytes'], 0, 14)} "
               f"{cell(f['p50'], 2, 14)} {cell(f['p99'], 2, 12)} {cell(f['pg_cpu'], 2, 14)} {cell(f['node_cpu'], 2, 16)}")
+    counter_check([run for run in runs if run.get("kind") == "fleet"])
 
 
 COLUMNS = [  # key, heading, digits, width
@@ -127,6 +148,7 @@ def ab_table(runs, baseline):
         pg_rate, lite_rate = figures(pg)["rate"], figures(lite)["rate"]
         print(f"{name:<22} {cell(pg_rate, 1, 34)} {cell(lite_rate, 1, 20)} {cell(pg_rate / lite_rate if lite_rate else None, 2, 20)}")
     print()
+    counter_check(runs)
     # Issue 41's Done-when, for this build: unchanged scans <= 0.5 ms PostgreSQL CPU and <= 300 bytes of
     # growth each; the one-host case >= 80% of the SQLite node's rate.
     for build, name in builds:
