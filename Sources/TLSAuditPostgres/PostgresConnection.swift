@@ -278,14 +278,15 @@ final class PostgresConnection {
             _ = try run(sql, []) { handle, _ in LibPQ.api.prepare(handle, name, sql, Int32(parameters.count), nil) }
             prepared[sql] = name
         }
-        return try run(sql, parameters) { handle, values in
+        // Only the statement's name goes on the wire (counted as sent).
+        return try run(name, parameters) { handle, values in
             LibPQ.api.execPrepared(handle, name, Int32(parameters.count), values, nil, nil, 0)
         }
     }
 
-    /// Sends one request (`send` gets the handle and the parameters as C strings), counts it and
-    /// turns its result into rows or a `StoreError`.
-    private func run(_ sql: String, _ parameters: [PostgresValue?],
+    /// Sends one request (`send` gets the handle and the parameters as C strings), counts it (with
+    /// `sent`, the statement's text or name, and the parameters) and turns its result into rows or a `StoreError`.
+    private func run(_ sent: String, _ parameters: [PostgresValue?],
                      _ send: (OpaquePointer, UnsafePointer<UnsafePointer<CChar>?>?) -> OpaquePointer?) throws(StoreError) -> PostgresRows {
         let wire = parameters.map { $0?.wire }
         var values: [UnsafeMutablePointer<CChar>?] = wire.map { $0.map { strdup($0) } ?? nil }
@@ -294,7 +295,7 @@ final class PostgresConnection {
         let result = values.withUnsafeMutableBufferPointer { buffer in
             buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { send(handle, $0.baseAddress) }
         }
-        PostgresTraffic.count(sql: sql, parameters: wire, result: result)
+        PostgresTraffic.count(sql: sent, parameters: wire, result: result)
         guard let result else { throw StoreError(.unavailable, "\(settings.display): \(Self.message(handle))") }
         let status = LibPQ.api.resultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
