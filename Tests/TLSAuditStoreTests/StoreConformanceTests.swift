@@ -191,6 +191,29 @@ struct StoreConformance {
         return perScan
     }
 
+    /// A late scan with another verdict inside a run: the timeline turns at the late scan and back
+    /// at the run's next repeat, as if every scan had been stored in order.
+    func lateScanInsideARun() throws {
+        let store = try open(try newLocation())
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        func scan(_ sample: Int, at seconds: Double) -> StoredScan {
+            var result = Self.samples[sample]
+            result.startedAt = start.addingTimeInterval(seconds)
+            return StoredScan(target: "late", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result)
+        }
+        _ = try store.record([0.0, 60, 120, 180].map { scan(0, at: $0) }, decide: decide)
+        _ = try store.record([scan(1, at: 90)], decide: decide)
+        let changes = try store.readReportFacts { reader in
+            var changes: [(Double, AddressCondition)] = []
+            try reader.forEachVerdictChange(after: start.addingTimeInterval(-1), through: start.addingTimeInterval(300)) {
+                changes.append(($0.at.timeIntervalSince(start), $0.condition))
+            }
+            return changes
+        }
+        #expect(changes.map(\.0) == [0, 90, 120] && changes.map(\.1) == [changes[0].1, .unreachable, changes[0].1], "\(changes)")
+        #expect(try store.status().first?.lastScanAt == start.addingTimeInterval(180), "the late scan is history only")
+    }
+
     /// The scans a history shows, a run's scans each.
     static func scanCount(_ entries: [HistoryEntry]) -> Int { entries.reduce(0) { $0 + ($1.run?.scans ?? 1) } }
 
@@ -372,6 +395,9 @@ struct SQLiteStoreConformanceTests {
         }
     }
 
+    @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat")
+    func lateScanInsideARun() throws { try suite.lateScanInsideARun() }
+
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
@@ -460,6 +486,9 @@ struct PostgresStoreConformanceTests {
         #expect(new8 == new64 && same8 == same64, "new: \(new8) / \(new64), unchanged: \(same8) / \(same64)")
         #expect(new64 <= 14 && same64 <= 10, "new: \(new64), unchanged: \(same64) statements for 64 scans")
     }
+
+    @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat")
+    func lateScanInsideARun() throws { try suite.lateScanInsideARun() }
 
     @Test("migrations: a new store has every named migration, in order (SQLite's names); a newer schema is refused")
     func migrations() throws {

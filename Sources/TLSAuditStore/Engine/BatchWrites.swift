@@ -48,7 +48,7 @@ struct BatchWrites {
     private var marks: [AddressKey: Set<String>] = [:]
     /// The timeline's newest state per address (condition, policy, failed rules).
     private var timeline: [AddressKey: [String]] = [:]
-    /// For addresses without a current state: when their newest stored scan started.
+    /// For addresses without a current state: when their newest stored scan (a run's last) started.
     private var newestScan: [AddressKey: Double] = [:]
     /// Addresses with a scan out of order in this batch: their later scans go the same way.
     private var outOfOrder: Set<AddressKey> = []
@@ -115,7 +115,9 @@ struct BatchWrites {
         let stateless = Set(keys.filter { states[$0] == nil }.map(\.target))
         if !stateless.isEmpty {
             try sql.query("""
-                SELECT target, address, max(started_at) FROM observation WHERE \(dialect.isIn("target", .text)) GROUP BY target, address
+                SELECT o.target, o.address, max(coalesce(r.last_seen_at, o.started_at))
+                FROM observation o LEFT JOIN observation_run r ON r.observation_id = o.id
+                WHERE \(dialect.isIn("o.target", .text)) GROUP BY o.target, o.address
                 """, [.texts(stateless.sorted())], streaming: false) { row in
                 newestScan[AddressKey(target: row.text(0) ?? "", address: row.text(1) ?? "")] = row.double(2)
             }

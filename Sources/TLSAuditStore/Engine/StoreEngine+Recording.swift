@@ -90,9 +90,11 @@ extension StoreEngine {
             return (id, row.double(1) ?? time, state)
         }
         guard let next else { return }
-        let hasRow = try sql.exists("SELECT 1 FROM address_change WHERE observation_id = ?", [.int(next.id)])
+        // By time too: the next scan may be a repeat inside a run, whose first scan has a row of its own.
+        let hasRow = try sql.exists("SELECT 1 FROM address_change WHERE observation_id = ? AND started_at = ?",
+                                    [.int(next.id), .double(next.time)])
         if next.state == rows.timeline, hasRow {
-            try sql.execute("DELETE FROM address_change WHERE observation_id = ?", [.int(next.id)])
+            try sql.execute("DELETE FROM address_change WHERE observation_id = ? AND started_at = ?", [.int(next.id), .double(next.time)])
         } else if next.state != rows.timeline, !hasRow {
             try insertChange(target: target, address: address, time: next.time, observationID: next.id, state: next.state, into: sql)
         }

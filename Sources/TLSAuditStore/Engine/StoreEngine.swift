@@ -33,7 +33,8 @@ public final class StoreEngine: Sendable {
     struct Statements: Sendable {
         /// The timeline's state in force at a time: target, address, time.
         let timelineBefore: String
-        /// The scan that follows a time, with its counted verdict: target, address, time.
+        /// The scan that follows a time (a run's first or one of its repeats), with its run's
+        /// observation and counted verdict: target, address, time.
         let timelineNext: String
         /// A pending delivery due at the alert's time: alert id, sink, `dialect.time(createdAt)`.
         let insertDelivery: String
@@ -44,10 +45,10 @@ public final class StoreEngine: Sendable {
                 ORDER BY started_at DESC, \(dialect.addressChangeID) DESC LIMIT 1
                 """
             timelineNext = """
-                SELECT o.id, o.started_at, o.status, o.trust_store IS NOT NULL, v.compliant, v.policy, v.failed_rules,
+                SELECT o.id, s.started_at, o.status, o.trust_store IS NOT NULL, v.compliant, v.policy, v.failed_rules,
                     \(dialect.jsonText("v.pin", "state"))
-                FROM observation o JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
-                WHERE o.target = ? AND o.address = ? AND o.started_at > ? ORDER BY o.started_at, o.id LIMIT 1
+                FROM scan s JOIN observation o ON o.id = s.observation_id JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
+                WHERE s.target = ? AND s.address = ? AND s.started_at > ? ORDER BY s.started_at, s.observation_id LIMIT 1
                 """
             insertDelivery = ScanRows.insertDelivery(dueAt: dialect.clock)
         }
