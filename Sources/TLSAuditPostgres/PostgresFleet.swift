@@ -454,23 +454,33 @@ public final class PostgresFleet: Sendable {
     public func complete(_ completions: [FleetCompletion]) throws {
         guard !completions.isEmpty else { return }
         let now = ProcessInfo.processInfo.systemUptime
-        try pool.withConnection { connection in
-            try connection.transaction {
-                // In key order: two nodes writing overlapping rows after an outage lock them in one order.
-                for completion in completions.sorted(by: { Self.lockOrder(($0.claim.target, $0.claim.vantage), ($1.claim.target, $1.claim.vantage)) }) {
-                    let age = max(0, now - completion.endedAt) // written late (PostgreSQL was down): counted from the scan's end
-                    try connection.execute("""
-                        UPDATE fleet_work SET lease_owner = NULL, lease_until = NULL, consecutive_failures = $3,
-                            updated_at = extract(epoch FROM clock_timestamp()),
-                            next_due = extract(epoch FROM now()) + $4, last_node = $5, last_done_at = extract(epoch FROM now()) - $6,
-                            done_epoch = coalesce($7::bigint, done_epoch)
-                        WHERE target = $1 AND vantage = $2
-                          AND CASE WHEN $7::bigint IS NOT NULL THEN lease_epoch = $7::bigint
-                                   ELSE lease_owner IS NULL OR lease_until < extract(epoch FROM now()) END
-                        """, [.text(completion.claim.target), .text(completion.claim.vantage), .int(Int64(completion.consecutiveFailures)),
-                              .double(completion.delay - age), .text(node), .double(age), completion.claim.epoch.map { .int($0) }])
-                }
-            }
+        // The last completion of each row (an outage may have queued several), in one statement.
+        var latest: [FleetRowKey: FleetCompletion] = [:]
+        for completion in completions { latest[FleetRowKey(target: completion.claim.target, vantage: completion.claim.vantage)] = completion }
+        let rows = Array(latest.values)
+        // Written late (PostgreSQL was down): the delay counts from the scan's end.
+        let ages = rows.map { max(0, now - $0.endedAt) }
+        _ = try pool.withConnection { connection in
+            // The rows are locked in key order first: two nodes writing overlapping rows after an
+            // outage lock them in one order.
+            try connection.execute(prepared: """
+                WITH done AS (
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[], $5::float8[], $6::bigint[])
+                        AS u(target, vantage, failures, delay, age, epoch)
+                ), locked AS (
+                    SELECT w.target, w.vantage FROM fleet_work w JOIN done d ON d.target = w.target AND d.vantage = w.vantage
+                    ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR UPDATE OF w
+                )
+                UPDATE fleet_work w SET lease_owner = NULL, lease_until = NULL, consecutive_failures = d.failures,
+                    updated_at = extract(epoch FROM clock_timestamp()),
+                    next_due = extract(epoch FROM now()) + d.delay, last_node = $7, last_done_at = extract(epoch FROM now()) - d.age,
+                    done_epoch = coalesce(nullif(d.epoch, -1), w.done_epoch)
+                FROM done d
+                WHERE w.target = d.target AND w.vantage = d.vantage AND (w.target, w.vantage) IN (SELECT target, vantage FROM locked)
+                  AND CASE WHEN d.epoch <> -1 THEN w.lease_epoch = d.epoch
+                           ELSE w.lease_owner IS NULL OR w.lease_until < extract(epoch FROM now()) END
+                """, [.texts(rows.map(\.claim.target)), .texts(rows.map(\.claim.vantage)), .ints(rows.map { Int64($0.consecutiveFailures) }),
+                      .doubles(zip(rows, ages).map { $0.delay - $1 }), .doubles(ages), .ints(rows.map { $0.claim.epoch ?? -1 }), .text(node)])
         }
     }
 
@@ -513,10 +523,4 @@ public final class PostgresFleet: Sendable {
         WHERE w.lease_owner = $1
         ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR UPDATE OF w
         """
-
-    /// Byte order of work-row keys, as `COLLATE "C"` sorts them (the one lock order).
-    static func lockOrder(_ first: (target: String, vantage: String), _ second: (target: String, vantage: String)) -> Bool {
-        first.target != second.target ? first.target.utf8.lexicographicallyPrecedes(second.target.utf8)
-            : first.vantage.utf8.lexicographicallyPrecedes(second.vantage.utf8)
-    }
 }

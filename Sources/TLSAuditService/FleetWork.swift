@@ -10,7 +10,7 @@ import TLSAuditStore
 /// down) wait in memory, in order, and go with the next call that works: a target's next due time
 /// is never lost, only written late.
 final class FleetWork: @unchecked Sendable {
-    // @unchecked: `pendingCompletions` and `claimMilliseconds` are only touched on `queue`; the
+    // @unchecked: `pendingCompletions`, `flushScheduled` and `claimMilliseconds` are only touched on `queue`; the
     // heartbeat's state (timer, report, onView, viewTime, started, heartbeatFailing) on `heartbeatQueue`.
     let fleet: PostgresFleet
     private let queue = DispatchQueue(label: "tlsaudit.fleet")
@@ -63,14 +63,24 @@ final class FleetWork: @unchecked Sendable {
         }
     }
 
-    /// Queues a finished scan's write-back (at once when PostgreSQL answers, else later).
+    /// Queues a finished scan's write-back: written with the others that finish within 50 ms (one
+    /// statement for all of them), or before the next claim, whichever comes first; later when
+    /// PostgreSQL does not answer.
     func completed(_ completion: FleetCompletion) {
         queue.async { [self] in
             pendingCompletions.append(completion)
             if pendingCompletions.count > capacity { pendingCompletions.removeFirst(pendingCompletions.count - capacity) }
-            flushCompletions()
+            guard !flushScheduled else { return }
+            flushScheduled = true
+            queue.asyncAfter(deadline: .now() + 0.05) { [self] in
+                flushScheduled = false
+                flushCompletions()
+            }
         }
     }
+
+    /// A write-back of the completions is scheduled (on `queue`).
+    private var flushScheduled = false
 
     /// Gives claims back unscanned.
     func release(_ claims: [FleetClaim]) {

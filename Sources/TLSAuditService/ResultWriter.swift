@@ -115,7 +115,8 @@ public final class ResultWriter: @unchecked Sendable {
         }
     }
 
-    /// Queues results; they are committed within ~50 ms (together with whatever else arrived).
+    /// Queues results; they are committed within ~200 ms (together with whatever else arrived: at
+    /// a few dozen scans a second, a batch of several, written in the same few statements as one).
     public func submit(_ scans: [StoredScan]) {
         queue.async {
             guard self.stoppedBy == nil else { return }
@@ -132,7 +133,7 @@ public final class ResultWriter: @unchecked Sendable {
                 self.logger.critical("dropped scan results: the store has been failing and the in-memory queue is full",
                                      metadata: ["dropped": "\(dropped)"])
             }
-            self.scheduleFlush(after: self.failing ? self.retryDelay : 0.05)
+            self.scheduleFlush(after: self.failing ? self.retryDelay : 0.2)
         }
     }
 
