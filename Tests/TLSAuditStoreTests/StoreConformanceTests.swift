@@ -485,6 +485,22 @@ struct PostgresStoreConformanceTests {
         let same8 = try statements(rounds[208..<216]), same64 = try statements(rounds[216..<280])
         #expect(new8 == new64 && same8 == same64, "new: \(new8) / \(new64), unchanged: \(same8) / \(same64)")
         #expect(new64 <= 14 && same64 <= 10, "new: \(new64), unchanged: \(same64) statements for 64 scans")
+        // Every scan raising an alert with a delivery: still the same few statements.
+        let alerting: AlertDecision = { previous, scan, _ in
+            let alert = Alert(id: "\(scan.target)-\(scan.result.startedAt.timeIntervalSince1970)", kind: .certificateChanged, severity: .info,
+                              target: scan.target, host: scan.host, port: scan.port, address: scan.result.address,
+                              createdAt: scan.result.startedAt, summary: "changed", changes: [:])
+            return AlertOutcome(alerts: [(alert, ["hook"])], memory: previous ?? AddressMemory())
+        }
+        func alertingStatements(_ scans: ArraySlice<StoredScan>) throws -> Int {
+            let before = PostgresTraffic.statementsOnThisThread
+            _ = try store.record(Array(scans), decide: alerting)
+            return PostgresTraffic.statementsOnThisThread - before
+        }
+        _ = try alertingStatements(rounds[400..<408])
+        let alerts8 = try alertingStatements(rounds[408..<416]), alerts64 = try alertingStatements(rounds[416..<480])
+        #expect(alerts8 == alerts64 && alerts64 <= same64 + 3, "with alerts: \(alerts8) / \(alerts64)")
+        #expect(try store.pendingDeliveries(dueBy: Date.distantFuture, sinks: ["hook"], limit: 1_000).count == 80)
     }
 
     @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat")

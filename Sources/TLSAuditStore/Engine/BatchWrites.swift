@@ -255,9 +255,20 @@ struct BatchWrites {
         })
         try sql.execute(Self.insertChanges, rows: changes)
         try sql.execute(Self.insertExpiryMarks, rows: expiryMarks)
-        // Rare (a change, an expiry threshold): one by one.
-        for (alert, sinks, observationID) in alerts {
-            _ = try statements.insert(alert, sinks: sinks, observationID: observationID, into: sql)
+        if !alerts.isEmpty {
+            // An alert stored already (a scan stored again) gets no new deliveries.
+            let known = Set(try sql.rows("SELECT id FROM alert WHERE " + sql.dialect.isIn("id", .text), [.texts(alerts.map(\.alert.id))]) {
+                $0.text(0) ?? ""
+            })
+            var seen = known
+            let fresh = alerts.filter { seen.insert($0.alert.id).inserted }
+            try sql.execute(Self.insertAlerts, rows: try fresh.map { alert, _, observationID in
+                [.text(alert.id), .time(alert.createdAt), .text(alert.target), .text(alert.address), .text(alert.kind.rawValue),
+                 .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .int(observationID)]
+            })
+            try sql.execute(statements.insertDeliveries, rows: fresh.flatMap { alert, sinks, _ in
+                sinks.map { [.text(alert.id), .text($0), sql.dialect.time(alert.createdAt)] }
+            })
         }
         // In key order: two writers of overlapping addresses lock their rows in one order.
         let ordered = newStates.sorted { ($0.key.target, $0.key.address) < ($1.key.target, $1.key.address) }
@@ -323,6 +334,20 @@ struct BatchWrites {
     static let insertChanges = SQLBatch.insert(into: "address_change", columns("""
         target:text address:text started_at:float8 observation_id:bigint condition:text policy:text failed_rules:text
         """))
+
+    static let insertAlerts = SQLBatch.insert(into: "alert", columns("""
+        id:text created_at:float8 target:text address:text kind:text severity:text summary:text document:text observation_id:bigint
+        """), "ON CONFLICT (id) DO NOTHING")
+
+    /// A pending delivery per alert and sink, due at the alert's time (`due`, on the dialect's clock).
+    static func insertDeliveries(clock: String) -> SQLBatch {
+        SQLBatch(columns("alert_id:text sink:text due:float8")) { rows in
+            """
+            INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at)
+            SELECT alert_id, sink, 'pending', 0, \(clock) FROM \(rows) WHERE true ON CONFLICT DO NOTHING
+            """
+        }
+    }
 
     static let insertExpiryMarks = SQLBatch.insert(into: "expiry_alert", columns("target:text address:text mark:text created_at:float8"),
                                                    "ON CONFLICT DO NOTHING")

@@ -38,6 +38,8 @@ public final class StoreEngine: Sendable {
         let timelineNext: String
         /// A pending delivery due at the alert's time: alert id, sink, `dialect.time(createdAt)`.
         let insertDelivery: String
+        /// The same for a batch's alerts (`BatchWrites`).
+        let insertDeliveries: SQLBatch
 
         init(_ dialect: any SQLDialect) {
             timelineBefore = """
@@ -51,6 +53,8 @@ public final class StoreEngine: Sendable {
                 WHERE s.target = ? AND s.address = ? AND s.started_at > ? ORDER BY s.started_at, s.observation_id LIMIT 1
                 """
             insertDelivery = ScanRows.insertDelivery(dueAt: dialect.clock)
+            // The clock's one parameter is the row's due time.
+            insertDeliveries = BatchWrites.insertDeliveries(clock: dialect.clock.replacingOccurrences(of: "?", with: "u.due"))
         }
     }
 }
