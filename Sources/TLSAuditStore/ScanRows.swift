@@ -132,19 +132,6 @@ package struct ScanRows {
         "(\(alias).status = 'completed' OR \(alias).trust_store IS NOT NULL)"
     }
 
-    /// An alert, and a pending delivery of it to one sink (both backends; a repeat is ignored).
-    package static let insertAlert = """
-        INSERT INTO alert (id, created_at, target, address, kind, severity, summary, document, observation_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
-        """
-    /// `dueAt` is the SQL of the first attempt's time (PostgreSQL puts it on the server's clock).
-    package static func insertDelivery(dueAt: String = "?") -> String {
-        """
-        INSERT INTO alert_delivery (alert_id, sink, state, attempts, next_attempt_at) VALUES (?, ?, 'pending', 0, \(dueAt))
-        ON CONFLICT DO NOTHING
-        """
-    }
-
     /// When the address's current state was scanned. Arguments: target, address. (Only the
     /// address's own row counts: the addresses of one target are probed side by side, so another
     /// address's newer time says nothing about this scan's age.)

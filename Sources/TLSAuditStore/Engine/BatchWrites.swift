@@ -262,10 +262,7 @@ struct BatchWrites {
             })
             var seen = known
             let fresh = alerts.filter { seen.insert($0.alert.id).inserted }
-            try sql.execute(Self.insertAlerts, rows: try fresh.map { alert, _, observationID in
-                [.text(alert.id), .time(alert.createdAt), .text(alert.target), .text(alert.address), .text(alert.kind.rawValue),
-                 .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .int(observationID)]
-            })
+            try sql.execute(Self.insertAlerts, rows: try fresh.map { try Self.alertRow($0.alert, observationID: $0.observationID) })
             try sql.execute(statements.insertDeliveries, rows: fresh.flatMap { alert, sinks, _ in
                 sinks.map { [.text(alert.id), .text($0), sql.dialect.time(alert.createdAt)] }
             })
@@ -338,6 +335,12 @@ struct BatchWrites {
     static let insertAlerts = SQLBatch.insert(into: "alert", columns("""
         id:text created_at:float8 target:text address:text kind:text severity:text summary:text document:text observation_id:bigint
         """), "ON CONFLICT (id) DO NOTHING")
+
+    /// An alert's row for `insertAlerts` (`observationID`: the scan that raised it, if one did).
+    static func alertRow(_ alert: Alert, observationID: Int64?) throws -> [SQLValue] {
+        [.text(alert.id), .time(alert.createdAt), .text(alert.target), .text(alert.address), .text(alert.kind.rawValue),
+         .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .of(observationID)]
+    }
 
     /// A pending delivery per alert and sink, due at the alert's time (`due`, on the dialect's clock).
     static func insertDeliveries(clock: String) -> SQLBatch {

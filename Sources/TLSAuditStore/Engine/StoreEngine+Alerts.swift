@@ -110,13 +110,9 @@ extension StoreEngine {
 extension StoreEngine.Statements {
     /// Stores an alert and its pending deliveries (in the caller's transaction); false when its id was there already.
     func insert(_ alert: Alert, sinks: [String], observationID: Int64?, into sql: any SQLExecutor) throws -> Bool {
-        let inserted = try sql.execute(ScanRows.insertAlert, [
-            .text(alert.id), .time(alert.createdAt), .text(alert.target), .text(alert.address), .text(alert.kind.rawValue),
-            .text(alert.severity.rawValue), .text(alert.summary), .text(try StoredValues.json(alert)), .of(observationID)])
+        let inserted = try sql.execute(BatchWrites.insertAlerts, rows: [BatchWrites.alertRow(alert, observationID: observationID)])
         guard inserted > 0 else { return false }
-        for sink in sinks {
-            try sql.execute(insertDelivery, [.text(alert.id), .text(sink), sql.dialect.time(alert.createdAt)])
-        }
+        try sql.execute(insertDeliveries, rows: sinks.map { [.text(alert.id), .text($0), sql.dialect.time(alert.createdAt)] })
         return true
     }
 }

@@ -36,9 +36,7 @@ public final class StoreEngine: Sendable {
         /// The scan that follows a time (a run's first or one of its repeats), with its run's
         /// observation and counted verdict: target, address, time.
         let timelineNext: String
-        /// A pending delivery due at the alert's time: alert id, sink, `dialect.time(createdAt)`.
-        let insertDelivery: String
-        /// The same for a batch's alerts (`BatchWrites`).
+        /// Pending deliveries, each due at its alert's time: alert id, sink, `dialect.time(createdAt)`.
         let insertDeliveries: SQLBatch
 
         init(_ dialect: any SQLDialect) {
@@ -52,7 +50,6 @@ public final class StoreEngine: Sendable {
                 FROM scan s JOIN observation o ON o.id = s.observation_id JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
                 WHERE s.target = ? AND s.address = ? AND s.started_at > ? ORDER BY s.started_at, s.observation_id LIMIT 1
                 """
-            insertDelivery = ScanRows.insertDelivery(dueAt: dialect.clock)
             // The clock's one parameter is the row's due time.
             insertDeliveries = BatchWrites.insertDeliveries(clock: dialect.clock.replacingOccurrences(of: "?", with: "u.due"))
         }
