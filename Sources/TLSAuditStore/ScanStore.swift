@@ -269,11 +269,12 @@ public protocol ScanRecords: Sendable {
     func status() throws -> [TargetStatus]
     /// The current state of every vantage of `target` (stored as `TARGET@VANTAGE`: `VantageTarget`).
     func vantageStatus(of target: String) throws -> [TargetStatus]
-    /// The newest scans of a target (by key, host or `host:port`), newest first.
+    /// The newest scans of a target (by key, host or `host:port`), newest first; a run of unchanged
+    /// scans is one entry, its first scan with the run's summary (`HistoryEntry.run`).
     func history(target: String, limit: Int) throws -> [HistoryEntry]
     /// A stored result, rebuilt from its raw observations (for re-judging under another policy).
     func result(observationID: Int64) throws -> AddressScanResult?
-    /// Calls `body` with every observation started within `period`, oldest first, one row at a
+    /// Calls `body` with every observation (a run's first scan: its repeats are in the `scan` view) started within `period`, oldest first, one row at a
     /// time from a cursor: memory stays bounded however many there are. `body` must not write to
     /// the store (the read holds a snapshot).
     func forEachObservation(startedIn period: ClosedRange<Date>, _ body: (ObservationRow) throws -> Void) throws
