@@ -53,13 +53,14 @@ struct BatchWrites {
     /// Addresses with a scan out of order in this batch: their later scans go the same way.
     private var outOfOrder: Set<AddressKey> = []
 
-    private var certificates: [String: ScanRows.CertificateRow] = [:]
+    /// Each certificate of the new observations, with the time of the first scan that showed it.
+    private var certificates: [String: (row: ScanRows.CertificateRow, firstSeen: Double)] = [:]
     private var observations: [[SQLValue]] = []
     private var references: [[SQLValue]] = []
     private var verdicts: [[SQLValue]] = []
     private var changes: [[SQLValue]] = []
-    private var runs: [Int64: RunExtension] = [:]
-    private var repeats: [[SQLValue]] = []
+    /// Scans that extend a run: its observation, the scan's start, duration and node.
+    private var repeats: [(observationID: Int64, startedAt: Double, durationMs: Int, node: String?)] = []
     private var expiryMarks: [[SQLValue]] = []
     /// The newest state per address (one row each: a statement may not update a row twice).
     private var newStates: [AddressKey: (values: [SQLValue], fenced: Bool)] = [:]
@@ -67,23 +68,6 @@ struct BatchWrites {
     /// Observation ids reserved and not used yet, and how many scans may still need one.
     private var reserved: [Int64] = []
     private var unplaced: Int
-
-    /// The scans after the first of a run, summarised.
-    private struct RunExtension {
-        var repeats = 0
-        var lastSeenAt = -Double.infinity
-        var minimum = Int.max
-        var maximum = Int.min
-        var sum = 0
-
-        mutating func add(startedAt: Double, durationMs: Int) {
-            repeats += 1
-            lastSeenAt = max(lastSeenAt, startedAt)
-            minimum = min(minimum, durationMs)
-            maximum = max(maximum, durationMs)
-            sum += durationMs
-        }
-    }
 
     /// Writes with nothing read (a scan written on its own).
     init(statements: StoreEngine.Statements) {
@@ -145,8 +129,7 @@ struct BatchWrites {
         let observationID: Int64
         if let current = states[key], current.runKey == rows.runKey {
             observationID = current.observationID
-            runs[observationID, default: RunExtension()].add(startedAt: startedAt, durationMs: rows.result.durationMs)
-            repeats.append([.int(observationID), .double(startedAt), .of(rows.result.durationMs), .of(scan.node)])
+            repeats.append((observationID, startedAt, rows.result.durationMs, scan.node))
         } else {
             observationID = try reserveID(in: sql, count: unplaced)
             try addObservation(scan, rows, id: observationID)
@@ -176,7 +159,7 @@ struct BatchWrites {
         let result = rows.result
         let startedAt = result.startedAt.timeIntervalSince1970
         for certificate in rows.certificates where certificates[certificate.fingerprint] == nil {
-            certificates[certificate.fingerprint] = certificate
+            certificates[certificate.fingerprint] = (certificate, startedAt)
         }
         observations.append([
             .int(id), .text(scan.target), .text(scan.host), .of(scan.port), .of(scan.sni), .text(result.address), .text(result.family),
@@ -238,20 +221,25 @@ struct BatchWrites {
             let known = Set(try sql.rows("SELECT fingerprint FROM certificate WHERE " + sql.dialect.isIn("fingerprint", .text),
                                          [.texts(fingerprints)]) { $0.text(0) ?? "" })
             // Most scans show certificates already stored: only the others are encoded.
-            let firstSeen = observations.first?[7] ?? .double(Date().timeIntervalSince1970)
             try sql.execute(Self.insertCertificates, rows: try fingerprints.filter { !known.contains($0) }.map { fingerprint in
-                let certificate = certificates[fingerprint]!
+                let (certificate, firstSeen) = certificates[fingerprint]!
                 return [.text(fingerprint), .bytes(certificate.der), .text(certificate.subject), .text(certificate.issuer),
                         .double(certificate.notBefore), .double(certificate.notAfter), .text(certificate.spki),
-                        .text(try certificate.summary()), firstSeen]
+                        .text(try certificate.summary()), .double(firstSeen)]
             })
         }
         try sql.execute(Self.insertObservations, rows: observations)
         try sql.execute(Self.insertReferences, rows: references)
         try sql.execute(Self.insertVerdicts, rows: verdicts)
-        try sql.execute(Self.insertRepeats, rows: repeats)
-        try sql.execute(Self.extendRuns, rows: runs.sorted { $0.key < $1.key }.map { id, run in
-            [.int(id), .of(run.repeats), .double(run.lastSeenAt), .of(run.minimum), .of(run.maximum), .of(run.sum)]
+        try sql.execute(Self.insertRepeats, rows: repeats.map {
+            [.int($0.observationID), .double($0.startedAt), .of($0.durationMs), .of($0.node)]
+        })
+        // Each run's summary of the batch's repeats (one row per run: a statement may not update a row twice).
+        let runs = Dictionary(grouping: repeats, by: \.observationID).sorted { $0.key < $1.key }
+        try sql.execute(Self.extendRuns, rows: runs.map { id, scans in
+            let durations = scans.map(\.durationMs)
+            return [.int(id), .of(scans.count), .double(scans.map(\.startedAt).max()!), .of(durations.min()!), .of(durations.max()!),
+                    .of(durations.reduce(0, +))]
         })
         try sql.execute(Self.insertChanges, rows: changes)
         try sql.execute(Self.insertExpiryMarks, rows: expiryMarks)
@@ -276,7 +264,6 @@ struct BatchWrites {
         references = []
         verdicts = []
         changes = []
-        runs = [:]
         repeats = []
         expiryMarks = []
         alerts = []
