@@ -122,9 +122,7 @@ enum PostgresValue {
 
     var wire: String {
         switch self {
-        case .texts(let values):
-            "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-                .joined(separator: ",") + "}"
+        case .texts(let values): Self.array(values.map(Optional.some))
         case .doubles(let values): "{" + values.map(\.description).joined(separator: ",") + "}"
         case .ints(let values): "{" + values.map(String.init).joined(separator: ",") + "}"
         case .text(let text): text
@@ -133,6 +131,25 @@ enum PostgresValue {
         case .bool(let value): value ? "t" : "f"
         case .bytes(let bytes): "\\x" + bytes.hex
         }
+    }
+
+    /// An array's text form (`{"a",NULL,"\\x00"}`): every element quoted (a `"` or `\` in it escaped), NULL bare.
+    static func array(_ elements: some Sequence<String?>) -> String {
+        var literal = "{"
+        for (index, element) in elements.enumerated() {
+            if index > 0 { literal += "," }
+            guard let element else {
+                literal += "NULL"
+                continue
+            }
+            literal += "\""
+            for character in element.unicodeScalars {
+                if character == "\"" || character == "\\" { literal += "\\" }
+                literal.unicodeScalars.append(character)
+            }
+            literal += "\""
+        }
+        return literal + "}"
     }
 }
 

@@ -75,30 +75,9 @@ struct PostgresExecutor: SQLExecutor {
         let arrays = statement.columns.map { "CAST(? AS \($0.type.rawValue)[])" }.joined(separator: ", ")
         let source = "unnest(\(arrays)) AS u(\(statement.columns.map(\.name).joined(separator: ", ")))"
         let values = statement.columns.indices.map { column in
-            PostgresValue.text(Self.arrayLiteral(rows.lazy.map { $0[column] }))
+            PostgresValue.text(PostgresValue.array(rows.lazy.map { Self.parameter($0[column])?.wire }))
         }
         return try connection.execute(prepared: PostgresConnection.numbered(statement.sql(source)), values).affected
-    }
-
-    /// An array's text form (`{"a",NULL,"\\x00"}`): every element quoted, NULL bare.
-    static func arrayLiteral(_ values: some Sequence<SQLValue>) -> String {
-        var literal = "{"
-        var first = true
-        for value in values {
-            if !first { literal += "," }
-            first = false
-            guard let element = parameter(value)?.wire else {
-                literal += "NULL"
-                continue
-            }
-            literal += "\""
-            for character in element.unicodeScalars {
-                if character == "\"" || character == "\\" { literal += "\\" }
-                literal.unicodeScalars.append(character)
-            }
-            literal += "\""
-        }
-        return literal + "}"
     }
 
     /// Streaming reads run through a cursor, 2,000 rows at a time (memory stays bounded); they
