@@ -26,6 +26,8 @@ package enum HandBuiltHello {
         var selectedGroup: UInt16?
         /// The extensions' types, in the order sent.
         var extensions: [UInt16]
+        /// The session id the server sent (echoed, new, or empty).
+        var sessionID: [UInt8] = []
     }
 
     enum Answer {
@@ -41,55 +43,99 @@ package enum HandBuiltHello {
     /// RSA key exchange only (TLS_RSA_WITH_AES_128_GCM_SHA256 ... 3DES), then the renegotiation SCSV.
     static let rsaKeyExchangeSuites: [UInt16] = [0x009C, 0x009D, 0x003C, 0x003D, 0x002F, 0x0035, 0x000A, 0x00FF]
 
+    /// What a hand-built ClientHello offers; every list goes on the wire as given, in order.
+    struct Offer: Sendable {
+        /// legacy_version: 0x0300 (SSLv3) to 0x0303 (TLS 1.2; TLS 1.3 is offered in supported_versions).
+        var version: UInt16 = 0x0303
+        var suites: [UInt16]
+        var compression: [UInt8] = [0]
+        var serverName: String?
+        /// supported_groups; nil leaves the extension out.
+        var groups: [UInt16]? = [0x001D, 0x0017, 0x0018, 0x0019]
+        /// ec_point_formats (uncompressed) alongside the groups.
+        var pointFormats = true
+        /// signature_algorithms; nil leaves it out (as SSLv3 to TLS 1.1 clients do).
+        var signatureAlgorithms: [UInt16]? = HandBuiltHello.signatureAlgorithms
+        /// supported_versions (TLS 1.3); nil leaves it out.
+        var supportedVersions: [UInt16]?
+        /// key_share entries (group and key); nil leaves it out, [] sends an empty list.
+        var keyShares: [KeyShare]?
+        /// A 32-byte legacy session id (as TLS 1.3 clients send), else an empty one.
+        var legacySessionID = true
+        /// Any other extensions, appended in order.
+        var extraExtensions: [Extension] = []
+
+        struct KeyShare: Sendable { var group: UInt16; var key: [UInt8] }
+        struct Extension: Sendable { var type: UInt16; var data: [UInt8] }
+
+        init(version: UInt16 = 0x0303, suites: [UInt16], serverName: String?) {
+            self.version = version
+            self.suites = suites
+            self.serverName = serverName
+            if version < 0x0303 { signatureAlgorithms = nil }
+        }
+
+        /// The ClientHello in one handshake record (record version TLS 1.0, SSLv3 for an SSLv3 hello).
+        var bytes: [UInt8] {
+            var extensions: [(UInt16, [UInt8])] = []
+            if let serverName { extensions.append((0x0000, HandBuiltHello.serverNameExtension(serverName))) }
+            if let groups {
+                extensions.append((0x000A, vector16(u16s: groups)))
+                if pointFormats { extensions.append((0x000B, [1, 0])) }
+            }
+            if let signatureAlgorithms { extensions.append((0x000D, vector16(u16s: signatureAlgorithms))) }
+            if let supportedVersions {
+                extensions.append((0x002B, [UInt8(supportedVersions.count * 2)] + supportedVersions.flatMap(u16)))
+                extensions.append((0x002D, [1, 1]))  // psk_key_exchange_modes: psk_dhe_ke
+            }
+            if let keyShares {
+                extensions.append((0x0033, vector16(keyShares.flatMap { u16($0.group) + vector16($0.key) })))
+            }
+            extensions += extraExtensions.map { ($0.type, $0.data) }
+            var body: [UInt8] = u16(version) + (0..<32).map { _ in UInt8.random(in: 0...255) }
+            body += legacySessionID ? [32] + (0..<32).map { _ in UInt8.random(in: 0...255) } : [0]
+            body += vector16(u16s: suites)
+            body += [UInt8(compression.count)] + compression
+            // An SSLv3 hello carries no extensions block when there is nothing in it.
+            if !(extensions.isEmpty && version == 0x0300) {
+                body += vector16(extensions.flatMap { type, data in u16(type) + vector16(data) })
+            }
+            let handshake = [0x01] + u24(body.count) + body
+            return [0x16, 0x03, version == 0x0300 ? 0x00 : 0x01] + u16(UInt16(handshake.count)) + handshake
+        }
+    }
+
     /// A TLS 1.2 ClientHello (a server may answer with a lower version) offering `compression`
     /// methods (DEFLATE is 1, null 0) and `suites`; `heartbeat` adds the RFC 6520 extension.
     static func tls12(serverName: String?, compression: [UInt8] = [0], suites: [UInt16] = tls12Suites, heartbeat: Bool = false) -> [UInt8] {
-        var extensions: [(UInt16, [UInt8])] = [
-            (0x000A, vector16(u16s: [0x001D, 0x0017, 0x0018, 0x0019])), // supported_groups
-            (0x000B, [1, 0]),                                             // ec_point_formats: uncompressed
-            (0x000D, vector16(u16s: signatureAlgorithms)),
-        ]
-        if heartbeat { extensions.append((0x000F, [1])) }                // heartbeat: peer allowed to send
-        if let serverName { extensions.insert((0x0000, serverNameExtension(serverName)), at: 0) }
-        return record(clientHello(suites: suites, compression: compression, extensions: extensions))
+        var offer = Offer(suites: suites, serverName: serverName)
+        offer.compression = compression
+        if heartbeat { offer.extraExtensions.append(Offer.Extension(type: 0x000F, data: [1])) }  // heartbeat: peer allowed to send
+        return offer.bytes
     }
 
     /// A TLS 1.3 ClientHello whose supported_groups are `groups` and whose key_share is empty: a
     /// server that accepts one of them answers with a HelloRetryRequest naming its choice.
     static func tls13(serverName: String?, groups: [UInt16]) -> [UInt8] {
-        var extensions: [(UInt16, [UInt8])] = [
-            (0x000A, vector16(u16s: groups)),
-            (0x000D, vector16(u16s: signatureAlgorithms)),
-            (0x002B, [2, 0x03, 0x04]),   // supported_versions: TLS 1.3
-            (0x002D, [1, 1]),            // psk_key_exchange_modes: psk_dhe_ke
-            (0x0033, [0, 0]),            // key_share: no share
-        ]
-        if let serverName { extensions.insert((0x0000, serverNameExtension(serverName)), at: 0) }
-        return record(clientHello(suites: [0x1301, 0x1302, 0x1303], compression: [0], extensions: extensions))
+        var offer = Offer(suites: [0x1301, 0x1302, 0x1303], serverName: serverName)
+        offer.groups = groups
+        offer.pointFormats = false
+        offer.supportedVersions = [0x0304]
+        offer.keyShares = []
+        return offer.bytes
     }
 
     static let signatureAlgorithms: [UInt16] = [0x0403, 0x0503, 0x0603, 0x0804, 0x0805, 0x0806, 0x0807, 0x0808,
                                                 0x0401, 0x0501, 0x0601, 0x0201, 0x0203]
 
-    private static func clientHello(suites: [UInt16], compression: [UInt8], extensions: [(UInt16, [UInt8])]) -> [UInt8] {
-        var body: [UInt8] = [0x03, 0x03] + (0..<32).map { _ in UInt8.random(in: 0...255) }
-        body += [32] + (0..<32).map { _ in UInt8.random(in: 0...255) } // a legacy session id, as TLS 1.3 clients send
-        body += vector16(u16s: suites)
-        body += [UInt8(compression.count)] + compression
-        body += vector16(extensions.flatMap { type, data in u16(type) + vector16(data) })
-        return [0x01] + u24(body.count) + body
-    }
-
-    private static func record(_ handshake: [UInt8]) -> [UInt8] { [0x16, 0x03, 0x01] + u16(UInt16(handshake.count)) + handshake }
-
-    private static func serverNameExtension(_ name: String) -> [UInt8] {
+    static func serverNameExtension(_ name: String) -> [UInt8] {
         vector16([0] + vector16(Array(name.utf8)))
     }
 
     static func u16(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xFF)] }
     static func u24(_ value: Int) -> [UInt8] { [UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
     static func vector16(_ bytes: [UInt8]) -> [UInt8] { u16(UInt16(bytes.count)) + bytes }
-    private static func vector16(u16s: [UInt16]) -> [UInt8] { vector16(u16s.flatMap(u16)) }
+    static func vector16(u16s: [UInt16]) -> [UInt8] { vector16(u16s.flatMap(u16)) }
 
     /// Sends `hello` on a connected socket and reads up to the first handshake message or alert.
     static func exchange(_ hello: [UInt8], socket: TCPSocket, deadline: Deadline) -> Answer {
@@ -133,7 +179,7 @@ package enum HandBuiltHello {
         let extensions = extensions(body, at: index + 3)
         var hello = ServerHello(version: UInt16(body[0]) << 8 | UInt16(body[1]), cipher: UInt16(body[index]) << 8 | UInt16(body[index + 1]),
                                 compression: body[index + 2], isHelloRetryRequest: random == helloRetryRandom, selectedGroup: nil,
-                                extensions: extensions.map(\.type))
+                                extensions: extensions.map(\.type), sessionID: Array(body[35..<min(body.count, 35 + sessionLength)]))
         for (type, data) in extensions where data.count >= 2 {
             if type == 0x002B { hello.version = UInt16(data[0]) << 8 | UInt16(data[1]) }
             if type == 0x0033 { hello.selectedGroup = UInt16(data[0]) << 8 | UInt16(data[1]) }

@@ -18,6 +18,18 @@ package struct RecordConversation {
         var extensions: [UInt16]
         /// The Certificate message's certificates, DER, leaf first.
         var certificates: [[UInt8]]
+        /// The ServerKeyExchange's body, when one was sent (ephemeral or export key exchange).
+        var serverKeyExchange: [UInt8]? = nil
+        /// The server sent a CertificateRequest.
+        var certificateRequested = false
+        /// The server's session id from the ServerHello.
+        var sessionID: [UInt8] = []
+
+        /// The key-exchange parameters of `serverKeyExchange` read as `suite` defines them.
+        func keyExchange(for suite: CipherSuiteInfo?) -> ServerKeyExchangeParameters? {
+            guard let body = serverKeyExchange, let suite else { return nil }
+            return ServerKeyExchangeParameters(body, suite: suite)
+        }
     }
 
     /// The server's reaction to what was sent.
@@ -93,11 +105,18 @@ package struct RecordConversation {
                         guard hello.version <= 0x0303 else {
                             throw .other("the server answered a TLS 1.2 ClientHello with version \(hello.version)")
                         }
-                        flight = FirstFlight(version: hello.version, cipher: hello.cipher, extensions: hello.extensions, certificates: [])
+                        flight = FirstFlight(version: hello.version, cipher: hello.cipher, extensions: hello.extensions, certificates: [],
+                                             sessionID: hello.sessionID)
                         version = hello.version
                     case 11:
                         guard flight != nil else { throw .other("a Certificate before the ServerHello") }
                         flight!.certificates = Self.certificates(message.body)
+                    case 12:
+                        guard flight != nil else { throw .other("a ServerKeyExchange before the ServerHello") }
+                        flight!.serverKeyExchange = message.body
+                    case 13:
+                        guard flight != nil else { throw .other("a CertificateRequest before the ServerHello") }
+                        flight!.certificateRequested = true
                     case 14:
                         guard let flight else { throw .other("a ServerHelloDone before the ServerHello") }
                         return flight
@@ -169,5 +188,49 @@ package struct RecordConversation {
             cursor += 3 + size
         }
         return found
+    }
+}
+
+/// What a TLS 1.2-or-lower ServerKeyExchange carries, read by the suite's key exchange.
+enum ServerKeyExchangeParameters: Equatable {
+    /// ECDHE: the named curve (IANA code point).
+    case namedCurve(UInt16)
+    /// Finite-field DHE: the prime and generator, big-endian.
+    case finiteField(prime: [UInt8], generator: [UInt8])
+    /// Export RSA: a temporary RSA key's modulus (FREAK).
+    case temporaryRSA(modulus: [UInt8])
+
+    init?(_ body: [UInt8], suite: CipherSuiteInfo) {
+        func vector16(at index: Int) -> [UInt8]? {
+            guard body.count >= index + 2 else { return nil }
+            let length = Int(body[index]) << 8 | Int(body[index + 1])
+            guard body.count >= index + 2 + length else { return nil }
+            return Array(body[(index + 2)..<(index + 2 + length)])
+        }
+        if suite.isEllipticCurveDH {
+            guard body.count >= 3, body[0] == 3 else { return nil }  // named_curve
+            self = .namedCurve(UInt16(body[1]) << 8 | UInt16(body[2]))
+        } else if suite.isFiniteFieldDH {
+            guard let prime = vector16(at: 0), let generator = vector16(at: 2 + prime.count) else { return nil }
+            self = .finiteField(prime: prime, generator: generator)
+        } else if suite.keyExchangeField.hasPrefix("RSA") {
+            guard let modulus = vector16(at: 0) else { return nil }
+            self = .temporaryRSA(modulus: modulus)
+        } else {
+            return nil
+        }
+    }
+
+    /// Bits of a finite-field prime or RSA modulus (leading zero bytes dropped).
+    var bits: Int? {
+        let bytes: [UInt8]
+        switch self {
+        case .namedCurve: return nil
+        case .finiteField(let prime, _): bytes = prime
+        case .temporaryRSA(let modulus): bytes = modulus
+        }
+        let significant = bytes.drop { $0 == 0 }
+        guard let first = significant.first else { return 0 }
+        return (significant.count - 1) * 8 + (8 - first.leadingZeroBitCount)
     }
 }
