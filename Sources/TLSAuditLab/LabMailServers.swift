@@ -330,3 +330,26 @@ public final class LabPlainHTTPAnswer: Sendable {
 
     public func stop() { listener.stop() }
 }
+
+/// GnuTLS's `gnutls-serv` on a free loopback port with a certificate (leaf first in
+/// `certificatePEM`, then its chain) and a GnuTLS priority string: the second TLS library of the
+/// referee tests, and the one that still speaks what OpenSSL 3 cannot (RC4, 3DES with SSLv3, RFC
+/// 7919 groups in TLS 1.2), e.g. `NORMAL:+ARCFOUR-128:+3DES-CBC:+DHE-RSA:+GROUP-FFDHE2048`.
+/// `http`: answer HTTP requests (`--http`), else echo.
+public final class LabGnuTLSServer: Sendable {
+    public let port: Int
+    private let daemon: LabDaemon
+
+    public init(certificatePEM: String, keyPEM: String, priority: String, http: Bool = true, arguments: [String] = []) throws {
+        let program = try LabPrerequisite.program(["/usr/bin/gnutls-serv"], package: "gnutls-bin")
+        daemon = try LabDaemon(name: "gnutls-serv")
+        port = try LabPorts.unusedPort()
+        try daemon.write("chain.pem", certificatePEM)
+        try daemon.write("key.pem", keyPEM)
+        try daemon.start(program, ["--port", String(port), "--x509certfile", daemon.path("chain.pem"), "--x509keyfile", daemon.path("key.pem"),
+                                   "--priority", priority, "--quiet"] + (http ? ["--http"] : ["--echo"]) + arguments,
+                         ports: [port])
+    }
+
+    public func stop() { daemon.stop() }
+}
