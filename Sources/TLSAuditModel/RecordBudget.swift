@@ -28,6 +28,22 @@ public enum RecordBudget {
         return rest > 0 ? "\(quoted) and \(rest.grouped) more" : quoted
     }
 
+    /// Every one of `items` that fits in one message (its UTF-8 bytes, leaving room for the
+    /// sentence around it), then how many more: `a, b, c and 12 more`; all of them when they fit.
+    public static func listWithinMessage(_ items: [String], budget: Int = messageBytes - 250) -> String {
+        var quoted: [String] = []
+        var bytes = 0
+        for item in items {
+            let name = clamp(item, to: 200)
+            let cost = name.utf8.count + (quoted.isEmpty ? 0 : 2)
+            guard bytes + cost <= budget else { break }
+            quoted.append(name)
+            bytes += cost
+        }
+        let rest = items.count - quoted.count
+        return rest > 0 ? "\(quoted.joined(separator: ", ")) and \(rest.grouped) more" : quoted.joined(separator: ", ")
+    }
+
     /// `text` cut to at most `limit` UTF-8 bytes, at a Unicode scalar boundary, saying how much
     /// was cut. Bytes, not characters: a server chooses these strings, and one "character" can
     /// carry thousands of combining marks.

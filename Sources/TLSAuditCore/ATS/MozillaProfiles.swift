@@ -77,7 +77,7 @@ public struct MozillaProfile: Sendable {
     func evaluate(leaf: CertificateSummary?, trustErrors: [Finding], evidence: ConfigurationEvidence) -> [Finding] {
         var findings: [Finding] = []
         func fail(_ id: FindingID, _ message: String) { findings.append(Finding(id, .error, "Mozilla \(name): \(message)")) }
-        func listed(_ values: some Sequence<String>) -> String { values.sorted().joined(separator: ", ") }
+        func listed(_ values: some Sequence<String>) -> String { RecordBudget.listWithinMessage(values.sorted()) }
 
         var legacyVersions = false
         if let enumeration = evidence.enumeration {

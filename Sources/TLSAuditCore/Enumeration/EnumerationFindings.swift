@@ -34,13 +34,13 @@ extension EnumerationReport {
         }
         let anonymous = protocols.flatMap(\.suites).filter { $0.cipher.authentication == "NULL" }
         if !anonymous.isEmpty {
-            let names = Set(anonymous.map(\.cipher.iana)).sorted().prefix(4).joined(separator: ", ")
+            let names = RecordBudget.listWithinMessage(Set(anonymous.map(\.cipher.iana)).sorted())
             findings.append(Finding(.tlsAnonymousSuites, .error,
                 "The server accepts anonymous suites, with no server authentication at all (anyone in the middle can answer): \(names)."))
         }
         let staticRSA = protocols.flatMap(\.suites).filter { !$0.keyExchange.forwardSecrecy }
         if !staticRSA.isEmpty {
-            let names = Set(staticRSA.map(\.cipher.iana)).sorted().prefix(4).joined(separator: ", ")
+            let names = RecordBudget.listWithinMessage(Set(staticRSA.map(\.cipher.iana)).sorted())
             findings.append(Finding(.tlsNonForwardSecretSuites, .info, "The server accepts suites without forward secrecy: \(names)."))
         }
         return findings

@@ -19,23 +19,25 @@ public final class Enumerator: Sendable {
     }
 
     /// The scanner's client contexts, one per ClientHello profile.
-    private var contexts: [ClientProfile: ClientContext] { scanner.contexts }
+    var contexts: [ClientProfile: ClientContext] { scanner.contexts }
 
     static let tls13Suites = ["TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
                               "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"]
 
     // MARK: - Enumeration
 
-    /// Every version (SSLv2 and SSLv3 by hand-built ClientHello) and every suite this libssl can offer.
+    /// Every version and suite: SSLv2 by a hand-built CLIENT-HELLO, SSLv3 to TLS 1.2 by hand-built
+    /// ClientHellos offering the whole IANA registry (`wireSuites`), TLS 1.3 by real handshakes.
     public func enumerate(_ address: SocketAddress, target: ScanTarget) -> EnumerationReport {
         let started = ContinuousClock.now
         let probes = ProbeCounter()
-        enum Job: Sendable { case legacy(String), version(TLSVersion) }
-        let jobs: [Job] = [.legacy("SSLv2"), .legacy("SSLv3"), .version(.tls1_0), .version(.tls1_1), .version(.tls1_2), .version(.tls1_3)]
+        enum Job: Sendable { case sslv2, version(TLSVersion) }
+        let jobs: [Job] = [.sslv2, .version(.ssl3), .version(.tls1_0), .version(.tls1_1), .version(.tls1_2), .version(.tls1_3)]
         let results = WorkerPool.map(jobs, concurrency: perHostConcurrency) { job -> ProtocolSupport in
             switch job {
-            case .legacy(let name): return self.legacyProbe(name, address: address, target: target, probes: probes)
-            case .version(let version): return self.suites(for: version, address: address, target: target, probes: probes)
+            case .sslv2: return self.sslv2Probe(address, target: target, probes: probes)
+            case .version(.tls1_3): return self.tls13Suites(address, target: target, probes: probes)
+            case .version(let version): return self.wireSuites(for: version, address: address, target: target, probes: probes)
             }
         }
         return EnumerationReport(address: address.host, protocols: results, findings: [],
@@ -43,59 +45,41 @@ public final class Enumerator: Sendable {
                                  durationMs: milliseconds(since: started))
     }
 
-    /// Offers every remaining suite at `version`; the server's pick is recorded and removed, until it refuses.
-    private func suites(for version: TLSVersion, address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
-        var remaining = version == .tls1_3 ? Self.tls13Suites : candidateSuites(for: version)
+    /// TLS 1.3's five suites by real handshakes (this libssl offers them all): every remaining suite
+    /// offered, the server's pick recorded and removed, until it refuses.
+    private func tls13Suites(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
+        var remaining = Self.tls13Suites
         var accepted: [AcceptedSuite] = []
         var lastFailure: ProbeFailure?
+        func override(_ suites: [String]) -> ClientHelloOverride {
+            ClientHelloOverride(minVersion: .tls1_3, maxVersion: .tls1_3, tls13Suites: suites.joined(separator: ":"))
+        }
         while !remaining.isEmpty {
-            let attempt = handshake(address, target: target, probes: probes, override: override(version, remaining))
-            guard let observation = attempt.observation, observation.protocolVersion == version,
-                  remaining.contains(version == .tls1_3 ? observation.cipher.iana : observation.cipher.openssl) else {
+            let attempt = handshake(address, target: target, probes: probes, override: override(remaining))
+            guard let observation = attempt.observation, observation.protocolVersion == .tls1_3, remaining.contains(observation.cipher.iana) else {
                 lastFailure = attempt.failure
                 break
             }
             accepted.append(AcceptedSuite(cipher: observation.cipher, keyExchange: observation.keyExchange))
-            remaining.removeAll { $0 == (version == .tls1_3 ? observation.cipher.iana : observation.cipher.openssl) }
+            remaining.removeAll { $0 == observation.cipher.iana }
         }
         guard !accepted.isEmpty else {
             if let failure = lastFailure, [.tlsAlert, .closedDuringHandshake, .handshakeFailed].contains(failure.category) {
-                return ProtocolSupport(version: version.rawValue, status: .rejected, detail: "refused: \(failure.description)")
+                return ProtocolSupport(version: TLSVersion.tls1_3.rawValue, status: .rejected, detail: "refused: \(failure.description)")
             }
-            return ProtocolSupport(version: version.rawValue, status: .notTested,
+            return ProtocolSupport(version: TLSVersion.tls1_3.rawValue, status: .notTested,
                                    detail: "the probe failed: \(lastFailure?.description ?? "no answer")")
         }
         var preference: String?
         if accepted.count >= 2 {
             // Offer the first two choices reversed: a server that keeps its first choice enforces its order.
-            let names = accepted.prefix(2).map { version == .tls1_3 ? $0.cipher.iana : $0.cipher.openssl }
-            let attempt = handshake(address, target: target, probes: probes, override: override(version, names.reversed()))
-            if let chosen = attempt.observation?.cipher {
-                preference = (version == .tls1_3 ? chosen.iana : chosen.openssl) == names[0] ? "server" : "client"
+            let names = accepted.prefix(2).map(\.cipher.iana)
+            if let chosen = handshake(address, target: target, probes: probes, override: override(names.reversed())).observation?.cipher {
+                preference = chosen.iana == names[0] ? "server" : "client"
             }
         }
-        return ProtocolSupport(version: version.rawValue, status: .accepted,
+        return ProtocolSupport(version: TLSVersion.tls1_3.rawValue, status: .accepted,
                                detail: "\(accepted.count) suite(s) accepted", suites: accepted, preference: preference)
-    }
-
-    private func override(_ version: TLSVersion, _ suites: [String]) -> ClientHelloOverride {
-        if version == .tls1_3 {
-            return ClientHelloOverride(minVersion: version, maxVersion: version, tls13Suites: suites.joined(separator: ":"))
-        }
-        return ClientHelloOverride(minVersion: version, maxVersion: version, cipherList: suites.joined(separator: ":"))
-    }
-
-    /// The suites this libssl can offer at `version` (security level 0, every suite compiled in).
-    private func candidateSuites(for version: TLSVersion) -> [String] {
-        guard let context = contexts[.permissive], let ssl = SSL_new(context.pointer) else { return [] }
-        defer { SSL_free(ssl) }
-        _ = tlsaudit_SSL_set_min_proto_version(ssl, Int32(version.wireValue))
-        _ = tlsaudit_SSL_set_max_proto_version(ssl, Int32(version.wireValue))
-        guard let stack = SSL_get1_supported_ciphers(ssl) else { return [] }
-        defer { tlsaudit_sk_SSL_CIPHER_free(stack) }
-        return (0..<tlsaudit_sk_SSL_CIPHER_num(stack)).compactMap { index in
-            tlsaudit_sk_SSL_CIPHER_value(stack, index).map { String(cString: SSL_CIPHER_get_name($0)) }
-        }.filter { !Self.tls13Suites.contains($0) && !$0.contains("PSK") && !$0.contains("SRP") }
     }
 
     /// One handshake with the permissive context and an override, on a fresh connection.
@@ -114,14 +98,15 @@ public final class Enumerator: Sendable {
         }
     }
 
-    // MARK: - SSLv2 / SSLv3 by hand
+    // MARK: - SSLv2 by hand
 
-    /// SSL 2 and 3 are compiled out of this libssl: a minimal hand-built ClientHello is sent and the
-    /// first bytes of the answer are parsed (ServerHello, alert, or anything else).
-    private func legacyProbe(_ name: String, address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
+    /// SSL 2 is compiled out of this libssl: a minimal hand-built CLIENT-HELLO is sent and the first
+    /// bytes of the answer are parsed (SERVER-HELLO, alert, or anything else).
+    private func sslv2Probe(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
+        let name = "SSLv2"
         probes.increment()
         let timeout = target.timeout ?? scanner.options.timeout
-        let hello = name == "SSLv2" ? LegacyHello.sslv2 : LegacyHello.sslv3
+        let hello = LegacyHello.sslv2
         do {
             let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
             let deadline = Deadline(after: timeout)
@@ -253,17 +238,9 @@ final class ProbeCounter: Sendable {
     var value: Int { count.load(ordering: .relaxed) }
 }
 
-/// Hand-built SSL 2.0 and SSL 3.0 ClientHellos and the reading of their answers.
+/// The hand-built SSL 2.0 CLIENT-HELLO and the reading of its answer (SSL 3.0 is enumerated on the
+/// wire like TLS 1.0 to 1.2, `wireSuites`).
 enum LegacyHello {
-    static let sslv3: [UInt8] = {
-        let suites: [UInt16] = [0x0039, 0x0038, 0x0035, 0x0016, 0x0013, 0x000a, 0x0033, 0x0032, 0x002f, 0x0005, 0x0004, 0x0009, 0x00ff]
-        var body: [UInt8] = [0x03, 0x00] + (0..<32).map { _ in UInt8.random(in: 0...255) } + [0x00]
-        body += [UInt8(suites.count * 2 >> 8), UInt8(suites.count * 2 & 0xff)] + suites.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }
-        body += [0x01, 0x00]
-        let handshake = [0x01, 0x00, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
-        return [0x16, 0x03, 0x00, UInt8(handshake.count >> 8), UInt8(handshake.count & 0xff)] + handshake
-    }()
-
     static let sslv2: [UInt8] = {
         let specs: [UInt8] = [0x01, 0x00, 0x80, 0x02, 0x00, 0x80, 0x03, 0x00, 0x80, 0x04, 0x00, 0x80,
                               0x05, 0x00, 0x80, 0x06, 0x00, 0x40, 0x07, 0x00, 0xc0]
@@ -276,13 +253,8 @@ enum LegacyHello {
         guard !answer.isEmpty else {
             return ProtocolSupport(version: version, status: .rejected, detail: "the server closed the connection on a hand-built \(version) ClientHello")
         }
-        if version == "SSLv2" {
-            if answer.count >= 3, answer[0] & 0x80 != 0, answer[2] == 0x04 {
-                return ProtocolSupport(version: version, status: .accepted, detail: "the server answered an SSLv2 CLIENT-HELLO with SERVER-HELLO")
-            }
-        } else if answer.count >= 11, answer[0] == 0x16, answer[1] == 0x03, answer[2] == 0x00, answer[5] == 0x02,
-                  answer[9] == 0x03, answer[10] == 0x00 {
-            return ProtocolSupport(version: version, status: .accepted, detail: "the server answered an SSLv3 ClientHello with an SSLv3 ServerHello")
+        if answer.count >= 3, answer[0] & 0x80 != 0, answer[2] == 0x04 {
+            return ProtocolSupport(version: version, status: .accepted, detail: "the server answered an SSLv2 CLIENT-HELLO with SERVER-HELLO")
         }
         if answer.count >= 7, answer[0] == 0x15 {
             return ProtocolSupport(version: version, status: .rejected,

@@ -97,6 +97,7 @@ enum HandshakeProbe {
             return .failed(ProbeFailure(.internalError, "this libssl cannot offer the requested versions or suites"))
         }
         let trace = HandshakeTrace()
+        let began = ContinuousClock.now
         let traceReference = Unmanaged.passRetained(trace)
         defer { traceReference.release() }
         SSL_set_msg_callback(ssl, recordMessage)
@@ -160,7 +161,8 @@ enum HandshakeProbe {
             tlsExtension: delivered.count { $0.origin == .tlsExtension }, ocsp: delivered.count { $0.origin == .ocsp })
 
         if trace.certificateRequested, !context.presentsClientCertificate,
-           let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline) {
+           let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline,
+                                                  handshakeTime: ContinuousClock.now - began) {
             return HandshakeAttempt(observation: observation, failure: refusal, presented: presented,
                                     stapledResponse: stapled, deliveredSCTs: delivered)
         }
@@ -193,6 +195,11 @@ enum HandshakeProbe {
             return CipherSuiteDescription(iana: "unknown", openssl: "unknown", code: "0x0000", keyExchange: "unknown",
                                           authentication: "unknown", isAEAD: false, strengthBits: 0)
         }
+        return cipherDescription(of: cipher)
+    }
+
+    /// A suite as this libssl names and describes it.
+    static func cipherDescription(of cipher: OpaquePointer) -> CipherSuiteDescription {
         let code = SSL_CIPHER_get_protocol_id(cipher)
         return CipherSuiteDescription(
             iana: SSL_CIPHER_standard_name(cipher).map { String(cString: $0) } ?? "unknown",
@@ -247,11 +254,16 @@ enum HandshakeProbe {
 
     // MARK: - Failures
 
-    /// TLS 1.3 servers that require a client certificate reject it only after the client's
-    /// Finished: wait briefly for that alert, so "required" is told from "optional".
+    /// TLS 1.3 servers that require a client certificate refuse the client's empty one only after
+    /// its Finished, one round trip later (a TLS 1.2 server refuses before its own Finished, so a
+    /// completed TLS 1.2 handshake already says "optional"). The answer is awaited for twice the
+    /// handshake's own time (at least 50 ms, at most a second): the refusal comes within it, and a
+    /// server that sends its tickets says at once that it went on.
     static func clientCertificateRefusal(ssl: OpaquePointer, socket: TCPSocket, trace: HandshakeTrace,
-                                         deadline: Deadline) -> ProbeFailure? {
-        let shortWait = Deadline(after: min(1.0, Double(deadline.remainingMilliseconds) / 1000))
+                                         deadline: Deadline, handshakeTime: Duration) -> ProbeFailure? {
+        guard SSL_version(ssl) == TLS1_3_VERSION else { return nil }
+        let handshakeSeconds = Double(handshakeTime.components.seconds) + Double(handshakeTime.components.attoseconds) / 1e18
+        let shortWait = Deadline(after: min(1.0, max(0.05, 2 * handshakeSeconds), Double(deadline.remainingMilliseconds) / 1000))
         var byte: UInt8 = 0
         while true {
             OpenSSLErrors.clear()
@@ -259,6 +271,8 @@ enum HandshakeProbe {
             if status > 0 { return nil } // The server talks: the certificate was optional.
             let error = SSL_get_error(ssl, status)
             if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE {
+                // A ticket was read (or nothing yet): the server went on without a certificate.
+                if SSL_get_session(ssl).map({ SSL_SESSION_is_resumable($0) == 1 }) == true { return nil }
                 let events = Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)
                 if socket.wait(for: events, until: shortWait) == .ready { continue }
                 return nil

@@ -9,14 +9,6 @@ public import TLSAuditModel
 /// handshakes (or, where this libssl cannot offer something, hand-built ClientHellos), in a bounded
 /// number of them, at most `perHostConcurrency` connections at once.
 extension Enumerator {
-    /// Key-exchange groups: IANA code point, IANA name, and OpenSSL's list name when this libssl can offer it.
-    static let inventoryGroups: [(code: UInt16, name: String, openssl: String?)] = [
-        (0x001D, "x25519", "X25519"), (0x0017, "secp256r1", "P-256"), (0x0018, "secp384r1", "P-384"), (0x0019, "secp521r1", "P-521"),
-        (0x001E, "x448", "X448"), (0x001F, "brainpoolP256r1tls13", nil), (0x0020, "brainpoolP384r1tls13", nil),
-        (0x0021, "brainpoolP512r1tls13", nil), (0x0100, "ffdhe2048", "ffdhe2048"), (0x0101, "ffdhe3072", "ffdhe3072"),
-        (0x0102, "ffdhe4096", "ffdhe4096"), (0x0103, "ffdhe6144", "ffdhe6144"), (0x0104, "ffdhe8192", "ffdhe8192"),
-    ] + HandBuiltHello.postQuantumGroups.map { ($0.code, $0.name, nil) }
-
     /// Signature algorithms offered one at a time: OpenSSL's name and the IANA name reported.
     static let inventorySignatureAlgorithms: [(openssl: String, iana: String)] = [
         ("ECDSA+SHA256", "ecdsa_secp256r1_sha256"), ("ECDSA+SHA384", "ecdsa_secp384r1_sha384"), ("ECDSA+SHA512", "ecdsa_secp521r1_sha512"),
@@ -86,8 +78,11 @@ extension Enumerator {
             case .alpn:
                 return self.alpn(address, target: target, probes: probes).map { .alpn($0.0, $0.1) } ?? .alpn([], nil)
             case .groups:
-                let (groups, order) = best == .tls1_3 ? self.groupsByHelloRetry(address, target: target, probes: probes, timeout: timeout)
+                var (groups, order) = best == .tls1_3 ? self.groupsByHelloRetry(address, target: target, probes: probes, timeout: timeout)
                     : self.groups(address, target: target, probes: probes, leafCurve: leafCurve)
+                if best != .tls1_3, let tls12 {
+                    groups += self.wireGroups(address, target: target, probes: probes, version: tls12, leafCurve: leafCurve, known: groups)
+                }
                 return .groups(groups, order)
             case .signatures:
                 return .names(self.signatureAlgorithms(address, target: target, probes: probes))
@@ -139,8 +134,9 @@ extension Enumerator {
             secure = tlsaudit_SSL_get_secure_renegotiation_support(ssl) == 1
             client = Self.renegotiate(ssl, deadline: Deadline(after: timeout))
         }
-        guard attempt.observation != nil else { return nil }
-        return (secure ? .yes("renegotiation_info in the TLS 1.2 ServerHello (RFC 5746)") : .no("no renegotiation_info in the TLS 1.2 ServerHello: insecure renegotiation (CVE-2009-3555)"),
+        guard let version = attempt.observation?.protocolVersion.rawValue else { return nil }
+        return (secure ? .yes("renegotiation_info in the \(version) ServerHello (RFC 5746)")
+                       : .no("no renegotiation_info in the \(version) ServerHello: insecure renegotiation (CVE-2009-3555)"),
                 client)
     }
 
@@ -194,8 +190,9 @@ extension Enumerator {
     }
 
     /// TLS_FALLBACK_SCSV with each version below the server's best, from the next one down: a
-    /// server that honours it refuses with inappropriate_fallback; one that speaks none of the lower
-    /// versions leaves nothing to fall back to (also a yes, as sslyze counts it, said as such).
+    /// server that honours it refuses with inappropriate_fallback. One that speaks none of the
+    /// lower versions leaves nothing to fall back to: not tested, since there is no downgrade to
+    /// refuse (sslyze counts it as support).
     private func fallback(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, best: TLSVersion) -> InventoryAnswer {
         let lower = TLSVersion.allCases.filter { $0.wireValue < best.wireValue && $0.wireValue >= TLSVersion.tls1_0.wireValue }
             .sorted { $0.wireValue > $1.wireValue }
@@ -212,7 +209,7 @@ extension Enumerator {
             }
             refusals.append("\(version.rawValue): \(attempt.failure?.alert ?? attempt.failure?.category.rawValue ?? "refused")")
         }
-        return .yes("the server speaks no version below \(best.rawValue), so no fallback is possible (\(refusals.joined(separator: ", ")))")
+        return .notTested("not applicable: the server speaks no version below \(best.rawValue), so there is no fallback to refuse (\(refusals.joined(separator: ", ")))")
     }
 
     /// Two connections: the second offers the first's session (by ID, or by ticket).
@@ -308,7 +305,7 @@ extension Enumerator {
     /// order: the remaining accepted groups offered together, the server's pick removed each time.
     /// `leafCurve`: listed after the candidates, for the ECDSA certificate's sake.
     private func groups(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, leafCurve: String?) -> ([String], String?) {
-        let offerable = Self.inventoryGroups.compactMap { group in group.openssl.map { (openssl: $0, name: group.name) } }
+        let offerable = NamedGroupRegistry.all.filter { $0.kind == .ellipticCurve }.compactMap { group in group.openssl.map { (openssl: $0, name: group.name) } }
         func negotiated(_ list: [String]) -> String? {
             var group: String?
             let offered = list + (leafCurve.map { list.contains($0) ? [] : [$0] } ?? [])
@@ -316,7 +313,7 @@ extension Enumerator {
                 let id = tlsaudit_SSL_get_negotiated_group(ssl)
                 guard id != 0, let name = SSL_group_to_name(ssl, id) else { return }
                 let negotiated = String(cString: name).lowercased()
-                group = Self.inventoryGroups.first { $0.name.lowercased() == negotiated || ($0.name == "secp256r1" && negotiated == "prime256v1") }?.name
+                group = NamedGroupRegistry.all.first { $0.name.lowercased() == negotiated || ($0.name == "secp256r1" && negotiated == "prime256v1") }?.name
             }
             return group
         }
@@ -329,9 +326,38 @@ extension Enumerator {
             remaining.removeAll { $0.name == pick }
         }
         order += remaining.map(\.name)
-        let reversedPick = negotiated(accepted.reversed().map(\.openssl))
-        let serverOrder = reversedPick == order[0] && order[0] != accepted.last?.name
-        return (order, serverOrder ? "server" : "client")
+        // The order found, reversed: a server with an order of its own still takes its first; one
+        // that follows the client takes the reversed list's first.
+        let reversedPick = negotiated(order.reversed().compactMap { name in accepted.first { $0.name == name }?.openssl })
+        return (order, reversedPick == order[0] ? "server" : "client")
+    }
+
+    /// TLS 1.2-or-lower servers, on the wire: the curves this libssl cannot offer (ECDHE suites
+    /// only, the leaf's curve listed last for an ECDSA certificate's sake, so curves the server
+    /// ranks below its certificate's stay unseen), then the RFC 7919 groups (DHE suites only, the
+    /// group told by its prime), each walk removing the server's choice until it refuses or picks
+    /// something else. Appended to `known`'s order.
+    func wireGroups(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, version: TLSVersion,
+                    leafCurve: String?, known: [String]) -> [String] {
+        let offerable = CipherSuiteRegistry.offerable(at: version.wireValue).filter { !$0.isAnonymous && !$0.isExport }
+        let leaf = leafCurve.flatMap { curve in NamedGroupRegistry.all.first { $0.openssl == curve || $0.name == curve } }
+        func walk(suites: [UInt16], groups: [NamedGroupInfo]) -> [String] {
+            var remaining = groups.filter { !known.contains($0.name) }
+            var found: [String] = []
+            while !remaining.isEmpty {
+                let offered = remaining.map(\.code) + (leaf.map { leaf in remaining.contains(leaf) ? [] : [leaf.code] } ?? [])
+                guard case .chose(_, let exchange) = offer(suites, version: version, address: address, target: target, probes: probes, groups: offered),
+                      let name = exchange.group, remaining.contains(where: { $0.name == name }) else { break }
+                found.append(name)
+                remaining.removeAll { $0.name == name }
+            }
+            return found
+        }
+        let exotic = walk(suites: offerable.filter(\.isEllipticCurveDH).map(\.code),
+                          groups: NamedGroupRegistry.all.filter { $0.kind == .ellipticCurve && $0.openssl == nil })
+        let finiteField = walk(suites: offerable.filter(\.isFiniteFieldDH).map(\.code),
+                               groups: NamedGroupRegistry.all.filter { $0.kind == .finiteField })
+        return exotic + finiteField
     }
 
     /// TLS 1.3 servers: hand-built ClientHellos whose supported_groups list every group (the
@@ -348,24 +374,32 @@ extension Enumerator {
                   let group = hello.selectedGroup else { return nil }
             return offered.first { $0.code == group }?.name
         }
-        var remaining = Self.inventoryGroups
+        let candidates = NamedGroupRegistry.all.map { (code: $0.code, name: $0.name, openssl: $0.openssl) }
+        var remaining = candidates
         var order: [String] = []
         while !remaining.isEmpty, let chosen = pick(remaining) {
             order.append(chosen)
             remaining.removeAll { $0.name == chosen }
         }
         guard order.count >= 2 else { return (order, nil) }
-        let accepted = Self.inventoryGroups.filter { order.contains($0.name) }
-        let reversedPick = pick(accepted.reversed())
-        // A server with no order of its own takes the client's first: the reversed list's first.
-        return (order, reversedPick == order[0] && order[0] != accepted.last?.name ? "server" : "client")
+        // The order found, reversed: a server with an order of its own still takes its first; one
+        // that follows the client takes the reversed list's first.
+        let reversedPick = pick(order.reversed().compactMap { name in candidates.first { $0.name == name } })
+        return (order, reversedPick == order[0] ? "server" : "client")
     }
 
-    /// Each signature algorithm alone; accepted when the handshake completes with it.
+    /// Each signature algorithm alone, with only suites whose key exchange the server signs
+    /// (ECDHE and DHE, and TLS 1.3): accepted when such a TLS 1.2-or-later handshake completes,
+    /// since the server then signed with the one algorithm offered. A handshake with static RSA or
+    /// an anonymous suite signs nothing and a TLS 1.0/1.1 one signs with MD5-SHA1: neither counts.
     private func signatureAlgorithms(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> [String] {
         Self.inventorySignatureAlgorithms.filter { candidate in
-            handshake(address, target: target, probes: probes,
-                      override: ClientHelloOverride(signatureAlgorithms: candidate.openssl)).observation != nil
+            // PKCS #1 and SHA-1 signatures exist for the handshake only up to TLS 1.2.
+            let tls12Only = candidate.iana.hasPrefix("rsa_pkcs1") || candidate.iana == "ecdsa_sha1"
+            let override = ClientHelloOverride(maxVersion: tls12Only ? .tls1_2 : nil, cipherList: "kECDHE:kDHE:!aNULL",
+                                               signatureAlgorithms: candidate.openssl)
+            guard let observation = handshake(address, target: target, probes: probes, override: override).observation else { return false }
+            return observation.protocolVersion >= .tls1_2 && observation.keyExchange.forwardSecrecy
         }.map(\.iana)
     }
 

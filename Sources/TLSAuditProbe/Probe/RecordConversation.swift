@@ -75,7 +75,11 @@ package struct RecordConversation {
     }
 
     /// Connects (STARTTLS first when the target asks), sends `hello`, and reads the first flight.
-    static func start(_ address: SocketAddress, target: ScanTarget, hello: [UInt8], timeout: Double) throws(Failure) -> (RecordConversation, FirstFlight) {
+    /// `enough`, given the flight read so far (the ServerHello, then each further message), says
+    /// when nothing more is needed. With `helloSuffices`, a ServerHello followed by silence or a
+    /// close still counts (the version and suite are known; what follows it is missing).
+    static func start(_ address: SocketAddress, target: ScanTarget, hello: [UInt8], timeout: Double,
+                      helloSuffices: Bool = false, enough: (FirstFlight) -> Bool = { _ in false }) throws(Failure) -> (RecordConversation, FirstFlight) {
         let deadline = Deadline(after: timeout)
         let socket: TCPSocket
         do {
@@ -85,14 +89,20 @@ package struct RecordConversation {
         }
         var conversation = RecordConversation(socket: socket, deadline: deadline)
         guard socket.send(hello, until: deadline) else { throw .other("the server closed the connection on the ClientHello") }
-        let flight = try conversation.readFirstFlight()
-        return (conversation, flight)
+        var partial: FirstFlight?
+        do {
+            let flight = try conversation.readFirstFlight(into: &partial, enough: enough)
+            return (conversation, flight)
+        } catch {
+            guard helloSuffices, case .other = error, let partial else { throw error }
+            return (conversation, partial)
+        }
     }
 
-    /// Handshake messages up to ServerHelloDone: the ServerHello and the Certificate parsed.
-    private mutating func readFirstFlight() throws(Failure) -> FirstFlight {
+    /// Handshake messages up to ServerHelloDone (or until `enough`): the ServerHello, the
+    /// Certificate and the ServerKeyExchange kept; `flight` holds what was read when it throws.
+    private mutating func readFirstFlight(into flight: inout FirstFlight?, enough: (FirstFlight) -> Bool) throws(Failure) -> FirstFlight {
         var handshake: [UInt8] = []
-        var flight: FirstFlight?
         while true {
             switch next() {
             case .record(RecordConversation.handshake, let fragment):
@@ -108,12 +118,14 @@ package struct RecordConversation {
                         flight = FirstFlight(version: hello.version, cipher: hello.cipher, extensions: hello.extensions, certificates: [],
                                              sessionID: hello.sessionID)
                         version = hello.version
+                        if enough(flight!) { return flight! }
                     case 11:
                         guard flight != nil else { throw .other("a Certificate before the ServerHello") }
                         flight!.certificates = Self.certificates(message.body)
                     case 12:
                         guard flight != nil else { throw .other("a ServerKeyExchange before the ServerHello") }
                         flight!.serverKeyExchange = message.body
+                        if enough(flight!) { return flight! }
                     case 13:
                         guard flight != nil else { throw .other("a CertificateRequest before the ServerHello") }
                         flight!.certificateRequested = true
