@@ -154,7 +154,7 @@ public struct ScanTextRenderer: Sendable {
                     var details = [Self.keyExchangeName(suite.cipher, group: kx.group)]
                     if let group = kx.group { details.append(group) } else if let key = kx.ephemeralKey { details.append("\(key.type) \(key.bits)") }
                     details.append(kx.forwardSecrecy ? "FS" : "no FS")
-                    details.append(suite.cipher.isAEAD ? "AEAD" : "CBC")
+                    details.append(suite.cipher.encryptionMode)
                     out += "        \(suite.cipher.iana)  (\(details.joined(separator: ", ")))\n"
                 }
             }

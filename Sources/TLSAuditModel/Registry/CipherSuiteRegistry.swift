@@ -113,3 +113,21 @@ extension String {
         count >= width ? self : String(repeating: pad, count: width - count) + self
     }
 }
+
+extension CipherSuiteDescription {
+    /// The registry's entry for this suite, by its code point.
+    public var registryEntry: CipherSuiteInfo? {
+        UInt16(code.dropFirst(2), radix: 16).flatMap(CipherSuiteRegistry.suite)
+    }
+
+    /// How the suite encrypts, for people: `AEAD`, `CBC`, `CBC, 64-bit blocks`, `RC4 stream`, `no encryption`.
+    public var encryptionMode: String {
+        guard let suite = registryEntry else { return isAEAD ? "AEAD" : "CBC" }
+        if suite.isAEAD { return "AEAD" }
+        if suite.isRC4 { return "RC4 stream" }
+        if suite.isNullEncryption { return "no encryption" }
+        if suite.has64BitBlocks { return "CBC, 64-bit blocks" }
+        if suite.encryption == "GOST" { return "GOST" }
+        return "CBC"
+    }
+}
