@@ -16,8 +16,9 @@ extension Enumerator {
         let candidates = CipherSuiteRegistry.offerable(at: version.wireValue).map(\.code)
         var walk = walkSuites(candidates, version: version, address: address, target: target, probes: probes)
         var detail = ""
-        if walk.accepted.isEmpty, case .failed(let why) = walk.end {
-            // Some servers fail on a long ClientHello: offer the registry in chunks instead.
+        // Some servers fail on a long ClientHello, or refuse it outright: when the walk found nothing,
+        // a short hello of common suites tells; if that one is answered, the registry is offered in chunks.
+        if walk.accepted.isEmpty, let why = intolerance(of: walk.end, version: version, address: address, target: target, probes: probes) {
             var chunked = SuiteWalk(accepted: [], end: .refused(""))
             for start in stride(from: 0, to: candidates.count, by: Self.fallbackChunk) {
                 let chunk = Array(candidates[start..<min(candidates.count, start + Self.fallbackChunk)])
@@ -49,6 +50,23 @@ extension Enumerator {
         return ProtocolSupport(version: version.rawValue, status: .accepted,
                                detail: "\(walk.accepted.count) suite(s) accepted of the \(candidates.count) offered by hand-built ClientHellos\(detail)",
                                suites: walk.accepted.map(\.suite), preference: preference)
+    }
+
+    /// Why the walk's end looks like intolerance of the long hello rather than the version's
+    /// refusal: it failed without an alert, or it was refused while a short hello of common suites
+    /// is answered at the same version. Nil when the refusal stands.
+    private func intolerance(of end: SuiteWalk.End, version: TLSVersion, address: SocketAddress, target: ScanTarget,
+                             probes: ProbeCounter) -> String? {
+        switch end {
+        case .failed(let why):
+            return why
+        case .refused(let why):
+            let common = HandBuiltHello.tls12Suites.filter { code in
+                code != CipherSuiteRegistry.renegotiationSCSV && (version.wireValue >= 0x0303 || CipherSuiteRegistry.suite(code)?.existsBeforeTLS12 == true)
+            }
+            guard case .chose = offer(common, version: version, address: address, target: target, probes: probes) else { return nil }
+            return "refused with \(why), while a hello of \(common.count) common suites was answered"
+        }
     }
 
     private struct SuiteWalk {
