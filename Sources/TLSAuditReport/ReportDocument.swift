@@ -73,7 +73,7 @@ struct ReportDocument {
         }
         blocks.append(.heading("Server hygiene (\(rows.count))"))
         guard !checked.isEmpty else {
-            blocks.append(.paragraph("No address ran the opt-in checks (checks: [inventory, headers, vulnerabilities])."))
+            blocks.append(.paragraph("No address ran the opt-in checks (checks: [inventory, headers, vulnerabilities, clients])."))
             return
         }
         guard !rows.isEmpty else {
