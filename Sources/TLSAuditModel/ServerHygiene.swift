@@ -30,8 +30,12 @@ public enum ServerHygiene {
         }
         if let clients {
             checks.append(.clients)
-            // Only the clients still in use count: that IE 6 fails is the point of a modern configuration.
-            let failing = clients.clients.filter { !$0.connects && SimulatedClientRegistry.client(short: $0.short)?.current == true }
+            // Only the clients still in use that speak TLS 1.2 count (testssl.sh's current list keeps
+            // IE 6 and 8 as reference points: that they fail is the point of a modern configuration).
+            let failing = clients.clients.filter { result in
+                guard !result.connects, let client = SimulatedClientRegistry.client(short: result.short) else { return false }
+                return client.current && client.versions.upperBound >= 0x0303
+            }
             if !failing.isEmpty {
                 problems.append("\(failing.count) current client(s) cannot connect: \(RecordBudget.list(failing.map(\.client)))")
             }

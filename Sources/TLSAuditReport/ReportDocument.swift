@@ -73,7 +73,7 @@ struct ReportDocument {
         }
         blocks.append(.heading("Server hygiene (\(rows.count))"))
         guard !checked.isEmpty else {
-            blocks.append(.paragraph("No address ran the opt-in checks (checks: [inventory, headers, vulnerabilities, clients])."))
+            blocks.append(.paragraph("No address ran the opt-in checks (checks: [inventory, headers, vulnerabilities])."))
             return
         }
         guard !rows.isEmpty else {

@@ -222,6 +222,23 @@ struct ClientSimulationTests {
         #expect(try ServiceLab.latestHistory("plain", database: database)["clients"] == nil)
     }
 
+    @Test("report hygiene: a current TLS 1.2 client that fails is a problem; IE 6 failing (a current reference point without TLS 1.2) is not")
+    func hygiene() throws {
+        let chrome = try #require(SimulatedClientRegistry.client(short: "chrome_101_win10"))
+        let ie6 = try #require(SimulatedClientRegistry.client(short: "ie_6_xp"))
+        let android = try #require(SimulatedClientRegistry.client(short: "android_90"))
+        func report(_ results: [ClientSimulationResult]) -> [String] {
+            ServerHygiene.problems(inventory: nil, headers: nil, vulnerabilities: nil,
+                                   clients: ClientSimulationReport(clients: results, connections: results.count, durationMs: 1)).problems
+        }
+        let connects = ClientSimulationResult(client: android, connects: true, protocolVersion: "TLSv1.3")
+        #expect(report([ClientSimulationResult(client: ie6, connects: false, failure: "refused"), connects]).isEmpty)
+        #expect(report([ClientSimulationResult(client: chrome, connects: false, failure: "refused"), connects])
+                == ["1 current client(s) cannot connect: Chrome 101 (Win 10)"])
+        #expect(ServerHygiene.problems(inventory: nil, headers: nil, vulnerabilities: nil,
+                                       clients: ClientSimulationReport(clients: [], connections: 0, durationMs: 0)).checks == [.clients])
+    }
+
     @Test("README lists every client of the table with its source (scripts/generate-client-table writes both)")
     func readmeTable() throws {
         let readme = try String(contentsOf: ConfigurationTests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
