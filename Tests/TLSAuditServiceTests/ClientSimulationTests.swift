@@ -18,10 +18,14 @@ struct ClientSimulationTests {
     /// The table's entries recorded from this machine's clients (scripts/generate-client-table).
     static let recorded = (curl: "curl_7881", openssl: "openssl_3019", java: "java_17015")
 
-    /// tlsaudit's client simulation of `port`, by client short name, and the whole report.
+    /// tlsaudit's client simulation of `port`, by client short name, and the whole report (the
+    /// output checked against docs/scan.schema.json).
     func simulate(_ port: Int) throws -> (clients: [String: [String: Any]], report: [String: Any]) {
         let output = try Binary.run(["scan", "--format", "json", "--checks", "clients", "--ca-file", lab.rootFile, "--sni", Self.name,
                                      "--timeout", "5", "127.0.0.1:\(port)"])
+        let schema = ConfigurationTests.packageRoot.appendingPathComponent("docs/scan.schema.json").path
+        let complaint = try LabJSONSchema.complaint(output.stdout, schema: schema)
+        #expect(complaint == nil, "\(complaint ?? "")")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
         let address = try #require(((document["targets"] as? [[String: Any]])?.first?["addresses"] as? [[String: Any]])?.first)
         let report = try #require(address["clients"] as? [String: Any], "\(address.keys.sorted())")
@@ -119,12 +123,14 @@ struct ClientSimulationTests {
         #expect(clients[Self.recorded.curl]?["group"] as? String == "RSA key exchange")
     }
 
-    @Test("gnutls-serv (GnuTLS NORMAL, TLS 1.2 only, its own suite order): the real clients and their simulations agree")
+    @Test("gnutls-serv (GnuTLS NORMAL with TLS 1.3, and TLS 1.2 only in its own suite order): the real clients and their simulations agree")
     func gnutls() throws {
-        let server = try LabGnuTLSServer(certificatePEM: Self.rsaLeaf.pem + lab.intermediate.pem, keyPEM: Self.rsaLeaf.key.pem,
-                                         priority: "NORMAL:-VERS-TLS1.3:%SERVER_PRECEDENCE")
-        defer { server.stop() }
-        try expectAgreement(server.port, server: "gnutls-serv TLS 1.2")
+        for priority in ["NORMAL", "NORMAL:-VERS-TLS1.3:%SERVER_PRECEDENCE"] {
+            let server = try LabGnuTLSServer(certificatePEM: Self.rsaLeaf.pem + lab.intermediate.pem, keyPEM: Self.rsaLeaf.key.pem,
+                                             priority: priority)
+            defer { server.stop() }
+            try expectAgreement(server.port, server: "gnutls-serv \(priority)")
+        }
     }
 
     @Test("a TLS 1.3-only server: TLS 1.2 clients fail on the protocol, TLS 1.3 ones connect with their group; the SNI is rewritten (the named server's RSA key, not the default server's)")
