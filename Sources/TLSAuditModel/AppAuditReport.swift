@@ -37,7 +37,7 @@ public struct AppAuditReport: Codable, Sendable {
         public var afnetworking: PinEvaluation?
         /// The oldest iOS of the client table that connects to the host, simulated from its
         /// ClientHello (`ats`' `oldest_connecting_ios`); absent when none does or the host was not reached.
-        public var oldestConnectingIOS: String?
+        public var oldestConnectingIos: String?
 
         public init(host: String, port: Int, address: String?, connects: Bool, reachable: Bool, entry: String?, rule: String,
                     probe: String, reasons: [String], detail: String, pin: String?, pinMessage: String?, serverFixes: [String],

@@ -201,6 +201,9 @@ struct ClientSimulationTests {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
         let oldest = try #require(document["oldest_connecting_ios"] as? [String: Any], "\(document.keys.sorted())")
         #expect(oldest["client"] as? String == "Safari 12.1 (iOS 12.2)", "\(oldest)")
+        // The typed document reads the new fields back (snake_case keys round-trip).
+        let decoded = try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(output.stdout.utf8))
+        #expect(decoded.oldestConnectingIos?.client == "Safari 12.1 (iOS 12.2)" && decoded.iosClients?.count == (document["ios_clients"] as? [Any])?.count)
         let ios = try #require(document["ios_clients"] as? [[String: Any]])
         #expect(ios.first?["short"] as? String == "safari_5_ios511" && ios.count >= 9)
         #expect(ios.prefix { $0["short"] as? String != "safari_121_ios_122" }.allSatisfy { $0["connects"] as? Bool == false })

@@ -88,8 +88,8 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     /// recorded ClientHello (the current one modelled), judged on the handshake and key sizes only
     /// (trust is the configurations' job); nil when they were not simulated.
     public var iosClients: [ClientSimulationResult]?
-    /// The oldest of `iosClients` that connects; nil when none does or none was simulated.
-    public var oldestConnectingIOS: ClientSimulationResult?
+    /// The oldest of `iosClients` that connects (`Ios`: the JSON key `oldest_connecting_ios` reads back); nil when none does or none was simulated.
+    public var oldestConnectingIos: ClientSimulationResult?
 
     /// `oldest iOS that connects: Safari 9 iOS 9 (TLSv1.2 ...)`, or that none of them does; nil when
     /// the iOS clients were not simulated.

@@ -42,7 +42,7 @@ extension ATSDiagnostics {
                                          trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
         diagnostics.trustStore = probes.trustStore
         diagnostics.iosClients = probes.iOSClients?.clients
-        diagnostics.oldestConnectingIOS = probes.iOSClients?.oldestConnectingIOS
+        diagnostics.oldestConnectingIos = probes.iOSClients?.oldestConnectingIOS
         return diagnostics
     }
 
