@@ -158,6 +158,40 @@ struct ClientSimulationTests {
         #expect(elapsed < 30, "the client simulation took \(elapsed) s")
     }
 
+    @Test("TLS 1.3 with secp384r1 only: a client whose key share is x25519 gets a HelloRetryRequest and connects with secp384r1; one that does not offer secp384r1 fails saying so")
+    func helloRetryRequest() throws {
+        let nginx = try LabNginxServer(servers: [
+            (directives: "ssl_protocols TLSv1.3;\nssl_ecdh_curve secp384r1;", chainPEM: Self.rsaLeaf.pem + lab.intermediate.pem,
+             keyPEM: Self.rsaLeaf.key.pem),
+        ])
+        defer { nginx.stop() }
+        let (clients, _) = try simulate(nginx.port)
+        let chrome = try #require(clients["chrome_101_win10"])
+        #expect(chrome["connects"] as? Bool == true && chrome["group"] as? String == "secp384r1", "\(chrome)")
+        let refused = clients.values.filter { ($0["failure"] as? String ?? "").contains("HelloRetryRequest") }
+        #expect(refused.allSatisfy { ($0["failure"] as? String ?? "").contains("secp384r1") }, "\(refused)")
+        // Every TLS 1.3 client either connects with secp384r1 or fails for want of it.
+        #expect(clients.values.filter { $0["protocol_version"] as? String == "TLSv1.3" }
+            .allSatisfy { $0["group"] as? String == "secp384r1" || $0["connects"] as? Bool == false })
+    }
+
+    @Test("over STARTTLS (SMTP): each client's hello after the dialogue, at most 5 connections at a time (scan's per-host limit)")
+    func starttls() throws {
+        let counter = LabSTARTTLSScript.Counter()
+        var configuration = LabServerConfiguration(chain: [Self.rsaLeaf, lab.intermediate])
+        configuration.plaintextDialogue = LabSTARTTLSScript.dialogue(.smtp, .upgrade, counter: counter)
+        let server = try LabTLSServer(configuration)
+        defer { server.stop() }
+        let output = try Binary.run(["scan", "--format", "json", "--checks", "clients", "--starttls", "smtp", "--ca-file", lab.rootFile,
+                                     "--sni", Self.name, "--timeout", "5", "127.0.0.1:\(server.port)"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
+        let address = try #require(((document["targets"] as? [[String: Any]])?.first?["addresses"] as? [[String: Any]])?.first)
+        let clients = try #require((address["clients"] as? [String: Any])?["clients"] as? [[String: Any]])
+        let curl = try #require(clients.first { $0["short"] as? String == Self.recorded.curl })
+        #expect(curl["connects"] as? Bool == true && curl["protocol_version"] as? String == "TLSv1.3", "\(curl)")
+        #expect(counter.total > clients.count && counter.peak <= 5, "\(counter.total) dialogues, \(counter.peak) at once")
+    }
+
     @Test("an ECDSA-only TLS 1.2 server: a TLS 1.2 client without ECDSA suites (Chrome 49 on XP) fails on the handshake, TLS 1.0 ones on the protocol; modern ones connect with their curve")
     func ecdsaOnly() throws {
         let nginx = try LabNginxServer(servers: [
