@@ -60,6 +60,9 @@ public struct ATSProbes: Sendable {
     public var configurations: [ATSConfigurationProbe]
     /// The log list the SCTs were checked against (`--ct-log-list`, else tlsaudit's snapshot).
     public var ctLogs: CTLogList = .shipped
+    /// The iOS clients of the client table, simulated from their ClientHellos (`SimulatedClientRegistry.iOSClients`);
+    /// nil when the caller probed only some configurations.
+    public var iOSClients: ClientSimulationReport?
 
     public init(target: String, address: String, domain: String, time: Date, privateAnchors: Bool,
                 configurations: [ATSConfigurationProbe]) {

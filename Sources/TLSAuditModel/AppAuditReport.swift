@@ -35,6 +35,9 @@ public struct AppAuditReport: Codable, Sendable {
         /// `--afnetworking`: AFSecurityPolicy's evaluation of the chain with the bundle's certificates
         /// as its pinned set (`mismatch` adds `pin.mismatch`); absent without the option.
         public var afnetworking: PinEvaluation?
+        /// The oldest iOS of the client table that connects to the host, simulated from its
+        /// ClientHello (`ats`' `oldest_connecting_ios`); absent when none does or the host was not reached.
+        public var oldestConnectingIos: String?
 
         public init(host: String, port: Int, address: String?, connects: Bool, reachable: Bool, entry: String?, rule: String,
                     probe: String, reasons: [String], detail: String, pin: String?, pinMessage: String?, serverFixes: [String],

@@ -36,6 +36,7 @@ public struct ProbedAddress: Sendable {
     public var inventory: ServerInventory?
     public var headers: HTTPHeadersReport?
     public var vulnerabilities: VulnerabilityReport?
+    public var clients: ClientSimulationReport?
     /// For a target judged by an app's rules (`ScanTarget.app`): the probe of that app's `ats` configuration.
     public var appProbes: ATSProbes?
 

@@ -76,17 +76,20 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var headers: HTTPHeadersReport?
     /// Heartbleed, CCS injection and ROBOT (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
+    /// Which real clients connect, with what protocol, suite and group (`checks: [clients]`).
+    public var clients: ClientSimulationReport?
     /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
     public var app: AppHostOutcome?
 
     /// This result with its opt-in checks' reports (as read back from a store).
     public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,
-                     enumeration: EnumerationReport? = nil) -> AddressScanResult {
+                     enumeration: EnumerationReport? = nil, clients: ClientSimulationReport?) -> AddressScanResult {
         var copy = self
         copy.enumeration = enumeration ?? self.enumeration
         copy.inventory = inventory
         copy.headers = headers
         copy.vulnerabilities = vulnerabilities
+        copy.clients = clients
         return copy
     }
 

@@ -1,8 +1,8 @@
 /// What the opt-in checks of one scan say is wrong, one short phrase each, for reports.
 public enum ServerHygiene {
-    /// The checks that ran (`inventory`, `headers`, `vulnerabilities`), and the problems they found.
-    public static func problems(inventory: ServerInventory?, headers: HTTPHeadersReport?,
-                                vulnerabilities: VulnerabilityReport?) -> (checks: [OptionalCheck], problems: [String]) {
+    /// The checks that ran (`inventory`, `headers`, `vulnerabilities`, `clients`), and the problems they found.
+    public static func problems(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,
+                                clients: ClientSimulationReport? = nil) -> (checks: [OptionalCheck], problems: [String]) {
         var checks: [OptionalCheck] = []
         var problems: [String] = []
         if let vulnerabilities {
@@ -27,6 +27,18 @@ public enum ServerHygiene {
             checks.append(.headers)
             if headers.status != nil, headers.hsts == nil { problems.append("no HSTS") }
             if headers.plainHTTP.status == .no { problems.append("port 80 does not redirect to HTTPS") }
+        }
+        if let clients {
+            checks.append(.clients)
+            // Only the clients still in use that speak TLS 1.2 count (testssl.sh's current list keeps
+            // IE 6 and 8 as reference points: that they fail is the point of a modern configuration).
+            let failing = clients.clients.filter { result in
+                guard !result.connects, let client = SimulatedClientRegistry.client(short: result.short) else { return false }
+                return client.current && client.versions.upperBound >= 0x0303
+            }
+            if !failing.isEmpty {
+                problems.append("\(failing.count) current client(s) cannot connect: \(RecordBudget.list(failing.map(\.client)))")
+            }
         }
         return (checks, problems)
     }

@@ -142,6 +142,8 @@ public enum OptionalCheck: String, Codable, Sendable, CaseIterable, Hashable {
     case headers
     /// Heartbleed, CCS injection and ROBOT probes (`VulnerabilityReport`).
     case vulnerabilities
+    /// Client simulation: which real clients connect, with what (`ClientSimulationReport`).
+    case clients
 }
 
 /// A Strict-Transport-Security header, parsed (RFC 6797).

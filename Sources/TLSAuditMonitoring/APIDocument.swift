@@ -132,6 +132,8 @@ public enum APIDocument {
                 "headers": ["type": "object"],
                 // Heartbleed, CCS injection, ROBOT (checks: [vulnerabilities]); schema: docs/scan.schema.json, `vulnerabilities`.
                 "vulnerabilities": ["type": "object"],
+                // Client simulation (checks: [clients]); schema: docs/scan.schema.json, `clients`.
+                "clients": ["type": "object"],
                 // Later scans with the same content and verdict: the run they make with this one (its first scan).
                 "run": object([
                     "scans": ["type": "integer", "minimum": 2], "last_seen_at": timestamp,

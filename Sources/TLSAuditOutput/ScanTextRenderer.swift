@@ -79,6 +79,20 @@ public struct ScanTextRenderer: Sendable {
         }
     }
 
+    /// Each simulated client: protocol, suite, group and server key, or why it fails (as SSL Labs shows it).
+    private func render(_ report: ClientSimulationReport, into out: inout String) {
+        out += "    client simulation (\(report.connecting.count) of \(report.clients.count) connect; \(report.connections) connections, \(report.durationMs) ms):\n"
+        for client in report.clients {
+            let name = client.client.padding(toLength: max(44, client.client.count), withPad: " ", startingAt: 0)
+            if client.connects {
+                let parts = [client.protocolVersion, client.suite, client.group, client.serverKey].compactMap { $0 }
+                out += "      \(name) \(parts.joined(separator: "  "))\n"
+            } else {
+                out += "      \(name) \(paint("fails", .yellow)): \(client.failure ?? "no reason given")\n"
+            }
+        }
+    }
+
     private func render(_ target: TargetScanResult, at time: Date, into out: inout String) {
         var heading = paint(target.target, .bold)
         if let sni = target.sni, sni != target.host { heading += "  SNI \(sni)" }
@@ -178,6 +192,7 @@ public struct ScanTextRenderer: Sendable {
             out += "      port 80 -> HTTPS         \(redirect)  (\(headers.plainHTTP.detail))\n"
         }
         if let vulnerabilities = result.vulnerabilities { render(vulnerabilities, into: &out) }
+        if let clients = result.clients { render(clients, into: &out) }
         for finding in result.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             let label: String = switch finding.severity {

@@ -118,6 +118,8 @@ enum PostgresMigrations {
             ALTER TABLE target_state SET (fillfactor = 50);
             ALTER TABLE observation_run SET (fillfactor = 50);
             """),
+        // ClientSimulationReport (checks: [clients]), JSON.
+        ("v15-clients", "ALTER TABLE observation ADD COLUMN clients TEXT;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -26,7 +26,8 @@ public enum ReportBuilder {
             let reached = address.verdict.condition != .unreachable
             // A server reached whose handshake still failed (a client certificate required, say) keeps its reason.
             let failedHandshake = address.verdict.condition == .notCompliant && address.verdict.failedRules.isEmpty
-            let hygiene = ServerHygiene.problems(inventory: address.inventory, headers: address.headers, vulnerabilities: address.vulnerabilities)
+            let hygiene = ServerHygiene.problems(inventory: address.inventory, headers: address.headers, vulnerabilities: address.vulnerabilities,
+                                                 clients: address.clients)
             var entry = ComplianceReport.AddressEntry(
                 address: address.address, status: address.verdict.condition, policy: address.verdict.policy,
                 failedRules: address.verdict.failedRules,

@@ -90,6 +90,7 @@ public struct ReportAddress: Sendable {
     public var inventory: ServerInventory? = nil
     public var headers: HTTPHeadersReport? = nil
     public var vulnerabilities: VulnerabilityReport? = nil
+    public var clients: ClientSimulationReport? = nil
     /// The target's configured tags as of its latest scan.
     public var tags: [String] = []
     /// The latest scan's outcome for the app whose rules judge the target (nil: none, or not stored).

@@ -150,6 +150,8 @@ public struct ScanDetails: Sendable {
     public var inventory: ServerInventory?
     public var headers: HTTPHeadersReport?
     public var vulnerabilities: VulnerabilityReport?
+    /// The client simulation (`checks: [clients]`), when the scan ran it.
+    public var clients: ClientSimulationReport?
     /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
     public var app: AppHostOutcome?
 

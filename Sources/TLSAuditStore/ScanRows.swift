@@ -32,6 +32,8 @@ package struct ScanRows {
     package var vulnerabilities: String?
     /// Every version and suite accepted (what a Mozilla policy judges), JSON.
     package var enumeration: String?
+    /// The client simulation (`checks: [clients]`), JSON.
+    package var clients: String?
     package var anchored: Int?
     /// `ChainReport.anchorIn`, comma-separated ('' for an operator's own anchor).
     package var anchorIn: String?
@@ -72,6 +74,7 @@ package struct ScanRows {
         headers = try result.headers.map { try StoredValues.json($0) }
         vulnerabilities = try result.vulnerabilities.map { try StoredValues.json($0) }
         enumeration = try result.enumeration.map { try StoredValues.json($0) }
+        clients = try result.clients.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         anchorIn = chain?.anchorIn.map { $0.joined(separator: ",") }
         references = (chain?.presented ?? []).enumerated().map {
@@ -112,7 +115,7 @@ package struct ScanRows {
             try untimed(result.vulnerabilities) { $0.durationMs = 0 },
             try untimed(result.enumeration) { $0.durationMs = 0 },
             result.ats.compliant ? "1" : "0", rows.failedRules, rows.findings, rows.pin,
-        ]
+        ] + (result.clients == nil ? [] : [try untimed(result.clients) { $0.durationMs = 0 }])  // runs stored before v15 keep their key
         // Each value with its length: no two different lists join to the same text.
         let text = values.map { value in value.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: "\u{1F}")
         return sha256(Array(text.utf8))

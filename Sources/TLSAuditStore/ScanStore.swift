@@ -180,6 +180,8 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var headers: HTTPHeadersReport?
     /// Heartbleed, CCS injection and ROBOT, when the target asked for them (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
+    /// Which simulated clients connect, when the target asked for it (`checks: [clients]`).
+    public var clients: ClientSimulationReport?
     /// When later scans showed the same content and verdict: the run they make with this one
     /// (nil for a scan seen once). `startedAt` and `durationMs` are the run's first scan's.
     public var run: RunSummary?
@@ -188,14 +190,15 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
         case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory, headers, vulnerabilities
-        case run
+        case clients, run
     }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,
                 status: AddressScanResult.Status, failureCategory: ProbeFailureCategory?, failureMessage: String?,
                 protocolVersion: TLSVersion?, cipher: String?, leafFingerprint: String?, leafSPKI: String?,
                 policy: CompliancePolicy, compliant: Bool, failedRules: [FindingID], findings: [Finding],
-                inventory: ServerInventory? = nil, headers: HTTPHeadersReport? = nil, vulnerabilities: VulnerabilityReport? = nil) {
+                inventory: ServerInventory? = nil, headers: HTTPHeadersReport? = nil, vulnerabilities: VulnerabilityReport? = nil,
+                clients: ClientSimulationReport? = nil) {
         self.observationID = observationID
         self.target = target
         self.address = address
@@ -215,6 +218,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
         self.inventory = inventory
         self.headers = headers
         self.vulnerabilities = vulnerabilities
+        self.clients = clients
     }
 }
 

@@ -42,6 +42,10 @@ package enum StoreMigrations {
             // folded into runs the same way.
             try db.execute(sql: StoreSchema.sqlite.runTables + StoreSchema.collapseRuns { "\($0) IS \($1)" })
         }
+        migrator.registerMigration("v15-clients") { db in
+            // ClientSimulationReport (checks: [clients]), JSON.
+            try db.execute(sql: "ALTER TABLE observation ADD COLUMN clients TEXT")
+        }
         return migrator
     }
 

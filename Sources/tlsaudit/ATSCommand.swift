@@ -79,6 +79,7 @@ struct ATSCommand: ParsableCommand {
             out += "  \(name.padding(toLength: 48, withPad: " ", startingAt: 0)) \(result.pass ? "PASS" : "FAIL")  \(result.detail)\(mark)\n"
         }
         out += "\nconclusion: \(diagnostics.currentClients)\n"
+        if let line = ATSDiagnostics.oldestIOSLine(diagnostics.iosClients, oldest: diagnostics.oldestConnectingIos) { out += line + "\n" }
         if !diagnostics.serverFixes.isEmpty {
             out += "fix on the server:\n"
             for fix in diagnostics.serverFixes { out += "  - \(fix)\n" }

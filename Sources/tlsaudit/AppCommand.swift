@@ -146,6 +146,7 @@ struct AppAuditCommand: ParsableCommand {
             out += "    rule: \(host.rule); probe \(host.probe): \(host.detail)\n"
             if let pin = host.pin { out += "    pins: \(pin)\(host.pinMessage.map { ": \($0)" } ?? "")\n" }
             if let pin = host.afnetworking { out += "    afnetworking: \(pin.state.rawValue): \(pin.message)\n" }
+            if let oldest = host.oldestConnectingIos { out += "    oldest iOS that connects: \(oldest)\n" }
             for fix in host.serverFixes.prefix(2) { out += "    server fix: \(fix)\n" }
             if !host.exceptionNeeded.isEmpty {
                 out += "    smallest exception that works: " + host.exceptionNeeded.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: ", ") + "\n"

@@ -78,6 +78,9 @@ struct AppAuditTests {
         let hosts = Dictionary(uniqueKeysWithValues: report.hosts.map { ($0.host, $0) })
         let modernHost = try #require(hosts["modern.app.test"])
         #expect(modernHost.connects && modernHost.entry == "modern.app.test" && modernHost.pin == "match", "\(modernHost)")
+        // The oldest iOS of the client table that connects (README, Client simulation), in JSON and text.
+        let oldest = try #require(modernHost.oldestConnectingIos, "\(modernHost)")
+        #expect(oldest.contains("iOS") && text.contains("    oldest iOS that connects: \(oldest)\n"), "\(text)")
         let legacyHost = try #require(hosts["legacy.app.test"])
         #expect(legacyHost.connects && legacyHost.entry == "legacy.app.test" && legacyHost.probe == "TLSv1.0", "\(legacyHost)")
         let plainHost = try #require(hosts["plain.app.test"])

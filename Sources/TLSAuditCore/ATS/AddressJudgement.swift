@@ -61,7 +61,7 @@ extension AddressAssessment {
                                        durationMs: probed.durationMs, handshake: handshake,
                                        atsClientRefusal: probed.handshake == nil ? nil : probed.atsClientRefusal, error: probed.failure,
                                        chain: probed.chain, findings: findings, ats: verdict, pin: pin)
-            .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities)
+            .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities, clients: probed.clients)
         result.enumeration = probed.enumeration?.judged()
         result.app = app
         return result.withinBudget()

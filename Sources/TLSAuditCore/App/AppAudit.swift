@@ -65,6 +65,7 @@ public enum AppAudit {
                 serverFixes: outcome.connects ? [] : diagnostic.serverFixes,
                 exceptionNeeded: outcome.connects || effective.arbitraryLoads ? [:] : diagnostic.exception)
             host.afnetworking = outcome.afnetworking
+            host.oldestConnectingIos = diagnostic.oldestConnectingIos.map { "\($0.client): \($0.summary)" }
             judged.append(host)
         }
 

@@ -84,6 +84,21 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public var infoPlist: String?
     /// 0 when a current Apple client connects with default ATS; 1 otherwise.
     public var exitCode: Int32
+    /// The iOS clients of the client table (README, Client simulation), oldest first, each from its
+    /// recorded ClientHello (the current one modelled), judged on the handshake and key sizes only
+    /// (trust is the configurations' job); nil when they were not simulated.
+    public var iosClients: [ClientSimulationResult]?
+    /// The oldest of `iosClients` that connects (`Ios`: the JSON key `oldest_connecting_ios` reads back); nil when none does or none was simulated.
+    public var oldestConnectingIos: ClientSimulationResult?
+
+    /// `oldest iOS that connects: Safari 9 iOS 9 (TLSv1.2 ...)`, or that none of them does; nil when
+    /// the iOS clients were not simulated.
+    public static func oldestIOSLine(_ clients: [ClientSimulationResult]?, oldest: ClientSimulationResult?) -> String? {
+        guard let clients, !clients.isEmpty else { return nil }
+        let scope = "of \(clients.count) iOS clients simulated from their ClientHellos; handshake and key sizes only, README Client simulation"
+        guard let oldest else { return "oldest iOS that connects: none (\(scope))" }
+        return "oldest iOS that connects: \(oldest.client) (\(oldest.summary); \(scope))"
+    }
 
     /// The app-side rows, smallest relaxation first.
     static let exceptionOrder = [ATSConfigurationName.noForwardSecrecy, ATSConfigurationName.tls11, ATSConfigurationName.tls11NoForwardSecrecy,

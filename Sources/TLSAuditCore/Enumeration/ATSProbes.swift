@@ -41,6 +41,8 @@ extension ATSDiagnostics {
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
                                          trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
         diagnostics.trustStore = probes.trustStore
+        diagnostics.iosClients = probes.iOSClients?.clients
+        diagnostics.oldestConnectingIos = probes.iOSClients?.oldestConnectingIOS
         return diagnostics
     }
 

@@ -230,6 +230,9 @@ public final class TLSScanner: Sendable {
             if wholeConfiguration || target.checks.contains(.vulnerabilities) {
                 probed.vulnerabilities = checks.vulnerabilities(address, target: target)
             }
+            if target.checks.contains(.clients) {
+                probed.clients = checks.clientSimulation(address, target: target, leaf: probed.presented.first)
+            }
         }
         if probed.failure == nil, let app = target.app {
             // The handshake the app's own client makes (its ATS configuration), judged as `app audit` judges it.

@@ -168,7 +168,7 @@ struct BatchWrites {
             .of(rows.handshake), .of(result.atsClientRefusal), .of(result.chain?.trustStore), .of(rows.anchored),
             .of(rows.pathIssues), .text(result.ats.policy.rawValue), .text(rows.contentHash), .of(rows.revocation),
             .of(scan.node), .of(scan.vantage), .of(rows.inventory), .of(rows.headers), .of(rows.vulnerabilities),
-            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app)])
+            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients)])
         for reference in rows.references {
             references.append([.int(id), .text(reference.role), .of(reference.position), .text(reference.fingerprint), .of(reference.source)])
         }
@@ -304,7 +304,7 @@ struct BatchWrites {
         id:bigint target:text host:text port:bigint sni:text address:text family:text started_at:float8 duration_ms:bigint \
         status:text failure_category:text failure_message:text failure_alert:text handshake:text ats_refusal:text \
         trust_store:text anchored:bigint path_issues:text policy:text content_hash:text revocation:text node:text vantage:text \
-        inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text
+        inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text clients:text
         """))
 
     static let insertReferences = SQLBatch.insert(into: "observation_certificate", columns("""

@@ -60,7 +60,7 @@ extension StoreEngine {
         try database.read(doing: "reading the history of \(target)", snapshot: false) { sql in
             try sql.rows("""
                 SELECT o.id, o.target, o.address, o.started_at, o.duration_ms, o.status, o.failure_category, o.failure_message,
-                    o.handshake, o.inventory, o.http_headers, o.vulnerabilities, v.policy AS verdict_policy, v.compliant, v.failed_rules,
+                    o.handshake, o.inventory, o.http_headers, o.vulnerabilities, o.clients, v.policy AS verdict_policy, v.compliant, v.failed_rules,
                     v.findings, \(sql.dialect.jsonText("v.pin", "state")) AS pin_state,
                     (SELECT c.fingerprint FROM observation_certificate c WHERE c.observation_id = o.id AND c.role = 'presented'
                         AND c.position = 0) AS leaf,
@@ -89,7 +89,8 @@ extension StoreEngine {
                     inventory: try StoredValues.stored(ServerInventory.self, row.text("inventory"), "inventory", in: place),
                     headers: try StoredValues.stored(HTTPHeadersReport.self, row.text("http_headers"), "HTTP headers", in: place),
                     vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row.text("vulnerabilities"), "vulnerabilities",
-                                                             in: place))
+                                                             in: place),
+                    clients: try StoredValues.stored(ClientSimulationReport.self, row.text("clients"), "client simulation", in: place))
                 if let repeats = row.int("repeats"), repeats > 0 {
                     let first = entry.durationMs
                     let sum = Int(row.int("duration_sum_ms") ?? 0) + first
@@ -178,7 +179,8 @@ extension StoreEngine {
                       headers: try StoredValues.stored(HTTPHeadersReport.self, row.text("http_headers"), "HTTP headers", in: place),
                       vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row.text("vulnerabilities"), "vulnerabilities",
                                                                in: place),
-                      enumeration: try StoredValues.stored(EnumerationReport.self, row.text("enumeration"), "enumeration", in: place))
+                      enumeration: try StoredValues.stored(EnumerationReport.self, row.text("enumeration"), "enumeration", in: place),
+                      clients: try StoredValues.stored(ClientSimulationReport.self, row.text("clients"), "client simulation", in: place))
                 .withinBudget() // Records stored before the budget existed are bounded when read.
             result.app = try StoredValues.stored(AppHostOutcome.self, row.text("app"), "app outcome", in: place)
             return result

@@ -266,7 +266,7 @@ final class SQLReportFacts: ReportFactReader {
         static let lastScan = 14
         /// With details: the verdict's findings, then what the report shows.
         static let findings = 15, port = 16, failureCategory = 17, failureMessage = 18, protocolVersion = 19
-        static let cipher = 20, pinState = 21, pinMessage = 22, inventory = 23, headers = 24, vulnerabilities = 25, app = 26
+        static let cipher = 20, pinState = 21, pinMessage = 22, inventory = 23, headers = 24, vulnerabilities = 25, app = 26, clients = 27
     }
 
     /// A scan query from `source` (which names the observation `o`): the leading columns (see
@@ -303,7 +303,7 @@ final class SQLReportFacts: ReportFactReader {
                 o.port, o.failure_category, o.failure_message,
                 \(dialect.jsonText(handshake.reference, "protocolVersion")), \(dialect.jsonText(handshake.reference, "cipher", "iana")),
                 \(dialect.jsonText(pin.reference, "state")), \(dialect.jsonText(pin.reference, "message")),
-                o.inventory, o.http_headers, o.vulnerabilities, o.app
+                o.inventory, o.http_headers, o.vulnerabilities, o.app, o.clients
             FROM \(source) \(join)
             LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy \(handshake.join) \(pin.join)
             """
@@ -341,6 +341,8 @@ final class SQLReportFacts: ReportFactReader {
             scan.details?.vulnerabilities = try StoredValues.stored(VulnerabilityReport.self, row.text(Column.vulnerabilities),
                                                                     "vulnerabilities", in: place)
             scan.details?.app = try StoredValues.stored(AppHostOutcome.self, row.text(Column.app), "app outcome", in: place)
+            scan.details?.clients = try StoredValues.stored(ClientSimulationReport.self, row.text(Column.clients), "client simulation",
+                                                            in: place)
         }
         return scan
     }
