@@ -209,49 +209,22 @@ enum ClientSimulation {
         init(_ sentence: String) { self.sentence = sentence }
     }
 
-    /// Connects (STARTTLS first when the target asks), sends `hello` and reads the answer, every
-    /// read bounded in bytes (256 KiB of handshake) and time (the target's timeout).
+    /// Connects (STARTTLS first when the target asks), sends `hello` and reads the answer up to
+    /// ServerHelloDone, or only the ServerHello when it is TLS 1.3 or a HelloRetryRequest (what
+    /// follows is encrypted, or a new round), every read bounded (`RecordConversation.start`).
     static func exchange(_ hello: [UInt8], address: SocketAddress, target: ScanTarget, timeout: Double) throws(Refusal) -> Answer {
-        let deadline = Deadline(after: timeout)
-        let socket: TCPSocket
+        let flight: RecordConversation.FirstFlight
         do {
-            socket = try TCPSocket.open(to: address, target: target, deadline: deadline, timeout: timeout)
+            flight = try RecordConversation.start(address, target: target, hello: hello, timeout: timeout) { flight in
+                flight.version >= 0x0304 || flight.serverHello?.isHelloRetryRequest == true
+            }.1
         } catch {
-            throw Refusal("no connection: \(error.description).")
-        }
-        guard socket.send(hello, until: deadline) else { throw Refusal("the server closed the connection on the ClientHello.") }
-        var records = RecordConversation(socket: socket, deadline: deadline)
-        var handshake: [UInt8] = []
-        var answer: Answer?
-        while true {
-            switch records.next() {
-            case .record(RecordConversation.handshake, let fragment):
-                handshake += fragment
-                guard handshake.count <= 262_144 else { throw Refusal("the server's first flight is over 256 KiB.") }
-                while let message = RecordConversation.takeHandshakeMessage(&handshake) {
-                    switch message.type {
-                    case 2:
-                        guard let hello = HandBuiltHello.serverHello(message.body) else { throw Refusal("the server sent a truncated ServerHello.") }
-                        answer = Answer(hello: hello)
-                        // TLS 1.3 (and a HelloRetryRequest): everything after the ServerHello is encrypted or a new round.
-                        if hello.version >= 0x0304 || hello.isHelloRetryRequest { return answer! }
-                    case 11 where answer != nil: answer!.certificates = RecordConversation.certificates(message.body)
-                    case 12 where answer != nil: answer!.serverKeyExchange = message.body
-                    case 14 where answer != nil: return answer!
-                    case 11, 12, 14: throw Refusal("the server sent handshake message \(message.type) before its ServerHello.")
-                    default: break
-                    }
-                }
-            case .record(RecordConversation.changeCipherSpec, _) where answer != nil:
-                // An abbreviated handshake cannot happen (no session is offered); a TLS 1.3 middlebox CCS can.
-                return answer!
-            case .record(let type, _): throw Refusal("the server sent a record of type \(type) instead of its hello.")
-            case .alert(let description):
-                throw Refusal("the server refused the ClientHello with alert \(OpenSSLErrors.alertName(Int32(description))).")
-            case .closed, .failed: throw Refusal("the server closed the connection without answering the ClientHello.")
-            case .timedOut: throw Refusal("no complete answer to the ClientHello in time.")
-            case .notTLS: throw Refusal("the server's answer is not TLS (an SSLv2 server, or not a TLS server).")
+            switch error {
+            case .refused(let alert): throw Refusal("the server refused the ClientHello with alert \(OpenSSLErrors.alertName(Int32(alert))).")
+            case .other(let why): throw Refusal(why + ".")
             }
         }
+        guard let serverHello = flight.serverHello else { throw Refusal("the server sent no ServerHello.") }
+        return Answer(hello: serverHello, certificates: flight.certificates, serverKeyExchange: flight.serverKeyExchange)
     }
 }

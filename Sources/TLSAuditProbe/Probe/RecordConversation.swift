@@ -24,6 +24,8 @@ package struct RecordConversation {
         var certificateRequested = false
         /// The server's session id from the ServerHello.
         var sessionID: [UInt8] = []
+        /// The ServerHello as parsed (a TLS 1.3 one, or a HelloRetryRequest, only when `enough` took it).
+        var serverHello: HandBuiltHello.ServerHello? = nil
 
         /// The key-exchange parameters of `serverKeyExchange` read as `suite` defines them.
         func keyExchange(for suite: CipherSuiteInfo?) -> ServerKeyExchangeParameters? {
@@ -112,13 +114,13 @@ package struct RecordConversation {
                     switch message.type {
                     case 2:
                         guard let hello = HandBuiltHello.serverHello(message.body) else { throw .other("a truncated ServerHello") }
-                        guard hello.version <= 0x0303 else {
-                            throw .other("the server answered a TLS 1.2 ClientHello with version \(hello.version)")
-                        }
                         flight = FirstFlight(version: hello.version, cipher: hello.cipher, extensions: hello.extensions, certificates: [],
-                                             sessionID: hello.sessionID)
+                                             sessionID: hello.sessionID, serverHello: hello)
                         version = hello.version
                         if enough(flight!) { return flight! }
+                        guard hello.version <= 0x0303, !hello.isHelloRetryRequest else {
+                            throw .other("the server answered a TLS 1.2 ClientHello with version \(hello.version)")
+                        }
                     case 11:
                         guard flight != nil else { throw .other("a Certificate before the ServerHello") }
                         flight!.certificates = Self.certificates(message.body)
