@@ -190,7 +190,7 @@ package struct RecordConversation {
     }
 
     /// The certificate_list of a TLS 1.2 Certificate message.
-    static func certificates(_ body: [UInt8]) -> [[UInt8]] {
+    private static func certificates(_ body: [UInt8]) -> [[UInt8]] {
         guard body.count >= 3 else { return [] }
         let end = min(body.count, 3 + (Int(body[0]) << 16 | Int(body[1]) << 8 | Int(body[2])))
         var cursor = 3
