@@ -228,7 +228,8 @@ public final class TLSScanner: Sendable {
             if wholeConfiguration || target.checks.contains(.inventory) { probed.inventory = checks.inventory(address, target: target) }
             if target.checks.contains(.headers), target.starttls == nil { probed.headers = checks.headers(address, target: target) }
             if wholeConfiguration || target.checks.contains(.vulnerabilities) {
-                probed.vulnerabilities = checks.vulnerabilities(address, target: target)
+                probed.vulnerabilities = checks.vulnerabilities(address, target: target, inventory: probed.inventory,
+                                                                leafSPKI: probed.presented.first?.spkiSHA256)
             }
         }
         if probed.failure == nil, let app = target.app {

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+
+/// The named verdicts of `scan --checks vulnerabilities` (DROWN ... ClientHello tolerance), each
+/// against a server that has the weakness (a real one where this machine has one: `gnutls-serv`
+/// with RC4 and 3DES, an OpenSSL server with a 1024-bit DH group, `s_server
+/// -client_renegotiation`, nginx with gzip; else `LabVulnerableServer` answering as the weak
+/// server did) and against servers that do not.
+@Suite("named verdicts: DROWN, POODLE, SWEET32, FREAK, LOGJAM, RC4, BEAST, LUCKY13, BREACH, Ticketbleed, client renegotiation, ClientHello tolerance", .serialized)
+struct NamedVerdictTests {
+    let lab = ServiceLab.shared
+    let scan = VulnerabilityTests()
+    static let named = ["drown", "poodle", "sweet32", "freak", "logjam", "rc4", "beast", "lucky13", "breach", "ticketbleed",
+                        "client_renegotiation", "hello_tolerance"]
+
+    static func status(_ report: [String: Any], _ key: String) -> String? { VulnerabilityTests.status(report, key) }
+    static func detail(_ report: [String: Any], _ key: String) -> String { (report[key] as? [String: Any])?["detail"] as? String ?? "" }
+
+    /// Every verdict `expected` names has that status, the others are not vulnerable; `vuln.<name>`
+    /// findings exactly for the vulnerable ones.
+    func expect(_ mine: (report: [String: Any], findings: [String], raw: String), vulnerable expected: Set<String>,
+                sourceLocation: SourceLocation = #_sourceLocation) {
+        for key in Self.named {
+            let want = expected.contains(key) ? "vulnerable" : "not-vulnerable"
+            #expect(Self.status(mine.report, key) == want, "\(key): \(mine.report[key] ?? "absent")", sourceLocation: sourceLocation)
+        }
+        let found = Set(mine.findings.filter { $0.hasPrefix("vuln.") }.map { String($0.dropFirst(5)).replacingOccurrences(of: "-", with: "_") })
+        #expect(found == expected, "findings \(mine.findings)", sourceLocation: sourceLocation)
+    }
+
+    /// nginx with TLS 1.2 and 1.3, the RSA leaf, and `directives`.
+    func nginx(_ directives: String) throws -> LabNginxServer {
+        try LabNginxServer(servers: [(directives: "ssl_protocols TLSv1.2 TLSv1.3;\n" + directives,
+                                      chainPEM: VulnerabilityTests.leaf.pem + lab.intermediate.pem, keyPEM: VulnerabilityTests.leaf.key.pem)])
+    }
+
+    @Test("gnutls-serv with RC4, 3DES and TLS 1.0 (Done-when): RC4 and SWEET32 named with their CVEs, BEAST and LUCKY13 too; DHE on ffdhe2048 is no LOGJAM; nothing else")
+    func gnutlsRC4And3DES() throws {
+        let server = try LabGnuTLSServer(certificatePEM: VulnerabilityTests.leaf.pem + lab.intermediate.pem, keyPEM: VulnerabilityTests.leaf.key.pem,
+                                         priority: "NORMAL:+ARCFOUR-128:+3DES-CBC:+VERS-TLS1.0:+DHE-RSA")
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let mine = try scan.ours(server.port)
+        let elapsed = ContinuousClock.now - started
+        expect(mine, vulnerable: ["rc4", "sweet32", "beast", "lucky13"])
+        #expect(Self.detail(mine.report, "rc4").contains("TLS_RSA_WITH_RC4_128"), "\(Self.detail(mine.report, "rc4"))")
+        #expect(Self.detail(mine.report, "sweet32").contains("3DES"), "\(Self.detail(mine.report, "sweet32"))")
+        #expect(mine.raw.contains("CVE-2013-2566") && mine.raw.contains("CVE-2016-2183") && mine.raw.contains("https://sweet32.info"))
+        #expect(Self.detail(mine.report, "logjam").contains("ffdhe2048"), "\(Self.detail(mine.report, "logjam"))")
+        #expect(elapsed < .seconds(10), "the whole vulnerability scan took \(elapsed)")
+    }
+
+    @Test("nginx, TLS 1.2 and 1.3 with AEAD suites only, tickets on, no gzip: not vulnerable to any named verdict, each saying why")
+    func modernNginx() throws {
+        let nginx = try nginx("ssl_ciphers ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305;\nssl_session_tickets on;")
+        defer { nginx.stop() }
+        let mine = try scan.ours(nginx.port)
+        expect(mine, vulnerable: [])
+        #expect(Self.detail(mine.report, "ticketbleed").contains("echoed the 6-byte session ID as sent"), "\(Self.detail(mine.report, "ticketbleed"))")
+        #expect(Self.detail(mine.report, "breach").contains("not compressed"), "\(Self.detail(mine.report, "breach"))")
+        #expect(Self.detail(mine.report, "hello_tolerance").contains("GREASE"), "\(Self.detail(mine.report, "hello_tolerance"))")
+    }
+
+    @Test("nginx with gzip on: BREACH (the headers GET answered with Content-Encoding: gzip), and only that")
+    func breachNginx() throws {
+        let nginx = try nginx("ssl_ciphers ECDHE-RSA-AES128-GCM-SHA256;\ngzip on;\ngzip_min_length 1;\ngzip_types text/plain;\ndefault_type text/plain;")
+        defer { nginx.stop() }
+        let mine = try scan.ours(nginx.port)
+        expect(mine, vulnerable: ["breach"])
+        #expect(Self.detail(mine.report, "breach").contains("Content-Encoding: gzip"), "\(Self.detail(mine.report, "breach"))")
+        #expect(mine.raw.contains("CVE-2013-3587"))
+    }
+
+    @Test("OpenSSL with a 1024-bit DH group (RFC 2409 group 2) and TLS 1.0: LOGJAM, BEAST, LUCKY13; s_server -client_renegotiation: client renegotiation, as sslyze finds")
+    func weakDHAndRenegotiation() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [VulnerabilityTests.leaf, lab.intermediate], minVersion: .tls1_0, maxVersion: .tls1_2,
+                                                             cipherList: "DHE-RSA-AES128-GCM-SHA256:DHE-RSA-AES128-SHA:@SECLEVEL=0", dhGroup: .weak1024))
+        defer { server.stop() }
+        let mine = try scan.ours(server.port)
+        expect(mine, vulnerable: ["logjam", "beast", "lucky13"])
+        #expect(Self.detail(mine.report, "logjam").contains("1024-bit"), "\(Self.detail(mine.report, "logjam"))")
+
+        let renegotiating = try LabOpenSSLServer(certificatePEM: VulnerabilityTests.leaf.pem + lab.intermediate.pem, keyPEM: VulnerabilityTests.leaf.key.pem,
+                                                 arguments: ["-client_renegotiation", "-no_tls1_3", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"])
+        defer { renegotiating.stop() }
+        let reneg = try scan.ours(renegotiating.port)
+        expect(reneg, vulnerable: ["client_renegotiation"])
+        let sslyze = try InventoryTests.sslyze(renegotiating.port, ["reneg"], oneConnectionServer: true)
+        #expect(sslyze["session_renegotiation"]?["is_vulnerable_to_client_renegotiation_dos"] as? Bool == true, "\(sslyze)")
+    }
+
+    @Test("emulated DROWN, POODLE, FREAK, LOGJAM (export DH), Ticketbleed and ClientHello intolerance: each vulnerable, alone; the real server behind them: none; Ticketbleed's leaked bytes not kept")
+    func emulated() throws {
+        let server = try scan.realServer()
+        defer { server.stop() }
+        let plain = try scan.ours(server.port)
+        for key in ["drown", "poodle", "freak", "logjam", "ticketbleed", "hello_tolerance"] {
+            #expect(Self.status(plain.report, key) == "not-vulnerable", "\(key): \(plain.report[key] ?? "absent")")
+        }
+        let cases: [(LabVulnerability, String, String)] = [
+            (.sslv2, "drown", "the same key as the TLS certificate's"), (.sslv3CBC, "poodle", "SSLv3"),
+            (.exportRSA, "freak", "512-bit temporary RSA key"), (.exportDH, "logjam", "EXPORT"),
+            (.ticketbleed, "ticketbleed", "echoed 32 bytes"), (.helloIntolerance(bytes: 512), "hello_tolerance", "700-byte ClientHello"),
+        ]
+        for (behaviour, key, evidence) in cases {
+            let relay = try LabVulnerableServer(behaviour, backendPort: server.port, keyPEM: VulnerabilityTests.leaf.key.pem,
+                                                chainDER: [VulnerabilityTests.leaf.der, lab.intermediate.der])
+            defer { relay.stop() }
+            let mine = try scan.ours(relay.port)
+            #expect(Self.status(mine.report, key) == "vulnerable", "\(key): \(mine.report[key] ?? "absent")")
+            #expect(Self.detail(mine.report, key).contains(evidence), "\(key): \(Self.detail(mine.report, key))")
+            #expect(mine.findings.contains("vuln." + key.replacingOccurrences(of: "_", with: "-")), "\(mine.findings)")
+            let others = Self.named.filter { $0 != key && Self.status(plain.report, $0) == "not-vulnerable" }
+            for other in others where !(key == "poodle" && other == "beast") {
+                #expect(Self.status(mine.report, other) == "not-vulnerable", "\(key) relay, \(other): \(mine.report[other] ?? "absent")")
+            }
+            #expect(!mine.raw.contains("LAB-MEMORY"), "leaked bytes must not be kept")
+        }
+    }
+
+    @Test("a vulnerability report stored before the named verdicts decodes, without them; the text output names each verdict")
+    func oldRowsAndText() throws {
+        let old = #"{"heartbleed":{"status":"not-vulnerable","detail":"a"},"ccs_injection":{"status":"not-vulnerable","detail":"b"},"robot":{"status":"vulnerable","detail":"c","oracle":"weak"},"handshakes":13,"duration_ms":5}"#
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let report = try decoder.decode(VulnerabilityReport.self, from: Data(old.utf8))
+        #expect(report.answers.map(\.vulnerability) == [.heartbleed, .ccsInjection, .robot])
+        #expect(report.sweet32 == nil && report.findings.map(\.id) == [.vulnROBOT])
+        #expect(Vulnerability.allCases.allSatisfy { $0.findingID.rawValue == "vuln." + $0.rawValue })
+    }
+}
