@@ -25,10 +25,12 @@ public enum LabVulnerability: Sendable, Equatable {
     /// POODLE: an SSLv3 ClientHello offering a CBC suite gets an SSLv3 ServerHello choosing it,
     /// the certificate and ServerHelloDone.
     case sslv3CBC
-    /// FREAK: a ClientHello offering an export RSA suite gets it, with a 512-bit temporary RSA key
-    /// in a ServerKeyExchange (its signature is not a signature: nobody goes further).
+    /// FREAK: a ClientHello (TLS 1.0 or later) offering TLS_RSA_EXPORT_WITH_DES40_CBC_SHA gets it,
+    /// with a 512-bit temporary RSA key in a ServerKeyExchange (its signature is not a signature:
+    /// nobody goes further).
     case exportRSA
-    /// LOGJAM: a ClientHello offering an export DH suite gets it, with a 512-bit group.
+    /// LOGJAM: a ClientHello (TLS 1.0 or later) offering TLS_DHE_RSA_EXPORT_WITH_DES40_CBC_SHA gets
+    /// it, with a 512-bit group.
     case exportDH
     /// Ticketbleed: when the real server resumes a ticket offered with a session ID shorter than 32
     /// bytes, its ServerHello's session ID is stretched to 32 bytes with lab "memory".
@@ -236,13 +238,14 @@ public final class LabVulnerableServer: Sendable {
             let signature = (version >= 0x0303 ? [UInt8]([4, 1]) : []) + vector16((0..<256).map { _ in UInt8.random(in: 0...255) })
             switch vulnerability {
             case .sslv3CBC where hello.version == 0x0300:
-                guard let suite = pick({ $0.isCBC && !$0.isEllipticCurveDH && !$0.isFiniteFieldDH }) else { return nil }
+                guard let suite = pick({ $0.isCBC && !$0.isExport && !$0.isEllipticCurveDH && !$0.isFiniteFieldDH }) else { return nil }
                 return flight(version: 0x0300, suite: suite.code, keyExchange: nil)
-            case .exportRSA:
-                guard let suite = pick(\.isExportRSA) else { return nil }
+            // One export suite each (DES40: every export suite is also RC4 or a 64-bit block cipher), TLS 1.0 and up.
+            case .exportRSA where hello.version >= 0x0301:
+                guard let suite = pick({ $0.code == 0x0008 }) else { return nil }  // TLS_RSA_EXPORT_WITH_DES40_CBC_SHA
                 return flight(version: version, suite: suite.code, keyExchange: vector16(random512) + vector16([1, 0, 1]) + signature)
-            case .exportDH:
-                guard let suite = pick(\.isExportDH) else { return nil }
+            case .exportDH where hello.version >= 0x0301:
+                guard let suite = pick({ $0.code == 0x0014 }) else { return nil }  // TLS_DHE_RSA_EXPORT_WITH_DES40_CBC_SHA
                 let share = vector16((0..<64).map { _ in UInt8.random(in: 1...255) })
                 return flight(version: version, suite: suite.code, keyExchange: vector16(random512) + vector16([2]) + share + signature)
             case .ticketbleed:

@@ -118,7 +118,8 @@ extension Enumerator {
         var offer = HandBuiltHello.Offer(version: observation.protocolVersion.wireValue,
                                          suites: [cipher] + HandBuiltHello.tls12Suites.filter { $0 != cipher }, serverName: target.sni)
         offer.sessionID = Self.ticketbleedSessionID
-        offer.extraExtensions = [HandBuiltHello.Offer.Extension(type: 0x0023, data: ticket)]
+        // extended_master_secret: a session made with it is resumed only by a hello that offers it (RFC 7627).
+        offer.extraExtensions = [.init(type: 0x0017, data: []), .init(type: 0x0023, data: ticket)]
         let sent = Self.ticketbleedSessionID
         switch SuiteOffers(address: address, target: target, probes: probes, timeout: timeout).answer(offer.bytes) {
         case .serverHello(let hello):
