@@ -209,7 +209,7 @@ struct SuiteOffers {
     func judge(_ what: String, version: UInt16, highest: UInt16 = 0x0303, consequence: String? = nil,
                _ weak: @escaping (CipherSuiteInfo) -> Bool) -> VulnerabilityAnswer {
         let suites = Self.suites(at: version, weak)
-        let offered = "a \(Self.versionName(version)) ClientHello offering only the \(suites.count - 1) \(what) suites"
+        let offered = "\(version == 0x0300 ? "an" : "a") \(Self.versionName(version)) ClientHello offering only the \(suites.count - 1) \(what) suites"
         switch answer(HandBuiltHello.Offer(version: version, suites: suites, serverName: target.sni).bytes) {
         case .serverHello(let hello):
             guard let chosen = CipherSuiteRegistry.suite(hello.cipher), weak(chosen), hello.version <= highest else {
@@ -281,11 +281,11 @@ struct SuiteOffers {
                   case .finiteField(let prime, _) = parameters else {
                 return .notVulnerable("no export DH; to \(offered), the server chose \(Self.suiteName(flight.cipher)) without a DH group")
             }
-            let group = Self.dhGroup(parameters) ?? "\(bits) bits"
+            let group = Self.dhGroup(parameters) ?? "\(bits)-bit group"
             if bits < 2048 {
-                return .vulnerable("no export DH, but \(chosen.name) uses a \(group) DH group, under 2048 bits\(DHPrimes.commonPrimeLabel(prime) != nil ? ", and a prime many servers share" : ""): within reach of a precomputation")
+                return .vulnerable("no export DH, but \(chosen.name) uses a \(group), under 2048 bits: within reach of a precomputation")
             }
-            return .notVulnerable("no export DH; DHE uses a \(group) group\(DHPrimes.commonPrimeLabel(prime) != nil ? " (a widely shared prime, large enough)" : "")")
+            return .notVulnerable("no export DH; DHE uses a \(group)\(DHPrimes.commonPrimeLabel(prime) != nil ? ": shared, but large enough" : "")")
         } catch {
             return Self.refusal(error, offered, what: "no export DH, and no DHE")
         }
@@ -294,9 +294,9 @@ struct SuiteOffers {
     /// The DH group in words: bits, and its RFC 7919 name or common source.
     static func dhGroup(_ parameters: ServerKeyExchangeParameters?) -> String? {
         guard let parameters, let bits = parameters.bits, case .finiteField(let prime, _) = parameters else { return nil }
-        if let name = DHPrimes.rfc7919Group(prime) { return "\(bits)-bit (\(name))" }
-        if let label = DHPrimes.commonPrimeLabel(prime) { return "\(bits)-bit common prime (\(label))" }
-        return "\(bits)-bit"
+        if let name = DHPrimes.rfc7919Group(prime) { return "\(bits)-bit group (\(name))" }
+        if let label = DHPrimes.commonPrimeLabel(prime) { return "\(bits)-bit group, a prime many servers share (\(label))" }
+        return "\(bits)-bit group"
     }
 
     /// A ClientHello refused: not vulnerable; a failure other than a refusal: not tested.
