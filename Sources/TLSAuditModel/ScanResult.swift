@@ -74,7 +74,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var inventory: ServerInventory?
     /// HTTP security headers and the port-80 redirect (`checks: [headers]`).
     public var headers: HTTPHeadersReport?
-    /// Heartbleed, CCS injection and ROBOT (`checks: [vulnerabilities]`).
+    /// Heartbleed, CCS injection, ROBOT and the named verdicts (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
     /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
     public var app: AppHostOutcome?

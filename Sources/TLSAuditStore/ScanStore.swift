@@ -178,7 +178,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var inventory: ServerInventory?
     /// HTTP security headers and the port-80 redirect, when the target asked for them (`checks: [headers]`).
     public var headers: HTTPHeadersReport?
-    /// Heartbleed, CCS injection and ROBOT, when the target asked for them (`checks: [vulnerabilities]`).
+    /// Heartbleed, CCS injection, ROBOT and the named verdicts (DROWN ... ClientHello tolerance), when the target asked for them (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
     /// When later scans showed the same content and verdict: the run they make with this one
     /// (nil for a scan seen once). `startedAt` and `durationMs` are the run's first scan's.
