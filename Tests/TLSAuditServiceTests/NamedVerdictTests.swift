@@ -131,7 +131,7 @@ struct NamedVerdictTests {
         }
     }
 
-    @Test("a vulnerability report stored before the named verdicts decodes, without them; each verdict's finding id is vuln.<its name>")
+    @Test("a vulnerability report stored before the named verdicts decodes, without them; each verdict's finding is catalogued (docs/findings.md) with the severity its findings carry")
     func oldRowsAndText() throws {
         let old = #"{"heartbleed":{"status":"not-vulnerable","detail":"a"},"ccs_injection":{"status":"not-vulnerable","detail":"b"},"robot":{"status":"vulnerable","detail":"c","oracle":"weak"},"handshakes":13,"duration_ms":5}"#
         let decoder = JSONDecoder()
@@ -139,6 +139,9 @@ struct NamedVerdictTests {
         let report = try decoder.decode(VulnerabilityReport.self, from: Data(old.utf8))
         #expect(report.answers.map(\.vulnerability) == [.heartbleed, .ccsInjection, .robot])
         #expect(report.sweet32 == nil && report.findings.map(\.id) == [.vulnROBOT])
-        #expect(Vulnerability.allCases.allSatisfy { $0.findingID.rawValue == "vuln." + $0.rawValue })
+        for vulnerability in Vulnerability.allCases {
+            let entry = FindingCatalog[vulnerability.findingID]
+            #expect(entry?.section == .vulnerabilities && entry?.severity == vulnerability.severity, "\(vulnerability): \(String(describing: entry))")
+        }
     }
 }
