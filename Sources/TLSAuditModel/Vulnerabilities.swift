@@ -134,6 +134,9 @@ public struct VulnerabilityReport: Hashable, Codable, Sendable {
     public var ticketbleed: VulnerabilityAnswer?
     public var clientRenegotiation: VulnerabilityAnswer?
     public var helloTolerance: VulnerabilityAnswer?
+    /// DROWN: the SPKI SHA-256 (base64, as `spki_sha256`) of the certificate this address's SSLv2
+    /// SERVER-HELLO carried, so that other addresses with that key are found vulnerable too.
+    public var sslv2Key: String?
     /// Connections spent (each one hand-built handshake up to the server's first flight, or one
     /// handshake made by libssl for the ticket, the renegotiation and BREACH's GET).
     public var handshakes: Int
@@ -198,6 +201,30 @@ public struct VulnerabilityReport: Hashable, Codable, Sendable {
         answers.filter { $0.answer.status == .vulnerable }.map { vulnerability, answer in
             Finding(vulnerability.findingID, vulnerability.severity,
                     "\(vulnerability.title) (\(vulnerability.reference)): \(answer.detail)")
+        }
+    }
+}
+
+extension AddressScanResult {
+    /// DROWN across the addresses of one scan of a target (a name's A and AAAA records, or the
+    /// `--connect-to` / `addresses:` list): an address whose TLS leaf has the key another address's
+    /// SSLv2 SERVER-HELLO carried is vulnerable too, with a `vuln.drown` finding. Keys seen on other
+    /// targets or in earlier scans are not looked for.
+    public static func sharingSSLv2Keys(_ addresses: [AddressScanResult]) -> [AddressScanResult] {
+        let sslv2 = addresses.compactMap { address in address.vulnerabilities?.sslv2Key.map { (key: $0, at: address) } }
+        guard !sslv2.isEmpty else { return addresses }
+        return addresses.map { address in
+            guard var report = address.vulnerabilities, let drown = report.drown, drown.status != .vulnerable,
+                  let key = address.chain?.presented.first?.spkiSHA256,
+                  let server = sslv2.first(where: { $0.key == key && $0.at.address + ":\($0.at.port)" != address.address + ":\(address.port)" })?.at else {
+                return address
+            }
+            let shown = server.family == "ipv6" ? "[\(server.address)]:\(server.port)" : "\(server.address):\(server.port)"
+            report.drown = .vulnerable("this address speaks no SSLv2, but its certificate's key (SPKI sha256 \(key)) is the one \(shown) sends in an SSLv2 SERVER-HELLO: recorded TLS sessions here can be decrypted through that server")
+            var updated = address
+            updated.vulnerabilities = report
+            updated.findings = (address.findings + report.findings.filter { $0.id == .vulnDROWN }).mostSevereFirst()
+            return updated
         }
     }
 }

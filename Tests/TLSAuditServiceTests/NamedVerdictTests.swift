@@ -131,6 +131,29 @@ struct NamedVerdictTests {
         }
     }
 
+    @Test("DROWN across a target's addresses (--connect-to twice): the address that speaks no SSLv2 but has the key the other's SSLv2 SERVER-HELLO carries is vulnerable too, with vuln.drown")
+    func drownSharedKey() throws {
+        let server = try scan.realServer()
+        defer { server.stop() }
+        let sslv2 = try LabVulnerableServer(.sslv2, backendPort: server.port, keyPEM: VulnerabilityTests.leaf.key.pem,
+                                            chainDER: [VulnerabilityTests.leaf.der])
+        defer { sslv2.stop() }
+        let output = try Binary.run(["scan", "--format", "json", "--checks", "vulnerabilities", "--ca-file", lab.rootFile, "--timeout", "3",
+                                     "--connect-to", "127.0.0.1:\(sslv2.port)", "--connect-to", "127.0.0.1:\(server.port)",
+                                     "\(VulnerabilityTests.name):443"])
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
+        let addresses = try #require((document["targets"] as? [[String: Any]])?.first?["addresses"] as? [[String: Any]])
+        let byPort = Dictionary(uniqueKeysWithValues: addresses.map { ($0["port"] as? Int ?? 0, $0) })
+        let relay = try #require(byPort[sslv2.port]?["vulnerabilities"] as? [String: Any]), plain = try #require(byPort[server.port]?["vulnerabilities"] as? [String: Any])
+        #expect(Self.status(relay, "drown") == "vulnerable" && relay["sslv2_key"] as? String != nil, "\(relay)")
+        #expect(Self.status(plain, "drown") == "vulnerable" && plain["sslv2_key"] == nil, "\(plain["drown"] ?? "")")
+        #expect(Self.detail(plain, "drown").contains("speaks no SSLv2, but its certificate's key") && Self.detail(plain, "drown").contains(":\(sslv2.port)"),
+                "\(Self.detail(plain, "drown"))")
+        let findings = (byPort[server.port]?["findings"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+        #expect(findings.contains("vuln.drown"), "\(findings)")
+        // Alone, the same server is not vulnerable (emulated() checks it): the verdict comes from the other address.
+    }
+
     @Test("a vulnerability report stored before the named verdicts decodes, without them; each verdict's finding is catalogued (docs/findings.md) with the severity its findings carry")
     func oldRowsAndText() throws {
         let old = #"{"heartbleed":{"status":"not-vulnerable","detail":"a"},"ccs_injection":{"status":"not-vulnerable","detail":"b"},"robot":{"status":"vulnerable","detail":"c","oracle":"weak"},"handshakes":13,"duration_ms":5}"#

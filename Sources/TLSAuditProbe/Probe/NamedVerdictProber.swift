@@ -13,13 +13,17 @@ extension Enumerator {
     /// connections (one fewer when `inventory` already tried a client renegotiation, one fewer
     /// without TLS 1.2 for Ticketbleed's ticket, three more when the large GREASE hello fails).
     func namedVerdicts(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, timeout: Double,
-                       inventory: ServerInventory?, leafSPKI: String?) -> [Vulnerability: VulnerabilityAnswer] {
+                       inventory: ServerInventory?, leafSPKI: String?) -> (answers: [Vulnerability: VulnerabilityAnswer], sslv2Key: String?) {
         let verdicts: [Vulnerability] = [.helloTolerance, .drown, .poodle, .sweet32, .freak, .logjam, .rc4, .beast, .lucky13, .breach,
                                          .ticketbleed]
+        let sslv2Key = SleepingLock<String?>(nil)
         let answers = WorkerPool.map(verdicts, concurrency: perHostConcurrency) { verdict -> VulnerabilityAnswer in
             let offers = SuiteOffers(address: address, target: target, probes: probes, timeout: timeout)
             switch verdict {
-            case .drown: return self.drown(address, target: target, probes: probes, timeout: timeout, leafSPKI: leafSPKI)
+            case .drown:
+                let (answer, key) = self.drown(address, target: target, probes: probes, timeout: timeout, leafSPKI: leafSPKI)
+                sslv2Key.withLock { $0 = key }
+                return answer
             case .poodle: return offers.poodle()
             case .sweet32: return offers.judge("64-bit block cipher (3DES, DES, IDEA, RC2)", version: 0x0303) { $0.has64BitBlocks }
             case .freak: return offers.freak()
@@ -39,21 +43,22 @@ extension Enumerator {
         // from a refused renegotiation, which probes queued behind it would wait for (measured:
         // 1 s in the pool, 25 ms after it).
         found[.clientRenegotiation] = clientRenegotiation(address, target: target, probes: probes, timeout: timeout, inventory: inventory)
-        return found
+        return (found, sslv2Key.withLock { $0 })
     }
 
     // MARK: - DROWN
 
     /// An SSLv2 CLIENT-HELLO (as the enumeration sends it): a SERVER-HELLO is DROWN, with the key
-    /// of the certificate it carries compared with the TLS leaf's.
-    private func drown(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, timeout: Double, leafSPKI: String?) -> VulnerabilityAnswer {
+    /// of the certificate it carries (returned, SPKI SHA-256 base64) compared with the TLS leaf's.
+    private func drown(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, timeout: Double,
+                       leafSPKI: String?) -> (VulnerabilityAnswer, String?) {
         probes.increment()
         let deadline = Deadline(after: timeout)
         let answer: [UInt8]
         do {
             let socket = try TCPSocket.open(to: address, target: target, deadline: deadline, timeout: timeout)
             guard socket.send(LegacyHello.sslv2, until: deadline) else {
-                return .notVulnerable("the server closed the connection on an SSLv2 CLIENT-HELLO")
+                return (.notVulnerable("the server closed the connection on an SSLv2 CLIENT-HELLO"), nil)
             }
             var received = socket.receive(atLeast: 2, until: deadline)
             if received.count >= 2, received[0] & 0x80 != 0 {
@@ -62,23 +67,24 @@ extension Enumerator {
             }
             answer = received
         } catch {
-            return .notTested(error.description)
+            return (.notTested(error.description), nil)
         }
         let protocolSupport = LegacyHello.interpret(answer, version: "SSLv2")
         guard protocolSupport.status == .accepted else {
-            return .notVulnerable("the server speaks no SSLv2: \(protocolSupport.detail)")
+            return (.notVulnerable("the server speaks no SSLv2: \(protocolSupport.detail)"), nil)
         }
         // SERVER-HELLO: length (2), type 4, session-id-hit, certificate type, version (2), certificate length (2) ...
-        var key = ""
+        var key = "", spki: String?
         if answer.count >= 13 {
             let certificateLength = Int(answer[7]) << 8 | Int(answer[8])
             if answer.count >= 13 + certificateLength, certificateLength > 0,
                let certificate = try? X509Certificate(der: Array(answer[13..<(13 + certificateLength)])).summary() {
                 let same = leafSPKI.map { $0 == certificate.spkiSHA256 ? ": the same key as the TLS certificate's" : ": not the TLS certificate's key (its TLS sessions fall only if that key is on an SSLv2 server too)" } ?? ""
+                spki = certificate.spkiSHA256
                 key = ", with a certificate for \(certificate.subject) (SPKI sha256 \(certificate.spkiSHA256)\(same))"
             }
         }
-        return .vulnerable("the server answered an SSLv2 CLIENT-HELLO with SERVER-HELLO\(key); SSLv2 on any server with a TLS server's RSA key lets an attacker decrypt that server's recorded TLS sessions")
+        return (.vulnerable("the server answered an SSLv2 CLIENT-HELLO with SERVER-HELLO\(key); SSLv2 on any server with a TLS server's RSA key lets an attacker decrypt that server's recorded TLS sessions"), spki)
     }
 
     // MARK: - BREACH

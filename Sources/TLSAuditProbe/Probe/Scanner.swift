@@ -121,7 +121,7 @@ public final class TLSScanner: Sendable {
                 }
                 if let finished {
                     var target = skeletons[job.target]
-                    target.addresses = finished
+                    target.addresses = AddressScanResult.sharingSSLv2Keys(finished)
                     completed(job.target, target)
                 }
             }
@@ -130,6 +130,7 @@ public final class TLSScanner: Sendable {
         for (job, result) in zip(jobs, probed) {
             results[job.target].addresses.append(result)
         }
+        for index in results.indices { results[index].addresses = AddressScanResult.sharingSSLv2Keys(results[index].addresses) }
         return results
     }
 
