@@ -146,6 +146,19 @@ extension FindingID {
     public static let vulnHeartbleed: FindingID = "vuln.heartbleed"
     public static let vulnCCSInjection: FindingID = "vuln.ccs-injection"
     public static let vulnROBOT: FindingID = "vuln.robot"
+    // The named verdicts (`Vulnerability.findingID`: "vuln." and the vulnerability's raw value).
+    public static let vulnDROWN: FindingID = "vuln.drown"
+    public static let vulnPOODLE: FindingID = "vuln.poodle"
+    public static let vulnSWEET32: FindingID = "vuln.sweet32"
+    public static let vulnFREAK: FindingID = "vuln.freak"
+    public static let vulnLOGJAM: FindingID = "vuln.logjam"
+    public static let vulnRC4: FindingID = "vuln.rc4"
+    public static let vulnBEAST: FindingID = "vuln.beast"
+    public static let vulnLUCKY13: FindingID = "vuln.lucky13"
+    public static let vulnBREACH: FindingID = "vuln.breach"
+    public static let vulnTicketbleed: FindingID = "vuln.ticketbleed"
+    public static let vulnClientRenegotiation: FindingID = "vuln.client-renegotiation"
+    public static let vulnHelloTolerance: FindingID = "vuln.hello-tolerance"
 }
 
 extension FindingID {

@@ -187,6 +187,18 @@ public enum FindingCatalog {
         entry(.vulnHeartbleed, .error, "Heartbleed (CVE-2014-0160)", .vulnerabilities),
         entry(.vulnCCSInjection, .error, "OpenSSL CCS injection (CVE-2014-0224)", .vulnerabilities),
         entry(.vulnROBOT, .error, "ROBOT oracle", .vulnerabilities),
+        entry(.vulnDROWN, .error, "DROWN: SSLv2 (CVE-2016-0800)", .vulnerabilities),
+        entry(.vulnPOODLE, .error, "POODLE: SSLv3 with CBC (CVE-2014-3566)", .vulnerabilities),
+        entry(.vulnSWEET32, .warning, "SWEET32: 64-bit block cipher (CVE-2016-2183)", .vulnerabilities),
+        entry(.vulnFREAK, .error, "FREAK: export RSA (CVE-2015-0204)", .vulnerabilities),
+        entry(.vulnLOGJAM, .error, "LOGJAM: export or weak DH (CVE-2015-4000)", .vulnerabilities),
+        entry(.vulnRC4, .error, "RC4 accepted (CVE-2013-2566, RFC 7465)", .vulnerabilities),
+        entry(.vulnBEAST, .warning, "BEAST: TLS 1.0 with CBC (CVE-2011-3389)", .vulnerabilities),
+        entry(.vulnLUCKY13, .info, "LUCKY13: CBC with HMAC (CVE-2013-0169)", .vulnerabilities),
+        entry(.vulnBREACH, .warning, "BREACH: HTTP compression (CVE-2013-3587)", .vulnerabilities),
+        entry(.vulnTicketbleed, .error, "Ticketbleed (CVE-2016-9244)", .vulnerabilities),
+        entry(.vulnClientRenegotiation, .warning, "Client-initiated renegotiation (CVE-2011-1473)", .vulnerabilities),
+        entry(.vulnHelloTolerance, .warning, "ClientHello intolerance (GREASE, large hello)", .vulnerabilities),
     ]
 
     static let mozillaProfiles: [FindingDescription] = [

@@ -74,7 +74,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var inventory: ServerInventory?
     /// HTTP security headers and the port-80 redirect (`checks: [headers]`).
     public var headers: HTTPHeadersReport?
-    /// Heartbleed, CCS injection and ROBOT (`checks: [vulnerabilities]`).
+    /// Heartbleed, CCS injection, ROBOT and the named verdicts (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
     /// Which real clients connect, with what protocol, suite and group (`checks: [clients]`).
     public var clients: ClientSimulationReport?

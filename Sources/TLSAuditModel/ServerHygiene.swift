@@ -7,7 +7,8 @@ public enum ServerHygiene {
         var problems: [String] = []
         if let vulnerabilities {
             checks.append(.vulnerabilities)
-            for (vulnerability, answer) in vulnerabilities.answers where answer.status == .vulnerable {
+            // LUCKY13 is informational (every CBC server has it): a finding, not a hygiene problem.
+            for (vulnerability, answer) in vulnerabilities.answers where answer.status == .vulnerable && vulnerability.severity > .info {
                 problems.append("\(vulnerability.title)\(answer.oracle.map { " (\($0) oracle)" } ?? "") (\(vulnerability.cve))")
             }
         }
@@ -17,7 +18,10 @@ public enum ServerHygiene {
             if inventory.secureRenegotiation.status == .no, !inventory.secureRenegotiation.isTLS13Only {
                 problems.append("insecure renegotiation (no RFC 5746)")
             }
-            if inventory.clientRenegotiation.status == .yes { problems.append("client-initiated renegotiation accepted") }
+            // Said once: the vulnerability check's verdict is the same answer when it ran.
+            if inventory.clientRenegotiation.status == .yes, vulnerabilities?.clientRenegotiation == nil {
+                problems.append("client-initiated renegotiation accepted")
+            }
             if inventory.compression.status == .yes { problems.append("TLS compression (CRIME)") }
             if inventory.extendedMasterSecret?.status == .no { problems.append("no extended master secret in TLS 1.2") }
             if inventory.fallbackSCSV.status == .no { problems.append("TLS_FALLBACK_SCSV not honoured") }

@@ -140,7 +140,7 @@ public enum OptionalCheck: String, Codable, Sendable, CaseIterable, Hashable {
     case inventory
     /// HTTP security headers over HTTPS and the redirect from plain HTTP (`HTTPHeadersReport`).
     case headers
-    /// Heartbleed, CCS injection and ROBOT probes (`VulnerabilityReport`).
+    /// Heartbleed, CCS injection and ROBOT probes, and the named verdicts (`VulnerabilityReport`).
     case vulnerabilities
     /// Client simulation: which real clients connect, with what (`ClientSimulationReport`).
     case clients

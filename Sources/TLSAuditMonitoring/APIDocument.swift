@@ -130,7 +130,7 @@ public enum APIDocument {
                 // The configuration inventory (checks: [inventory]); its schema: docs/scan.schema.json, `inventory`.
                 "inventory": ["type": "object"],
                 "headers": ["type": "object"],
-                // Heartbleed, CCS injection, ROBOT (checks: [vulnerabilities]); schema: docs/scan.schema.json, `vulnerabilities`.
+                // Heartbleed, CCS injection, ROBOT and the named verdicts (checks: [vulnerabilities]); schema: docs/scan.schema.json, `vulnerabilities`.
                 "vulnerabilities": ["type": "object"],
                 // Client simulation (checks: [clients]); schema: docs/scan.schema.json, `clients`.
                 "clients": ["type": "object"],

@@ -68,6 +68,7 @@ public struct ScanTextRenderer: Sendable {
     /// Each vulnerability: vulnerable / not vulnerable / not tested, with the evidence and the reference.
     private func render(_ report: VulnerabilityReport, into out: inout String) {
         out += "    vulnerabilities (\(report.handshakes) connections, \(report.durationMs) ms):\n"
+        let width = max(38, report.answers.map { "\($0.vulnerability.title) (\($0.vulnerability.cve))".count }.max() ?? 0)
         for (vulnerability, answer) in report.answers {
             let word = switch answer.status {
             case .vulnerable: paint("VULNERABLE" + (answer.oracle.map { " (\($0) oracle)" } ?? ""), .red)
@@ -75,7 +76,7 @@ public struct ScanTextRenderer: Sendable {
             case .notTested: paint("not tested", .yellow)
             }
             let name = "\(vulnerability.title) (\(vulnerability.cve))"
-            out += "      \(name.padding(toLength: 38, withPad: " ", startingAt: 0)) \(word)  (\(answer.detail))\n"
+            out += "      \(name.padding(toLength: width, withPad: " ", startingAt: 0)) \(word)  (\(answer.detail))\n"
         }
     }
 

@@ -368,7 +368,7 @@ final class ScanScheduler: @unchecked Sendable {
         var results: [AddressScanResult] = []
         switch scanner.addresses(for: target, selection: configured.addresses.selection) {
         case .success(let addresses):
-            results = addresses.map { scanner.probe($0, target: target, trustStore: trustStore) }
+            results = AddressScanResult.sharingSSLv2Keys(addresses.map { scanner.probe($0, target: target, trustStore: trustStore) })
         case .failure(let failure):
             results = [AddressScanResult(address: "-", family: "none", port: configured.port, status: .failed,
                                          startedAt: started, durationMs: Int(Date().timeIntervalSince(started) * 1000),

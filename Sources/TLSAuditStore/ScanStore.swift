@@ -178,7 +178,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var inventory: ServerInventory?
     /// HTTP security headers and the port-80 redirect, when the target asked for them (`checks: [headers]`).
     public var headers: HTTPHeadersReport?
-    /// Heartbleed, CCS injection and ROBOT, when the target asked for them (`checks: [vulnerabilities]`).
+    /// Heartbleed, CCS injection, ROBOT and the named verdicts (DROWN ... ClientHello tolerance), when the target asked for them (`checks: [vulnerabilities]`).
     public var vulnerabilities: VulnerabilityReport?
     /// Which simulated clients connect, when the target asked for it (`checks: [clients]`).
     public var clients: ClientSimulationReport?

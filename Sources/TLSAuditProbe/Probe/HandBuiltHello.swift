@@ -62,6 +62,8 @@ package enum HandBuiltHello {
         var keyShares: [KeyShare]?
         /// A 32-byte legacy session id (as TLS 1.3 clients send), else an empty one.
         var legacySessionID = true
+        /// A legacy session id sent as given (Ticketbleed's short one), instead of `legacySessionID`'s.
+        var sessionID: [UInt8]?
         /// Any other extensions, appended in order.
         var extraExtensions: [Extension] = []
 
@@ -93,7 +95,11 @@ package enum HandBuiltHello {
             }
             extensions += extraExtensions.map { ($0.type, $0.data) }
             var body: [UInt8] = u16(version) + (0..<32).map { _ in UInt8.random(in: 0...255) }
-            body += legacySessionID ? [32] + (0..<32).map { _ in UInt8.random(in: 0...255) } : [0]
+            if let sessionID {
+                body += [UInt8(sessionID.count)] + sessionID
+            } else {
+                body += legacySessionID ? [32] + (0..<32).map { _ in UInt8.random(in: 0...255) } : [0]
+            }
             body += vector16(u16s: suites)
             body += [UInt8(compression.count)] + compression
             // An SSLv3 hello carries no extensions block when there is nothing in it.

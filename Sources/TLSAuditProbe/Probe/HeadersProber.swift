@@ -16,16 +16,7 @@ extension Enumerator {
         let timeout = target.timeout ?? scanner.options.timeout
         let probes = ProbeCounter()
         let name = target.sni ?? target.host
-        let host = target.port == 443 ? name : "\(name):\(target.port)"
-        let request = Self.getRequest(path: path, host: host)
-        var head: HTTPResponseHead?
-        var failure: String?
-        let attempt = handshake(address, target: target, probes: probes, override: ClientHelloOverride(alpn: ["http/1.1"])) { ssl in
-            switch Self.exchange(ssl, request: request, deadline: Deadline(after: timeout)) {
-            case .success(let received): head = received
-            case .failure(let error): failure = error.reason
-            }
-        }
+        let (head, failure) = httpsGET(address, target: target, probes: probes, path: path, timeout: timeout)
         var report = HTTPHeadersReport(path: path, status: head?.status, hsts: nil, detail: "", plainHTTP: .notTested(""), plainHTTPLocation: nil)
         if let head {
             if let header = head.first("strict-transport-security") {
@@ -36,10 +27,26 @@ extension Enumerator {
                 report.detail = "no Strict-Transport-Security header on the \(head.status) answer to GET \(path)"
             }
         } else {
-            report.detail = "no HTTP answer over HTTPS: \(failure ?? attempt.failure?.description ?? "the handshake failed")"
+            report.detail = "no HTTP answer over HTTPS: \(failure)"
         }
         (report.plainHTTP, report.plainHTTPLocation) = plainRedirect(address, name: name, path: path, timeout: timeout)
         return report
+    }
+
+    /// The headers check's GET (`getRequest`) over HTTPS: the response head, or why none came.
+    func httpsGET(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, path: String,
+                  timeout: Double) -> (head: HTTPResponseHead?, failure: String) {
+        let name = target.sni ?? target.host
+        let request = Self.getRequest(path: path, host: target.port == 443 ? name : "\(name):\(target.port)")
+        var head: HTTPResponseHead?
+        var failure: String?
+        let attempt = handshake(address, target: target, probes: probes, override: ClientHelloOverride(alpn: ["http/1.1"])) { ssl in
+            switch Self.exchange(ssl, request: request, deadline: Deadline(after: timeout)) {
+            case .success(let received): head = received
+            case .failure(let error): failure = error.reason
+            }
+        }
+        return (head, failure ?? attempt.failure?.description ?? "the handshake failed")
     }
 
     /// GET on port 80 of the same address: a 3xx to an https:// Location is the redirect.
@@ -89,9 +96,10 @@ extension Enumerator {
         return .success(head)
     }
 
-    /// `GET path` with the few header fields every probe sends.
+    /// `GET path` with the few header fields every probe sends; `Accept-Encoding: gzip,deflate` as
+    /// a browser sends it, so that the same request tells whether the answer is compressed (BREACH).
     static func getRequest(path: String, host: String) -> [UInt8] {
-        Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nConnection: close\r\n\r\n".utf8)
+        Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nAccept-Encoding: gzip,deflate\r\nConnection: close\r\n\r\n".utf8)
     }
 
     struct ExchangeFailure: Error { var reason: String }

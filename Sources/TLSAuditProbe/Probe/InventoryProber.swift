@@ -125,8 +125,9 @@ extension Enumerator {
 
     // MARK: - Items
 
-    /// RFC 5746 support, then a renegotiation started by the client on the same TLS 1.2 connection.
-    private func renegotiation(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
+    /// RFC 5746 support, then a renegotiation started by the client on the same TLS 1.2 connection
+    /// (the vulnerability check's client-renegotiation verdict asks it too when no inventory ran).
+    func renegotiation(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter,
                                timeout: Double) -> (InventoryAnswer, InventoryAnswer)? {
         var secure = false
         var client = InventoryAnswer.notTested("")

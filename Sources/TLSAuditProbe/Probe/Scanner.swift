@@ -121,7 +121,7 @@ public final class TLSScanner: Sendable {
                 }
                 if let finished {
                     var target = skeletons[job.target]
-                    target.addresses = finished
+                    target.addresses = AddressScanResult.sharingSSLv2Keys(finished)
                     completed(job.target, target)
                 }
             }
@@ -130,6 +130,7 @@ public final class TLSScanner: Sendable {
         for (job, result) in zip(jobs, probed) {
             results[job.target].addresses.append(result)
         }
+        for index in results.indices { results[index].addresses = AddressScanResult.sharingSSLv2Keys(results[index].addresses) }
         return results
     }
 
@@ -228,7 +229,8 @@ public final class TLSScanner: Sendable {
             if wholeConfiguration || target.checks.contains(.inventory) { probed.inventory = checks.inventory(address, target: target) }
             if target.checks.contains(.headers), target.starttls == nil { probed.headers = checks.headers(address, target: target) }
             if wholeConfiguration || target.checks.contains(.vulnerabilities) {
-                probed.vulnerabilities = checks.vulnerabilities(address, target: target)
+                probed.vulnerabilities = checks.vulnerabilities(address, target: target, inventory: probed.inventory,
+                                                                leafSPKI: probed.presented.first?.spkiSHA256)
             }
             if target.checks.contains(.clients) {
                 probed.clients = checks.clientSimulation(address, target: target, leaf: probed.presented.first)
