@@ -161,4 +161,20 @@ struct WireEnumerationTests {
         let fallback = inventory["fallback_scsv"] as? [String: Any] ?? [:]
         #expect(fallback["status"] as? String == "not-tested" && (fallback["detail"] as? String ?? "").contains("no version below"), "\(fallback)")
     }
+
+    @Test("a server that drops ClientHellos over 512 bytes (a lab relay before a real one): the suites are still all found, offered 40 at a time, and the detail says so")
+    func intolerantOfLongHellos() throws {
+        let server = try LabTLSServer(LabServerConfiguration(chain: [VulnerabilityTests.leaf, lab.intermediate], maxVersion: .tls1_2))
+        defer { server.stop() }
+        let relay = try LabVulnerableServer(.helloIntolerance(bytes: 512), backendPort: server.port, keyPEM: VulnerabilityTests.leaf.key.pem)
+        defer { relay.stop() }
+        let direct = try scan(server.port, ["--enumerate"])
+        let relayed = try scan(relay.port, ["--enumerate"])
+        let expected = Self.suites(direct)["TLSv1.2"] ?? []
+        #expect(expected.count >= 10, "\(expected)")
+        #expect(Set(Self.suites(relayed)["TLSv1.2"] ?? []) == Set(expected), "relayed \(Self.suites(relayed)), direct \(expected)")
+        let protocols = (relayed["enumeration"] as? [String: Any])?["protocols"] as? [[String: Any]] ?? []
+        let detail = protocols.first { $0["version"] as? String == "TLSv1.2" }?["detail"] as? String ?? ""
+        #expect(detail.contains("offered 40 at a time"), "\(detail)")
+    }
 }
