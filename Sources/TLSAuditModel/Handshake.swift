@@ -19,6 +19,11 @@ public enum TLSVersion: String, Codable, Sendable, Comparable, CaseIterable {
         }
     }
 
+    /// The version's name (`TLSv1.2`) for a wire value, or the value (`0x7F1C`) when it is none of them.
+    public static func name(wireValue: UInt16) -> String {
+        TLSVersion(wireValue: Int(wireValue))?.rawValue ?? String(format: "0x%04X", wireValue)
+    }
+
     public init?(wireValue: Int) {
         guard let version = TLSVersion.allCases.first(where: { Int($0.wireValue) == wireValue }) else { return nil }
         self = version

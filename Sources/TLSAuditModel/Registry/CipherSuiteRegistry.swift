@@ -1,3 +1,5 @@
+import Foundation
+
 /// One IANA cipher suite as the registry describes it (`CipherSuiteRegistry`): its code point,
 /// names, the protocol that introduced it and its parts, so suites this libssl cannot offer
 /// (RC4, 3DES, export, NULL, anonymous, IDEA, SEED, ARIA, Camellia, GOST, PSK) can be offered on
@@ -93,6 +95,9 @@ public enum CipherSuiteRegistry {
     private static let byCode: [UInt16: CipherSuiteInfo] = Dictionary(table.map { ($0.code, $0) }) { first, _ in first }
 
     public static func suite(_ code: UInt16) -> CipherSuiteInfo? { byCode[code] }
+
+    /// The suite's name (`CipherSuiteInfo.name`), or its code (`0x1234`) when the registry lacks it.
+    public static func name(_ code: UInt16) -> String { suite(code)?.name ?? String(format: "0x%04X", code) }
 
     /// TLS_EMPTY_RENEGOTIATION_INFO_SCSV (RFC 5746).
     public static let renegotiationSCSV: UInt16 = 0x00FF

@@ -52,5 +52,8 @@ public enum NamedGroupRegistry {
     }()
 
     public static func group(_ code: UInt16) -> NamedGroupInfo? { all.first { $0.code == code } }
+
+    /// The group's IANA name, or `group 0x1234` when the registry lacks it.
+    public static func name(_ code: UInt16) -> String { group(code)?.name ?? "group 0x" + String(code, radix: 16, uppercase: true).leftPadded(to: 4) }
     public static func group(named name: String) -> NamedGroupInfo? { all.first { $0.name == name } }
 }

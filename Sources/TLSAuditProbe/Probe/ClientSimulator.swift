@@ -56,8 +56,8 @@ enum ClientSimulation {
     static func judge(_ answer: Answer, client: SimulatedClient, offer: Offer, scanLeaf: CertificateSummary?) -> ClientSimulationResult {
         let hello = answer.hello
         let suite = CipherSuiteRegistry.suite(hello.cipher)
-        let suiteName = suite?.name ?? String(format: "0x%04X", hello.cipher)
-        let version = TLSVersion(wireValue: Int(hello.version))?.rawValue ?? String(format: "0x%04X", hello.version)
+        let suiteName = CipherSuiteRegistry.name(hello.cipher)
+        let version = TLSVersion.name(wireValue: hello.version)
         func fails(_ why: String) -> ClientSimulationResult {
             ClientSimulationResult(client: client, connects: false, protocolVersion: version, suite: suite, failure: why)
         }
@@ -68,7 +68,7 @@ enum ClientSimulation {
         var group: String?
         if hello.version >= 0x0304 {
             guard let selected = hello.selectedGroup else { return fails("the server's TLS 1.3 answer names no key share group.") }
-            let name = groupName(selected)
+            let name = NamedGroupRegistry.name(selected)
             if hello.isHelloRetryRequest {
                 // The client sends a second hello with a share of the group asked for, if it supports that group.
                 guard offer.groups?.contains(selected) ?? false, !offer.keyShares.contains(selected) else {
@@ -81,9 +81,9 @@ enum ClientSimulation {
         } else if let suite, let body = answer.serverKeyExchange, let parameters = ServerKeyExchangeParameters(body, suite: suite) {
             switch parameters {
             case .namedCurve(let curve):
-                group = groupName(curve)
+                group = NamedGroupRegistry.name(curve)
                 if let groups = offer.groups, !groups.contains(curve) {
-                    return fails("the server chose the curve \(groupName(curve)), which the client does not offer.")
+                    return fails("the server chose the curve \(NamedGroupRegistry.name(curve)), which the client does not offer.")
                 }
             case .finiteField(let prime, _):
                 let bits = parameters.bits ?? 0
@@ -125,7 +125,6 @@ enum ClientSimulation {
         return nil
     }
 
-    static func groupName(_ code: UInt16) -> String { NamedGroupRegistry.group(code)?.name ?? String(format: "group 0x%04X", code) }
 
     static func range(_ versions: ClosedRange<UInt16>) -> String {
         func name(_ value: UInt16) -> String { TLSVersion(wireValue: Int(value))?.displayName ?? String(format: "0x%04X", value) }

@@ -195,33 +195,18 @@ struct SuiteOffers {
         CipherSuiteRegistry.offerable(at: version).filter(include).map(\.code) + [CipherSuiteRegistry.renegotiationSCSV]
     }
 
-    static func versionName(_ version: UInt16) -> String {
-        switch version {
-        case 0x0300: "SSLv3"
-        case 0x0301: "TLSv1"
-        case 0x0302: "TLSv1.1"
-        case 0x0303: "TLSv1.2"
-        case 0x0304: "TLSv1.3"
-        default: "0x" + String(version, radix: 16)
-        }
-    }
-
-    static func suiteName(_ code: UInt16) -> String {
-        CipherSuiteRegistry.suite(code)?.name ?? "0x" + String(code, radix: 16, uppercase: true)
-    }
-
     /// A ClientHello at `version` offering only the suites `weak` selects: the server picking one
     /// (at most at `highest`) is vulnerable, a refusal is not.
     func judge(_ what: String, version: UInt16, highest: UInt16 = 0x0303, consequence: String? = nil,
                _ weak: @escaping (CipherSuiteInfo) -> Bool) -> VulnerabilityAnswer {
         let suites = Self.suites(at: version, weak)
-        let offered = "\(version == 0x0300 ? "an" : "a") \(Self.versionName(version)) ClientHello offering only the \(suites.count - 1) \(what) suites"
+        let offered = "\(version == 0x0300 ? "an" : "a") \(TLSVersion.name(wireValue: version)) ClientHello offering only the \(suites.count - 1) \(what) suites"
         switch answer(HandBuiltHello.Offer(version: version, suites: suites, serverName: target.sni).bytes) {
         case .serverHello(let hello):
             guard let chosen = CipherSuiteRegistry.suite(hello.cipher), weak(chosen), hello.version <= highest else {
-                return .notVulnerable("to \(offered), the server answered \(Self.versionName(hello.version)) with \(Self.suiteName(hello.cipher))")
+                return .notVulnerable("to \(offered), the server answered \(TLSVersion.name(wireValue: hello.version)) with \(CipherSuiteRegistry.name(hello.cipher))")
             }
-            return .vulnerable("to \(offered), the server chose \(chosen.name) at \(Self.versionName(hello.version))" + (consequence.map { ": \($0)" } ?? ""))
+            return .vulnerable("to \(offered), the server chose \(chosen.name) at \(TLSVersion.name(wireValue: hello.version))" + (consequence.map { ": \($0)" } ?? ""))
         case .alert(let alert):
             return .notVulnerable("the server refused \(offered): alert \(OpenSSLErrors.alertName(Int32(alert)))")
         case .other(let why):
@@ -255,7 +240,7 @@ struct SuiteOffers {
         do {
             let flight = try firstFlight(suites)
             guard let chosen = CipherSuiteRegistry.suite(flight.cipher), chosen.isExportRSA else {
-                return .notVulnerable("to \(offered), the server chose \(Self.suiteName(flight.cipher))")
+                return .notVulnerable("to \(offered), the server chose \(CipherSuiteRegistry.name(flight.cipher))")
             }
             let key = flight.keyExchange(for: chosen)?.bits.map { " and a \($0)-bit temporary RSA key" } ?? ""
             return .vulnerable("to \(offered), the server chose \(chosen.name)\(key): a 512-bit key factored in hours decrypts the session")
@@ -285,7 +270,7 @@ struct SuiteOffers {
             guard let chosen = CipherSuiteRegistry.suite(flight.cipher), chosen.isFiniteFieldDH,
                   let parameters = flight.keyExchange(for: chosen), let bits = parameters.bits,
                   case .finiteField(let prime, _) = parameters else {
-                return .notVulnerable("no export DH; to \(offered), the server chose \(Self.suiteName(flight.cipher)) without a DH group")
+                return .notVulnerable("no export DH; to \(offered), the server chose \(CipherSuiteRegistry.name(flight.cipher)) without a DH group")
             }
             let group = Self.dhGroup(parameters) ?? "\(bits)-bit group"
             if bits < 2048 {

@@ -84,7 +84,7 @@ extension Enumerator {
             switch offer(remaining, version: version, address: address, target: target, probes: probes) {
             case .chose(let code, let keyExchange):
                 guard remaining.contains(code) else {
-                    walk.end = .failed("the server chose \(Self.suiteName(code)), which was not offered")
+                    walk.end = .failed("the server chose \(CipherSuiteRegistry.name(code)), which was not offered")
                     return walk
                 }
                 walk.accepted.append((code, AcceptedSuite(cipher: describeSuite(code), keyExchange: keyExchange)))
@@ -125,7 +125,7 @@ extension Enumerator {
                     || !(CipherSuiteRegistry.suite(flight.cipher).map { $0.isFiniteFieldDH || $0.isEllipticCurveDH || $0.isExport } ?? false)
             }
             guard flight.version == version.wireValue else {
-                return .otherVersion(TLSVersion(wireValue: Int(flight.version))?.rawValue ?? String(format: "version 0x%04X", flight.version))
+                return .otherVersion(TLSVersion.name(wireValue: flight.version))
             }
             return .chose(flight.cipher, Self.keyExchange(of: flight))
         } catch {
@@ -149,7 +149,7 @@ extension Enumerator {
         switch flight.keyExchange(for: suite) {
         case .namedCurve(let code):
             let group = NamedGroupRegistry.group(code)
-            return KeyExchangeDescription(group: group?.name ?? String(format: "0x%04X", code),
+            return KeyExchangeDescription(group: NamedGroupRegistry.name(code),
                                           ephemeralKey: ephemeralKey(curve: code, name: group?.name), forwardSecrecy: true)
         case .finiteField(let prime, _):
             let bits = ServerKeyExchangeParameters.finiteField(prime: prime, generator: []).bits ?? 0
@@ -188,6 +188,4 @@ extension Enumerator {
         return CipherSuiteDescription(iana: text, openssl: text, code: text, keyExchange: "unknown", authentication: "unknown",
                                       isAEAD: false, strengthBits: 0)
     }
-
-    static func suiteName(_ code: UInt16) -> String { CipherSuiteRegistry.suite(code)?.name ?? String(format: "0x%04X", code) }
 }
