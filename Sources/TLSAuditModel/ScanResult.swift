@@ -31,8 +31,11 @@ public struct ChainReport: Hashable, Codable, Sendable {
     /// The chain as clients see it: the path built, or what was sent when none could be built.
     public var certificates: [CertificateSummary] { path.isEmpty ? presented : path.map(\.certificate) }
 
-    /// The names of the public root stores (`--trust-store apple|system`); any other store is an operator's.
-    public static let publicStores: Set<String> = ["apple", "system"]
+    /// The names of the public root stores (`--trust-store apple|system`), in the order help lists
+    /// them (`TrustStore.publicStore(named:)` opens each); any other store is an operator's.
+    public static let publicStoreNames = ["apple", "system"]
+    /// `publicStoreNames`, to look names up.
+    public static let publicStores = Set(publicStoreNames)
 
     /// The rules for publicly trusted certificates apply (CT, the 398-day limit): the path anchors
     /// in a public root store's certificate, whichever store judged; for a result stored before

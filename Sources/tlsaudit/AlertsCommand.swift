@@ -19,7 +19,7 @@ struct AlertsCommand: ParsableCommand {
     @Option(help: "How many alerts.")
     var limit: Int = 50
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions

@@ -55,7 +55,7 @@ struct AppAuditCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions

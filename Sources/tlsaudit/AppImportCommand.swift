@@ -33,7 +33,7 @@ struct AppImportCommand: ParsableCommand {
     @Option(name: .customLong("ca-file"), help: "Your own trust anchors (PEM), written as the group's trust: {ca_file: ...}.")
     var caFile: String?
 
-    @Option(name: .customLong("trust-store"), help: "apple, system or a PEM FILE, written as the group's trust: (default: Apple's root store).")
+    @Option(name: .customLong("trust-store"), help: ArgumentHelp("\(HelpLists.trustStores), written as the group's trust: (default: Apple's root store)."))
     var trustStore: String?
 
     @Option(help: "Seconds for each of resolution, connect and handshake (written as the group's timeout:).")
@@ -65,7 +65,7 @@ struct AppImportCommand: ParsableCommand {
         }
         let absolute = { (file: String) in URL(fileURLWithPath: file).standardizedFileURL.path }
         let trust: String? = if let caFile { "{ca_file: \(AppImport.quotedYAML(absolute(caFile)))}" }
-            else if let trustStore { ["apple", "system"].contains(trustStore) ? trustStore : "{store: \(AppImport.quotedYAML(absolute(trustStore)))}" }
+            else if let trustStore { ChainReport.publicStoreNames.contains(trustStore) ? trustStore : "{store: \(AppImport.quotedYAML(absolute(trustStore)))}" }
             else { nil }
         let security = try afnetworking.map { try AppAuditCommand.securityPolicy($0, bundle: bundle).policy }
         var certificateFiles: [String] = []

@@ -5,8 +5,8 @@ import TLSAuditProbe
 /// What a chain is judged with: the root store (`--trust-store`) and the CT log list (`--ct-log-list`).
 struct TrustInputOptions: ParsableArguments {
     @Option(name: .customLong("trust-store"), help: ArgumentHelp(
-        "Root store to judge against: apple, system or a PEM FILE.",
-        discussion: "apple: the snapshot of Apple's root store shipped with tlsaudit (the default of the ats, ats-runtime and apple-trust policies); system: Debian's /etc/ssl/certs, which is Mozilla's (the default of the mozilla-* policies); FILE: a PEM bundle. Certificate Transparency and the 398-day limit apply when the path anchors in Apple's or Debian's store, whichever store judged.",
+        "Root store to judge against: \(HelpLists.trustStores).",
+        discussion: HelpLists.trustStoreDefaults + " Certificate Transparency and the 398-day limit apply when the path anchors in Apple's or Debian's store, whichever store judged.",
         valueName: "store"))
     var trustStore: String?
 
@@ -23,11 +23,8 @@ struct TrustInputOptions: ParsableArguments {
         }
         do {
             if let caFile { return try TrustStore(caFile: caFile) }
-            switch trustStore ?? (policy.trustsAppleRoots ? "apple" : "system") {
-            case "apple": return TrustStore.apple
-            case "system": return try TrustStore.system()
-            case let path: return try TrustStore(caFile: path, label: "file:\(path)")
-            }
+            let name = trustStore ?? (policy.trustsAppleRoots ? "apple" : "system")
+            return try TrustStore.publicStore(named: name) ?? TrustStore(caFile: name, label: "file:\(name)")
         } catch let error as ValidationError {
             throw error
         } catch {

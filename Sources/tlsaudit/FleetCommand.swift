@@ -77,7 +77,7 @@ struct FleetCommand: ParsableCommand {
 
         @OptionGroup var databaseOptions: DatabaseOptions
 
-        @Option(help: "Output format: text or json.")
+        @Option(help: ArgumentHelp(HelpLists.outputFormat))
         var format: OutputFormat = .text
 
         @OptionGroup var jsonStyle: JSONStyleOptions

@@ -20,7 +20,7 @@ struct HistoryCommand: ParsableCommand {
     @Option(help: "How many scans to show.")
     var limit: Int = 20
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions

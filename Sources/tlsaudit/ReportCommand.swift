@@ -20,7 +20,7 @@ struct ReportCommand: ParsableCommand {
 
     @OptionGroup var databaseOptions: DatabaseOptions
 
-    @Option(help: "Output format: \(ReportFormat.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(help: ArgumentHelp("Output format: \(HelpLists.values(of: ReportFormat.self))."))
     var format: ReportFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
@@ -31,7 +31,7 @@ struct ReportCommand: ParsableCommand {
     @Option(help: "Write the report to this file (atomically) instead of standard output.")
     var out: String?
 
-    @Option(help: "Judge every stored scan under this policy instead of its own: \(CompliancePolicy.allCases.map(\.rawValue).joined(separator: ", ")).")
+    @Option(help: ArgumentHelp("Judge every stored scan under this policy instead of its own: \(HelpLists.policies)."))
     var policy: CompliancePolicy?
 
     @Option(help: "The end of the period, ISO 8601 (default: now).")

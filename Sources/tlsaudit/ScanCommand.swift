@@ -41,12 +41,12 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Seconds allowed for each of name resolution, TCP connect and TLS handshake.")
     var timeout: Double = SettingBounds.timeout.defaultValue
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
 
-    @Option(help: "Policy to judge against: \(CompliancePolicy.registered.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: ", ")).")
+    @Option(help: ArgumentHelp("Policy to judge against: \(HelpLists.policies)."))
     var policy: CompliancePolicy?
 
     @Option(help: ArgumentHelp(starttlsHelp, valueName: "protocol"))
@@ -83,7 +83,7 @@ struct ScanCommand: ParsableCommand {
     @Flag(help: "Also enumerate every protocol version (SSLv2 to TLS 1.3) and suite each address accepts, with the server's order, and take the configuration inventory (--checks inventory).")
     var enumerate = false
 
-    @Option(help: ArgumentHelp("Opt-in checks, comma-separated: inventory (renegotiation, compression, TLS_FALLBACK_SCSV, resumption, 0-RTT, stapling, ALPN, groups with post-quantum hybrids, signature algorithms, the certificate without SNI; about 40 handshakes an address), headers (HSTS on one GET over HTTPS, and the redirect on port 80; 1 handshake and 1 plain connection), vulnerabilities (Heartbleed, CCS injection, ROBOT, and the named verdicts DROWN, POODLE, SWEET32, FREAK, LOGJAM, RC4, BEAST, LUCKY13, BREACH, Ticketbleed, client-initiated renegotiation, ClientHello tolerance; 22 connections, 27 when ROBOT finds an oracle), clients (client simulation: 166 real clients' recorded ClientHellos replayed, whether each connects and with what protocol, suite and group; 166 connections, no handshake completed).",
+    @Option(help: ArgumentHelp("Opt-in checks, comma-separated: \(HelpLists.checks).",
                                valueName: "checks"))
     var checks: [String] = []
 

@@ -19,7 +19,7 @@ struct StatusCommand: ParsableCommand {
 
     @OptionGroup var databaseOptions: DatabaseOptions
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions

@@ -49,7 +49,7 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: "Seconds allowed for fetching (missing intermediates with --aia-fetch; revocation answers with --revocation and no files).")
     var timeout: Double = SettingBounds.timeout.defaultValue
 
-    @Option(help: "Output format: text or json.")
+    @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions

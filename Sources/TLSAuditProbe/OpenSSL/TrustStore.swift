@@ -43,6 +43,15 @@ public final class TrustStore: @unchecked Sendable {
         return TrustStore(pointer: store, label: "system", partialChain: false, searchesAlternatives: true)
     }
 
+    /// The public root store of this name (`ChainReport.publicStoreNames`); nil for any other name.
+    public static func publicStore(named name: String) throws -> TrustStore? {
+        switch name {
+        case "apple": apple
+        case "system": try system()
+        default: nil
+        }
+    }
+
     /// The snapshot of Apple's root store shipped with tlsaudit (`scripts/update-apple-roots`), read once.
     public static let apple: TrustStore = {
         do {

@@ -31,10 +31,10 @@ enum CLI {
         return executable.deletingLastPathComponent().appendingPathComponent("tlsaudit").path
     }()
 
-    /// Runs `tlsaudit ARGS`, killing it if it outlives `limit` seconds.
-    static func run(_ arguments: [String], limit: Double = 60, environment: [String: String] = [:]) throws -> Output {
+    /// Runs `tlsaudit ARGS` (or another `program`), killing it if it outlives `limit` seconds.
+    static func run(_ arguments: [String], limit: Double = 60, environment: [String: String] = [:], program: String = binary) throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
+        process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }
