@@ -100,6 +100,10 @@ struct DocumentationTests {
         let environment = ["MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "1000", "LANG": "C.UTF-8"]
         let located = try Self.shell(man, ["-M", manDirectory.path, "-w", "tlsaudit-scan"], environment: environment)
         #expect(located.stdout.hasSuffix("man1/tlsaudit-scan.1\n"), "\(located.stdout) \(located.stderr)")
+        // mandb's whatis entry (what apropos lists) names the page as man looks it up.
+        let lexgrog = try LabPrerequisite.program(["lexgrog"], package: "man-db")
+        let whatis = try Self.shell(lexgrog, [manDirectory.appendingPathComponent("man1/tlsaudit-scan.1").path])
+        #expect(whatis.status == 0 && whatis.stdout.contains("\"tlsaudit-scan - "), "\(whatis.stdout) \(whatis.stderr)")
         let rendered = try Self.shell(man, ["-l", manDirectory.appendingPathComponent("man1/tlsaudit-scan.1").path], environment: environment)
         #expect(rendered.status == 0, "\(rendered.stderr)")
         // Plain text without overstriking (lines 1000 wide: no word is hyphenated at a line end).
