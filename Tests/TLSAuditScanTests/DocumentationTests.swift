@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditProbe
 
 /// What an operator reads about the commands, through the binary: every `--help` lists every value
 /// its options accept, and `scripts/generate-docs` makes man pages `man` renders and completions
@@ -73,6 +74,10 @@ struct DocumentationTests {
                 #expect(entry.contains(value), "tlsaudit \(option.command.joined(separator: " ")) --help: --\(option.name) does not list \(value): \(entry)")
             }
             checked[option.name, default: []].append(option.command.joined(separator: " "))
+        }
+        // Each root store the help lists is one `--trust-store NAME` opens (not a file of that name).
+        for name in ChainReport.publicStoreNames {
+            #expect(try TrustStore.publicStore(named: name)?.label == name)
         }
         // The commands known to take each (a command that stops taking one is a change to see here).
         #expect(Set(checked["policy"] ?? []) == ["scan", "report"])
