@@ -53,7 +53,7 @@ func parseSingleTarget(_ text: String, connectTo: String?, starttls: STARTTLSSet
 }
 
 /// `--starttls`'s help, the same for every command that takes it.
-let starttlsHelp = "Upgrade a plaintext connection first: smtp, imap, pop3, ftp, xmpp, xmpp-server, ldap, postgres, mysql, sieve or nntp (as openssl s_client -starttls); auto (the default) infers it from a well-known port (25, 587, 143, 110, 21, 5222, 5269, 389, 5432, 3306, 4190, 119) and says so; none: TLS from the first byte."
+let starttlsHelp = "Upgrade a plaintext connection first: \(HelpLists.values(of: STARTTLSProtocol.self)) (as openssl s_client -starttls); auto (the default) infers it from a well-known port (\(HelpLists.starttlsPorts)) and says so; none: TLS from the first byte."
 
 extension STARTTLSSetting: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }

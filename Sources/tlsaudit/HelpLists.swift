@@ -32,6 +32,9 @@ enum HelpLists {
             + "system: Debian's /etc/ssl/certs, which is Mozilla's (the default of the \(alternatives(system)) policies); FILE: a PEM bundle."
     }()
 
+    /// The ports `--starttls auto` infers a protocol from, in ascending order (`STARTTLSProtocol.wellKnown(port:)`).
+    static let starttlsPorts = (1...65535).filter { STARTTLSProtocol.wellKnown(port: $0) != nil }.map(String.init).joined(separator: ", ")
+
     /// `--checks`' list: each opt-in check with what it does and costs.
     static let checks = OptionalCheck.allCases.map { "\($0.rawValue) (\(summary(of: $0)))" }.joined(separator: ", ")
 

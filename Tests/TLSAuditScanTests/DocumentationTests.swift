@@ -55,17 +55,18 @@ struct DocumentationTests {
         return entry.joined(separator: " ")
     }
 
-    @Test("every command's --help lists every policy, root store, format and check its options accept")
+    @Test("every command's --help lists every policy, root store, format, check and STARTTLS protocol its options accept")
     func helpListsEveryValue() throws {
         let options = try Self.documentedOptions()
         let policies = CompliancePolicy.registered.map(\.rawValue)
         var checked: [String: [String]] = [:]
-        for option in options where ["policy", "trust-store", "format", "checks"].contains(option.name) {
+        for option in options where ["policy", "trust-store", "format", "checks", "starttls"].contains(option.name) {
             let entry = try Self.helpEntry(of: option.name, in: option.command)
             let listed: [String] = switch option.name {
             case "policy": policies
             case "trust-store": ChainReport.publicStoreNames + ["PEM FILE"]
             case "checks": OptionalCheck.allCases.map(\.rawValue)
+            case "starttls": STARTTLSSetting.names + ["587"]
             default: option.values
             }
             #expect(!listed.isEmpty, "\(option.command) --\(option.name): no values known")
@@ -84,6 +85,7 @@ struct DocumentationTests {
         #expect(Set(checked["trust-store"] ?? []).isSuperset(of: ["scan", "ats", "verify", "pin", "app audit", "app import"]))
         #expect(Set(checked["format"] ?? []).isSuperset(of: ["scan", "ats", "verify", "status", "history", "report", "alerts", "app audit"]))
         #expect(checked["checks"] == ["scan"])
+        #expect(Set(checked["starttls"] ?? []).isSuperset(of: ["scan", "ats", "pin"]))
     }
 
     @Test("scripts/generate-docs: man renders tlsaudit-scan with its options; the completions load")
