@@ -30,12 +30,14 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Show the service's log lines on stderr.")
     var verbose = false
 
+    @OptionGroup var log: LogFormatOption
+
     func validate() throws {
         guard (1...100).contains(cycles) else { throw ValidationError("--cycles must be between 1 and 100.") }
     }
 
     func run() async throws {
-        LogSetup.bootstrap(level: verbose ? "info" : "warning")
+        LogSetup.bootstrap(level: verbose ? "info" : "warning", format: log.logFormat)
         let lab = try DemoLab()
         defer {
             lab.stop()

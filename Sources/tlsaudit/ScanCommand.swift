@@ -268,6 +268,7 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 
 extension AddressSelection: ExpressibleByArgument {}
 extension CompliancePolicy: ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}
 extension RevocationMode: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
 

@@ -5,16 +5,20 @@ import TLSAuditCore
 import TLSAuditService
 import TLSAuditStore
 
-/// Sets up swift-log once: one line per event on stderr (journald adds its own timestamp).
+/// Sets up swift-log once: one line per event on stderr, in `format` (`LogFormat`: readable text on
+/// a terminal, priority-prefixed lines under systemd's journal, or JSON lines).
 enum LogSetup {
-    static func bootstrap(level: String) {
-        let logLevel = Logger.Level(rawValue: level) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = logLevel
-            return handler
-        }
+    static func bootstrap(level: String, format: LogFormat) {
+        format.bootstrap(level: Logger.Level(rawValue: level) ?? .info)
     }
+}
+
+/// `--log-format`, shared by the commands that log (`serve`, `demo`).
+struct LogFormatOption: ParsableArguments {
+    @Option(name: .customLong("log-format"),
+            help: ArgumentHelp("How log lines are written on stderr: \(LogFormat.allCases.map(\.rawValue).joined(separator: ", ")). auto (the default) is journal when stderr is systemd's journal (JOURNAL_STREAM), else text; journal: a syslog priority prefix (<3> error, <4> warning, <6> info) and no timestamp, for journalctl -p; json: one object per line (time, level, logger, message, target, address and the event's other fields).",
+                               valueName: "format"))
+    var logFormat: LogFormat = .auto
 }
 
 /// Loads a configuration file or exits 64 with every problem listed.
@@ -53,6 +57,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("shutdown-grace"), help: "Seconds scans and alert deliveries in flight may run on after SIGTERM.")
     var shutdownGrace: Double = ServiceConfiguration.defaultShutdownGrace
 
+    @OptionGroup var log: LogFormatOption
+
     @Flag(name: .customLong("replace-node"),
           help: "Fleet mode: take this node's name over even while another process's heartbeat holds it (that process stops).")
     var replaceNode = false
@@ -66,7 +72,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = try loadConfiguration(config)
         if let database { configuration.database = database }
-        LogSetup.bootstrap(level: configuration.logLevel)
+        LogSetup.bootstrap(level: configuration.logLevel, format: log.logFormat)
         let logger = Logger(label: "tlsaudit")
         for warning in configuration.warnings { logger.warning("configuration: \(warning)") }
         let service: ScanService

@@ -177,4 +177,16 @@ struct WireEnumerationTests {
         let detail = protocols.first { $0["version"] as? String == "TLSv1.2" }?["detail"] as? String ?? ""
         #expect(detail.contains("offered 40 at a time"), "\(detail)")
     }
+
+    @Test("a server that closes the connection on every ClientHello without a word: every version refused (a silent close is a refusal, as a failed handshake counted it before the wire enumeration), not 'not tested'")
+    func silentCloser() throws {
+        let server = try LabHostileServer(.closeAfterClientHello)
+        defer { server.stop() }
+        let address = try scan(server.port, ["--enumerate"])
+        let protocols = (address["enumeration"] as? [String: Any])?["protocols"] as? [[String: Any]] ?? []
+        #expect(protocols.count == 6 && protocols.allSatisfy { $0["status"] as? String == "rejected" },
+                "\(protocols.map { "\($0["version"] ?? ""): \($0["status"] ?? "") (\($0["detail"] ?? ""))" })")
+        let tls12 = protocols.first { $0["version"] as? String == "TLSv1.2" }?["detail"] as? String ?? ""
+        #expect(tls12.contains("closed the connection"), "\(tls12)")
+    }
 }

@@ -220,7 +220,7 @@ enum ClientSimulation {
         } catch {
             switch error {
             case .refused(let alert): throw Refusal("the server refused the ClientHello with alert \(OpenSSLErrors.alertName(Int32(alert))).")
-            case .other(let why): throw Refusal(why + ".")
+            case .other(let why), .closed(let why): throw Refusal(why + ".")
             }
         }
         guard let serverHello = flight.serverHello else { throw Refusal("the server sent no ServerHello.") }

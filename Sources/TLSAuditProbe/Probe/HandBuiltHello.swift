@@ -33,6 +33,9 @@ package enum HandBuiltHello {
     enum Answer {
         case serverHello(ServerHello)
         case alert(UInt8)
+        /// The server closed or reset the connection on the hello without a word (how some servers
+        /// refuse what they do not take), in a sentence.
+        case closed(String)
         /// Closed, timed out or not TLS, in a sentence.
         case other(String)
     }
@@ -145,7 +148,7 @@ package enum HandBuiltHello {
 
     /// Sends `hello` on a connected socket and reads up to the first handshake message or alert.
     static func exchange(_ hello: [UInt8], socket: TCPSocket, deadline: Deadline) -> Answer {
-        guard socket.send(hello, until: deadline) else { return .other("the server closed the connection on the ClientHello") }
+        guard socket.send(hello, until: deadline) else { return .closed("the server closed the connection on the ClientHello") }
         var records = RecordConversation(socket: socket, deadline: deadline)
         var handshake: [UInt8] = []
         while true {
@@ -156,7 +159,8 @@ package enum HandBuiltHello {
                 guard handshake.count <= 65_536 else { return .other("over 64 KiB without a ServerHello") }
             case .record(let type, _): return .other("a record of type \(type) before the ServerHello")
             case .alert(let description): return .alert(description)
-            case .closed: return .other("the server closed the connection without answering the ClientHello")
+            case .closed: return .closed("the server closed the connection without answering the ClientHello")
+            case .failed(ECONNRESET): return .closed("the server reset the connection on the ClientHello")
             case .timedOut: return .other("no answer to the ClientHello in time")
             case .failed(let code): return .other("the connection failed: \(errnoText(code))")
             case .notTLS: return .other("the answer is not a TLS record")

@@ -182,7 +182,7 @@ extension Enumerator {
                 return hello.compression == 1 ? .yes("the server chose DEFLATE compression (CRIME)") : .no("the server chose no compression when DEFLATE was offered")
             case .alert(let alert):
                 return .notTested("the server refused a TLS 1.2 ClientHello offering DEFLATE: alert \(OpenSSLErrors.alertName(Int32(alert)))")
-            case .other(let why):
+            case .other(let why), .closed(let why):
                 return .notTested(why)
             }
         } catch {

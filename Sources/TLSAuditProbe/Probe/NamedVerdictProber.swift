@@ -144,7 +144,7 @@ extension Enumerator {
             return .notVulnerable("the server did not resume its session ticket (a new \(echoed.count)-byte session ID), so nothing to echo")
         case .alert(let alert):
             return .notVulnerable("the server refused a ClientHello with its own session ticket: alert \(OpenSSLErrors.alertName(Int32(alert)))")
-        case .other(let why):
+        case .other(let why), .closed(let why):
             return .notTested(why)
         }
     }
@@ -209,6 +209,9 @@ struct SuiteOffers {
             return .vulnerable("to \(offered), the server chose \(chosen.name) at \(TLSVersion.name(wireValue: hello.version))" + (consequence.map { ": \($0)" } ?? ""))
         case .alert(let alert):
             return .notVulnerable("the server refused \(offered): alert \(OpenSSLErrors.alertName(Int32(alert)))")
+        case .closed(let why):
+            // A silent close is a refusal (the ClientHello tolerance verdict tells a server that closes on every hello).
+            return .notVulnerable("\(why.prefix(1).uppercased() + why.dropFirst()) offering only the \(what) suites: refused")
         case .other(let why):
             return .notTested("\(offered): \(why)")
         }
@@ -295,7 +298,7 @@ struct SuiteOffers {
         switch error {
         case .refused(let alert):
             return .notVulnerable("\(what.map { "\($0): " } ?? "")the server refused \(offered): alert \(OpenSSLErrors.alertName(Int32(alert)))")
-        case .other(let why):
+        case .other(let why), .closed(let why):
             return .notTested("\(offered): \(why)")
         }
     }
@@ -336,7 +339,7 @@ struct SuiteOffers {
             switch answer {
             case .serverHello(let hello): "answered with \(hello.isHelloRetryRequest ? "a HelloRetryRequest" : "a ServerHello")"
             case .alert(let alert): "refused it with alert \(OpenSSLErrors.alertName(Int32(alert)))"
-            case .other(let why): why.replacingOccurrences(of: "the server ", with: "")
+            case .other(let why), .closed(let why): why.replacingOccurrences(of: "the server ", with: "")
             }
         }
         let full = toleranceHello(grease: true, padded: true)

@@ -61,6 +61,9 @@ package struct RecordConversation {
     enum Failure: Error {
         /// The server refused the ClientHello with this alert.
         case refused(UInt8)
+        /// The server closed or reset the connection on the ClientHello without a word (how some
+        /// servers refuse a version or a list of suites), in a sentence.
+        case closed(String)
         /// Anything else, in a sentence.
         case other(String)
     }
@@ -90,13 +93,14 @@ package struct RecordConversation {
             throw .other(error.description)
         }
         var conversation = RecordConversation(socket: socket, deadline: deadline)
-        guard socket.send(hello, until: deadline) else { throw .other("the server closed the connection on the ClientHello") }
+        guard socket.send(hello, until: deadline) else { throw .closed("the server closed the connection on the ClientHello") }
         var partial: FirstFlight?
         do {
             let flight = try conversation.readFirstFlight(into: &partial, enough: enough)
             return (conversation, flight)
         } catch {
-            guard helloSuffices, case .other = error, let partial else { throw error }
+            guard helloSuffices, let partial else { throw error }
+            if case .refused = error { throw error }
             return (conversation, partial)
         }
     }
@@ -140,8 +144,8 @@ package struct RecordConversation {
                 }
             case .record(let type, _): throw .other("a record of type \(type) in the server's first flight")
             case .alert(let description): throw .refused(description)
-            case .failed(ECONNRESET): throw .other("the server reset the connection on the ClientHello")
-            case .closed, .failed: throw .other("the server closed the connection without answering the ClientHello")
+            case .failed(ECONNRESET): throw .closed("the server reset the connection on the ClientHello")
+            case .closed, .failed: throw .closed("the server closed the connection without answering the ClientHello")
             case .timedOut: throw .other("no complete answer to the ClientHello in time")
             case .notTLS: throw .other("the answer is not TLS")
             }

@@ -131,6 +131,8 @@ extension Enumerator {
         } catch {
             switch error {
             case .refused(let alert): return .refused("alert \(OpenSSLErrors.alertName(Int32(alert)))")
+            // A silent close is how some servers refuse a version: a refusal, as a completed handshake's probe counts it.
+            case .closed(let why): return .refused(why)
             case .other(let why): return .failed(why)
             }
         }
