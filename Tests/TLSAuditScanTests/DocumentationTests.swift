@@ -60,7 +60,7 @@ struct DocumentationTests {
         let options = try Self.documentedOptions()
         let policies = CompliancePolicy.registered.map(\.rawValue)
         var checked: [String: [String]] = [:]
-        for option in options where ["policy", "trust-store", "format", "checks", "starttls"].contains(option.name) {
+        for option in options where ["policy", "trust-store", "format", "log-format", "checks", "starttls"].contains(option.name) {
             let entry = try Self.helpEntry(of: option.name, in: option.command)
             let listed: [String] = switch option.name {
             case "policy": policies
@@ -84,6 +84,7 @@ struct DocumentationTests {
         #expect(Set(checked["policy"] ?? []) == ["scan", "report"])
         #expect(Set(checked["trust-store"] ?? []).isSuperset(of: ["scan", "ats", "verify", "pin", "app audit", "app import"]))
         #expect(Set(checked["format"] ?? []).isSuperset(of: ["scan", "ats", "verify", "status", "history", "report", "alerts", "app audit"]))
+        #expect(Set(checked["log-format"] ?? []) == ["serve", "demo"])
         #expect(checked["checks"] == ["scan"])
         #expect(Set(checked["starttls"] ?? []).isSuperset(of: ["scan", "ats", "pin"]))
     }
