@@ -105,16 +105,9 @@ public final class Enumerator: Sendable {
     private func sslv2Probe(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
         let name = "SSLv2"
         probes.increment()
-        let timeout = target.timeout ?? scanner.options.timeout
-        let hello = LegacyHello.sslv2
         do {
-            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
-            let deadline = Deadline(after: timeout)
-            guard socket.send(hello, until: deadline) else {
-                return ProtocolSupport(version: name, status: .rejected, detail: "the server closed the connection on the \(name) ClientHello")
-            }
-            let answer = socket.receive(atLeast: 11, until: deadline)
-            return LegacyHello.interpret(answer, version: name)
+            return LegacyHello.interpret(try LegacyHello.exchange(address, target: target, timeout: target.timeout ?? scanner.options.timeout),
+                                         version: name)
         } catch {
             return ProtocolSupport(version: name, status: .notTested, detail: "not tested: \(error.description)")
         }
@@ -253,6 +246,21 @@ enum LegacyHello {
         let body: [UInt8] = [0x01, 0x00, 0x02, 0x00, UInt8(specs.count), 0x00, 0x00, 0x00, 0x10] + specs + challenge
         return [0x80 | UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
     }()
+
+    /// Sends the SSLv2 CLIENT-HELLO on a new connection (STARTTLS first when the target asks) and
+    /// reads the answer: a whole SSLv2 record (the SERVER-HELLO, its certificate included), or the
+    /// first bytes of anything else (an alert); empty when the server closed the connection on it.
+    static func exchange(_ address: SocketAddress, target: ScanTarget, timeout: Double) throws(ProbeFailure) -> [UInt8] {
+        let deadline = Deadline(after: timeout)
+        let socket = try TCPSocket.open(to: address, target: target, deadline: deadline, timeout: timeout)
+        guard socket.send(sslv2, until: deadline) else { return [] }
+        var received = socket.receive(atLeast: 11, until: deadline)
+        if received.count >= 2, received[0] & 0x80 != 0 {
+            let length = 2 + (Int(received[0] & 0x7F) << 8 | Int(received[1]))
+            if received.count < length { received += socket.receive(atLeast: length - received.count, until: deadline) }
+        }
+        return received
+    }
 
     static func interpret(_ answer: [UInt8], version: String) -> ProtocolSupport {
         guard !answer.isEmpty else {

@@ -146,6 +146,17 @@ package enum HandBuiltHello {
     static func vector16(_ bytes: [UInt8]) -> [UInt8] { u16(UInt16(bytes.count)) + bytes }
     static func vector16(u16s: [UInt16]) -> [UInt8] { vector16(u16s.flatMap(u16)) }
 
+    /// Connects (STARTTLS first when the target asks), sends `hello` and reads the first answer;
+    /// a connection that cannot be made is `.other`, with why.
+    static func exchange(_ hello: [UInt8], address: SocketAddress, target: ScanTarget, timeout: Double) -> Answer {
+        do {
+            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
+            return exchange(hello, socket: socket, deadline: Deadline(after: timeout))
+        } catch {
+            return .other(error.description)
+        }
+    }
+
     /// Sends `hello` on a connected socket and reads up to the first handshake message or alert.
     static func exchange(_ hello: [UInt8], socket: TCPSocket, deadline: Deadline) -> Answer {
         guard socket.send(hello, until: deadline) else { return .closed("the server closed the connection on the ClientHello") }

@@ -175,18 +175,13 @@ extension Enumerator {
     /// A hand-built TLS 1.2 ClientHello offering DEFLATE before null compression.
     private func compression(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, timeout: Double) -> InventoryAnswer {
         probes.increment()
-        do {
-            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
-            switch HandBuiltHello.exchange(HandBuiltHello.tls12(serverName: target.sni, compression: [1, 0]), socket: socket, deadline: Deadline(after: timeout)) {
-            case .serverHello(let hello):
-                return hello.compression == 1 ? .yes("the server chose DEFLATE compression (CRIME)") : .no("the server chose no compression when DEFLATE was offered")
-            case .alert(let alert):
-                return .notTested("the server refused a TLS 1.2 ClientHello offering DEFLATE: alert \(OpenSSLErrors.alertName(Int32(alert)))")
-            case .other(let why), .closed(let why):
-                return .notTested(why)
-            }
-        } catch {
-            return .notTested(error.description)
+        switch HandBuiltHello.exchange(HandBuiltHello.tls12(serverName: target.sni, compression: [1, 0]), address: address, target: target, timeout: timeout) {
+        case .serverHello(let hello):
+            return hello.compression == 1 ? .yes("the server chose DEFLATE compression (CRIME)") : .no("the server chose no compression when DEFLATE was offered")
+        case .alert(let alert):
+            return .notTested("the server refused a TLS 1.2 ClientHello offering DEFLATE: alert \(OpenSSLErrors.alertName(Int32(alert)))")
+        case .other(let why), .closed(let why):
+            return .notTested(why)
         }
     }
 
@@ -369,9 +364,8 @@ extension Enumerator {
                                     timeout: Double) -> ([String], String?) {
         func pick(_ offered: [(code: UInt16, name: String, openssl: String?)]) -> String? {
             probes.increment()
-            guard let socket = try? TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout),
-                  case .serverHello(let hello) = HandBuiltHello.exchange(HandBuiltHello.tls13(serverName: target.sni, groups: offered.map(\.code)),
-                                                                         socket: socket, deadline: Deadline(after: timeout)),
+            guard case .serverHello(let hello) = HandBuiltHello.exchange(HandBuiltHello.tls13(serverName: target.sni, groups: offered.map(\.code)),
+                                                                         address: address, target: target, timeout: timeout),
                   let group = hello.selectedGroup else { return nil }
             return offered.first { $0.code == group }?.name
         }

@@ -53,19 +53,9 @@ extension Enumerator {
     private func drown(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter, timeout: Double,
                        leafSPKI: String?) -> (VulnerabilityAnswer, String?) {
         probes.increment()
-        let deadline = Deadline(after: timeout)
         let answer: [UInt8]
         do {
-            let socket = try TCPSocket.open(to: address, target: target, deadline: deadline, timeout: timeout)
-            guard socket.send(LegacyHello.sslv2, until: deadline) else {
-                return (.notVulnerable("the server closed the connection on an SSLv2 CLIENT-HELLO"), nil)
-            }
-            var received = socket.receive(atLeast: 2, until: deadline)
-            if received.count >= 2, received[0] & 0x80 != 0 {
-                let length = 2 + (Int(received[0] & 0x7F) << 8 | Int(received[1]))
-                if received.count < length { received += socket.receive(atLeast: length - received.count, until: deadline) }
-            }
-            answer = received
+            answer = try LegacyHello.exchange(address, target: target, timeout: timeout)
         } catch {
             return (.notTested(error.description), nil)
         }
@@ -182,12 +172,7 @@ struct SuiteOffers {
     /// The server's first answer to `hello` on a new connection.
     func answer(_ hello: [UInt8]) -> HandBuiltHello.Answer {
         probes.increment()
-        do {
-            let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
-            return HandBuiltHello.exchange(hello, socket: socket, deadline: Deadline(after: timeout))
-        } catch {
-            return .other(error.description)
-        }
+        return HandBuiltHello.exchange(hello, address: address, target: target, timeout: timeout)
     }
 
     /// The offerable suites at `version` that `include` selects, and the renegotiation SCSV.
