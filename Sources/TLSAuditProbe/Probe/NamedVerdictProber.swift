@@ -195,8 +195,7 @@ struct SuiteOffers {
         case .alert(let alert):
             return .notVulnerable("the server refused \(offered): alert \(OpenSSLErrors.alertName(Int32(alert)))")
         case .closed(let why):
-            // A silent close is a refusal (the ClientHello tolerance verdict tells a server that closes on every hello).
-            return .notVulnerable("\(why.prefix(1).uppercased() + why.dropFirst()) offering only the \(what) suites: refused")
+            return Self.silentRefusal(offered, why)
         case .other(let why):
             return .notTested("\(offered): \(why)")
         }
@@ -278,14 +277,22 @@ struct SuiteOffers {
         return "\(bits)-bit group"
     }
 
-    /// A ClientHello refused: not vulnerable; a failure other than a refusal: not tested.
+    /// A ClientHello refused (with an alert, or by a silent close): not vulnerable; any other failure: not tested.
     static func refusal(_ error: RecordConversation.Failure, _ offered: String, what: String? = nil) -> VulnerabilityAnswer {
         switch error {
         case .refused(let alert):
             return .notVulnerable("\(what.map { "\($0): " } ?? "")the server refused \(offered): alert \(OpenSSLErrors.alertName(Int32(alert)))")
-        case .other(let why), .closed(let why):
+        case .closed(let why):
+            return silentRefusal(offered, why, what: what)
+        case .other(let why):
             return .notTested("\(offered): \(why)")
         }
+    }
+
+    /// A silent close is a refusal, as an alert is (the ClientHello tolerance verdict tells a
+    /// server that closes on every hello).
+    static func silentRefusal(_ offered: String, _ why: String, what: String? = nil) -> VulnerabilityAnswer {
+        .notVulnerable("\(what.map { "\($0): " } ?? "")to \(offered), \(why): a refusal")
     }
 
     // MARK: - ClientHello tolerance
