@@ -78,13 +78,8 @@ public struct LineLogHandler: LogHandler {
         let bytes = Array((text + "\n").utf8)
         Self.lock.lock()
         defer { Self.lock.unlock() }
-        bytes.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(STDERR_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
-                if written > 0 { offset += written } else if written < 0, errno == EINTR { continue } else { break }
-            }
-        }
+        // A log line nobody can read must not stop the service: a failure to write it is ignored.
+        _ = bytes.withUnsafeBytes { DescriptorWrites.writeAll($0, to: STDERR_FILENO) }
     }
 
     /// syslog's priority for a swift-log level (RFC 5424: 2 critical, 3 error, 4 warning, 5 notice, 6 info, 7 debug).

@@ -448,15 +448,8 @@ public final class ResultWriter: @unchecked Sendable {
     /// Writes all of `data` to `descriptor` (again after EINTR and short writes), then `fsync`s it;
     /// the errno of the first failure, nil when all of it is on disk.
     private static func writeAndSync(_ data: Data, to descriptor: Int32) -> Int32? {
-        data.withUnsafeBytes { buffer in
-            var written = 0
-            while written < buffer.count {
-                let count = write(descriptor, buffer.baseAddress! + written, buffer.count - written)
-                if count < 0 { if errno == EINTR { continue }; return errno }
-                written += count
-            }
-            return fsync(descriptor) == 0 ? nil : errno
-        }
+        if let failure = data.withUnsafeBytes({ DescriptorWrites.writeAll($0, to: descriptor) }) { return failure }
+        return fsync(descriptor) == 0 ? nil : errno
     }
 
     /// Syncs the directory holding `path`, so that a rename or an unlink in it survives a crash.

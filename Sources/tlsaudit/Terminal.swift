@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TLSAuditCore
 
 enum Terminal {
     static func isTTY(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }
@@ -39,22 +40,7 @@ enum StandardStream {
     func write(_ data: Data) {
         fflush(nil)
         let descriptor = self == .output ? STDOUT_FILENO : STDERR_FILENO
-        let failure: Int32? = data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written > 0 { offset += written; continue }
-                if written < 0, errno == EINTR { continue }
-                if written < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                    // A non-blocking descriptor (its reader set O_NONBLOCK on the pipe): wait for room.
-                    var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    if poll(&entry, 1, -1) >= 0 || errno == EINTR { continue }
-                    return errno
-                }
-                return written < 0 ? errno : EIO // write(2) never takes nothing of a non-empty buffer
-            }
-            return nil
-        }
+        let failure = data.withUnsafeBytes { DescriptorWrites.writeAll($0, to: descriptor) }
         guard self == .output, let failure else { return }
         if failure == EPIPE {
             // Default action, unblocked in this thread (Dispatch threads block some signals).
