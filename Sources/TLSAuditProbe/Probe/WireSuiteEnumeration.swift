@@ -147,18 +147,16 @@ extension Enumerator {
     /// The key exchange as the ServerKeyExchange shows it: the curve, the RFC 7919 group or the
     /// prime's size, an export RSA key; nothing for static RSA.
     static func keyExchange(of flight: RecordConversation.FirstFlight) -> KeyExchangeDescription {
-        let suite = CipherSuiteRegistry.suite(flight.cipher)
-        switch flight.keyExchange(for: suite) {
+        let parameters = flight.keyExchange(for: CipherSuiteRegistry.suite(flight.cipher))
+        let bits = parameters?.bits ?? 0
+        switch parameters {
         case .namedCurve(let code):
-            let group = NamedGroupRegistry.group(code)
             return KeyExchangeDescription(group: NamedGroupRegistry.name(code),
-                                          ephemeralKey: ephemeralKey(curve: code, name: group?.name), forwardSecrecy: true)
+                                          ephemeralKey: ephemeralKey(curve: code, name: NamedGroupRegistry.group(code)?.name), forwardSecrecy: true)
         case .finiteField(let prime, _):
-            let bits = ServerKeyExchangeParameters.finiteField(prime: prime, generator: []).bits ?? 0
             return KeyExchangeDescription(group: DHPrimes.rfc7919Group(prime), ephemeralKey: PublicKeyDescription(type: "DH", bits: bits),
                                           forwardSecrecy: true)
-        case .temporaryRSA(let modulus):
-            let bits = ServerKeyExchangeParameters.temporaryRSA(modulus: modulus).bits ?? 0
+        case .temporaryRSA:
             return KeyExchangeDescription(group: nil, ephemeralKey: PublicKeyDescription(type: "RSA", bits: bits), forwardSecrecy: false)
         case nil:
             return KeyExchangeDescription(group: nil, ephemeralKey: nil, forwardSecrecy: false)
