@@ -36,7 +36,7 @@ public final class Enumerator: Sendable {
         let results = WorkerPool.map(jobs, concurrency: perHostConcurrency) { job -> ProtocolSupport in
             switch job {
             case .sslv2: return self.sslv2Probe(address, target: target, probes: probes)
-            case .version(.tls1_3): return self.tls13Suites(address, target: target, probes: probes)
+            case .version(.tls1_3): return self.handshakeSuites(tls13: address, target: target, probes: probes)
             case .version(let version): return self.wireSuites(for: version, address: address, target: target, probes: probes)
             }
         }
@@ -47,7 +47,7 @@ public final class Enumerator: Sendable {
 
     /// TLS 1.3's five suites by real handshakes (this libssl offers them all): every remaining suite
     /// offered, the server's pick recorded and removed, until it refuses.
-    private func tls13Suites(_ address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
+    private func handshakeSuites(tls13 address: SocketAddress, target: ScanTarget, probes: ProbeCounter) -> ProtocolSupport {
         var remaining = Self.tls13Suites
         var accepted: [AcceptedSuite] = []
         var lastFailure: ProbeFailure?
