@@ -48,7 +48,7 @@ enum HelpLists {
         case .vulnerabilities:
             "Heartbleed, CCS injection, ROBOT, and the named verdicts DROWN, POODLE, SWEET32, FREAK, LOGJAM, RC4, BEAST, LUCKY13, BREACH, Ticketbleed, client-initiated renegotiation, ClientHello tolerance; 22 connections, 27 when ROBOT finds an oracle"
         case .clients:
-            "client simulation: 166 real clients' recorded ClientHellos replayed, whether each connects and with what protocol, suite and group; 166 connections, no handshake completed"
+            "client simulation: \(SimulatedClientRegistry.all.count) real clients' recorded ClientHellos replayed, whether each connects and with what protocol, suite and group; \(SimulatedClientRegistry.all.count) connections, no handshake completed"
         }
     }
 }
