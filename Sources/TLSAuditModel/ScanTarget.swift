@@ -32,6 +32,8 @@ public struct ScanTarget: Hashable, Sendable {
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String
+
+        public init(description: String) { self.description = description }
     }
 
     public init(original: String, host: String, port: Int, sni: String?, connectTo: [ConnectAddress] = []) {

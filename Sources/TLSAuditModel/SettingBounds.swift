@@ -56,4 +56,8 @@ public enum SettingBounds {
     public static let httpIdleTimeout = Bound(defaultValue: 10.0, range: 1...300, described: "between 1 second and 5 minutes")
     /// Connections open at once per HTTP listener: `http: max_connections:`.
     public static let httpConnections = Bound(defaultValue: 256.0, range: 1...10_000, described: "between 1 and 10000")
+    /// Seconds a `/probe` request may take at most (less when Prometheus' scrape timeout is shorter): `http: probe: timeout:`.
+    public static let probeTimeout = Bound(defaultValue: 10.0, range: 0.5...300, described: "between 500 ms and 5 minutes")
+    /// `/probe` scans running at once (more wait for a slot until their timeout): `http: probe: concurrency:`.
+    public static let probeConcurrency = Bound(defaultValue: 8, range: 1...256, described: "between 1 and 256")
 }

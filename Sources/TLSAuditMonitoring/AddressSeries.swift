@@ -265,6 +265,14 @@ final class AddressSeriesTable: Sendable {
         try await family("ssl_tls_version_info", "The TLS version negotiated (always 1).") { entry, sample in
             if let version = entry.version { sample("version=\"\(version.displayName)\"", 1) }
         }
+        // blackbox_exporter's names for the same facts, so that its rules and dashboards work too.
+        try await family("probe_tls_version_info", "The TLS version negotiated (always 1; blackbox_exporter's name).") { entry, sample in
+            if let version = entry.version { sample("version=\"\(version.displayName)\"", 1) }
+        }
+        try await family("probe_ssl_earliest_cert_expiry",
+                         "The earliest notAfter of the certificates the server sent, in seconds since the epoch (blackbox_exporter's name).") { entry, sample in
+            if let earliest = entry.chain?.presented.map(\.notAfter).min() { sample("", earliest) }
+        }
         try await family("ssl_ocsp_response_stapled", "A stapled OCSP response was present (0/1).") { entry, sample in
             if let stapled = entry.stapled { sample("", stapled ? 1 : 0) }
         }

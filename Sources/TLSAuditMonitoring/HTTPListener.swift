@@ -29,12 +29,16 @@ public struct HTTPListener: Sendable {
     let api: APIRoutes
     let readiness: @Sendable () async -> Readiness
     let logger: Logger
+    /// `/probe` (nil, or `probe: off`: 404).
+    let probe: ProbeRoute?
 
-    public init(settings: HTTPSettings, metrics: ScanMetrics, api: APIRoutes, logger: Logger,
+    /// `prober` scans the targets `/probe` names (nil: no `/probe`).
+    public init(settings: HTTPSettings, metrics: ScanMetrics, api: APIRoutes, prober: (any TargetProber)? = nil, logger: Logger,
                 readiness: @escaping @Sendable () async -> Readiness) {
         self.settings = settings
         self.metrics = metrics
         self.api = api
+        probe = prober.map { ProbeRoute(prober: $0, concurrency: settings.probe.concurrency) { metrics.recordProbe(outcome: $0.rawValue) } }
         self.readiness = readiness
         self.logger = logger
     }
@@ -101,6 +105,7 @@ public struct HTTPListener: Sendable {
         }
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000))))
         api.add(to: router)
+        probe?.add(to: router)
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: StatusPage.contentSecurityPolicy,
                                             .cacheControl: "no-store"],

@@ -61,6 +61,43 @@ public struct HTTPSettings: Sendable, Hashable {
     /// (`allowed_hosts`). The `Host` rule applies when no credentials are asked for, or when this is set.
     public var allowedHosts: [String] = []
 
+    /// `GET /probe?target=HOST:PORT[&module=NAME]`: scans a target on request, as ssl_exporter's
+    /// and blackbox_exporter's `/probe` do (`http: probe:`).
+    public struct ProbeSettings: Sendable, Hashable {
+        /// Off (`probe: off`): `/probe` answers 404.
+        public var enabled = true
+        /// Host patterns a request may name: `example.com`, `*.example.com` (any name below it), an IP
+        /// address, or `*` (any host, the default).
+        public var allowedTargets: [String] = ["*"]
+        /// Seconds a probe may take at most; Prometheus' `X-Prometheus-Scrape-Timeout-Seconds` less half a second when shorter.
+        public var timeout = SettingBounds.probeTimeout.defaultValue
+        /// Probes scanning at once; more wait for a slot until their timeout.
+        public var concurrency = SettingBounds.probeConcurrency.defaultValue
+
+        public init() {}
+
+        /// Whether a request may name `host` (a name or an IP address, without brackets).
+        public func allows(host: String) -> Bool {
+            let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            let canonical = IPAddress.canonical(name)
+            return allowedTargets.contains { pattern in
+                let pattern = pattern.lowercased()
+                if pattern == "*" { return true }
+                if let canonical { return IPAddress.canonical(pattern) == canonical }
+                if pattern.hasPrefix("*.") { return name.hasSuffix(pattern.dropFirst()) }
+                return name == pattern
+            }
+        }
+
+        /// Whether `pattern` can be in `allowed_targets`.
+        public static func isPattern(_ pattern: String) -> Bool {
+            pattern == "*" || HTTPSettings.isAllowedHost(pattern.hasPrefix("*.") ? String(pattern.dropFirst(2)) : pattern)
+        }
+    }
+
+    /// The `/probe` endpoint's settings.
+    public var probe = ProbeSettings()
+
     public init() {}
 
     /// Whether `name` can be in `allowed_hosts`: a host name (letters, digits, '-', '_', dots

@@ -39,6 +39,18 @@ public final class ScanMetrics: Sendable {
         queueRunning = registry.makeGauge(descriptor: Self.named("tlsaudit_queue_running_scans", "Scans running now."))
     }
 
+    /// `tlsaudit_build_info{version, openssl}`: always 1, the labels say what runs.
+    public func recordBuild(version: String, openssl: String) {
+        registry.makeGauge(descriptor: Self.named("tlsaudit_build_info", "The tlsaudit version and the OpenSSL library it runs with (always 1)."),
+                           labels: [("version", version), ("openssl", openssl)]).set(1.0)
+    }
+
+    /// A `/probe` request answered (`scanned`, `timed-out`), or not (`busy`, `refused`).
+    func recordProbe(outcome: String) {
+        registry.makeCounter(descriptor: Self.named("tlsaudit_probe_requests_total", "/probe requests by outcome: scanned, timed-out, busy (no slot), refused (400, 403)."),
+                             labels: [("outcome", outcome)]).increment()
+    }
+
     /// The scheduler's queue after a launch round.
     public func recordQueue(waiting: Int, running: Int) {
         queueWaiting.set(Double(waiting))

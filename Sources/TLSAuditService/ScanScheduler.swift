@@ -363,26 +363,7 @@ final class ScanScheduler: @unchecked Sendable {
 
     /// Runs on a worker thread: resolve, probe each address, package the results.
     private func scan(_ configured: TargetConfiguration, trustStore: TrustStore) -> [StoredScan] {
-        let target = configured.scanTarget
-        let started = Date()
-        var results: [AddressScanResult] = []
-        switch scanner.addresses(for: target, selection: configured.addresses.selection) {
-        case .success(let addresses):
-            results = AddressScanResult.sharingSSLv2Keys(addresses.map { scanner.probe($0, target: target, trustStore: trustStore) })
-        case .failure(let failure):
-            results = [AddressScanResult(address: "-", family: "none", port: configured.port, status: .failed,
-                                         startedAt: started, durationMs: Int(Date().timeIntervalSince(started) * 1000),
-                                         handshake: nil, error: failure, chain: nil, findings: [],
-                                         ats: AddressAssessment.notScanned(configured.policy))]
-        }
-        // A target scanned from several vantages is stored once per vantage: KEY@VANTAGE.
-        let stored = VantageTarget.key(configured.key, vantage: configured.vantages == .any ? nil : node?.vantage)
-        return results.map { result in
-            var scan = StoredScan(target: stored, host: configured.host, port: configured.port, sni: target.sni, result: result,
-                                  node: node?.name, vantage: node?.vantage)
-            scan.tags = configured.tags
-            return scan
-        }
+        scanner.scans(of: configured, trustStore: trustStore, node: node)
     }
 
     private func complete(_ target: TargetConfiguration, scans: [StoredScan]) {

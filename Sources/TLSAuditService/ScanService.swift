@@ -20,6 +20,8 @@ public final class ScanService: Service, @unchecked Sendable {
     private let dispatcher: AlertDispatcher
     private let scheduler: ScanScheduler
     private let reports: ReportScheduler
+    /// `/probe`'s scans (the listener's multi-target exporter endpoint).
+    private let prober: ServiceProber
     private let notifier = SystemdNotifier()
     /// The Prometheus metrics the HTTP listener serves (kept up to date when it is on).
     public let metrics = ScanMetrics()
@@ -110,16 +112,24 @@ public final class ScanService: Service, @unchecked Sendable {
             fleet = nil
             splitView = nil
         }
-        scheduler = ScanScheduler(configuration: configuration, trustStores: try Self.trustStores(for: configuration),
+        let stores = try Self.trustStores(for: configuration)
+        scheduler = ScanScheduler(configuration: configuration, trustStores: stores,
                                   scanner: scanner, writer: writer, logger: logger, fleet: fleet)
+        prober = ServiceProber(scanner: scanner, configuration: configuration, trustStores: stores)
+        metrics.recordBuild(version: TLSAuditVersion.current, openssl: OpenSSLLibrary.version)
         scheduler.onQueue = { [metrics] waiting, running in metrics.recordQueue(waiting: waiting, running: running) }
         ProcessMemory.releaseFreeMemory()
     }
 
     /// Loads every trust store the configuration names (once per distinct setting).
     static func trustStores(for configuration: ServiceConfiguration) throws -> [TrustSetting: TrustStore] {
+        try trustStores(for: Set(configuration.targets.map(\.trust)))
+    }
+
+    /// Loads each trust store of `settings`.
+    static func trustStores(for settings: Set<TrustSetting>) throws -> [TrustSetting: TrustStore] {
         var stores: [TrustSetting: TrustStore] = [:]
-        for setting in Set(configuration.targets.map(\.trust)) {
+        for setting in settings {
             switch setting {
             case .system: stores[setting] = try TrustStore.system()
             case .apple: stores[setting] = TrustStore.apple
@@ -162,7 +172,7 @@ public final class ScanService: Service, @unchecked Sendable {
                 let keys = Set(control.sync { configuration.targets.map(\.key) })
                 return keys.isEmpty ? nil : keys
             })
-            let listener = HTTPListener(settings: configuration.http, metrics: metrics, api: api, logger: logger) { [scheduler, writer] in
+            let listener = HTTPListener(settings: configuration.http, metrics: metrics, api: api, prober: prober, logger: logger) { [scheduler, writer] in
                 await Self.onThread { Self.readiness(scheduler: scheduler, writer: writer) }
             }
             // The first to end: a termination request, or the listener failing (its address in use).
@@ -310,6 +320,7 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Runs `applied` from now on (on `control`).
     private func install(_ applied: ServiceConfiguration, trustStores stores: [TrustSetting: TrustStore]) {
         scheduler.apply(applied, trustStores: stores)
+        prober.install(applied, trustStores: stores)
         metrics.keepOnly(targets: Set(applied.targets.map(\.key)))
         writer.apply(applied.alerts.settings)
         dispatcher.apply(applied.alerts)

@@ -1,9 +1,10 @@
 import ArgumentParser
+import TLSAuditCore
 
 /// The `tlsaudit` root command.
 @main
 struct TLSAuditCommand: AsyncParsableCommand {
-    static let version = "0.1.0"
+    static let version = TLSAuditVersion.current
 
     static let configuration = CommandConfiguration(
         commandName: "tlsaudit",

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
+import TLSAuditMonitoring
 
 @Suite("configuration")
 struct ConfigurationTests {
@@ -168,6 +169,60 @@ struct ConfigurationTests {
         #expect(errors("http: {listen: \":9219\", basic_auth_file: \(twice)}\ntargets: [a.example]").first?.message.contains("line 2: user alice is listed twice") == true)
         #expect(errors("http: {listen: \":9219\", basic_auth_file: /nonexistent/htpasswd}\ntargets: [a.example]").first?.message
             .contains("basic_auth_file /nonexistent/htpasswd cannot be read") == true)
+    }
+
+    @Test("http probe: allowed_targets patterns, timeout and concurrency within their ranges, probe: off; each group is a module resolving any HOST[:PORT] as a target listed in it (a STARTTLS group's port and policy, a group's pins and trust); each mistake with its line")
+    func probeModules() throws {
+        let configuration = try parse("""
+            http:
+              listen: "127.0.0.1:9219"
+              probe: {allowed_targets: ["*.example.com", api.example.net, "192.0.2.10", "::1"], timeout: 4s, concurrency: 2}
+            defaults: {timeout: 3s}
+            groups:
+              - name: smtp
+                starttls: smtp
+                targets: []
+              - name: pinned
+                policy: apple-trust
+                trust: system
+                pins: {mode: public-key, pins: ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB="]}
+                targets: [listed.example]
+            targets: [a.example]
+            """)
+        let probe = configuration.http.probe
+        #expect(probe.enabled && probe.timeout == 4 && probe.concurrency == 2)
+        #expect(probe.allows(host: "mx.example.com") && probe.allows(host: "A.B.Example.COM") && !probe.allows(host: "example.com.evil"))
+        #expect(!probe.allows(host: "example.com") && probe.allows(host: "api.example.net") && !probe.allows(host: "www.api.example.net"))
+        #expect(probe.allows(host: "192.0.2.10") && probe.allows(host: "0:0:0:0:0:0:0:1") && !probe.allows(host: "192.0.2.11"))
+        #expect(HTTPSettings.ProbeSettings().allows(host: "anything.example"), "any host by default")
+        #expect(configuration.probeModules.map(\.name) == ["smtp", "pinned"])
+        let mail = try configuration.probeModules[0].target("mx.example.com")
+        #expect(mail.key == "mx.example.com:25" && mail.port == 25 && mail.starttls?.protocol == .smtp && mail.policy == .appleTrust, "\(mail)")
+        #expect(mail.timeout == 3 && mail.group == "smtp")
+        #expect(try configuration.probeModules[0].target("mx.example.com:587").port == 587)
+        let pinned = try configuration.probeModules[1].target("[2001:db8::1]:8443")
+        #expect(pinned.key == "[2001:db8::1]:8443" && pinned.host == "2001:db8::1" && pinned.sni == nil && pinned.pins?.pins.count == 2)
+        #expect(pinned.trust == .system && pinned.policy == .appleTrust)
+        let plain = try configuration.probeDefaults.target("www.example.org")
+        #expect(plain.key == "www.example.org:443" && plain.starttls == nil && plain.policy == .atsRuntime && plain.trust == .apple)
+        #expect(throws: ScanTarget.ParseError.self) { try configuration.probeDefaults.target("www.example.org:0") }
+        #expect(throws: ScanTarget.ParseError.self) { try configuration.probeDefaults.target("a b") }
+        #expect(throws: ScanTarget.ParseError.self) { try configuration.probeDefaults.target("*.example.org") }
+        #expect(try parse("http: {listen: \":9219\", probe: off}\ntargets: [a.example]").http.probe.enabled == false)
+
+        let problems = errors("""
+            http:
+              listen: ":9219"
+              probe:
+                allowed_targets: ["https://a.example", "a.example:443", "*"]
+                timeout: 0s
+                concurrency: 1000
+                modules: [x]
+            targets: [a.example]
+            """)
+        #expect(problems.map(\.line) == [4, 4, 5, 6, 7], "\(problems)")
+        #expect(problems[0].message.contains("'https://a.example' is not a host name"))
+        #expect(problems[3].message.contains("from 1 to 256") && problems[2].message.contains("at least 500ms"), "\(problems)")
     }
 
     @Test("starttls: named per target or group (its default port, apple-trust unless a policy is set), inferred on well-known ports only, none turns it off; a bad name is refused with its line")

@@ -465,6 +465,30 @@ struct MonitoringTests {
                 .filter { ($0.contains("_") || $0 == "up") && !["histogram_quantile", "max_over_time"].contains($0) }
             #expect(!names.isEmpty && names.allSatisfy { served.contains($0) }, "\(expression): \(names)")
         }
+        // A variable per label the rules name (their summaries' $labels, and the job), each used by the panels;
+        // every per-address series is selected by target and address.
+        let rules = try String(contentsOfFile: prometheus + "/rules.yml", encoding: .utf8)
+        let ruleLabels = Set(rules.matches(of: /\$labels\.([a-z_]+)/).map { String($0.output.1) } + ["job"])
+        let variables = Set(((document["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String })
+        #expect(ruleLabels.isSubset(of: variables) && ruleLabels.count >= 4, "rules: \(ruleLabels), variables: \(variables)")
+        for variable in variables {
+            #expect(expressions.contains { $0.contains("=~\"$\(variable)\"") }, "no panel uses $\(variable)")
+        }
+        for expression in expressions {
+            for series in ["ssl_probe_success", "ssl_cert_not_after", "tlsaudit_compliant", "tlsaudit_chain_expiry_timestamp_seconds"]
+            where expression.contains(series + "{") || expression.contains(series + " ") || expression.hasSuffix(series) {
+                #expect(expression.contains(series + #"{job=~"$job",target=~"$target",address=~"$address""#), "\(expression)")
+            }
+        }
+    }
+
+    /// The Grafana dashboard's panel expressions with its variables set to `job` and every value of the others.
+    static func dashboardExpressions(job: String) throws -> [String] {
+        let file = ConfigurationTests.packageRoot.appendingPathComponent("contrib/grafana/tlsaudit.json")
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any] ?? [:]
+        return (document["panels"] as? [[String: Any]] ?? []).flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
+            .map { $0.replacingOccurrences(of: "$job", with: job).replacingOccurrences(of: "$target", with: ".*")
+                .replacingOccurrences(of: "$address", with: ".*").replacingOccurrences(of: "$policy", with: ".*") }
     }
 
     static func connect(port: UInt16) -> Int32 {
@@ -505,23 +529,33 @@ final class MonitoringStack: @unchecked Sendable {
     let alertmanagerPort: Int
     private var processes: [Process] = []
 
-    init(workspace: URL, scraping target: String, alertmanagerPort: Int) throws {
+    /// Prometheus scraping tlsaudit's `/metrics` at `target` every second, and Alertmanager.
+    convenience init(workspace: URL, scraping target: String, alertmanagerPort: Int) throws {
+        try self.init(workspace: workspace, scrapeConfigs: """
+            - job_name: tlsaudit
+              scrape_interval: 1s
+              static_configs: [{targets: ["\(target)"]}]
+            """, alertmanagerPort: alertmanagerPort)
+    }
+
+    /// Prometheus with `scrapeConfigs` (YAML list items), and Alertmanager when `alertmanagerPort` is given.
+    init(workspace: URL, scrapeConfigs: String, alertmanagerPort: Int? = nil) throws {
         directory = workspace
         prometheusPort = try LabPorts.unusedPort()
-        self.alertmanagerPort = alertmanagerPort
-        try """
+        self.alertmanagerPort = alertmanagerPort ?? 0
+        try ("""
             global: {scrape_interval: 1s, evaluation_interval: 1s}
             scrape_configs:
-              - job_name: tlsaudit
-                scrape_interval: 1s
-                static_configs: [{targets: ["\(target)"]}]
-            """.write(to: workspace.appendingPathComponent("prometheus.yml"), atomically: true, encoding: .utf8)
+
+            """ + scrapeConfigs.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n") + "\n")
+            .write(to: workspace.appendingPathComponent("prometheus.yml"), atomically: true, encoding: .utf8)
+        try start("/usr/bin/prometheus", ["--config.file=\(workspace.path)/prometheus.yml", "--storage.tsdb.path=\(workspace.path)/tsdb",
+                                          "--web.listen-address=127.0.0.1:\(prometheusPort)"], log: "prometheus.log")
+        guard let alertmanagerPort else { return }
         try """
             route: {receiver: none, group_wait: 1s, group_interval: 1s, repeat_interval: 1h}
             receivers: [{name: none}]
             """.write(to: workspace.appendingPathComponent("alertmanager.yml"), atomically: true, encoding: .utf8)
-        try start("/usr/bin/prometheus", ["--config.file=\(workspace.path)/prometheus.yml", "--storage.tsdb.path=\(workspace.path)/tsdb",
-                                          "--web.listen-address=127.0.0.1:\(prometheusPort)"], log: "prometheus.log")
         try start("/usr/bin/prometheus-alertmanager", ["--config.file=\(workspace.path)/alertmanager.yml",
                                                        "--storage.path=\(workspace.path)/am", "--cluster.listen-address=",
                                                        "--web.listen-address=127.0.0.1:\(alertmanagerPort)"], log: "alertmanager.log")
@@ -552,6 +586,13 @@ final class MonitoringStack: @unchecked Sendable {
             let value = (series["value"] as? [Any])?.last as? String
             return ((series["metric"] as? [String: String]) ?? [:], Double(value ?? "") ?? .nan)
         }
+    }
+
+    /// Whether Prometheus evaluates `expression` without an error.
+    func evaluates(_ expression: String) throws -> Bool {
+        let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? expression
+        let fetched = try MonitoringTests.fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
+        return ((try? JSONSerialization.jsonObject(with: Data(fetched.body.utf8))) as? [String: Any])?["status"] as? String == "success"
     }
 
     /// The alerts Alertmanager holds: labels and whether each is active.

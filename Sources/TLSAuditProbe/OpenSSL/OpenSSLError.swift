@@ -69,3 +69,9 @@ public struct OpenSSLFailure: Error, CustomStringConvertible, Sendable {
     public var description: String
     package init(_ what: String) { description = OpenSSLErrors.describeAndClear(what) }
 }
+
+/// The OpenSSL library this process runs with.
+public enum OpenSSLLibrary {
+    /// Its version as OpenSSL says it, e.g. `3.0.19` (`OpenSSL_version(OPENSSL_VERSION_STRING)`).
+    public static var version: String { String(cString: OpenSSL_version(OPENSSL_VERSION_STRING)) }
+}

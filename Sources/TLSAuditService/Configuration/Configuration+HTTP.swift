@@ -6,10 +6,11 @@ import Yams
 
 /// `http:`, the listener for metrics, health and the API.
 extension ConfigurationParser {
-    static let httpKeys = ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts"]
+    static let httpKeys = ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts", "probe"]
+    static let probeKeys = ["allowed_targets", "timeout", "concurrency"]
 
     /// `http:` with `listen` (an address or a list), `bearer_token_file`, `basic_auth_file`, `tls`,
-    /// `max_connections`, `idle_timeout`, `allowed_hosts` (a name or a list).
+    /// `max_connections`, `idle_timeout`, `allowed_hosts` (a name or a list), `probe`.
     mutating func httpSettings(_ node: Node) -> HTTPSettings {
         var settings = HTTPSettings()
         guard let mapping = section(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)",
@@ -80,6 +81,36 @@ extension ConfigurationParser {
                 }
                 settings.allowedHosts.append(name)
             }
+        }
+        if let value = mapping["probe"] { settings.probe = probeSettings(value) }
+        return settings
+    }
+
+    /// `probe: off`, or `probe:` with `allowed_targets` (a pattern or a list), `timeout`, `concurrency`.
+    mutating func probeSettings(_ node: Node) -> HTTPSettings.ProbeSettings {
+        var settings = HTTPSettings.ProbeSettings()
+        if case .scalar(let scalar) = node, ["off", "false"].contains(scalar.string) {
+            settings.enabled = false
+            return settings
+        }
+        guard let mapping = section(node, "http probe must be 'off' or a mapping with 'allowed_targets', 'timeout', 'concurrency'",
+                                    allowed: Self.probeKeys, in: "http probe") else { return settings }
+        if let value = mapping["allowed_targets"] {
+            let patterns: [Node] = if case .sequence(let sequence) = value { Array(sequence) } else { [value] }
+            if patterns.isEmpty { report(value, "http probe allowed_targets names no host (use probe: off to turn /probe off)") }
+            settings.allowedTargets = []
+            for node in patterns {
+                guard let pattern = string(node, "a host pattern like *.example.com") else { continue }
+                guard HTTPSettings.ProbeSettings.isPattern(pattern) else {
+                    report(node, "http probe allowed_targets '\(pattern)' is not a host name, '*.DOMAIN', an IP address or '*' (no port or scheme)")
+                    continue
+                }
+                settings.allowedTargets.append(pattern)
+            }
+        }
+        if let value = mapping["timeout"], let seconds = duration(value, SettingBounds.probeTimeout) { settings.timeout = seconds }
+        if let value = mapping["concurrency"], let count = integer(value, in: SettingBounds.probeConcurrency.range) {
+            settings.concurrency = count
         }
         return settings
     }

@@ -118,7 +118,7 @@ extension ConfigurationParser {
     static let groupKeys = ["name", "targets"] + settingKeys
 
     /// Settings a target inherits; every field optional until resolved.
-    struct Settings {
+    struct Settings: Sendable, Hashable {
         var port: Int?
         var sni: String?
         var addresses: AddressSetting?
@@ -167,6 +167,14 @@ extension ConfigurationParser {
             let name = group["name"].flatMap { string($0, "a group name") }
             if name == nil, group["name"] == nil { report(entry, "a group needs a 'name'") }
             let inherited = defaults.overridden(by: settings(group))
+            if let name {
+                if modules.contains(where: { $0.name == name }) {
+                    warnings.append(ConfigurationError(file: file, line: entry.mark?.line,
+                                                       message: "group name '\(name)' is given twice: /probe?module=\(name) uses the first"))
+                } else {
+                    modules.append(ProbeModule(name: name, settings: inherited))
+                }
+            }
             if let list = group["targets"] {
                 targets += targetList(list, inherited: inherited, group: name)
             } else {
@@ -220,7 +228,20 @@ extension ConfigurationParser {
             return nil
         }
         targetLines.append(node.mark?.line)
-        let resolved = inherited.overridden(by: own)
+        var configured = Self.resolve(host: host, name: name, settings: inherited.overridden(by: own), group: group)
+        if let app = configured.app {
+            if !configured.policy.isAppTransportSecurity {
+                report(node, "target '\(configured.key)': 'app' judges the target as the app's client, under ats-runtime (or ats); policy \(configured.policy.rawValue) cannot apply")
+            }
+        }
+        return configured
+    }
+
+    /// A target on `host` named `name` (nil: `HOST:PORT`) with every setting resolved from
+    /// `resolved` (defaults, group and the target's own, already merged): the port and policy of
+    /// its STARTTLS protocol, its SNI, its trust store. The same for configured targets and for
+    /// `/probe`'s targets in a module.
+    static func resolve(host: String, name: String?, settings resolved: Settings, group: String?) -> TargetConfiguration {
         let starttlsSetting = resolved.starttls ?? .auto
         var port = resolved.port ?? SettingBounds.port.defaultValue
         if case .named(let named) = starttlsSetting, resolved.port == nil || resolved.portFromDefaults { port = named.defaultPort }
@@ -241,9 +262,6 @@ extension ConfigurationParser {
             configured.app = app
             // The app's tag names the app in status, reports, the API and the metrics.
             if !configured.tags.contains(app.tag) { configured.tags.append(app.tag) }
-            if !configured.policy.isAppTransportSecurity {
-                report(node, "target '\(configured.key)': 'app' judges the target as the app's client, under ats-runtime (or ats); policy \(configured.policy.rawValue) cannot apply")
-            }
         }
         return configured
     }

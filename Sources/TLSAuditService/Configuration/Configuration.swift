@@ -31,6 +31,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var fleet = FleetSettings()
     /// The HTTP listener for metrics, health and the API (off by default).
     public var http = HTTPSettings()
+    /// What `/probe` scans a target with: the `defaults:` without `module=`, else the group it names.
+    public var probeDefaults = ProbeModule(name: nil, settings: ConfigurationParser.Settings())
+    public var probeModules: [ProbeModule] = []
     /// The CT log list file SCTs are verified against (`ct: {log_list:}`); nil: the shipped snapshot.
     public var ctLogList: String?
     /// Where results wait when the store cannot take them at a stop (the state directory).
@@ -151,6 +154,8 @@ struct ConfigurationParser {
     var warnings: [ConfigurationError] = []
     /// The line of each target parsed so far, in order (for duplicate reports).
     var targetLines: [Int?] = []
+    /// Each named group's settings, in file order (`/probe`'s modules).
+    var modules: [ProbeModule] = []
 
     init(file: String, baseDirectory: String) {
         self.file = file
@@ -263,6 +268,8 @@ struct ConfigurationParser {
             }
         }
         configuration.targets = targets
+        configuration.probeDefaults = ProbeModule(name: nil, settings: defaults)
+        configuration.probeModules = modules
         configuration.warnings = warnings
         return configuration
     }
