@@ -15,6 +15,15 @@ let package = Package(
         .library(name: "TLSAuditCore", targets: ["TLSAuditCore"]),
         .library(name: "TLSAuditProbe", targets: ["TLSAuditProbe"]),
     ],
+    // What only some users need, off by default so that the first build is shorter (README, "Build cost").
+    traits: [
+        .trait(name: "ListenerTLS", description: """
+            HTTPS for the service's HTTP listener (`http: tls:`), through swift-nio-ssl and its BoringSSL: \
+            about a fifth of a clean build. Without it the listener serves plain HTTP and check-config refuses `http: tls:`. \
+            `swift build --traits ListenerTLS`; scripts/package and the tests enable it.
+            """),
+        .default(enabledTraits: []),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
@@ -123,13 +132,14 @@ let package = Package(
                 "TLSAuditModel", "TLSAuditStore", "CProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird", condition: .when(traits: ["ListenerTLS"])),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: .when(traits: ["ListenerTLS"])),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

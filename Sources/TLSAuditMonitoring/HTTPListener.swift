@@ -2,10 +2,10 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import HummingbirdTLS
-import NIOSSL
 public import Logging
 import NIOCore
+import ServiceLifecycle
+import Synchronization
 
 /// Whether the service can do its job, as `/readyz` reports it.
 public struct Readiness: Sendable {
@@ -31,6 +31,7 @@ public struct HTTPListener: Sendable {
     let logger: Logger
     /// `/probe` (nil, or `probe: off`: 404).
     let probe: ProbeRoute?
+    private let stopping = GracefulStop()
 
     /// `prober` scans the targets `/probe` names (nil: no `/probe`).
     public init(settings: HTTPSettings, metrics: ScanMetrics, api: APIRoutes, prober: (any TargetProber)? = nil, logger: Logger,
@@ -43,8 +44,8 @@ public struct HTTPListener: Sendable {
         self.logger = logger
     }
 
-    /// Serves every configured address until the task is cancelled; throws when one cannot listen
-    /// (the address in use, or not an address of this machine).
+    /// Serves every configured address until `stop()` (or the task is cancelled); throws when one
+    /// cannot listen (the address in use, or not an address of this machine).
     public func run() async throws {
         let credentials = try AccessCredentials(
             token: settings.bearerTokenFile.map { path in
@@ -54,27 +55,22 @@ public struct HTTPListener: Sendable {
                 try AccessCredentials.users(htpasswd: String(contentsOfFile: path, encoding: .utf8), file: path)
             } ?? [:])
         let checker = AccessChecker(credentials)
-        let tls = try settings.tls.map { files in
-            var configuration = TLSConfiguration.makeServerConfiguration(
-                certificateChain: try NIOSSLCertificate.fromPEMFile(files.certificate).map { .certificate($0) },
-                privateKey: .privateKey(try NIOSSLPrivateKey(file: files.key, format: .pem)))
-            configuration.minimumTLSVersion = .tlsv12
-            return configuration
+        let services = try settings.listen.map { address in
+            AddressService(address: address, application: try makeApplication(address, checker: checker, credentials: credentials))
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for address in settings.listen {
-                let application = try makeApplication(address, checker: checker, credentials: credentials, tls: tls)
-                group.addTask {
-                    do { try await application.run() } catch { throw HTTPListenerError(address: address, underlying: error) }
-                }
-            }
-            try await group.next()
-            group.cancelAll()
-        }
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: services.map { .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup) }, logger: Self.quiet(logger)))
+        try await stopping.run(group)
     }
 
-    private func makeApplication(_ address: HTTPSettings.Listen, checker: AccessChecker, credentials: AccessCredentials,
-                                 tls: TLSConfiguration?) throws -> some ApplicationProtocol {
+    /// Stops serving: no new connection is accepted, requests in progress are answered, idle
+    /// connections are closed, then `run()` returns (a cancelled listener would log an error instead).
+    public func stop() async {
+        await stopping.stop()
+    }
+
+    private func makeApplication(_ address: HTTPSettings.Listen, checker: AccessChecker,
+                                 credentials: AccessCredentials) throws -> some ApplicationProtocol {
         let router = Router(context: ListenerContext.self)
         let challenges = (credentials.users.isEmpty ? [] : ["Basic realm=\"tlsaudit\", charset=\"UTF-8\""])
             + (credentials.token == nil ? [] : ["Bearer realm=\"tlsaudit\""])
@@ -118,7 +114,7 @@ public struct HTTPListener: Sendable {
         let logger = logger
         return Application(
             router: router,
-            server: try tls.map { try .tls(http1, tlsConfiguration: $0) } ?? http1,
+            server: try ListenerTLS.server(http1, files: settings.tls),
             configuration: ApplicationConfiguration(
                 address: .hostname(address.host, port: address.port), serverName: "tlsaudit",
                 availableConnectionsDelegate: MaximumAvailableConnections(settings.maxConnections)),
@@ -138,6 +134,39 @@ public struct HTTPListener: Sendable {
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .warning)
         return quiet
+    }
+}
+
+/// One listen address's application, its failure named by its address.
+private struct AddressService<Application: ApplicationProtocol>: Service {
+    let address: HTTPSettings.Listen
+    let application: Application
+
+    func run() async throws {
+        do { try await application.run() } catch { throw HTTPListenerError(address: address, underlying: error) }
+    }
+}
+
+/// The running listeners' service group, shut down gracefully by `stop()`, even one that comes
+/// before the group runs.
+private final class GracefulStop: Sendable {
+    private let state = Mutex<(group: ServiceGroup?, stopped: Bool)>((nil, false))
+
+    func run(_ group: ServiceGroup) async throws {
+        let stopped = state.withLock { state in
+            state.group = group
+            return state.stopped
+        }
+        if stopped { return }
+        try await group.run()
+    }
+
+    func stop() async {
+        let group = state.withLock { state in
+            state.stopped = true
+            return state.group
+        }
+        await group?.triggerGracefulShutdown()
     }
 }
 

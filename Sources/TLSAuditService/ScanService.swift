@@ -176,15 +176,25 @@ public final class ScanService: Service, @unchecked Sendable {
                 await Self.onThread { Self.readiness(scheduler: scheduler, writer: writer) }
             }
             // The first to end: a termination request, or the listener failing (its address in use).
-            listenerFailure = await withTaskGroup(of: (any Error)?.self) { group in
+            // At a termination request the listener stops gracefully (answering requests in progress),
+            // for at most 2 s before it is cancelled.
+            enum Ended { case listener((any Error)?), termination, patience }
+            listenerFailure = await withTaskGroup(of: Ended.self) { group in
                 group.addTask {
-                    do { try await listener.run() } catch { return error }
-                    return nil
+                    do { try await listener.run() } catch { return .listener(error) }
+                    return .listener(nil)
                 }
-                group.addTask { await Self.waitForTermination(stopItself: stopItself); return nil }
-                let first = await group.next() ?? nil
+                group.addTask { await Self.waitForTermination(stopItself: stopItself); return .termination }
+                var failure: (any Error)?
+                if case .listener(let error) = await group.next() {
+                    failure = error
+                } else {
+                    await listener.stop()
+                    group.addTask { try? await Task.sleep(for: .seconds(2)); return .patience }
+                    _ = await group.next()
+                }
                 group.cancelAll()
-                return first
+                return failure
             }
             if let listenerFailure { logger.critical("the http listener failed: \(listenerFailure); stopping the service") }
         } else {

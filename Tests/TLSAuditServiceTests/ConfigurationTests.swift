@@ -151,6 +151,19 @@ struct ConfigurationTests {
         #expect(problems[3].message.contains("cannot be read"))
         #expect(problems[6].message.contains("tls"))
         #expect(errors("http: {max_connections: 5}\ntargets: [a.example]").first?.message.contains("'listen' is required") == true)
+        // A build without the ListenerTLS trait refuses the listener's TLS, saying how to build with it.
+        let noTLS = """
+            http: {listen: ":9219", tls: {certificate: /nonexistent.pem, key: /nonexistent-key.pem}}
+            targets: [a.example]
+            """
+        do {
+            _ = try ServiceConfiguration.parse(yaml: noTLS, file: "test.yaml", baseDirectory: "/tmp", listenerTLS: false)
+            Issue.record("http: tls: accepted by a build without ListenerTLS")
+        } catch {
+            #expect(error.errors.count == 1 && error.errors[0].line == 1
+                    && error.errors[0].message.contains("`swift build -c release --traits ListenerTLS`"), "\(error)")
+        }
+        #expect(errors(noTLS).count == (ListenerTLS.available ? 2 : 1), "this build: both files unreadable, or the refusal")
 
         // basic_auth_file: an htpasswd file of bcrypt hashes; MD5 ($apr1$) and broken lines refused with their line.
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-htpasswd-\(UUID().uuidString.prefix(8))")

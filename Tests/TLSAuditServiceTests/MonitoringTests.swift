@@ -254,7 +254,7 @@ struct MonitoringTests {
         #expect(phone.contains("data-overflow=\"false\""), "no horizontal overflow at 390 pixels: \(phone.prefix(300))")
     }
 
-    @Test("https: the listener serves TLS 1.2+ with the configured chain (curl verifies it against the lab root; TLS 1.1 is refused), and tlsaudit's own scan of its listener is ATS-compliant")
+    @Test("https (ListenerTLS trait): the listener serves TLS 1.2+ with the configured chain (curl verifies it against the lab root; TLS 1.1 is refused), and tlsaudit's own scan of its listener is ATS-compliant; a build without the trait refuses http: tls: in check-config and serve, saying how to build it")
     func httpsListener() throws {
         let workspace = try lab.workspace("monitoring-https")
         let chain = workspace.appendingPathComponent("listener-chain.pem").path
@@ -263,6 +263,19 @@ struct MonitoringTests {
         try lab.good.key.pem.write(toFile: key, atomically: true, encoding: .utf8)
         let good = try lab.goodServer()
         defer { good.stop() }
+        #if !ListenerTLS
+        // A build without the ListenerTLS trait (plain `swift test`): check-config and serve refuse the
+        // listener's TLS with the way to build it, instead of serving plain HTTP where HTTPS was asked for.
+        let configuration = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: workspace.appendingPathComponent("tlsaudit.sqlite").path, targets: [("good", good.port)], extra: """
+            http: {listen: "127.0.0.1:0", tls: {certificate: \(chain), key: \(key)}}
+            """).write(toFile: configuration, atomically: true, encoding: .utf8)
+        for command in [["check-config", configuration], ["serve", "--config", configuration]] {
+            let refused = try Binary.run(command)
+            #expect(refused.status != 0 && (refused.stdout + refused.stderr).contains("swift build -c release --traits ListenerTLS"),
+                    "\(command[0]): \(refused.stdout)\(refused.stderr)")
+        }
+        #else
         let (service, _) = try service("monitoring-https-service", targets: [("good", good.port)], http: """
             listen: "127.0.0.1:0"
             tls: {certificate: \(chain), key: \(key)}
@@ -281,6 +294,7 @@ struct MonitoringTests {
         #expect(plain.status != 200, "no plain HTTP on the TLS listener")
         let scan = try Binary.run(["scan", "\(ServiceLab.hostname):\(port)", "--connect-to", "127.0.0.1", "--ca-file", lab.rootFile])
         #expect(scan.status == 0, "tlsaudit scans its own listener as compliant: \(scan.stdout.suffix(1500))")
+        #endif
     }
 
     @Test("basic auth from an htpasswd file (htpasswd -B): the right password passes, a wrong one or an unknown user gets 401 with a Basic challenge; the bearer token works beside it; a flood of wrong passwords from one client gets 429 and scanning goes on")

@@ -114,7 +114,7 @@ extension MonitoringTests {
     func probeBounds() throws {
         let tarpit = try LabHostileServer(.tarpit)
         defer { tarpit.stop() }
-        let (bounded, _) = try service("probe-bounds", targets: [], http: """
+        let (bounded, _) = try service("probe-bounds", targets: [("closed", 1)], http: """
             listen: "127.0.0.1:0"
             probe: {timeout: 20s, concurrency: 1}
             """)
@@ -140,7 +140,7 @@ extension MonitoringTests {
         let metrics = try Self.fetch("http://\(listener)/metrics").body
         #expect(Self.sample(metrics, #"tlsaudit_probe_requests_total{outcome="busy"}"#) == 1, "\(metrics.prefix(600))")
 
-        let (off, _) = try service("probe-off", targets: [], http: """
+        let (off, _) = try service("probe-off", targets: [("closed", 1)], http: """
             listen: "127.0.0.1:0"
             probe: off
             """)

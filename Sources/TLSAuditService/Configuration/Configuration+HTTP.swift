@@ -15,7 +15,9 @@ extension ConfigurationParser {
         var settings = HTTPSettings()
         guard let mapping = section(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)",
                                     allowed: Self.httpKeys, in: "http") else { return settings }
-        if let value = mapping["tls"] {
+        if let value = mapping["tls"], !listenerTLS {
+            report(value, "http tls: " + ListenerTLS.howToBuild)
+        } else if let value = mapping["tls"] {
             if case .mapping(let tls) = value, let certificateNode = tls["certificate"], let keyNode = tls["key"] {
                 checkKeys(tls, allowed: ["certificate", "key"], in: "http tls")
                 let certificate = string(certificateNode, "a PEM certificate chain file").map(absolutePath)

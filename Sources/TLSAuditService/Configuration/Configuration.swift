@@ -112,8 +112,11 @@ public struct ServiceConfiguration: Sendable, Hashable {
 
     /// Parses YAML text. Relative `ca_file` paths are taken from `baseDirectory` (the file's
     /// directory); a relative `database` from `stateDirectory(forConfigurationIn:)`.
-    public static func parse(yaml: String, file: String, baseDirectory: String) throws(ConfigurationErrors) -> ServiceConfiguration {
+    /// `listenerTLS`: whether `http: tls:` can be served (this build's, unless a test asks as another build would).
+    public static func parse(yaml: String, file: String, baseDirectory: String,
+                             listenerTLS: Bool = ListenerTLS.available) throws(ConfigurationErrors) -> ServiceConfiguration {
         var parser = ConfigurationParser(file: file, baseDirectory: baseDirectory)
+        parser.listenerTLS = listenerTLS
         let configuration = parser.parse(yaml)
         if !parser.errors.isEmpty || configuration == nil {
             // In file order; file-level problems (no line) last.
@@ -156,6 +159,8 @@ struct ConfigurationParser {
     var targetLines: [Int?] = []
     /// Each named group's settings, in file order (`/probe`'s modules).
     var modules: [ProbeModule] = []
+    /// Whether the build serves `http: tls:` (the `ListenerTLS` trait).
+    var listenerTLS = ListenerTLS.available
 
     init(file: String, baseDirectory: String) {
         self.file = file

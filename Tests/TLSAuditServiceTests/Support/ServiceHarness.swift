@@ -91,7 +91,7 @@ struct ServiceLab: Sendable {
               addresses: [127.0.0.1]
               trust:
                 ca_file: \(rootFile)
-            targets:\(targets.isEmpty ? " []" : "")
+            targets:
 
             """
         for (name, port) in targets {
