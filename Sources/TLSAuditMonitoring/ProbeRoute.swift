@@ -80,7 +80,7 @@ struct ProbeRoute: Sendable {
         let started = ContinuousClock.now
         guard let target = request.uri.queryParameters.get("target"), !target.isEmpty else {
             outcomes(.refused)
-            return Self.text(.badRequest, "the target parameter is required: /probe?target=HOST:PORT[&module=NAME]\n")
+            return HTTPListener.plainText(.badRequest, "the target parameter is required: /probe?target=HOST:PORT[&module=NAME]\n")
         }
         let module = request.uri.queryParameters.get("module").flatMap { $0.isEmpty ? nil : $0 }
         let prepared: PreparedProbe
@@ -93,7 +93,7 @@ struct ProbeRoute: Sendable {
             case .forbidden: .forbidden
             case .disabled: .notFound
             }
-            return Self.text(status, refusal.message + "\n")
+            return HTTPListener.plainText(status, refusal.message + "\n")
         }
         var seconds = prepared.timeout
         if let header = request.headers[HTTPField.Name("X-Prometheus-Scrape-Timeout-Seconds")!], let scrape = Double(header), scrape > 0 {
@@ -102,8 +102,8 @@ struct ProbeRoute: Sendable {
         let deadline = started + .milliseconds(Int64(seconds * 1000))
         guard await slots.acquire(until: deadline) else {
             outcomes(.busy)
-            return Response(status: .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .retryAfter: "1"],
-                            body: .init(byteBuffer: ByteBuffer(string: "every probe slot stayed busy for \(Self.decimal(seconds)) s (http: probe: concurrency)\n")))
+            return HTTPListener.plainText(.serviceUnavailable, "every probe slot stayed busy for \(Self.decimal(seconds)) s (http: probe: concurrency)\n",
+                                          headers: [.retryAfter: "1"])
         }
         let remaining = Self.seconds(deadline - ContinuousClock.now)
         let scans = await withCheckedContinuation { (continuation: CheckedContinuation<[StoredScan]?, Never>) in
@@ -117,14 +117,9 @@ struct ProbeRoute: Sendable {
         }
         outcomes(scans == nil ? .timedOut : .scanned)
         let duration = Self.seconds(ContinuousClock.now - started)
-        let openMetrics = (request.headers[.accept] ?? "").contains("application/openmetrics-text")
-        let type = openMetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8" : "text/plain; version=0.0.4; charset=utf-8"
-        return Response(status: .ok, headers: [.contentType: type], body: ResponseBody { writer in
-            try await Self.exposition(scans: scans, duration: duration, openMetrics: openMetrics) { chunk in
-                try await writer.write(ByteBuffer(bytes: chunk))
-            }
-            try await writer.finish(nil)
-        })
+        return HTTPListener.exposition(request) { openMetrics, emit in
+            try await Self.exposition(scans: scans, duration: duration, openMetrics: openMetrics, emit)
+        }
     }
 
     /// blackbox_exporter's probe series, ssl_exporter's `ssl_prober`, then the series of each
@@ -156,10 +151,6 @@ struct ProbeRoute: Sendable {
     }
 
     static func decimal(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
-
-    static func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
-        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: body)))
-    }
 }
 
 /// A continuation resumed by whichever comes first: the scan or the deadline.

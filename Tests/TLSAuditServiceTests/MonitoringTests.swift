@@ -36,6 +36,14 @@ struct MonitoringTests {
             .split(separator: "\n")
     }
 
+    /// A fresh bearer token and the file holding it (`bearer_token_file`), in `workspace`.
+    static func bearerToken(in workspace: URL) throws -> (token: String, file: String) {
+        let token = "t0ken-\(UUID().uuidString.prefix(8))"
+        let file = workspace.appendingPathComponent("token").path
+        try (token + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        return (token, file)
+    }
+
     /// The addresses the service's listeners said they bound (`http listener started listen=...`).
     static func listening(_ service: ServiceProcess) -> [String] {
         service.lines(containing: "http listener started").compactMap { line in
@@ -61,9 +69,7 @@ struct MonitoringTests {
         let good = try lab.goodServer()
         let expired = try lab.expiredServer()
         defer { good.stop(); expired.stop() }
-        let token = "s3cret-\(UUID().uuidString.prefix(8))"
-        let tokenFile = try lab.workspace("monitoring-token").appendingPathComponent("token").path
-        try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let (token, tokenFile) = try Self.bearerToken(in: lab.workspace("monitoring-token"))
         let (service, _) = try service("monitoring-metrics", targets: [("good", good.port), ("expired", expired.port)], http: """
             listen: ["127.0.0.1:0", "[::1]:0"]
             bearer_token_file: \(tokenFile)

@@ -31,9 +31,7 @@ extension MonitoringTests {
         let good = try lab.goodServer()
         let expired = try lab.expiredServer()
         defer { good.stop(); expired.stop() }
-        let token = "probe-\(UUID().uuidString.prefix(8))"
-        let tokenFile = try lab.workspace("probe-token").appendingPathComponent("token").path
-        try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let (token, tokenFile) = try Self.bearerToken(in: lab.workspace("probe-token"))
         let workspace = try lab.workspace("probe-endpoint")
         let config = workspace.appendingPathComponent("tlsaudit.yaml").path
         try lab.configuration(database: workspace.appendingPathComponent("tlsaudit.sqlite").path, targets: [("good", good.port)],
@@ -157,10 +155,8 @@ extension MonitoringTests {
         let first = try lab.goodServer()
         let second = try lab.expiredServer()
         defer { first.stop(); second.stop() }
-        let token = "scrape-\(UUID().uuidString.prefix(8))"
         let workspace = try lab.workspace("probe-prometheus")
-        let tokenFile = workspace.appendingPathComponent("token").path
-        try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let tokenFile = try Self.bearerToken(in: workspace).file
         let port = try LabPorts.unusedPort()
         let config = workspace.appendingPathComponent("tlsaudit.yaml").path
         try lab.configuration(database: workspace.appendingPathComponent("tlsaudit.sqlite").path, targets: [("web", first.port)], extra: """
