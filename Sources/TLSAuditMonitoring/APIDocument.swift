@@ -22,7 +22,7 @@ public enum APIDocument {
             "info": [
                 "title": "tlsaudit",
                 "version": version,
-                "description": "The state tlsaudit keeps: the same documents as `tlsaudit status`, `history` and `alerts` with `--format json`.",
+                "description": "The state tlsaudit keeps: the same documents as `tlsaudit status`, `history` and `alerts` with `--format json`, and the summary sections of `tlsaudit report --format json`.",
             ],
             "paths": [
                 "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
@@ -30,6 +30,8 @@ public enum APIDocument {
                 "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first, a run of unchanged scans as one entry with `run` (as `tlsaudit history NAME --format json`).",
                                                       parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],
                                                       response: ["type": "array", "items": ref("HistoryEntry")], notFound: true),
+                "/api/v1/summary": get("summary", "The fleet at a glance: counts by verdict, the compliance trend over the period and the certificates expiring within \(APIRoutes.summaryExpiringWithinDays) days (the `summary`, `trend` and `expiring` sections of `tlsaudit report --since SINCE --at AT --expiring-within \(APIRoutes.summaryExpiringWithinDays)d --format json`, for the running configuration's targets).",
+                                       parameters: [since, at, tagFilter], response: ref("Summary"), badRequest: true),
                 "/api/v1/alerts": get("alerts", "The newest alerts and their delivery state per sink (as `tlsaudit alerts --format json`).",
                                       parameters: [limit(50)], response: ["type": "array", "items": ref("StoredAlert")]),
                 "/api/v1/openapi.json": get("openapi", "This document.", response: ["type": "object"]),
@@ -45,7 +47,7 @@ public enum APIDocument {
     private static func ref(_ name: String) -> [String: Any] { ["$ref": "#/components/schemas/\(name)"] }
 
     private static func get(_ id: String, _ summary: String, parameters: [[String: Any]] = [], response: [String: Any],
-                            notFound: Bool = false) -> [String: Any] {
+                            notFound: Bool = false, badRequest: Bool = false) -> [String: Any] {
         var responses: [String: Any] = [
             "200": ["description": "OK", "content": ["application/json": ["schema": response]]],
             "401": ["description": "The bearer token is missing or wrong (when one is configured)."],
@@ -56,7 +58,7 @@ public enum APIDocument {
         if notFound {
             responses["404"] = ["description": "No scans of this target.", "content": ["application/json": ["schema": ref("Error")]]]
         }
-        if parameters.contains(where: { $0["name"] as? String == "limit" }) {
+        if badRequest || parameters.contains(where: { $0["name"] as? String == "limit" }) {
             responses["400"] = ["description": "A parameter is out of range.", "content": ["application/json": ["schema": ref("Error")]]]
         }
         return ["get": ["operationId": id, "summary": summary, "parameters": parameters, "responses": responses]]
@@ -73,6 +75,19 @@ public enum APIDocument {
          "schema": ["type": "array", "items": ["type": "string"]]]
     }
 
+    /// `?since=30d`: the period the summary covers.
+    private static var since: [String: Any] {
+        ["name": "since", "in": "query", "required": false,
+         "description": "The period: this long up to `at` (a duration like 24h, 7d, 30d; \(SettingBounds.reportPeriod.described)).",
+         "schema": ["type": "string", "default": "30d"]]
+    }
+
+    /// `?at=2026-11-22T00:00:00Z`: the end of the period.
+    private static var at: [String: Any] {
+        ["name": "at", "in": "query", "required": false, "description": "The end of the period, ISO 8601 (default: now).",
+         "schema": ["type": "string", "format": "date-time"]]
+    }
+
     private static func limit(_ defaultValue: Int) -> [String: Any] {
         ["name": "limit", "in": "query", "required": false, "description": "How many (default \(defaultValue), at most \(APIRoutes.maximumLimit)).",
          "schema": ["type": "integer", "minimum": 1, "maximum": APIRoutes.maximumLimit, "default": defaultValue]]
@@ -86,6 +101,8 @@ public enum APIDocument {
     private static var pinState: [String: Any] { enumeration(["match", "mismatch", "none"]) }
     private static var category: [String: Any] { enumeration(ProbeFailureCategory.allCases.map(\.rawValue)) }
     private static var ruleList: [String: Any] { ["type": "array", "items": ["type": "string"]] }
+    private static var count: [String: Any] { ["type": "integer", "minimum": 0] }
+    private static var percent: [String: Any] { ["type": "number", "minimum": 0, "maximum": 100] }
 
     private static func object(_ properties: [String: [String: Any]], required: [String]) -> [String: Any] {
         ["type": "object", "properties": properties, "required": required, "additionalProperties": false]
@@ -142,6 +159,26 @@ public enum APIDocument {
                 ], required: ["scans", "last_seen_at", "duration_min_ms", "duration_max_ms", "duration_mean_ms"]),
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
+            "Summary": object([
+                "schema": ["const": "tlsaudit.summary/1"], "generated_at": timestamp,
+                "period": object(["start": timestamp, "end": timestamp, "step": ["type": "integer", "minimum": 1]], required: ["start", "end", "step"]),
+                "policy": ["type": "string"],
+                "summary": object([
+                    "targets": count, "addresses": count, "compliant": count, "not_compliant": count, "unreachable": count,
+                    "compliance": percent, "compliance_at_start": percent, "trend": enumeration(["up", "down", "flat", "unknown"]),
+                    "scans": count, "failed_scans": count, "rejudged_observations": count,
+                ], required: ["targets", "addresses", "compliant", "not_compliant", "unreachable", "trend", "scans", "failed_scans",
+                              "rejudged_observations"]),
+                "trend": ["type": "array", "items": object([
+                    "at": timestamp, "compliant": count, "not_compliant": count, "unreachable": count, "compliance": percent,
+                ], required: ["at", "compliant", "not_compliant", "unreachable"])],
+                "expiring": ["type": "array", "items": object([
+                    "fingerprint": hex64, "subject": ["type": "string"], "common_name": ["type": "string"], "issuer": ["type": "string"],
+                    "not_after": timestamp, "days_left": ["type": "integer"], "depth": count,
+                    "used_by": ["type": "array", "items": ["type": "string"], "description": "`target (address)` of every address serving it."],
+                ], required: ["fingerprint", "subject", "issuer", "not_after", "days_left", "depth", "used_by"])],
+                "expiring_within_days": count, "goal": ["type": "number", "minimum": 0, "maximum": 100],
+            ], required: ["schema", "generated_at", "period", "policy", "summary", "trend", "expiring", "expiring_within_days", "goal"]),
             "StoredAlert": object([
                 "alert": ref("Alert"),
                 "deliveries": ["type": "array", "items": object([

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -10,17 +10,32 @@ public import TLSAuditStore
 public final class APIRoutes: Sendable {
     /// The most a `limit` may ask for.
     static let maximumLimit = 10_000
+    /// The summary lists the certificates expiring within this many days (the overview's expiry timeline).
+    public static let summaryExpiringWithinDays = 90
 
     private let queue = DispatchQueue(label: "tlsaudit.http.api")
     private let openStore: @Sendable () throws -> any ScanStore
     private let configuredTargets: @Sendable () -> Set<String>?
+    private let summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)?
     /// The store opened for reading (a connection of its own, apart from the writer's); reopened after a failure.
     private nonisolated(unsafe) var store: (any ScanStore)?
 
     /// `openStore` opens a store for reading; `configuredTargets` are the keys `status` shows (nil: every stored target).
-    public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> Set<String>?) {
+    /// `summarize` writes `/api/v1/summary`'s document from the store (nil: no such path).
+    public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> Set<String>?,
+                summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)? = nil) {
         self.openStore = openStore
         self.configuredTargets = configuredTargets
+        self.summarize = summarize
+    }
+
+    /// What `/api/v1/summary` is asked for: the period (`since`, ending `at`), the tags and the targets.
+    public struct SummaryQuery: Sendable {
+        public var since: Double
+        public var at: Date
+        public var tags: [String]
+        /// The configured targets (nil: every stored one).
+        public var targets: Set<String>?
     }
 
     func add(to router: Router<ListenerContext>) {
@@ -45,6 +60,22 @@ public final class APIRoutes: Sendable {
                 guard !entries.isEmpty else { return .notFound("no scans of \(name)") }
                 return try .ok(JSONDocumentEncoder.tlsaudit.encode(entries))
             }
+        }
+        router.get("api/v1/summary") { [self] request, _ in
+            // `?since=30d` (default), `&at=ISO 8601` (default now), `&tag=` as for status: `report --format json`'s sections.
+            guard let summarize else { return Self.error(.notFound, "no summary in this build") }
+            let sinceText = request.uri.queryParameters.get("since") ?? "30d"
+            guard let since = DurationText.seconds(String(sinceText)), SettingBounds.reportPeriod.problem(since, name: "since") == nil else {
+                return Self.error(.badRequest, "since must be \(SettingBounds.reportPeriod.described)")
+            }
+            var at = Date()
+            if let text = request.uri.queryParameters.get("at") {
+                guard let parsed = Timestamp.parse(String(text)) else { return Self.error(.badRequest, "at must be an ISO 8601 time like 2026-11-22T00:00:00Z") }
+                at = parsed
+            }
+            let query = SummaryQuery(since: since, at: at, tags: request.uri.queryParameters.getAll("tag").map { String($0) },
+                                     targets: configuredTargets())
+            return await read { store in .ok(try summarize(store, query)) }
         }
         router.get("api/v1/alerts") { [self] request, _ in
             guard let limit = Self.limit(request, default: 50) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }

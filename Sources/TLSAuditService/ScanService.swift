@@ -6,6 +6,7 @@ import Synchronization
 import TLSAuditCore
 import TLSAuditPostgres
 import TLSAuditProbe
+import TLSAuditReport
 import TLSAuditStore
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
@@ -171,6 +172,11 @@ public final class ScanService: Service, @unchecked Sendable {
                 guard let self else { return nil }
                 let keys = Set(control.sync { configuration.targets.map(\.key) })
                 return keys.isEmpty ? nil : keys
+            }, summarize: { store, query in
+                var request = ReportRequest(since: query.since, end: query.at, targets: query.targets,
+                                            expiringWithinDays: APIRoutes.summaryExpiringWithinDays)
+                request.tags = query.tags
+                return try JSONDocumentEncoder.tlsaudit.encode(SummaryDocument(ReportGenerator.report(from: store, request)))
             })
             let listener = HTTPListener(settings: configuration.http, metrics: metrics, api: api, prober: prober, logger: logger) { [scheduler, writer] in
                 await Self.onThread { Self.readiness(scheduler: scheduler, writer: writer) }

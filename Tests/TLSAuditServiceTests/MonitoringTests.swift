@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TLSAuditCore
 import TLSAuditLab
 #if canImport(Glibc)
 import Glibc
@@ -131,7 +132,7 @@ struct MonitoringTests {
         #expect(check.status == 0, "promtool check metrics: \(check.stdout)\(check.stderr)")
     }
 
-    @Test("the API: /api/v1/status, /targets/NAME/history and /alerts return the documents the commands print, valid against the OpenAPI document's schemas; the OpenAPI document is valid; 404 and 400 with an error document")
+    @Test("the API: /api/v1/status, /targets/NAME/history and /alerts return the documents the commands print, /summary the summary, trend and expiring sections of report --format json, valid against the OpenAPI document's schemas; the OpenAPI document is valid; 404 and 400 with an error document")
     func apiDocuments() throws {
         let good = try lab.goodServer()
         let expired = try lab.expiredServer()
@@ -158,6 +159,25 @@ struct MonitoringTests {
             #expect(fetched.body == printed.stdout, "\(path) is what `tlsaudit \(command.joined(separator: " ")) --format json` prints")
             documents.append((path, schema, fetched.body))
         }
+        // The summary: report's summary, trend and expiring sections for the same period and end, through the CLI's JSON.
+        let at = Timestamp.format(Date())
+        let summary = try Self.fetch("\(base)/summary?since=1h&at=\(at)")
+        #expect(summary.status == 200, "\(summary)")
+        let report = try Binary.run(["report", "--database", database, "--config", config, "--since", "1h", "--at", at,
+                                     "--expiring-within", "90d", "--format", "json"])
+        let api = try #require(try JSONSerialization.jsonObject(with: Data(summary.body.utf8)) as? [String: Any])
+        let cli = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
+        #expect(api["schema"] as? String == "tlsaudit.summary/1")
+        for key in ["period", "policy", "summary", "trend", "expiring", "expiring_within_days", "goal", "generated_at"] {
+            #expect(api[key] != nil && NSDictionary(dictionary: ["v": api[key] as Any]).isEqual(to: ["v": cli[key] as Any]),
+                    "summary.\(key) is report's: \(String(describing: api[key])) / \(String(describing: cli[key]))")
+        }
+        let counts = try #require(api["summary"] as? [String: Any])
+        #expect(counts["compliant"] as? Int == 1 && counts["not_compliant"] as? Int == 1 && counts["addresses"] as? Int == 2, "\(counts)")
+        #expect((api["expiring"] as? [[String: Any]])?.contains { ($0["days_left"] as? Int ?? 0) < 0 } == true, "the expired leaf is listed")
+        documents.append(("summary", "Summary", summary.body))
+        #expect(try Self.fetch("\(base)/summary?since=1x").status == 400)
+        #expect(try Self.fetch("\(base)/summary?at=yesterday").status == 400)
         let missing = try Self.fetch("\(base)/targets/nothing-here/history")
         #expect(missing.status == 404 && missing.body.contains("\"error\""), "\(missing)")
         documents.append(("missing", "Error", missing.body))
