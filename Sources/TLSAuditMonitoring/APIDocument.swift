@@ -27,6 +27,8 @@ public enum APIDocument {
             "paths": [
                 "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
                                       parameters: [tagFilter], response: ref("Status")),
+                "/api/v1/targets/{name}": get("target", "One target for its page: its addresses (as `status`), each address's latest scan in full (as an address of `tlsaudit scan --format json`: handshake, chain as sent and as built, findings, pins, hygiene checks), its history (as `history NAME --format json --limit \(TargetDocument.historyLimit)`), its alerts among the newest \(TargetDocument.alertsRead) (as `alerts --format json`) and every finding of the latest scans in words.",
+                                              parameters: [pathParameter("name", "Target name, host or host:port.")], response: ref("Target"), notFound: true),
                 "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first, a run of unchanged scans as one entry with `run` (as `tlsaudit history NAME --format json`).",
                                                       parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],
                                                       response: ["type": "array", "items": ref("HistoryEntry")], notFound: true),
@@ -159,6 +161,18 @@ public enum APIDocument {
                 ], required: ["scans", "last_seen_at", "duration_min_ms", "duration_max_ms", "duration_mean_ms"]),
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
+            "Target": object([
+                "schema": ["const": "tlsaudit.target/1"], "target": ["type": "string"],
+                "addresses": ["type": "array", "items": ref("TargetStatus")],
+                // An address object of docs/scan.schema.json.
+                "latest": ["type": "array", "items": ["type": "object"]],
+                "history": ["type": "array", "items": ref("HistoryEntry")],
+                "alerts": ["type": "array", "items": ref("StoredAlert")],
+                "findings": ["type": "object", "additionalProperties": object([
+                    "title": ["type": "string"], "severity": ["type": "string"], "why": ["type": "string"], "fix": ["type": "string"],
+                    "section": ["type": "string"],
+                ], required: ["title", "severity", "section"])],
+            ], required: ["schema", "target", "addresses", "latest", "history", "alerts", "findings"]),
             "Summary": object([
                 "schema": ["const": "tlsaudit.summary/1"], "generated_at": timestamp,
                 "period": object(["start": timestamp, "end": timestamp, "step": ["type": "integer", "minimum": 1]], required: ["start", "end", "step"]),

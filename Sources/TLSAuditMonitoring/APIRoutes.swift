@@ -49,6 +49,15 @@ public final class APIRoutes: Sendable {
                 return try .ok(JSONDocumentEncoder.tlsaudit.encode(StatusDocument(targets: rows)))
             }
         }
+        router.get("api/v1/targets/:name") { [self] _, context in
+            guard let name = context.parameters.get("name")?.removingPercentEncoding else {
+                return Self.error(.badRequest, "the target name is not percent-encoded UTF-8")
+            }
+            return await read { store in
+                guard let document = try TargetDocument.read(name, from: store) else { return .notFound("no scans of \(name)") }
+                return try .ok(JSONDocumentEncoder.tlsaudit.encode(document))
+            }
+        }
         router.get("api/v1/targets/:name/history") { [self] request, context in
             // The router matches the path as sent: a name is percent-decoded here ("my%20target").
             guard let name = context.parameters.get("name")?.removingPercentEncoding else {

@@ -132,7 +132,7 @@ struct MonitoringTests {
         #expect(check.status == 0, "promtool check metrics: \(check.stdout)\(check.stderr)")
     }
 
-    @Test("the API: /api/v1/status, /targets/NAME/history and /alerts return the documents the commands print, /summary the summary, trend and expiring sections of report --format json, valid against the OpenAPI document's schemas; the OpenAPI document is valid; 404 and 400 with an error document")
+    @Test("the API: /api/v1/status, /targets/NAME/history and /alerts return the documents the commands print, /summary the summary, trend and expiring sections of report --format json, /targets/NAME the target's rows, history, alerts, latest scans and findings in words, valid against the OpenAPI document's schemas; the OpenAPI document is valid; 404 and 400 with an error document")
     func apiDocuments() throws {
         let good = try lab.goodServer()
         let expired = try lab.expiredServer()
@@ -178,6 +178,26 @@ struct MonitoringTests {
         documents.append(("summary", "Summary", summary.body))
         #expect(try Self.fetch("\(base)/summary?since=1x").status == 400)
         #expect(try Self.fetch("\(base)/summary?at=yesterday").status == 400)
+        // A target's page document: its status rows, history and alerts as the commands print them, its latest scans in full.
+        let target = try Self.fetch("\(base)/targets/expired")
+        #expect(target.status == 200, "\(target)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(target.body.utf8)) as? [String: Any])
+        func printed(_ command: [String]) throws -> Any {
+            try JSONSerialization.jsonObject(with: Data(try Binary.run(command + ["--database", database, "--format", "json"]).stdout.utf8))
+        }
+        let statusRows = ((try printed(["status"]) as? [String: Any])?["targets"] as? [[String: Any]] ?? []).filter { $0["target"] as? String == "expired" }
+        #expect(NSArray(array: document["addresses"] as? [Any] ?? []).isEqual(to: statusRows), "addresses are status's rows")
+        #expect(NSArray(array: document["history"] as? [Any] ?? []).isEqual(to: try printed(["history", "expired", "--limit", "50"]) as? [Any] ?? [1]))
+        let targetAlerts = (try printed(["alerts", "--limit", "1000"]) as? [[String: Any]] ?? []).filter { ($0["alert"] as? [String: Any])?["target"] as? String == "expired" }
+        #expect(!targetAlerts.isEmpty && NSArray(array: document["alerts"] as? [Any] ?? []).isEqual(to: targetAlerts), "the target's alerts")
+        let latest = try #require((document["latest"] as? [[String: Any]])?.first)
+        let chain = latest["chain"] as? [String: Any]
+        #expect((chain?["presented"] as? [[String: Any]])?.first?["sha256_fingerprint"] as? String == statusRows.first?["leaf_fingerprint"] as? String,
+                "the latest scan's leaf is status's: \(String(describing: chain?.keys))")
+        let words = try #require(document["findings"] as? [String: [String: Any]])
+        #expect((words["trust.expired"]?["title"] as? String)?.isEmpty == false && words["trust.expired"]?["fix"] != nil, "\(words.keys)")
+        documents.append(("target", "Target", target.body))
+        #expect(try Self.fetch("\(base)/targets/nothing-here").status == 404)
         let missing = try Self.fetch("\(base)/targets/nothing-here/history")
         #expect(missing.status == 404 && missing.body.contains("\"error\""), "\(missing)")
         documents.append(("missing", "Error", missing.body))
