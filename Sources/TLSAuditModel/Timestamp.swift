@@ -98,3 +98,8 @@ public enum DurationText {
         return seconds == seconds.rounded() ? "\(Int(seconds))s" : "\(Int((seconds * 1000).rounded()))ms"
     }
 }
+
+extension Duration {
+    /// The duration in seconds, fractions included (a `ContinuousClock` interval as a `Double`).
+    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

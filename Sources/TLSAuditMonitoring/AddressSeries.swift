@@ -262,12 +262,12 @@ final class AddressSeriesTable: Sendable {
         try await family("tlsaudit_pin_state", "The latest scan's pin state: match, mismatch or none (always 1).") { entry, sample in
             sample("state=\"\(entry.pinState.rawValue)\"", 1)
         }
-        try await family("ssl_tls_version_info", "The TLS version negotiated (always 1).") { entry, sample in
-            if let version = entry.version { sample("version=\"\(version.displayName)\"", 1) }
-        }
-        // blackbox_exporter's names for the same facts, so that its rules and dashboards work too.
-        try await family("probe_tls_version_info", "The TLS version negotiated (always 1; blackbox_exporter's name).") { entry, sample in
-            if let version = entry.version { sample("version=\"\(version.displayName)\"", 1) }
+        // blackbox_exporter's name for the same fact too, so that its rules and dashboards work.
+        for (name, help) in [("ssl_tls_version_info", "The TLS version negotiated (always 1)."),
+                             ("probe_tls_version_info", "The TLS version negotiated (always 1; blackbox_exporter's name).")] {
+            try await family(name, help) { entry, sample in
+                if let version = entry.version { sample("version=\"\(version.displayName)\"", 1) }
+            }
         }
         try await family("probe_ssl_earliest_cert_expiry",
                          "The earliest notAfter of the certificates the server sent, in seconds since the epoch (blackbox_exporter's name).") { entry, sample in

@@ -105,7 +105,7 @@ struct ProbeRoute: Sendable {
             return HTTPListener.plainText(.serviceUnavailable, "every probe slot stayed busy for \(Self.decimal(seconds)) s (http: probe: concurrency)\n",
                                           headers: [.retryAfter: "1"])
         }
-        let remaining = Self.seconds(deadline - ContinuousClock.now)
+        let remaining = (deadline - ContinuousClock.now).seconds
         let scans = await withCheckedContinuation { (continuation: CheckedContinuation<[StoredScan]?, Never>) in
             let once = ResumeOnce(continuation)
             queue.async { [slots] in
@@ -116,7 +116,7 @@ struct ProbeRoute: Sendable {
             queue.asyncAfter(deadline: .now() + max(0, remaining)) { once.resume(nil) }
         }
         outcomes(scans == nil ? .timedOut : .scanned)
-        let duration = Self.seconds(ContinuousClock.now - started)
+        let duration = (ContinuousClock.now - started).seconds
         return HTTPListener.exposition(request) { openMetrics, emit in
             try await Self.exposition(scans: scans, duration: duration, openMetrics: openMetrics, emit)
         }
@@ -144,10 +144,6 @@ struct ProbeRoute: Sendable {
             try await table.write(emit)
         }
         if openMetrics { try await emit(Array("# EOF\n".utf8)) }
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func decimal(_ seconds: Double) -> String { String(format: "%.1f", seconds) }
@@ -201,7 +197,7 @@ final class ProbeSlots: Sendable {
                 return state.nextID
             }
             guard let id else { return }
-            let wait = max(0, ProbeRoute.seconds(deadline - ContinuousClock.now))
+            let wait = max(0, (deadline - ContinuousClock.now).seconds)
             DispatchQueue.global().asyncAfter(deadline: .now() + wait) { [self] in
                 let expired = state.withLock { state -> CheckedContinuation<Bool, Never>? in
                     guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }

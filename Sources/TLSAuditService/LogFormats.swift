@@ -117,5 +117,4 @@ public struct LineLogHandler: LogHandler {
         }
         return String(decoding: data, as: UTF8.self)
     }
-
 }

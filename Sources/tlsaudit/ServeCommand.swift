@@ -16,7 +16,7 @@ enum LogSetup {
 /// `--log-format`, shared by the commands that log (`serve`, `demo`).
 struct LogFormatOption: ParsableArguments {
     @Option(name: .customLong("log-format"),
-            help: ArgumentHelp("How log lines are written on stderr: \(LogFormat.allCases.map(\.rawValue).joined(separator: ", ")). auto (the default) is journal when stderr is systemd's journal (JOURNAL_STREAM), else text; journal: a syslog priority prefix (<3> error, <4> warning, <6> info) and no timestamp, for journalctl -p; json: one object per line (time, level, logger, message, target, address and the event's other fields).",
+            help: ArgumentHelp("How log lines are written on stderr: \(HelpLists.values(of: LogFormat.self)). auto (the default) is journal when stderr is systemd's journal (JOURNAL_STREAM), else text; journal: a syslog priority prefix (<3> error, <4> warning, <6> info) and no timestamp, for journalctl -p; json: one object per line (time, level, logger, message, target, address and the event's other fields).",
                                valueName: "format"))
     var logFormat: LogFormat = .auto
 }

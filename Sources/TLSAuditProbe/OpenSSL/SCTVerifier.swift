@@ -133,7 +133,7 @@ package enum SCTVerifier {
                 let start = ContinuousClock.now
                 for _ in 0..<runs { try body() }
                 let elapsed = ContinuousClock.now - start
-                fastest = min(fastest, (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) / Double(runs))
+                fastest = min(fastest, elapsed.seconds / Double(runs))
             }
             return fastest
         }

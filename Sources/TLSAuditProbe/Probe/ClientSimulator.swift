@@ -125,7 +125,6 @@ enum ClientSimulation {
         return nil
     }
 
-
     static func range(_ versions: ClosedRange<UInt16>) -> String {
         func name(_ value: UInt16) -> String { TLSVersion(wireValue: Int(value))?.displayName ?? String(format: "0x%04X", value) }
         return versions.lowerBound == versions.upperBound ? name(versions.lowerBound) : "\(name(versions.lowerBound)) to \(name(versions.upperBound))"

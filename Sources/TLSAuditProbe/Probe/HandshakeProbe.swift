@@ -262,7 +262,7 @@ enum HandshakeProbe {
     static func clientCertificateRefusal(ssl: OpaquePointer, socket: TCPSocket, trace: HandshakeTrace,
                                          deadline: Deadline, handshakeTime: Duration) -> ProbeFailure? {
         guard SSL_version(ssl) == TLS1_3_VERSION else { return nil }
-        let handshakeSeconds = Double(handshakeTime.components.seconds) + Double(handshakeTime.components.attoseconds) / 1e18
+        let handshakeSeconds = handshakeTime.seconds
         let shortWait = Deadline(after: min(1.0, max(0.05, 2 * handshakeSeconds), Double(deadline.remainingMilliseconds) / 1000))
         var byte: UInt8 = 0
         while true {
