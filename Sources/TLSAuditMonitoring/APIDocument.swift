@@ -127,6 +127,7 @@ public enum APIDocument {
                 "trust_errors": ruleList,
                 "tags": ["type": "array", "items": ["type": "string"], "description": "The target's configured tags as of its latest scan."],
                 "app": ref("AppHostOutcome"),
+                "group": ["type": "string", "description": "The configuration group the target is in (absent: none, or the configuration is not known)."],
             ], required: ["target", "address", "host", "port", "last_scan_at", "last_observation_id", "status", "policy", "compliant",
                           "failed_rules", "consecutive_failures", "pin_state", "trust_errors", "tags"]),
             // A target judged by an app's ATS rules (tlsaudit app import): whether that app's client connects, and on which exception.

@@ -15,14 +15,14 @@ public final class APIRoutes: Sendable {
 
     private let queue = DispatchQueue(label: "tlsaudit.http.api")
     private let openStore: @Sendable () throws -> any ScanStore
-    private let configuredTargets: @Sendable () -> Set<String>?
+    private let configuredTargets: @Sendable () -> ConfiguredTargets?
     private let summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)?
     /// The store opened for reading (a connection of its own, apart from the writer's); reopened after a failure.
     private nonisolated(unsafe) var store: (any ScanStore)?
 
-    /// `openStore` opens a store for reading; `configuredTargets` are the keys `status` shows (nil: every stored target).
+    /// `openStore` opens a store for reading; `configuredTargets` are the targets `status` shows, with their groups (nil: every stored target).
     /// `summarize` writes `/api/v1/summary`'s document from the store (nil: no such path).
-    public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> Set<String>?,
+    public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> ConfiguredTargets?,
                 summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)? = nil) {
         self.openStore = openStore
         self.configuredTargets = configuredTargets
@@ -45,7 +45,7 @@ public final class APIRoutes: Sendable {
             let tags = request.uri.queryParameters.getAll("tag")
             return await read { store in
                 var rows = try store.status().filter { TargetTags.carries($0.tags, every: tags) }
-                if let configured = self.configuredTargets() { rows = rows.filter { VantageTarget.isStored($0.target, of: configured) } }
+                if let configured = self.configuredTargets() { rows = configured.shown(rows) }
                 return try .ok(JSONDocumentEncoder.tlsaudit.encode(StatusDocument(targets: rows)))
             }
         }
@@ -54,7 +54,7 @@ public final class APIRoutes: Sendable {
                 return Self.error(.badRequest, "the target name is not percent-encoded UTF-8")
             }
             return await read { store in
-                guard let document = try TargetDocument.read(name, from: store) else { return .notFound("no scans of \(name)") }
+                guard let document = try TargetDocument.read(name, from: store, configured: self.configuredTargets()) else { return .notFound("no scans of \(name)") }
                 return try .ok(JSONDocumentEncoder.tlsaudit.encode(document))
             }
         }
@@ -83,7 +83,7 @@ public final class APIRoutes: Sendable {
                 at = parsed
             }
             let query = SummaryQuery(since: since, at: at, tags: request.uri.queryParameters.getAll("tag").map { String($0) },
-                                     targets: configuredTargets())
+                                     targets: configuredTargets().map { Set($0.groups.keys) })
             return await read { store in .ok(try summarize(store, query)) }
         }
         router.get("api/v1/alerts") { [self] request, _ in

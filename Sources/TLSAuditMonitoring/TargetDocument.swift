@@ -26,13 +26,15 @@ struct TargetDocument: Encodable {
         let section: String
     }
 
-    /// How many history entries and (newest) alerts are read.
+    /// How many history entries and (newest) alerts of the target are read.
     static let historyLimit = 50
     static let alertsRead = 1_000
 
-    /// The document of `name` from `store`; nil when the store has no scan of it.
-    static func read(_ name: String, from store: any ScanStore) throws -> TargetDocument? {
-        let addresses = try store.status().filter { $0.target == name }
+    /// The document of `name` from `store` (its rows with their group when `configured` knows it);
+    /// nil when the store has no scan of it.
+    static func read(_ name: String, from store: any ScanStore, configured: ConfiguredTargets?) throws -> TargetDocument? {
+        var addresses = try store.status(of: name)
+        if let configured, !configured.shown(addresses).isEmpty { addresses = configured.shown(addresses) }
         guard !addresses.isEmpty else { return nil }
         let latest = try addresses.compactMap { try store.result(observationID: $0.lastObservationID) }
         var words: [String: FindingWords] = [:]
@@ -43,6 +45,6 @@ struct TargetDocument: Encodable {
         }
         return TargetDocument(target: name, addresses: addresses, latest: latest,
                               history: try store.history(target: name, limit: historyLimit),
-                              alerts: try store.alerts(limit: alertsRead).filter { $0.alert.target == name }, findings: words)
+                              alerts: try store.alerts(of: name, limit: alertsRead), findings: words)
     }
 }

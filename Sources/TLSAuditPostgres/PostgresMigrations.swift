@@ -120,6 +120,8 @@ enum PostgresMigrations {
             """),
         // ClientSimulationReport (checks: [clients]), JSON.
         ("v15-clients", "ALTER TABLE observation ADD COLUMN clients TEXT;"),
+        // A target's alerts, newest first, for its page (SQLite's script).
+        ("v16-alert-target", StoreMigrations.alertTargetIndex),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -170,8 +170,8 @@ public final class ScanService: Service, @unchecked Sendable {
             let location = try configuration.location()
             let api = APIRoutes(openStore: { try location.open() }, configuredTargets: { [weak self] in
                 guard let self else { return nil }
-                let keys = Set(control.sync { configuration.targets.map(\.key) })
-                return keys.isEmpty ? nil : keys
+                let targets = control.sync { configuration.targets.map { (key: $0.key, group: $0.group) } }
+                return targets.isEmpty ? nil : ConfiguredTargets(targets)
             }, summarize: { store, query in
                 var request = ReportRequest(since: query.since, end: query.at, targets: query.targets,
                                             expiringWithinDays: APIRoutes.summaryExpiringWithinDays)

@@ -73,6 +73,27 @@ public struct RecordOutcome: Sendable {
     }
 }
 
+/// The targets a configuration has in force, each with its group: which stored rows `status` and
+/// the API show (a target removed from the configuration is not), and the group each row is in.
+public struct ConfiguredTargets: Sendable {
+    /// Configured key to its group (nil: in no group).
+    public let groups: [String: String?]
+
+    public init(_ targets: [(key: String, group: String?)]) {
+        groups = Dictionary(targets.map { ($0.key, $0.group) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The rows of configured targets (and of their vantages, `KEY@VANTAGE`), each with its group.
+    public func shown(_ rows: [TargetStatus]) -> [TargetStatus] {
+        rows.compactMap { row in
+            guard let group = groups[row.target] ?? groups[VantageTarget.split(row.target).key] else { return nil }
+            var shown = row
+            shown.group = group
+            return shown
+        }
+    }
+}
+
 /// The JSON of `status --format json` and of the HTTP API's `/api/v1/status`.
 public struct StatusDocument: Encodable, Sendable {
     public let schema = "tlsaudit.status/1"
@@ -108,12 +129,14 @@ public struct TargetStatus: Sendable, Codable, Hashable {
     public var tags: [String] = []
     /// For a target judged by an app's rules: the latest scan's outcome for that app.
     public var app: AppHostOutcome?
+    /// The configuration group the target is in (set from the configuration in force, when it is known).
+    public var group: String?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case target, address, host, port, lastScanAt, lastObservationID = "lastObservationId", status, policy, compliant
         case failedRules, earliestExpiry, leafFingerprint, leafSPKI = "leafSpki", failureCategory, consecutiveFailures
-        case lastSuccessAt, pinState, trustErrors, tags, app
+        case lastSuccessAt, pinState, trustErrors, tags, app, group
     }
 
     /// The reasons to show: the failed rules, `ats.trust` replaced by the trust errors behind it.
@@ -271,6 +294,8 @@ public protocol ScanRecords: Sendable {
     func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome
     /// The current state of every target address, ordered by target and address.
     func status() throws -> [TargetStatus]
+    /// The current state of each address of the stored target `target` (exactly that key), ordered by address.
+    func status(of target: String) throws -> [TargetStatus]
     /// The current state of every vantage of `target` (stored as `TARGET@VANTAGE`: `VantageTarget`).
     func vantageStatus(of target: String) throws -> [TargetStatus]
     /// The newest scans of a target (by key, host or `host:port`), newest first; a run of unchanged
@@ -311,6 +336,8 @@ public protocol AlertOutbox: Sendable {
     func markFailed(alertID: String, sink: String, error: String, retryAt: Date, leaseEpoch: Int64?) throws
     /// The newest alerts with their delivery state.
     func alerts(limit: Int) throws -> [StoredAlert]
+    /// The newest alerts of the stored target `target` with their delivery state.
+    func alerts(of target: String, limit: Int) throws -> [StoredAlert]
     /// Stores an alert raised apart from a scan's write (a fleet's split view) with a pending
     /// delivery per sink named; false when an alert with its id is stored already (then nothing is).
     func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool

@@ -46,6 +46,7 @@ package enum StoreMigrations {
             // ClientSimulationReport (checks: [clients]), JSON.
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN clients TEXT")
         }
+        migrator.registerMigration("v16-alert-target") { db in try db.execute(sql: alertTargetIndex) }
         return migrator
     }
 
@@ -57,6 +58,9 @@ package enum StoreMigrations {
         ALTER TABLE target_state ADD COLUMN app TEXT;
         ALTER TABLE observation ADD COLUMN app TEXT;
         """
+
+    /// A target's alerts, newest first, for its page (`alerts(of:limit:)`). The same script on PostgreSQL.
+    package static let alertTargetIndex = "CREATE INDEX alert_target_time ON alert(target, created_at);"
 
     /// Certificates stored once by fingerprint; raw observations apart from verdicts; the
     /// current state per target address for change detection.

@@ -12,7 +12,7 @@ struct StatusCommand: ParsableCommand {
         abstract: "Show every target address: last scan, verdict, days to the earliest expiry in the chain, pin state.",
         discussion: """
             Reads the database; safe while the service runs. With a configuration (--config, or the installed one), \
-            only its targets are shown (a target removed from it is not). With --tag, only the targets that carry every \
+            only its targets are shown (a target removed from it is not), each with its group. With --tag, only the targets that carry every \
             tag given (as of their latest scan). Exit 0 all compliant, 1 some not, 2 some unreachable (of the rows shown).
             """
     )
@@ -34,8 +34,8 @@ struct StatusCommand: ParsableCommand {
         // --database alone, every stored target is shown).
         if databaseOptions.database == nil, let file = databaseOptions.configurationPath {
             // A fleet node's file may name no target (they come from `fleet apply`): then all are shown.
-            let configured = Set(try loadConfiguration(file).targets.map(\.key))
-            if !configured.isEmpty { rows = rows.filter { VantageTarget.isStored($0.target, of: configured) } }
+            let targets = try loadConfiguration(file).targets
+            if !targets.isEmpty { rows = ConfiguredTargets(targets.map { ($0.key, $0.group) }).shown(rows) }
         }
         rows = rows.filter { TargetTags.carries($0.tags, every: tags) }
         switch format {

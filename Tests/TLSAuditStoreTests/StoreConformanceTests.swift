@@ -102,6 +102,9 @@ struct StoreConformance {
         #expect(shop.app == Self.appOutcome)
         let plain = try #require(rows.first { $0.target == "plain" })
         #expect(plain.tags.isEmpty && plain.app == nil)
+        // One target's rows, read by its key (its page): exactly the status rows of that key.
+        #expect(try store.status(of: "shop") == rows.filter { $0.target == "shop" })
+        #expect(try store.status(of: "sho").isEmpty && store.status(of: "shop@eu").isEmpty)
         // The result read back carries the app outcome (re-judging and reports see it).
         #expect(try store.result(observationID: shop.lastObservationID)?.app == Self.appOutcome)
         #expect(try store.result(observationID: plain.lastObservationID)?.app == nil)
@@ -256,6 +259,15 @@ struct StoreConformance {
         #expect(stored.deliveries.map(\.state) == [.delivered, .pending])
         #expect(stored.deliveries[0].attempts == 2 && stored.deliveries[0].lastError == nil)
         #expect(try store.pendingDeliveries(dueBy: later.addingTimeInterval(3600), sinks: ["hook"], limit: 10).isEmpty)
+        // One target's alerts (its page), newest first, the others' left out.
+        var other = alert
+        other.id = "conformance-2"
+        other.target = "u"
+        #expect(try store.recordAlert(other, sinks: []))
+        #expect(try store.alerts(of: "t", limit: 10).map(\.alert.id) == [alert.id])
+        #expect(try store.alerts(of: "u", limit: 10).map(\.alert.id) == [other.id])
+        #expect(try store.alerts(of: "t", limit: 10).first?.deliveries == stored.deliveries)
+        #expect(try store.alerts(of: "nobody", limit: 10).isEmpty && store.alerts(limit: 10).count == 2)
     }
 
     /// Scheduled report runs: one claim at a time per run (its owner may ask again), a recorded
@@ -401,7 +413,7 @@ struct SQLiteStoreConformanceTests {
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -510,7 +522,7 @@ struct PostgresStoreConformanceTests {
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -527,10 +539,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 15) }
+            for try await applied in group { #expect(applied.count == 16) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "15")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "16")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")

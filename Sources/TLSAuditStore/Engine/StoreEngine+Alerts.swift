@@ -82,10 +82,16 @@ extension StoreEngine {
         }
     }
 
-    func alerts(limit: Int) throws -> [StoredAlert] {
+    func alerts(limit: Int) throws -> [StoredAlert] { try alerts(where: "", [], limit: limit) }
+
+    func alerts(of target: String, limit: Int) throws -> [StoredAlert] {
+        try alerts(where: "WHERE target = ?", [.text(target)], limit: limit)
+    }
+
+    private func alerts(where filter: String, _ values: [SQLValue], limit: Int) throws -> [StoredAlert] {
         try database.read(doing: "reading alerts", snapshot: true) { sql in
-            let documents = try sql.rows("SELECT id, document FROM alert ORDER BY created_at DESC, id\(sql.dialect.bytewise) LIMIT ?",
-                                         [.of(limit)]) { $0.text(1) }
+            let documents = try sql.rows("SELECT id, document FROM alert \(filter) ORDER BY created_at DESC, id\(sql.dialect.bytewise) LIMIT ?",
+                                         values + [.of(limit)]) { $0.text(1) }
             return try documents.compactMap { document -> StoredAlert? in
                 guard let alert = try StoredValues.decode(Alert.self, document) else { return nil }
                 let deliveries = try sql.rows("""

@@ -4,6 +4,8 @@ import TLSAuditModel
 extension StoreEngine {
     func status() throws -> [TargetStatus] { try status(where: "", []) }
 
+    func status(of target: String) throws -> [TargetStatus] { try status(where: "WHERE t.target = ?", [.text(target)]) }
+
     func vantageStatus(of target: String) throws -> [TargetStatus] {
         try status(where: "WHERE t.target LIKE ? ESCAPE '\\'", [.text(VantageTarget.likePattern(target))])
     }

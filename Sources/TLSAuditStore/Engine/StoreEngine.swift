@@ -67,6 +67,7 @@ extension EngineBackedStore {
         try engine.record(scans, decide: decide)
     }
     public func status() throws -> [TargetStatus] { try engine.status() }
+    public func status(of target: String) throws -> [TargetStatus] { try engine.status(of: target) }
     public func vantageStatus(of target: String) throws -> [TargetStatus] { try engine.vantageStatus(of: target) }
     public func history(target: String, limit: Int) throws -> [HistoryEntry] { try engine.history(target: target, limit: limit) }
     public func result(observationID: Int64) throws -> AddressScanResult? { try engine.result(observationID: observationID) }
@@ -93,6 +94,7 @@ extension EngineBackedStore {
         try engine.markFailed(alertID: alertID, sink: sink, error: error, retryAt: retryAt, leaseEpoch: leaseEpoch)
     }
     public func alerts(limit: Int) throws -> [StoredAlert] { try engine.alerts(limit: limit) }
+    public func alerts(of target: String, limit: Int) throws -> [StoredAlert] { try engine.alerts(of: target, limit: limit) }
     public func recordAlert(_ alert: Alert, sinks: [String]) throws -> Bool { try engine.recordAlert(alert, sinks: sinks) }
 
     public func lastReportRun(name: String) throws -> Date? { try engine.lastReportRun(name: name) }
