@@ -35,8 +35,13 @@ struct FillCommand: ParsableCommand {
     @Option(help: "Scans per transaction.")
     var batch = 5_000
 
+    @Option(help: "The targets' names, comma-separated (instead of target-00000.fleet.test ...): a history for targets a service then scans.")
+    var names: String?
+
     func run() throws {
         guard !FileManager.default.fileExists(atPath: database) else { throw ValidationError("\(database) exists; remove it first") }
+        let givenNames = names.map { $0.split(separator: ",").map(String.init) }
+        let targets = givenNames?.count ?? self.targets
         let endDate = end.flatMap(Timestamp.parse) ?? Date()
         let startDate = endDate.addingTimeInterval(-days * 86_400)
         let perTarget = max(1, scans / targets)
@@ -44,17 +49,19 @@ struct FillCommand: ParsableCommand {
         let clock = ContinuousClock()
         let began = clock.now
 
+        // Named targets (a few) take every behaviour in turn; a numbered fleet, in proportion.
+        let behaviour = { (index: Int) in givenNames == nil ? Behaviour(index: index) : Behaviour.allCases[index % Behaviour.allCases.count] }
         let templates = try Templates()
         print("templates: \(templates.describe)")
         let leaves = try (0..<targets).map { index in
             try templates.leaf(for: index, notAfter: endDate.addingTimeInterval(Double(index % 400 + 1) * 86_400 - 3600))
         }
         // Renewed mid-period: valid from the start of the period, for 398 days.
-        let renewals = try Dictionary(uniqueKeysWithValues: (0..<targets).filter { Behaviour(index: $0) == .renewed }.map { index in
+        let renewals = try Dictionary(uniqueKeysWithValues: (0..<targets).filter { behaviour($0) == .renewed }.map { index in
             (index, try templates.leaf(for: index, notAfter: startDate.addingTimeInterval(398 * 86_400)))
         })
         let weakLeaves = try Dictionary(uniqueKeysWithValues: (0..<targets).filter {
-            [.weak, .regresses].contains(Behaviour(index: $0))
+            [.weak, .regresses].contains(behaviour($0))
         }.map { index in
             (index, try templates.leaf(for: index, notAfter: endDate.addingTimeInterval(Double(index % 400 + 1) * 86_400), weak: true))
         })
@@ -67,8 +74,8 @@ struct FillCommand: ParsableCommand {
             let fraction = Double(slot) / Double(perTarget)
             for index in 0..<targets {
                 let time = startDate.addingTimeInterval(Double(slot) * interval + Double(index) * interval / Double(targets))
-                let name = Templates.name(index)
-                var result = templates.result(for: Behaviour(index: index), at: fraction,
+                let name = givenNames?[index] ?? Templates.name(index)
+                var result = templates.result(for: behaviour(index), at: fraction,
                                               leaf: fraction >= 0.5 ? renewals[index] ?? leaves[index] : leaves[index],
                                               weakLeaf: weakLeaves[index])
                 result.startedAt = time
@@ -88,7 +95,7 @@ struct FillCommand: ParsableCommand {
 }
 
 /// What a synthetic target does over the period (fixed by its index).
-enum Behaviour {
+enum Behaviour: CaseIterable {
     case steady, weak, regresses, fixed, goesDown, wrongName, renewed
 
     init(index: Int) {

@@ -96,15 +96,7 @@ public struct HTTPListener: Sendable {
         let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .milliseconds(Int64(settings.idleTimeout * 1000))))
         api.add(to: router)
         probe?.add(to: router)
-        router.get("/") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: StatusPage.contentSecurityPolicy,
-                                            .cacheControl: "no-store"],
-                     body: .init(byteBuffer: ByteBuffer(string: StatusPage.html)))
-        }
-        router.get("status.js") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8"],
-                     body: .init(byteBuffer: ByteBuffer(string: StatusPage.script)))
-        }
+        Self.addPages(to: router)
         let logger = logger
         return Application(
             router: router,
@@ -116,6 +108,22 @@ public struct HTTPListener: Sendable {
                 logger.notice("http listener started", metadata: ["listen": "\(channel.localAddress.map(Self.describe) ?? "\(address)")"])
             },
             logger: Self.quiet(logger))
+    }
+
+    /// The pages (`/`, `/targets/{name}`) and their assets: fixed text, served with the pages' CSP.
+    static func addPages(to router: Router<ListenerContext>) {
+        let html = "text/html; charset=utf-8", javascript = "text/javascript; charset=utf-8"
+        let files: [(path: String, type: String, body: String)] = [
+            ("/", html, StatusPage.html), ("/targets/:name", html, TargetPage.html), ("/ui.css", "text/css; charset=utf-8", PageAssets.stylesheet),
+            ("/ui.js", javascript, PageAssets.script), ("/status.js", javascript, StatusPage.script), ("/target.js", javascript, TargetPage.script),
+        ]
+        for file in files {
+            let buffer = ByteBuffer(string: file.body)
+            router.get(RouterPath(file.path)) { _, _ in
+                Response(status: .ok, headers: [.contentType: file.type, .contentSecurityPolicy: PageAssets.contentSecurityPolicy, .cacheControl: "no-store"],
+                         body: .init(byteBuffer: buffer))
+            }
+        }
     }
 
     /// A scrape's answer, streamed in the chunks `write` emits: OpenMetrics when the scraper asks

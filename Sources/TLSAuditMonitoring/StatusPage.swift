@@ -1,176 +1,297 @@
-import Foundation
-import TLSAuditModel
-
-/// The live status page at `/`: the fleet table of `tlsaudit status` with each address's specific
-/// reasons, sortable by any column, refreshed from `/api/v1/status` every 10 s without a reload.
-/// Self-contained: its script comes from `/status.js` on the same listener (the page's CSP allows
-/// nothing else), and no font, image or stylesheet is loaded from anywhere. Each reason that is a
-/// finding shows its title from `FindingCatalog` (its `title` attribute, set through the DOM).
+/// The overview at `/`: counts by verdict, the fleet's compliance over the last 30 days and the
+/// certificates expiring within 90 days (inline SVG drawn from `/api/v1/summary`), then the fleet
+/// table of `/api/v1/status` with each reason's title, filtered by tag, group, policy, verdict and
+/// text and sorted by any column. Filters and order live in the URL (a link or a reload keeps
+/// them); the page refreshes in place (status every 10 s, summary every 60 s) without touching
+/// the filters or the scroll position.
 enum StatusPage {
-    static let contentSecurityPolicy = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-    static let html = """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>tlsaudit status</title>
-        <style>
-        :root { color-scheme: light dark; --bad: #c62828; --warn: #b26a00; --good: #2e7d32; --line: #8884; }
-        body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; padding: 12px; }
-        h1 { font-size: 20px; margin: 0 0 4px; }
-        #summary { margin: 0 0 10px; color: #777; }
-        table { border-collapse: collapse; width: 100%; }
-        th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
-        th { cursor: pointer; user-select: none; white-space: nowrap; position: sticky; top: 0; background: Canvas; }
-        th[aria-sort="ascending"]::after { content: " \\25B2"; }
-        th[aria-sort="descending"]::after { content: " \\25BC"; }
-        .bad { color: var(--bad); font-weight: 600; } .warn { color: var(--warn); font-weight: 600; } .good { color: var(--good); }
-        .reasons { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-word; }
-        #error { color: var(--bad); }
-        @media (max-width: 700px) {
-          thead { display: none; }
-          table, tbody, tr, td { display: block; width: 100%; box-sizing: border-box; }
-          tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px; padding: 4px 0; }
-          td { border: none; padding: 3px 10px; }
-          td::before { content: attr(data-label) ": "; color: #777; }
-          td:empty { display: none; }
-          #sort { display: block; margin: 0 0 10px; }
-        }
-        @media (min-width: 701px) { #sort { display: none; } }
-        </style>
-        </head>
-        <body>
-        <h1>tlsaudit status</h1>
-        <p id="summary">loading…</p>
-        <p id="error" hidden></p>
-        <label id="sort">Sort by <select id="sort-key"></select></label>
-        <table id="status">
+    static let html = PageAssets.html(title: "tlsaudit", body: """
+        <header>
+        <h1>tlsaudit</h1>
+        <p id="updated" aria-live="polite">loading…</p>
+        </header>
+        <ul class="tiles" id="counts" aria-label="Addresses by verdict"></ul>
+        <section class="charts" aria-label="Trends">
+        <figure id="trend"><figcaption>Compliance, last 30 days</figcaption></figure>
+        <figure id="expiry"><figcaption>Certificates expiring in the next 90 days, by week</figcaption></figure>
+        </section>
+        <form class="filters" id="filters" role="search" aria-label="Filter the addresses">
+        <label>Text <input type="search" id="filter-q" name="q" placeholder="target, address, reason, tag" autocomplete="off"></label>
+        <label>Verdict <select id="filter-verdict" name="verdict"><option value="">any</option><option value="unreachable">unreachable</option><option value="pin-mismatch">pin mismatch</option><option value="not-compliant">not compliant</option><option value="compliant">compliant</option><option value="attention">needs attention</option></select></label>
+        <label>Tag <select id="filter-tag" name="tag"><option value="">any</option></select></label>
+        <label>Group <select id="filter-group" name="group"><option value="">any</option></select></label>
+        <label>Policy <select id="filter-policy" name="policy"><option value="">any</option></select></label>
+        <label class="narrow-only">Sort by <select id="sort-key" name="sort"></select></label>
+        <button type="reset" id="filter-clear">Clear filters</button>
+        </form>
+        <p id="shown" class="muted" aria-live="polite"></p>
+        <table id="status" class="cards">
         <thead><tr>
-        <th data-key="target">Target</th><th data-key="address">Address</th><th data-key="verdict">Verdict</th>
-        <th data-key="reasons">Reasons</th><th data-key="expiry">Expires in</th><th data-key="pin">Pin</th><th data-key="age">Last scan</th>
+        <th data-key="target" scope="col"><button type="button">Target</button></th><th data-key="address" scope="col"><button type="button">Address</button></th>
+        <th data-key="verdict" scope="col"><button type="button">Verdict</button></th><th data-key="reasons" scope="col"><button type="button">Reasons</button></th>
+        <th data-key="expiry" scope="col"><button type="button">Expires in</button></th><th data-key="pin" scope="col"><button type="button">Pin</button></th>
+        <th data-key="age" scope="col"><button type="button">Last scan</button></th>
         </tr></thead>
         <tbody></tbody>
         </table>
-        <script src="/status.js"></script>
-        </body>
-        </html>
+        <p><button type="button" id="more" hidden>Show all</button></p>
+        """, script: "/status.js")
 
-        """
-
-    /// Finding id to title, from the catalog, as a JavaScript object (JSON: escaped, sorted).
-    static let findingTitles: String = {
-        let titles = Dictionary(FindingCatalog.entries.map { ($0.id.rawValue, $0.title) }, uniquingKeysWith: { first, _ in first })
-        let data = (try? JSONSerialization.data(withJSONObject: titles, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
-    }()
-
-    static let script = """
+    static let script = #"""
         "use strict";
-        const titles = \(findingTitles);
+        (() => {
+        const {el, svg, replace, getJSON, showError, verdictOf, verdictNode, reasonsOf, reasonNode, daysLeft, daysText, ago, when, day, targetLink} = TLSAudit;
         const columns = ["target", "address", "verdict", "reasons", "expiry", "pin", "age"];
         const labels = {target: "Target", address: "Address", verdict: "Verdict", reasons: "Reasons", expiry: "Expires in", pin: "Pin", age: "Last scan"};
-        let rows = [];
-        let sortKey = "verdict", ascending = true;
+        const filterNames = ["q", "verdict", "tag", "group", "policy"];
+        /// Rows drawn at first: enough for any screen; "Show all" draws the rest.
+        const pageSize = 500;
+        let rows = [], summary = null, statusAt = 0, sortKey = "verdict", ascending = true, showAll = false;
 
-        function verdictOf(t) {
-          if (t.status === "failed") return {text: "unreachable", rank: 0, css: "bad"};
-          if (t.pin_state === "mismatch") return {text: "pin mismatch", rank: 1, css: "bad"};
-          if (!t.compliant) return {text: "not compliant", rank: 2, css: "warn"};
-          return {text: "compliant", rank: 3, css: "good"};
+        function control(name) { return document.getElementById("filter-" + name); }
+        /// Filters and order from the URL (a shared link, a reload), onto the controls.
+        function readURL() {
+          const query = new URLSearchParams(location.search);
+          for (const name of filterNames) {
+            const value = query.get(name) || "";
+            const input = control(name);
+            if (input.tagName === "SELECT" && value && ![...input.options].some(option => option.value === value)) input.add(new Option(value, value));
+            input.value = value;
+          }
+          if (columns.includes(query.get("sort"))) sortKey = query.get("sort");
+          ascending = query.get("order") !== "desc";
         }
-        function reasonsOf(t) {
-          if (t.status === "failed") return [t.failure_category || "failed"];
-          return [...(t.trust_errors || []), ...(t.failed_rules || []).filter(r => !(t.trust_errors || []).includes(r))];
+        function writeURL() {
+          const query = new URLSearchParams();
+          for (const name of filterNames) if (control(name).value) query.set(name, control(name).value);
+          if (sortKey !== "verdict" || !ascending) { query.set("sort", sortKey); query.set("order", ascending ? "asc" : "desc"); }
+          const url = new URL(location.href);
+          url.search = query.toString();
+          history.replaceState(null, "", url.href);
         }
-        function days(seconds) { return seconds === null ? "" : (seconds / 86400).toFixed(seconds < 864000 ? 1 : 0) + " d"; }
-        function ago(seconds) {
-          if (seconds < 90) return Math.round(seconds) + " s ago";
-          if (seconds < 5400) return Math.round(seconds / 60) + " min ago";
-          if (seconds < 172800) return Math.round(seconds / 3600) + " h ago";
-          return Math.round(seconds / 86400) + " d ago";
-        }
-        function model(t, now) {
-          const verdict = verdictOf(t);
-          const expiry = t.earliest_expiry ? (Date.parse(t.earliest_expiry) - now) / 1000 : null;
-          const age = (now - Date.parse(t.last_scan_at)) / 1000;
+        function model(row, now) {
+          const verdict = verdictOf(row);
+          const days = daysLeft(row.earliest_expiry, now);
+          const age = (now - Date.parse(row.last_scan_at)) / 1000;
+          const reasons = reasonsOf(row);
+          const tags = row.tags || [];
           return {
-            target: t.target, address: t.address, verdict, reasons: reasonsOf(t), expiry, pin: t.pin_state, age,
-            sort: {target: t.target, address: t.address, verdict: verdict.rank, reasons: reasonsOf(t).join(" "),
-                   expiry: expiry === null ? Infinity : expiry, pin: t.pin_state, age}
+            row, verdict, reasons, days, age, tags,
+            text: [row.target, row.address, row.host, verdict.text, ...reasons, ...reasons.map(id => TLSAudit.title(id) || ""), ...tags, row.group || "", row.policy].join(" ").toLowerCase(),
+            sort: {target: row.target, address: row.address, verdict: verdict.rank, reasons: reasons.join(" "),
+                   expiry: days === null ? Infinity : days, pin: row.pin_state, age}
           };
         }
-        function render() {
-          const body = document.querySelector("#status tbody");
-          const sorted = rows.slice().sort((a, b) => {
+        function matches(item) {
+          const q = control("q").value.trim().toLowerCase();
+          if (q && !q.split(/\s+/).every(word => item.text.includes(word))) return false;
+          const verdict = control("verdict").value;
+          if (verdict === "attention" ? item.verdict.rank === 3 : verdict && item.verdict.key !== verdict) return false;
+          if (control("tag").value && !item.tags.includes(control("tag").value)) return false;
+          if (control("group").value && (item.row.group || "") !== control("group").value) return false;
+          if (control("policy").value && item.row.policy !== control("policy").value) return false;
+          return true;
+        }
+        /// A select's options: "any" and the values present (the chosen one kept even when gone).
+        function offer(name, values) {
+          const select = control(name), chosen = select.value;
+          const wanted = [...new Set(values.filter(Boolean))].sort();
+          if (chosen && !wanted.includes(chosen)) wanted.push(chosen);
+          const present = [...select.options].slice(1).map(option => option.value);
+          if (present.join("\n") === wanted.join("\n")) return;
+          select.replaceChildren(new Option("any", ""), ...wanted.map(value => new Option(value, value)));
+          select.value = chosen;
+        }
+        function cell(key, content, css) {
+          return el("td", {"data-key": key, "data-label": labels[key], class: css || null}, content);
+        }
+        function renderTable() {
+          const now = statusAt;
+          const shown = rows.filter(matches).sort((a, b) => {
             const x = a.sort[sortKey], y = b.sort[sortKey];
-            const order = x < y ? -1 : x > y ? 1 : (a.target + a.address).localeCompare(b.target + b.address);
+            const order = x < y ? -1 : x > y ? 1 : (a.row.target + " " + a.row.address).localeCompare(b.row.target + " " + b.row.address);
             return ascending ? order : -order;
           });
-          body.replaceChildren(...sorted.map(r => {
-            const tr = document.createElement("tr");
-            tr.dataset.target = r.target;
-            const cells = {
-              target: [r.target], address: [r.address], verdict: [r.verdict.text, r.verdict.css],
-              reasons: [r.reasons.join(", "), "reasons"], expiry: [days(r.expiry), r.expiry !== null && r.expiry < 14 * 86400 ? "warn" : ""],
-              pin: [r.pin, r.pin === "mismatch" ? "bad" : ""], age: [ago(r.age)]
-            };
-            for (const key of columns) {
-              const td = document.createElement("td");
-              if (key === "reasons") {
-                r.reasons.forEach((reason, index) => {
-                  if (index > 0) td.append(", ");
-                  const span = document.createElement("span");
-                  span.textContent = reason;
-                  if (Object.hasOwn(titles, reason)) span.title = titles[reason];
-                  td.append(span);
-                });
-              } else {
-                td.textContent = cells[key][0];
-              }
-              if (cells[key][1]) td.className = cells[key][1];
-              td.dataset.label = labels[key];
-              td.dataset.key = key;
-              tr.appendChild(td);
-            }
-            return tr;
+          const drawn = showAll ? shown : shown.slice(0, pageSize);
+          replace(document.querySelector("#status tbody"), drawn.map(item => {
+            const row = item.row;
+            return el("tr", {"data-target": row.target, "data-address": row.address, "data-verdict": item.verdict.key},
+              cell("target", [targetLink(row.target), row.group ? el("div", {class: "muted"}, "group " + row.group) : null,
+                              item.tags.length ? el("div", {class: "muted"}, item.tags.join(", ")) : null]),
+              cell("address", row.address),
+              cell("verdict", verdictNode(item.verdict)),
+              cell("reasons", item.reasons.length ? el("ul", {class: "reasons"}, item.reasons.map(reasonNode)) : null),
+              cell("expiry", daysText(item.days), item.days !== null && item.days < 14 ? "warn" : null),
+              cell("pin", row.pin_state === "mismatch" ? "\u2715 mismatch" : row.pin_state, row.pin_state === "mismatch" ? "bad" : null),
+              cell("age", el("time", {datetime: row.last_scan_at, title: when(row.last_scan_at)}, ago(item.age))));
           }));
-          for (const th of document.querySelectorAll("th")) {
+          for (const th of document.querySelectorAll("#status th")) {
             th.setAttribute("aria-sort", th.dataset.key === sortKey ? (ascending ? "ascending" : "descending") : "none");
           }
-          const bad = rows.filter(r => r.verdict.rank < 3).length;
-          document.getElementById("summary").textContent =
-            rows.length + " addresses, " + bad + " need attention; updated " + new Date().toLocaleTimeString();
+          document.getElementById("sort-key").value = sortKey;
+          const more = document.getElementById("more");
+          more.hidden = drawn.length === shown.length;
+          more.textContent = "Show all " + shown.length + " addresses";
+          const attention = rows.filter(item => item.verdict.rank < 3).length;
+          document.getElementById("shown").textContent = (shown.length === rows.length ? rows.length + " addresses" : shown.length + " of " + rows.length + " addresses shown")
+            + (drawn.length < shown.length ? " (first " + drawn.length + " drawn)" : "") + "; " + attention + " need attention";
+          document.getElementById("shown").dataset.shown = shown.length;
         }
-        async function refresh() {
+        function renderCounts() {
+          const counts = {unreachable: 0, "pin-mismatch": 0, "not-compliant": 0, compliant: 0};
+          for (const item of rows) counts[item.verdict.key] += 1;
+          const chosen = control("verdict").value;
+          replace(document.getElementById("counts"), [["compliant", "\u2713 compliant"], ["not-compliant", "! not compliant"],
+              ["pin-mismatch", "\u2715 pin mismatch"], ["unreachable", "\u2715 unreachable"]].map(([key, text]) =>
+            el("li", {}, el("button", {type: "button", "data-verdict": key, "aria-pressed": String(chosen === key),
+                                        class: key === "compliant" ? "good" : key === "not-compliant" ? "warn" : "bad"},
+                           el("strong", {}, String(counts[key])), text))));
+        }
+        /// A chart's width in its own units: the figure's width in pixels (text stays legible on a phone), 300 to 640.
+        function chartWidth(figure) { return Math.round(Math.min(640, Math.max(300, figure.clientWidth || 640))); }
+        /// The compliance trend: a line through the report's points (percent), the goal dashed, each point titled.
+        function renderTrend() {
+          const figure = document.getElementById("trend");
+          const points = summary.trend.filter(point => point.compliance !== null && point.compliance !== undefined);
+          const start = Date.parse(summary.period.start), end = Date.parse(summary.period.end);
+          const width = chartWidth(figure), height = 220, left = 44, right = 16, top = 14, bottom = 34;
+          const x = time => left + (end > start ? (time - start) / (end - start) : 1) * (width - left - right);
+          const y = percent => top + (100 - percent) / 100 * (height - top - bottom);
+          const now = summary.summary.compliance, then = summary.summary.compliance_at_start;
+          const words = points.length === 0 ? "no scans in the period"
+            : "compliance " + (then === null || then === undefined ? "" : "from " + then.toFixed(1) + "% ") + "to " + (now === null || now === undefined ? "n/a" : now.toFixed(1) + "%")
+              + " between " + day(summary.period.start) + " and " + day(summary.period.end) + ", goal " + summary.goal + "%";
+          const chart = svg("svg", {class: "chart", viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": words},
+            svg("title", {}, words),
+            [0, 50, 100].map(percent => [svg("line", {class: "axis", x1: left, x2: width - right, y1: y(percent), y2: y(percent)}),
+                                        svg("text", {x: left - 6, y: y(percent) + 4, "text-anchor": "end"}, percent + "%")]),
+            svg("line", {class: "goal", x1: left, x2: width - right, y1: y(summary.goal), y2: y(summary.goal)}),
+            svg("text", {x: width - right, y: y(summary.goal) - 4, "text-anchor": "end"}, "goal " + summary.goal + "%"),
+            svg("text", {x: left, y: height - 10}, day(summary.period.start)),
+            svg("text", {x: width - right, y: height - 10, "text-anchor": "end"}, day(summary.period.end)),
+            points.length ? svg("polyline", {class: "line", points: points.map(point => x(Date.parse(point.at)) + "," + y(point.compliance)).join(" ")}) : null,
+            points.map(point => svg("circle", {class: "point", r: 3.5, cx: x(Date.parse(point.at)), cy: y(point.compliance),
+                                               "data-at": point.at, "data-compliance": point.compliance},
+              svg("title", {}, when(point.at) + ": " + point.compliance.toFixed(1) + "% compliant (" + point.compliant + " compliant, "
+                               + point.not_compliant + " not compliant, " + point.unreachable + " unreachable)"))),
+            points.length ? svg("text", {x: x(Date.parse(points[points.length - 1].at)) - 4, y: y(points[points.length - 1].compliance) - 8, "text-anchor": "end"},
+                                points[points.length - 1].compliance.toFixed(1) + "%") : null);
+          const table = el("details", {}, el("summary", {}, "The points as a table"),
+            el("div", {class: "scroll"}, el("table", {class: "trend-points"},
+              el("thead", {}, el("tr", {}, ["Time", "Compliance", "Compliant", "Not compliant", "Unreachable"].map(name => el("th", {scope: "col"}, name)))),
+              el("tbody", {}, summary.trend.map(point => el("tr", {},
+                el("td", {}, when(point.at)), el("td", {}, point.compliance === null || point.compliance === undefined ? "n/a" : point.compliance.toFixed(1) + "%"),
+                el("td", {}, String(point.compliant)), el("td", {}, String(point.not_compliant)), el("td", {}, String(point.unreachable))))))));
+          replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words), table);
+          figure.dataset.periodEnd = summary.period.end;
+        }
+        /// The expiry timeline: one bar per week ahead (expired ones hatched, first), each labelled
+        /// with its count, then the certificates of each week, nearest first.
+        function renderExpiry() {
+          const figure = document.getElementById("expiry");
+          const weeks = Math.ceil(summary.expiring_within_days / 7);
+          const buckets = [{label: "expired", short: "expired", items: []}];
+          const end = Date.parse(summary.period.end);
+          for (let week = 0; week < weeks; week += 1) {
+            const from = new Date(end + week * 7 * 86400000).toISOString();
+            buckets.push({label: "week of " + day(from) + " (" + week * 7 + " to " + (week * 7 + 6) + " days)", short: day(from).slice(5), items: []});
+          }
+          for (const certificate of summary.expiring) {
+            const index = certificate.days_left < 0 ? 0 : Math.min(weeks, Math.floor(certificate.days_left / 7) + 1);
+            buckets[index].items.push(certificate);
+          }
+          const width = chartWidth(figure), height = 220, left = 30, right = 8, top = 18, bottom = 40;
+          const most = Math.max(1, ...buckets.map(bucket => bucket.items.length));
+          const slot = (width - left - right) / buckets.length;
+          const barHeight = count => count / most * (height - top - bottom);
+          const total = summary.expiring.length;
+          const words = total === 0 ? "no certificate expires within " + summary.expiring_within_days + " days"
+            : total + " certificate(s) expired or expiring within " + summary.expiring_within_days + " days; " + buckets[0].items.length + " expired";
+          const chart = svg("svg", {class: "chart", viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": words},
+            svg("title", {}, words),
+            svg("defs", {}, svg("pattern", {id: "hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)"},
+                                svg("line", {class: "hatch-line", x1: 0, y1: 0, x2: 0, y2: 6}))),
+            svg("line", {class: "axis", x1: left, x2: width - right, y1: height - bottom, y2: height - bottom}),
+            buckets.map((bucket, index) => {
+              const count = bucket.items.length, h = barHeight(count), bx = left + index * slot + 3;
+              return svg("g", {"data-week": index === 0 ? "expired" : String(index - 1), "data-count": count},
+                svg("title", {}, bucket.label + ": " + count + " certificate(s)"),
+                count ? svg("rect", {class: index === 0 ? "bar expired" : "bar", x: bx, width: slot - 6, y: height - bottom - h, height: h}) : null,
+                svg("text", {x: bx + (slot - 6) / 2, y: height - bottom - h - 4, "text-anchor": "middle"}, String(count)),
+                index % 2 === 0 || buckets.length < 8 ? svg("text", {x: bx + (slot - 6) / 2, y: height - bottom + 14, "text-anchor": "middle"}, bucket.short) : null);
+            }),
+            svg("text", {x: left, y: height - 6}, "expired, then weeks from " + day(summary.period.end)));
+          const list = el("div", {class: "weeks"}, buckets.filter(bucket => bucket.items.length).map(bucket => [
+            el("h3", {}, bucket.label[0].toUpperCase() + bucket.label.slice(1) + ": " + bucket.items.length),
+            el("ul", {}, bucket.items.map(certificate => el("li", {"data-fingerprint": certificate.fingerprint},
+              el("strong", {}, daysText(certificate.days_left)), " ", certificate.common_name || certificate.subject,
+              certificate.depth === 0 ? " (leaf)" : " (CA, depth " + certificate.depth + ")",
+              el("span", {class: "muted"}, " issued by " + certificate.issuer + "; used by "),
+              certificate.used_by.map((user, index) => {
+                const cut = user.lastIndexOf(" (");
+                return [index ? ", " : "", cut > 0 ? targetLink(user.slice(0, cut)) : user, cut > 0 ? user.slice(cut) : ""];
+              }))))]));
+          replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words),
+                  el("details", {open: total <= 12}, el("summary", {}, "The certificates, nearest first"), list));
+        }
+        function render() {
+          offer("tag", rows.flatMap(item => item.tags));
+          offer("group", rows.map(item => item.row.group));
+          offer("policy", rows.map(item => item.row.policy));
+          renderCounts();
+          renderTable();
+        }
+        async function refreshStatus() {
           try {
-            const response = await fetch("/api/v1/status", {cache: "no-store", credentials: "same-origin"});
-            if (!response.ok) throw new Error("HTTP " + response.status);
-            const document_ = await response.json();
-            const now = Date.now();
-            rows = document_.targets.map(t => model(t, now));
-            document.getElementById("error").hidden = true;
+            const document_ = await getJSON("/api/v1/status");
+            statusAt = Date.now();
+            rows = document_.targets.map(row => model(row, statusAt));
+            showError(null);
             render();
+            document.getElementById("updated").textContent = "updated " + new Date(statusAt).toLocaleTimeString();
+            document.documentElement.dataset.statusLoaded = String(performance.now());
           } catch (error) {
-            const banner = document.getElementById("error");
-            banner.textContent = "cannot read /api/v1/status: " + error.message + " (retrying)";
-            banner.hidden = false;
+            showError("cannot read /api/v1/status: " + error.message + " (retrying)");
           }
         }
-        function sortBy(key) {
-          ascending = key === sortKey ? !ascending : true;
-          sortKey = key;
-          document.getElementById("sort-key").value = key;
-          render();
+        async function refreshSummary() {
+          try {
+            summary = await getJSON("/api/v1/summary?since=30d");
+            renderTrend();
+            renderExpiry();
+            document.documentElement.dataset.summaryLoaded = String(performance.now());
+          } catch (error) {
+            showError("cannot read /api/v1/summary: " + error.message + " (retrying)");
+          }
         }
-        for (const th of document.querySelectorAll("th")) th.addEventListener("click", () => sortBy(th.dataset.key));
-        const select = document.getElementById("sort-key");
-        for (const key of columns) select.add(new Option(labels[key], key));
-        select.value = sortKey;
-        select.addEventListener("change", () => { ascending = false; sortBy(select.value); });
-        refresh();
-        setInterval(refresh, 10000);
+        function changed() { showAll = false; writeURL(); renderCounts(); renderTable(); }
+        function sortBy(key, keepDirection) {
+          ascending = keepDirection ? ascending : key === sortKey ? !ascending : true;
+          sortKey = key;
+          writeURL();
+          renderTable();
+        }
+        readURL();
+        const sortSelect = document.getElementById("sort-key");
+        for (const key of columns) sortSelect.add(new Option(labels[key], key));
+        sortSelect.value = sortKey;
+        sortSelect.addEventListener("change", () => sortBy(sortSelect.value, true));
+        for (const th of document.querySelectorAll("#status th")) th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
+        for (const name of filterNames) control(name).addEventListener(name === "q" ? "input" : "change", changed);
+        document.getElementById("filters").addEventListener("submit", event => event.preventDefault());
+        document.getElementById("filters").addEventListener("reset", () => setTimeout(changed, 0));
+        document.getElementById("counts").addEventListener("click", event => {
+          const button = event.target.closest("button[data-verdict]");
+          if (!button) return;
+          control("verdict").value = control("verdict").value === button.dataset.verdict ? "" : button.dataset.verdict;
+          changed();
+        });
+        document.getElementById("more").addEventListener("click", () => { showAll = true; renderTable(); });
+        refreshStatus();
+        refreshSummary();
+        setInterval(refreshStatus, 10000);
+        setInterval(refreshSummary, 60000);
+        })();
 
-        """
+        """#
 }

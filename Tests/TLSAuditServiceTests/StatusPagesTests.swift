@@ -1,0 +1,255 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The listener's pages (`/` and `/targets/{name}`) in headless Chromium against a service
+/// scanning the lab (good, expired, SHA-1, pin mismatch, a hostile subject, unreachable), its
+/// store holding 30 days of history from `tlsaudit-bench fill`. Screenshots at 390 and 1,280 px
+/// are kept in `.build/test-artifacts/status-pages/`.
+@Suite("the status pages in headless Chromium", .serialized)
+struct StatusPagesTests {
+    let lab = ServiceLab.shared
+
+    static let hostileName = "x<img src=x onerror=alert(1)>"
+    static let hostileSubject = "<script>alert('cn')</script>"
+    static let hostileSAN = "<b>bold</b>.evil.test"
+
+    /// Where the screenshots are kept: `.build/test-artifacts/status-pages/` of this checkout.
+    static let artifacts: URL = {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/test-artifacts/status-pages")
+    }()
+
+    struct Browser {
+        let program: String
+        let workspace: URL
+        var profiles = 0
+
+        /// The DOM of `url` after `budget` ms of the page's (virtual) time: its scripts have fetched and drawn.
+        mutating func dom(_ url: String, width: Int = 1280, budget: Int = 4000, options: [String] = []) throws -> String {
+            profiles += 1
+            return try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                   "--user-data-dir=\(workspace.path)/chromium-\(profiles)", "--window-size=\(width),900",
+                                   "--virtual-time-budget=\(budget)"] + options + ["--dump-dom", url], program: program).stdout
+        }
+
+        /// A screenshot of the page's first `height` pixels.
+        mutating func screenshot(_ url: String, width: Int, height: Int, to file: URL) throws -> Data {
+            profiles += 1
+            _ = try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                "--user-data-dir=\(workspace.path)/chromium-\(profiles)", "--window-size=\(width),\(height)",
+                                "--virtual-time-budget=4000", "--screenshot=\(file.path)", url], program: program)
+            return try Data(contentsOf: file)
+        }
+    }
+
+    /// The `data-target` of each table row, in order (entities decoded: a serializer may escape `<` in attributes).
+    static func rows(_ dom: String) -> [String] {
+        dom.components(separatedBy: "<tr data-target=\"").dropFirst().map {
+            String($0.prefix { $0 != "\"" }).replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+                .replacingOccurrences(of: "&amp;", with: "&")
+        }
+    }
+
+    /// The markup without attribute values: an element a server's value made would show here.
+    static func elements(_ dom: String) -> String {
+        dom.replacingOccurrences(of: #"="[^"]*""#, with: "=\"\"", options: .regularExpression)
+    }
+
+    /// A JSON value of `url`.
+    static func json(_ url: String) throws -> Any {
+        let fetched = try MonitoringTests.fetch(url)
+        #expect(fetched.status == 200, "\(url): \(fetched)")
+        return try JSONSerialization.jsonObject(with: Data(fetched.body.utf8))
+    }
+
+    @Test("overview and target pages: the chart's points are the summary API's, filters narrow the rows (and stay in the URL across a refresh, with the scroll), findings in words with their fixes, the chain as presented and as built, a hostile name, subject and SAN render as text, no horizontal overflow at 390 px; screenshots at 390 and 1,280 px kept")
+    func pages() throws {
+        let browser = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
+        let workspace = try lab.workspace("status-pages")
+        var chromium = Browser(program: browser, workspace: workspace)
+        let hostname = ServiceLab.hostname
+        let sha1Leaf = try lab.intermediate.issue(.server([hostname], key: .rsa(bits: 2048), digest: .sha1))
+        var hostileRequest = LabCertificateRequest.server([hostname, Self.hostileSAN])
+        hostileRequest.commonName = Self.hostileSubject
+        let hostileLeaf = try lab.intermediate.issue(hostileRequest)
+        let good = try lab.goodServer(), expired = try lab.expiredServer(), pinned = try lab.goodServer()
+        let sha1 = try LabTLSServer(LabServerConfiguration(chain: [sha1Leaf, lab.intermediate]))
+        let hostile = try LabTLSServer(LabServerConfiguration(chain: [hostileLeaf, lab.intermediate]))
+        defer { [good, expired, pinned, sha1, hostile].forEach { $0.stop() } }
+        let closed = try LabPorts.unusedPort()
+
+        // 30 days of history for the same targets, from the bench's fill tool, ending an hour ago.
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let names = ["good", "expired", "sha1", "pinned", Self.hostileName, "unreachable"]
+        let bench = URL(fileURLWithPath: Binary.path).deletingLastPathComponent().appendingPathComponent("tlsaudit-bench").path
+        let fill = try Binary.run(["fill", "--database", database, "--names", names.joined(separator: ","), "--scans", "\(names.count * 60)",
+                                   "--days", "30", "--end", Timestamp.format(Date().addingTimeInterval(-3600))], program: bench)
+        #expect(fill.status == 0 && fill.stdout.contains("6 targets, 360 scans"), "\(fill.stdout)\(fill.stderr)")
+
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let wrongPins = #"{mode: public-key, pins: ["sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "sha256/BAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQ="]}"#
+        try """
+            database: \(database)
+            log_level: info
+            http: {listen: "127.0.0.1:0"}
+            defaults:
+              interval: 1h
+              timeout: 2s
+              sni: \(hostname)
+              addresses: [127.0.0.1]
+              trust: {ca_file: \(lab.rootFile)}
+            groups:
+              - name: web
+                tags: [team-web]
+                targets:
+                  - {host: \(hostname), port: \(good.port), name: good}
+                  - {host: \(hostname), port: \(expired.port), name: expired}
+                  - {host: \(hostname), port: \(sha1.port), name: sha1}
+              - name: mobile
+                tags: ["app:com.example.shop"]
+                targets:
+                  - {host: \(hostname), port: \(pinned.port), name: pinned, pins: \(wrongPins)}
+                  - {host: \(hostname), port: \(hostile.port), name: "\(Self.hostileName)"}
+                  - {host: \(hostname), port: \(closed), name: unreachable}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("the listener and a live scan of every target", timeout: 30) {
+            MonitoringTests.listening(service).count == 1
+                && service.storedScans.count >= names.count
+        }
+        let base = "http://\(MonitoringTests.listening(service)[0])"
+
+        // The rows carry their group, as `status --config` prints them.
+        let status = try MonitoringTests.fetch("\(base)/api/v1/status")
+        let printed = try Binary.run(["status", "--config", config, "--format", "json"])
+        #expect(status.body == printed.stdout, "/api/v1/status is `status --config --format json`")
+        #expect(status.body.contains("\"group\" : \"mobile\"") && status.body.contains("\"group\" : \"web\""), "\(status.body.prefix(1500))")
+
+        // The overview.
+        let overview = try chromium.dom(base + "/")
+        #expect(Set(Self.rows(overview)) == Set(names), "every target has its row: \(Self.rows(overview))")
+        #expect(Self.rows(overview).first == "unreachable", "worst first: \(Self.rows(overview))")
+        #expect(!Self.elements(overview).contains("<img"), "the hostile name is text: \(overview.prefix(4000))")
+        #expect(overview.contains("x&lt;img src=x onerror=alert(1)&gt;"), "the hostile name is shown as written")
+        #expect(overview.contains("<li data-id=\"trust.expired\"><code>trust.expired</code> Certificate expired</li>"),
+                "each finding's title beside its id: \(overview.prefix(6000))")
+        let expiryCells = overview.components(separatedBy: "data-key=\"expiry\" data-label=\"Expires in\"").dropFirst()
+            .map { String($0.drop { $0 != ">" }.dropFirst().prefix { $0 != "<" }) }
+        #expect(!expiryCells.isEmpty && expiryCells.allSatisfy { $0.isEmpty || $0.range(of: #"^(expired )?\d+ d( ago)?$"#, options: .regularExpression) != nil },
+                "days to expiry in whole days: \(expiryCells)")
+        #expect(expiryCells.contains { $0.hasPrefix("expired ") }, "the expired chain: \(expiryCells)")
+        #expect(overview.contains("data-verdict=\"pin-mismatch\""), "the pin mismatch has its verdict")
+
+        // The chart's points are the summary's, for the same end of period.
+        let periodEnd = try #require(overview.range(of: #"data-period-end="[^"]+""#, options: .regularExpression).map {
+            String(overview[$0].dropFirst("data-period-end=\"".count).dropLast())
+        }, "the trend figure names its period")
+        let summary = try #require(try Self.json("\(base)/api/v1/summary?since=30d&at=\(periodEnd)") as? [String: Any])
+        let apiPoints = (summary["trend"] as? [[String: Any]] ?? []).compactMap { point -> String? in
+            guard let at = point["at"] as? String, let compliance = point["compliance"] as? Double else { return nil }
+            return "\(at) \(compliance)"
+        }
+        let pagePoints = overview.components(separatedBy: "<circle ").dropFirst().compactMap { element -> String? in
+            func attribute(_ name: String) -> String? {
+                element.range(of: "\(name)=\"[^\"]*\"", options: .regularExpression).map { String(element[$0].dropFirst(name.count + 2).dropLast()) }
+            }
+            guard let at = attribute("data-at"), let compliance = attribute("data-compliance").flatMap(Double.init) else { return nil }
+            return "\(at) \(compliance)"
+        }
+        #expect(apiPoints.count >= 20 && pagePoints == apiPoints, "the chart's \(pagePoints.count) points are the API's \(apiPoints.count)")
+        #expect(Set(apiPoints.map { $0.split(separator: " ")[1] }).count > 1, "30 days of history move the line: \(apiPoints)")
+        // The expiry timeline: a bar per week, counts adding up to the summary's expiring certificates.
+        let weekCounts = overview.components(separatedBy: "data-week=\"").dropFirst().compactMap { element -> Int? in
+            element.range(of: #"data-count="\d+""#, options: .regularExpression).flatMap { Int(element[$0].dropFirst(12).dropLast()) }
+        }
+        #expect(weekCounts.count == 14 && weekCounts.reduce(0, +) == (summary["expiring"] as? [Any])?.count,
+                "expired plus 13 weeks: \(weekCounts) for \((summary["expiring"] as? [Any])?.count ?? -1) certificates")
+        #expect(weekCounts.first ?? 0 >= 1, "the expired leaf is in the expired bar")
+        #expect(overview.contains("fill: url(#hatch)") || overview.contains("class=\"bar expired\""), "expired bars are hatched, not only coloured")
+
+        // Filters narrow the rows, from the URL (a link, a reload) as from the controls.
+        #expect(Self.rows(try chromium.dom(base + "/?group=mobile")).sorted()
+                == ["pinned", "unreachable", Self.hostileName].sorted())
+        #expect(Self.rows(try chromium.dom(base + "/?verdict=not-compliant")).sorted() == ["expired", "sha1"], "not compliant: the expired and SHA-1 chains")
+        #expect(Self.rows(try chromium.dom(base + "/?q=expired")) == ["expired"])
+        #expect(Self.rows(try chromium.dom(base + "/?tag=app%3Acom.example.shop&verdict=compliant")) == [Self.hostileName])
+        #expect(Self.rows(try chromium.dom(base + "/?policy=ats-runtime&verdict=unreachable")) == ["unreachable"])
+
+        // Typing in the text filter, sorting by a click, then the 10 s refresh: the filter, the order
+        // and the scroll stay. A copy of the page (the served page's CSP allows only its own
+        // scripts) with a probe script, reading the same listener through <base>.
+        let html = try MonitoringTests.fetch(base + "/")
+        #expect(html.status == 200 && !html.body.contains("http://") && !html.body.contains("https://") && !html.body.contains("style="),
+                "no external asset, no inline style")
+        let copy = workspace.appendingPathComponent("overview-probe.html")
+        try html.body.replacingOccurrences(of: "<head>", with: "<head><base href=\"\(base)/\">")
+            .replacingOccurrences(of: "</body>", with: """
+                <script>
+                setTimeout(() => { const q = document.getElementById("filter-q"); q.value = "mobile"; q.dispatchEvent(new Event("input")); }, 1500);
+                setTimeout(() => document.querySelector('th[data-key="target"] button').click(), 1700);
+                setTimeout(() => document.querySelector('th[data-key="target"] button').click(), 1800);
+                setTimeout(() => { window.scrollTo(0, 400); document.documentElement.setAttribute("data-before", window.scrollY); }, 2000);
+                setTimeout(() => {
+                  const root = document.documentElement;
+                  root.setAttribute("data-after", window.scrollY);
+                  root.setAttribute("data-query", location.search);
+                  root.setAttribute("data-updated", document.getElementById("updated").textContent);
+                  root.setAttribute("data-overflow", document.documentElement.scrollWidth > window.innerWidth);
+                }, 12500);
+                </script>
+                </body>
+                """).write(to: copy, atomically: true, encoding: .utf8)
+        let probed = try chromium.dom(copy.absoluteString, width: 390, budget: 14000, options: ["--disable-web-security"])
+        #expect(Self.rows(probed) == [Self.hostileName, "unreachable", "pinned"], "typed filter, sorted by target descending: \(Self.rows(probed))")
+        #expect(probed.contains("data-query=\"?q=mobile&amp;sort=target&amp;order=desc\""), "the filter and order are in the URL: \(probed.prefix(400))")
+        let scroll = ["data-before", "data-after"].map { name in
+            probed.range(of: "\(name)=\"\\d+\"", options: .regularExpression).map { String(probed[$0].dropFirst(name.count + 2).dropLast()) }
+        }
+        #expect(scroll[0] != nil && scroll[0] != "0" && scroll[0] == scroll[1], "the refresh keeps the scroll: \(scroll)")
+        #expect(probed.contains("data-updated=\"updated "), "refreshed in place")
+        #expect(probed.contains("data-overflow=\"false\""), "no horizontal overflow at 390 px")
+
+        // A target page: findings in words with their fixes, the chain as presented and as built, the timeline.
+        let expiredPage = try chromium.dom(base + "/targets/expired")
+        #expect(expiredPage.contains("Certificate expired") && expiredPage.contains("<strong>Fix: </strong>")
+                && expiredPage.contains("<strong>Why it matters: </strong>"), "the finding in words: \(expiredPage.prefix(5000))")
+        #expect(expiredPage.contains("<caption>As presented by the server</caption>") && expiredPage.contains("<caption>As built"), "both chains")
+        let leafFingerprint = lab.expired.summary.sha256Fingerprint
+        #expect(expiredPage.components(separatedBy: "data-fingerprint=\"\(leafFingerprint)\"").count == 3, "the expired leaf in both chains")
+        #expect(expiredPage.contains("CN=service test intermediate"), "the issuer")
+        #expect(expiredPage.contains("data-kind=\"alert\"") && expiredPage.contains("data-kind=\"verdict\""), "alerts and verdict changes on the timeline")
+        #expect(expiredPage.contains("<dt>Protocol</dt><dd>TLSv1.3</dd>") && expiredPage.contains("<dt>Suite</dt>"), "the handshake")
+        let pinnedPage = try chromium.dom(base + "/targets/pinned")
+        #expect(pinnedPage.contains("<dt>State</dt><dd>✕ mismatch</dd>") && pinnedPage.contains("pin mismatch"), "the pin's state: \(pinnedPage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(800) ?? "")")
+        let sha1Page = try chromium.dom(base + "/targets/sha1")
+        #expect(sha1Page.contains("data-id=\"ats.signature-hash\"") && sha1Page.contains("ecdsa-with-SHA1"), "the SHA-1 signature: \(sha1Page.prefix(3000))")
+        let unreachablePage = try chromium.dom(base + "/targets/unreachable")
+        #expect(unreachablePage.contains("unreachable") && unreachablePage.contains("No certificate was received."), "\(unreachablePage.prefix(3000))")
+        let encodedHostile = Self.hostileName.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let hostilePage = try chromium.dom(base + "/targets/" + encodedHostile)
+        #expect(hostilePage.contains("script&gt;alert('cn')") && hostilePage.contains("names: \(hostname), &lt;b&gt;bold&lt;/b&gt;.evil.test"),
+                "the hostile subject and SAN as text: \(hostilePage.prefix(5000))")
+        let hostileElements = Self.elements(hostilePage)
+        #expect(!hostileElements.contains("<img") && !hostileElements.contains("<b>") && hostileElements.components(separatedBy: "<script").count == 3,
+                "no element from a server's values (only the page's two scripts)")
+        #expect(hostilePage.contains("<h1 id=\"name\">x&lt;img src=x onerror=alert(1)&gt;</h1>"))
+        #expect(try MonitoringTests.fetch(base + "/targets/nothing").status == 200 && (try chromium.dom(base + "/targets/nothing")).contains("no scans of nothing are stored"))
+
+        // Screenshots, kept.
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        for (page, url) in [("overview", base + "/"), ("target-expired", base + "/targets/expired")] {
+            for (width, height) in [(390, 2400), (1280, 1600)] {
+                let file = Self.artifacts.appendingPathComponent("\(page)-\(width).png")
+                let png = try chromium.screenshot(url, width: width, height: height, to: file)
+                #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]) && png.count > 5_000, "\(file.path): \(png.count) bytes")
+                #expect(png[16..<20].reduce(0) { $0 << 8 | Int($1) } == width)
+            }
+        }
+    }
+}
