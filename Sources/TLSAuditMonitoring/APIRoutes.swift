@@ -5,26 +5,25 @@ import NIOCore
 import TLSAuditModel
 public import TLSAuditStore
 
-/// The documents of `/api/v1`, read from the store on a thread of their own (the store blocks;
-/// the event loop must not), one request at a time.
+/// The documents of `/api/v1`, read from the store on threads of their own (the store blocks;
+/// the event loop must not): the summary on one, every other document on another, each one
+/// request at a time, so the overview's two reads run side by side.
 public final class APIRoutes: Sendable {
     /// The most a `limit` may ask for.
     static let maximumLimit = 10_000
     /// The summary lists the certificates expiring within this many days (the overview's expiry timeline).
     public static let summaryExpiringWithinDays = 90
 
-    private let queue = DispatchQueue(label: "tlsaudit.http.api")
-    private let openStore: @Sendable () throws -> any ScanStore
+    private let documents: StoreReader
+    private let summaries: StoreReader
     private let configuredTargets: @Sendable () -> ConfiguredTargets?
     private let summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)?
-    /// The store opened for reading (a connection of its own, apart from the writer's); reopened after a failure.
-    private nonisolated(unsafe) var store: (any ScanStore)?
-
     /// `openStore` opens a store for reading; `configuredTargets` are the targets `status` shows, with their groups (nil: every stored target).
     /// `summarize` writes `/api/v1/summary`'s document from the store (nil: no such path).
     public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> ConfiguredTargets?,
                 summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)? = nil) {
-        self.openStore = openStore
+        documents = StoreReader(label: "tlsaudit.http.api", openStore: openStore)
+        summaries = StoreReader(label: "tlsaudit.http.api.summary", openStore: openStore)
         self.configuredTargets = configuredTargets
         self.summarize = summarize
     }
@@ -84,7 +83,7 @@ public final class APIRoutes: Sendable {
             }
             let query = SummaryQuery(since: since, at: at, tags: request.uri.queryParameters.getAll("tag").map { String($0) },
                                      targets: configuredTargets().map { Set($0.groups.keys) })
-            return await read { store in .ok(try summarize(store, query)) }
+            return await read(on: summaries) { store in .ok(try summarize(store, query)) }
         }
         router.get("api/v1/alerts") { [self] request, _ in
             guard let limit = Self.limit(request, default: 50) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }
@@ -92,24 +91,14 @@ public final class APIRoutes: Sendable {
         }
     }
 
-    private enum Answer {
+    private enum Answer: Sendable {
         case ok(Data)
         case notFound(String)
     }
 
-    /// Runs `body` against the store on the API's queue and turns its answer into a response.
-    private func read(_ body: @escaping @Sendable (any ScanStore) throws -> Answer) async -> Response {
-        let answer: Result<Answer, any Error> = await withCheckedContinuation { continuation in
-            queue.async { [self] in
-                do {
-                    if store == nil { store = try openStore() }
-                    continuation.resume(returning: .success(try body(store!)))
-                } catch {
-                    store = nil
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
+    /// Runs `body` against the store on `reader`'s queue (the documents' by default) and turns its answer into a response.
+    private func read(on reader: StoreReader? = nil, _ body: @escaping @Sendable (any ScanStore) throws -> Answer) async -> Response {
+        let answer = await (reader ?? documents).run(body)
         switch answer {
         case .success(.ok(let data)): return Self.json(data + Data("\n".utf8))
         case .success(.notFound(let message)): return Self.error(.notFound, message)
@@ -130,5 +119,33 @@ public final class APIRoutes: Sendable {
     static func error(_ status: HTTPResponse.Status, _ message: String) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: ["error": message], options: [.sortedKeys])) ?? Data()
         return json(data + Data("\n".utf8), status: status)
+    }
+}
+
+/// A store connection for reading (apart from the writer's) and the queue that uses it, one read
+/// at a time; reopened after a failure.
+private final class StoreReader: Sendable {
+    private let queue: DispatchQueue
+    private let openStore: @Sendable () throws -> any ScanStore
+    /// Touched only on `queue`.
+    private nonisolated(unsafe) var store: (any ScanStore)?
+
+    init(label: String, openStore: @escaping @Sendable () throws -> any ScanStore) {
+        queue = DispatchQueue(label: label)
+        self.openStore = openStore
+    }
+
+    func run<T: Sendable>(_ body: @escaping @Sendable (any ScanStore) throws -> T) async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                do {
+                    if store == nil { store = try openStore() }
+                    continuation.resume(returning: .success(try body(store!)))
+                } catch {
+                    store = nil
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
     }
 }

@@ -30,13 +30,25 @@ struct TargetDocument: Encodable {
     static let historyLimit = 50
     static let alertsRead = 1_000
 
+    /// `result` with its pins' evaluation: the store keeps the pins' state with the address's
+    /// current state rather than with each scan, so the latest scan gets it back from its row
+    /// (the message is the `pin.mismatch` finding's, when there is one).
+    static func withPins(_ result: AddressScanResult, _ row: TargetStatus) -> AddressScanResult {
+        guard result.pin == nil, row.pinState != .none else { return result }
+        var result = result
+        let message = result.findings.first { $0.id == .pinMismatch }?.message
+            ?? (row.pinState == .match ? "a configured pin matches the chain" : "no configured pin matches the chain")
+        result.pin = PinEvaluation(state: row.pinState, message: message, leafSPKI: row.leafSPKI, leafFingerprint: row.leafFingerprint)
+        return result
+    }
+
     /// The document of `name` from `store` (its rows with their group when `configured` knows it);
     /// nil when the store has no scan of it.
     static func read(_ name: String, from store: any ScanStore, configured: ConfiguredTargets?) throws -> TargetDocument? {
         var addresses = try store.status(of: name)
         if let configured, !configured.shown(addresses).isEmpty { addresses = configured.shown(addresses) }
         guard !addresses.isEmpty else { return nil }
-        let latest = try addresses.compactMap { try store.result(observationID: $0.lastObservationID) }
+        let latest = try addresses.compactMap { row in try store.result(observationID: row.lastObservationID).map { withPins($0, row) } }
         var words: [String: FindingWords] = [:]
         for finding in latest.flatMap(\.findings) {
             guard words[finding.id.rawValue] == nil, let entry = FindingCatalog[finding.id] else { continue }

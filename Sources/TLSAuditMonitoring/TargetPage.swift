@@ -100,16 +100,12 @@ enum TargetPage {
             ["Stapled OCSP", handshake.stapled_ocsp ? handshake.stapled_ocsp.certificate_status || handshake.stapled_ocsp.response_status : "none"],
             ["Failure", address.error ? address.error.category + ": " + address.error.message : null]]);
         }
-        /// The pins' state: the scan's evaluation when it carries one, else the state kept with the status row.
-        function pinFacts(address, row) {
-          const pin = address.pin || {};
-          const state = pin.state || (row ? row.pin_state : "none");
-          if (!state || state === "none") return el("p", {}, "No pins configured.");
-          const finding = address.findings.find(finding => finding.id === "pin.mismatch");
-          return facts([["State", state === "mismatch" ? "\u2715 mismatch" : state === "match" ? "\u2713 match" : state],
-                        ["Matched", pin.matched], ["Leaf SPKI", pin.leaf_spki || (row && row.leaf_spki ? "sha256/" + row.leaf_spki : null)],
-                        ["Leaf fingerprint", pin.leaf_fingerprint || (row ? row.leaf_fingerprint : null)],
-                        ["Detail", pin.message || (finding ? finding.message : null)]]);
+        function pinFacts(address) {
+          const pin = address.pin;
+          if (!pin || pin.state === "none") return el("p", {}, "No pins configured.");
+          return facts([["State", pin.state === "mismatch" ? "\u2715 mismatch" : pin.state === "match" ? "\u2713 match" : pin.state],
+                        ["Matched", pin.matched], ["Leaf SPKI", pin.leaf_spki ? "sha256/" + pin.leaf_spki : null],
+                        ["Leaf fingerprint", pin.leaf_fingerprint], ["Detail", pin.message]]);
         }
         /// The opt-in checks that ran: each answer in words (inventory, headers, vulnerabilities), or their findings.
         function hygiene(address) {
@@ -147,7 +143,7 @@ enum TargetPage {
                      certificateTable("As built" + (chain.anchored ? ", to an anchor in " + chain.trust_store : ", not anchored (" + chain.trust_store + ")"),
                                       chain.path.map(step => step.certificate), address, index => index, "built")]
                   : el("p", {}, "No certificate was received."),
-            el("h3", {}, "Pins"), pinFacts(address, row),
+            el("h3", {}, "Pins"), pinFacts(address),
             el("h3", {}, "Hygiene checks"), hygiene(address));
         }
         /// The history, newest first: verdict changes (an entry whose verdict differs from the one

@@ -72,8 +72,11 @@ struct SQLiteExecutor: SQLExecutor {
     }
 
     func query(_ sql: String, _ values: [SQLValue], streaming: Bool, _ body: (any SQLRow) throws -> Void) throws {
-        let cursor = try Row.fetchCursor(db.cachedStatement(sql: sql), arguments: Self.arguments(values))
-        while let row = try cursor.next() { try body(SQLiteRow(row: row)) }
+        let statement = try db.cachedStatement(sql: sql)
+        // By name once per query: GRDB's Row.columnNames reads each column's value on the way.
+        let columns = Dictionary(statement.columnNames.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        let cursor = try Row.fetchCursor(statement, arguments: Self.arguments(values))
+        while let row = try cursor.next() { try body(SQLiteRow(row: row, columns: columns)) }
     }
 
     /// The values as GRDB binds them. (Built from existentials on purpose: GRDB's initializer for a
@@ -98,6 +101,8 @@ struct SQLiteExecutor: SQLExecutor {
 /// value was written with, so each accessor converts rather than trapping on a mismatch.
 struct SQLiteRow: SQLRow {
     let row: Row
+    /// The query's column indexes by name.
+    let columns: [String: Int]
 
     private func value(_ column: Int) -> DatabaseValue.Storage { (row[column] as DatabaseValue).storage }
 
@@ -140,10 +145,10 @@ struct SQLiteRow: SQLRow {
     func bool(_ column: Int) -> Bool? { int(column).map { $0 != 0 } }
 
     func index(of name: String) -> Int {
-        guard let index = row.columnNames.firstIndex(of: name) else {
+        guard let index = columns[name] else {
             preconditionFailure("no column \(name) in the result (\(row.columnNames.joined(separator: ", ")))")
         }
-        return row.columnNames.distance(from: row.columnNames.startIndex, to: index)
+        return index
     }
 }
 

@@ -183,8 +183,11 @@ extension MonitoringTests {
 
         let answers: [(String, [String], String)] = [
             ("/metrics", [], "401|nosniff|"), ("/metrics", token, "200|nosniff|"), ("/healthz", [], "200|nosniff|"),
-            ("/readyz", [], "200|nosniff|"), ("/nothing", token, "404|nosniff|"), ("/status.js", token, "200|nosniff|"),
-            ("/", token, "200|nosniff|no-store"), ("/api/v1/status", [], "401|nosniff|no-store"),
+            ("/readyz", [], "200|nosniff|"), ("/nothing", token, "404|nosniff|"), ("/status.js", token, "200|nosniff|no-store"),
+            ("/", token, "200|nosniff|no-store"), ("/", [], "401|nosniff|"), ("/targets/nothing-here", [], "401|nosniff|"),
+            ("/targets/nothing-here", token, "200|nosniff|no-store"), ("/ui.js", [], "401|nosniff|"), ("/ui.css", token, "200|nosniff|no-store"),
+            ("/target.js", token, "200|nosniff|no-store"), ("/api/v1/targets/nothing-here", [], "401|nosniff|no-store"),
+            ("/api/v1/summary", [], "401|nosniff|no-store"), ("/api/v1/status", [], "401|nosniff|no-store"),
             ("/api/v1/status", token, "200|nosniff|no-store"), ("/api/v1/openapi.json", token, "200|nosniff|no-store"),
             ("/api/v1/alerts", token, "200|nosniff|no-store"), ("/api/v1/alerts?limit=0", token, "400|nosniff|no-store"),
             ("/api/v1/targets/nothing-here/history", token, "404|nosniff|no-store"), ("/api/v1/nothing", token, "404|nosniff|no-store"),

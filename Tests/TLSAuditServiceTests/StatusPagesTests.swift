@@ -187,6 +187,11 @@ struct StatusPagesTests {
         let html = try MonitoringTests.fetch(base + "/")
         #expect(html.status == 200 && !html.body.contains("http://") && !html.body.contains("https://") && !html.body.contains("style="),
                 "no external asset, no inline style")
+        for path in ["/", "/targets/expired", "/ui.js"] {
+            let headers = try MonitoringTests.fetch(base + path, headers: true).body.lowercased()
+            #expect(headers.contains("content-security-policy: default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'none'")
+                    && !headers.contains("unsafe-inline"), "\(path): the strict CSP: \(headers.prefix(600))")
+        }
         let copy = workspace.appendingPathComponent("overview-probe.html")
         try html.body.replacingOccurrences(of: "<head>", with: "<head><base href=\"\(base)/\">")
             .replacingOccurrences(of: "</body>", with: """
@@ -226,7 +231,8 @@ struct StatusPagesTests {
         #expect(expiredPage.contains("data-kind=\"alert\"") && expiredPage.contains("data-kind=\"verdict\""), "alerts and verdict changes on the timeline")
         #expect(expiredPage.contains("<dt>Protocol</dt><dd>TLSv1.3</dd>") && expiredPage.contains("<dt>Suite</dt>"), "the handshake")
         let pinnedPage = try chromium.dom(base + "/targets/pinned")
-        #expect(pinnedPage.contains("<dt>State</dt><dd>✕ mismatch</dd>") && pinnedPage.contains("pin mismatch"), "the pin's state: \(pinnedPage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(800) ?? "")")
+        #expect(pinnedPage.contains("<dt>State</dt><dd>✕ mismatch</dd>") && pinnedPage.contains("pin mismatch")
+                && pinnedPage.contains("<dt>Leaf SPKI</dt><dd>sha256/") && pinnedPage.contains("<dt>Detail</dt><dd>A pinned client refuses this server: no public key of the chain is pinned"), "the pin's state: \(pinnedPage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(800) ?? "")")
         let sha1Page = try chromium.dom(base + "/targets/sha1")
         #expect(sha1Page.contains("data-id=\"ats.signature-hash\"") && sha1Page.contains("ecdsa-with-SHA1"), "the SHA-1 signature: \(sha1Page.prefix(3000))")
         let unreachablePage = try chromium.dom(base + "/targets/unreachable")
