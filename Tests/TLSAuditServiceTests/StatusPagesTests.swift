@@ -145,6 +145,10 @@ struct StatusPagesTests {
                 "days to expiry in whole days: \(expiryCells)")
         #expect(expiryCells.contains { $0.hasPrefix("expired ") }, "the expired chain: \(expiryCells)")
         #expect(overview.contains("data-verdict=\"pin-mismatch\""), "the pin mismatch has its verdict")
+        #expect(overview.contains("✕ pin mismatch") && overview.contains("! not compliant") && overview.contains("✓ compliant"),
+                "verdicts in words and marks, not colour alone")
+        #expect(overview.components(separatedBy: "<button type=\"button\"").count - 1 >= 7 + 4 && !overview.contains("tabindex=\"-1\""),
+                "the sort headers and the counts are buttons: reached and pressed from the keyboard")
 
         // The chart's points are the summary's, for the same end of period.
         let periodEnd = try #require(overview.range(of: #"data-period-end="[^"]+""#, options: .regularExpression).map {
