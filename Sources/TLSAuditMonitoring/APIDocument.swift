@@ -27,7 +27,7 @@ public enum APIDocument {
             "paths": [
                 "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
                                       parameters: [tagFilter], response: ref("Status")),
-                "/api/v1/targets/{name}": get("target", "One target for its page: its addresses (as `status`), each address's latest scan in full (as an address of `tlsaudit scan --format json`: handshake, chain as sent and as built, findings, pins, hygiene checks), its history (as `history NAME --format json --limit \(TargetDocument.historyLimit)`), its alerts among the newest \(TargetDocument.alertsRead) (as `alerts --format json`) and every finding of the latest scans in words.",
+                "/api/v1/targets/{name}": get("target", "One target for its page: its addresses (as `status`), each address's latest scan in full (as an address of `tlsaudit scan --format json`: handshake, chain as sent and as built, findings, pins, hygiene checks), its history (as `history NAME --format json --limit \(TargetDocument.historyLimit)`), its newest \(TargetDocument.alertsRead) alerts (as `alerts --format json`) and every finding of the latest scans in words.",
                                               parameters: [pathParameter("name", "Target name, host or host:port.")], response: ref("Target"), notFound: true),
                 "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first, a run of unchanged scans as one entry with `run` (as `tlsaudit history NAME --format json`).",
                                                       parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],

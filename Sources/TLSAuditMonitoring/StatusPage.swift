@@ -147,6 +147,11 @@ enum StatusPage {
                                         class: key === "compliant" ? "good" : key === "not-compliant" ? "warn" : "bad"},
                            el("strong", {}, String(counts[key])), text))));
         }
+        /// Whether the figure's details are open: as the reader left them, else `initially` (a refresh keeps them).
+        function stillOpen(figure, initially) {
+          const details = figure.querySelector("details");
+          return details ? details.open : initially;
+        }
         /// A chart's width in its own units: the figure's width in pixels (text stays legible on a phone), 300 to 640.
         function chartWidth(figure) { return Math.round(Math.min(640, Math.max(300, figure.clientWidth || 640))); }
         /// The compliance trend: a line through the report's points (percent), the goal dashed, each point titled.
@@ -176,7 +181,7 @@ enum StatusPage {
                                + point.not_compliant + " not compliant, " + point.unreachable + " unreachable)"))),
             points.length ? svg("text", {x: x(Date.parse(points[points.length - 1].at)) - 4, y: y(points[points.length - 1].compliance) - 8, "text-anchor": "end"},
                                 points[points.length - 1].compliance.toFixed(1) + "%") : null);
-          const table = el("details", {}, el("summary", {}, "The points as a table"),
+          const table = el("details", {open: stillOpen(figure, false)}, el("summary", {}, "The points as a table"),
             el("div", {class: "scroll"}, el("table", {class: "trend-points"},
               el("thead", {}, el("tr", {}, ["Time", "Compliance", "Compliant", "Not compliant", "Unreachable"].map(name => el("th", {scope: "col"}, name)))),
               el("tbody", {}, summary.trend.map(point => el("tr", {},
@@ -232,7 +237,7 @@ enum StatusPage {
                 return [index ? ", " : "", cut > 0 ? targetLink(user.slice(0, cut)) : user, cut > 0 ? user.slice(cut) : ""];
               }))))]));
           replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words),
-                  el("details", {open: total <= 12}, el("summary", {}, "The certificates, nearest first"), list));
+                  el("details", {open: stillOpen(figure, total <= 12)}, el("summary", {}, "The certificates, nearest first"), list));
         }
         function render() {
           offer("tag", rows.flatMap(item => item.tags));

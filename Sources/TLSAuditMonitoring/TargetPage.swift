@@ -177,13 +177,13 @@ enum TargetPage {
           for (const row of document_.addresses) rows[row.address] = row;
           const group = document_.addresses.find(row => row.group);
           const tags = [...new Set(document_.addresses.flatMap(row => row.tags || []))];
-          const open = new Set([...document.querySelectorAll("details[open]")].map(details => details.dataset.section));
+          const history = document.querySelector('details[data-section="history"]');
           replace(document.getElementById("target"),
             facts([["Host", document_.addresses[0] ? document_.addresses[0].host + ":" + document_.addresses[0].port : ""], ["Group", group ? group.group : null],
                    ["Tags", tags.join(", ")], ["Addresses", String(document_.addresses.length)]]),
             document_.latest.map(address => addressSection(address, rows[address.address], words)),
             el("h2", {}, "History"),
-            el("details", {"data-section": "history", open: open.size === 0 || open.has("history")}, el("summary", {}, "Verdict changes and alerts, newest first"), timeline(document_)));
+            el("details", {"data-section": "history", open: history ? history.open : true}, el("summary", {}, "Verdict changes and alerts, newest first"), timeline(document_)));
         }
         async function refresh() {
           try {

@@ -107,7 +107,7 @@ struct StatusPagesTests {
               - name: web
                 tags: [team-web]
                 targets:
-                  - {host: \(hostname), port: \(good.port), name: good}
+                  - {host: \(hostname), port: \(good.port), name: good, checks: [inventory]}
                   - {host: \(hostname), port: \(expired.port), name: expired}
                   - {host: \(hostname), port: \(sha1.port), name: sha1}
               - name: mobile
@@ -234,6 +234,10 @@ struct StatusPagesTests {
         #expect(expiredPage.contains("CN=service test intermediate"), "the issuer")
         #expect(expiredPage.contains("data-kind=\"alert\"") && expiredPage.contains("data-kind=\"verdict\""), "alerts and verdict changes on the timeline")
         #expect(expiredPage.contains("<dt>Protocol</dt><dd>TLSv1.3</dd>") && expiredPage.contains("<dt>Suite</dt>"), "the handshake")
+        #expect(expiredPage.contains("No hygiene checks configured for this target"), "no check ran there")
+        let goodPage = try chromium.dom(base + "/targets/good")
+        #expect(goodPage.contains("<h4>Server inventory</h4>") && goodPage.range(of: #"<dt>secure renegotiation</dt><dd>(yes|no): [^<]+</dd>"#, options: .regularExpression) != nil,
+                "the hygiene checks that ran, in words: \(goodPage.components(separatedBy: "<h3>Hygiene checks</h3>").last?.prefix(1200) ?? "")")
         let pinnedPage = try chromium.dom(base + "/targets/pinned")
         #expect(pinnedPage.contains("<dt>State</dt><dd>✕ mismatch</dd>") && pinnedPage.contains("pin mismatch")
                 && pinnedPage.contains("<dt>Leaf SPKI</dt><dd>sha256/") && pinnedPage.contains("<dt>Detail</dt><dd>A pinned client refuses this server: no public key of the chain is pinned"), "the pin's state: \(pinnedPage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(800) ?? "")")
