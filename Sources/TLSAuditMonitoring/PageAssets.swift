@@ -64,6 +64,7 @@ enum PageAssets {
         form.filters select, form.filters input, form.filters button, #more { font: inherit; padding: 4px 6px; min-height: 32px; }
         form.filters input { min-width: 14em; }
         table { border-collapse: collapse; width: 100%; }
+        caption { text-align: left; font-weight: 600; padding: 6px 0; overflow-wrap: anywhere; }
         th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
         th { white-space: nowrap; position: sticky; top: 0; background: Canvas; }
         th button { font: inherit; font-weight: 600; border: 0; background: none; color: inherit; padding: 0; cursor: pointer; }
@@ -82,7 +83,7 @@ enum PageAssets {
         .scroll { overflow-x: auto; }
         @media (max-width: 700px) {
           table.cards thead { display: none; }
-          table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; box-sizing: border-box; }
+          table.cards, table.cards caption, table.cards tbody, table.cards tr, table.cards td { display: block; width: 100%; box-sizing: border-box; }
           table.cards tr { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 10px; padding: 4px 0; }
           table.cards td { border: none; padding: 3px 10px; }
           table.cards td::before { content: attr(data-label) ": "; color: var(--muted); }
