@@ -18,6 +18,12 @@ public final class APIRoutes: Sendable {
     private let summaries: StoreReader
     private let configuredTargets: @Sendable () -> ConfiguredTargets?
     private let summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)?
+    /// The last summary asked for without `at` (of now), by its `since` and tags, and when it was
+    /// made; touched only on `summaries`' queue.
+    private nonisolated(unsafe) var recentSummary: (key: String, madeAt: Date, data: Data)?
+    /// How long a summary of now is answered again: the overview open in many browsers costs one
+    /// report each half-minute, not one per browser and minute.
+    static let summaryReuseSeconds = 30.0
     /// `openStore` opens a store for reading; `configuredTargets` are the targets `status` shows, with their groups (nil: every stored target).
     /// `summarize` writes `/api/v1/summary`'s document from the store (nil: no such path).
     public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> ConfiguredTargets?,
@@ -83,7 +89,16 @@ public final class APIRoutes: Sendable {
             }
             let query = SummaryQuery(since: since, at: at, tags: request.uri.queryParameters.getAll("tag").map { String($0) },
                                      targets: configuredTargets().map { Set($0.groups.keys) })
-            return await read(on: summaries) { store in .ok(try summarize(store, query)) }
+            let ofNow = request.uri.queryParameters.get("at") == nil
+            let key = ([String(since)] + query.tags).joined(separator: "\u{1F}")
+            return await read(on: summaries) { store in
+                if ofNow, let recent = self.recentSummary, recent.key == key, Date().timeIntervalSince(recent.madeAt) < Self.summaryReuseSeconds {
+                    return .ok(recent.data)
+                }
+                let data = try summarize(store, query)
+                if ofNow { self.recentSummary = (key, Date(), data) }
+                return .ok(data)
+            }
         }
         router.get("api/v1/alerts") { [self] request, _ in
             guard let limit = Self.limit(request, default: 50) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }

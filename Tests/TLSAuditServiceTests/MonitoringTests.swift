@@ -176,6 +176,13 @@ struct MonitoringTests {
         #expect(counts["compliant"] as? Int == 1 && counts["not_compliant"] as? Int == 1 && counts["addresses"] as? Int == 2, "\(counts)")
         #expect((api["expiring"] as? [[String: Any]])?.contains { ($0["days_left"] as? Int ?? 0) < 0 } == true, "the expired leaf is listed")
         documents.append(("summary", "Summary", summary.body))
+        // Of now (no `at`): the same answer again within 30 s; another period is its own.
+        let ofNow = try Self.fetch("\(base)/summary?since=1h")
+        let again = try Self.fetch("\(base)/summary?since=1h")
+        #expect(ofNow.status == 200 && again.body == ofNow.body, "reused within 30 s")
+        let twoHours = try JSONSerialization.jsonObject(with: Data(try Self.fetch("\(base)/summary?since=2h").body.utf8)) as? [String: Any]
+        let start = ((twoHours?["period"] as? [String: Any])?["start"] as? String).flatMap(Timestamp.parse)
+        #expect(start.map { abs($0.timeIntervalSinceNow + 7200) < 60 } == true, "another since is computed for itself: \(String(describing: start))")
         #expect(try Self.fetch("\(base)/summary?since=1x").status == 400)
         #expect(try Self.fetch("\(base)/summary?at=yesterday").status == 400)
         // A target's page document: its status rows, history and alerts as the commands print them, its latest scans in full.
