@@ -147,6 +147,8 @@ enum StatusPage {
                                         class: key === "compliant" ? "good" : key === "not-compliant" ? "warn" : "bad"},
                            el("strong", {}, String(counts[key])), text))));
         }
+        /// A compliance figure in words: `93.2%`, or `n/a` for a moment with nothing to count.
+        function percent(value) { return value === null || value === undefined ? "n/a" : value.toFixed(1) + "%"; }
         /// Whether the figure's details are open: as the reader left them, else `initially` (a refresh keeps them).
         function stillOpen(figure, initially) {
           const details = figure.querySelector("details");
@@ -164,7 +166,7 @@ enum StatusPage {
           const y = percent => top + (100 - percent) / 100 * (height - top - bottom);
           const now = summary.summary.compliance, then = summary.summary.compliance_at_start;
           const words = points.length === 0 ? "no scans in the period"
-            : "compliance " + (then === null || then === undefined ? "" : "from " + then.toFixed(1) + "% ") + "to " + (now === null || now === undefined ? "n/a" : now.toFixed(1) + "%")
+            : "compliance " + (then === null || then === undefined ? "" : "from " + percent(then) + " ") + "to " + percent(now)
               + " between " + day(summary.period.start) + " and " + day(summary.period.end) + ", goal " + summary.goal + "%";
           const chart = svg("svg", {class: "chart", viewBox: "0 0 " + width + " " + height, role: "img", "aria-label": words},
             svg("title", {}, words),
@@ -177,15 +179,15 @@ enum StatusPage {
             points.length ? svg("polyline", {class: "line", points: points.map(point => x(Date.parse(point.at)) + "," + y(point.compliance)).join(" ")}) : null,
             points.map(point => svg("circle", {class: "point", r: 3.5, cx: x(Date.parse(point.at)), cy: y(point.compliance),
                                                "data-at": point.at, "data-compliance": point.compliance},
-              svg("title", {}, when(point.at) + ": " + point.compliance.toFixed(1) + "% compliant (" + point.compliant + " compliant, "
+              svg("title", {}, when(point.at) + ": " + percent(point.compliance) + " compliant (" + point.compliant + " compliant, "
                                + point.not_compliant + " not compliant, " + point.unreachable + " unreachable)"))),
             points.length ? svg("text", {x: x(Date.parse(points[points.length - 1].at)) - 4, y: y(points[points.length - 1].compliance) - 8, "text-anchor": "end"},
-                                points[points.length - 1].compliance.toFixed(1) + "%") : null);
+                                percent(points[points.length - 1].compliance)) : null);
           const table = el("details", {open: stillOpen(figure, false)}, el("summary", {}, "The points as a table"),
             el("div", {class: "scroll"}, el("table", {class: "trend-points"},
               el("thead", {}, el("tr", {}, ["Time", "Compliance", "Compliant", "Not compliant", "Unreachable"].map(name => el("th", {scope: "col"}, name)))),
               el("tbody", {}, summary.trend.map(point => el("tr", {},
-                el("td", {}, when(point.at)), el("td", {}, point.compliance === null || point.compliance === undefined ? "n/a" : point.compliance.toFixed(1) + "%"),
+                el("td", {}, when(point.at)), el("td", {}, percent(point.compliance)),
                 el("td", {}, String(point.compliant)), el("td", {}, String(point.not_compliant)), el("td", {}, String(point.unreachable))))))));
           replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words), table);
           figure.dataset.periodEnd = summary.period.end;

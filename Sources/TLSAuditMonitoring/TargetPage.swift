@@ -73,13 +73,17 @@ enum TargetPage {
             el("thead", {}, el("tr", {}, ["#", "Subject", "Issuer", "Key", "Signature", "Valid", "SCT", "Revocation"].map(label => el("th", {scope: "col"}, label)))),
             el("tbody", {}, certificateRows(certificates, address, depthOf))));
         }
+        /// A finding's severity: errors first, then warnings, then the rest; its class.
+        function severity(finding) {
+          return finding.severity === "error" ? {rank: 0, css: "bad"} : finding.severity === "warning" ? {rank: 1, css: "warn"} : {rank: 2, css: "muted"};
+        }
         function findingsSection(address, words) {
-          const findings = [...address.findings].sort((a, b) => (a.severity === "error" ? 0 : a.severity === "warning" ? 1 : 2) - (b.severity === "error" ? 0 : b.severity === "warning" ? 1 : 2));
+          const findings = [...address.findings].sort((a, b) => severity(a).rank - severity(b).rank);
           if (!findings.length) return el("p", {}, "No findings.");
           return el("div", {class: "findings"}, findings.map(finding => {
             const entry = words[finding.id] || {};
             return el("article", {class: "finding " + finding.severity, "data-id": finding.id},
-              el("h4", {}, el("span", {class: finding.severity === "error" ? "bad" : finding.severity === "warning" ? "warn" : "muted"}, finding.severity.toUpperCase()),
+              el("h4", {}, el("span", {class: severity(finding).css}, finding.severity.toUpperCase()),
                  " ", entry.title || finding.id, " ", el("code", {}, finding.id), finding.depth !== undefined ? el("span", {class: "muted"}, " at depth " + finding.depth) : null),
               el("p", {}, finding.message),
               entry.why ? el("p", {}, el("strong", {}, "Why it matters: "), entry.why) : null,

@@ -31,19 +31,21 @@ struct StatusPagesTests {
 
         /// The DOM of `url` after `budget` ms of the page's (virtual) time: its scripts have fetched and drawn.
         mutating func dom(_ url: String, width: Int = 1280, budget: Int = 4000, options: [String] = []) throws -> String {
-            profiles += 1
-            return try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                   "--user-data-dir=\(workspace.path)/chromium-\(profiles)", "--window-size=\(width),900",
-                                   "--virtual-time-budget=\(budget)"] + options + ["--dump-dom", url], program: program).stdout
+            try run(width: width, height: 900, budget: budget, options + ["--dump-dom", url]).stdout
         }
 
         /// A screenshot of the page's first `height` pixels.
         mutating func screenshot(_ url: String, width: Int, height: Int, to file: URL) throws -> Data {
-            profiles += 1
-            _ = try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                "--user-data-dir=\(workspace.path)/chromium-\(profiles)", "--window-size=\(width),\(height)",
-                                "--virtual-time-budget=4000", "--screenshot=\(file.path)", url], program: program)
+            _ = try run(width: width, height: height, budget: 4000, ["--screenshot=\(file.path)", url])
             return try Data(contentsOf: file)
+        }
+
+        /// Headless Chromium in a fresh profile, `width` by `height` pixels.
+        private mutating func run(width: Int, height: Int, budget: Int, _ arguments: [String]) throws -> Binary.Output {
+            profiles += 1
+            return try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                   "--user-data-dir=\(workspace.path)/chromium-\(profiles)", "--window-size=\(width),\(height)",
+                                   "--virtual-time-budget=\(budget)"] + arguments, program: program)
         }
     }
 
