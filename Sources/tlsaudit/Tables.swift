@@ -6,7 +6,8 @@ import TLSAuditStore
 enum StatusTable {
     static func render(_ rows: [TargetStatus], now: Date) -> String {
         guard !rows.isEmpty else { return "no scans stored yet\n" }
-        // The TAGS column only where some target has tags: a fleet without them reads as before.
+        // The GROUP and TAGS columns only where some target has one: a fleet without them reads as before.
+        let grouped = rows.contains { $0.group != nil }
         let tagged = rows.contains { !$0.tags.isEmpty }
         let body = rows.map { row -> [String] in
             let verdict: String
@@ -19,12 +20,12 @@ enum StatusTable {
             }
             let expiry = row.earliestExpiry.map { "\(Timestamp.daysLeft(until: $0, at: now))" } ?? "-"
             let cells = [row.target, row.address, TextTable.age(row.lastScanAt, now: now), row.policy.rawValue, verdict, expiry, row.pinState.rawValue]
-            return tagged ? cells + [row.tags.isEmpty ? "-" : row.tags.joined(separator: ",")] : cells
+            return cells + (grouped ? [row.group ?? "-"] : []) + (tagged ? [row.tags.isEmpty ? "-" : row.tags.joined(separator: ",")] : [])
         }
         let compliant = rows.filter { $0.status == .completed && $0.compliant }.count
         let unreachable = rows.filter { $0.status == .failed }.count
         let header = ["TARGET", "ADDRESS", "LAST SCAN", "POLICY", "VERDICT", "EXPIRES (d)", "PIN"]
-        return TextTable.render(header: tagged ? header + ["TAGS"] : header, rows: body)
+        return TextTable.render(header: header + (grouped ? ["GROUP"] : []) + (tagged ? ["TAGS"] : []), rows: body)
             + "\n\(rows.count) address(es): \(compliant) compliant, \(rows.count - compliant - unreachable) not compliant, \(unreachable) unreachable\n"
             + appLines(rows)
     }

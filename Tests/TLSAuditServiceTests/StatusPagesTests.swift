@@ -132,6 +132,14 @@ struct StatusPagesTests {
         let printed = try Binary.run(["status", "--config", config, "--format", "json"])
         #expect(status.body == printed.stdout, "/api/v1/status is `status --config --format json`")
         #expect(status.body.contains("\"group\" : \"mobile\"") && status.body.contains("\"group\" : \"web\""), "\(status.body.prefix(1500))")
+        // And in the text table, with --group as the page's group filter.
+        let table = try Binary.run(["status", "--config", config])
+        #expect(table.stdout.split(separator: "\n").first?.contains("GROUP") == true && table.stdout.contains(" mobile "), "\(table.stdout)")
+        let mobile = try Binary.run(["status", "--config", config, "--group", "mobile", "--format", "json"])
+        let mobileRows = (try JSONSerialization.jsonObject(with: Data(mobile.stdout.utf8)) as? [String: Any])?["targets"] as? [[String: Any]] ?? []
+        #expect(Set(mobileRows.compactMap { $0["target"] as? String }) == ["pinned", Self.hostileName, "unreachable"], "\(mobile.stdout)")
+        let refused = try Binary.run(["status", "--database", database, "--group", "mobile"])
+        #expect(refused.status == 64 && refused.stderr.contains("--group needs the configuration"), "\(refused.stderr)")
 
         // The overview.
         let overview = try chromium.dom(base + "/")
