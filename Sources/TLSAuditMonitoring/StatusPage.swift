@@ -1,5 +1,6 @@
 /// The overview at `/`: counts by verdict, the fleet's compliance over the last 30 days and the
-/// certificates expiring within 90 days (inline SVG drawn from `/api/v1/summary`), then the fleet
+/// certificates expiring within 90 days (inline SVG drawn from `/api/v1/summary`, of the targets
+/// carrying the tag filter when one is chosen), then the fleet
 /// table of `/api/v1/status` with each reason's title, filtered by tag, group, policy, verdict and
 /// text and sorted by any column. Filters and order live in the URL (a link or a reload keeps
 /// them); the page refreshes in place (status every 10 s, summary every 60 s) without touching
@@ -46,7 +47,7 @@ enum StatusPage {
         const filterNames = ["q", "verdict", "tag", "group", "policy"];
         /// Rows drawn at first: enough for any screen; "Show all" draws the rest.
         const pageSize = 500;
-        let rows = [], summary = null, statusAt = 0, sortKey = "verdict", ascending = true, showAll = false;
+        let rows = [], summary = null, summaryTag = "", statusAt = 0, sortKey = "verdict", ascending = true, showAll = false;
 
         function control(name) { return document.getElementById("filter-" + name); }
         /// Filters and order from the URL (a shared link, a reload), onto the controls.
@@ -189,6 +190,7 @@ enum StatusPage {
               el("tbody", {}, summary.trend.map(point => el("tr", {},
                 el("td", {}, when(point.at)), el("td", {}, percent(point.compliance)),
                 el("td", {}, String(point.compliant)), el("td", {}, String(point.not_compliant)), el("td", {}, String(point.unreachable))))))));
+          figure.querySelector("figcaption").textContent = "Compliance, last 30 days" + (summaryTag ? " (tag " + summaryTag + ")" : "");
           replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words), table);
           figure.dataset.periodEnd = summary.period.end;
         }
@@ -238,6 +240,7 @@ enum StatusPage {
                 const cut = user.lastIndexOf(" (");
                 return [index ? ", " : "", cut > 0 ? targetLink(user.slice(0, cut)) : user, cut > 0 ? user.slice(cut) : ""];
               }))))]));
+          figure.querySelector("figcaption").textContent = "Certificates expiring in the next 90 days, by week" + (summaryTag ? " (tag " + summaryTag + ")" : "");
           replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words),
                   el("details", {open: stillOpen(figure, total <= 12)}, el("summary", {}, "The certificates, nearest first"), list));
         }
@@ -261,9 +264,14 @@ enum StatusPage {
             showError("cannot read /api/v1/status: " + error.message + " (retrying)");
           }
         }
+        /// The charts follow the tag filter (an app's hosts, say): the summary of the targets carrying that tag.
         async function refreshSummary() {
+          const tag = control("tag").value;
           try {
-            summary = await getJSON("/api/v1/summary?since=30d");
+            const answer = await getJSON("/api/v1/summary?since=30d" + (tag ? "&tag=" + encodeURIComponent(tag) : ""));
+            if (tag !== control("tag").value) return; // the filter changed meanwhile: its own read follows
+            summary = answer;
+            summaryTag = tag;
             renderTrend();
             renderExpiry();
             document.documentElement.dataset.summaryLoaded = String(performance.now());
@@ -285,8 +293,9 @@ enum StatusPage {
         sortSelect.addEventListener("change", () => sortBy(sortSelect.value, true));
         for (const th of document.querySelectorAll("#status th")) th.querySelector("button").addEventListener("click", () => sortBy(th.dataset.key));
         for (const name of filterNames) control(name).addEventListener(name === "q" ? "input" : "change", changed);
+        control("tag").addEventListener("change", refreshSummary);
         document.getElementById("filters").addEventListener("submit", event => event.preventDefault());
-        document.getElementById("filters").addEventListener("reset", () => setTimeout(changed, 0));
+        document.getElementById("filters").addEventListener("reset", () => setTimeout(() => { changed(); refreshSummary(); }, 0));
         document.getElementById("counts").addEventListener("click", event => {
           const button = event.target.closest("button[data-verdict]");
           if (!button) return;

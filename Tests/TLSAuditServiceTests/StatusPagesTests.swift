@@ -192,7 +192,16 @@ struct StatusPagesTests {
                 == ["pinned", "unreachable", Self.hostileName].sorted())
         #expect(Self.rows(try chromium.dom(base + "/?verdict=not-compliant")).sorted() == ["expired", "sha1"], "not compliant: the expired and SHA-1 chains")
         #expect(Self.rows(try chromium.dom(base + "/?q=expired")) == ["expired"])
-        #expect(Self.rows(try chromium.dom(base + "/?tag=app%3Acom.example.shop&verdict=compliant")) == [Self.hostileName])
+        let tagged = try chromium.dom(base + "/?tag=app%3Acom.example.shop&verdict=compliant")
+        #expect(Self.rows(tagged) == [Self.hostileName])
+        #expect(tagged.contains("<figcaption>Compliance, last 30 days (tag app:com.example.shop)</figcaption>"), "the charts follow the tag filter")
+        let taggedEnd = try #require(tagged.range(of: #"data-period-end="[^"]+""#, options: .regularExpression).map {
+            String(tagged[$0].dropFirst("data-period-end=\"".count).dropLast())
+        })
+        let taggedSummary = try #require(try Self.json("\(base)/api/v1/summary?since=30d&tag=app:com.example.shop&at=\(taggedEnd)") as? [String: Any])
+        #expect((taggedSummary["summary"] as? [String: Any])?["addresses"] as? Int == 3
+                && tagged.components(separatedBy: "<circle ").count - 1 == (taggedSummary["trend"] as? [[String: Any]] ?? []).filter { $0["compliance"] is Double }.count,
+                "the tag's 3 addresses, one point per trend point: \(String(describing: taggedSummary["summary"]))")
         #expect(Self.rows(try chromium.dom(base + "/?policy=ats-runtime&verdict=unreachable")) == ["unreachable"])
 
         // Typing in the text filter, sorting by a click, then the 10 s refresh: the filter, the order
