@@ -150,6 +150,8 @@ enum StatusPage {
         }
         /// A compliance figure in words: `93.2%`, or `n/a` for a moment with nothing to count.
         function percent(value) { return value === null || value === undefined ? "n/a" : value.toFixed(1) + "%"; }
+        /// A chart's caption, naming the tag its summary is of.
+        function caption(figure, text) { figure.querySelector("figcaption").textContent = text + (summaryTag ? " (tag " + summaryTag + ")" : ""); }
         /// Whether the figure's details are open: as the reader left them, else `initially` (a refresh keeps them).
         function stillOpen(figure, initially) {
           const details = figure.querySelector("details");
@@ -190,7 +192,7 @@ enum StatusPage {
               el("tbody", {}, summary.trend.map(point => el("tr", {},
                 el("td", {}, when(point.at)), el("td", {}, percent(point.compliance)),
                 el("td", {}, String(point.compliant)), el("td", {}, String(point.not_compliant)), el("td", {}, String(point.unreachable))))))));
-          figure.querySelector("figcaption").textContent = "Compliance, last 30 days" + (summaryTag ? " (tag " + summaryTag + ")" : "");
+          caption(figure, "Compliance, last 30 days");
           replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words), table);
           figure.dataset.periodEnd = summary.period.end;
         }
@@ -240,7 +242,7 @@ enum StatusPage {
                 const cut = user.lastIndexOf(" (");
                 return [index ? ", " : "", cut > 0 ? targetLink(user.slice(0, cut)) : user, cut > 0 ? user.slice(cut) : ""];
               }))))]));
-          figure.querySelector("figcaption").textContent = "Certificates expiring in the next 90 days, by week" + (summaryTag ? " (tag " + summaryTag + ")" : "");
+          caption(figure, "Certificates expiring in the next 90 days, by week");
           replace(figure, figure.querySelector("figcaption"), chart, el("p", {class: "muted"}, words),
                   el("details", {open: stillOpen(figure, total <= 12)}, el("summary", {}, "The certificates, nearest first"), list));
         }
