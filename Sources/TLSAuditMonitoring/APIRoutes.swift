@@ -88,7 +88,7 @@ public final class APIRoutes: Sendable {
                 at = parsed
             }
             let query = SummaryQuery(since: since, at: at, tags: request.uri.queryParameters.getAll("tag").map { String($0) },
-                                     targets: configuredTargets().map { Set($0.groups.keys) })
+                                     targets: configuredTargets()?.keys)
             let ofNow = request.uri.queryParameters.get("at") == nil
             let key = ([String(since)] + query.tags).joined(separator: "\u{1F}")
             return await read(on: summaries) { store in

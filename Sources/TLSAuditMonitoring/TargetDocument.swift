@@ -46,7 +46,7 @@ struct TargetDocument: Encodable {
     /// nil when the store has no scan of it.
     static func read(_ name: String, from store: any ScanStore, configured: ConfiguredTargets?) throws -> TargetDocument? {
         var addresses = try store.status(of: name)
-        if let configured, !configured.shown(addresses).isEmpty { addresses = configured.shown(addresses) }
+        if let configured { addresses = configured.grouped(addresses) }
         guard !addresses.isEmpty else { return nil }
         let latest = try addresses.compactMap { row in try store.result(observationID: row.lastObservationID).map { withPins($0, row) } }
         var words: [String: FindingWords] = [:]

@@ -13,9 +13,11 @@ import TLSAuditStore
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads
 /// the configuration atomically (an invalid one is refused and the old one keeps running).
 public final class ScanService: Service, @unchecked Sendable {
-    // @unchecked: `configuration` is only replaced on `control`; everything else is immutable or Sendable.
+    // @unchecked: `configuration` and `configuredTargets` are only replaced on `control`; everything else is immutable or Sendable.
     private let configurationPath: String?
     private var configuration: ServiceConfiguration
+    /// `configuration`'s targets with their groups, for the API (made when it is applied, not per request).
+    private var configuredTargets: ConfiguredTargets?
     private let logger: Logger
     private let writer: ResultWriter
     private let dispatcher: AlertDispatcher
@@ -63,6 +65,7 @@ public final class ScanService: Service, @unchecked Sendable {
         self.replaceNode = replaceNode
         ProcessMemory.tuneForService()
         self.configuration = configuration
+        configuredTargets = configuration.configuredTargets
         self.configurationPath = configurationPath
         self.logger = logger
         self.shutdownGrace = shutdownGrace
@@ -170,8 +173,7 @@ public final class ScanService: Service, @unchecked Sendable {
             let location = try configuration.location()
             let api = APIRoutes(openStore: { try location.open() }, configuredTargets: { [weak self] in
                 guard let self else { return nil }
-                let targets = control.sync { configuration.targets.map { (key: $0.key, group: $0.group) } }
-                return targets.isEmpty ? nil : ConfiguredTargets(targets)
+                return control.sync { configuredTargets }
             }, summarize: { store, query in
                 var request = ReportRequest(since: query.since, end: query.at, targets: query.targets,
                                             expiringWithinDays: APIRoutes.summaryExpiringWithinDays)
@@ -343,6 +345,7 @@ public final class ScanService: Service, @unchecked Sendable {
         reports.apply(applied)
         splitView?.apply(applied)
         configuration = applied
+        configuredTargets = applied.configuredTargets
         ProcessMemory.releaseFreeMemory()
     }
 

@@ -78,19 +78,36 @@ public struct RecordOutcome: Sendable {
 public struct ConfiguredTargets: Sendable {
     /// Configured key to its group (nil: in no group).
     public let groups: [String: String?]
+    /// The configured keys.
+    public let keys: Set<String>
 
     public init(_ targets: [(key: String, group: String?)]) {
         groups = Dictionary(targets.map { ($0.key, $0.group) }, uniquingKeysWith: { first, _ in first })
+        keys = Set(groups.keys)
     }
 
     /// The rows of configured targets (and of their vantages, `KEY@VANTAGE`), each with its group.
     public func shown(_ rows: [TargetStatus]) -> [TargetStatus] {
-        rows.compactMap { row in
-            guard let group = groups[row.target] ?? groups[VantageTarget.split(row.target).key] else { return nil }
-            var shown = row
-            shown.group = group
-            return shown
-        }
+        rows.compactMap { row in entry(row.target).map { group in row.in(group: group) } }
+    }
+
+    /// Every row, each the configuration names with its group (a target it no longer names, without).
+    public func grouped(_ rows: [TargetStatus]) -> [TargetStatus] {
+        rows.map { row in row.in(group: entry(row.target) ?? nil) }
+    }
+
+    /// A stored target's entry (its configured key's, for a vantage `KEY@VANTAGE`): its group, or nil when not configured.
+    private func entry(_ stored: String) -> String?? {
+        groups[stored] ?? groups[VantageTarget.split(stored).key]
+    }
+}
+
+extension TargetStatus {
+    /// The row with `group` as its group.
+    fileprivate func `in`(group: String?) -> TargetStatus {
+        var row = self
+        row.group = group
+        return row
     }
 }
 

@@ -44,8 +44,7 @@ struct StatusCommand: ParsableCommand {
         // --database alone, every stored target is shown).
         if databaseOptions.database == nil, let file = databaseOptions.configurationPath {
             // A fleet node's file may name no target (they come from `fleet apply`): then all are shown.
-            let targets = try loadConfiguration(file).targets
-            if !targets.isEmpty { rows = ConfiguredTargets(targets.map { ($0.key, $0.group) }).shown(rows) }
+            if let configured = try loadConfiguration(file).configuredTargets { rows = configured.shown(rows) }
         }
         rows = rows.filter { TargetTags.carries($0.tags, every: tags) }
         if let group { rows = rows.filter { $0.group == group } }

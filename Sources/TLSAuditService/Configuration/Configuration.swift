@@ -19,6 +19,11 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// swift-log level: trace, debug, info, notice, warning, error, critical.
     public var logLevel: String
     public var targets: [TargetConfiguration]
+    /// The targets with their groups, as `status` and the API show them; nil when the file names
+    /// none (a fleet node's: its targets come from `fleet apply`, and every stored one is shown).
+    public var configuredTargets: ConfiguredTargets? {
+        targets.isEmpty ? nil : ConfiguredTargets(targets.map { ($0.key, $0.group) })
+    }
     /// When alerts are raised and where they go (default: the log only).
     public var alerts: AlertConfiguration
     /// Reports written on a schedule (default: none).
