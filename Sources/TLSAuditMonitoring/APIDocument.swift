@@ -28,9 +28,9 @@ public enum APIDocument {
                 "/api/v1/status": get("status", "Every target address: last scan, verdict, earliest expiry, pin state (as `tlsaudit status --format json`).",
                                       parameters: [tagFilter], response: ref("Status")),
                 "/api/v1/targets/{name}": get("target", "One target for its page: its addresses (as `status`), each address's latest scan in full (as an address of `tlsaudit scan --format json`: handshake, chain as sent and as built, findings, pins, hygiene checks), its history (as `history NAME --format json --limit \(TargetDocument.historyLimit)`), its newest \(TargetDocument.alertsRead) alerts (as `alerts --format json`) and every finding of the latest scans in words.",
-                                              parameters: [pathParameter("name", "Target name, host or host:port.")], response: ref("Target"), notFound: true),
+                                              parameters: [targetName], response: ref("Target"), notFound: true),
                 "/api/v1/targets/{name}/history": get("history", "The stored scans of a target, newest first, a run of unchanged scans as one entry with `run` (as `tlsaudit history NAME --format json`).",
-                                                      parameters: [pathParameter("name", "Target name, host or host:port."), limit(20)],
+                                                      parameters: [targetName, limit(20)],
                                                       response: ["type": "array", "items": ref("HistoryEntry")], notFound: true),
                 "/api/v1/summary": get("summary", "The fleet at a glance: counts by verdict, the compliance trend over the period and the certificates expiring within \(APIRoutes.summaryExpiringWithinDays) days (the `summary`, `trend` and `expiring` sections of `tlsaudit report --since SINCE --at AT --expiring-within \(APIRoutes.summaryExpiringWithinDays)d --format json`, for the running configuration's targets). Without `at`, an answer made less than \(Int(APIRoutes.summaryReuseSeconds)) s before for the same `since` and tags is given again (its `generated_at` tells when).",
                                        parameters: [since, at, tagFilter], response: ref("Summary"), badRequest: true),
@@ -76,6 +76,9 @@ public enum APIDocument {
          "description": "Only the target addresses whose target carries this tag (repeat it: every tag given), e.g. `app:com.example.shop`.",
          "schema": ["type": "array", "items": ["type": "string"]]]
     }
+
+    /// `{name}` in a target's paths.
+    private static var targetName: [String: Any] { pathParameter("name", "Target name, host or host:port.") }
 
     /// `?since=30d`: the period the summary covers.
     private static var since: [String: Any] {
@@ -192,7 +195,7 @@ public enum APIDocument {
                     "not_after": timestamp, "days_left": ["type": "integer"], "depth": count,
                     "used_by": ["type": "array", "items": ["type": "string"], "description": "`target (address)` of every address serving it."],
                 ], required: ["fingerprint", "subject", "issuer", "not_after", "days_left", "depth", "used_by"])],
-                "expiring_within_days": count, "goal": ["type": "number", "minimum": 0, "maximum": 100],
+                "expiring_within_days": count, "goal": percent,
             ], required: ["schema", "generated_at", "period", "policy", "summary", "trend", "expiring", "expiring_within_days", "goal"]),
             "StoredAlert": object([
                 "alert": ref("Alert"),

@@ -57,6 +57,11 @@ struct StatusPagesTests {
         }
     }
 
+    /// The value of the first attribute `name` in `markup` whose value matches `value` (a regular expression).
+    static func attribute(_ name: String, in markup: String, value: String = #"[^"]+"#) -> String? {
+        markup.range(of: "\(name)=\"\(value)\"", options: .regularExpression).map { String(markup[$0].dropFirst(name.count + 2).dropLast()) }
+    }
+
     /// The markup without attribute values: an element a server's value made would show here.
     static func elements(_ dom: String) -> String {
         dom.replacingOccurrences(of: #"="[^"]*""#, with: "=\"\"", options: .regularExpression)
@@ -161,26 +166,22 @@ struct StatusPagesTests {
                 "the sort headers and the counts are buttons: reached and pressed from the keyboard")
 
         // The chart's points are the summary's, for the same end of period.
-        let periodEnd = try #require(overview.range(of: #"data-period-end="[^"]+""#, options: .regularExpression).map {
-            String(overview[$0].dropFirst("data-period-end=\"".count).dropLast())
-        }, "the trend figure names its period")
+        let periodEnd = try #require(Self.attribute("data-period-end", in: overview), "the trend figure names its period")
         let summary = try #require(try Self.json("\(base)/api/v1/summary?since=30d&at=\(periodEnd)") as? [String: Any])
         let apiPoints = (summary["trend"] as? [[String: Any]] ?? []).compactMap { point -> String? in
             guard let at = point["at"] as? String, let compliance = point["compliance"] as? Double else { return nil }
             return "\(at) \(compliance)"
         }
         let pagePoints = overview.components(separatedBy: "<circle ").dropFirst().compactMap { element -> String? in
-            func attribute(_ name: String) -> String? {
-                element.range(of: "\(name)=\"[^\"]*\"", options: .regularExpression).map { String(element[$0].dropFirst(name.count + 2).dropLast()) }
-            }
-            guard let at = attribute("data-at"), let compliance = attribute("data-compliance").flatMap(Double.init) else { return nil }
+            guard let at = Self.attribute("data-at", in: element),
+                  let compliance = Self.attribute("data-compliance", in: element).flatMap(Double.init) else { return nil }
             return "\(at) \(compliance)"
         }
         #expect(apiPoints.count >= 20 && pagePoints == apiPoints, "the chart's \(pagePoints.count) points are the API's \(apiPoints.count)")
         #expect(Set(apiPoints.map { $0.split(separator: " ")[1] }).count > 1, "30 days of history move the line: \(apiPoints)")
         // The expiry timeline: a bar per week, counts adding up to the summary's expiring certificates.
         let weekCounts = overview.components(separatedBy: "data-week=\"").dropFirst().compactMap { element -> Int? in
-            element.range(of: #"data-count="\d+""#, options: .regularExpression).flatMap { Int(element[$0].dropFirst(12).dropLast()) }
+            Self.attribute("data-count", in: element, value: #"\d+"#).flatMap { Int($0) }
         }
         #expect(weekCounts.count == 14 && weekCounts.reduce(0, +) == (summary["expiring"] as? [Any])?.count,
                 "expired plus 13 weeks: \(weekCounts) for \((summary["expiring"] as? [Any])?.count ?? -1) certificates")
@@ -195,9 +196,7 @@ struct StatusPagesTests {
         let tagged = try chromium.dom(base + "/?tag=app%3Acom.example.shop&verdict=compliant")
         #expect(Self.rows(tagged) == [Self.hostileName])
         #expect(tagged.contains("<figcaption>Compliance, last 30 days (tag app:com.example.shop)</figcaption>"), "the charts follow the tag filter")
-        let taggedEnd = try #require(tagged.range(of: #"data-period-end="[^"]+""#, options: .regularExpression).map {
-            String(tagged[$0].dropFirst("data-period-end=\"".count).dropLast())
-        })
+        let taggedEnd = try #require(Self.attribute("data-period-end", in: tagged))
         let taggedSummary = try #require(try Self.json("\(base)/api/v1/summary?since=30d&tag=app:com.example.shop&at=\(taggedEnd)") as? [String: Any])
         #expect((taggedSummary["summary"] as? [String: Any])?["addresses"] as? Int == 3
                 && tagged.components(separatedBy: "<circle ").count - 1 == (taggedSummary["trend"] as? [[String: Any]] ?? []).filter { $0["compliance"] is Double }.count,
@@ -236,9 +235,7 @@ struct StatusPagesTests {
         let probed = try chromium.dom(copy.absoluteString, width: 390, budget: 14000, options: ["--disable-web-security"])
         #expect(Self.rows(probed) == [Self.hostileName, "unreachable", "pinned"], "typed filter, sorted by target descending: \(Self.rows(probed))")
         #expect(probed.contains("data-query=\"?q=mobile&amp;sort=target&amp;order=desc\""), "the filter and order are in the URL: \(probed.prefix(400))")
-        let scroll = ["data-before", "data-after"].map { name in
-            probed.range(of: "\(name)=\"\\d+\"", options: .regularExpression).map { String(probed[$0].dropFirst(name.count + 2).dropLast()) }
-        }
+        let scroll = ["data-before", "data-after"].map { Self.attribute($0, in: probed, value: #"\d+"#) }
         #expect(scroll[0] != nil && scroll[0] != "0" && scroll[0] == scroll[1], "the refresh keeps the scroll: \(scroll)")
         #expect(probed.contains("data-updated=\"updated "), "refreshed in place")
         #expect(probed.contains("data-overflow=\"false\""), "no horizontal overflow at 390 px")
