@@ -20,8 +20,8 @@ public struct AppBundle: Sendable, Hashable {
     public var bundleIdentifier: String?
     /// The whole Info.plist, every key with its plist type.
     public var infoPlist: [String: PlistValue]
-    /// Certificates in the bundle (AFNetworking's `certificatesInBundle` set, plus `.der` files),
-    /// sorted by file name.
+    /// Certificate files at the top of the bundle (`.cer`, AFNetworking's `certificatesInBundle`
+    /// set, and `.der`, which it ignores), sorted by file name.
     public var certificates: [BundledCertificate]
 
     /// The key path of the ATS dictionary in the Info.plist: the root of every key path a
@@ -52,5 +52,14 @@ public struct BundledCertificate: Sendable, Hashable {
     public init(fileName: String, der: [UInt8]) {
         self.fileName = fileName
         self.der = der
+    }
+
+    /// AFNetworking's `certificatesInBundle` reads it (`pathsForResourcesOfType:@"cer"`).
+    public var isReadByAFNetworking: Bool { fileName.hasSuffix(".cer") }
+
+    /// The file holds PEM text rather than DER (a `-----BEGIN` line first).
+    public var isPEM: Bool {
+        let text = der.prefix(64).drop { $0 == 0x20 || $0 == 0x0a || $0 == 0x0d || $0 == 0x09 || $0 == 0xef || $0 == 0xbb || $0 == 0xbf }
+        return text.starts(with: Array("-----BEGIN".utf8))
     }
 }

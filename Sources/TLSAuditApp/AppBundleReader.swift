@@ -9,8 +9,8 @@ import Glibc
 ///
 /// Certificates are the files AFNetworking's `+[AFSecurityPolicy certificatesInBundle:]` takes
 /// (`pathsForResourcesOfType:@"cer" inDirectory:@"."`: extension `cer`, at the top of the
-/// bundle, not in subdirectories) plus those with extension `der`; extensions match as written
-/// (lower case).
+/// bundle, not in subdirectories) plus those with extension `der`, read so that an audit can say
+/// AFNetworking ignores them; extensions match as written (lower case).
 public enum AppBundleReader {
     /// The extensions of the bundled certificate files that are read.
     public static let certificateExtensions: Set<String> = ["cer", "der"]

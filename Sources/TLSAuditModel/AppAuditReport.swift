@@ -38,6 +38,14 @@ public struct AppAuditReport: Codable, Sendable {
         /// The oldest iOS of the client table that connects to the host, simulated from its
         /// ClientHello (`ats`' `oldest_connecting_ios`); absent when none does or the host was not reached.
         public var oldestConnectingIos: String?
+        /// What the app's load reports when it does not connect: the NSURLErrorDomain code and the
+        /// SecureTransport code Apple's logs show with it (docs/apple-rules.md section 7).
+        public var error: AppleLoadError?
+        /// `http`: the app loads this host over plain `http://` (no TLS was probed); absent for HTTPS.
+        public var scheme: String?
+        /// Given with --host/--hosts-file (or the plist's domains when no host was given); false for a
+        /// plist domain probed by --probe-plist-domains, which never changes the exit status.
+        public var requested = true
 
         public init(host: String, port: Int, address: String?, connects: Bool, reachable: Bool, entry: String?, rule: String,
                     probe: String, reasons: [String], detail: String, pin: String?, pinMessage: String?, serverFixes: [String],
@@ -141,6 +149,17 @@ public struct AppAuditReport: Codable, Sendable {
     /// NSAllowsLocalNetworking), each judged over every audited host.
     public var global: [GlobalKey]
     public var afnetworking: AFNetworkingSettings?
+    /// How the app answers the server-trust challenge (`--trust-evaluation`): `system` (the default),
+    /// `afnetworking` or `accept-all`.
+    public var trustEvaluation: AppTrustEvaluation = .system
+    /// What the audit found about the app itself: AFNetworking's policy and bundle (`pin.*`), a
+    /// delegate that accepts any certificate. Errors count for the exit status.
+    public var findings: [Finding] = []
+    /// Set when chains were judged against the operator's own anchors (`--ca-file`): the verdicts
+    /// hold only on devices that trust that root.
+    public var anchors: String?
+    /// Domains the Info.plist names that were not probed (give them with --host, or --probe-plist-domains).
+    public var notProbed: [String] = []
     /// NSAppTransportSecurity's exception domains without the unneeded keys, with the missing
     /// exceptions added: plist XML to paste.
     public var correctedDictionary: String
@@ -150,7 +169,7 @@ public struct AppAuditReport: Codable, Sendable {
 
     public init(toolVersion: String, app: String, bundleIdentifier: String?, trustStore: String, problems: [String],
                 hosts: [Host], entries: [Entry], global: [GlobalKey] = [], afnetworking: AFNetworkingSettings? = nil,
-                correctedDictionary: String) {
+                trustEvaluation: AppTrustEvaluation = .system, findings: [Finding] = [], correctedDictionary: String) {
         self.toolVersion = toolVersion
         self.app = app
         self.bundleIdentifier = bundleIdentifier
@@ -160,8 +179,12 @@ public struct AppAuditReport: Codable, Sendable {
         self.entries = entries
         self.global = global
         self.afnetworking = afnetworking
+        self.trustEvaluation = trustEvaluation
+        self.findings = findings
         self.correctedDictionary = correctedDictionary
-        exitCode = hosts.contains { !$0.reachable } ? 2
-            : hosts.contains { !$0.connects } || entries.contains { !$0.unneeded.isEmpty } || global.contains { $0.status == .unneeded } ? 1 : 0
+        let counted = hosts.filter(\.requested)
+        exitCode = counted.contains { !$0.reachable } ? 2
+            : counted.contains { !$0.connects } || entries.contains { !$0.unneeded.isEmpty } || global.contains { $0.status == .unneeded }
+                || findings.contains { $0.severity == .error } ? 1 : 0
     }
 }

@@ -27,6 +27,12 @@ public struct AppHostRules: Sendable, Hashable, Codable {
     /// The app pins with AFNetworking: its AFSecurityPolicy (the bundle's certificates as the pinned
     /// set), evaluated on the app configuration's chain as `app audit --afnetworking` evaluates it.
     public var afnetworking: PinPolicy?
+    /// How the app answers the server-trust challenge (`trust_evaluation:`); nil: the system's
+    /// default handling, or AFNetworking's when `afnetworking` is set.
+    public var trustEvaluation: AppTrustEvaluation?
+
+    /// The trust evaluation in force: AFNetworking's when the app pins with it, else as declared, else the system's.
+    public var evaluation: AppTrustEvaluation { afnetworking != nil ? .afnetworking : trustEvaluation ?? .system }
 
     public init(bundle: String, entry: String?, reliesOn: [String], minimumTLSVersion: TLSVersion, requiresForwardSecrecy: Bool,
                 allowsInsecureHTTPLoads: Bool, arbitraryLoads: Bool, requiresCertificateTransparency: Bool,
@@ -68,6 +74,9 @@ public struct AppHostOutcome: Sendable, Hashable, Codable {
     public var reasons: [String]
     /// The app configuration's handshake, in a sentence.
     public var detail: String
+    /// What the app's load reports when it does not connect (NSURLErrorDomain and SSL codes,
+    /// docs/apple-rules.md section 7); nil when it connects.
+    public var error: AppleLoadError?
 
     public init(bundle: String, entry: String?, reliesOn: [String], configuration: String, connects: Bool, reasons: [String],
                 detail: String) {

@@ -53,6 +53,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let atsTrust: FindingID = "ats.trust"
     /// The server refused a ClientHello shaped like an Apple client's.
     public static let atsHandshake: FindingID = "ats.handshake"
+    /// An app loads a plain `http://` URL that its ATS rules do not allow (NSURLErrorDomain -1022).
+    public static let atsInsecureHTTPLoad: FindingID = "ats.insecure-http-load"
 
     // Chain trust.
     public static let trustExpired: FindingID = "trust.expired"
@@ -91,10 +93,20 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let pinAcceptsAnyCertificate: FindingID = "pin.accepts-any-certificate"
     /// The target's AFNetworking policy does not check the host name (validates_domain_name: false).
     public static let pinDomainNameNotValidated: FindingID = "pin.domain-name-not-validated"
+    /// AFNetworking refuses the app's AFSecurityPolicy for every server (`app audit`).
+    public static let pinAFNetworkingRefused: FindingID = "pin.afnetworking-refused"
+    /// A pinning mode whose pinned set is empty: every server fails (`app audit`).
+    public static let pinNoPinnedCertificate: FindingID = "pin.no-pinned-certificate"
+    /// A bundled `.cer` that is not DER: AFNetworking cannot read it as a pin (`app audit`).
+    public static let pinCertificateNotDER: FindingID = "pin.certificate-not-der"
+    /// A bundled certificate file AFNetworking's `certificatesInBundle` does not read (not `.cer`).
+    public static let pinCertificateFileIgnored: FindingID = "pin.certificate-file-ignored"
 
     // Handshake observations that are not ATS rules.
     public static let tlsWeakDH: FindingID = "tls.weak-dh"
     public static let tlsClientCertificateRequested: FindingID = "tls.client-certificate-requested"
+    /// The server demands a client certificate and the client presented none it accepts.
+    public static let tlsClientCertificateRequired: FindingID = "tls.client-certificate-required"
     public static let chainOrder: FindingID = "chain.order"
     public static let chainExtraCertificates: FindingID = "chain.extra-certificates"
     public static let chainRootSent: FindingID = "chain.root-sent"

@@ -108,6 +108,9 @@ public enum FindingCatalog {
         entry(.atsTrust, .error, "Chain not trusted", .atsRules,
               why: "The trust.* errors behind it say what to change."),
         entry(.atsHandshake, .error, "Apple client's handshake refused", .atsRules),
+        entry(.atsInsecureHTTPLoad, .error, "Plain HTTP load blocked by ATS", .atsRules,
+              why: "The app's load fails with NSURLErrorDomain -1022.",
+              fix: FindingFix(short: "serve the host over HTTPS and load https:// URLs (or declare NSExceptionAllowsInsecureHTTPLoads for it)")),
     ]
 
     static let chainTrust: [FindingDescription] = [
@@ -170,11 +173,25 @@ public enum FindingCatalog {
         entry(.pinAcceptsAnyCertificate, .warning, "Pinning policy accepts any certificate", .pins,
               why: "Anyone on the path can impersonate the server."),
         entry(.pinDomainNameNotValidated, .warning, "Pinning policy skips the host name check", .pins),
+        entry(.pinAFNetworkingRefused, .error, "AFNetworking refuses the app's security policy", .pins,
+              why: "Every server trust challenge is cancelled (NSURLErrorDomain -999).",
+              fix: FindingFix(short: "pin a certificate or key (bundle .cer files) or turn allowInvalidCertificates off")),
+        entry(.pinNoPinnedCertificate, .error, "Pinning mode with nothing pinned", .pins,
+              why: "AFNetworking refuses every server (NSURLErrorDomain -999).",
+              fix: FindingFix(short: "bundle the pinned certificates as DER files named *.cer at the top of the app bundle")),
+        entry(.pinCertificateNotDER, .error, "Pinned certificate file is not DER", .pins,
+              why: "AFNetworking cannot read it, so it pins nothing.",
+              fix: FindingFix(short: "convert it: openssl x509 -in FILE.cer -outform der -out FILE.cer")),
+        entry(.pinCertificateFileIgnored, .warning, "Certificate file not read by AFNetworking", .pins,
+              why: "certificatesInBundle reads only files with the extension cer."),
     ]
 
     static let handshake: [FindingDescription] = [
         entry(.tlsWeakDH, .warning, "Diffie-Hellman group under 2048 bits", .handshake, why: "Logjam."),
         entry(.tlsClientCertificateRequested, .info, "Client certificate requested", .handshake),
+        entry(.tlsClientCertificateRequired, .error, "Client certificate required", .handshake,
+              why: "An app without the identity fails with NSURLErrorDomain -1206.",
+              fix: FindingFix(short: "give the app's client identity (--client-cert and --client-key, or --client-p12)")),
         entry(.chainOrder, .warning, "Chain sent out of order", .handshake),
         entry(.chainExtraCertificates, .info, "Certificates outside the path sent", .handshake),
         entry(.chainRootSent, .info, "Root certificate sent", .handshake),

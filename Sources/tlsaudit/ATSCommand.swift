@@ -8,10 +8,10 @@ struct ATSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ats",
         abstract: "One probe per ATS configuration, each offering what a current Apple client offers under it (default, minimum TLS versions, no forward secrecy, arbitrary loads, insecure HTTP loads and arbitrary loads with the app's own trust evaluation); then what to fix on the server and the smallest Info.plist exception, if any works.",
-        discussion: "Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed, or none helps), 2 no TLS server was reached: the name does not resolve, nothing answers, or what answers is not TLS (a plain HTTP server is named, with the http:// exception that would reach it), 64 usage error."
+        discussion: "TARGET may be an http:// URL: it is judged as a plain HTTP load (blocked by default ATS, NSURLErrorDomain -1022). A failing server names the error an app logs (NSURLErrorDomain code and, where Apple's logs show one, the kCFStreamErrorDomainSSL code). Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed, or none helps), 2 no TLS server was reached: the name does not resolve, nothing answers, or what answers is not TLS (a plain HTTP server is named, with the http:// exception that would reach it), 64 usage error."
     )
 
-    @Argument(help: "The server, HOST[:PORT].")
+    @Argument(help: "The server, HOST[:PORT], or http://HOST[:PORT] for a plain HTTP load.")
     var target: String
 
     @OptionGroup var connection: ConnectionOptions
@@ -22,6 +22,7 @@ struct ATSCommand: ParsableCommand {
     @OptionGroup var jsonStyle: JSONStyleOptions
 
     func run() throws {
+        if target.lowercased().hasPrefix("http://") { return try plainHTTP() }
         let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
         let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
@@ -49,6 +50,54 @@ struct ATSCommand: ParsableCommand {
             StandardStream.output.write(Self.text(diagnostics))
         }
         if diagnostics.exitCode != 0 { throw ExitCode(diagnostics.exitCode) }
+    }
+
+    /// `ats http://HOST[:PORT]`: a plain HTTP load, which default ATS blocks (NSURLErrorDomain -1022);
+    /// what answers `GET /` there, and the keys that would let an app load it. Exit 1 when a server
+    /// answers (an exception is needed), 2 when none does.
+    func plainHTTP() throws {
+        var parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: .none)
+        if !target.dropFirst("http://".count).contains(":") || target.hasSuffix("]") { parsed.port = 80 }
+        let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)),
+                                     judge: AddressAssessment.judge)
+        let name = parsed.sni ?? parsed.host
+        let status: Int?
+        switch scanner.addresses(for: parsed) {
+        case .success(let addresses):
+            status = addresses.first.flatMap { Enumerator(scanner: scanner).plainHTTPStatus($0, target: parsed) }
+        case .failure(let failure):
+            StandardStream.error.write("tlsaudit: \(failure.description)\n")
+            throw ExitCode(2)
+        }
+        let blocked = AppleLoadErrors.insecureHTTP
+        let exception = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
+        let answer = status.map { "GET / answered \($0)" } ?? "no HTTP server answered"
+        switch format {
+        case .json:
+            struct PlainHTTPDiagnostics: Encodable {
+                var schema = "tlsaudit.ats-http/1"
+                var target: String
+                var scheme = "http"
+                var httpStatus: Int?
+                var currentClients: String
+                var error: AppleLoadError
+                var exception: [String: String]
+                var infoPlist: String
+                var exitCode: Int32
+            }
+            StandardStream.output.write(try jsonStyle.encoder.encodeLine(PlainHTTPDiagnostics(
+                target: target, httpStatus: status, currentClients: "default ATS blocks plain http:// loads", error: blocked,
+                exception: exception, infoPlist: ATSDiagnostics.plistForInsecureLoads(domain: name), exitCode: status == nil ? 2 : 1)))
+        case .text:
+            StandardStream.output.write("""
+                ATS diagnostics for \(target): plain HTTP (\(answer))
+                conclusion: default ATS blocks plain http:// loads: the app logs \(blocked)
+                in the app: NSExceptionAllowsInsecureHTTPLoads = YES for \(name) (or NSAllowsArbitraryLoads) lets it load without TLS, and then anyone on the network path can read and change the traffic; serving it over HTTPS needs no exception
+
+                \(ATSDiagnostics.plistForInsecureLoads(domain: name))
+                """)
+        }
+        throw ExitCode(status == nil ? 2 : 1)
     }
 
     /// Exit 2's message: no TLS server was reached, so no ATS setting is the question; a plain HTTP
@@ -79,12 +128,21 @@ struct ATSCommand: ParsableCommand {
             out += "  \(name.padding(toLength: 48, withPad: " ", startingAt: 0)) \(result.pass ? "PASS" : "FAIL")  \(result.detail)\(mark)\n"
         }
         out += "\nconclusion: \(diagnostics.currentClients)\n"
-        if let line = ATSDiagnostics.oldestIOSLine(diagnostics.iosClients, oldest: diagnostics.oldestConnectingIos) { out += line + "\n" }
+        if let error = diagnostics.error { out += "an app with default ATS logs: \(error)\n" }
+        if let anchors = diagnostics.anchors { out += "anchors: \(anchors)\n" }
+        let noneReason = diagnostics.clientCertificateRequired ? "the server demands a client certificate the client simulation cannot present"
+            : diagnostics.trustProblems.isEmpty ? nil : "the chain fails Apple's trust rules, which every iOS with ATS applies"
+        if let line = ATSDiagnostics.oldestIOSLine(diagnostics.iosClients, oldest: diagnostics.oldestConnectingIos, reason: noneReason) {
+            out += line + "\n"
+        }
         if !diagnostics.serverFixes.isEmpty {
             out += "fix on the server:\n"
             for fix in diagnostics.serverFixes { out += "  - \(fix)\n" }
         }
         if diagnostics.exitCode != 0 { out += "in the app: \(diagnostics.appSide)\n" }
+        if let evaluation = diagnostics.appTrustEvaluation {
+            out += "with the app's trust evaluation: \(evaluation)\(diagnostics.appPin.map { ", pinning \($0)" } ?? "")\n"
+        }
         if let plist = diagnostics.infoPlist { out += "\n" + plist }
         return out
     }

@@ -33,14 +33,22 @@ struct AppAuditCommand: ParsableCommand {
             NSRequiresCertificateTransparency = YES; SCTs checked against --ct-log-list).
             --afnetworking MODE[,allow-invalid-certificates][,no-domain-validation], MODE certificate, \
             public-key or none: the app's AFSecurityPolicy for every host, its pinned set the bundle's \
-            .cer/.der certificates (AFNetworking's certificatesInBundle), evaluated in AFNetworking's \
-            order as `scan` evaluates pins:; a mismatch fails the host with pin.mismatch. The app then \
-            evaluates server trust itself where ATS lets it (insecure HTTP loads, ATS off). A bundle \
-            without certificates in certificate or public-key mode is a usage error: AFNetworking would \
-            refuse every server.
-            Exit status: 0 every host connects and no exception is unneeded, 1 a host fails or an \
-            exception (entry key or global key) is unneeded, 2 a host could not be reached, 64 usage \
-            error or unreadable app.
+            .cer certificates (AFNetworking's certificatesInBundle; other certificate files are reported \
+            as ignored), evaluated in AFNetworking's order as `scan` evaluates pins:; a mismatch fails \
+            the host with pin.mismatch. The app then evaluates server trust itself where ATS lets it \
+            (insecure HTTP loads, ATS off).
+            --trust-evaluation: how the app answers the server-trust challenge. system (the default): \
+            no Info.plist key bypasses the default trust evaluation, so a self-signed, expired or \
+            untrusted server fails even with NSExceptionAllowsInsecureHTTPLoads. afnetworking: with \
+            --afnetworking. accept-all: a delegate that accepts every certificate where ATS lets it \
+            decide (a pin.accepts-any-certificate warning). Each failing host names the error the app \
+            logs (NSURLErrorDomain code, and the kCFStreamErrorDomainSSL code where Apple's logs show one). \
+            An http:// host is judged as a plain HTTP load (-1022 unless its rules allow insecure loads).
+            Exit status: 0 every host connects and no exception is unneeded, 1 a host fails, an \
+            exception (entry key or global key) is unneeded, or an app finding is an error (AFNetworking's \
+            refusal of its policy, nothing pinned, a .cer that is not DER), 2 a host could not be reached \
+            or the app could not be read, 64 usage error. Plist domains probed by --probe-plist-domains \
+            never change it.
             """
     )
 
@@ -49,9 +57,17 @@ struct AppAuditCommand: ParsableCommand {
 
     @OptionGroup var hostOptions: AppHostOptions
 
-    @Option(help: ArgumentHelp("The app's AFSecurityPolicy for every host: MODE[,allow-invalid-certificates][,no-domain-validation], MODE certificate, public-key or none; the pinned set is the bundle's certificates.",
+    @Option(help: ArgumentHelp("The app's AFSecurityPolicy for every host: MODE[,allow-invalid-certificates][,no-domain-validation], MODE certificate, public-key or none; the pinned set is the bundle's .cer certificates.",
                                valueName: "mode"))
     var afnetworking: String?
+
+    @Option(name: .customLong("trust-evaluation"), help: ArgumentHelp(
+        "How the app answers the server-trust challenge: system (the default: no delegate of its own, or performDefaultHandling), afnetworking (AFSecurityPolicy, with --afnetworking) or accept-all (a delegate that accepts every certificate).",
+        valueName: "how"))
+    var trustEvaluation: AppTrustEvaluation?
+
+    @Flag(name: .customLong("probe-plist-domains"), help: "With --host or --hosts-file: also probe the domains the plist names that were not given (port 443); their outcomes never change the exit status.")
+    var probePlistDomains = false
 
     @OptionGroup var connection: ConnectionOptions
 
@@ -59,6 +75,17 @@ struct AppAuditCommand: ParsableCommand {
     var format: OutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
+
+    func validate() throws {
+        switch (trustEvaluation, afnetworking) {
+        case (.afnetworking?, nil):
+            throw ValidationError("--trust-evaluation afnetworking needs --afnetworking MODE (the app's AFSecurityPolicy).")
+        case (.system?, _?), (.acceptAll?, _?):
+            throw ValidationError("--afnetworking MODE is the app's trust evaluation: leave out --trust-evaluation \(trustEvaluation!.rawValue), or give afnetworking.")
+        default:
+            break
+        }
+    }
 
     func run() throws {
         let bundle: AppBundle
@@ -71,22 +98,40 @@ struct AppAuditCommand: ParsableCommand {
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         let enumerator = Enumerator(scanner: scanner)
 
+        let selection = try hostOptions.auditHosts(for: policy, path: path, probePlistDomains: probePlistDomains)
         var probed: [AppAudit.ProbedHost] = []
-        for text in try hostOptions.hosts(for: policy, path: path) {
-            let target = try parseSingleTarget(text, connectTo: connection.connectTo, starttls: connection.starttls)
+        for (text, requested) in selection.hosts {
+            let plainHTTP = text.lowercased().hasPrefix("http://")
+            var target = try parseSingleTarget(text, connectTo: connection.connectTo, starttls: plainHTTP ? .none : connection.starttls)
+            if plainHTTP, !text.dropFirst("http://".count).contains(where: { $0 == ":" }) || text.hasSuffix("]") { target.port = 80 }
             let name = target.sni ?? target.host
+            var host: AppAudit.ProbedHost
             switch scanner.addresses(for: target) {
             case .failure(let failure):
-                probed.append(AppAudit.ProbedHost(host: name, port: target.port, address: nil, probes: nil, failure: failure))
+                host = AppAudit.ProbedHost(host: name, port: target.port, address: nil, probes: nil, failure: failure)
             case .success(let addresses):
                 guard let address = addresses.first else { continue }
-                probed.append(AppAudit.ProbedHost(host: name, port: target.port, address: address.host,
-                                                  probes: enumerator.atsProbes(address, target: target, trustStore: store), failure: nil))
+                if plainHTTP {
+                    host = AppAudit.ProbedHost(host: name, port: target.port, address: address.host, probes: nil, failure: nil)
+                    // Only a load ATS lets through reaches the server.
+                    if policy.effectivePolicy(for: name).allowsInsecureHTTPLoads {
+                        host.plainHTTPStatus = enumerator.plainHTTPStatus(address, target: target)
+                    }
+                } else {
+                    host = AppAudit.ProbedHost(host: name, port: target.port, address: address.host,
+                                               probes: enumerator.atsProbes(address, target: target, trustStore: store), failure: nil)
+                }
             }
+            host.plainHTTP = plainHTTP
+            host.requested = requested
+            probed.append(host)
         }
-        let report = AppAudit.audit(probed, policy: policy, app: path, bundleIdentifier: bundle.bundleIdentifier,
+        var report = AppAudit.audit(probed, policy: policy, app: path, bundleIdentifier: bundle.bundleIdentifier,
                                     trustStore: store.label, toolVersion: TLSAuditCommand.version,
-                                    afnetworking: pinning?.policy, afnetworkingSettings: pinning?.settings)
+                                    afnetworking: pinning?.policy, afnetworkingSettings: pinning?.settings,
+                                    trustEvaluation: trustEvaluation ?? .system, findings: pinning?.findings ?? [],
+                                    privateAnchors: probed.contains { $0.probes?.privateAnchors == true })
+        report.notProbed = selection.notProbed
         switch format {
         case .json: StandardStream.output.write(try jsonStyle.encoder.encodeLine(report))
         case .text: StandardStream.output.write(Self.text(report))
@@ -94,12 +139,13 @@ struct AppAuditCommand: ParsableCommand {
         if report.exitCode != 0 { throw ExitCode(report.exitCode) }
     }
 
-    /// `--afnetworking`: AFSecurityPolicy with the bundle's certificates as its pinned set (every
-    /// `.cer`/`.der`, DER as AFNetworking reads them). Usage errors: an unknown mode or flag, a
-    /// bundled file that is not a DER certificate, no certificate at all in a pinning mode
-    /// (AFNetworking would refuse every server), and AFNetworking's own refusal of
-    /// allowInvalidCertificates with domain validation and nothing pinned.
-    static func securityPolicy(_ text: String, bundle: AppBundle) throws -> (policy: PinPolicy, settings: AppAuditReport.AFNetworkingSettings) {
+    /// `--afnetworking`: AFSecurityPolicy with the bundle's `.cer` files as its pinned set (DER, as
+    /// AFNetworking's `certificatesInBundle` reads them). Usage errors (exit 64): an unknown mode or
+    /// flag. What AFNetworking itself would make of the app (its refusal of allowInvalidCertificates
+    /// with domain validation and nothing pinned, a pinning mode with no usable certificate, a `.cer`
+    /// that is not DER, certificate files it never reads, no domain validation) are findings.
+    static func securityPolicy(_ text: String, bundle: AppBundle) throws
+        -> (policy: PinPolicy, settings: AppAuditReport.AFNetworkingSettings, findings: [Finding]) {
         let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         guard let mode = PinMode(rawValue: parts[0]) else {
             throw ValidationError("--afnetworking: '\(parts[0])' is not an AFSSLPinningMode: use certificate, public-key or none")
@@ -112,24 +158,39 @@ struct AppAuditCommand: ParsableCommand {
             default: throw ValidationError("--afnetworking: unknown flag '\(flag)': use allow-invalid-certificates and/or no-domain-validation")
             }
         }
+        var findings: [Finding] = []
+        var pinned: [String] = []
         if mode != .none {
             for certificate in bundle.certificates {
+                guard certificate.isReadByAFNetworking else {
+                    findings.append(Finding(.pinCertificateFileIgnored, .warning,
+                        "\(certificate.fileName) is not a pin: AFNetworking's certificatesInBundle reads only files with the extension cer"
+                        + (certificate.isPEM ? "; it is PEM, so convert it as well: openssl x509 -in \(certificate.fileName) -outform der -out \(Self.cerName(certificate.fileName))"
+                                             : "; rename it to \(Self.cerName(certificate.fileName)) if it is meant as one")))
+                    continue
+                }
                 let summary: CertificateSummary
                 do { summary = try CertificateFile.summary(der: certificate.der) } catch {
-                    throw ValidationError("\(bundle.path): \(certificate.fileName) is not a DER certificate, which AFNetworking's pinned set needs")
+                    findings.append(Finding(.pinCertificateNotDER, .error, certificate.isPEM
+                        ? "\(certificate.fileName) is PEM, not DER: AFNetworking cannot read it, so it pins nothing. Convert it: openssl x509 -in \(certificate.fileName) -outform der -out \(certificate.fileName).der && mv \(certificate.fileName).der \(certificate.fileName)"
+                        : "\(certificate.fileName) is not a DER certificate: AFNetworking cannot read it, so it pins nothing"))
+                    continue
                 }
+                pinned.append(certificate.fileName)
                 policy.pins.append(mode == .certificate ? .certificate(summary.sha256Fingerprint) : .spki(summary.spkiSHA256))
                 if mode == .certificate { policy.pinnedCertificates.append(summary.der) }
             }
-            guard !policy.pins.isEmpty else {
-                throw ValidationError("\(bundle.path): --afnetworking \(mode.rawValue) pins the bundle's .cer/.der certificates, and it has none: AFNetworking would refuse every server (give an .app or .ipa that bundles them)")
-            }
         }
-        if let problem = policy.problems.first { throw ValidationError("--afnetworking: \(problem)") }
+        if let refusal = AFNetworkingPolicy.refusalFinding(policy, bundle: bundle.path) { findings.append(refusal) }
+        findings += policy.policyFindings
         let settings = AppAuditReport.AFNetworkingSettings(mode: mode, allowInvalidCertificates: policy.allowInvalidCertificates,
-                                                          validatesDomainName: policy.validatesDomainName,
-                                                          certificates: mode == .none ? [] : bundle.certificates.map(\.fileName))
-        return (policy, settings)
+                                                          validatesDomainName: policy.validatesDomainName, certificates: pinned)
+        return (policy, settings, findings)
+    }
+
+    /// `api.pem` -> `api.cer`.
+    static func cerName(_ fileName: String) -> String {
+        ((fileName as NSString).deletingPathExtension as String) + ".cer"
     }
 
     static func text(_ report: AppAuditReport) -> String {
@@ -139,10 +200,15 @@ struct AppAuditCommand: ParsableCommand {
             out += "AFNetworking: AFSSLPinningMode \(settings.mode.rawValue), allowInvalidCertificates \(settings.allowInvalidCertificates ? "YES" : "NO"), validatesDomainName \(settings.validatesDomainName ? "YES" : "NO")"
                 + (settings.certificates.isEmpty ? "" : ", pinned: \(settings.certificates.joined(separator: ", "))") + "\n"
         }
+        out += "trust evaluation: \(report.trustEvaluation.phrase) (--trust-evaluation \(report.trustEvaluation.rawValue))\n"
+        if let anchors = report.anchors { out += "anchors: \(anchors)\n" }
+        for finding in report.findings { out += "  \(finding.severity.rawValue.uppercased()) \(finding.id): \(finding.message)\n" }
         out += "hosts:\n"
         for host in report.hosts {
             let verdict = !host.reachable ? "NOT REACHED" : host.connects ? "CONNECTS" : "FAILS (\(host.reasons.joined(separator: ", ")))"
-            out += "  \(host.host):\(host.port)  \(verdict)\n"
+            let scheme = host.scheme.map { "\($0)://" } ?? ""
+            out += "  \(scheme)\(host.host):\(host.port)  \(verdict)\(host.requested ? "" : "  (plist domain, not counted in the exit status)")\n"
+            if let error = host.error { out += "    the app logs: \(error)\n" }
             out += "    rule: \(host.rule); probe \(host.probe): \(host.detail)\n"
             if let pin = host.pin { out += "    pins: \(pin)\(host.pinMessage.map { ": \($0)" } ?? "")\n" }
             if let pin = host.afnetworking { out += "    afnetworking: \(pin.state.rawValue): \(pin.message)\n" }
@@ -151,6 +217,9 @@ struct AppAuditCommand: ParsableCommand {
             if !host.exceptionNeeded.isEmpty {
                 out += "    smallest exception that works: " + host.exceptionNeeded.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: ", ") + "\n"
             }
+        }
+        if !report.notProbed.isEmpty {
+            out += "not probed (named in the plist, not given with --host; --probe-plist-domains probes them): \(report.notProbed.joined(separator: ", "))\n"
         }
         if !report.entries.isEmpty { out += "exception domains:\n" }
         for entry in report.entries {

@@ -43,11 +43,22 @@ struct AppImportCommand: ParsableCommand {
                                valueName: "mode"))
     var afnetworking: String?
 
+    @Option(name: .customLong("trust-evaluation"), help: ArgumentHelp(
+        "How the app answers the server-trust challenge, written as each target's app: trust_evaluation: system (the default), afnetworking (with --afnetworking) or accept-all.",
+        valueName: "how"))
+    var trustEvaluation: AppTrustEvaluation?
+
     @Option(help: "Write the configuration to this file instead of standard output.")
     var output: String?
 
     func validate() throws {
         if caFile != nil, trustStore != nil { throw ValidationError("--ca-file and --trust-store: give one.") }
+        if trustEvaluation == .afnetworking, afnetworking == nil {
+            throw ValidationError("--trust-evaluation afnetworking needs --afnetworking MODE (the app's AFSecurityPolicy).")
+        }
+        if let trustEvaluation, trustEvaluation != .afnetworking, afnetworking != nil {
+            throw ValidationError("--afnetworking MODE is the app's trust evaluation: leave out --trust-evaluation \(trustEvaluation.rawValue).")
+        }
         if let timeout, let problem = SettingBounds.timeout.problem(timeout, name: "--timeout") { throw ValidationError(problem + ".") }
     }
 
@@ -67,14 +78,19 @@ struct AppImportCommand: ParsableCommand {
         let trust: String? = if let caFile { "{ca_file: \(AppImport.quotedYAML(absolute(caFile)))}" }
             else if let trustStore { ChainReport.publicStoreNames.contains(trustStore) ? trustStore : "{store: \(AppImport.quotedYAML(absolute(trustStore)))}" }
             else { nil }
-        let security = try afnetworking.map { try AppAuditCommand.securityPolicy($0, bundle: bundle).policy }
+        let evaluated = try afnetworking.map { try AppAuditCommand.securityPolicy($0, bundle: bundle) }
+        // A policy AFNetworking refuses (or that pins nothing) would make every target fail: not written.
+        if let refusal = evaluated?.findings.first(where: { $0.severity == .error }) {
+            throw ValidationError("\(path): --afnetworking: \(refusal.id): \(refusal.message)")
+        }
+        let security = evaluated?.policy
         var certificateFiles: [String] = []
         if let output, let security, security.mode == .certificate {
             // The pinned certificates anchor the chain even when the server does not send them, as in the app.
             let directory = URL(fileURLWithPath: output + ".certificates").standardizedFileURL
             do {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                for (index, certificate) in bundle.certificates.enumerated() {
+                for (index, certificate) in bundle.certificates.filter(\.isReadByAFNetworking).enumerated() {
                     let name = "\(index)-" + URL(fileURLWithPath: certificate.fileName).lastPathComponent
                     let file = directory.appendingPathComponent(name.hasSuffix(".cer") || name.hasSuffix(".der") ? name : name + ".der")
                     try Data(certificate.der).write(to: file, options: .atomic)
@@ -85,7 +101,8 @@ struct AppImportCommand: ParsableCommand {
             }
         }
         let yaml = AppImport.configuration(policy, bundle: identifier, source: path, hosts: hosts, trust: trust, timeout: timeout,
-                                           afnetworking: security, certificateFiles: certificateFiles)
+                                           afnetworking: security, certificateFiles: certificateFiles,
+                                           trustEvaluation: trustEvaluation ?? .system)
         if let output {
             do { try Data(yaml.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
                 throw ValidationError("--output \(output): cannot write the file: \(error.localizedDescription)")
@@ -105,9 +122,21 @@ struct AppHostOptions: ParsableArguments {
     @Option(name: .customLong("hosts-file"), help: "File with one HOST[:PORT] per line; '#' starts a comment.")
     var hostsFile: String?
 
-    /// `--host` and `--hosts-file` first (their ports), then every name the plist gives exactly
-    /// (exception and pinned domains; not ranges) on port 443 unless already listed.
-    func hosts(for policy: AppTransportSecurityPolicy, path: String) throws -> [String] {
+    /// `app audit`'s hosts: those given, each requested; the plist's own domains are probed only
+    /// when no host is given (then they are the hosts) or with `probePlistDomains` (then they never
+    /// change the exit status); otherwise they are listed as not probed.
+    func auditHosts(for policy: AppTransportSecurityPolicy, path: String,
+                    probePlistDomains: Bool) throws -> (hosts: [(text: String, requested: Bool)], notProbed: [String]) {
+        let given = try givenHosts()
+        let all = try self.hosts(for: policy, path: path)
+        let extra = Array(all.dropFirst(given.count))
+        if given.isEmpty { return (all.map { ($0, true) }, []) }
+        if probePlistDomains { return (given.map { ($0, true) } + extra.map { ($0, false) }, []) }
+        return (given.map { ($0, true) }, extra)
+    }
+
+    /// `--host` and `--hosts-file`, in that order.
+    func givenHosts() throws -> [String] {
         var list = hosts
         if let hostsFile {
             let bytes: [UInt8]
@@ -118,6 +147,13 @@ struct AppHostOptions: ParsableArguments {
                 .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) }
                 .filter { !$0.isEmpty }
         }
+        return list
+    }
+
+    /// `--host` and `--hosts-file` first (their ports), then every name the plist gives exactly
+    /// (exception and pinned domains; not ranges) on port 443 unless already listed.
+    func hosts(for policy: AppTransportSecurityPolicy, path: String) throws -> [String] {
+        var list = try givenHosts()
         let named: Set<String>
         do { named = Set(try list.map { try ScanTarget.parse($0, defaultPort: 443).host.lowercased() }) } catch {
             throw ValidationError("\(error)")

@@ -271,6 +271,7 @@ extension CompliancePolicy: ExpressibleByArgument {}
 extension LogFormat: ExpressibleByArgument {}
 extension RevocationMode: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
+extension AppTrustEvaluation: ExpressibleByArgument {}
 
 extension StoredScan {
     /// One stored scan per probed address of a target.

@@ -45,6 +45,8 @@ struct AppAuditKeyTests {
         /// The audited host (name:PORT is appended) and the server behind it, for the server that needs the key and the one that does not.
         var needs: (host: String, server: Servers.Kind)
         var doesNotNeed: (host: String, server: Servers.Kind)
+        /// The app's trust evaluation, when the key matters only under the app's own (`--trust-evaluation`).
+        var trustEvaluation: String? = nil
         var description: String { key }
     }
 
@@ -64,7 +66,7 @@ struct AppAuditKeyTests {
              needs: ("shop.test", .staticRSA), doesNotNeed: ("shop.test", .modern)),
         Case(key: "NSExceptionAllowsInsecureHTTPLoads",
              plist: entry("shop.test", "<key>NSExceptionAllowsInsecureHTTPLoads</key><true/>"),
-             needs: ("shop.test", .untrusted), doesNotNeed: ("shop.test", .modern)),
+             needs: ("shop.test", .untrusted), doesNotNeed: ("shop.test", .modern), trustEvaluation: "accept-all"),
         Case(key: "NSIncludesSubdomains",
              plist: entry("shop.test", "<key>NSIncludesSubdomains</key><true/><key>NSExceptionMinimumTLSVersion</key><string>TLSv1.0</string>"),
              needs: ("api.shop.test", .tls10), doesNotNeed: ("shop.test", .tls10)),
@@ -75,12 +77,13 @@ struct AppAuditKeyTests {
         let audit = AppAuditTests()
         let servers = Servers.shared
         let file = try audit.plist(row.plist)
-        let needed = try audit.audit(file, hosts: ["\(row.needs.host):\(servers.port(row.needs.server))"])
+        let evaluation = row.trustEvaluation.map { ["--trust-evaluation", $0] } ?? []
+        let needed = try audit.audit(file, hosts: ["\(row.needs.host):\(servers.port(row.needs.server))"], extra: evaluation)
         let neededHost = try #require(needed.report.hosts.first)
         #expect(neededHost.connects && neededHost.entry == "shop.test", "\(row.key): \(neededHost)")
         #expect(!(needed.report.entries.first?.unneeded.contains(row.key) ?? true), "\(row.key) is needed: \(needed.text)")
 
-        let spare = try audit.audit(file, hosts: ["\(row.doesNotNeed.host):\(servers.port(row.doesNotNeed.server))"])
+        let spare = try audit.audit(file, hosts: ["\(row.doesNotNeed.host):\(servers.port(row.doesNotNeed.server))"], extra: evaluation)
         #expect(spare.report.hosts.first?.connects == true, "\(row.key): \(spare.text)")
         #expect(spare.report.entries.first?.unneeded.contains(row.key) == true, "\(row.key) changes nothing here: \(spare.text)")
         #expect(spare.status == 1, "an unneeded key exits 1")
@@ -91,7 +94,7 @@ struct AppAuditKeyTests {
 
         // Without the key at all the server that needs it fails: the key is what makes it connect.
         let without = try audit.audit(try audit.plist("<key>NSAllowsArbitraryLoads</key><false/>"),
-                                      hosts: ["\(row.needs.host):\(servers.port(row.needs.server))"])
+                                      hosts: ["\(row.needs.host):\(servers.port(row.needs.server))"], extra: evaluation)
         #expect(without.report.hosts.first?.connects == false, "\(row.key): \(without.text)")
     }
 

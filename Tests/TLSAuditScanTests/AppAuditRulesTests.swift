@@ -42,7 +42,7 @@ extension AppAuditTests {
     func afnetworkingPublicKeyMode() throws {
         let (modern, leaf) = try server()
         defer { modern.stop() }
-        let match = try audit(try app("", certificates: [("leaf.der", leaf)]), hosts: ["modern.app.test:\(modern.port)"],
+        let match = try audit(try app("", certificates: [("leaf.cer", leaf)]), hosts: ["modern.app.test:\(modern.port)"],
                               extra: ["--afnetworking", "public-key"])
         let host = try #require(match.report.hosts.first)
         #expect(match.status == 0 && host.connects && host.afnetworking?.state == .match, "\(host)")
@@ -86,15 +86,18 @@ extension AppAuditTests {
         #expect(plain.report.hosts.first?.connects == false, "\(plain.report.hosts)")
     }
 
-    @Test("--afnetworking usage errors exit 64: an unknown mode or flag, a pinning mode with no bundled certificate, allow-invalid-certificates with nothing pinned")
+    @Test("--afnetworking usage errors exit 64: an unknown mode or flag; --trust-evaluation contradicting it")
     func afnetworkingUsage() throws {
         let bare = try plist("")
-        for (value, message) in [("pinned", "not an AFSSLPinningMode"), ("certificate,loose", "unknown flag 'loose'"),
-                                 ("certificate", "has none"), ("none,allow-invalid-certificates", "must use pinning")] {
+        for (value, message) in [("pinned", "not an AFSSLPinningMode"), ("certificate,loose", "unknown flag 'loose'")] {
             let run = try CLI.run(["app", "audit", bare, "--host", "a.app.test", "--afnetworking", value])
             #expect(run.status == 64, "\(value): \(run.stderr)")
             #expect(run.stderr.contains(message), "\(value): \(run.stderr)")
         }
+        let contradiction = try CLI.run(["app", "audit", bare, "--host", "a.app.test", "--afnetworking", "none", "--trust-evaluation", "system"])
+        #expect(contradiction.status == 64 && contradiction.stderr.contains("--trust-evaluation system"), "\(contradiction.stderr)")
+        let missing = try CLI.run(["app", "audit", bare, "--host", "a.app.test", "--trust-evaluation", "afnetworking"])
+        #expect(missing.status == 64 && missing.stderr.contains("needs --afnetworking"), "\(missing.stderr)")
     }
 
     @Test("global NSAllowsArbitraryLoads: unneeded for an ATS-compliant server (exit 1, dropped from the dictionary), needed for a TLS 1.0-only one; the media key is not judged")

@@ -12,6 +12,13 @@ public enum AppAudit {
         public var address: String?
         public var probes: ATSProbes?
         public var failure: ProbeFailure?
+        /// The app loads this host over plain `http://`: no TLS is probed; `plainHTTPStatus` is what
+        /// `GET /` answered (nil: nothing answered, or not asked because ATS blocks the load).
+        public var plainHTTP = false
+        public var plainHTTPStatus: Int?
+        /// Given by the caller (`--host`); false for a plist domain probed only because the plist
+        /// names it, which never changes the exit status.
+        public var requested = true
 
         public init(host: String, port: Int, address: String?, probes: ATSProbes?, failure: ProbeFailure?) {
             self.host = host
@@ -20,6 +27,21 @@ public enum AppAudit {
             self.probes = probes
             self.failure = failure
         }
+    }
+
+    /// A plain `http://` load under `effective`: ATS blocks it (-1022) unless the host's rules allow
+    /// insecure loads (NSAllowsArbitraryLoads, NSAllowsLocalNetworking or the entry's
+    /// NSExceptionAllowsInsecureHTTPLoads); allowed, it connects when an HTTP server answered.
+    static func plainHTTPOutcome(_ effective: EffectiveHostPolicy, answered: Bool) -> Outcome {
+        guard effective.allowsInsecureHTTPLoads else {
+            return Outcome(connects: false, reasons: [FindingID.atsInsecureHTTPLoad.rawValue],
+                           detail: "ATS blocks plain http:// loads from this host: no NSAllowsArbitraryLoads or NSExceptionAllowsInsecureHTTPLoads applies to it (the load never leaves the device)",
+                           probe: "plain-http", pin: nil, afnetworking: nil)
+        }
+        return Outcome(connects: answered, reasons: answered ? [] : ["failure.unreachable"],
+                       detail: answered ? "plain HTTP allowed by \(effective.entry.map { "NSExceptionDomains entry '\($0)'" } ?? "the global rules"): the app loads it without TLS, so anyone on the network path can read and change the traffic"
+                                        : "plain HTTP is allowed for this host, but no HTTP server answered",
+                       probe: "plain-http", pin: nil, afnetworking: nil)
     }
 
     /// Whether a host connects under some rules, and why not: what "the outcome changes" compares.
@@ -34,18 +56,49 @@ public enum AppAudit {
         public var pin: PinEvaluation?
         /// AFSecurityPolicy's evaluation, when the app has one (`--afnetworking`).
         public var afnetworking: PinEvaluation?
+        /// ATS applies to the host (it is not off by arbitrary loads or local networking).
+        public var atsEnforced = true
+        /// AFNetworking's own evaluation refused the server (its pins, or its trust check in mode
+        /// none): it cancels the challenge.
+        public var refusedByAFNetworking = false
+        /// The error the app's load reports when it does not connect.
+        public var error: AppleLoadError? {
+            if refusedByAFNetworking, !connects { return AppleLoadErrors.cancelled }
+            return AppleLoadErrors.error(for: reasons, atsEnforced: atsEnforced, pinnedByAFNetworking: afnetworking?.state == .mismatch)
+        }
     }
 
     /// The audit of `hosts` under `policy`; `afnetworking`, when given, is the AFSecurityPolicy the
     /// app sets for every host (its pinned set the bundle's certificates).
+    /// - Parameters:
+    ///   - trustEvaluation: how the app answers the server-trust challenge (`afnetworking` when
+    ///     `afnetworking` is given); the system's default handling unless the caller says otherwise.
+    ///   - findings: what the caller found about the app itself (AFNetworking's policy, its bundle).
     public static func audit(_ hosts: [ProbedHost], policy: AppTransportSecurityPolicy, app: String, bundleIdentifier: String?,
                              trustStore: String, toolVersion: String, afnetworking: PinPolicy? = nil,
-                             afnetworkingSettings: AppAuditReport.AFNetworkingSettings? = nil) -> AppAuditReport {
+                             afnetworkingSettings: AppAuditReport.AFNetworkingSettings? = nil,
+                             trustEvaluation: AppTrustEvaluation = .system, findings: [Finding] = [],
+                             privateAnchors: Bool = false) -> AppAuditReport {
+        let trustEvaluation: AppTrustEvaluation = afnetworking != nil ? .afnetworking : trustEvaluation
         let diagnostics = hosts.map { $0.probes.map(ATSDiagnostics.judge) }
         var judged: [AppAuditReport.Host] = []
         var outcomes: [Outcome?] = []
         for (index, probed) in hosts.enumerated() {
             let effective = policy.effectivePolicy(for: probed.host)
+            if probed.plainHTTP {
+                let outcome = plainHTTPOutcome(effective, answered: probed.plainHTTPStatus != nil)
+                var host = AppAuditReport.Host(
+                    host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects,
+                    reachable: outcome.connects || !effective.allowsInsecureHTTPLoads, entry: effective.entry, rule: effective.reason,
+                    probe: outcome.probe, reasons: outcome.reasons, detail: outcome.detail, pin: nil, pinMessage: nil, serverFixes: [],
+                    exceptionNeeded: effective.allowsInsecureHTTPLoads ? [:] : ["NSExceptionAllowsInsecureHTTPLoads": "YES"])
+                host.scheme = "http"
+                host.requested = probed.requested
+                host.error = outcome.connects ? nil : effective.allowsInsecureHTTPLoads ? AppleLoadErrors.cannotConnect : AppleLoadErrors.insecureHTTP
+                judged.append(host)
+                outcomes.append(outcome.reasons == ["failure.unreachable"] ? nil : outcome)
+                continue
+            }
             guard let probes = probed.probes, let diagnostic = diagnostics[index], probes.noTLSServer == nil else {
                 let failure = probed.failure ?? probed.probes?.noTLSServer
                 judged.append(AppAuditReport.Host(
@@ -53,17 +106,25 @@ public enum AppAudit {
                     entry: effective.entry, rule: effective.reason, probe: effective.atsProbe(appEvaluatesTrust: afnetworking != nil).configuration,
                     reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
                     detail: failure?.description ?? "not reached", pin: nil, pinMessage: nil, serverFixes: [], exceptionNeeded: [:]))
+                judged[judged.count - 1].requested = probed.requested
+                judged[judged.count - 1].error = failure.map { AppleLoadErrors.error(for: $0.category) } ?? AppleLoadErrors.cannotConnect
                 outcomes.append(nil)
                 continue
             }
-            let outcome = Self.outcome(effective, probes: probes, diagnostics: diagnostic, host: probed.host, afnetworking: afnetworking)
+            let outcome = Self.outcome(effective, probes: probes, diagnostics: diagnostic, host: probed.host, afnetworking: afnetworking,
+                                       trustEvaluation: trustEvaluation)
             outcomes.append(outcome)
+            let needed = outcome.connects || effective.arbitraryLoads ? nil
+                : smallestException(effective, probes: probes, diagnostics: diagnostic, host: probed.host, afnetworking: afnetworking,
+                                    trustEvaluation: trustEvaluation)
             var host = AppAuditReport.Host(
                 host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects, reachable: true,
                 entry: effective.entry, rule: effective.reason, probe: outcome.probe, reasons: outcome.reasons, detail: outcome.detail,
                 pin: outcome.pin.map { $0.state == .mismatch ? "mismatch" : "match" }, pinMessage: outcome.pin?.message,
-                serverFixes: outcome.connects ? [] : diagnostic.serverFixes,
-                exceptionNeeded: outcome.connects || effective.arbitraryLoads ? [:] : diagnostic.exception)
+                serverFixes: outcome.connects || outcome.reasons == [FindingID.tlsClientCertificateRequired.rawValue] ? [] : diagnostic.serverFixes,
+                exceptionNeeded: needed ?? [:])
+            host.error = outcome.error
+            host.requested = probed.requested
             host.afnetworking = outcome.afnetworking
             host.oldestConnectingIos = diagnostic.oldestConnectingIos.map { "\($0.client): \($0.summary)" }
             judged.append(host)
@@ -78,9 +139,14 @@ public enum AppAudit {
         /// The hosts of `indices` whose outcome `altered` changes.
         func changed(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> [String] {
             indices.filter { index in
-                guard let before = outcomes[index], let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return false }
+                guard let before = outcomes[index] else { return false }
+                if hosts[index].plainHTTP {
+                    let after = plainHTTPOutcome(altered.effectivePolicy(for: hosts[index].host), answered: hosts[index].plainHTTPStatus != nil)
+                    return after.connects != before.connects || after.reasons != before.reasons
+                }
+                guard let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return false }
                 let after = Self.outcome(altered.effectivePolicy(for: hosts[index].host), probes: probes, diagnostics: diagnostic,
-                                         host: hosts[index].host, afnetworking: afnetworking)
+                                         host: hosts[index].host, afnetworking: afnetworking, trustEvaluation: trustEvaluation)
                 return after.connects != before.connects || after.reasons != before.reasons
             }.map { hosts[$0].host }
         }
@@ -121,10 +187,26 @@ public enum AppAudit {
             entries.append(AppAuditReport.Entry(domain: entry.domain, declared: entry.declaredKeys, unneeded: unneeded, hosts: names, note: note))
         }
         let global = globalKeys(policy, hosts: Array(judged.indices), changed: changed, unchanged: unchanged)
-        return AppAuditReport(toolVersion: toolVersion, app: app, bundleIdentifier: bundleIdentifier, trustStore: trustStore,
-                              problems: policy.diagnostics.map(\.description), hosts: judged, entries: entries, global: global,
-                              afnetworking: afnetworkingSettings,
-                              correctedDictionary: correctedDictionary(policy, entries: entries, global: global, hosts: judged))
+        var report = AppAuditReport(toolVersion: toolVersion, app: app, bundleIdentifier: bundleIdentifier, trustStore: trustStore,
+                                    problems: policy.diagnostics.map(\.description), hosts: judged, entries: entries, global: global,
+                                    afnetworking: afnetworkingSettings, trustEvaluation: trustEvaluation,
+                                    findings: findings + evaluationFindings(trustEvaluation, hosts: judged),
+                                    correctedDictionary: correctedDictionary(policy, entries: entries, global: global, hosts: judged))
+        if privateAnchors { report.anchors = AppAudit.privateAnchorsNote }
+        return report
+    }
+
+    /// What `anchors` says when the operator's own roots judged the chains.
+    public static let privateAnchorsNote = "chains were judged against the anchors of --ca-file: these verdicts hold only on devices that trust that root (installed by a configuration profile or MDM), or for an app that sets it as its own anchor with SecTrustSetAnchorCertificates; elsewhere the chain is untrusted (-1202)"
+
+    /// A delegate that accepts everything is a hazard wherever ATS leaves trust to it.
+    static func evaluationFindings(_ evaluation: AppTrustEvaluation, hosts: [AppAuditReport.Host]) -> [Finding] {
+        guard evaluation == .acceptAll else { return [] }
+        let exposed = hosts.filter { $0.probe.hasPrefix(ATSConfigurationName.insecureHTTPLoads) || $0.probe == ATSConfigurationName.arbitraryLoadsOwnTrustEvaluation }
+        let scope = exposed.isEmpty ? "no audited host lets it decide today (ATS evaluates their trust), but any exception that allows insecure loads would"
+            : "it decides for \(exposed.map(\.host).joined(separator: ", ")): anyone on the network path can impersonate those servers"
+        return [Finding(.pinAcceptsAnyCertificate, .warning,
+                        "The app's URLSession delegate accepts every server certificate (--trust-evaluation accept-all): \(scope). Evaluate trust (performDefaultHandling) or pin the server's key.")]
     }
 
     /// The global keys the app declares, each judged over every audited host the way an entry's keys
@@ -193,10 +275,15 @@ public enum AppAudit {
     /// - Parameter afnetworking: the app's AFSecurityPolicy for every host (`--afnetworking`); the
     ///   app then evaluates server trust itself where ATS lets it (`atsProbe(appEvaluatesTrust:)`).
     public static func outcome(_ effective: EffectiveHostPolicy, probes: ATSProbes, diagnostics: ATSDiagnostics, host: String,
-                               afnetworking: PinPolicy? = nil) -> Outcome {
-        let selection = effective.atsProbe(appEvaluatesTrust: afnetworking != nil)
-        let row = diagnostics.configurations.first { $0.name == selection.configuration }
+                               afnetworking: PinPolicy? = nil, trustEvaluation: AppTrustEvaluation = .system) -> Outcome {
+        let evaluation: AppTrustEvaluation = afnetworking != nil ? .afnetworking : trustEvaluation
+        let selection = effective.atsProbe(appEvaluatesTrust: evaluation.replacesSystemEvaluation)
+        var row = diagnostics.configurations.first { $0.name == selection.configuration }
         let chosen = probes.configurations.first { $0.name == selection.configuration }
+        if !evaluation.replacesSystemEvaluation, row?.ownTrustEvaluation == true, let chosen {
+            // No delegate of its own: the system's default trust evaluation stands whatever the plist declares.
+            row = ATSDiagnostics.judgedWithSystemTrust(chosen, probes: probes)
+        }
         // The chain: the chosen probe's, else the first any probe got (pins and CT still have a chain to speak of).
         let source = chosen?.chain != nil ? chosen : probes.configurations.first { $0.chain != nil }
         let chain = source?.chain
@@ -209,7 +296,9 @@ public enum AppAudit {
             switch row.failure {
             case .forwardSecrecy?: reasons = [FindingID.atsForwardSecrecy.rawValue]
             case .trust?: reasons = Set(trustErrors.map(\.id.rawValue)).sorted()
-            case .handshake?, nil: reasons = ["ats.handshake"]
+            case .handshake?, nil:
+                reasons = chosen?.failure?.category == .clientCertificateRequired
+                    ? [FindingID.tlsClientCertificateRequired.rawValue] : [FindingID.atsHandshake.rawValue]
             }
             if reasons.isEmpty { reasons = [FindingID.atsTrust.rawValue] }
         } else if row == nil {
@@ -220,7 +309,7 @@ public enum AppAudit {
         }
         var transparencyErrors: [Finding] = []
         if reasons.isEmpty, let source, let chain, let transparency = Self.certificateTransparency(
-            effective, chain: chain, scts: source.scts, judgesTrust: source.judgesTrust, probes: probes),
+            effective, chain: chain, scts: source.scts, judgesTrust: source.judgesTrust || !evaluation.replacesSystemEvaluation, probes: probes),
            transparency.policy.required, !transparency.policy.satisfied {
             transparencyErrors = [Finding(.trustCertificateTransparency, .error, "Apple's Certificate Transparency policy is not met: \(transparency.policy.reason).")]
             reasons.append(FindingID.trustCertificateTransparency.rawValue)
@@ -233,14 +322,49 @@ public enum AppAudit {
                                                    buildWithPinnedAnchors: source?.buildWithPinnedAnchors)
         }
         let pin = effective.pins.flatMap { evaluate($0.pinPolicy) }
+        if let afnetworking, let refusal = AFNetworkingPolicy.refusal(afnetworking), row?.failure == nil || row?.failure == .trust {
+            // AFNetworking cancels every challenge (a handshake that fails never raises one) before it looks at the server.
+            return Outcome(connects: false, reasons: [refusal.rawValue], detail: detail, probe: selection.configuration, pin: pin,
+                           afnetworking: nil, atsEnforced: !effective.arbitraryLoads, refusedByAFNetworking: true)
+        }
         let afnetworkingPin = afnetworking.flatMap(evaluate)
+        // Only what the system let through reaches AFNetworking's evaluation.
+        var refusedByAFNetworking = afnetworkingPin?.state == .mismatch && reasons.isEmpty && pin?.state != .mismatch
         if [pin, afnetworkingPin].contains(where: { $0?.state == .mismatch }) { reasons.append(FindingID.pinMismatch.rawValue) }
         if let afnetworking, afnetworkingPin?.state == PinEvaluation.State.none, !afnetworking.allowInvalidCertificates, reasons.isEmpty {
             // Mode none: AFNetworking's own trust evaluation must pass (step 3), where ATS left trust to the app.
             reasons = Set(trustErrors.filter(afnetworking.appliesUnderTrustPolicy).map(\.id.rawValue)).sorted()
+            refusedByAFNetworking = !reasons.isEmpty
         }
         return Outcome(connects: reasons.isEmpty, reasons: reasons, detail: detail, probe: selection.configuration, pin: pin,
-                       afnetworking: afnetworkingPin)
+                       afnetworking: afnetworkingPin, atsEnforced: !effective.arbitraryLoads, refusedByAFNetworking: refusedByAFNetworking)
+    }
+
+    /// The smallest per-domain exception under which `host` connects, judged by `outcome` with the
+    /// app's own trust evaluation on the probes already taken (one judge for `app audit`'s corrected
+    /// dictionary and `ats`'s advice): the TLS-version and forward-secrecy exceptions, smallest
+    /// first, then, only where the app evaluates trust itself, NSExceptionAllowsInsecureHTTPLoads
+    /// with them. Nil when none works (a pin, the chain under the system's evaluation, a client
+    /// certificate or the handshake itself stands in the way).
+    public static func smallestException(_ effective: EffectiveHostPolicy, probes: ATSProbes, diagnostics: ATSDiagnostics, host: String,
+                                         afnetworking: PinPolicy? = nil, trustEvaluation: AppTrustEvaluation = .system) -> [String: String]? {
+        let evaluation: AppTrustEvaluation = afnetworking != nil ? .afnetworking : trustEvaluation
+        let candidates = ATSDiagnostics.exceptionOrder.filter { $0 != ATSConfigurationName.arbitraryLoads }
+            + (evaluation.replacesSystemEvaluation ? ATSDiagnostics.ownTrustOrder : [])
+        for name in candidates {
+            guard let probe = probes.configurations.first(where: { $0.name == name }) else { continue }
+            var candidate = effective
+            candidate.source = .exceptionDomain(host)
+            candidate.arbitraryLoads = false
+            candidate.minimumTLSVersion = probe.exception["NSExceptionMinimumTLSVersion"]
+                .flatMap { AppTransportSecurityPolicy.tlsVersionValues[$0] } ?? .tls1_2
+            candidate.requiresForwardSecrecy = probe.exception["NSExceptionRequiresForwardSecrecy"] != "NO"
+            candidate.allowsInsecureHTTPLoads = probe.exception["NSExceptionAllowsInsecureHTTPLoads"] == "YES"
+            let judged = outcome(candidate, probes: probes, diagnostics: diagnostics, host: host, afnetworking: afnetworking,
+                                 trustEvaluation: evaluation)
+            if judged.connects, judged.probe == name { return probe.exception }
+        }
+        return nil
     }
 
     /// Apple's CT policy on `chain` with the SCTs its handshake showed: required for a publicly

@@ -3,8 +3,9 @@ import Foundation
 extension AppHostRules {
     /// The rules `effective` gives its host, for a target's `app:` setting: with the `ats`
     /// configuration that stands for them and the keys a passing verdict relies on.
-    public init(bundle: String, effective: EffectiveHostPolicy, declaredKeys: [String], afnetworking: PinPolicy? = nil) {
-        let probe = effective.atsProbe(appEvaluatesTrust: afnetworking != nil)
+    public init(bundle: String, effective: EffectiveHostPolicy, declaredKeys: [String], afnetworking: PinPolicy? = nil,
+                trustEvaluation: AppTrustEvaluation = .system) {
+        let probe = effective.atsProbe(appEvaluatesTrust: trustEvaluation.replacesSystemEvaluation || afnetworking != nil)
         var relied: [String]
         switch effective.source {
         case .exceptionDomain:
@@ -20,6 +21,7 @@ extension AppHostRules {
                   arbitraryLoads: effective.arbitraryLoads, requiresCertificateTransparency: effective.requiresCertificateTransparency,
                   configuration: probe.configuration, minimumNegotiatedVersion: probe.minimumNegotiatedVersion,
                   afnetworking: afnetworking)
+        if trustEvaluation != .system, afnetworking == nil { self.trustEvaluation = trustEvaluation }
     }
 
     /// These rules as a configuration file's `app:` gives them, completed: ATS off lifts the
@@ -28,7 +30,7 @@ extension AppHostRules {
     public var derived: AppHostRules {
         var effective = EffectiveHostPolicy(self, host: entry ?? "")
         if arbitraryLoads { effective.turnOffATS() }
-        let probe = effective.atsProbe(appEvaluatesTrust: afnetworking != nil)
+        let probe = effective.atsProbe(appEvaluatesTrust: evaluation.replacesSystemEvaluation)
         var copy = self
         copy.minimumTLSVersion = effective.minimumTLSVersion
         copy.requiresForwardSecrecy = effective.requiresForwardSecrecy
@@ -42,10 +44,12 @@ extension AppHostRules {
 extension AppTransportSecurityPolicy {
     /// The rules this app (`bundle`) gives `host`, as `app import` writes them into a target's `app:`:
     /// the effective policy, and the keys of the entry that applies.
-    public func hostRules(for host: String, bundle: String, afnetworking: PinPolicy? = nil) -> AppHostRules {
+    public func hostRules(for host: String, bundle: String, afnetworking: PinPolicy? = nil,
+                          trustEvaluation: AppTrustEvaluation = .system) -> AppHostRules {
         let effective = effectivePolicy(for: host)
         let declared = effective.entry.flatMap { entry in exceptionDomains.first { $0.domain == entry } }?.declaredKeys ?? []
-        return AppHostRules(bundle: bundle, effective: effective, declaredKeys: declared, afnetworking: afnetworking)
+        return AppHostRules(bundle: bundle, effective: effective, declaredKeys: declared, afnetworking: afnetworking,
+                            trustEvaluation: trustEvaluation)
     }
 }
 
@@ -80,12 +84,16 @@ extension AddressAssessment {
                                   failure: ProbeFailure?) -> (outcome: AppHostOutcome, afnetworking: PinEvaluation?) {
         guard let probes, failure == nil, probes.noTLSServer == nil else {
             let failure = failure ?? probes?.noTLSServer
-            return (AppHostOutcome(rules, connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
-                                   detail: failure?.description ?? "not reached"), nil)
+            var unreached = AppHostOutcome(rules, connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
+                                           detail: failure?.description ?? "not reached")
+            unreached.error = failure.map { AppleLoadErrors.error(for: $0.category) } ?? AppleLoadErrors.cannotConnect
+            return (unreached, nil)
         }
         let outcome = AppAudit.outcome(EffectiveHostPolicy(rules, host: host), probes: probes, diagnostics: ATSDiagnostics.judge(probes),
-                                       host: host, afnetworking: rules.afnetworking)
-        return (AppHostOutcome(rules, connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail), outcome.afnetworking)
+                                       host: host, afnetworking: rules.afnetworking, trustEvaluation: rules.evaluation)
+        var judged = AppHostOutcome(rules, connects: outcome.connects, reasons: outcome.reasons, detail: outcome.detail)
+        judged.error = outcome.error
+        return (judged, outcome.afnetworking)
     }
 
     /// The rules of a generic Apple client that an app's exception lifts when that app's client

@@ -23,7 +23,7 @@ public enum AppImport {
     /// bundle's certificates saved beside the configuration) when given, else as pin values.
     public static func configuration(_ policy: AppTransportSecurityPolicy, bundle: String, source: String, hosts: [Host],
                                      trust: String?, timeout: Double?, afnetworking: PinPolicy? = nil,
-                                     certificateFiles: [String] = []) -> String {
+                                     certificateFiles: [String] = [], trustEvaluation: AppTrustEvaluation = .system) -> String {
         var out = "# Written by `tlsaudit app import` from \(source) (\(bundle)).\n"
         out += "# Each target is judged by the app's own ATS rules for its host (app:), as `tlsaudit app audit`\n"
         out += "# judges it; NSPinnedDomains pins are checked (pins:). Serve it as it is, or paste the group into tlsaudit.yaml.\n"
@@ -37,7 +37,7 @@ public enum AppImport {
         out += "    targets:\n"
         for host in hosts {
             let effective = policy.effectivePolicy(for: host.host)
-            let rules = policy.hostRules(for: host.host, bundle: bundle, afnetworking: afnetworking)
+            let rules = policy.hostRules(for: host.host, bundle: bundle, afnetworking: afnetworking, trustEvaluation: trustEvaluation)
             out += "      # \(effective.reason)\n"
             out += "      - host: \(quotedYAML(host.host))\n"
             out += "        port: \(host.port)\n"
@@ -54,6 +54,7 @@ public enum AppImport {
                 out += "          allows_insecure_http_loads: \(rules.allowsInsecureHTTPLoads)\n"
             }
             out += "          requires_certificate_transparency: \(rules.requiresCertificateTransparency)\n"
+            if afnetworking == nil, trustEvaluation != .system { out += "          trust_evaluation: \(trustEvaluation.rawValue)\n" }
             if let afnetworking { out += afnetworkingBlock(afnetworking, certificateFiles: certificateFiles) }
             if let pins = effective.pins {
                 out += "        # \(effective.pinReason)\n"

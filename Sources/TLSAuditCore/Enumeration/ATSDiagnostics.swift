@@ -90,11 +90,23 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public var iosClients: [ClientSimulationResult]?
     /// The oldest of `iosClients` that connects (`Ios`: the JSON key `oldest_connecting_ios` reads back); nil when none does or none was simulated.
     public var oldestConnectingIos: ClientSimulationResult?
+    /// What an app with default ATS and the system's trust evaluation logs when it does not connect
+    /// (docs/apple-rules.md section 7); nil when it connects.
+    public var error: AppleLoadError?
+    /// The server demands a client certificate: no suite, version or exception advice applies.
+    public var clientCertificateRequired = false
+    /// The trust evaluation the app-side advice needs (`app audit --afnetworking` syntax); nil: the system's.
+    public var appTrustEvaluation: String?
+    /// The key the advice pins (`sha256/BASE64=`), with `appTrustEvaluation`.
+    public var appPin: String?
+    /// Set when the operator's own anchors judged the chain: the verdict holds only on devices that trust that root.
+    public var anchors: String?
 
     /// `oldest iOS that connects: Safari 9 iOS 9 (TLSv1.2 ...)`, or that none of them does; nil when
     /// the iOS clients were not simulated.
-    public static func oldestIOSLine(_ clients: [ClientSimulationResult]?, oldest: ClientSimulationResult?) -> String? {
+    public static func oldestIOSLine(_ clients: [ClientSimulationResult]?, oldest: ClientSimulationResult?, reason: String? = nil) -> String? {
         guard let clients, !clients.isEmpty else { return nil }
+        if let reason { return "oldest iOS that connects: none (\(reason))" }
         let scope = "of \(clients.count) iOS clients simulated from their ClientHellos; handshake and key sizes only, README Client simulation"
         guard let oldest else { return "oldest iOS that connects: none (\(scope))" }
         return "oldest iOS that connects: \(oldest.client) (\(oldest.summary); \(scope))"
@@ -220,6 +232,11 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         for key in exception.keys.sorted() { out += plistEntry(key, exception[key]!, indent: "      ") }
         out += "    </dict>\n  </dict>\n</dict>\n"
         return out
+    }
+
+    /// NSExceptionAllowsInsecureHTTPLoads for `domain`, ready to paste.
+    public static func plistForInsecureLoads(domain: String) -> String {
+        plist(domain: domain, exception: ["NSExceptionAllowsInsecureHTTPLoads": "YES"])
     }
 
     /// One key and its value as plist XML lines: `YES`/`NO` as booleans, anything else as a string.

@@ -1,8 +1,5 @@
 import Foundation
 
-
-
-
 extension ATSDiagnostics {
     /// Judges each configuration as a current Apple client would, and draws the conclusion.
     public static func judge(_ probes: ATSProbes) -> ATSDiagnostics {
@@ -13,10 +10,7 @@ extension ATSDiagnostics {
         func judged(_ chain: ProbedChainPath?) -> (findings: [Finding], path: [CertificateSummary])? {
             guard let chain else { return nil }
             if let known = judgedChains[chain] { return known }
-            let trust = TrustEvaluator.evaluate(presented: chain.presented, building: chain.building, context: context)
-            let rules = ATSRequirements.evaluateChain(presented: chain.presented, building: chain.building, trustFindings: trust)
-            let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
-            let result = (failures, chain.building.path.isEmpty ? chain.presented : chain.building.path.map(\.certificate))
+            let result = chainFailures(chain, context: context)
             judgedChains[chain] = result
             return result
         }
@@ -43,7 +37,28 @@ extension ATSDiagnostics {
         diagnostics.trustStore = probes.trustStore
         diagnostics.iosClients = probes.iOSClients?.clients
         diagnostics.oldestConnectingIos = probes.iOSClients?.oldestConnectingIOS
+        diagnostics.adviseApp(probes)
         return diagnostics
+    }
+
+    /// Apple's trust rules for all TLS on one chain: the errors (`trust.*` and the ATS certificate
+    /// rules, without the summary `ats.trust`) and the path they were judged on.
+    static func chainFailures(_ chain: ProbedChainPath, context: TrustContext) -> (findings: [Finding], path: [CertificateSummary]) {
+        let trust = TrustEvaluator.evaluate(presented: chain.presented, building: chain.building, context: context)
+        let rules = ATSRequirements.evaluateChain(presented: chain.presented, building: chain.building, trustFindings: trust)
+        let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
+        return (failures, chain.building.path.isEmpty ? chain.presented : chain.building.path.map(\.certificate))
+    }
+
+    /// One configuration judged with the system's default trust evaluation, whatever it stands for:
+    /// an app that leaves the server-trust challenge to the system gets no relief from
+    /// NSExceptionAllowsInsecureHTTPLoads (`AppTrustEvaluation.system`).
+    public static func judgedWithSystemTrust(_ configuration: ATSConfigurationProbe, probes: ATSProbes) -> ATSConfigurationResult {
+        let context = TrustContext(hostname: probes.domain, time: probes.time, publicTrust: !probes.privateAnchors)
+        let own = configuration.chain.map { chainFailures($0, context: context) }
+        let (pass, detail, failure) = judge(configuration, trustFailures: own?.findings ?? [], path: own?.path ?? [])
+        return ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass, detail: detail,
+                                      failure: failure, diagnostic: configuration.diagnostic)
     }
 
     /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and

@@ -4,14 +4,16 @@ import Yams
 /// `app:`, an iOS app's ATS rules for a target.
 extension ConfigurationParser {
     static let appKeys = ["bundle", "entry", "relies_on", "minimum_tls_version", "requires_forward_secrecy", "allows_insecure_http_loads",
-                          "arbitrary_loads", "requires_certificate_transparency", "afnetworking"]
+                          "arbitrary_loads", "requires_certificate_transparency", "afnetworking", "trust_evaluation"]
 
     /// `app:`, the ATS rules one iOS app gives the target (`tlsaudit app import` writes it): `bundle`
     /// (required), `entry` (the NSExceptionDomains key that applies), `relies_on` (its keys), and the
     /// effective rules, Apple's defaults when absent: `minimum_tls_version` (TLSv1.2),
     /// `requires_forward_secrecy` (true), `allows_insecure_http_loads`, `arbitrary_loads`,
     /// `requires_certificate_transparency` (false); `afnetworking`, the app's AFSecurityPolicy as a
-    /// `pins:` block in AFNetworking's form (mode, pins, allow_invalid_certificates, validates_domain_name).
+    /// `pins:` block in AFNetworking's form (mode, pins, allow_invalid_certificates, validates_domain_name);
+    /// `trust_evaluation`, how the app answers the server-trust challenge: `system` (the default),
+    /// `afnetworking` (implied by `afnetworking:`) or `accept-all`.
     mutating func appRules(_ node: Node) -> AppHostRules? {
         guard let mapping = section(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)",
                                     allowed: Self.appKeys, in: "app") else { return nil }
@@ -35,12 +37,21 @@ extension ConfigurationParser {
         if let value = mapping["allows_insecure_http_loads"], let flag = boolean(value) { rules.allowsInsecureHTTPLoads = flag }
         if let value = mapping["arbitrary_loads"], let flag = boolean(value) { rules.arbitraryLoads = flag }
         if let value = mapping["requires_certificate_transparency"], let flag = boolean(value) { rules.requiresCertificateTransparency = flag }
+        if let value = mapping["trust_evaluation"], let text = string(value, "system, afnetworking or accept-all") {
+            if let evaluation = AppTrustEvaluation(rawValue: text) { rules.trustEvaluation = evaluation }
+            else { report(value, "app trust_evaluation '\(text)': expected system (the default), afnetworking (with afnetworking:) or accept-all") }
+        }
         if let value = mapping["afnetworking"], let policy = pins(value) {
             if policy.mode == .none && !policy.allowInvalidCertificates || !policy.leafIdentities.isEmpty || !policy.caIdentities.isEmpty {
                 report(value, "app afnetworking: an AFSecurityPolicy (mode certificate or public-key with pins, or mode none with allow_invalid_certificates); NSPinnedDomains identities go in the target's pins:")
             } else {
                 rules.afnetworking = policy
             }
+        }
+        if rules.trustEvaluation == .afnetworking, rules.afnetworking == nil {
+            report(mapping["trust_evaluation"] ?? node, "app trust_evaluation: afnetworking needs the app's AFSecurityPolicy in afnetworking:")
+        } else if rules.afnetworking != nil, let declared = rules.trustEvaluation, declared != .afnetworking {
+            report(mapping["trust_evaluation"] ?? node, "app trust_evaluation: \(declared.rawValue) contradicts afnetworking: (the app's trust evaluation is AFNetworking's)")
         }
         return rules.derived
     }
