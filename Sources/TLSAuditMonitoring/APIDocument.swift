@@ -140,6 +140,10 @@ public enum APIDocument {
                 "configuration": ["type": "string"], "connects": ["type": "boolean"],
                 "reasons": ["type": "array", "items": ["type": "string"], "description": "Why the app does not connect (finding ids)."],
                 "detail": ["type": "string"],
+                "error": object([
+                    "code": ["type": "integer"], "name": ["type": "string"], "ssl_code": ["type": "integer"],
+                    "ssl_name": ["type": "string"], "source": ["type": "string"],
+                ], required: ["code", "name", "source"]).merging(["description": "What the app's load reports when it does not connect: the NSURLErrorDomain code and the kCFStreamErrorDomainSSL code Apple's logs show with it (docs/apple-rules.md section 7)."]) { $1 },
             ], required: ["bundle", "relies_on", "configuration", "connects", "reasons", "detail"]),
             "HistoryEntry": object([
                 "observation_id": ["type": "integer"], "target": ["type": "string"], "address": ["type": "string"],
