@@ -18,6 +18,8 @@
 #include <openssl/core_names.h>
 #include <openssl/ocsp.h>
 #include <openssl/ct.h>
+#include <openssl/pkcs12.h>
+#include <openssl/provider.h>
 #include <openssl/pkcs7.h>
 
 static const uint64_t tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT = SSL_OP_LEGACY_SERVER_CONNECT;
@@ -87,6 +89,7 @@ static inline STACK_OF(X509) *tlsaudit_sk_X509_new_null(void) { return sk_X509_n
 static inline int tlsaudit_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 static inline void tlsaudit_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
 static inline void tlsaudit_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
+static inline long tlsaudit_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add1_chain_cert(ctx, x); }
 
 static inline int tlsaudit_sk_GENERAL_NAME_num(const GENERAL_NAMES *sk) { return sk_GENERAL_NAME_num(sk); }
 static inline GENERAL_NAME *tlsaudit_sk_GENERAL_NAME_value(const GENERAL_NAMES *sk, int i) { return sk_GENERAL_NAME_value(sk, i); }

@@ -94,7 +94,7 @@ extension ProbeFailureCategory {
         case .dnsFailure, .connectionRefused, .connectTimeout, .networkUnreachable, .handshakeTimeout, .notTLS,
              .closedDuringHandshake, .starttlsNotOffered, .starttlsRefused, .starttlsUnexpectedReply, .starttlsTimeout:
             true
-        case .tlsAlert, .clientCertificateRequired, .handshakeFailed, .internalError:
+        case .tlsAlert, .clientCertificateRequired, .clientCertificateRejected, .handshakeFailed, .internalError:
             false
         }
     }

@@ -107,6 +107,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let tlsClientCertificateRequested: FindingID = "tls.client-certificate-requested"
     /// The server demands a client certificate and the client presented none it accepts.
     public static let tlsClientCertificateRequired: FindingID = "tls.client-certificate-required"
+    /// The client presented its certificate and the server refused it.
+    public static let tlsClientCertificateRejected: FindingID = "tls.client-certificate-rejected"
     public static let chainOrder: FindingID = "chain.order"
     public static let chainExtraCertificates: FindingID = "chain.extra-certificates"
     public static let chainRootSent: FindingID = "chain.root-sent"

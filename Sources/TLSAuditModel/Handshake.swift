@@ -191,6 +191,8 @@ public enum ProbeFailureCategory: String, Codable, Sendable, CaseIterable {
     case closedDuringHandshake = "closed-during-handshake"
     case tlsAlert = "tls-alert"
     case clientCertificateRequired = "client-certificate-required"
+    /// The client presented its certificate and the server refused it (an alert after its CertificateRequest).
+    case clientCertificateRejected = "client-certificate-rejected"
     case handshakeFailed = "handshake-failed"
     case internalError = "internal-error"
 
@@ -210,6 +212,7 @@ public enum ProbeFailureCategory: String, Codable, Sendable, CaseIterable {
         case .closedDuringHandshake: "closed during handshake"
         case .tlsAlert: "TLS alert from the server"
         case .clientCertificateRequired: "client certificate required"
+        case .clientCertificateRejected: "client certificate rejected"
         case .handshakeFailed: "handshake failed"
         case .internalError: "internal error"
         }

@@ -29,6 +29,9 @@ public struct ScanTarget: Hashable, Sendable {
     public var headersPath: String?
     /// Judged by one iOS app's ATS rules for this host (`app:`, written by `tlsaudit app import`), not a generic client's.
     public var app: AppHostRules?
+    /// The client identity presented when the server asks for a certificate (`client_identity:`);
+    /// nil takes the scan's (`ScanOptions.clientCredentials`).
+    public var clientCredentials: ClientCredentials?
 
     public struct ParseError: Error, CustomStringConvertible, Sendable {
         public var description: String

@@ -16,6 +16,8 @@ struct ATSCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
+    @OptionGroup var identity: ClientIdentityOptions
+
     @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
@@ -27,7 +29,8 @@ struct ATSCommand: ParsableCommand {
         let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
         options.ctLogs = try connection.trust.logs()
-        let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
+        options.clientCredentials = try identity.credentials()
+        let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
             if case .failure(let failure) = scanner.addresses(for: parsed) {

@@ -44,10 +44,14 @@ struct AppAuditCommand: ParsableCommand {
             decide (a pin.accepts-any-certificate warning). Each failing host names the error the app \
             logs (NSURLErrorDomain code, and the kCFStreamErrorDomainSSL code where Apple's logs show one). \
             An http:// host is judged as a plain HTTP load (-1022 unless its rules allow insecure loads).
+            --client-cert/--client-key or --client-p12: the app's client identity, presented where a \
+            server asks for a certificate (URLSession's client-certificate challenge); without it such a \
+            server fails with tls.client-certificate-required (-1206), with it refused with \
+            tls.client-certificate-rejected (-1205).
             Exit status: 0 every host connects and no exception is unneeded, 1 a host fails, an \
             exception (entry key or global key) is unneeded, or an app finding is an error (AFNetworking's \
             refusal of its policy, nothing pinned, a .cer that is not DER), 2 a host could not be reached \
-            or the app could not be read, 64 usage error. Plist domains probed by --probe-plist-domains \
+            or an input (the app, the client identity) could not be read, 64 usage error. Plist domains probed by --probe-plist-domains \
             never change it.
             """
     )
@@ -71,6 +75,8 @@ struct AppAuditCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
+    @OptionGroup var identity: ClientIdentityOptions
+
     @Option(help: ArgumentHelp(HelpLists.outputFormat))
     var format: OutputFormat = .text
 
@@ -89,13 +95,18 @@ struct AppAuditCommand: ParsableCommand {
 
     func run() throws {
         let bundle: AppBundle
-        do { bundle = try AppBundleReader.read(path: path) } catch { throw ValidationError(error.description) }
+        do { bundle = try AppBundleReader.read(path: path) } catch {
+            // Unreadable input is exit 2 (64 is for wrong flags): CI can tell the two apart.
+            StandardStream.error.write("tlsaudit: \(error.description)\n")
+            throw ExitCode(2)
+        }
         let policy = AppTransportSecurityPolicy(bundle.appTransportSecurity)
         let pinning = try afnetworking.map { try Self.securityPolicy($0, bundle: bundle) }
         let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
         options.ctLogs = try connection.trust.logs()
-        let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
+        options.clientCredentials = try identity.credentials()
+        let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)
 
         let selection = try hostOptions.auditHosts(for: policy, path: path, probePlistDomains: probePlistDomains)

@@ -43,6 +43,8 @@ struct AppImportCommand: ParsableCommand {
                                valueName: "mode"))
     var afnetworking: String?
 
+    @OptionGroup var identity: ClientIdentityOptions
+
     @Option(name: .customLong("trust-evaluation"), help: ArgumentHelp(
         "How the app answers the server-trust challenge, written as each target's app: trust_evaluation: system (the default), afnetworking (with --afnetworking) or accept-all.",
         valueName: "how"))
@@ -102,7 +104,7 @@ struct AppImportCommand: ParsableCommand {
         }
         let yaml = AppImport.configuration(policy, bundle: identifier, source: path, hosts: hosts, trust: trust, timeout: timeout,
                                            afnetworking: security, certificateFiles: certificateFiles,
-                                           trustEvaluation: trustEvaluation ?? .system)
+                                           trustEvaluation: trustEvaluation ?? .system, clientIdentity: clientIdentityYAML(absolute))
         if let output {
             do { try Data(yaml.utf8).write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
                 throw ValidationError("--output \(output): cannot write the file: \(error.localizedDescription)")
@@ -111,6 +113,18 @@ struct AppImportCommand: ParsableCommand {
         } else {
             StandardStream.output.write(yaml)
         }
+    }
+}
+
+extension AppImportCommand {
+    /// `client_identity:` as a YAML flow mapping of absolute paths (the password stays in its file).
+    func clientIdentityYAML(_ absolute: (String) -> String) -> String? {
+        if let certificate = identity.clientCert, let key = identity.clientKey {
+            return "{certificate: \(AppImport.quotedYAML(absolute(certificate))), key: \(AppImport.quotedYAML(absolute(key)))}"
+        }
+        guard let pkcs12 = identity.clientP12 else { return nil }
+        return "{pkcs12: \(AppImport.quotedYAML(absolute(pkcs12)))"
+            + (identity.clientP12PasswordFile.map { ", password_file: \(AppImport.quotedYAML(absolute($0)))" } ?? "") + "}"
     }
 }
 

@@ -74,6 +74,57 @@ struct JSONStyleOptions: ParsableArguments {
     var encoder: JSONDocumentEncoder { compact ? .tlsauditCompact : .tlsaudit }
 }
 
+/// The client identity presented to servers that ask for a certificate, as an app answers
+/// URLSession's client-certificate challenge: `--client-cert` and `--client-key` (PEM), or
+/// `--client-p12` (PKCS#12, with `--client-p12-password-file`).
+struct ClientIdentityOptions: ParsableArguments {
+    @Option(name: .customLong("client-cert"), help: ArgumentHelp("PEM client certificate (and chain) for servers that ask for one (mutual TLS).", valueName: "file"))
+    var clientCert: String?
+
+    @Option(name: .customLong("client-key"), help: ArgumentHelp("PEM private key of --client-cert.", valueName: "file"))
+    var clientKey: String?
+
+    @Option(name: .customLong("client-p12"), help: ArgumentHelp("The client identity as a PKCS#12 file (.p12/.pfx: key, certificate and chain), as an app bundles it; instead of --client-cert/--client-key.", valueName: "file"))
+    var clientP12: String?
+
+    @Option(name: .customLong("client-p12-password-file"), help: ArgumentHelp("File whose first line is the --client-p12 password (default: no password).", valueName: "file"))
+    var clientP12PasswordFile: String?
+
+    func validate() throws {
+        guard (clientCert == nil) == (clientKey == nil) else { throw ValidationError("--client-cert and --client-key go together.") }
+        if clientP12 != nil, clientCert != nil { throw ValidationError("--client-p12 or --client-cert/--client-key: give one identity.") }
+        if clientP12PasswordFile != nil, clientP12 == nil { throw ValidationError("--client-p12-password-file goes with --client-p12.") }
+    }
+
+    /// The identity given, nil when none; a password file that cannot be read exits 2 naming it.
+    func credentials() throws -> ClientCredentials? {
+        if let clientCert, let clientKey { return ClientCredentials(certificatePath: clientCert, keyPath: clientKey) }
+        guard let clientP12 else { return nil }
+        var password = ""
+        if let clientP12PasswordFile {
+            do {
+                let bytes = try InputLimits.read(clientP12PasswordFile, limit: 4096, what: "password file")
+                password = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            } catch {
+                StandardStream.error.write("tlsaudit: \(error.description)\n")
+                throw ExitCode(2)
+            }
+        }
+        return ClientCredentials(pkcs12Path: clientP12, password: password)
+    }
+}
+
+/// The scanner for a command that reaches servers: an input it cannot read (a client identity)
+/// exits 2 naming the file.
+func makeScanner(_ options: ScanOptions) throws -> TLSScanner {
+    do {
+        return try TLSScanner(options: options, judge: AddressAssessment.judge)
+    } catch {
+        StandardStream.error.write("tlsaudit: \(error)\n")
+        throw ExitCode(2)
+    }
+}
+
 /// `--connect-to`, `--ca-file` and `--timeout` for commands that reach one server.
 struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")

@@ -58,11 +58,7 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Which resolved addresses to probe: all, ipv4 or ipv6.")
     var addresses: AddressSelection = .all
 
-    @Option(name: .customLong("client-cert"), help: "PEM client certificate for servers that require mutual TLS.")
-    var clientCert: String?
-
-    @Option(name: .customLong("client-key"), help: "PEM private key of --client-cert.")
-    var clientKey: String?
+    @OptionGroup var identity: ClientIdentityOptions
 
     @Option(help: ArgumentHelp("Pin to check (repeatable): sha256/BASE64= SPKI pins (public-key mode), SHA-256 certificate fingerprints (certificate mode), or a certificate file (.cer/.der DER or .pem, as an app bundles it: the SPKI pin of each certificate in it, as pin --cert prints).",
                                discussion: "A mismatch is a pin.mismatch finding and exit status 1.", valueName: "pin-or-file"))
@@ -99,9 +95,6 @@ struct ScanCommand: ParsableCommand {
         }
         if let problem = SettingBounds.timeout.problem(timeout, name: "--timeout") { throw ValidationError(problem + ".") }
         if let problem = SettingBounds.concurrency.problem(concurrency, name: "--concurrency") { throw ValidationError(problem + ".") }
-        guard (clientCert == nil) == (clientKey == nil) else {
-            throw ValidationError("--client-cert and --client-key go together.")
-        }
         if let problem = pinPolicy.problem { throw ValidationError(problem) }
         for name in requestedChecks.unknown {
             throw ValidationError("--checks: '\(name)' is not a check (\(OptionalCheck.allCases.map(\.rawValue).joined(separator: ", ")))")
@@ -117,7 +110,7 @@ struct ScanCommand: ParsableCommand {
     func run() throws {
         let parsedTargets = try loadTargets()
         let trustStore = try trust.store(caFile: caFile, policy: policy ?? .default)
-        let credentials = clientCert.flatMap { cert in clientKey.map { ClientCredentials(certificatePath: cert, keyPath: $0) } }
+        let credentials = try identity.credentials()
         var options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
                                   clientCredentials: credentials, addresses: addresses,
                                   evaluationTime: at.flatMap(Timestamp.parse), revocation: revocation)

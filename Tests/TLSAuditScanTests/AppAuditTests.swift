@@ -126,7 +126,7 @@ struct AppAuditTests {
         #expect(!host.connects && host.pin == "mismatch" && host.reasons == ["pin.mismatch"], "\(host)")
     }
 
-    @Test("an .ipa with a binary Info.plist: the same answers as its XML plist; a hostile archive exits 64 naming the entry")
+    @Test("an .ipa with a binary Info.plist: the same answers as its XML plist; a hostile archive exits 2 naming the entry")
     func ipaWithBinaryPlist() throws {
         let leaf = try pki.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
         let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
@@ -149,15 +149,20 @@ struct AppAuditTests {
         #expect(status == 1, "an unneeded key exits 1")
         let hostile = try AppFixture.zip(at: directory + "/Evil.ipa", entries: [.init("Payload/Demo.app/../../evil", text: "x")])
         let refused = try CLI.run(["app", "audit", hostile, "--host", "a.test"])
-        #expect(refused.status == 64)
+        #expect(refused.status == 2, "unreadable input, not a usage error")
         #expect(refused.stderr.contains("Payload/Demo.app/../../evil"), "\(refused.stderr)")
     }
 
-    @Test("unreadable input exits 64 naming the file; an unreachable host exits 2")
+    @Test("unreadable input exits 2 naming the file (the app, a client identity); an unreachable host exits 2")
     func inputsAndUnreachable() throws {
         let missing = try CLI.run(["app", "audit", "/nonexistent/Info.plist", "--host", "a.test"])
-        #expect(missing.status == 64)
-        #expect(missing.stderr.contains("/nonexistent/Info.plist"))
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("/nonexistent/Info.plist") && !missing.stderr.contains("Usage:"), "\(missing.stderr)")
+        let garbage = try plist("")
+        let identity = pki.directory.appendingPathComponent("garbage-\(UUID().uuidString.prefix(8)).p12").path
+        try Data("not a PKCS#12 file".utf8).write(to: URL(fileURLWithPath: identity))
+        let badIdentity = try CLI.run(["app", "audit", garbage, "--host", "a.test", "--client-p12", identity])
+        #expect(badIdentity.status == 2 && badIdentity.stderr.contains(identity), "\(badIdentity.stderr)")
         let file = try plist("<key>NSAllowsArbitraryLoads</key><false/>")
         let port = try LabPorts.unusedPort()
         let (status, report, _) = try audit(file, hosts: ["gone.app.test:\(port)"])

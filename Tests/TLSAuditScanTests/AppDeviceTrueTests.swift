@@ -79,6 +79,60 @@ extension AppAuditTests {
         #expect(!ats.stdout.contains("fix on the server") && !ats.stdout.contains("oldest iOS that connects: Safari"), "\(ats.stdout)")
     }
 
+    /// `openssl pkcs12 -export` of the test client identity (`legacy`: RC2/3DES, as older exports and Keychain write it).
+    func pkcs12(legacy: Bool) throws -> (file: String, passwordFile: String) {
+        let file = pki.directory.appendingPathComponent("client-\(legacy ? "legacy" : "modern")-\(UUID().uuidString.prefix(6)).p12").path
+        let passwordFile = file + ".password"
+        try "s3cret pass\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["pkcs12", "-export", "-in", pki.clientCertificateFile, "-inkey", pki.clientKeyFile, "-out", file,
+                             "-passout", "file:" + passwordFile] + (legacy ? ["-legacy"] : [])
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "openssl pkcs12 -export")
+        return (file, passwordFile)
+    }
+
+    @Test("the app's client identity (PEM, PKCS#12, legacy PKCS#12) is presented and the server accepts it; one it does not trust is rejected (-1205)",
+          arguments: [TLSVersion.tls1_2, .tls1_3])
+    func clientIdentity(version: TLSVersion) throws {
+        let leaf = try pki.intermediate.issue(.server(Self.deviceNames, key: .rsa(bits: 2048)))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: version, maxVersion: version,
+                                                             clientCertificates: .required(trusting: pki.clientAuthority)))
+        defer { server.stop() }
+        let host = ["device.app.test:\(server.port)"]
+        let modern = try pkcs12(legacy: false)
+        let legacy = try pkcs12(legacy: true)
+        for identity in [["--client-cert", pki.clientCertificateFile, "--client-key", pki.clientKeyFile],
+                         ["--client-p12", modern.file, "--client-p12-password-file", modern.passwordFile],
+                         ["--client-p12", legacy.file, "--client-p12-password-file", legacy.passwordFile]] {
+            let run = try audit(try plist(""), hosts: host, extra: identity)
+            #expect(run.status == 0 && run.report.hosts.first?.connects == true, "\(identity): \(run.text)")
+            let ats = try CLI.run(["ats", host[0], "--connect-to", "127.0.0.1", "--ca-file", pki.rootFile, "--timeout", "3"] + identity)
+            #expect(ats.status == 0, "\(identity): \(ats.stdout)")
+        }
+        // A client certificate from a CA the server does not trust: presented, and refused.
+        var request = LabCertificateRequest(commonName: "stranger client")
+        request.extendedKeyUsage = "clientAuth"
+        let stranger = try pki.otherRoot.issue(request)
+        let certificate = pki.directory.appendingPathComponent("stranger-\(version.rawValue).pem").path
+        let key = certificate + ".key"
+        try stranger.pem.write(toFile: certificate, atomically: true, encoding: .utf8)
+        try stranger.key.pem.write(toFile: key, atomically: true, encoding: .utf8)
+        let refused = try audit(try plist(""), hosts: host, extra: ["--client-cert", certificate, "--client-key", key])
+        let refusedHost = try #require(refused.report.hosts.first)
+        #expect(refused.status == 1 && refusedHost.reasons == ["tls.client-certificate-rejected"] && refusedHost.error?.code == -1205,
+                "\(refusedHost)")
+        // A wrong PKCS#12 password is unreadable input: exit 2, naming the file.
+        let wrong = pki.directory.appendingPathComponent("wrong-password-\(version.rawValue)").path
+        try "not it\n".write(toFile: wrong, atomically: true, encoding: .utf8)
+        let badPassword = try CLI.run(["app", "audit", try plist(""), "--host", host[0], "--connect-to", "127.0.0.1",
+                                       "--client-p12", modern.file, "--client-p12-password-file", wrong])
+        #expect(badPassword.status == 2 && badPassword.stderr.contains(modern.file) && badPassword.stderr.contains("wrong password"),
+                "\(badPassword.stderr)")
+    }
+
     @Test("an RSA-1024 server: oldest iOS that connects is none, the chain failing the trust rules every iOS with ATS applies")
     func rsa1024OldestIOS() throws {
         let leaf = try pki.intermediate.issue(.server(Self.deviceNames, key: .rsa(bits: 1024)))

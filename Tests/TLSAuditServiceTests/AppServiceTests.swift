@@ -105,6 +105,70 @@ struct AppServiceTests {
                 "\(other.stdout)")
     }
 
+    @Test("app import + serve with the system's trust evaluation and the app's client identity: an mTLS server connects with the identity (client_identity:), an expired one under NSExceptionAllowsInsecureHTTPLoads does not, and status carries the error the app logs")
+    func importThenServeDeviceTrue() throws {
+        let lab = ServiceLab.shared
+        let names = ["mtls.bank.test", "expired.bank.test"]
+        let clientCA = try LabCertificateAuthority.selfSigned(.authority("bank client CA"))
+        var clientRequest = LabCertificateRequest(commonName: "bank app")
+        clientRequest.extendedKeyUsage = "clientAuth"
+        let client = try clientCA.issue(clientRequest)
+        let leaf = try lab.intermediate.issue(.server(names, key: .rsa(bits: 2048)))
+        var expiredRequest = LabCertificateRequest.server(names, key: .rsa(bits: 2048))
+        expiredRequest.notBefore = Date().addingTimeInterval(-90 * 86_400)
+        expiredRequest.notAfter = Date().addingTimeInterval(-86_400)
+        let expiredLeaf = try lab.intermediate.issue(expiredRequest)
+        let mtls = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate], clientCertificates: .required(trusting: clientCA)))
+        let expired = try LabTLSServer(LabServerConfiguration(chain: [expiredLeaf, lab.intermediate]))
+        defer { mtls.stop(); expired.stop() }
+        let workspace = try lab.workspace("app-device-true")
+        let certificate = workspace.appendingPathComponent("client.pem").path
+        let key = workspace.appendingPathComponent("client-key.pem").path
+        try client.pem.write(toFile: certificate, atomically: true, encoding: .utf8)
+        try client.key.pem.write(toFile: key, atomically: true, encoding: .utf8)
+        let plist = workspace.appendingPathComponent("Info.plist").path
+        try """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+            <key>CFBundleIdentifier</key><string>test.tlsaudit.bank</string>
+            <key>NSAppTransportSecurity</key><dict><key>NSExceptionDomains</key><dict>
+              <key>expired.bank.test</key><dict><key>NSExceptionAllowsInsecureHTTPLoads</key><true/></dict>
+            </dict></dict></dict></plist>
+            """.write(toFile: plist, atomically: true, encoding: .utf8)
+        let hosts = ["--host", "mtls.bank.test:\(mtls.port)", "--host", "expired.bank.test:\(expired.port)"]
+        let common = ["--connect-to", "127.0.0.1", "--ca-file", lab.rootFile, "--timeout", "3", "--client-cert", certificate, "--client-key", key]
+        let imported = workspace.appendingPathComponent("bank.yaml").path
+        let written = try Binary.run(["app", "import", plist, "--output", imported] + hosts + common)
+        #expect(written.status == 0, "\(written.stderr)")
+        let yaml = try String(contentsOfFile: imported, encoding: .utf8)
+        #expect(yaml.contains("client_identity: {certificate: \"\(certificate)\", key: \"\(key)\"}"), "\(yaml)")
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("serve.yaml").path
+        try ("database: \(database)\n" + yaml).write(toFile: config, atomically: true, encoding: .utf8)
+        let checked = try Binary.run(["check-config", config])
+        #expect(checked.status == 0, "\(checked.stdout)\(checked.stderr)")
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 20) }
+        var rows: [[String: Any]] = []
+        try service.wait("two app targets in status --tag", timeout: 60) {
+            let status = try Binary.run(["status", "--database", database, "--tag", "app:test.tlsaudit.bank", "--format", "json"])
+            rows = ((try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8))) as? [String: Any])?["targets"] as? [[String: Any]] ?? []
+            return rows.count == 2
+        }
+        let byTarget = Dictionary(uniqueKeysWithValues: rows.map { ($0["target"] as! String, $0) })
+        let mtlsRow = try #require(byTarget["mtls.bank.test:\(mtls.port)"], "\(rows)")
+        #expect(mtlsRow["compliant"] as? Bool == true && (mtlsRow["app"] as? [String: Any])?["connects"] as? Bool == true, "\(mtlsRow)")
+        let expiredApp = try #require(byTarget["expired.bank.test:\(expired.port)"]?["app"] as? [String: Any], "\(rows)")
+        #expect(expiredApp["connects"] as? Bool == false, "the system's evaluation refuses the expired chain: \(expiredApp)")
+        #expect((expiredApp["error"] as? [String: Any])?["code"] as? Int == -1200, "\(expiredApp)")
+
+        // A client_identity whose file is gone stops the configuration.
+        let broken = workspace.appendingPathComponent("broken.yaml").path
+        try yaml.replacingOccurrences(of: key, with: key + ".gone").write(toFile: broken, atomically: true, encoding: .utf8)
+        let refused = try Binary.run(["check-config", broken])
+        #expect(refused.status != 0 && (refused.stdout + refused.stderr).contains("client_identity key"), "\(refused.stdout)\(refused.stderr)")
+    }
+
     @Test("app import: the YAML on standard output is a valid configuration (hostile names stay text); usage errors exit 64 naming what is wrong")
     func importEdges() throws {
         let workspace = try ServiceLab.shared.workspace("app-import-edges")

@@ -121,7 +121,7 @@ public enum AppAudit {
                 host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects, reachable: true,
                 entry: effective.entry, rule: effective.reason, probe: outcome.probe, reasons: outcome.reasons, detail: outcome.detail,
                 pin: outcome.pin.map { $0.state == .mismatch ? "mismatch" : "match" }, pinMessage: outcome.pin?.message,
-                serverFixes: outcome.connects || outcome.reasons == [FindingID.tlsClientCertificateRequired.rawValue] ? [] : diagnostic.serverFixes,
+                serverFixes: outcome.connects || outcome.reasons.contains(where: { $0.hasPrefix("tls.client-certificate-") }) ? [] : diagnostic.serverFixes,
                 exceptionNeeded: needed ?? [:])
             host.error = outcome.error
             host.requested = probed.requested
@@ -297,8 +297,11 @@ public enum AppAudit {
             case .forwardSecrecy?: reasons = [FindingID.atsForwardSecrecy.rawValue]
             case .trust?: reasons = Set(trustErrors.map(\.id.rawValue)).sorted()
             case .handshake?, nil:
-                reasons = chosen?.failure?.category == .clientCertificateRequired
-                    ? [FindingID.tlsClientCertificateRequired.rawValue] : [FindingID.atsHandshake.rawValue]
+                reasons = switch chosen?.failure?.category {
+                case .clientCertificateRequired?: [FindingID.tlsClientCertificateRequired.rawValue]
+                case .clientCertificateRejected?: [FindingID.tlsClientCertificateRejected.rawValue]
+                default: [FindingID.atsHandshake.rawValue]
+                }
             }
             if reasons.isEmpty { reasons = [FindingID.atsTrust.rawValue] }
         } else if row == nil {

@@ -23,7 +23,8 @@ public enum AppImport {
     /// bundle's certificates saved beside the configuration) when given, else as pin values.
     public static func configuration(_ policy: AppTransportSecurityPolicy, bundle: String, source: String, hosts: [Host],
                                      trust: String?, timeout: Double?, afnetworking: PinPolicy? = nil,
-                                     certificateFiles: [String] = [], trustEvaluation: AppTrustEvaluation = .system) -> String {
+                                     certificateFiles: [String] = [], trustEvaluation: AppTrustEvaluation = .system,
+                                     clientIdentity: String? = nil) -> String {
         var out = "# Written by `tlsaudit app import` from \(source) (\(bundle)).\n"
         out += "# Each target is judged by the app's own ATS rules for its host (app:), as `tlsaudit app audit`\n"
         out += "# judges it; NSPinnedDomains pins are checked (pins:). Serve it as it is, or paste the group into tlsaudit.yaml.\n"
@@ -34,6 +35,7 @@ public enum AppImport {
         out += "    policy: ats-runtime\n"
         if let trust { out += "    trust: \(trust)\n" }
         if let timeout { out += "    timeout: \(DurationText.text(timeout))\n" }
+        if let clientIdentity { out += "    client_identity: \(clientIdentity)\n" }
         out += "    targets:\n"
         for host in hosts {
             let effective = policy.effectivePolicy(for: host.host)

@@ -65,6 +65,7 @@ public enum AppleLoadErrors {
         case .connectionRefused, .networkUnreachable: cannotConnect
         case .connectTimeout, .handshakeTimeout, .starttlsTimeout: timedOut
         case .clientCertificateRequired: clientCertificateRequired
+        case .clientCertificateRejected: clientCertificateRejected
         case .closedDuringHandshake: connectionLost
         case .notTLS, .starttlsNotOffered, .starttlsRefused, .starttlsUnexpectedReply: notTLS
         case .tlsAlert, .handshakeFailed, .internalError: secureConnectionFailed
@@ -82,6 +83,7 @@ public enum AppleLoadErrors {
         if let failure = reasons.lazy.compactMap(failureCategory).first { return error(for: failure) }
         if ids.contains(FindingID.atsInsecureHTTPLoad.rawValue) { return insecureHTTP }
         if ids.contains(FindingID.tlsClientCertificateRequired.rawValue) { return clientCertificateRequired }
+        if ids.contains(FindingID.tlsClientCertificateRejected.rawValue) { return clientCertificateRejected }
         if ids.contains(FindingID.pinAFNetworkingRefused.rawValue) || ids.contains(FindingID.pinNoPinnedCertificate.rawValue) { return cancelled }
         let chainRules: Set<String> = [FindingID.atsTrust.rawValue, FindingID.atsSignatureHash.rawValue, FindingID.atsKeySize.rawValue]
         if ids.contains(where: { $0.hasPrefix("ats.") && !chainRules.contains($0) }) { return secureConnectionFailed }

@@ -2,19 +2,6 @@ import COpenSSL
 import Foundation
 import TLSAuditModel
 
-/// A client certificate and key for servers that require mutual TLS.
-public struct ClientCredentials: Sendable, Hashable {
-    /// PEM file with the certificate (and its chain).
-    public var certificatePath: String
-    /// PEM file with the private key.
-    public var keyPath: String
-
-    public init(certificatePath: String, keyPath: String) {
-        self.certificatePath = certificatePath
-        self.keyPath = keyPath
-    }
-}
-
 /// One configured `SSL_CTX` per client profile, shared by every probe.
 final class ClientContext: @unchecked Sendable {
     // @unchecked: configured in init and never changed; OpenSSL allows SSL_new from many threads.
@@ -69,27 +56,94 @@ final class ClientContext: @unchecked Sendable {
                 && SSL_CTX_set_cipher_list(context, "ALL:COMPLEMENTOFALL:@SECLEVEL=0") == 1
                 && tlsaudit_SSL_CTX_set1_groups_list(context, "X25519:P-256:P-384:P-521:X448:ffdhe2048:ffdhe3072:ffdhe4096") == 1
         }
-        guard ok else {
-            SSL_CTX_free(context)
-            throw OpenSSLFailure("cannot configure the \(profile.rawValue) client profile")
-        }
+        // Every stored property is set: a throw from here on runs deinit, which frees the context.
+        guard ok else { throw OpenSSLFailure("cannot configure the \(profile.rawValue) client profile") }
         // Ask for a stapled OCSP response and for SCTs (as Apple clients do); permissive CT
         // validation only collects them, it never fails a handshake.
         _ = SSL_CTX_enable_ct(context, Int32(SSL_CT_VALIDATION_PERMISSIVE))
         _ = tlsaudit_SSL_CTX_set_tlsext_status_type(context, TLSEXT_STATUSTYPE_ocsp)
         OpenSSLErrors.clear()
-        if let credentials {
-            guard SSL_CTX_use_certificate_chain_file(context, credentials.certificatePath) == 1 else {
-                SSL_CTX_free(context)
-                throw OpenSSLFailure("cannot load client certificate \(credentials.certificatePath)")
+        if let credentials { try Self.load(credentials, into: context) }
+    }
+
+    /// Installs the client identity: a PEM certificate chain and key, or a PKCS#12 file as an app
+    /// bundles its identity for URLSession's client-certificate challenge (`SecPKCS12Import`).
+    static func load(_ credentials: ClientCredentials, into context: OpaquePointer) throws {
+        if let pkcs12Path = credentials.pkcs12Path {
+            try loadPKCS12(pkcs12Path, password: credentials.password ?? "", into: context)
+            return
+        }
+        guard let certificatePath = credentials.certificatePath, let keyPath = credentials.keyPath else {
+            throw OpenSSLFailure("a client identity needs a certificate and a key, or a PKCS#12 file")
+        }
+        guard SSL_CTX_use_certificate_chain_file(context, certificatePath) == 1 else {
+            throw OpenSSLFailure("cannot load client certificate \(certificatePath): \(OpenSSLErrors.drain().last?.text ?? "not a PEM certificate")")
+        }
+        guard SSL_CTX_use_PrivateKey_file(context, keyPath, SSL_FILETYPE_PEM) == 1, SSL_CTX_check_private_key(context) == 1 else {
+            throw OpenSSLFailure("cannot load client key \(keyPath) (or it does not match the certificate)")
+        }
+    }
+
+    /// A PKCS#12 file: its key, its certificate and the CA certificates it carries (sent as the
+    /// chain). Files encrypted with the legacy algorithms (RC2, 3DES: older exports, macOS Keychain)
+    /// need OpenSSL 3's legacy provider, which is loaded when the default one cannot read the file.
+    static func loadPKCS12(_ path: String, password: String, into context: OpaquePointer) throws {
+        let bytes: [UInt8]
+        do { bytes = try InputLimits.read(path, limit: InputLimits.certificateFileBytes, what: "PKCS#12 file") } catch {
+            throw OpenSSLFailure("cannot read client identity \(path): \(error)")
+        }
+        func parse() -> (OpaquePointer, OpaquePointer, OpaquePointer?)? {
+            var cursor: UnsafePointer<UInt8>? = nil
+            return bytes.withUnsafeBufferPointer { buffer -> (OpaquePointer, OpaquePointer, OpaquePointer?)? in
+                cursor = buffer.baseAddress
+                guard let p12 = d2i_PKCS12(nil, &cursor, buffer.count) else { return nil }
+                defer { PKCS12_free(p12) }
+                var key: OpaquePointer? = nil
+                var certificate: OpaquePointer? = nil
+                var chain: OpaquePointer? = nil
+                guard PKCS12_parse(p12, password, &key, &certificate, &chain) == 1, let key, let certificate else {
+                    if let key { EVP_PKEY_free(key) }
+                    if let certificate { X509_free(certificate) }
+                    return nil
+                }
+                return (key, certificate, chain)
             }
-            guard SSL_CTX_use_PrivateKey_file(context, credentials.keyPath, SSL_FILETYPE_PEM) == 1,
-                  SSL_CTX_check_private_key(context) == 1 else {
-                SSL_CTX_free(context)
-                throw OpenSSLFailure("cannot load client key \(credentials.keyPath) (or it does not match the certificate)")
+        }
+        OpenSSLErrors.clear()
+        var parsed = parse()
+        if parsed == nil, OpenSSLLegacyProvider.load() { parsed = parse() }
+        guard let (key, certificate, chain) = parsed else {
+            throw OpenSSLFailure("cannot read client identity \(path): not a PKCS#12 file, a wrong password (--client-p12-password-file), or no key and certificate in it (\(OpenSSLErrors.drain().last?.text ?? "PKCS12_parse failed"))")
+        }
+        defer {
+            EVP_PKEY_free(key)
+            X509_free(certificate)
+            if let chain { tlsaudit_sk_X509_pop_free(chain) }
+        }
+        guard SSL_CTX_use_certificate(context, certificate) == 1, SSL_CTX_use_PrivateKey(context, key) == 1,
+              SSL_CTX_check_private_key(context) == 1 else {
+            throw OpenSSLFailure("cannot use client identity \(path): its key does not match its certificate")
+        }
+        if let chain {
+            for index in 0..<tlsaudit_sk_X509_num(chain) {
+                guard let ca = tlsaudit_sk_X509_value(chain, index) else { continue }
+                _ = tlsaudit_SSL_CTX_add1_chain_cert(context, ca)
             }
         }
     }
 
     deinit { SSL_CTX_free(pointer) }
+}
+
+/// OpenSSL 3's legacy provider (RC2, 3DES-era PKCS#12 encryption), loaded once beside the default
+/// provider when a file needs it.
+enum OpenSSLLegacyProvider {
+    private static let loaded: Bool = {
+        // The default provider stays available: loading another one explicitly would otherwise replace it.
+        _ = OSSL_PROVIDER_load(nil, "default")
+        return OSSL_PROVIDER_load(nil, "legacy") != nil
+    }()
+
+    /// Loads it (once); false when this libcrypto has none.
+    static func load() -> Bool { loaded }
 }

@@ -90,7 +90,7 @@ public final class Enumerator: Sendable {
         let timeout = target.timeout ?? scanner.options.timeout
         do {
             let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
-            return HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: contexts[profile]!,
+            return HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: try scanner.context(profile, for: target),
                                             deadline: Deadline(after: timeout), timeout: timeout, override: override,
                                             inspect: inspect)
         } catch {

@@ -160,9 +160,10 @@ enum HandshakeProbe {
             embedded: presented.first.map { ReceivedSCT.embedded(in: $0).count } ?? 0,
             tlsExtension: delivered.count { $0.origin == .tlsExtension }, ocsp: delivered.count { $0.origin == .ocsp })
 
-        if trace.certificateRequested, !context.presentsClientCertificate,
+        if trace.certificateRequested,
            let refusal = clientCertificateRefusal(ssl: ssl, socket: socket, trace: trace, deadline: deadline,
-                                                  handshakeTime: ContinuousClock.now - began) {
+                                                  handshakeTime: ContinuousClock.now - began,
+                                                  presented: context.presentsClientCertificate) {
             return HandshakeAttempt(observation: observation, failure: refusal, presented: presented,
                                     stapledResponse: stapled, deliveredSCTs: delivered)
         }
@@ -259,8 +260,9 @@ enum HandshakeProbe {
     /// completed TLS 1.2 handshake already says "optional"). The answer is awaited for twice the
     /// handshake's own time (at least 50 ms, at most a second): the refusal comes within it, and a
     /// server that sends its tickets says at once that it went on.
+    /// With `presented`, the client sent its own certificate, and a refusal is a rejection of it.
     static func clientCertificateRefusal(ssl: OpaquePointer, socket: TCPSocket, trace: HandshakeTrace,
-                                         deadline: Deadline, handshakeTime: Duration) -> ProbeFailure? {
+                                         deadline: Deadline, handshakeTime: Duration, presented: Bool = false) -> ProbeFailure? {
         guard SSL_version(ssl) == TLS1_3_VERSION else { return nil }
         let handshakeSeconds = handshakeTime.seconds
         let shortWait = Deadline(after: min(1.0, max(0.05, 2 * handshakeSeconds), Double(deadline.remainingMilliseconds) / 1000))
@@ -281,12 +283,23 @@ enum HandshakeProbe {
             let alert = trace.receivedAlert ?? errors.compactMap(\.receivedAlert).last
             if error == SSL_ERROR_ZERO_RETURN, alert == nil { return nil }
             let name = alert.map(OpenSSLErrors.alertName)
+            if presented {
+                return ProbeFailure(.clientCertificateRejected,
+                                    "the server asked for a client certificate and refused the one presented"
+                                        + (name.map { " with alert \($0)" } ?? ""),
+                                    alert: name)
+            }
             return ProbeFailure(.clientCertificateRequired,
                                 "the server asked for a client certificate and, given none, ended the connection"
                                     + (name.map { " with alert \($0)" } ?? ""),
                                 alert: name)
         }
     }
+
+    /// The alerts a server sends about the client's certificate: bad_certificate, unsupported_certificate,
+    /// certificate_revoked, certificate_expired, certificate_unknown, unknown_ca, access_denied,
+    /// decrypt_error (a signature that does not verify), certificate_required.
+    static let certificateRefusalAlerts: Set<Int32> = [42, 43, 44, 45, 46, 48, 49, 51, 116]
 
     static func classifyFailure(error: Int32, errno code: Int32, errors: [OpenSSLErrorEntry], trace: HandshakeTrace,
                                 context: ClientContext) -> ProbeFailure {
@@ -295,6 +308,10 @@ enum HandshakeProbe {
         if let alert {
             let name = OpenSSLErrors.alertName(alert)
             // 116 = certificate_required (TLS 1.3); TLS 1.2 servers send handshake_failure or bad_certificate.
+            if trace.certificateRequested, context.presentsClientCertificate, Self.certificateRefusalAlerts.contains(alert) {
+                return ProbeFailure(.clientCertificateRejected,
+                                    "the server refused the client certificate presented (it sent alert \(name))", alert: name)
+            }
             if alert == 116 || (trace.certificateRequested && !context.presentsClientCertificate) {
                 return ProbeFailure(.clientCertificateRequired,
                                     "the server requires a client certificate (it sent alert \(name))", alert: name)

@@ -63,6 +63,9 @@ public final class TLSScanner: Sendable {
     let judge: AddressJudge
     /// One configured client context per ClientHello profile (the enumerator uses them too).
     let contexts: [ClientProfile: ClientContext]
+    /// Contexts for targets with a client identity of their own (`ScanTarget.clientCredentials`),
+    /// made on first use.
+    private let identityContexts = Mutex<[ClientCredentials: [ClientProfile: ClientContext]]>([:])
 
     public init(options: ScanOptions, judge: @escaping AddressJudge) throws {
         ignoreSIGPIPE
@@ -73,6 +76,22 @@ public final class TLSScanner: Sendable {
             contexts[profile] = try ClientContext(profile: profile, credentials: options.clientCredentials)
         }
         self.contexts = contexts
+    }
+
+    /// The context for `profile` that presents `target`'s client identity (the scan's when it has none).
+    func context(_ profile: ClientProfile, for target: ScanTarget) throws(ProbeFailure) -> ClientContext {
+        guard let credentials = target.clientCredentials, credentials != options.clientCredentials else { return contexts[profile]! }
+        let made: Result<ClientContext, ProbeFailure> = identityContexts.withLock { cache in
+            if let known = cache[credentials]?[profile] { return .success(known) }
+            do {
+                let context = try ClientContext(profile: profile, credentials: credentials)
+                cache[credentials, default: [:]][profile] = context
+                return .success(context)
+            } catch {
+                return .failure(ProbeFailure(.internalError, "cannot load the client identity \(credentials.label): \(error)"))
+            }
+        }
+        return try made.get()
     }
 
     /// Scans every target, `options.concurrency` addresses at a time. `progress` is called
@@ -192,7 +211,7 @@ public final class TLSScanner: Sendable {
         do {
             let socket = try TCPSocket.open(to: address, target: target, deadline: Deadline(after: timeout), timeout: timeout)
             handshakeDeadline = Deadline(after: timeout)
-            attempt = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: contexts[firstProfile]!,
+            attempt = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni, context: try context(firstProfile, for: target),
                                                deadline: handshakeDeadline, timeout: timeout)
         } catch {
             attempt = .failed(error)
@@ -203,7 +222,7 @@ public final class TLSScanner: Sendable {
             do {
                 let socket = try TCPSocket.open(to: address, target: target, deadline: handshakeDeadline, timeout: timeout)
                 let permissive = HandshakeProbe.handshake(socket: socket, address: address, sni: target.sni,
-                                                          context: contexts[.permissive]!, deadline: handshakeDeadline,
+                                                          context: try context(.permissive, for: target), deadline: handshakeDeadline,
                                                           timeout: timeout)
                 if permissive.observation != nil {
                     atsRefusal = failure.description

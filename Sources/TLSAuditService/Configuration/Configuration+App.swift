@@ -1,3 +1,4 @@
+import Foundation
 import TLSAuditCore
 import Yams
 
@@ -14,6 +15,33 @@ extension ConfigurationParser {
     /// `pins:` block in AFNetworking's form (mode, pins, allow_invalid_certificates, validates_domain_name);
     /// `trust_evaluation`, how the app answers the server-trust challenge: `system` (the default),
     /// `afnetworking` (implied by `afnetworking:`) or `accept-all`.
+    /// `client_identity: {certificate: PEM, key: PEM}` or `{pkcs12: FILE, password_file: FILE}`: the
+    /// identity presented when a server asks for a client certificate (as an app answers
+    /// URLSession's client-certificate challenge). Files that cannot be read stop the configuration.
+    mutating func clientIdentity(_ node: Node) -> ClientCredentials? {
+        let expected = "'client_identity' must be a mapping with 'certificate' and 'key' (PEM), or 'pkcs12' (and 'password_file')"
+        guard let mapping = section(node, expected, allowed: ["certificate", "key", "pkcs12", "password_file"], in: "client_identity") else { return nil }
+        func readable(_ key: String) -> String? {
+            guard let value = mapping[key], let path = string(value, "a file path").map(absolutePath) else { return nil }
+            if !FileManager.default.isReadableFile(atPath: path) { report(value, "client_identity \(key) \(path) cannot be read") }
+            return path
+        }
+        if mapping["pkcs12"] != nil {
+            if mapping["certificate"] != nil || mapping["key"] != nil { report(node, "client_identity takes 'pkcs12' or 'certificate' and 'key', not both") }
+            guard let pkcs12 = readable("pkcs12") else { return nil }
+            var password = ""
+            if let passwordFile = readable("password_file"), let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) {
+                password = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            }
+            return ClientCredentials(pkcs12Path: pkcs12, password: password)
+        }
+        guard let certificate = readable("certificate"), let key = readable("key") else {
+            if mapping["certificate"] == nil || mapping["key"] == nil { report(node, expected) }
+            return nil
+        }
+        return ClientCredentials(certificatePath: certificate, keyPath: key)
+    }
+
     mutating func appRules(_ node: Node) -> AppHostRules? {
         guard let mapping = section(node, "'app' must be a mapping with 'bundle' and the app's ATS rules for the target (tlsaudit app import writes it)",
                                     allowed: Self.appKeys, in: "app") else { return nil }

@@ -67,6 +67,8 @@ public struct TargetConfiguration: Sendable, Hashable {
     public var headersPath: String?
     /// Judged by one iOS app's ATS rules for this host (`app:`, as `tlsaudit app import` writes it).
     public var app: AppHostRules?
+    /// The client identity presented when the server asks for a certificate (`client_identity:`).
+    public var clientCredentials: ClientCredentials?
 
     public init(key: String, host: String, port: Int, sni: String?, addresses: AddressSetting, interval: Double,
                 timeout: Double, policy: CompliancePolicy, trust: TrustSetting, tags: [String], group: String?,
@@ -106,6 +108,7 @@ public struct TargetConfiguration: Sendable, Hashable {
         target.checks = checks
         target.headersPath = headersPath
         target.app = app
+        target.clientCredentials = clientCredentials
         return target
     }
 }
@@ -113,7 +116,7 @@ public struct TargetConfiguration: Sendable, Hashable {
 /// `targets:`, `groups:` and `defaults:`: the settings a target inherits and how each resolves.
 extension ConfigurationParser {
     static let settingKeys = ["port", "sni", "addresses", "interval", "timeout", "policy", "trust", "tags", "pins", "revocation", "aia_fetch",
-                              "vantage", "starttls", "checks", "headers_path", "app"]
+                              "vantage", "starttls", "checks", "headers_path", "app", "client_identity"]
     static let targetKeys = ["host", "name"] + settingKeys
     static let groupKeys = ["name", "targets"] + settingKeys
 
@@ -135,6 +138,7 @@ extension ConfigurationParser {
         var checks: Set<OptionalCheck>?
         var headersPath: String?
         var app: AppHostRules?
+        var clientCredentials: ClientCredentials?
         /// The port and the policy came from `defaults:`, which are for HTTPS targets: a STARTTLS
         /// target takes its protocol's port and the trust policy instead.
         var portFromDefaults = false
@@ -147,7 +151,7 @@ extension ConfigurationParser {
                      policy: other.policy ?? policy, trust: other.trust ?? trust, tags: tags + other.tags,
                      pins: other.pins ?? pins, revocation: other.revocation ?? revocation, aiaFetch: other.aiaFetch ?? aiaFetch,
                      vantages: other.vantages ?? vantages, starttls: other.starttls ?? starttls, checks: other.checks ?? checks, headersPath: other.headersPath ?? headersPath,
-                     app: other.app ?? app,
+                     app: other.app ?? app, clientCredentials: other.clientCredentials ?? clientCredentials,
                      portFromDefaults: other.port == nil && portFromDefaults, policyFromDefaults: other.policy == nil && policyFromDefaults)
         }
     }
@@ -258,6 +262,7 @@ extension ConfigurationParser {
                                    pins: resolved.pins, revocation: resolved.revocation ?? SettingBounds.revocation,
                                    aiaFetch: resolved.aiaFetch ?? false, vantages: resolved.vantages ?? .any, starttls: starttls,
                                    checks: resolved.checks ?? [], headersPath: resolved.headersPath)
+        configured.clientCredentials = resolved.clientCredentials
         if let app = resolved.app {
             configured.app = app
             // The app's tag names the app in status, reports, the API and the metrics.
@@ -287,6 +292,7 @@ extension ConfigurationParser {
         }
         if let node = mapping["pins"] { settings.pins = pins(node) }
         if let node = mapping["app"] { settings.app = appRules(node) }
+        if let node = mapping["client_identity"] { settings.clientCredentials = clientIdentity(node) }
         if let node = mapping["vantage"] { settings.vantages = vantages(node) }
         if let node = mapping["checks"] {
             let names: [Node] = if case .sequence(let sequence) = node { Array(sequence) } else { [node] }
