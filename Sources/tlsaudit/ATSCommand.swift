@@ -134,7 +134,7 @@ struct ATSCommand: ParsableCommand {
         if let error = diagnostics.error { out += "an app with default ATS logs: \(error)\n" }
         if let anchors = diagnostics.anchors { out += "anchors: \(anchors)\n" }
         let noneReason = diagnostics.clientCertificateRequired ? "the server demands a client certificate the client simulation cannot present"
-            : diagnostics.trustProblems.isEmpty ? nil : "the chain fails Apple's trust rules, which every iOS with ATS applies"
+            : diagnostics.oldestIosNote
         if let line = ATSDiagnostics.oldestIOSLine(diagnostics.iosClients, oldest: diagnostics.oldestConnectingIos, reason: noneReason) {
             out += line + "\n"
         }

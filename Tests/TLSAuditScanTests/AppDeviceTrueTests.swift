@@ -140,7 +140,8 @@ extension AppAuditTests {
         defer { server.stop() }
         let ats = try CLI.run(["ats", "device.app.test:\(server.port)", "--connect-to", "127.0.0.1", "--ca-file", pki.rootFile, "--timeout", "3"])
         #expect(ats.status == 1)
-        #expect(ats.stdout.contains("oldest iOS that connects: none (the chain fails Apple's trust rules"), "\(ats.stdout)")
+        #expect(ats.stdout.contains("oldest iOS that connects: none (the chain fails ATS's certificate rules, which every iOS with ATS applies (iOS 9 and later))"),
+                "\(ats.stdout)")
         let run = try audit(try plist(""), hosts: ["device.app.test:\(server.port)"])
         #expect(run.report.hosts.first?.oldestConnectingIos == nil, "\(run.report.hosts)")
     }
@@ -232,6 +233,13 @@ extension AppAuditTests {
         let advice = try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(json.stdout.utf8))
         #expect(!advice.exception.isEmpty, "\(scenario): \(advice.appSide)")
         #expect(advice.error != nil, "\(scenario): an app with default ATS fails, and the error is named")
+        if scenario == "tls10" {
+            // Apple's deprecation of TLS 1.0/1.1 travels with the advice and the dictionary.
+            #expect(advice.appSide.contains("deprecated since iOS 15") && advice.infoPlist?.contains("<!-- TLSv1.0: deprecated since iOS 15") == true,
+                    "\(advice.appSide)\n\(advice.infoPlist ?? "")")
+            let bare = try audit(try plist(""), hosts: [target])
+            #expect(bare.report.correctedDictionary.contains("<!-- TLSv1.0: deprecated since iOS 15"), "\(bare.report.correctedDictionary)")
+        }
         if scenario == "expired" {
             #expect(advice.appTrustEvaluation == "afnetworking public-key,allow-invalid-certificates" && !advice.appSide.contains("certificate pinned"),
                     "public-key mode, never certificate mode, for an expired server: \(advice.appSide)")
@@ -249,6 +257,10 @@ extension AppAuditTests {
         }
         let applied = try audit(try app(ats, certificates: [("server.cer", leaf)]), hosts: [target], extra: extra)
         let host = try #require(applied.report.hosts.first)
+        if scenario == "tls10" {
+            // Old iOS under the app's TLS 1.0 exception: the oldest client with ATS (iOS 9) that negotiates TLS 1.0 or newer.
+            #expect(host.oldestConnectingIos?.contains("iOS 9") == true, "\(String(describing: host.oldestConnectingIos))")
+        }
         #expect(host.connects, "\(scenario): ats advised \(advice.exception) \(advice.appTrustEvaluation ?? "with the system's evaluation"), app audit says \(applied.text)")
     }
 }

@@ -126,7 +126,12 @@ public enum AppAudit {
             host.error = outcome.error
             host.requested = probed.requested
             host.afnetworking = outcome.afnetworking
-            host.oldestConnectingIos = diagnostic.oldestConnectingIos.map { "\($0.client): \($0.summary)" }
+            // The oldest iOS with ATS whose client connects under the app's own rules for the host.
+            if outcome.connects, let clients = diagnostic.iosClients {
+                host.oldestConnectingIos = IOSVersionRules.oldest(clients, chainFailures: [], minimumTLSVersion: effective.minimumTLSVersion,
+                                                                  forwardSecrecy: effective.requiresForwardSecrecy).client
+                    .map { "\($0.client): \($0.summary)" }
+            }
             judged.append(host)
         }
 
@@ -440,6 +445,9 @@ public enum AppAudit {
         if !domains.isEmpty {
             out += "  <key>NSExceptionDomains</key>\n  <dict>\n"
             for (domain, keys) in domains {
+                if let version = keys.first(where: { $0.0 == "NSExceptionMinimumTLSVersion" })?.1, version == "TLSv1.0" || version == "TLSv1.1" {
+                    out += "    <!-- \(version): deprecated since iOS 15, iPadOS 15 and macOS 12, and Apple will remove it: fix the server -->\n"
+                }
                 out += "    <key>\(domain)</key>\n    <dict>\n"
                 for (key, value) in keys { out += ATSDiagnostics.plistEntry(key, value, indent: "      ") }
                 out += "    </dict>\n"

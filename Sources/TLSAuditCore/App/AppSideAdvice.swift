@@ -25,10 +25,16 @@ extension ATSDiagnostics {
             recommendation = "\(currentClients). In the app: \(appSide)"
             return
         }
-        if !trustProblems.isEmpty { oldestConnectingIos = nil }
+        let context = TrustContext(hostname: domain, time: probes.time, publicTrust: !probes.privateAnchors)
+        let chainFailures = probes.configurations.lazy.compactMap(\.chain).first.map { Self.chainFailures($0, context: context).findings } ?? []
+        if let clients = iosClients {
+            let oldest = IOSVersionRules.oldest(clients, chainFailures: chainFailures, minimumTLSVersion: .tls1_2, forwardSecrecy: true)
+            oldestConnectingIos = oldest.client
+            oldestIosNote = oldest.reason
+        }
         guard exitCode != 0 else { return }
         if let keys = AppAudit.smallestException(base, probes: probes, diagnostics: self, host: domain) {
-            appSide = "the smallest exception that works: " + Self.keys(keys)
+            appSide = "the smallest exception that works: " + Self.keys(keys) + (Self.legacyTLSNote(keys).map { "; " + $0 } ?? "")
             exception = keys
             infoPlist = Self.plist(domain: domain, exception: keys)
         } else if Self.arbitraryLoadsConnect(base, probes: probes, diagnostics: self) {
@@ -53,6 +59,12 @@ extension ATSDiagnostics {
             infoPlist = nil
         }
         recommendation = "\(currentClients). Fix on the server: \(serverFixes.first ?? "see the matrix"). In the app: \(appSide)"
+    }
+
+    /// Apple's deprecation of TLS 1.0 and 1.1, for an exception that allows them.
+    static func legacyTLSNote(_ keys: [String: String]) -> String? {
+        guard let version = keys["NSExceptionMinimumTLSVersion"], version == "TLSv1.0" || version == "TLSv1.1" else { return nil }
+        return "\(version) is deprecated since iOS 15, iPadOS 15 and macOS 12 and Apple will remove it (Apple, 2021); fix the server rather than rely on it"
     }
 
     /// An app with NSAllowsArbitraryLoads (ATS off for the host, the system's trust evaluation) connects.

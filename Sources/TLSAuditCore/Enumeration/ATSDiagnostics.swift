@@ -101,13 +101,15 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public var appPin: String?
     /// Set when the operator's own anchors judged the chain: the verdict holds only on devices that trust that root.
     public var anchors: String?
+    /// Why no iOS connects, when `oldest_connecting_ios` is absent though the clients were simulated.
+    public var oldestIosNote: String?
 
     /// `oldest iOS that connects: Safari 9 iOS 9 (TLSv1.2 ...)`, or that none of them does; nil when
     /// the iOS clients were not simulated.
     public static func oldestIOSLine(_ clients: [ClientSimulationResult]?, oldest: ClientSimulationResult?, reason: String? = nil) -> String? {
         guard let clients, !clients.isEmpty else { return nil }
         if let reason { return "oldest iOS that connects: none (\(reason))" }
-        let scope = "of \(clients.count) iOS clients simulated from their ClientHellos; handshake and key sizes only, README Client simulation"
+        let scope = "of \(clients.count) iOS clients simulated from their ClientHellos, with ATS's and each version's trust rules (iOS 9 and later), docs/apple-rules.md section 8"
         guard let oldest else { return "oldest iOS that connects: none (\(scope))" }
         return "oldest iOS that connects: \(oldest.client) (\(oldest.summary); \(scope))"
     }
@@ -228,6 +230,9 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
             return "<key>NSAppTransportSecurity</key>\n<dict>\n  <key>NSAllowsArbitraryLoads</key>\n  <true/>\n</dict>\n"
         }
         var out = "<key>NSAppTransportSecurity</key>\n<dict>\n  <key>NSExceptionDomains</key>\n  <dict>\n"
+        if let version = exception["NSExceptionMinimumTLSVersion"], version == "TLSv1.0" || version == "TLSv1.1" {
+            out += "    <!-- \(version): deprecated since iOS 15, iPadOS 15 and macOS 12, and Apple will remove it: fix the server -->\n"
+        }
         out += "    <key>\(domain)</key>\n    <dict>\n"
         for key in exception.keys.sorted() { out += plistEntry(key, exception[key]!, indent: "      ") }
         out += "    </dict>\n  </dict>\n</dict>\n"

@@ -1,0 +1,61 @@
+/// What an app's URLSession load required on each iOS version, for "oldest iOS that connects"
+/// (docs/apple-rules.md section 8): the handshake the version's client makes (the client table's
+/// simulation), the app's ATS rules for the host (iOS 9 and later), and the trust rules as that
+/// version applied them. A chain failure that no version forgives (expired, untrusted, wrong name)
+/// means no version connects.
+public enum IOSVersionRules {
+    /// A trust rule that began with an iOS version.
+    public struct Rule: Sendable {
+        /// The findings it stands for.
+        public var findings: Set<FindingID>
+        /// The first iOS version that applies it to an app's loads.
+        public var since: [Int]
+        public var source: String
+    }
+
+    /// ATS arrived with iOS 9: the rules an app with ATS on applies from then on.
+    public static let atsSince = [9]
+
+    public static let rules: [Rule] = [
+        Rule(findings: [.atsSignatureHash, .atsKeySize], since: atsSince,
+             source: "App Transport Security (iOS 9): SHA-256 or better, RSA 2048 / ECC 256 bits or more (NSAppTransportSecurity)"),
+        Rule(findings: [.trustCertificateTransparency], since: [12, 1, 1],
+             source: "Apple's Certificate Transparency policy, enforced from iOS 12.1.1 (Apple support HT205280)"),
+        Rule(findings: [.trustEKU, .trustLifetime], since: [13],
+             source: "Requirements for trusted certificates in iOS 13 and macOS 10.15 (Apple support HT210176): serverAuth EKU, at most 825 days; 398 days for certificates issued from 2020-09-01 (HT211025)"),
+    ]
+
+    /// The version a client stands for: its iOS version, or the current one for the modelled client.
+    static func version(of client: ClientSimulationResult) -> [Int]? {
+        SimulatedClientRegistry.client(short: client.short).flatMap { $0.iOSVersion ?? ($0.isIOS ? [Int.max] : nil) }
+    }
+
+    /// The oldest iOS with ATS whose client connects to the server under the app's rules, or why none does.
+    /// - Parameters:
+    ///   - clients: the client table's iOS clients, simulated from their ClientHellos.
+    ///   - chainFailures: the chain's failures of Apple's trust rules under the current iOS (empty
+    ///     when the app evaluates trust itself, or the chain passes).
+    ///   - minimumTLSVersion, forwardSecrecy: the app's ATS rules for the host.
+    public static func oldest(_ clients: [ClientSimulationResult], chainFailures: [Finding], minimumTLSVersion: TLSVersion,
+                              forwardSecrecy: Bool) -> (client: ClientSimulationResult?, reason: String?) {
+        let gated = Set(rules.flatMap(\.findings))
+        let permanent = chainFailures.filter { !gated.contains($0.id) }
+        if let first = permanent.first {
+            return (nil, "the chain fails a trust rule every iOS applies (\(first.id))")
+        }
+        let ordered = clients.filter { version(of: $0).map { !$0.lexicographicallyPrecedes(atsSince) } ?? false }
+            .sorted { version(of: $0)!.lexicographicallyPrecedes(version(of: $1)!) }
+        for client in ordered where client.connects {
+            let clientVersion = version(of: client)!
+            let applying = rules.filter { !clientVersion.lexicographicallyPrecedes($0.since) }.flatMap(\.findings)
+            guard !chainFailures.contains(where: { applying.contains($0.id) }) else { continue }
+            guard let negotiated = client.protocolVersion.flatMap(TLSVersion.init(rawValue:)), negotiated >= minimumTLSVersion else { continue }
+            if forwardSecrecy, client.group?.hasPrefix("RSA") == true { continue }
+            return (client, nil)
+        }
+        if chainFailures.contains(where: { $0.id == .atsSignatureHash || $0.id == .atsKeySize }) {
+            return (nil, "the chain fails ATS's certificate rules, which every iOS with ATS applies (iOS 9 and later)")
+        }
+        return (nil, ordered.isEmpty ? "no iOS client with ATS was simulated" : "no iOS client with ATS (iOS 9 and later) connects under the app's rules")
+    }
+}
