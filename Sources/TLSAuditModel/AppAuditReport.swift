@@ -107,6 +107,9 @@ public struct AppAuditReport: Codable, Sendable {
         public var hosts: [String]
         /// What the audit concluded, in a sentence.
         public var note: String
+        /// `NSAllowsArbitraryLoads` needed only for some hosts: the per-domain entries (host -> keys)
+        /// under which those hosts connect without it; the corrected dictionary uses them instead.
+        public var replacement: [String: [String: String]]?
 
         public init(key: String, value: String, status: Status, hosts: [String], note: String) {
             self.key = key

@@ -100,7 +100,7 @@ extension AppAuditTests {
         #expect(missing.status == 64 && missing.stderr.contains("needs --afnetworking"), "\(missing.stderr)")
     }
 
-    @Test("global NSAllowsArbitraryLoads: unneeded for an ATS-compliant server (exit 1, dropped from the dictionary), needed for a TLS 1.0-only one; the media key is not judged")
+    @Test("global NSAllowsArbitraryLoads: unneeded for an ATS-compliant server (exit 1, dropped from the dictionary), needed for a TLS 1.0-only one (replaced by a per-domain entry in the dictionary); the media key is not judged")
     func globalKeys() throws {
         let (modern, leaf) = try server()
         let legacy = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_0, maxVersion: .tls1_0,
@@ -120,7 +120,16 @@ extension AppAuditTests {
         #expect(needed.report.hosts.first?.connects == true && needed.report.hosts.first?.probe == "arbitrary-loads")
         #expect(needed.report.global.first?.status == .needed && needed.report.global.first?.hosts == ["legacy.app.test"],
                 "\(needed.report.global)")
-        #expect(needed.report.correctedDictionary.contains("<key>NSAllowsArbitraryLoads</key>"))
+        // Needed for one host only: per-domain entries instead of ATS off for the whole app, and they work.
+        #expect(needed.report.global.first?.replacement == ["legacy.app.test": ["NSExceptionMinimumTLSVersion": "TLSv1.0"]],
+                "\(needed.report.global)")
+        #expect(!needed.report.correctedDictionary.contains("<key>NSAllowsArbitraryLoads</key>"), "\(needed.report.correctedDictionary)")
+        #expect(needed.report.correctedDictionary.contains("<key>legacy.app.test</key>"), "\(needed.report.correctedDictionary)")
+        let narrowed = try audit(try plist("""
+            <key>NSExceptionDomains</key><dict><key>legacy.app.test</key><dict>
+              <key>NSExceptionMinimumTLSVersion</key><string>TLSv1.0</string></dict></dict>
+            """), hosts: ["legacy.app.test:\(legacy.port)"])
+        #expect(narrowed.status == 0 && narrowed.report.hosts.first?.connects == true, "\(narrowed.text)")
 
         let media = try audit(try plist("<key>NSAllowsArbitraryLoadsForMedia</key><true/>"), hosts: ["modern.app.test:\(modern.port)"])
         let mediaKey = try #require(media.report.global.first)

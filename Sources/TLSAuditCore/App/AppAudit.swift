@@ -191,7 +191,26 @@ public enum AppAudit {
             }
             entries.append(AppAuditReport.Entry(domain: entry.domain, declared: entry.declaredKeys, unneeded: unneeded, hosts: names, note: note))
         }
-        let global = globalKeys(policy, hosts: Array(judged.indices), changed: changed, unchanged: unchanged)
+        /// The per-domain entries under which the hosts of `indices` that `altered` breaks connect
+        /// again (nil when one of them has none): what replaces a global key needed only for them.
+        func perDomain(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> [String: [String: String]]? {
+            var entries: [String: [String: String]] = [:]
+            for index in indices where outcomes[index]?.connects == true {
+                let effective = altered.effectivePolicy(for: hosts[index].host)
+                if hosts[index].plainHTTP {
+                    if !plainHTTPOutcome(effective, answered: true).connects { entries[hosts[index].host] = ["NSExceptionAllowsInsecureHTTPLoads": "YES"] }
+                    continue
+                }
+                guard let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return nil }
+                if Self.outcome(effective, probes: probes, diagnostics: diagnostic, host: hosts[index].host, afnetworking: afnetworking,
+                                trustEvaluation: trustEvaluation).connects { continue }
+                guard let keys = smallestException(effective, probes: probes, diagnostics: diagnostic, host: hosts[index].host,
+                                                   afnetworking: afnetworking, trustEvaluation: trustEvaluation) else { return nil }
+                entries[hosts[index].host] = keys
+            }
+            return entries.isEmpty ? nil : entries
+        }
+        let global = globalKeys(policy, hosts: Array(judged.indices), changed: changed, unchanged: unchanged, perDomain: perDomain)
         var report = AppAuditReport(toolVersion: toolVersion, app: app, bundleIdentifier: bundleIdentifier, trustStore: trustStore,
                                     problems: policy.diagnostics.map(\.description), hosts: judged, entries: entries, global: global,
                                     afnetworking: afnetworkingSettings, trustEvaluation: trustEvaluation,
@@ -220,7 +239,8 @@ public enum AppAudit {
     /// a TLS probe of URLSession loads cannot stand for: not judged (their presence still makes iOS
     /// ignore NSAllowsArbitraryLoads, which is said when it changes some host).
     static func globalKeys(_ policy: AppTransportSecurityPolicy, hosts: [Int], changed: (AppTransportSecurityPolicy, [Int]) -> [String],
-                           unchanged: (AppTransportSecurityPolicy, [Int]) -> Bool) -> [AppAuditReport.GlobalKey] {
+                           unchanged: (AppTransportSecurityPolicy, [Int]) -> Bool,
+                           perDomain: (AppTransportSecurityPolicy, [Int]) -> [String: [String: String]]?) -> [AppAuditReport.GlobalKey] {
         var keys: [AppAuditReport.GlobalKey] = []
         for (key, value) in globalValues(policy) {
             guard let value else { continue }
@@ -254,7 +274,15 @@ public enum AppAudit {
             } else {
                 note = "needed: without it \(moved.joined(separator: ", ")) \(moved.count == 1 ? "changes" : "change") outcome"
             }
-            keys.append(.init(key: key, value: value, status: unneeded ? .unneeded : .needed, hosts: moved, note: note))
+            var judged = AppAuditReport.GlobalKey(key: key, value: value, status: unneeded ? .unneeded : .needed, hosts: moved, note: note)
+            if key == "NSAllowsArbitraryLoads", !unneeded, !moved.isEmpty, let entries = perDomain(altered, hosts) {
+                // ATS off for every host where a few need less: per-domain entries instead (the corrected dictionary uses them).
+                judged.replacement = entries
+                judged.note += "; per-domain entries do the same with ATS kept for every other host: "
+                    + entries.keys.sorted().map { "\($0) (\(ATSDiagnostics.keys(entries[$0]!)))" }.joined(separator: ", ")
+                    + " (the corrected dictionary uses them; add NSExceptionAllowsInsecureHTTPLoads for any other host the app loads over http://)"
+            }
+            keys.append(judged)
         }
         return keys
     }
@@ -416,7 +444,7 @@ public enum AppAudit {
     static func correctedDictionary(_ policy: AppTransportSecurityPolicy, entries: [AppAuditReport.Entry],
                                     global: [AppAuditReport.GlobalKey], hosts: [AppAuditReport.Host]) -> String {
         var out = "<key>NSAppTransportSecurity</key>\n<dict>\n"
-        let unneededGlobal = Set(global.filter { $0.status == .unneeded }.map(\.key))
+        let unneededGlobal = Set(global.filter { $0.status == .unneeded || $0.replacement != nil }.map(\.key))
         for (key, value) in globalValues(policy) where !unneededGlobal.contains(key) {
             if let value, value != "present" { out += ATSDiagnostics.plistEntry(key, value, indent: "  ") }
         }
@@ -441,6 +469,11 @@ public enum AppAudit {
         for host in hosts where !host.connects && host.reachable && host.entry == nil && !host.exceptionNeeded.isEmpty {
             guard !domains.contains(where: { $0.0 == host.host }) else { continue }
             domains.append((host.host, host.exceptionNeeded.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+        }
+        for key in global {
+            for (domain, keys) in (key.replacement ?? [:]).sorted(by: { $0.key < $1.key }) where !domains.contains(where: { $0.0 == domain }) {
+                domains.append((domain, keys.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+            }
         }
         if !domains.isEmpty {
             out += "  <key>NSExceptionDomains</key>\n  <dict>\n"
