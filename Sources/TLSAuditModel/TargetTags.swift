@@ -18,5 +18,6 @@ extension AppHostOutcome {
     public var verdictText: String {
         connects ? "connects, relying on \(reliance)"
             : "does not connect (\(reasons.isEmpty ? detail : reasons.joined(separator: ", ")))"
+                + (error.map { ": the app logs NSURLErrorDomain \($0.code) \($0.name)" } ?? "")
     }
 }

@@ -111,6 +111,18 @@ enum TargetPage {
                         ["Matched", pin.matched], ["Leaf SPKI", pin.leaf_spki ? "sha256/" + pin.leaf_spki : null],
                         ["Leaf fingerprint", pin.leaf_fingerprint], ["Detail", pin.message]]);
         }
+        /// A target judged by an iOS app's rules (app:): whether that app connects, on what, or the error it logs.
+        function appFacts(address) {
+          const app = address.app;
+          if (!app) return null;
+          const error = app.error ? "NSURLErrorDomain " + app.error.code + " " + app.error.name
+            + (app.error.ssl_code ? " (kCFStreamErrorDomainSSL " + app.error.ssl_code + " " + (app.error.ssl_name || "") + ")" : "") : null;
+          return [el("h3", {}, "App " + app.bundle),
+                  facts([["For the app", app.connects ? "\u2713 connects" : "\u2715 does not connect"],
+                         ["Relies on", app.connects ? (app.relies_on.length ? app.relies_on.join(", ") : "default ATS") : null],
+                         ["Why not", app.connects ? null : app.reasons.join(", ")],
+                         ["The app logs", error], ["Configuration", app.configuration], ["Detail", app.detail]])];
+        }
         /// The opt-in checks that ran: each answer in words (inventory, headers, vulnerabilities), or their findings.
         function hygiene(address) {
           const answers = (report) => Object.entries(report).filter(([, value]) => value && typeof value === "object" && "status" in value && "detail" in value)
@@ -148,6 +160,7 @@ enum TargetPage {
                                       chain.path.map(step => step.certificate), address, index => index, "built")]
                   : el("p", {}, "No certificate was received."),
             el("h3", {}, "Pins"), pinFacts(address),
+            appFacts(address),
             el("h3", {}, "Hygiene checks"), hygiene(address));
         }
         /// The history, newest first: verdict changes (an entry whose verdict differs from the one

@@ -54,6 +54,8 @@ public struct ComplianceReport: Codable, Sendable {
         public var reliesOn: String?
         /// Why the app's client does not connect (finding ids).
         public var reasons: [String]
+        /// What the app logs when it does not connect: `NSURLErrorDomain -1202 NSURLErrorServerCertificateUntrusted (...)`.
+        public var error: String?
     }
 
     /// One address to fix, in the order `ReportBuilder.fixFirst` gives.

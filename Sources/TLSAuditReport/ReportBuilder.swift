@@ -126,7 +126,8 @@ public enum ReportBuilder {
                     ?? (address.verdict.condition == .unreachable ? "unreachable" : "not-judged")
                 byApp[bundle, default: []].append(ComplianceReport.AppAddress(
                     target: address.target, address: address.address, status: status,
-                    reliesOn: outcome?.connects == true ? outcome?.reliance : nil, reasons: outcome?.reasons ?? []))
+                    reliesOn: outcome?.connects == true ? outcome?.reliance : nil, reasons: outcome?.reasons ?? [],
+                    error: outcome?.connects == false ? outcome?.error?.description : nil))
             }
         }
         guard !byApp.isEmpty else { return nil }

@@ -166,7 +166,8 @@ struct ReportDocument {
                 default: Cell(address.status, .muted)
                 }
                 let detail = address.reliesOn.map { Cell($0) }
-                    ?? (address.reasons.isEmpty ? Cell("-", .muted) : Cell(address.reasons.joined(separator: ", "), .bad))
+                    ?? (address.reasons.isEmpty ? Cell("-", .muted)
+                        : Cell(address.reasons.joined(separator: ", ") + (address.error.map { "; the app logs \($0)" } ?? ""), .bad))
                 return [Cell(address.target), Cell(address.address), status, detail]
             }))
         }

@@ -194,7 +194,7 @@ enum CSVReport {
     /// The cells of `appHeader` for one address: its target's tags, and per app its status and detail.
     static func appColumns(tags: [String]?, apps: [(bundle: String, entry: ComplianceReport.AppAddress)]?) -> [String?] {
         guard let apps else { return [tags?.joined(separator: " "), nil, nil, nil] }
-        let details = apps.map { $0.entry.reliesOn ?? $0.entry.reasons.joined(separator: " ") }
+        let details = apps.map { $0.entry.reliesOn ?? ($0.entry.reasons.joined(separator: " ") + ($0.entry.error.map { " (\($0))" } ?? "")) }
         return [tags?.joined(separator: " "), apps.map(\.bundle).joined(separator: " "), apps.map(\.entry.status).joined(separator: "; "),
                 details.joined(separator: "; ")]
     }

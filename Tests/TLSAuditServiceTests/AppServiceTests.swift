@@ -161,6 +161,14 @@ struct AppServiceTests {
         let expiredApp = try #require(byTarget["expired.bank.test:\(expired.port)"]?["app"] as? [String: Any], "\(rows)")
         #expect(expiredApp["connects"] as? Bool == false, "the system's evaluation refuses the expired chain: \(expiredApp)")
         #expect((expiredApp["error"] as? [String: Any])?["code"] as? Int == -1200, "\(expiredApp)")
+        // The same error in status's text, the app's report section and the alert raised for it.
+        let text = try Binary.run(["status", "--database", database, "--tag", "app:test.tlsaudit.bank"])
+        #expect(text.stdout.contains("the app logs NSURLErrorDomain -1200 NSURLErrorSecureConnectionFailed"), "\(text.stdout)")
+        let report = try Binary.run(["report", "--database", database, "--tag", "app:test.tlsaudit.bank", "--format", "json"])
+        #expect(report.stdout.contains("NSURLErrorDomain -1200 NSURLErrorSecureConnectionFailed (kCFStreamErrorDomainSSL -9802 errSSLFatalAlert)"),
+                "\(report.stdout.prefix(3000))")
+        let alerts = try Binary.run(["alerts", "--database", database, "--format", "json"])
+        #expect(alerts.stdout.contains("app test.tlsaudit.bank fails with NSURLErrorDomain -1200"), "\(alerts.stdout.prefix(3000))")
 
         // A client_identity whose file is gone stops the configuration.
         let broken = workspace.appendingPathComponent("broken.yaml").path

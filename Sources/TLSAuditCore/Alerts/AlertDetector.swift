@@ -81,6 +81,9 @@ public enum AlertDetector {
             memory.leafFingerprint = leaf.sha256Fingerprint
             memory.leafSPKI = leaf.spkiSHA256
         }
+        // What an app judged by its own rules logs when it does not connect, for the alerts below.
+        let appError = result.app.flatMap { app in app.connects ? nil : app.error.map { (bundle: app.bundle, error: $0) } }
+        let appSuffix = appError.map { "; app \($0.bundle) fails with NSURLErrorDomain \($0.error.code) \($0.error.name)" } ?? ""
         // Trust (judged from what the chain showed, even when the handshake did not complete).
         let trustErrors = result.findings.filter(\.isTrustError)
         let trusted = trustErrors.isEmpty
@@ -89,8 +92,10 @@ public enum AlertDetector {
             let listed = trustErrors.map { "\($0.id)\($0.depth.map { " at depth \($0)" } ?? "")" }.joined(separator: ", ")
             var changes = ["findings": trustErrors.map(\.id.rawValue).joined(separator: ","), "new_leaf_sha256": leaf?.sha256Fingerprint ?? ""]
             if memory.trusted == nil { changes["previous"] = "unknown" }
+            if let appError { changes["app_error"] = "\(appError.error.code)" }
             raise(.trustBroken, .critical,
-                  memory.trusted == nil ? "the chain is not trusted on the first scan: \(listed)" : "the chain is no longer trusted: \(listed)",
+                  (memory.trusted == nil ? "the chain is not trusted on the first scan: \(listed)" : "the chain is no longer trusted: \(listed)")
+                      + appSuffix,
                   changes)
         } else if memory.trusted == false, trusted {
             raise(.trustRestored, .info, "the chain is trusted again", ["new_leaf_sha256": leaf?.sha256Fingerprint ?? ""])
@@ -105,9 +110,10 @@ public enum AlertDetector {
             if memory.atsCompliant == true || firstVerdict, !compliant {
                 var changes = ["failed_rules": result.ats.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue]
                 if memory.atsCompliant == nil { changes["previous"] = "unknown" }
+                if let appError { changes["app_error"] = "\(appError.error.code)" }
                 raise(.atsRegressed, .error,
                       (memory.atsCompliant == nil ? "not \(verdict) on the first scan" : "no longer \(verdict)")
-                          + " (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", "), changes)
+                          + " (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", ") + appSuffix, changes)
             } else if memory.atsCompliant == false, compliant {
                 raise(.atsRecovered, .info, "\(verdict) again (\(result.ats.policy.rawValue))",
                       ["old_failed_rules": memory.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])
