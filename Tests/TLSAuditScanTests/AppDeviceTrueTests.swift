@@ -133,6 +133,24 @@ extension AppAuditTests {
                 "\(badPassword.stderr)")
     }
 
+    @Test("anchors said plainly: a chain judged against --ca-file says it holds only on devices that trust that root; a SHA-1 self-signed anchor is not judged on its own signature")
+    func anchorsSaidPlainly() throws {
+        let root = try LabCertificateAuthority.selfSigned(.authority("sha1 private root", key: .rsa(bits: 2048), digest: .sha1))
+        let leaf = try root.issue(.server(Self.deviceNames, key: .rsa(bits: 2048)))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf]))
+        defer { server.stop() }
+        let anchors = pki.directory.appendingPathComponent("sha1-root-\(UUID().uuidString.prefix(6)).pem").path
+        try root.pem.write(toFile: anchors, atomically: true, encoding: .utf8)
+        let target = "device.app.test:\(server.port)"
+        let json = try CLI.run(["app", "audit", try plist(""), "--host", target, "--connect-to", "127.0.0.1", "--ca-file", anchors,
+                                "--timeout", "3", "--format", "json"])
+        let report = try JSONDecoder.tlsaudit.decode(AppAuditReport.self, from: Data(json.stdout.utf8))
+        #expect(json.status == 0 && report.hosts.first?.connects == true, "the anchor's own SHA-1 signature is not judged: \(json.stdout)")
+        #expect(report.anchors?.contains("hold only on devices that trust that root") == true, "\(String(describing: report.anchors))")
+        let ats = try CLI.run(["ats", target, "--connect-to", "127.0.0.1", "--ca-file", anchors, "--timeout", "3"])
+        #expect(ats.status == 0 && ats.stdout.contains("anchors: chains were judged against the anchors of --ca-file"), "\(ats.stdout)")
+    }
+
     @Test("an RSA-1024 server: oldest iOS that connects is none, the chain failing the trust rules every iOS with ATS applies")
     func rsa1024OldestIOS() throws {
         let leaf = try pki.intermediate.issue(.server(Self.deviceNames, key: .rsa(bits: 1024)))

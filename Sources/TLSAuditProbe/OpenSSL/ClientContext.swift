@@ -76,6 +76,11 @@ final class ClientContext: @unchecked Sendable {
         guard let certificatePath = credentials.certificatePath, let keyPath = credentials.keyPath else {
             throw OpenSSLFailure("a client identity needs a certificate and a key, or a PKCS#12 file")
         }
+        for (path, what) in [(certificatePath, "client certificate"), (keyPath, "client key")] {
+            do { _ = try InputLimits.read(path, limit: InputLimits.certificateFileBytes, what: what) } catch {
+                throw OpenSSLFailure("cannot read \(what) \(path): \(error)")
+            }
+        }
         guard SSL_CTX_use_certificate_chain_file(context, certificatePath) == 1 else {
             throw OpenSSLFailure("cannot load client certificate \(certificatePath): \(OpenSSLErrors.drain().last?.text ?? "not a PEM certificate")")
         }
