@@ -478,9 +478,7 @@ public enum AppAudit {
         if !domains.isEmpty {
             out += "  <key>NSExceptionDomains</key>\n  <dict>\n"
             for (domain, keys) in domains {
-                if let version = keys.first(where: { $0.0 == "NSExceptionMinimumTLSVersion" })?.1, version == "TLSv1.0" || version == "TLSv1.1" {
-                    out += "    <!-- \(version): deprecated since iOS 15, iPadOS 15 and macOS 12, and Apple will remove it: fix the server -->\n"
-                }
+                out += ATSDiagnostics.legacyTLSComment(keys.first { $0.0 == "NSExceptionMinimumTLSVersion" }?.1)
                 out += "    <key>\(domain)</key>\n    <dict>\n"
                 for (key, value) in keys { out += ATSDiagnostics.plistEntry(key, value, indent: "      ") }
                 out += "    </dict>\n"

@@ -230,13 +230,18 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
             return "<key>NSAppTransportSecurity</key>\n<dict>\n  <key>NSAllowsArbitraryLoads</key>\n  <true/>\n</dict>\n"
         }
         var out = "<key>NSAppTransportSecurity</key>\n<dict>\n  <key>NSExceptionDomains</key>\n  <dict>\n"
-        if let version = exception["NSExceptionMinimumTLSVersion"], version == "TLSv1.0" || version == "TLSv1.1" {
-            out += "    <!-- \(version): deprecated since iOS 15, iPadOS 15 and macOS 12, and Apple will remove it: fix the server -->\n"
-        }
+        out += legacyTLSComment(exception["NSExceptionMinimumTLSVersion"])
         out += "    <key>\(domain)</key>\n    <dict>\n"
         for key in exception.keys.sorted() { out += plistEntry(key, exception[key]!, indent: "      ") }
         out += "    </dict>\n  </dict>\n</dict>\n"
         return out
+    }
+
+    /// An XML comment above an entry whose NSExceptionMinimumTLSVersion allows TLS 1.0 or 1.1: Apple's
+    /// deprecation (docs/apple-rules.md section 8); empty for any other minimum.
+    static func legacyTLSComment(_ minimumTLSVersion: String?) -> String {
+        guard let version = minimumTLSVersion, version == "TLSv1.0" || version == "TLSv1.1" else { return "" }
+        return "    <!-- \(version): deprecated since iOS 15, iPadOS 15 and macOS 12, and Apple will remove it: fix the server -->\n"
     }
 
     /// NSExceptionAllowsInsecureHTTPLoads for `domain`, ready to paste.
