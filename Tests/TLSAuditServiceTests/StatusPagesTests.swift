@@ -120,9 +120,9 @@ struct StatusPagesTests {
               - name: mobile
                 tags: ["app:com.example.shop"]
                 targets:
-                  - {host: \(hostname), port: \(pinned.port), name: pinned, pins: \(wrongPins)}
+                  - {host: \(hostname), port: \(pinned.port), name: pinned, pins: \(wrongPins), app: {bundle: com.example.shop}}
                   - {host: \(hostname), port: \(hostile.port), name: "\(Self.hostileName)"}
-                  - {host: \(hostname), port: \(closed), name: unreachable}
+                  - {host: \(hostname), port: \(closed), name: unreachable, app: {bundle: com.example.shop}}
             """.write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
@@ -257,10 +257,15 @@ struct StatusPagesTests {
         let pinnedPage = try chromium.dom(base + "/targets/pinned")
         #expect(pinnedPage.contains("<dt>State</dt><dd>✕ mismatch</dd>") && pinnedPage.contains("pin mismatch")
                 && pinnedPage.contains("<dt>Leaf SPKI</dt><dd>sha256/") && pinnedPage.contains("<dt>Detail</dt><dd>A pinned client refuses this server: no public key of the chain is pinned"), "the pin's state: \(pinnedPage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(800) ?? "")")
+        // Judged by the app's rules too: the app's section, and the error the app logs where it does not connect.
+        #expect(pinnedPage.contains("<h3>App com.example.shop</h3>") && pinnedPage.contains("<dt>For the app</dt><dd>✓ connects</dd>"),
+                "\(pinnedPage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(1500) ?? "")")
         let sha1Page = try chromium.dom(base + "/targets/sha1")
         #expect(sha1Page.contains("data-id=\"ats.signature-hash\"") && sha1Page.contains("ecdsa-with-SHA1"), "the SHA-1 signature: \(sha1Page.prefix(3000))")
         let unreachablePage = try chromium.dom(base + "/targets/unreachable")
         #expect(unreachablePage.contains("unreachable") && unreachablePage.contains("No certificate was received."), "\(unreachablePage.prefix(3000))")
+        #expect(unreachablePage.contains("<dt>The app logs</dt><dd>NSURLErrorDomain -1004 NSURLErrorCannotConnectToHost</dd>"),
+                "\(unreachablePage.components(separatedBy: "<h3>Pins</h3>").last?.prefix(1500) ?? "")")
         let encodedHostile = Self.hostileName.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
         let hostilePage = try chromium.dom(base + "/targets/" + encodedHostile)
         #expect(hostilePage.contains("script&gt;alert('cn')") && hostilePage.contains("names: \(hostname), &lt;b&gt;bold&lt;/b&gt;.evil.test"),
