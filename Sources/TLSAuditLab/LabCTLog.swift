@@ -37,7 +37,8 @@ public final class LabCTLog: @unchecked Sendable {
 
     /// A v3 log list file of `entries` (log, state, since), grouped by operator; `replacingKey` gives
     /// a log another key in the list (its id unchanged), so its signatures fail.
-    public static func listFile(_ entries: [(log: LabCTLog, state: String, since: Date)], replacingKeyOf replaced: LabCTLog? = nil) throws -> Data {
+    public static func listFile(_ entries: [(log: LabCTLog, state: String, since: Date)], replacingKeyOf replaced: LabCTLog? = nil,
+                                published: Date = Date()) throws -> Data {
         var operators: [String: [[String: Any]]] = [:]
         var order: [String] = []
         for entry in entries {
@@ -45,7 +46,7 @@ public final class LabCTLog: @unchecked Sendable {
             let otherKey = replaced === entry.log ? try LabCTLog("replacement", operator: "nobody").publicKey : nil
             operators[entry.log.operatorName, default: []].append(entry.log.listEntry(state: entry.state, since: entry.since, key: otherKey))
         }
-        let list: [String: Any] = ["version": "lab", "log_list_timestamp": Timestamp.format(Date()),
+        let list: [String: Any] = ["version": "lab", "log_list_timestamp": Timestamp.format(published),
                                    "operators": order.map { ["name": $0, "email": ["ct@\($0).test"], "logs": operators[$0]!] }]
         return try JSONSerialization.data(withJSONObject: list, options: [.sortedKeys])
     }

@@ -98,6 +98,9 @@ public struct CTLogList: Sendable {
     /// Where the list came from: `snapshot <version> (<timestamp>)` or the operator's file.
     public var source: String
     public var logs: [Log]
+    /// When the list was published (`log_list_timestamp`), when it says: an SCT from a log the list
+    /// does not know, made after this, is from a log newer than the list, not an unknown one.
+    public var publishedAt: Date?
     private var byID: [String: Int]
     /// Tells lists with different logs or keys apart within this process (for caches of verifications).
     public let keysIdentity: Int
@@ -140,7 +143,9 @@ public struct CTLogList: Sendable {
         }
         guard !logs.isEmpty else { throw CTLogListError("\(source) lists no log") }
         let detail = [file.version.map { "version \($0)" }, file.logListTimestamp].compactMap { $0 }.joined(separator: ", ")
-        return CTLogList(source: detail.isEmpty ? source : "\(source) (\(detail))", logs: logs)
+        var list = CTLogList(source: detail.isEmpty ? source : "\(source) (\(detail))", logs: logs)
+        list.publishedAt = file.logListTimestamp.flatMap(Self.date)
+        return list
     }
 
     /// Reads a log list file (lists are some 100 KB; at most 8 MiB is read).
@@ -246,6 +251,9 @@ public struct CertificateTransparencyReport: Hashable, Codable, Sendable {
             case futureTimestamp = "future-timestamp"
             /// An embedded SCT whose issuer was not in the chain: its signature cannot be checked.
             case issuerUnknown = "issuer-unknown"
+            /// From a log the list does not know, made after the list was published: most likely a log
+            /// added since. Not counted against the certificate; the list needs updating.
+            case logNewerThanList = "log-newer-than-list"
         }
 
         public var logID: String
@@ -283,11 +291,15 @@ public struct CertificateTransparencyReport: Hashable, Codable, Sendable {
         public var satisfied: Bool
         /// Why: which requirement was met or failed, or why the policy does not apply.
         public var reason: String
+        /// Met only by counting SCTs from logs newer than the log list: the verdict holds if those
+        /// logs are approved, and the list must be updated (a warning about the trust input).
+        public var listOutdated: Bool?
 
-        public init(required: Bool, satisfied: Bool, reason: String) {
+        public init(required: Bool, satisfied: Bool, reason: String, listOutdated: Bool? = nil) {
             self.required = required
             self.satisfied = satisfied
             self.reason = reason
+            self.listOutdated = listOutdated
         }
     }
 

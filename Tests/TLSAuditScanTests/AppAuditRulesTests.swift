@@ -171,6 +171,30 @@ extension AppAuditTests {
         #expect(none.status == 0 && none.report.hosts.first?.connects == true, "\(none.text)")
     }
 
+    @Test("an SCT from a log the list does not know, made after the list was published, is log-newer-than-list and not counted against the chain; made before, it is unknown-log and the chain fails")
+    func logNewerThanList() throws {
+        let logs = try [("lab log A", "Lab One"), ("lab log B", "Lab Two"), ("lab log C", "Lab Three")].map { try LabCTLog($0.0, operator: $0.1) }
+        let made = Date().addingTimeInterval(-600)
+        let leaf = try pki.intermediate.issue(.server(["ct.app.test"], key: .rsa(bits: 2048)),
+                                              embedding: logs.map { log in { log.sct(precertificateEntry: $0, at: made) } })
+        let (server, _) = try server(leaf: leaf)
+        defer { server.stop() }
+        // The list knows A and B; C is newer than a list published an hour ago, and older than one published now.
+        let listed = logs.prefix(2).map { ($0, "usable", Date(timeIntervalSince1970: 1_600_000_000)) }
+        let older = pki.directory.appendingPathComponent("ct-older-\(UUID().uuidString.prefix(8)).json")
+        try LabCTLog.listFile(listed, published: made.addingTimeInterval(-3_000)).write(to: older)
+        let newer = pki.directory.appendingPathComponent("ct-newer-\(UUID().uuidString.prefix(8)).json")
+        try LabCTLog.listFile(listed, published: Date()).write(to: newer)
+        let file = try plist("<key>NSExceptionDomains</key><dict><key>ct.app.test</key><dict><key>NSRequiresCertificateTransparency</key><true/></dict></dict>")
+        let stale = try audit(file, hosts: ["ct.app.test:\(server.port)"], extra: ["--ct-log-list", older.path])
+        #expect(stale.report.hosts.first?.connects == true, "the SCT from a log newer than the list is not held against the chain: \(stale.text)")
+        let scan = try CLI.run(["scan", "ct.app.test:\(server.port)", "--connect-to", "127.0.0.1", "--ca-file", pki.rootFile, "--timeout", "3",
+                                "--ct-log-list", older.path, "--format", "json"])
+        #expect(scan.stdout.contains("\"log-newer-than-list\"") && scan.stdout.contains("update it"), "\(scan.stdout.prefix(4000))")
+        let current = try audit(file, hosts: ["ct.app.test:\(server.port)"], extra: ["--ct-log-list", newer.path])
+        #expect(current.report.hosts.first?.reasons == ["trust.certificate-transparency"], "a log the newer list does not know: \(current.text)")
+    }
+
     @Test("a TLS 1.3 minimum with insecure HTTP loads: a server that negotiates TLS 1.2 on the wider probe fails with ats.tls-version")
     func minimumNegotiatedVersion() throws {
         let (tls12, _) = try server(["tls12.app.test"], maxVersion: .tls1_2)

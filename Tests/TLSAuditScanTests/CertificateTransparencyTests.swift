@@ -121,8 +121,14 @@ struct CertificateTransparencyTests {
         #expect(scts.first { $0.origin == .ocsp }?.logID == second.id)
         #expect(scts.first { $0.origin == .ocsp }?.status == .valid)
         #expect(scts.first { $0.origin == .ocsp }?.operator == "Lab Two")
-        // The same SCTs against a list that does not know the logs.
-        let unknown = try scanWhenUp(port: port)
+        // The same SCTs against the shipped snapshot, which does not know the logs and is older than the SCTs:
+        // logs newer than the list, not held against the chain.
+        let newer = try scanWhenUp(port: port)
+        #expect(try #require(newer.handshake?.certificateTransparency).scts.map(\.status) == [.logNewerThanList, .logNewerThanList])
+        // Against a list published after the SCTs that does not know their logs: unknown logs.
+        let stranger = try LabCTLog("lab log C", operator: "Lab Three")
+        let current = try file("lab-list-current.json", LabCTLog.listFile([(stranger, "usable", Date(timeIntervalSince1970: 1_600_000_000))]))
+        let unknown = try scanWhenUp(port: port, extra: ["--ct-log-list", current])
         #expect(try #require(unknown.handshake?.certificateTransparency).scts.map(\.status) == [.unknownLog, .unknownLog])
         // Text output: one line per SCT.
         let text = try CLI.run(["scan", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--timeout", "5",

@@ -19,11 +19,16 @@ public enum AppleCTPolicy {
     public static func evaluate(_ scts: [SignedCertificateTimestamp], leaf: CertificateSummary, logs: CTLogList, at time: Date,
                                 applicability: Applicability) -> CertificateTransparencyReport {
         let entries = scts.map { judge($0, logs: logs, at: time) }
-        let (satisfied, reason) = countRules(entries, leaf: leaf, logs: logs, at: time)
+        var (satisfied, reason) = countRules(entries, leaf: leaf, logs: logs, at: time)
+        var listOutdated: Bool?
+        if !satisfied, let provisional = countingLogsNewerThanList(entries, leaf: leaf, logs: logs, at: time) {
+            (satisfied, reason, listOutdated) = (true, provisional, true)
+        }
         let policy: CertificateTransparencyReport.Policy
         switch applicability {
-        case .required: policy = .init(required: true, satisfied: satisfied, reason: reason)
-        case .notRequired(let why): policy = .init(required: false, satisfied: satisfied, reason: "\(why); the SCTs \(satisfied ? "would meet" : "would not meet") it: \(reason)")
+        case .required: policy = .init(required: true, satisfied: satisfied, reason: reason, listOutdated: listOutdated)
+        case .notRequired(let why): policy = .init(required: false, satisfied: satisfied, reason: "\(why); the SCTs \(satisfied ? "would meet" : "would not meet") it: \(reason)",
+                                                   listOutdated: listOutdated)
         }
         return CertificateTransparencyReport(scts: entries, policy: policy, logList: logs.source)
     }
@@ -31,7 +36,7 @@ public enum AppleCTPolicy {
     /// One SCT's status at `time`: its signature as observed, then the log's approval and the SCT's date.
     public static func judge(_ sct: SignedCertificateTimestamp, logs: CTLogList, at time: Date) -> CertificateTransparencyReport.Entry {
         let log = logs.log(id: sct.logID)
-        let status: CertificateTransparencyReport.Entry.Status
+        var status: CertificateTransparencyReport.Entry.Status
         switch sct.signature {
         case .unknownLog: status = .unknownLog // Unknown to the list that checked it: its signature was never verified.
         case .issuerUnknown: status = .issuerUnknown
@@ -45,8 +50,37 @@ public enum AppleCTPolicy {
                 status = .unknownLog
             }
         }
+        // A log the list does not know, whose SCT postdates the list: a log added since, not a failure.
+        if status == .unknownLog, log == nil, let published = logs.publishedAt, sct.timestamp > published, sct.timestamp <= time {
+            status = .logNewerThanList
+        }
         return .init(logID: sct.logID, log: log?.description, operator: log?.operatorName, origin: sct.origin,
                      timestamp: sct.timestamp, status: status, signature: sct.signature, timestampMs: sct.timestampMs)
+    }
+
+    /// The policy's answer when the SCTs from logs newer than the list are counted as from approved,
+    /// static-ct-api logs of operators of their own (what they most likely are): the reason, with
+    /// the list to update, when that meets the policy; nil when it still does not, or there are none.
+    static func countingLogsNewerThanList(_ entries: [CertificateTransparencyReport.Entry], leaf: CertificateSummary, logs: CTLogList,
+                                          at time: Date) -> String? {
+        let newer = entries.filter { $0.status == .logNewerThanList }
+        guard !newer.isEmpty else { return nil }
+        var assumed = logs.logs
+        for entry in newer where !assumed.contains(where: { $0.id == entry.logID }) {
+            assumed.append(CTLogList.Log(id: entry.logID, key: [], description: entry.logID, operatorName: "unlisted operator \(entry.logID)",
+                                         state: .usable, stateSince: .distantPast, tiled: true))
+        }
+        let provisional = CTLogList(source: logs.source, logs: assumed)
+        let counted = entries.map { entry -> CertificateTransparencyReport.Entry in
+            var copy = entry
+            if copy.status == .logNewerThanList { copy.status = .valid; copy.operator = "unlisted operator \(entry.logID)" }
+            return copy
+        }
+        let (satisfied, reason) = countRules(counted, leaf: leaf, logs: provisional, at: time)
+        guard satisfied else { return nil }
+        let published = logs.publishedAt.map { Timestamp.formatDay($0) } ?? "its publication"
+        return "met if the \(newer.count) SCT\(newer.count == 1 ? "" : "s") from log\(newer.count == 1 ? "" : "s") newer than the log list are approved: \(reason); "
+            + "the log list in force (\(logs.source), published \(published)) is older than those SCTs: update it (--ct-log-list, ct: {log_list:})"
     }
 
     /// The certificate's lifetime in days as Apple counts it: notBefore through notAfter inclusive,
