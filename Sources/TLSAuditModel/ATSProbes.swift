@@ -60,6 +60,8 @@ public struct ATSProbes: Sendable {
     public var configurations: [ATSConfigurationProbe]
     /// The log list the SCTs were checked against (`--ct-log-list`, else tlsaudit's snapshot).
     public var ctLogs: CTLogList = .shipped
+    /// The date-bounded distrust in force (nil: the shipped table, Apple's rows).
+    public var distrust: DistrustSetting?
     /// The iOS clients of the client table, simulated from their ClientHellos (`SimulatedClientRegistry.iOSClients`);
     /// nil when the caller probed only some configurations.
     public var iOSClients: ClientSimulationReport?

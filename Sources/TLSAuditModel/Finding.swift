@@ -80,6 +80,8 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let trustPathSearchLimit: FindingID = "trust.path-search-limit"
     /// A certificate of the path is revoked (OCSP or CRL).
     public static let trustRevoked: FindingID = "trust.revoked"
+    /// The path anchors in a root the vendor distrusts for certificates dated after a cut-off, and the leaf is.
+    public static let trustDistrustedAfterDate: FindingID = "trust.distrusted-after-date"
 
     // Revocation checking (revocation: soft | hard).
     /// No definitive revocation answer: warning in soft mode, error in hard mode.

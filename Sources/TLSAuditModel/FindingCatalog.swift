@@ -148,6 +148,10 @@ public enum FindingCatalog {
         entry(.trustRevoked, .error, "Certificate revoked", .chainTrust,
               fix: FindingFix(short: "replace the revoked certificate with one on a new key",
                               detailed: "replace {certificate} with a new certificate on a new key (no exception accepts a revoked one)")),
+        entry(.trustDistrustedAfterDate, .error, "Root distrusted for certificates issued after a date", .chainTrust,
+              why: "The root stays in the store, but the vendor no longer trusts its new certificates.",
+              fix: FindingFix(short: "reissue from a CA the vendor still trusts",
+                              detailed: "reissue {certificate} from a CA the vendor still trusts for new certificates")),
         entry(.trustPathSearchLimit, .warning, "Path building stopped at a bound", .chainTrust),
         entry(.trustLeafIsCA, .error, "Leaf marked as a CA", .chainTrust),
     ]

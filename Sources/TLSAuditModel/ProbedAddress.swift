@@ -28,6 +28,8 @@ public struct ProbedAddress: Sendable {
     public var scts: [SignedCertificateTimestamp] = []
     /// The log list the SCTs were checked against.
     public var ctLogs: CTLogList = .shipped
+    /// The date-bounded distrust in force (nil: the shipped table, by the policy's vendor).
+    public var distrust: DistrustSetting?
     /// Builds the path again with the given certificates as the only anchors (partial chains
     /// allowed), for certificate-mode pins: path building is the probe's, judging the path is not.
     public var buildWithPinnedAnchors: @Sendable ([Data]) -> PathBuildingResult?
@@ -77,6 +79,8 @@ public struct ProbedChain: Sendable {
     public var scts: [SignedCertificateTimestamp] = []
     /// The log list the SCTs were checked against.
     public var ctLogs: CTLogList = .shipped
+    /// The date-bounded distrust in force (nil: the shipped table, by the policy's vendor).
+    public var distrust: DistrustSetting?
 
     public init(inputs: [String], host: String?, time: Date, presented: [CertificateSummary], leafIndex: Int,
                 building: PathBuildingResult, chain: ChainReport, publicTrust: Bool) {

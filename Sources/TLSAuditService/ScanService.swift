@@ -106,6 +106,7 @@ public final class ScanService: Service, @unchecked Sendable {
         options.checkConnections = 1
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
         options.ctLogs = try configuration.ctLogList.map(CTLogList.load(path:)) ?? .shipped
+        options.distrust = configuration.distrust
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         if case .postgres(let settings) = location {
             splitView = SplitViewDetector(configuration: configuration)

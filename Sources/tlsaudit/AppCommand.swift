@@ -105,6 +105,7 @@ struct AppAuditCommand: ParsableCommand {
         let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
         options.ctLogs = try connection.trust.logs()
+        options.distrust = try connection.trust.distrust()
         options.clientCredentials = try identity.credentials()
         let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)

@@ -15,6 +15,29 @@ struct TrustInputOptions: ParsableArguments {
         valueName: "file"))
     var ctLogList: String?
 
+    @Option(name: .customLong("distrust-list"), help: ArgumentHelp(
+        "Table of roots distrusted for certificates issued after a date (JSON, docs/apple-rules.md section 9), instead of the shipped one.",
+        valueName: "file"))
+    var distrustList: String?
+
+    @Option(name: .customLong("distrust-vendor"), help: ArgumentHelp(
+        "Whose date-bounded distrust applies: apple, mozilla or chrome (default: Apple's under the Apple policies, Mozilla's under the Mozilla ones).",
+        valueName: "vendor"))
+    var distrustVendor: DistrustVendor?
+
+    /// The date-bounded distrust setting (nil: the shipped table, by the policy). A bad file exits 2 naming it.
+    func distrust() throws -> DistrustSetting? {
+        guard distrustList != nil || distrustVendor != nil else { return nil }
+        var setting = DistrustSetting(vendor: distrustVendor)
+        if let distrustList {
+            do { setting.table = try DistrustTable.load(path: distrustList) } catch {
+                StandardStream.error.write("tlsaudit: --distrust-list: \(error)\n")
+                throw ExitCode(2)
+            }
+        }
+        return setting
+    }
+
     /// The store: `caFile` (the operator's own anchors; `caFileFlag` names its option) else `--trust-store`,
     /// else the policy's. A file that cannot be read is a usage error (exit 64).
     func store(caFile: String?, caFileFlag: String = "--ca-file", policy: CompliancePolicy) throws -> TrustStore {

@@ -116,6 +116,7 @@ struct ScanCommand: ParsableCommand {
                                   evaluationTime: at.flatMap(Timestamp.parse), revocation: revocation)
         options.aiaFetch = aiaFetch
         options.ctLogs = try trust.logs()
+        options.distrust = try trust.distrust()
         let scanner: TLSScanner
         do {
             scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
@@ -265,6 +266,7 @@ extension LogFormat: ExpressibleByArgument {}
 extension RevocationMode: ExpressibleByArgument {}
 extension ReportFormat: ExpressibleByArgument {}
 extension AppTrustEvaluation: ExpressibleByArgument {}
+extension DistrustVendor: ExpressibleByArgument {}
 
 extension StoredScan {
     /// One stored scan per probed address of a target.

@@ -65,14 +65,16 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         let store = try trust.store(caFile: roots, caFileFlag: "--roots", policy: .appleTrust)
         let logs = try trust.logs()
+        let distrust = try trust.distrust()
         let report: VerifyReport
         do {
             let evidence = try OfflineRevocationEvidence(crlFiles: crlFiles, ocspResponseFiles: ocspResponseFiles)
-            let probed = try ChainVerifier.probe(files: chainFiles, roots: store, host: host,
+            var probed = try ChainVerifier.probe(files: chainFiles, roots: store, host: host,
                                                  at: at.flatMap(Timestamp.parse) ?? Date(),
                                                  namesHost: { names in host.map { HostnameMatcher.matches(host: $0, names: names) } ?? false },
                                                  revocation: revocation ?? (evidence.isEmpty ? .off : .soft), evidence: evidence,
                                                  timeout: timeout, aiaFetch: aiaFetch, ctLogs: logs)
+            probed.distrust = distrust
             report = AddressAssessment.judge(probed, toolVersion: TLSAuditCommand.version)
         } catch {
             StandardStream.error.write("tlsaudit: cannot read the input: \(error)\n")

@@ -320,7 +320,7 @@ public enum AppAudit {
         // The chain: the chosen probe's, else the first any probe got (pins and CT still have a chain to speak of).
         let source = chosen?.chain != nil ? chosen : probes.configurations.first { $0.chain != nil }
         let chain = source?.chain
-        let context = TrustContext(hostname: host, time: probes.time, publicTrust: !probes.privateAnchors)
+        let context = probes.trustContext(hostname: host)
         let trustErrors = chain.map { TrustEvaluator.evaluate(presented: $0.presented, building: $0.building, context: context) }?
             .filter(\.isTrustError) ?? []
         var reasons: [String] = []

@@ -25,7 +25,7 @@ extension ATSDiagnostics {
             recommendation = "\(currentClients). In the app: \(appSide)"
             return
         }
-        let context = TrustContext(hostname: domain, time: probes.time, publicTrust: !probes.privateAnchors)
+        let context = probes.trustContext(hostname: domain)
         let chainFailures = probes.configurations.lazy.compactMap(\.chain).first.map { Self.chainFailures($0, context: context).findings } ?? []
         if let clients = iosClients {
             let oldest = IOSVersionRules.oldest(clients, chainFailures: chainFailures, minimumTLSVersion: .tls1_2, forwardSecrecy: true)

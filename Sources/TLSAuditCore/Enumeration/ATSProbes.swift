@@ -3,7 +3,7 @@ import Foundation
 extension ATSDiagnostics {
     /// Judges each configuration as a current Apple client would, and draws the conclusion.
     public static func judge(_ probes: ATSProbes) -> ATSDiagnostics {
-        let context = TrustContext(hostname: probes.domain, time: probes.time, publicTrust: !probes.privateAnchors)
+        let context = probes.trustContext(hostname: probes.domain)
         // Apple's trust rules for all TLS, judged on each chain a probe received (a server may send an
         // ECDSA certificate to ECDHE suites and an RSA one to static RSA), each distinct chain once.
         var judgedChains: [ProbedChainPath: (findings: [Finding], path: [CertificateSummary])] = [:]
@@ -54,7 +54,7 @@ extension ATSDiagnostics {
     /// an app that leaves the server-trust challenge to the system gets no relief from
     /// NSExceptionAllowsInsecureHTTPLoads (`AppTrustEvaluation.system`).
     public static func judgedWithSystemTrust(_ configuration: ATSConfigurationProbe, probes: ATSProbes) -> ATSConfigurationResult {
-        let context = TrustContext(hostname: probes.domain, time: probes.time, publicTrust: !probes.privateAnchors)
+        let context = probes.trustContext(hostname: probes.domain)
         let own = configuration.chain.map { chainFailures($0, context: context) }
         let (pass, detail, failure) = judge(configuration, trustFailures: own?.findings ?? [], path: own?.path ?? [])
         return ATSConfigurationResult(name: configuration.name, exception: configuration.exception, pass: pass, detail: detail,
@@ -87,5 +87,16 @@ extension ATSDiagnostics {
             return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)
         }
         return (true, "negotiated \(negotiated)", nil)
+    }
+}
+
+extension ATSProbes {
+    /// The trust context a current Apple client judges these probes' chains in: the name asked
+    /// for, the time, public or private anchors, and Apple's date-bounded distrust.
+    func trustContext(hostname: String) -> TrustContext {
+        var context = TrustContext(hostname: hostname, time: time, publicTrust: !privateAnchors)
+        context.distrust = DistrustCheck.make(distrust, policy: .atsRuntime, publicTrust: !privateAnchors,
+                                              scts: configurations.first { !$0.scts.isEmpty }?.scts ?? [])
+        return context
     }
 }

@@ -11,6 +11,9 @@ public struct TrustContext: Sendable {
     public var publicTrust: Bool
     /// The chain comes from files (`verify`), not from a server: messages speak of the input.
     public var fromFiles: Bool
+    /// Date-bounded distrust: the table and vendor in force, and the leaf's SCT times (for vendors
+    /// that date a certificate by its earliest SCT). Nil: not checked.
+    public var distrust: DistrustCheck?
 
     public init(hostname: String?, time: Date, publicTrust: Bool = false, fromFiles: Bool = false) {
         self.hostname = hostname
@@ -42,6 +45,9 @@ public enum TrustEvaluator {
         }
         checkNameConstraints(path, into: &findings)
         checkDates(path, at: context.time, into: &findings)
+        if building.anchored, let check = context.distrust, let distrusted = DateBoundedDistrust.finding(path: path, check: check) {
+            findings.append(distrusted)
+        }
         checkIssuers(path, into: &findings)
         checkExtendedKeyUsage(path, anchored: building.anchored, into: &findings)
         if let hostname = context.hostname {

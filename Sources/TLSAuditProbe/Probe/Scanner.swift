@@ -33,6 +33,8 @@ public struct ScanOptions: Sendable {
     public var aiaFetch = false
     /// The Certificate Transparency log list SCTs are verified against (`--ct-log-list`, `ct: {log_list:}`).
     public var ctLogs: CTLogList = .shipped
+    /// The date-bounded distrust to judge chains by (nil: the shipped table, by the policy's vendor).
+    public var distrust: DistrustSetting?
     /// Connections at once to one address for a target's opt-in checks (`checks:`): the service
     /// uses 1, so that a scan holds one connection of its host's budget (`per_host_concurrency`).
     public var checkConnections = 5
@@ -299,6 +301,7 @@ public final class TLSScanner: Sendable {
             building: building, chain: chain, time: time, publicTrust: chain?.publicTrust ?? false,
             buildWithPinnedAnchors: PathBuilder.pinnedAnchorBuilder(presented: sent, at: time))
         probed.ctLogs = options.ctLogs
+        probed.distrust = options.distrust
         if attempt.observation != nil, let leaf = sent.first {
             let issuer = SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore)
             probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: options.ctLogs)

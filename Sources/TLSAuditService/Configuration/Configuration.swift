@@ -41,6 +41,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var probeModules: [ProbeModule] = []
     /// The CT log list file SCTs are verified against (`ct: {log_list:}`); nil: the shipped snapshot.
     public var ctLogList: String?
+    /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: date-bounded distrust (nil: the shipped table, by each target's policy).
+    public var distrust: DistrustSetting?
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
 
@@ -173,7 +175,7 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct"]
+                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust"]
     static let ctKeys = ["log_list"]
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
@@ -233,6 +235,7 @@ struct ConfigurationParser {
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
         if let node = mapping["ct"] { configuration.ctLogList = certificateTransparency(node) }
+        if let node = mapping["distrust"] { configuration.distrust = distrust(node) }
         // The port and the policy are left unset here: their defaults depend on the target's STARTTLS protocol.
         let builtIn = Settings(addresses: .all, interval: SettingBounds.interval.defaultValue,
                                timeout: SettingBounds.timeout.defaultValue, trust: nil,
@@ -285,6 +288,23 @@ struct ConfigurationParser {
     }
 
     /// `ct: {log_list: FILE}`: the CT log list SCTs are verified against, read now so a bad file is reported here.
+    /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: the table of roots distrusted for
+    /// certificates issued after a date (the shipped one without `list`), and whose rows apply
+    /// (without `vendor`: Apple's under the Apple policies, Mozilla's under the Mozilla ones).
+    mutating func distrust(_ node: Node) -> DistrustSetting? {
+        guard let mapping = section(node, "'distrust' must be a mapping with 'list' (a distrust table file) and/or 'vendor' (apple, mozilla or chrome)",
+                                    allowed: ["list", "vendor"], in: "distrust") else { return nil }
+        var setting = DistrustSetting()
+        if let value = mapping["vendor"] { setting.vendor = choice(value, "distrust vendor", expected: "apple, mozilla or chrome") }
+        if let listNode = mapping["list"], let path = string(listNode, "a file path").map(absolutePath) {
+            do { setting.table = try DistrustTable.load(path: path) } catch {
+                report(listNode, "\(error)")
+                return nil
+            }
+        }
+        return setting
+    }
+
     mutating func certificateTransparency(_ node: Node) -> String? {
         guard let mapping = section(node, "'ct' must be a mapping with 'log_list' (a CT log list file in the v3 JSON schema)",
                                     allowed: Self.ctKeys, in: "ct") else { return nil }
