@@ -105,7 +105,12 @@ public final class ScanService: Service, @unchecked Sendable {
         // A scan's opt-in checks use its one slot of the host's per_host_concurrency.
         options.checkConnections = 1
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
-        options.ctLogs = try configuration.ctLogList.map(CTLogList.load(path:)) ?? .shipped
+        if let source = configuration.ctLogList {
+            let (list, note) = try CTLogListInput.load(source, lastKnownGood: configuration.ctLogListLastKnownGood)
+            options.ctLogs = list
+            if let note { logger.warning("CT log list not refreshed", metadata: ["reason": "\(note)"]) }
+            logger.info("CT log list in force", metadata: ["source": "\(list.source)", "logs": "\(list.logs.count)"])
+        }
         options.distrust = configuration.distrust
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         if case .postgres(let settings) = location {

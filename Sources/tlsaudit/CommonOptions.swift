@@ -11,8 +11,8 @@ struct TrustInputOptions: ParsableArguments {
     var trustStore: String?
 
     @Option(name: .customLong("ct-log-list"), help: ArgumentHelp(
-        "CT log list (v3 JSON schema, e.g. Apple's current_log_list.json) to verify SCTs against, instead of the shipped snapshot.",
-        valueName: "file"))
+        "CT log list (v3 JSON schema, e.g. Apple's current_log_list.json), a file or an http(s) URL, to verify SCTs against instead of the shipped snapshot; refused unless every log_id is the SHA-256 of its key.",
+        valueName: "file-or-url"))
     var ctLogList: String?
 
     @Option(name: .customLong("distrust-list"), help: ArgumentHelp(
@@ -58,7 +58,7 @@ struct TrustInputOptions: ParsableArguments {
     /// The CT log list: `--ct-log-list`, else the shipped snapshot. A bad file is a usage error (exit 64).
     func logs() throws -> CTLogList {
         guard let ctLogList else { return .shipped }
-        do { return try CTLogList.load(path: ctLogList) } catch { throw ValidationError("--ct-log-list: \(error)") }
+        do { return try CTLogListInput.load(ctLogList, lastKnownGood: nil).list } catch { throw ValidationError("--ct-log-list: \(error)") }
     }
 }
 

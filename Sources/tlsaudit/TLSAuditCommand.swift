@@ -12,7 +12,7 @@ struct TLSAuditCommand: AsyncParsableCommand {
         version: version,
         subcommands: [ScanCommand.self, ATSCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
                       HistoryCommand.self, ReportCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, FleetCommand.self, StoreCommand.self,
-                      AppCommand.self, DemoCommand.self]
+                      AppCommand.self, TrustCommand.self, DemoCommand.self]
     )
 
     /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command.

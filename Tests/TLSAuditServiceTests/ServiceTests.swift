@@ -133,6 +133,44 @@ struct ServiceTests {
         #expect(transparency.policy.required == false)
     }
 
+    @Test("ct: {log_list: URL}: serve fetches the list from a local HTTP server, keeps it as the last known good copy, and a restart with the server down keeps using it")
+    func certificateTransparencyLogListURL() throws {
+        let log = try LabCTLog("lab log", operator: "Lab")
+        let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]), embedding: [
+            { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) },
+        ])
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        defer { server.stop() }
+        let listBytes = try LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))])
+        let web = try LabHTTPServer(routes: ["/logs.json": Array(listBytes)])
+        let port = web.port
+        let workspace = try lab.workspace("ct-log-list-url")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let kept = workspace.appendingPathComponent("ct-log-list.json").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: [("sct", server.port)], extra: "ct: {log_list: \"http://127.0.0.1:\(port)/logs.json\"}")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let checked = try Binary.run(["check-config", config])
+        #expect(checked.status == 0, "a URL is accepted: \(checked.stdout)\(checked.stderr)")
+        for round in ["fetched", "kept"] {
+            if round == "kept" { web.stop() }
+            let service = try ServiceProcess(config: config, workspace: workspace)
+            service.wait("a scan (\(round))") { service.storedScans.count >= 1 }
+            service.signal(SIGTERM)
+            #expect(service.waitForExit(timeout: 20) == 0)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: kept)) == listBytes, "\(round): the last known good copy beside the database")
+            if round == "kept" {
+                #expect(!service.lines(containing: "CT log list not refreshed").isEmpty, "the failed refresh is logged: \(service.log.suffix(2000))")
+            }
+            let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+            let state = try #require(try store.status().first { $0.target == "sct" })
+            let result = try #require(try store.result(observationID: state.lastObservationID))
+            #expect(result.handshake?.certificateTransparency?.scts.map(\.status) == [.valid], "\(round): the SCT verifies against the list")
+        }
+        let status = try Binary.run(["trust", "status", "--config", config])
+        #expect(status.stdout.contains("ct-log-list: \(kept)") && status.stdout.contains("last known good copy"), "\(status.stdout)\(status.stderr)")
+    }
+
     @Test("sd_notify: READY, WATCHDOG, RELOADING on SIGHUP, STOPPING on SIGTERM")
     func systemdNotifications() throws {
         let good = try lab.goodServer()

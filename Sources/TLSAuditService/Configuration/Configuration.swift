@@ -41,6 +41,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var probeModules: [ProbeModule] = []
     /// The CT log list file SCTs are verified against (`ct: {log_list:}`); nil: the shipped snapshot.
     public var ctLogList: String?
+    /// Where the last known good CT log list is kept when `ctLogList` is a URL (`ct: {last_known_good:}`;
+    /// default: `ct-log-list.json` beside the SQLite database, or in the working directory for PostgreSQL).
+    public var ctLogListLastKnownGood: String?
     /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: date-bounded distrust (nil: the shipped table, by each target's policy).
     public var distrust: DistrustSetting?
     /// Where results wait when the store cannot take them at a stop (the state directory).
@@ -176,7 +179,7 @@ struct ConfigurationParser {
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
                                "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust"]
-    static let ctKeys = ["log_list"]
+    static let ctKeys = ["log_list", "last_known_good"]
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     mutating func parse(_ yaml: String) -> ServiceConfiguration? {
@@ -234,7 +237,15 @@ struct ConfigurationParser {
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
-        if let node = mapping["ct"] { configuration.ctLogList = certificateTransparency(node) }
+        if let node = mapping["ct"] {
+            configuration.ctLogList = certificateTransparency(node)
+            if case .mapping(let ct) = node, let kept = ct["last_known_good"], let path = string(kept, "a file path") {
+                configuration.ctLogListLastKnownGood = absolutePath(path)
+            } else if let list = configuration.ctLogList, list.lowercased().hasPrefix("http") {
+                let databaseDirectory = configuration.database.hasPrefix("postgres") ? "." : (configuration.database as NSString).deletingLastPathComponent
+                configuration.ctLogListLastKnownGood = absolutePath((databaseDirectory.isEmpty ? "." : databaseDirectory) + "/ct-log-list.json")
+            }
+        }
         if let node = mapping["distrust"] { configuration.distrust = distrust(node) }
         // The port and the policy are left unset here: their defaults depend on the target's STARTTLS protocol.
         let builtIn = Settings(addresses: .all, interval: SettingBounds.interval.defaultValue,
@@ -308,7 +319,13 @@ struct ConfigurationParser {
     mutating func certificateTransparency(_ node: Node) -> String? {
         guard let mapping = section(node, "'ct' must be a mapping with 'log_list' (a CT log list file in the v3 JSON schema)",
                                     allowed: Self.ctKeys, in: "ct") else { return nil }
-        guard let listNode = mapping["log_list"], let path = string(listNode, "a file path").map(absolutePath) else { return nil }
+        guard let listNode = mapping["log_list"], let text = string(listNode, "a file path or an http(s) URL") else { return nil }
+        // A URL is fetched by serve (and kept as the last known good list): not fetched to check a configuration.
+        if text.lowercased().hasPrefix("http://") || text.lowercased().hasPrefix("https://") {
+            if URL(string: text)?.host == nil { report(listNode, "ct log_list '\(text)' is not a URL") }
+            return text
+        }
+        let path = absolutePath(text)
         do {
             _ = try CTLogList.load(path: path)
         } catch {
