@@ -45,6 +45,23 @@ public final class ScanMetrics: Sendable {
                            labels: [("version", version), ("openssl", openssl)]).set(1.0)
     }
 
+    /// A trust input's state: its publication time (`tlsaudit_trust_input_published_timestamp_seconds`,
+    /// so that its age is `time() - ...`), whether its last refresh succeeded, and when that was.
+    /// Times in seconds since 1970.
+    public func recordTrustInput(_ input: String, published: Double?, refreshed: Bool, at time: Double) {
+        let labels = [("input", input)]
+        if let published {
+            registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_published_timestamp_seconds",
+                                                      "When the trust input in force was published (its age is time() minus this)."),
+                               labels: labels).set(published)
+        }
+        registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_refresh_success",
+                                                  "1 when the last refresh of the trust input succeeded, 0 when it failed (the last good one stays in force)."),
+                           labels: labels).set(refreshed ? 1.0 : 0.0)
+        registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_last_refresh_timestamp_seconds", "When the trust input was last refreshed (tried)."),
+                           labels: labels).set(time)
+    }
+
     /// A `/probe` request answered (`scanned`, `timed-out`), or not (`busy`, `refused`).
     func recordProbe(outcome: String) {
         registry.makeCounter(descriptor: Self.named("tlsaudit_probe_requests_total", "/probe requests by outcome: scanned, timed-out, busy (no slot), refused (400, 403)."),

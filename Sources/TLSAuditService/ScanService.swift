@@ -30,6 +30,8 @@ public final class ScanService: Service, @unchecked Sendable {
     public let metrics = ScanMetrics()
     private let control = DispatchQueue(label: "tlsaudit.service")
     private var housekeeping: [DispatchSourceTimer] = []
+    /// The scanner every scan goes through (its CT log list is replaced by the refresh).
+    private let scanner: TLSScanner
     /// Fleet mode (a PostgreSQL database): the work queue, and the fleet configuration version
     /// this node runs (nil until it picked one up); the watcher stops when `fleetStopping` is set.
     private let fleet: FleetWork?
@@ -110,9 +112,13 @@ public final class ScanService: Service, @unchecked Sendable {
             options.ctLogs = list
             if let note { logger.warning("CT log list not refreshed", metadata: ["reason": "\(note)"]) }
             logger.info("CT log list in force", metadata: ["source": "\(list.source)", "logs": "\(list.logs.count)"])
+            metrics.recordTrustInput("ct-log-list", published: list.publishedAt?.timeIntervalSince1970, refreshed: note == nil, at: Date().timeIntervalSince1970)
+        } else {
+            metrics.recordTrustInput("ct-log-list", published: CTLogList.shipped.publishedAt?.timeIntervalSince1970, refreshed: true, at: Date().timeIntervalSince1970)
         }
         options.distrust = configuration.distrust
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
+        self.scanner = scanner
         if case .postgres(let settings) = location {
             splitView = SplitViewDetector(configuration: configuration)
             writer.splitView = splitView
@@ -293,6 +299,26 @@ public final class ScanService: Service, @unchecked Sendable {
         }
     }
 
+    /// Fetches the CT log list again: a verified list newer than the one in force replaces it for
+    /// every later scan and becomes the last known good copy; a failure keeps the one in force.
+    private func refreshCTLogList(from source: String) {
+        let before = scanner.ctLogs
+        do {
+            let (list, note) = try CTLogListInput.load(source, lastKnownGood: configuration.ctLogListLastKnownGood)
+            metrics.recordTrustInput("ct-log-list", published: list.publishedAt?.timeIntervalSince1970, refreshed: note == nil, at: Date().timeIntervalSince1970)
+            if let note {
+                logger.warning("CT log list not refreshed", metadata: ["reason": "\(note)"])
+                return
+            }
+            guard list.source != before.source || list.publishedAt != before.publishedAt else { return }
+            scanner.replaceCTLogs(list)
+            logger.notice("CT log list updated", metadata: ["from": "\(before.source)", "to": "\(list.source)", "logs": "\(list.logs.count)"])
+        } catch {
+            metrics.recordTrustInput("ct-log-list", published: before.publishedAt?.timeIntervalSince1970, refreshed: false, at: Date().timeIntervalSince1970)
+            logger.warning("CT log list not refreshed", metadata: ["reason": "\(error)"])
+        }
+    }
+
     // MARK: - Reload, retention, watchdog
 
     /// Rereads the configuration file; applies it only when valid (atomically), else keeps the old one.
@@ -469,6 +495,14 @@ public final class ScanService: Service, @unchecked Sendable {
         hangup.resume()
         housekeeping.append(hangup)
 
+        if let source = configuration.ctLogList, TrustInputSource.isURL(source) {
+            // The CT log list from a URL: fetched again on a schedule, off the control queue (a fetch takes up to 30 s).
+            let refresh = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
+            refresh.schedule(deadline: .now() + configuration.ctLogListRefresh, repeating: configuration.ctLogListRefresh)
+            refresh.setEventHandler { [weak self] in self?.refreshCTLogList(from: source) }
+            refresh.resume()
+            housekeeping.append(refresh)
+        }
         let retention = DispatchSource.makeTimerSource(queue: control)
         retention.schedule(deadline: .now() + 60, repeating: 3600)
         retention.setEventHandler { [weak self] in self?.applyRetention() }

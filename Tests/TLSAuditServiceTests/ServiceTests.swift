@@ -171,6 +171,55 @@ struct ServiceTests {
         #expect(status.stdout.contains("ct-log-list: \(kept)") && status.stdout.contains("last known good copy"), "\(status.stdout)\(status.stderr)")
     }
 
+    @Test("ct: {refresh:}: serve fetches the list again on its schedule; a newer list replaces the one in force for later scans (an SCT of a log it adds becomes valid), and /metrics tells the input's publication time and refresh outcome")
+    func certificateTransparencyLogListRefresh() throws {
+        let known = try LabCTLog("lab log A", operator: "Lab One"), added = try LabCTLog("lab log B", operator: "Lab Two")
+        let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]), embedding: [
+            { added.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) },
+        ])
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
+        defer { server.stop() }
+        let first = try LabCTLog.listFile([(known, "usable", Date(timeIntervalSince1970: 1_600_000_000))], published: Date().addingTimeInterval(-7_200))
+        let web = try LabHTTPServer(routes: ["/logs.json": Array(first)])
+        defer { web.stop() }
+        let workspace = try lab.workspace("ct-log-list-refresh")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: [("sct", server.port)],
+                              extra: "http: {listen: \"127.0.0.1:0\"}\nct: {log_list: \"\(web.url("/logs.json"))\", refresh: 2s}")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 20) }
+        service.wait("a scan against the first list") { service.storedScans.count >= 1 }
+        func latestStatuses() throws -> [CertificateTransparencyReport.Entry.Status] {
+            let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+            let state = try #require(try store.status().first { $0.target == "sct" })
+            return try #require(try store.result(observationID: state.lastObservationID)).handshake?.certificateTransparency?.scts.map(\.status) ?? []
+        }
+        #expect(try latestStatuses() == [.logNewerThanList], "the first list does not know log B, older than its SCT")
+        // A newer list that adds log B: the next refresh puts it in force.
+        web.serve(Array(try LabCTLog.listFile([(known, "usable", Date(timeIntervalSince1970: 1_600_000_000)),
+                                               (added, "usable", Date(timeIntervalSince1970: 1_600_000_000))], published: Date().addingTimeInterval(-60))),
+                  at: "/logs.json")
+        service.wait("the refresh") { !service.lines(containing: "CT log list updated").isEmpty }
+        // A scan that started after the refresh (one under way then still used the list it started with).
+        let refreshed = Date().timeIntervalSince1970
+        service.wait("a scan started after the refresh") { service.storedScans.contains { $0.target == "sct" && $0.startedAt > refreshed } }
+        #expect(try latestStatuses() == [.valid], "log B is in the list in force now")
+        let listen = MonitoringTests.listening(service)
+        let metrics = try MonitoringTests.fetch("http://\(listen.first ?? "")/metrics")
+        #expect(metrics.body.contains("tlsaudit_trust_input_refresh_success{input=\"ct-log-list\"} 1")
+                && metrics.body.contains("tlsaudit_trust_input_published_timestamp_seconds{input=\"ct-log-list\"}"), "\(metrics.body.prefix(4000))")
+        // The server goes away: the refresh fails, the list in force stays, and the metric says so.
+        web.stop()
+        service.wait("a failed refresh") { !service.lines(containing: "CT log list not refreshed").isEmpty }
+        let failed = try MonitoringTests.fetch("http://\(listen.first ?? "")/metrics")
+        #expect(failed.body.contains("tlsaudit_trust_input_refresh_success{input=\"ct-log-list\"} 0"), "\(failed.body.prefix(4000))")
+        let failedAt = Date().timeIntervalSince1970
+        service.wait("a scan after the failed refresh") { service.storedScans.contains { $0.target == "sct" && $0.startedAt > failedAt } }
+        #expect(try latestStatuses() == [.valid], "the list in force stays")
+    }
+
     @Test("sd_notify: READY, WATCHDOG, RELOADING on SIGHUP, STOPPING on SIGTERM")
     func systemdNotifications() throws {
         let good = try lab.goodServer()

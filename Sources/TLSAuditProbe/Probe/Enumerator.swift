@@ -201,7 +201,7 @@ public final class Enumerator: Sendable {
         func scts(of attempt: HandshakeAttempt, chain: ProbedChainPath?) -> [SignedCertificateTimestamp] {
             guard attempt.observation != nil, let leaf = attempt.presented.first, let chain else { return [] }
             let issuer = SCTVerifier.issuer(ofLeafOf: chain.building.path, presented: attempt.presented, leaf: leaf, store: trustStore)
-            return SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: scanner.options.ctLogs)
+            return SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: scanner.ctLogs)
         }
         // The public-trust rules follow the anchor: the first anchored chain's, else the store's kind.
         let anchoredPublicly = chains.lazy.compactMap { $0.flatMap { PublicRoots.anchorIn($0.building) } }.first.map { !$0.isEmpty }
@@ -219,7 +219,7 @@ public final class Enumerator: Sendable {
                 return probe
             })
         judged.trustStore = trustStore.label
-        judged.ctLogs = scanner.options.ctLogs
+        judged.ctLogs = scanner.ctLogs
         judged.distrust = scanner.options.distrust
         if only == nil {
             // The whole matrix (`ats`, `app audit`): which iOS versions of the client table still connect.

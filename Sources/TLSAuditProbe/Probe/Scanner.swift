@@ -65,6 +65,15 @@ public final class TLSScanner: Sendable {
     let judge: AddressJudge
     /// One configured client context per ClientHello profile (the enumerator uses them too).
     let contexts: [ClientProfile: ClientContext]
+    /// A CT log list that replaced `options.ctLogs` while the process runs (the service's refresh).
+    private let refreshedCTLogs = Mutex<CTLogList?>(nil)
+
+    /// The CT log list SCTs are checked against now: the refreshed one, else the options'.
+    public var ctLogs: CTLogList { refreshedCTLogs.withLock { $0 } ?? options.ctLogs }
+
+    /// Makes `list` the one every later scan checks SCTs against.
+    public func replaceCTLogs(_ list: CTLogList) { refreshedCTLogs.withLock { $0 = list } }
+
     /// Contexts for targets with a client identity of their own (`ScanTarget.clientCredentials`),
     /// made on first use.
     private let identityContexts = Mutex<[ClientCredentials: [ClientProfile: ClientContext]]>([:])
@@ -300,11 +309,12 @@ public final class TLSScanner: Sendable {
             handshake: attempt.observation, atsClientRefusal: atsRefusal, failure: attempt.failure, presented: presented,
             building: building, chain: chain, time: time, publicTrust: chain?.publicTrust ?? false,
             buildWithPinnedAnchors: PathBuilder.pinnedAnchorBuilder(presented: sent, at: time))
-        probed.ctLogs = options.ctLogs
+        let ctLogs = self.ctLogs
+        probed.ctLogs = ctLogs
         probed.distrust = options.distrust
         if attempt.observation != nil, let leaf = sent.first {
             let issuer = SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore)
-            probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: options.ctLogs)
+            probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: ctLogs)
         }
         return probed
     }

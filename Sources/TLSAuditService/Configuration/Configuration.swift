@@ -44,6 +44,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// Where the last known good CT log list is kept when `ctLogList` is a URL (`ct: {last_known_good:}`;
     /// default: `ct-log-list.json` beside the SQLite database, or in the working directory for PostgreSQL).
     public var ctLogListLastKnownGood: String?
+    /// How often `serve` fetches a `ct: {log_list: URL}` again (`ct: {refresh:}`, default 24 hours).
+    public var ctLogListRefresh: Double = 86_400
     /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: date-bounded distrust (nil: the shipped table, by each target's policy).
     public var distrust: DistrustSetting?
     /// Where results wait when the store cannot take them at a stop (the state directory).
@@ -179,7 +181,7 @@ struct ConfigurationParser {
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
                                "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust"]
-    static let ctKeys = ["log_list", "last_known_good"]
+    static let ctKeys = ["log_list", "last_known_good", "refresh"]
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     mutating func parse(_ yaml: String) -> ServiceConfiguration? {
@@ -239,6 +241,11 @@ struct ConfigurationParser {
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
         if let node = mapping["ct"] {
             configuration.ctLogList = certificateTransparency(node)
+            if case .mapping(let ct) = node, let refresh = ct["refresh"] {
+                if let seconds = duration(refresh, minimum: 1) {
+                    configuration.ctLogListRefresh = seconds
+                }
+            }
             if case .mapping(let ct) = node, let kept = ct["last_known_good"], let path = string(kept, "a file path") {
                 configuration.ctLogListLastKnownGood = absolutePath(path)
             } else if let list = configuration.ctLogList, list.lowercased().hasPrefix("http") {
