@@ -117,6 +117,14 @@ public final class ScanService: Service, @unchecked Sendable {
             metrics.recordTrustInput("ct-log-list", published: CTLogList.shipped.publishedAt?.timeIntervalSince1970, refreshed: true, at: Date().timeIntervalSince1970)
         }
         options.distrust = configuration.distrust
+        if let source = configuration.distrustURL {
+            do {
+                options.distrust?.table = try DistrustTableInput.load(source)
+                logger.info("distrust table in force", metadata: ["source": "\(source)"])
+            } catch {
+                logger.warning("distrust table not fetched: the shipped one stays in force", metadata: ["reason": "\(error)"])
+            }
+        }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         self.scanner = scanner
         if case .postgres(let settings) = location {

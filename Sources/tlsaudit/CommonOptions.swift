@@ -16,8 +16,8 @@ struct TrustInputOptions: ParsableArguments {
     var ctLogList: String?
 
     @Option(name: .customLong("distrust-list"), help: ArgumentHelp(
-        "Table of roots distrusted for certificates issued after a date (JSON, docs/apple-rules.md section 9), instead of the shipped one.",
-        valueName: "file"))
+        "Table of roots distrusted for certificates issued after a date (JSON, docs/apple-rules.md section 9), a file or an http(s) URL, instead of the shipped one.",
+        valueName: "file-or-url"))
     var distrustList: String?
 
     @Option(name: .customLong("distrust-vendor"), help: ArgumentHelp(
@@ -30,7 +30,7 @@ struct TrustInputOptions: ParsableArguments {
         guard distrustList != nil || distrustVendor != nil else { return nil }
         var setting = DistrustSetting(vendor: distrustVendor)
         if let distrustList {
-            do { setting.table = try DistrustTable.load(path: distrustList) } catch {
+            do { setting.table = try DistrustTableInput.load(distrustList) } catch {
                 StandardStream.error.write("tlsaudit: --distrust-list: \(error)\n")
                 throw ExitCode(2)
             }

@@ -71,6 +71,12 @@ struct DistrustTests {
         let verify = try CLI.run(["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--distrust-list", list,
                                   "--distrust-vendor", "chrome"])
         #expect(verify.status != 0 && verify.stdout.contains("trust.distrusted-after-date"), "\(verify.stdout)")
+        // The same table from a URL.
+        let web = try LabHTTPServer(routes: ["/distrust.json": Array(try Data(contentsOf: URL(fileURLWithPath: list)))])
+        defer { web.stop() }
+        let fetched = try CLI.run(["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname,
+                                   "--distrust-list", web.url("/distrust.json"), "--distrust-vendor", "chrome"])
+        #expect(fetched.status != 0 && fetched.stdout.contains("trust.distrusted-after-date"), "\(fetched.stdout)\(fetched.stderr)")
         // A broken table is unreadable input: exit 2, naming the file.
         let broken = pki.directory.appendingPathComponent("broken-distrust.json").path
         try "{\"entries\": 7}".write(toFile: broken, atomically: true, encoding: .utf8)

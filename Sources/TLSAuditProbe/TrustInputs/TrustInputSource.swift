@@ -84,3 +84,10 @@ public enum CTLogListInput {
         }
     }
 }
+
+/// The date-bounded distrust table as a trust input: a file or an http(s) URL, parsed before use.
+public enum DistrustTableInput {
+    public static func load(_ source: String) throws -> DistrustTable {
+        try DistrustTable.parse(Data(try TrustInputSource.read(source)), source: source)
+    }
+}

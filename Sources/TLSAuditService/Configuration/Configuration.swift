@@ -48,6 +48,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var ctLogListRefresh: Double = 86_400
     /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: date-bounded distrust (nil: the shipped table, by each target's policy).
     public var distrust: DistrustSetting?
+    /// `distrust: {list: URL}`: fetched when `serve` starts (the shipped table stays when it cannot be had).
+    public var distrustURL: String?
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
 
@@ -167,6 +169,8 @@ struct ConfigurationParser {
     let baseDirectory: String
     var errors: [ConfigurationError] = []
     var warnings: [ConfigurationError] = []
+    /// `distrust: {list: URL}` as read, for the configuration.
+    var distrustSource: String?
     /// The line of each target parsed so far, in order (for duplicate reports).
     var targetLines: [Int?] = []
     /// Each named group's settings, in file order (`/probe`'s modules).
@@ -253,7 +257,10 @@ struct ConfigurationParser {
                 configuration.ctLogListLastKnownGood = absolutePath((databaseDirectory.isEmpty ? "." : databaseDirectory) + "/ct-log-list.json")
             }
         }
-        if let node = mapping["distrust"] { configuration.distrust = distrust(node) }
+        if let node = mapping["distrust"] {
+            configuration.distrust = distrust(node)
+            configuration.distrustURL = distrustSource
+        }
         // The port and the policy are left unset here: their defaults depend on the target's STARTTLS protocol.
         let builtIn = Settings(addresses: .all, interval: SettingBounds.interval.defaultValue,
                                timeout: SettingBounds.timeout.defaultValue, trust: nil,
@@ -314,8 +321,14 @@ struct ConfigurationParser {
                                     allowed: ["list", "vendor"], in: "distrust") else { return nil }
         var setting = DistrustSetting()
         if let value = mapping["vendor"] { setting.vendor = choice(value, "distrust vendor", expected: "apple, mozilla or chrome") }
-        if let listNode = mapping["list"], let path = string(listNode, "a file path").map(absolutePath) {
-            do { setting.table = try DistrustTable.load(path: path) } catch {
+        if let listNode = mapping["list"], let text = string(listNode, "a file path or an http(s) URL") {
+            if text.lowercased().hasPrefix("http://") || text.lowercased().hasPrefix("https://") {
+                // Fetched when serve starts (ScanService), not to check a configuration.
+                if URL(string: text)?.host == nil { report(listNode, "distrust list '\(text)' is not a URL") }
+                distrustSource = text
+                return setting
+            }
+            do { setting.table = try DistrustTable.load(path: absolutePath(text)) } catch {
                 report(listNode, "\(error)")
                 return nil
             }
