@@ -112,6 +112,11 @@ public final class LabEximServer: Sendable {
             daemon_smtp_ports = \(port)
             local_interfaces = 127.0.0.1
             keep_environment =
+            # No lookups: EHLO [127.0.0.1] would otherwise make Exim ask DNS for the address's name (a
+            # query off loopback, and a stall of seconds when no resolver answers); no ident callback.
+            helo_lookup_domains =
+            host_lookup =
+            rfc1413_hosts =
             tls_advertise_hosts = \(offerTLS ? "*" : "")
             tls_certificate = \(daemon.path("cert.pem"))
             tls_privatekey = \(daemon.path("key.pem"))
