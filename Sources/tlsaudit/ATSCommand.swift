@@ -24,7 +24,7 @@ struct ATSCommand: ParsableCommand {
     @OptionGroup var jsonStyle: JSONStyleOptions
 
     func run() throws {
-        if target.lowercased().hasPrefix("http://") { return try plainHTTP() }
+        if let plain = try parsePlainHTTPTarget(target, connectTo: connection.connectTo) { return try plainHTTP(plain) }
         let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
         let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
@@ -59,9 +59,7 @@ struct ATSCommand: ParsableCommand {
     /// `ats http://HOST[:PORT]`: a plain HTTP load, which default ATS blocks (NSURLErrorDomain -1022);
     /// what answers `GET /` there, and the keys that would let an app load it. Exit 1 when a server
     /// answers (an exception is needed), 2 when none does.
-    func plainHTTP() throws {
-        var parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: .none)
-        if !target.dropFirst("http://".count).contains(":") || target.hasSuffix("]") { parsed.port = 80 }
+    func plainHTTP(_ parsed: ScanTarget) throws {
         let scanner = try TLSScanner(options: ScanOptions(timeout: connection.timeout, trustStore: try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)),
                                      judge: AddressAssessment.judge)
         let name = parsed.sni ?? parsed.host

@@ -113,9 +113,9 @@ struct AppAuditCommand: ParsableCommand {
         let selection = try hostOptions.auditHosts(for: policy, path: path, probePlistDomains: probePlistDomains)
         var probed: [AppAudit.ProbedHost] = []
         for (text, requested) in selection.hosts {
-            let plainHTTP = text.lowercased().hasPrefix("http://")
-            var target = try parseSingleTarget(text, connectTo: connection.connectTo, starttls: plainHTTP ? .none : connection.starttls)
-            if plainHTTP, !text.dropFirst("http://".count).contains(where: { $0 == ":" }) || text.hasSuffix("]") { target.port = 80 }
+            let plainTarget = try parsePlainHTTPTarget(text, connectTo: connection.connectTo)
+            let plainHTTP = plainTarget != nil
+            let target = try plainTarget ?? parseSingleTarget(text, connectTo: connection.connectTo, starttls: connection.starttls)
             let name = target.sni ?? target.host
             var host: AppAudit.ProbedHost
             switch scanner.addresses(for: target) {

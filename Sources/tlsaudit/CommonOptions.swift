@@ -75,6 +75,19 @@ func parseSingleTarget(_ text: String, connectTo: String?, starttls: STARTTLSSet
     }
 }
 
+/// An `http://HOST[:PORT]` URL as a plain HTTP target (`ats`, `app audit`): port 80 unless it
+/// names one, no STARTTLS; nil for any other text.
+func parsePlainHTTPTarget(_ text: String, connectTo: String?) throws -> ScanTarget? {
+    guard text.lowercased().hasPrefix("http://") else { return nil }
+    do {
+        var target = try ScanTarget.parse(text, defaultPort: 80)
+        if let connectTo { target.connectTo = [try ConnectAddress.parse(connectTo)] }
+        return target
+    } catch {
+        throw ValidationError(error.description)
+    }
+}
+
 /// `--starttls`'s help, the same for every command that takes it.
 let starttlsHelp = "Upgrade a plaintext connection first: \(HelpLists.values(of: STARTTLSProtocol.self)) (as openssl s_client -starttls); auto (the default) infers it from a well-known port (\(HelpLists.starttlsPorts)) and says so; none: TLS from the first byte."
 

@@ -11,10 +11,7 @@ public enum TrustInputSource {
     /// Seconds for the whole fetch.
     public static let timeout: Double = 30
 
-    public static func isURL(_ source: String) -> Bool {
-        let lowered = source.lowercased()
-        return lowered.hasPrefix("http://") || lowered.hasPrefix("https://")
-    }
+    public static func isURL(_ source: String) -> Bool { HTTPClient.fetches(source) }
 
     /// The bytes of `source`: the file, or the body of a 200 answer to a GET of the URL.
     public static func read(_ source: String) throws -> [UInt8] {
