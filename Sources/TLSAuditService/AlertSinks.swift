@@ -85,8 +85,16 @@ final class AlertDispatcher: @unchecked Sendable {
         sinks.withLock { $0 = Dictionary(configuration.sinks.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first }) }
     }
 
-    func start() {
+    /// Starts delivering. `singleNode`: this process alone delivers from the store (no fleet), so
+    /// claims a killed earlier run left are its own: every pending delivery is due at once instead
+    /// of waiting out their lease or backoff.
+    func start(singleNode: Bool) {
         queue.async {
+            if singleNode {
+                do { try self.writer.perform { try $0.releaseEveryDelivery(dueAt: Date()) } } catch {
+                    self.logger.warning("pending alerts from the previous run wait for their retry time: \(error)")
+                }
+            }
             let timer = DispatchSource.makeTimerSource(queue: self.queue)
             timer.schedule(deadline: .now(), repeating: .milliseconds(500))
             timer.setEventHandler { [weak self] in self?.deliverDue() }

@@ -182,7 +182,7 @@ public final class ScanService: Service, @unchecked Sendable {
         writer.replaySpills(database: configuration.spillBase)
         scheduler.start()
         if let fleet { startFleet(fleet) }
-        dispatcher.start()
+        dispatcher.start(singleNode: fleet == nil)
         reports.start()
         startHousekeeping()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")

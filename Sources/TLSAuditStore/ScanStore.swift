@@ -344,6 +344,9 @@ public protocol AlertOutbox: Sendable {
     func claimDeliveries(dueBy time: Date, sinks: [String], limit: Int, lease: Double) throws -> [PendingDelivery]
     /// Gives claimed deliveries back unattempted: due again at `time`.
     func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws
+    /// Makes every pending delivery due at `time`: a single node starting again, whose previous
+    /// run may have been killed holding claims (their lease would otherwise hold the alert back).
+    func releaseEveryDelivery(dueAt time: Date) throws
     /// Whether the claim `delivery` came with is still the delivery's newest and its lease still
     /// runs (asked right before sending: a node paused past the lease must not send).
     func stillHolds(_ delivery: PendingDelivery) throws -> Bool

@@ -178,13 +178,15 @@ struct AlertTests {
         #expect(service.waitForExit(timeout: 10) == 0)
     }
 
-    @Test("the service killed between detection and delivery: after a restart the alert arrives once")
+    @Test("the service killed between detection and delivery, its delivery in flight: after a restart the alert arrives once, without waiting out the claim")
     func killedBeforeDelivery() throws {
         let (genuine, impostor) = try leaves()
         let server = try SwappableServer(LabServerConfiguration(chain: [genuine, lab.intermediate]))
         defer { server.stop() }
+        // A receiver that holds each request 10 s and then refuses it: the kill comes while the
+        // service's claim on the delivery is held (a lease of 50 s).
         let receiver = try LabWebhookReceiver()
-        receiver.stop()
+        receiver.respond(with: 503, delay: 10)
         defer { receiver.stop() }
         let workspace = try lab.workspace("killed")
         let config = try config(workspace, port: server.port, receiver: receiver,
@@ -192,14 +194,14 @@ struct AlertTests {
         let service = try ServiceProcess(config: config, workspace: workspace)
         service.wait("scans") { service.storedScans.count >= 2 }
         try server.swap(to: LabServerConfiguration(chain: [impostor, lab.intermediate]))
-        service.wait("the alert to be raised and stored") { !service.lines(containing: "kind=pin.mismatch").isEmpty }
+        service.wait("the alert's delivery to be in flight") { receiver.attempts.contains { $0.path == "/alerts" } }
         service.signal(SIGKILL)
         _ = service.waitForExit(timeout: 5)
         #expect(count(.pinMismatch, receiver) == 0)
 
-        try receiver.start()
+        receiver.respond(with: 200)
         let restarted = try ServiceProcess(config: config, workspace: workspace)
-        restarted.wait("the delivery after the restart") { count(.pinMismatch, receiver) == 1 }
+        restarted.wait("the delivery after the restart", timeout: 15) { count(.pinMismatch, receiver) == 1 }
         restarted.wait("more scans") { restarted.storedScans.count >= 4 }
         #expect(count(.pinMismatch, receiver) == 1, "the impostor is still there: no second mismatch alert")
         restarted.signal(SIGTERM)

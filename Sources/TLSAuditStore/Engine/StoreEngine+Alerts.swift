@@ -54,6 +54,15 @@ extension StoreEngine {
         }
     }
 
+    func releaseEveryDelivery(dueAt time: Date) throws {
+        try database.write(doing: "releasing pending alerts") { sql in
+            try sql.execute("""
+                UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock)
+                WHERE state = 'pending' AND next_attempt_at > \(sql.dialect.clock)
+                """, [sql.dialect.time(time), sql.dialect.time(time)])
+        }
+    }
+
     /// The claim is the delivery's newest and its lease has not run out.
     func stillHolds(_ delivery: PendingDelivery) throws -> Bool {
         try database.read(doing: "checking an alert delivery's claim", snapshot: false) { sql in

@@ -86,6 +86,7 @@ extension EngineBackedStore {
     public func releaseDeliveries(_ deliveries: [PendingDelivery], dueAt time: Date) throws {
         try engine.releaseDeliveries(deliveries, dueAt: time)
     }
+    public func releaseEveryDelivery(dueAt time: Date) throws { try engine.releaseEveryDelivery(dueAt: time) }
     public func stillHolds(_ delivery: PendingDelivery) throws -> Bool { try engine.stillHolds(delivery) }
     public func markDelivered(alertID: String, sink: String, at time: Date, leaseEpoch: Int64?) throws {
         try engine.markDelivered(alertID: alertID, sink: sink, at: time, leaseEpoch: leaseEpoch)
