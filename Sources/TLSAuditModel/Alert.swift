@@ -15,6 +15,12 @@ public enum AlertKind: String, Codable, Sendable, CaseIterable {
     case reachable = "target.recovered"
     /// A fleet's vantage points see different leaf certificates, keys or verdicts for one target.
     case splitView = "split-view"
+    /// A trust input (CT log list, distrust table, Apple's roots) is older than its `max_age`.
+    case trustInputStale = "trust-input.stale"
+    /// A trust input's refresh failed `TrustInputKeeper.failuresBeforeAlert` times in a row.
+    case trustInputRefreshFailing = "trust-input.refresh-failing"
+    /// A stale or failing trust input is current again.
+    case trustInputCurrent = "trust-input.current"
 
     /// A pin event (`pin.mismatch`, `pin.restored`): what a report's pin section lists.
     public var isPinEvent: Bool { self == .pinMismatch || self == .pinRestored }
@@ -99,7 +105,7 @@ public struct Alert: Hashable, Codable, Sendable {
     }
 
     /// `changes` keys whose values are counts, and flags.
-    static let numericChanges: Set = ["failures", "days_left", "depth"]
+    static let numericChanges: Set = ["failures", "days_left", "depth", "age_days"]
     static let booleanChanges: Set = ["same_key"]
 
     struct ChangeKey: CodingKey {

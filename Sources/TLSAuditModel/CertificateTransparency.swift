@@ -101,6 +101,8 @@ public struct CTLogList: Sendable {
     /// When the list was published (`log_list_timestamp`), when it says: an SCT from a log the list
     /// does not know, made after this, is from a log newer than the list, not an unknown one.
     public var publishedAt: Date?
+    /// The list's `version` (`53.34`), when it says.
+    public var listVersion: String?
     private var byID: [String: Int]
     /// Tells lists with different logs or keys apart within this process (for caches of verifications).
     public let keysIdentity: Int
@@ -145,6 +147,7 @@ public struct CTLogList: Sendable {
         let detail = [file.version.map { "version \($0)" }, file.logListTimestamp].compactMap { $0 }.joined(separator: ", ")
         var list = CTLogList(source: detail.isEmpty ? source : "\(source) (\(detail))", logs: logs)
         list.publishedAt = file.logListTimestamp.flatMap(Self.date)
+        list.listVersion = file.version
         return list
     }
 

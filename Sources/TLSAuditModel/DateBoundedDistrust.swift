@@ -54,10 +54,17 @@ public struct DistrustTable: Sendable, Hashable {
     /// Where the table came from: `tlsaudit's snapshot (DATE)` or the file.
     public var source: String
     public var entries: [Entry]
+    /// The table's `version`, a date (`2026-11-28`) or a date and time: when it was published.
+    public var tableVersion: String?
+    /// `tableVersion` read as a time, when it is one.
+    public var publishedAt: Date? {
+        tableVersion.flatMap { Timestamp.parse($0) ?? Timestamp.parse($0 + "T00:00:00Z") }
+    }
 
-    public init(source: String, entries: [Entry]) {
+    public init(source: String, entries: [Entry], version: String? = nil) {
         self.source = source
         self.entries = entries
+        self.tableVersion = version
     }
 
     /// Reads a table (JSON: `{"version": ..., "entries": [...]}`).
@@ -70,7 +77,7 @@ public struct DistrustTable: Sendable, Hashable {
         decoder.dateDecodingStrategy = .iso8601
         do {
             let file = try decoder.decode(File.self, from: data)
-            return DistrustTable(source: file.version.map { "\(source) (\($0))" } ?? source, entries: file.entries)
+            return DistrustTable(source: file.version.map { "\(source) (\($0))" } ?? source, entries: file.entries, version: file.version)
         } catch {
             throw InputError("\(source) is not a distrust table: \(error)")
         }

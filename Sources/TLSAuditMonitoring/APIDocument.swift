@@ -36,6 +36,18 @@ public enum APIDocument {
                                        parameters: [since, at, tagFilter], response: ref("Summary"), badRequest: true),
                 "/api/v1/alerts": get("alerts", "The newest alerts and their delivery state per sink (as `tlsaudit alerts --format json`).",
                                       parameters: [limit(50)], response: ["type": "array", "items": ref("StoredAlert")]),
+                "/api/v1/trust-inputs": get("trustInputs", "The service's trust inputs (CT log list, distrust table, Apple's roots): each one's source, version, publication, age, condition (`current`, `stale` past its `max_age`, `refresh-failing` after 3 failed refreshes in a row) and last refresh (as `tlsaudit trust status --format json`, plus the refresh outcome).",
+                                            response: ["type": "object", "required": ["inputs"], "properties": ["inputs": ["type": "array", "items": [
+                                                "type": "object", "required": ["input", "source", "max_age_days", "entries", "condition", "consecutive_failures"],
+                                                "properties": [
+                                                    "input": enumeration(TrustInputKind.allCases.map(\.rawValue)), "source": ["type": "string"],
+                                                    "configured_source": ["type": "string"], "version": ["type": "string"],
+                                                    "published_at": ["type": "string", "format": "date-time"], "age_days": ["type": "integer"],
+                                                    "max_age_days": ["type": "integer"], "entries": ["type": "integer"],
+                                                    "condition": enumeration(["current", "stale", "refresh-failing"]),
+                                                    "last_refresh_at": ["type": "string", "format": "date-time"], "last_error": ["type": "string"],
+                                                    "consecutive_failures": ["type": "integer"],
+                                                ]]]]]),
                 "/api/v1/openapi.json": get("openapi", "This document.", response: ["type": "object"]),
             ],
             "components": [

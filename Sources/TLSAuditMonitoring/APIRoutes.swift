@@ -2,7 +2,7 @@ public import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import TLSAuditModel
+public import TLSAuditModel
 public import TLSAuditStore
 
 /// The documents of `/api/v1`, read from the store on threads of their own (the store blocks;
@@ -18,6 +18,7 @@ public final class APIRoutes: Sendable {
     private let summaries: StoreReader
     private let configuredTargets: @Sendable () -> ConfiguredTargets?
     private let summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)?
+    private let trustInputs: (@Sendable () -> [TrustInputStatus])?
     /// The last summary asked for without `at` (of now), by its `since` and tags, and when it was
     /// made; touched only on `summaries`' queue.
     private nonisolated(unsafe) var recentSummary: (key: String, madeAt: Date, data: Data)?
@@ -26,8 +27,11 @@ public final class APIRoutes: Sendable {
     static let summaryReuseSeconds = 30.0
     /// `openStore` opens a store for reading; `configuredTargets` are the targets `status` shows, with their groups (nil: every stored target).
     /// `summarize` writes `/api/v1/summary`'s document from the store (nil: no such path).
+    /// `trustInputs` are the service's trust inputs (`/api/v1/trust-inputs`; nil: no such path).
     public init(openStore: @escaping @Sendable () throws -> any ScanStore, configuredTargets: @escaping @Sendable () -> ConfiguredTargets?,
-                summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)? = nil) {
+                summarize: (@Sendable (any ScanStore, SummaryQuery) throws -> Data)? = nil,
+                trustInputs: (@Sendable () -> [TrustInputStatus])? = nil) {
+        self.trustInputs = trustInputs
         documents = StoreReader(label: "tlsaudit.http.api", openStore: openStore)
         summaries = StoreReader(label: "tlsaudit.http.api.summary", openStore: openStore)
         self.configuredTargets = configuredTargets
@@ -45,6 +49,14 @@ public final class APIRoutes: Sendable {
 
     func add(to router: Router<ListenerContext>) {
         router.get("api/v1/openapi.json") { _, _ in Self.json(APIDocument.json()) }
+        if let trustInputs {
+            router.get("api/v1/trust-inputs") { _, _ in
+                let now = Date()
+                let inputs = trustInputs().map { TrustInputDocument(status: $0, now: now) }
+                return (try? JSONDocumentEncoder.tlsaudit.encode(["inputs": inputs])).map { Self.json($0) }
+                    ?? Self.error(.internalServerError, "cannot encode the trust inputs")
+            }
+        }
         router.get("api/v1/status") { [self] request, _ in
             // `?tag=A&tag=B`: the targets carrying every tag given (as `status --tag`).
             let tags = request.uri.queryParameters.getAll("tag")
@@ -162,5 +174,37 @@ private final class StoreReader: Sendable {
                 }
             }
         }
+    }
+}
+
+/// One trust input in `/api/v1/trust-inputs`: what is in force, its age and condition, the last refresh.
+struct TrustInputDocument: Encodable {
+    var input: TrustInputKind
+    var source: String
+    var configuredSource: String?
+    var version: String?
+    var publishedAt: Date?
+    var ageDays: Int?
+    var maxAgeDays: Int
+    var entries: Int
+    /// `current`, `stale` or `refresh-failing`.
+    var condition: String
+    var lastRefreshAt: Date?
+    var lastError: String?
+    var consecutiveFailures: Int
+
+    init(status: TrustInputStatus, now: Date) {
+        input = status.inForce.input
+        source = status.inForce.source
+        configuredSource = status.configuredSource
+        version = status.inForce.version
+        publishedAt = status.inForce.publishedAt
+        ageDays = status.inForce.ageDays(at: now)
+        maxAgeDays = Int(status.maxAge / 86_400)
+        entries = status.inForce.entries
+        condition = status.condition(at: now)
+        lastRefreshAt = status.lastRefreshAt
+        lastError = status.lastError
+        consecutiveFailures = status.consecutiveFailures
     }
 }

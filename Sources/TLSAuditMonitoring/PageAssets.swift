@@ -46,6 +46,7 @@ enum PageAssets {
         a { color: inherit; } a:focus-visible, button:focus-visible, select:focus-visible, input:focus-visible, summary:focus-visible { outline: 3px solid var(--fill); outline-offset: 2px; }
         .muted, #updated { color: var(--muted); }
         #error { color: var(--bad); font-weight: 600; }
+        #trust-inputs p { border-left: 4px dashed var(--warn); padding-left: 0.5em; }
         .tiles { display: flex; flex-wrap: wrap; gap: 8px; margin: 8px 0 12px; padding: 0; list-style: none; }
         .tiles button { font: inherit; text-align: left; border: 1px solid var(--line); border-radius: 8px; padding: 6px 12px; background: Canvas; color: CanvasText; cursor: pointer; min-width: 120px; }
         .tiles button[aria-pressed="true"] { border: 2px solid CanvasText; }

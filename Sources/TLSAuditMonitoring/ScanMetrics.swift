@@ -48,16 +48,29 @@ public final class ScanMetrics: Sendable {
     /// A trust input's state: its publication time (`tlsaudit_trust_input_published_timestamp_seconds`,
     /// so that its age is `time() - ...`), whether its last refresh succeeded, and when that was.
     /// Times in seconds since 1970.
-    public func recordTrustInput(_ input: String, published: Double?, refreshed: Bool, at time: Double) {
+    /// The trust input's age now (seconds since its publication).
+    public func recordTrustInputAge(_ input: String, seconds: Double) {
+        registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_age_seconds",
+                                                  "Seconds since the trust input in force was published (set at each refresh and hourly)."),
+                           labels: [("input", input)]).set(seconds)
+    }
+
+    public func recordTrustInput(_ input: String, published: Double?, refreshed: Bool, at time: Double, maxAge: Double, failures: Int) {
         let labels = [("input", input)]
         if let published {
             registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_published_timestamp_seconds",
                                                       "When the trust input in force was published (its age is time() minus this)."),
                                labels: labels).set(published)
         }
+        registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_max_age_seconds",
+                                                  "The age past which the trust input is stale (max_age:); alert on time() - published > this."),
+                           labels: labels).set(maxAge)
         registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_refresh_success",
                                                   "1 when the last refresh of the trust input succeeded, 0 when it failed (the last good one stays in force)."),
                            labels: labels).set(refreshed ? 1.0 : 0.0)
+        registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_refresh_failures",
+                                                  "Refreshes of the trust input that failed in a row."),
+                           labels: labels).set(Double(failures))
         registry.makeGauge(descriptor: Self.named("tlsaudit_trust_input_last_refresh_timestamp_seconds", "When the trust input was last refreshed (tried)."),
                            labels: labels).set(time)
     }

@@ -11,6 +11,7 @@ enum StatusPage {
         <h1>tlsaudit</h1>
         <p id="updated" aria-live="polite">loading…</p>
         </header>
+        <div id="trust-inputs" role="status" aria-live="polite" hidden></div>
         <ul class="tiles" id="counts" aria-label="Addresses by verdict"></ul>
         <section class="charts" aria-label="Trends">
         <figure id="trend"><figcaption>Compliance, last 30 days</figcaption></figure>
@@ -266,6 +267,22 @@ enum StatusPage {
             showError("cannot read /api/v1/status: " + error.message + " (retrying)");
           }
         }
+        /// A trust input that is stale or cannot be refreshed: verdicts that depend on it may be wrong.
+        async function refreshTrustInputs() {
+          const box = document.getElementById("trust-inputs");
+          try {
+            const answer = await getJSON("/api/v1/trust-inputs");
+            const troubled = answer.inputs.filter(input => input.condition !== "current");
+            replace(box, troubled.map(input => el("p", {class: "warning", "data-input": input.input},
+              input.input + " is " + input.condition + ": " + input.source
+              + (input.age_days !== undefined && input.age_days !== null ? ", " + input.age_days + " days old (max_age " + input.max_age_days + " days)" : "")
+              + (input.last_error ? "; last refresh: " + input.last_error : ""))));
+            box.hidden = troubled.length === 0;
+            document.documentElement.dataset.trustInputsLoaded = String(performance.now());
+          } catch (error) {
+            box.hidden = true; // a build or route without trust inputs
+          }
+        }
         /// The charts follow the tag filter (an app's hosts, say): the summary of the targets carrying that tag.
         async function refreshSummary() {
           const tag = control("tag").value;
@@ -307,8 +324,10 @@ enum StatusPage {
         document.getElementById("more").addEventListener("click", () => { showAll = true; renderTable(); });
         refreshStatus();
         refreshSummary();
+        refreshTrustInputs();
         setInterval(refreshStatus, 10000);
         setInterval(refreshSummary, 60000);
+        setInterval(refreshTrustInputs, 60000);
         })();
 
         """#

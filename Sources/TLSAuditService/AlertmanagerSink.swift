@@ -95,6 +95,8 @@ struct AlertmanagerSink: AlertSink {
         case .reachable: .clears(finding: "reachability", cleared: [.unreachable])
         case .certificateExpiring, .certificateExpired: .raises(finding: "expiry")
         case .splitView: .raises(finding: "split-view")
+        case .trustInputStale, .trustInputRefreshFailing: .raises(finding: "trust-input")
+        case .trustInputCurrent: .clears(finding: "trust-input", cleared: [.trustInputStale, .trustInputRefreshFailing])
         case .certificateChanged: .event(finding: "certificate")
         }
     }

@@ -460,6 +460,15 @@ public final class ResultWriter: @unchecked Sendable {
         close(directory)
     }
 
+    /// Stores an alert raised apart from a scan (a trust input's transition), with a delivery to each
+    /// sink its severity reaches, and hands it to `onAlerts`; false when one with its id is stored already.
+    public func raise(_ alert: Alert) throws -> Bool {
+        let names = alerting.withLock { $0 }.sinks.filter { alert.severity >= $0.minimumSeverity }.map(\.name)
+        guard try perform({ try $0.recordAlert(alert, sinks: names) }) else { return false }
+        onAlerts?([alert])
+        return true
+    }
+
     /// Runs `body` with the store on the writer's queue (so it is ordered with writes), waiting for it.
     public func perform<T>(_ body: (any ScanStore) throws -> T) throws -> T {
         try queue.sync {

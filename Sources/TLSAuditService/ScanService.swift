@@ -36,6 +36,8 @@ public final class ScanService: Service, @unchecked Sendable {
     /// this node runs (nil until it picked one up); the watcher stops when `fleetStopping` is set.
     private let fleet: FleetWork?
     private let splitView: SplitViewDetector?
+    /// The CT log list, the distrust table and Apple's roots, kept current.
+    let trustInputs: TrustInputKeeper
     private let fleetVersion = Mutex<Int64?>(nil)
     private let fleetStopping = Atomic<Bool>(false)
     /// The fleet configuration version this node could not run (logged once, not retried until a newer one).
@@ -107,26 +109,17 @@ public final class ScanService: Service, @unchecked Sendable {
         // A scan's opt-in checks use its one slot of the host's per_host_concurrency.
         options.checkConnections = 1
         options.revocationAnswers = StoredRevocationAnswers(logger: logger) { try location.open() }
-        if let source = configuration.ctLogList {
-            let (list, note) = try CTLogListInput.load(source, lastKnownGood: configuration.ctLogListLastKnownGood)
-            options.ctLogs = list
-            if let note { logger.warning("CT log list not refreshed", metadata: ["reason": "\(note)"]) }
-            logger.info("CT log list in force", metadata: ["source": "\(list.source)", "logs": "\(list.logs.count)"])
-            metrics.recordTrustInput("ct-log-list", published: list.publishedAt?.timeIntervalSince1970, refreshed: note == nil, at: Date().timeIntervalSince1970)
-        } else {
-            metrics.recordTrustInput("ct-log-list", published: CTLogList.shipped.publishedAt?.timeIntervalSince1970, refreshed: true, at: Date().timeIntervalSince1970)
-        }
+        let trustInputs = TrustInputKeeper(settings: configuration.trustInputs, metrics: metrics, logger: logger)
+        options.ctLogs = trustInputs.ctLogs
         options.distrust = configuration.distrust
-        if let source = configuration.distrustURL {
-            do {
-                options.distrust?.table = try DistrustTableInput.load(source)
-                logger.info("distrust table in force", metadata: ["source": "\(source)"])
-            } catch {
-                logger.warning("distrust table not fetched: the shipped one stays in force", metadata: ["reason": "\(error)"])
-            }
+        if let table = trustInputs.distrustTable {
+            options.distrust = options.distrust ?? DistrustSetting()
+            options.distrust?.table = table
         }
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         self.scanner = scanner
+        trustInputs.scanner = scanner
+        self.trustInputs = trustInputs
         if case .postgres(let settings) = location {
             splitView = SplitViewDetector(configuration: configuration)
             writer.splitView = splitView
@@ -199,7 +192,7 @@ public final class ScanService: Service, @unchecked Sendable {
                                             expiringWithinDays: APIRoutes.summaryExpiringWithinDays)
                 request.tags = query.tags
                 return try JSONDocumentEncoder.tlsaudit.encode(SummaryDocument(ReportGenerator.report(from: store, request)))
-            })
+            }, trustInputs: { [trustInputs] in trustInputs.current })
             let listener = HTTPListener(settings: configuration.http, metrics: metrics, api: api, prober: prober, logger: logger) { [scheduler, writer] in
                 await Self.onThread { Self.readiness(scheduler: scheduler, writer: writer) }
             }
@@ -304,26 +297,6 @@ public final class ScanService: Service, @unchecked Sendable {
     private static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             Thread { continuation.resume(returning: work()) }.start()
-        }
-    }
-
-    /// Fetches the CT log list again: a verified list newer than the one in force replaces it for
-    /// every later scan and becomes the last known good copy; a failure keeps the one in force.
-    private func refreshCTLogList(from source: String) {
-        let before = scanner.ctLogs
-        do {
-            let (list, note) = try CTLogListInput.load(source, lastKnownGood: configuration.ctLogListLastKnownGood)
-            metrics.recordTrustInput("ct-log-list", published: list.publishedAt?.timeIntervalSince1970, refreshed: note == nil, at: Date().timeIntervalSince1970)
-            if let note {
-                logger.warning("CT log list not refreshed", metadata: ["reason": "\(note)"])
-                return
-            }
-            guard list.source != before.source || list.publishedAt != before.publishedAt else { return }
-            scanner.replaceCTLogs(list)
-            logger.notice("CT log list updated", metadata: ["from": "\(before.source)", "to": "\(list.source)", "logs": "\(list.logs.count)"])
-        } catch {
-            metrics.recordTrustInput("ct-log-list", published: before.publishedAt?.timeIntervalSince1970, refreshed: false, at: Date().timeIntervalSince1970)
-            logger.warning("CT log list not refreshed", metadata: ["reason": "\(error)"])
         }
     }
 
@@ -503,14 +476,18 @@ public final class ScanService: Service, @unchecked Sendable {
         hangup.resume()
         housekeeping.append(hangup)
 
-        if let source = configuration.ctLogList, TrustInputSource.isURL(source) {
-            // The CT log list from a URL: fetched again on a schedule, off the control queue (a fetch takes up to 30 s).
-            let refresh = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
-            refresh.schedule(deadline: .now() + configuration.ctLogListRefresh, repeating: configuration.ctLogListRefresh)
-            refresh.setEventHandler { [weak self] in self?.refreshCTLogList(from: source) }
-            refresh.resume()
-            housekeeping.append(refresh)
+        trustInputs.raise = { [writer] alert in try writer.raise(alert) }
+        trustInputs.latestAlert = { [writer] target in try? writer.perform { try $0.alerts(of: target, limit: 1).first?.alert } }
+        trustInputs.onAppleRoots = { [weak self] in
+            // Stores handed out before keep the old roots: `trust: apple` targets get the new ones.
+            self?.control.async { [weak self] in
+                guard let self else { return }
+                do { install(configuration, trustStores: try Self.trustStores(for: configuration)) } catch {
+                    logger.error("cannot apply the new Apple roots: \(error)")
+                }
+            }
         }
+        trustInputs.start()
         let retention = DispatchSource.makeTimerSource(queue: control)
         retention.schedule(deadline: .now() + 60, repeating: 3600)
         retention.setEventHandler { [weak self] in self?.applyRetention() }
@@ -534,6 +511,7 @@ public final class ScanService: Service, @unchecked Sendable {
             housekeeping.forEach { $0.cancel() }
             housekeeping = []
         }
+        trustInputs.stop()
     }
 
     private func applyRetention() {

@@ -15,6 +15,11 @@ struct TrustInputOptions: ParsableArguments {
         valueName: "file-or-url"))
     var ctLogList: String?
 
+    @Option(name: .customLong("apple-roots"), help: ArgumentHelp(
+        "Apple's root store (a PEM bundle of CA certificates), a file or an http(s) URL, for --trust-store apple and the Apple policies instead of the shipped snapshot.",
+        valueName: "file-or-url"))
+    var appleRoots: String?
+
     @Option(name: .customLong("distrust-list"), help: ArgumentHelp(
         "Table of roots distrusted for certificates issued after a date (JSON, docs/apple-rules.md section 9), a file or an http(s) URL, instead of the shipped one.",
         valueName: "file-or-url"))
@@ -30,7 +35,7 @@ struct TrustInputOptions: ParsableArguments {
         guard distrustList != nil || distrustVendor != nil else { return nil }
         var setting = DistrustSetting(vendor: distrustVendor)
         if let distrustList {
-            do { setting.table = try DistrustTableInput.load(distrustList) } catch {
+            do { setting.table = try TrustInputSource.load(DistrustTable.self, from: distrustList, lastKnownGood: nil).input } catch {
                 StandardStream.error.write("tlsaudit: --distrust-list: \(error)\n")
                 throw ExitCode(2)
             }
@@ -45,6 +50,7 @@ struct TrustInputOptions: ParsableArguments {
             throw ValidationError("\(caFileFlag) and --trust-store: give one (\(caFileFlag) FILE names your own anchors, --trust-store a root store).")
         }
         do {
+            try installAppleRoots()
             if let caFile { return try TrustStore(caFile: caFile) }
             let name = trustStore ?? (policy.trustsAppleRoots ? "apple" : "system")
             return try TrustStore.publicStore(named: name) ?? TrustStore(caFile: name, label: "file:\(name)")
@@ -55,10 +61,23 @@ struct TrustInputOptions: ParsableArguments {
         }
     }
 
-    /// The CT log list: `--ct-log-list`, else the shipped snapshot. A bad file is a usage error (exit 64).
+    /// Makes `--apple-roots` the Apple root store in force (a bad bundle is a usage error, exit 64).
+    func installAppleRoots() throws {
+        guard let appleRoots else { return }
+        do { try TrustStore.installAppleRoots(TrustInputSource.load(AppleRootStore.self, from: appleRoots, lastKnownGood: nil).input) } catch {
+            throw ValidationError("--apple-roots: \(error)")
+        }
+    }
+
+    /// The CT log list: `--ct-log-list` (Google's lists verified against their signature), else the
+    /// shipped snapshot. A bad file is a usage error (exit 64).
     func logs() throws -> CTLogList {
         guard let ctLogList else { return .shipped }
-        do { return try CTLogListInput.load(ctLogList, lastKnownGood: nil).list } catch { throw ValidationError("--ct-log-list: \(error)") }
+        do {
+            return try TrustInputSource.load(CTLogList.self, from: ctLogList, signature: .google(for: ctLogList), lastKnownGood: nil).input
+        } catch {
+            throw ValidationError("--ct-log-list: \(error)")
+        }
     }
 }
 

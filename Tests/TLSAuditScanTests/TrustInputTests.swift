@@ -29,7 +29,7 @@ struct TrustInputTests {
         #expect(updated.status == 0 && updated.stdout.contains("2 logs"), "\(updated.stdout)\(updated.stderr)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: kept)) == good, "kept byte for byte")
         for (name, status, reason) in [("tampered", Int32(1), "not the SHA-256 of its key"), ("truncated", 1, "not a CT log list"),
-                                       ("invalid", 1, "not a CT log list"), ("older", 1, "before the kept list"),
+                                       ("invalid", 1, "not a CT log list"), ("older", 1, "before the CT log list in force or kept"),
                                        ("huge", 2, "\(base)/huge.json")] {
             let refused = try CLI.run(["trust", "update", "\(base)/\(name).json", "--output", kept])
             #expect(refused.status == status && refused.stderr.contains(reason), "\(name): \(refused.status) \(refused.stderr)")

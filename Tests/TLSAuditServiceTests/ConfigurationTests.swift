@@ -417,7 +417,7 @@ struct ConfigurationTests {
         #expect(trust["f.example"] == .caFile(directory.appendingPathComponent("bundle.pem").path))
         #expect(trust["g.example"] == .system)
         #expect(trust["h.example"] == .apple)
-        #expect(configuration.ctLogList == directory.appendingPathComponent("logs.json").path)
+        #expect(configuration.trustInputs.ctLogList.source == directory.appendingPathComponent("logs.json").path)
         func problems(_ yaml: String) -> [ConfigurationError] {
             do { _ = try parse(yaml); return [] } catch { return error.errors }
         }

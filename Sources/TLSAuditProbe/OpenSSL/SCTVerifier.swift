@@ -182,18 +182,7 @@ package enum SCTVerifier {
     static func verify(_ sct: ReceivedSCT, entry: [UInt8], key: [UInt8]) -> Bool {
         guard sct.version == 0, sct.signatureNID != NID_undef, !sct.signature.isEmpty else { return false }
         let signed = signedData(timestampMs: sct.timestampMs, entry: entry, extensions: sct.extensions)
-        let publicKey: OpaquePointer? = key.withUnsafeBufferPointer { buffer in
-            var start = buffer.baseAddress
-            return d2i_PUBKEY(nil, &start, buffer.count)
-        }
-        guard let publicKey, let context = EVP_MD_CTX_new() else { OpenSSLErrors.clear(); return false }
-        defer {
-            EVP_MD_CTX_free(context)
-            EVP_PKEY_free(publicKey)
-            OpenSSLErrors.clear()
-        }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, publicKey) == 1 else { return false }
-        return EVP_DigestVerify(context, sct.signature, sct.signature.count, signed, signed.count) == 1
+        return DetachedSignature.verifySHA256(sct.signature, over: signed, keyDER: key)
     }
 
     /// What a log signs for an SCT (RFC 6962 §3.2): version v1, certificate_timestamp, the

@@ -52,30 +52,49 @@ public final class TrustStore: @unchecked Sendable {
         }
     }
 
-    /// The snapshot of Apple's root store shipped with tlsaudit (`scripts/update-apple-roots`), read once.
-    public static let apple: TrustStore = {
-        do {
-            return try TrustStore(certificates: appleCertificates, label: "apple", partialChain: false)
-        } catch {
-            fatalError("cannot make a trust store of Apple's roots: \(error)")
-        }
-    }()
+    /// The store of the Apple root snapshot in force: the shipped one (`scripts/update-apple-roots`),
+    /// read on first use, until `installAppleRoots` replaces it.
+    public static var apple: TrustStore { appleInForce().store }
 
-    /// The snapshot's certificates, parsed once for the store and for `PublicRoots`.
-    static let appleCertificates: [X509Certificate] = {
-        do {
-            return try CertificateFile.parse(Array(AppleRootStoreData.pem.utf8), name: "Apple's root store snapshot")
-        } catch {
-            fatalError("the shipped Apple root store does not parse: \(error)") // A test parses it: no build ships a broken one.
-        }
-    }()
+    /// The Apple root snapshot in force.
+    public static var appleRoots: AppleRootStore { appleInForce().roots }
 
-    /// The snapshot of Apple's root store, PEM.
+    /// Makes `roots` the snapshot `trust: apple` and the Apple policies judge against from now on
+    /// (stores handed out before keep theirs).
+    public static func installAppleRoots(_ roots: AppleRootStore) throws {
+        let installed = try InstalledAppleRoots(roots)
+        installedApple.withLock { $0 = installed }
+    }
+
+    /// The snapshot of Apple's root store shipped with tlsaudit, PEM.
     public static var appleSnapshotPEM: String { AppleRootStoreData.pem }
 
-    /// Where the snapshot of Apple's root store comes from, its date and size (for output and `--help`).
-    public static var appleSnapshot: (source: String, fetched: String, count: Int, sha256: String) {
-        (AppleRootStoreData.source, AppleRootStoreData.fetched, AppleRootStoreData.count, AppleRootStoreData.sha256)
+    /// The Apple roots in force, their store and their identities (for `PublicRoots`).
+    final class InstalledAppleRoots: Sendable {
+        let roots: AppleRootStore
+        let store: TrustStore
+        let identities: Set<String>
+
+        init(_ roots: AppleRootStore) throws {
+            self.roots = roots
+            store = try TrustStore(certificates: roots.certificates, label: "apple", partialChain: false)
+            identities = PublicRoots.identities(roots.certificates)
+        }
+    }
+
+    private static let installedApple = SleepingLock<InstalledAppleRoots?>(nil)
+
+    static func appleInForce() -> InstalledAppleRoots {
+        installedApple.withLock { installed in
+            if let installed { return installed }
+            do {
+                let shipped = try InstalledAppleRoots(.shipped)
+                installed = shipped
+                return shipped
+            } catch {
+                fatalError("cannot make a trust store of Apple's roots: \(error)")
+            }
+        }
     }
 
     /// Anchors from a PEM file (one or more certificates) or a DER certificate, each trusted on its
@@ -125,7 +144,7 @@ public enum PublicRoots {
     /// subject and key (a re-encoded or re-issued copy of a root is the same anchor).
     public static func stores(holding anchor: CertificateSummary) -> [String] {
         let key = identity(subject: anchor.subject, spki: anchor.spkiSHA256)
-        return [("apple", apple), ("system", system)].filter { $0.1.contains(key) }.map(\.0)
+        return [("apple", TrustStore.appleInForce().identities), ("system", system)].filter { $0.1.contains(key) }.map(\.0)
     }
 
     /// The public stores holding an anchored path's anchor (nil when the path is not anchored).
@@ -136,14 +155,12 @@ public enum PublicRoots {
 
     private static func identity(subject: String, spki: String) -> String { "\(spki) \(subject)" }
 
-    private static func identities(_ certificates: [X509Certificate]) -> Set<String> {
+    static func identities(_ certificates: [X509Certificate]) -> Set<String> {
         Set(certificates.map { certificate in
             let summary = certificate.summary()
             return identity(subject: summary.subject, spki: summary.spkiSHA256)
         })
     }
-
-    private static let apple: Set<String> = identities(TrustStore.appleCertificates)
 
     /// Every certificate of OpenSSL's default file and directory (`SSL_CERT_FILE`, `SSL_CERT_DIR`
     /// honoured), read once: Debian's `/etc/ssl/certs/ca-certificates.crt` and its hashed links.

@@ -220,7 +220,7 @@ public final class Enumerator: Sendable {
             })
         judged.trustStore = trustStore.label
         judged.ctLogs = scanner.ctLogs
-        judged.distrust = scanner.options.distrust
+        judged.distrust = scanner.distrust
         if only == nil {
             // The whole matrix (`ats`, `app audit`): which iOS versions of the client table still connect.
             judged.iOSClients = clientSimulation(address, target: target, leaf: chains.lazy.compactMap { $0?.presented.first }.first,

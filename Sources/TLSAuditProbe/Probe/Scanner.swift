@@ -74,6 +74,22 @@ public final class TLSScanner: Sendable {
     /// Makes `list` the one every later scan checks SCTs against.
     public func replaceCTLogs(_ list: CTLogList) { refreshedCTLogs.withLock { $0 = list } }
 
+    private let refreshedDistrust = Mutex<DistrustTable?>(nil)
+
+    /// The distrust table in force: the refreshed one, else the options' (nil: the shipped one).
+    public var distrustTable: DistrustTable? { refreshedDistrust.withLock { $0 } ?? options.distrust?.table }
+
+    /// Makes `table` the one every later scan judges date-bounded distrust by.
+    public func replaceDistrustTable(_ table: DistrustTable) { refreshedDistrust.withLock { $0 = table } }
+
+    /// The date-bounded distrust scans judge by: the options' setting with the table in force.
+    public var distrust: DistrustSetting? {
+        guard let table = refreshedDistrust.withLock({ $0 }) else { return options.distrust }
+        var setting = options.distrust ?? DistrustSetting()
+        setting.table = table
+        return setting
+    }
+
     /// Contexts for targets with a client identity of their own (`ScanTarget.clientCredentials`),
     /// made on first use.
     private let identityContexts = Mutex<[ClientCredentials: [ClientProfile: ClientContext]]>([:])
@@ -311,7 +327,7 @@ public final class TLSScanner: Sendable {
             buildWithPinnedAnchors: PathBuilder.pinnedAnchorBuilder(presented: sent, at: time))
         let ctLogs = self.ctLogs
         probed.ctLogs = ctLogs
-        probed.distrust = options.distrust
+        probed.distrust = distrust
         if attempt.observation != nil, let leaf = sent.first {
             let issuer = SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore)
             probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: ctLogs)

@@ -39,17 +39,10 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// What `/probe` scans a target with: the `defaults:` without `module=`, else the group it names.
     public var probeDefaults = ProbeModule(name: nil, settings: ConfigurationParser.Settings())
     public var probeModules: [ProbeModule] = []
-    /// The CT log list file SCTs are verified against (`ct: {log_list:}`); nil: the shipped snapshot.
-    public var ctLogList: String?
-    /// Where the last known good CT log list is kept when `ctLogList` is a URL (`ct: {last_known_good:}`;
-    /// default: `ct-log-list.json` beside the SQLite database, or in the working directory for PostgreSQL).
-    public var ctLogListLastKnownGood: String?
-    /// How often `serve` fetches a `ct: {log_list: URL}` again (`ct: {refresh:}`, default 24 hours).
-    public var ctLogListRefresh: Double = 86_400
+    /// The trust inputs' sources and refresh (`ct:`, `distrust:`, `apple_roots:`); no source: the shipped snapshots.
+    public var trustInputs = TrustInputSettings()
     /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: date-bounded distrust (nil: the shipped table, by each target's policy).
     public var distrust: DistrustSetting?
-    /// `distrust: {list: URL}`: fetched when `serve` starts (the shipped table stays when it cannot be had).
-    public var distrustURL: String?
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
 
@@ -169,8 +162,6 @@ struct ConfigurationParser {
     let baseDirectory: String
     var errors: [ConfigurationError] = []
     var warnings: [ConfigurationError] = []
-    /// `distrust: {list: URL}` as read, for the configuration.
-    var distrustSource: String?
     /// The line of each target parsed so far, in order (for duplicate reports).
     var targetLines: [Int?] = []
     /// Each named group's settings, in file order (`/probe`'s modules).
@@ -184,8 +175,7 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust"]
-    static let ctKeys = ["log_list", "last_known_good", "refresh"]
+                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust", "apple_roots"]
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     mutating func parse(_ yaml: String) -> ServiceConfiguration? {
@@ -243,24 +233,11 @@ struct ConfigurationParser {
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
-        if let node = mapping["ct"] {
-            configuration.ctLogList = certificateTransparency(node)
-            if case .mapping(let ct) = node, let refresh = ct["refresh"] {
-                if let seconds = duration(refresh, minimum: 1) {
-                    configuration.ctLogListRefresh = seconds
-                }
-            }
-            if case .mapping(let ct) = node, let kept = ct["last_known_good"], let path = string(kept, "a file path") {
-                configuration.ctLogListLastKnownGood = absolutePath(path)
-            } else if let list = configuration.ctLogList, list.lowercased().hasPrefix("http") {
-                let databaseDirectory = configuration.database.hasPrefix("postgres") ? "." : (configuration.database as NSString).deletingLastPathComponent
-                configuration.ctLogListLastKnownGood = absolutePath((databaseDirectory.isEmpty ? "." : databaseDirectory) + "/ct-log-list.json")
-            }
-        }
+        if let node = mapping["ct"] { configuration.trustInputs.ctLogList = certificateTransparency(node, database: configuration.database) }
         if let node = mapping["distrust"] {
-            configuration.distrust = distrust(node)
-            configuration.distrustURL = distrustSource
+            (configuration.distrust, configuration.trustInputs.distrust) = distrust(node, database: configuration.database)
         }
+        if let node = mapping["apple_roots"] { configuration.trustInputs.appleRoots = appleRoots(node, database: configuration.database) }
         // The port and the policy are left unset here: their defaults depend on the target's STARTTLS protocol.
         let builtIn = Settings(addresses: .all, interval: SettingBounds.interval.defaultValue,
                                timeout: SettingBounds.timeout.defaultValue, trust: nil,
@@ -310,48 +287,5 @@ struct ConfigurationParser {
         configuration.probeModules = modules
         configuration.warnings = warnings
         return configuration
-    }
-
-    /// `ct: {log_list: FILE}`: the CT log list SCTs are verified against, read now so a bad file is reported here.
-    /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: the table of roots distrusted for
-    /// certificates issued after a date (the shipped one without `list`), and whose rows apply
-    /// (without `vendor`: Apple's under the Apple policies, Mozilla's under the Mozilla ones).
-    mutating func distrust(_ node: Node) -> DistrustSetting? {
-        guard let mapping = section(node, "'distrust' must be a mapping with 'list' (a distrust table file) and/or 'vendor' (apple, mozilla or chrome)",
-                                    allowed: ["list", "vendor"], in: "distrust") else { return nil }
-        var setting = DistrustSetting()
-        if let value = mapping["vendor"] { setting.vendor = choice(value, "distrust vendor", expected: "apple, mozilla or chrome") }
-        if let listNode = mapping["list"], let text = string(listNode, "a file path or an http(s) URL") {
-            if text.lowercased().hasPrefix("http://") || text.lowercased().hasPrefix("https://") {
-                // Fetched when serve starts (ScanService), not to check a configuration.
-                if URL(string: text)?.host == nil { report(listNode, "distrust list '\(text)' is not a URL") }
-                distrustSource = text
-                return setting
-            }
-            do { setting.table = try DistrustTable.load(path: absolutePath(text)) } catch {
-                report(listNode, "\(error)")
-                return nil
-            }
-        }
-        return setting
-    }
-
-    mutating func certificateTransparency(_ node: Node) -> String? {
-        guard let mapping = section(node, "'ct' must be a mapping with 'log_list' (a CT log list file in the v3 JSON schema)",
-                                    allowed: Self.ctKeys, in: "ct") else { return nil }
-        guard let listNode = mapping["log_list"], let text = string(listNode, "a file path or an http(s) URL") else { return nil }
-        // A URL is fetched by serve (and kept as the last known good list): not fetched to check a configuration.
-        if text.lowercased().hasPrefix("http://") || text.lowercased().hasPrefix("https://") {
-            if URL(string: text)?.host == nil { report(listNode, "ct log_list '\(text)' is not a URL") }
-            return text
-        }
-        let path = absolutePath(text)
-        do {
-            _ = try CTLogList.load(path: path)
-        } catch {
-            report(listNode, "\(error)")
-            return nil
-        }
-        return path
     }
 }

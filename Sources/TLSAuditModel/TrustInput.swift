@@ -1,0 +1,92 @@
+public import Foundation
+
+/// A trust input: data a verdict depends on besides the server's handshake, kept current by `serve`.
+public enum TrustInputKind: String, Codable, Sendable, CaseIterable {
+    /// The Certificate Transparency log list SCTs are verified against.
+    case ctLogList = "ct-log-list"
+    /// The table of roots distrusted for certificates issued after a date.
+    case distrust
+    /// The snapshot of Apple's root store (`trust: apple`, the Apple policies).
+    case appleRoots = "apple-roots"
+
+    /// Its name in sentences (`CT log list`).
+    public var title: String {
+        switch self {
+        case .ctLogList: "CT log list"
+        case .distrust: "distrust table"
+        case .appleRoots: "Apple root store"
+        }
+    }
+
+    /// What its entries are (`logs`).
+    public var entryName: String {
+        switch self {
+        case .ctLogList: "logs"
+        case .distrust: "rows"
+        case .appleRoots: "roots"
+        }
+    }
+}
+
+/// A trust input in force: where it came from, which version, when it was published, how big.
+public struct TrustInputVersion: Codable, Sendable, Hashable {
+    public var input: TrustInputKind
+    public var source: String
+    /// The input's own version (`53.34`, `2026-11-28`); nil when it names none.
+    public var version: String?
+    /// When it was published (a log list's timestamp), or fetched when it says no date (Apple's roots).
+    public var publishedAt: Date?
+    public var entries: Int
+
+    public init(input: TrustInputKind, source: String, version: String?, publishedAt: Date?, entries: Int) {
+        self.input = input
+        self.source = source
+        self.version = version
+        self.publishedAt = publishedAt
+        self.entries = entries
+    }
+
+    /// `log list 54.1`, `distrust table 2026-11-28`, `Apple root store of 2025-12-28`: how history names it.
+    public var label: String {
+        let name = input == .ctLogList ? "log list" : input.title
+        if let version { return "\(name) \(version)" }
+        if let publishedAt { return "\(name) of \(Timestamp.format(publishedAt))" }
+        return "\(name) \(source)"
+    }
+
+    /// Whole days since publication at `now`.
+    public func ageDays(at now: Date) -> Int? { publishedAt.map { max(0, Int(now.timeIntervalSince($0) / 86_400)) } }
+}
+
+/// How a trust input fares in the service: in force, refreshed, current or not.
+public struct TrustInputStatus: Codable, Sendable, Hashable {
+    public var inForce: TrustInputVersion
+    /// The configured source (file or URL); nil: the shipped snapshot.
+    public var configuredSource: String?
+    /// Older than this many seconds is stale (`max_age:`).
+    public var maxAge: Double
+    public var lastRefreshAt: Date?
+    /// The last refresh's error; nil when it succeeded or none was tried.
+    public var lastError: String?
+    /// Refreshes that failed in a row.
+    public var consecutiveFailures: Int
+    /// Failed refreshes in a row that make it `failing` (`trust_inputs: {failures_before_alert:}`).
+    public var failuresBeforeAlert: Int
+
+    public init(inForce: TrustInputVersion, configuredSource: String?, maxAge: Double, lastRefreshAt: Date?, lastError: String?,
+                consecutiveFailures: Int, failuresBeforeAlert: Int) {
+        self.inForce = inForce
+        self.configuredSource = configuredSource
+        self.maxAge = maxAge
+        self.lastRefreshAt = lastRefreshAt
+        self.lastError = lastError
+        self.consecutiveFailures = consecutiveFailures
+        self.failuresBeforeAlert = failuresBeforeAlert
+    }
+
+    public func isStale(at now: Date) -> Bool { inForce.publishedAt.map { now.timeIntervalSince($0) > maxAge } ?? false }
+    public var isFailing: Bool { consecutiveFailures >= failuresBeforeAlert }
+
+    /// `current`, `stale` or `refresh-failing` (stale first).
+    public func condition(at now: Date) -> String { isStale(at: now) ? "stale" : isFailing ? "refresh-failing" : "current" }
+}

@@ -1,0 +1,156 @@
+import Foundation
+public import TLSAuditModel
+public import TLSAuditProbe
+import Yams
+
+/// Where a trust input comes from and how `serve` keeps it current (`ct:`, `distrust:`, `apple_roots:`).
+public struct TrustInputSetting: Sendable, Hashable {
+    public let kind: TrustInputKind
+    /// A file (absolute path) or an http(s) URL; nil: the snapshot shipped with tlsaudit.
+    public var source: String?
+    /// Where the last good input from a URL is kept (`last_known_good:`; default beside the SQLite
+    /// database, `ct-log-list.json`, `distrust.json`, `apple-roots.pem`).
+    public var lastKnownGood: String?
+    /// Seconds between refreshes of a configured source (`refresh:`, default 24 hours).
+    public var refresh: Double = 86_400
+    /// Older than this many seconds, the input is stale: an alert, once (`max_age:`).
+    public var maxAge: Double
+    /// The detached signature the input must carry (`ct: {signature:, public_key:}`; Google's lists by default).
+    public var signature: TrustInputSignature?
+
+    public init(kind: TrustInputKind) {
+        self.kind = kind
+        maxAge = Self.defaultMaxAge(kind)
+    }
+
+    /// 90 days for the CT log list (Google publishes daily, Apple when a log changes), 365 for the
+    /// distrust table and Apple's roots (they change a few times a year).
+    public static func defaultMaxAge(_ kind: TrustInputKind) -> Double { (kind == .ctLogList ? 90 : 365) * 86_400 }
+
+    public var isURL: Bool { source.map(TrustInputSource.isURL) ?? false }
+
+    /// Where the kept copy of `kind` goes by default: beside the SQLite `database` (the working
+    /// directory for PostgreSQL).
+    public static func keptPath(_ kind: TrustInputKind, database: String) -> String {
+        let directory = database.hasPrefix("postgres") ? "." : (database as NSString).deletingLastPathComponent
+        return (directory.isEmpty ? "." : directory) + "/" + TrustInputSetting(kind: kind).keptName
+    }
+
+    /// The file name of the kept copy beside the database.
+    var keptName: String {
+        switch kind {
+        case .ctLogList: "ct-log-list.json"
+        case .distrust: "distrust.json"
+        case .appleRoots: "apple-roots.pem"
+        }
+    }
+}
+
+/// The three trust inputs' settings.
+public struct TrustInputSettings: Sendable, Hashable {
+    public var ctLogList = TrustInputSetting(kind: .ctLogList)
+    public var distrust = TrustInputSetting(kind: .distrust)
+    public var appleRoots = TrustInputSetting(kind: .appleRoots)
+
+    public init() {}
+
+    public var all: [TrustInputSetting] { [ctLogList, distrust, appleRoots] }
+
+    public subscript(kind: TrustInputKind) -> TrustInputSetting {
+        switch kind {
+        case .ctLogList: ctLogList
+        case .distrust: distrust
+        case .appleRoots: appleRoots
+        }
+    }
+}
+
+/// `ct:`, `distrust:` and `apple_roots:`.
+extension ConfigurationParser {
+    static let ctKeys = ["log_list", "last_known_good", "refresh", "max_age", "signature", "public_key"]
+    static let distrustKeys = ["list", "vendor", "last_known_good", "refresh", "max_age"]
+    static let appleRootsKeys = ["source", "last_known_good", "refresh", "max_age"]
+
+    /// `ct: {log_list: FILE|URL, last_known_good:, refresh:, max_age:, signature: FILE|URL, public_key: PEM}`.
+    /// A file source is read now, so a bad one is reported here; a URL is fetched by `serve`.
+    mutating func certificateTransparency(_ node: Node, database: String) -> TrustInputSetting {
+        var setting = TrustInputSetting(kind: .ctLogList)
+        guard let mapping = section(node, "'ct' must be a mapping with 'log_list' (a CT log list file or URL in the v3 JSON schema)",
+                                    allowed: Self.ctKeys, in: "ct") else { return setting }
+        trustInput(&setting, mapping, sourceKey: "log_list", database: database) { path in _ = try CTLogList.load(path: path) }
+        let signature = mapping["signature"].flatMap { string($0, "a file path or an http(s) URL") }
+        let keyPath = mapping["public_key"].flatMap { string($0, "a PEM public key file") }.map(absolutePath)
+        switch (signature, keyPath) {
+        case (nil, nil):
+            setting.signature = setting.source.flatMap(TrustInputSignature.google(for:))
+        case (let signature?, let keyPath?):
+            do {
+                let pem = String(decoding: try InputLimits.read(keyPath, limit: 64 << 10, what: "public key"), as: UTF8.self)
+                guard pem.contains("-----BEGIN PUBLIC KEY-----") else { throw InputError("\(keyPath) is not a PEM public key") }
+                let source = TrustInputSource.isURL(signature) ? signature : absolutePath(signature)
+                setting.signature = TrustInputSignature(source: source, publicKeyPEM: pem, keyName: "the key in \(keyPath)")
+            } catch {
+                report(mapping["public_key"]!, "\(error)")
+            }
+        default:
+            report(node, "ct: 'signature' and 'public_key' go together: the list's detached signature and the key it must verify with")
+        }
+        return setting
+    }
+
+    /// `distrust: {list: FILE|URL, vendor: apple|mozilla|chrome, last_known_good:, refresh:, max_age:}`:
+    /// the table of roots distrusted for certificates issued after a date (the shipped one without
+    /// `list`), and whose rows apply (without `vendor`: Apple's under the Apple policies, Mozilla's
+    /// under the Mozilla ones).
+    mutating func distrust(_ node: Node, database: String) -> (DistrustSetting?, TrustInputSetting) {
+        var input = TrustInputSetting(kind: .distrust)
+        guard let mapping = section(node, "'distrust' must be a mapping with 'list' (a distrust table file or URL) and/or 'vendor' (apple, mozilla or chrome)",
+                                    allowed: Self.distrustKeys, in: "distrust") else { return (nil, input) }
+        var setting = DistrustSetting()
+        if let value = mapping["vendor"] { setting.vendor = choice(value, "distrust vendor", expected: "apple, mozilla or chrome") }
+        var failed = false
+        trustInput(&input, mapping, sourceKey: "list", database: database) { path in
+            do { setting.table = try DistrustTable.load(path: path) } catch { failed = true; throw error }
+        }
+        return (failed ? nil : setting, input)
+    }
+
+    /// `apple_roots: {source: FILE|URL, last_known_good:, refresh:, max_age:}`: Apple's root store
+    /// snapshot (PEM) `trust: apple` and the Apple policies judge against.
+    mutating func appleRoots(_ node: Node, database: String) -> TrustInputSetting {
+        var setting = TrustInputSetting(kind: .appleRoots)
+        guard let mapping = section(node, "'apple_roots' must be a mapping with 'source' (a PEM file or URL of Apple's roots)",
+                                    allowed: Self.appleRootsKeys, in: "apple_roots") else { return setting }
+        trustInput(&setting, mapping, sourceKey: "source", database: database) { path in
+            _ = try AppleRootStore.verified(try InputLimits.read(path, limit: TrustInputSource.maximumBytes, what: "Apple root store"), source: path)
+        }
+        return setting
+    }
+
+    /// The keys every trust input shares: its source (`sourceKey`; a file is checked with `check`
+    /// now), `last_known_good`, `refresh` and `max_age`.
+    private mutating func trustInput(_ setting: inout TrustInputSetting, _ mapping: Node.Mapping, sourceKey: String, database: String,
+                                     check: (String) throws -> Void) {
+        if let node = mapping[sourceKey], let text = string(node, "a file path or an http(s) URL") {
+            if TrustInputSource.isURL(text) {
+                if URL(string: text)?.host == nil { report(node, "\(sourceKey) '\(text)' is not a URL") }
+                setting.source = text
+            } else {
+                let path = absolutePath(text)
+                do {
+                    try check(path)
+                    setting.source = path
+                } catch {
+                    report(node, "\(error)")
+                }
+            }
+        }
+        if let node = mapping["refresh"], let seconds = duration(node, minimum: 1) { setting.refresh = seconds }
+        if let node = mapping["max_age"], let seconds = duration(node, minimum: 1) { setting.maxAge = seconds }
+        if let node = mapping["last_known_good"], let path = string(node, "a file path") {
+            setting.lastKnownGood = absolutePath(path)
+        } else if setting.isURL {
+            setting.lastKnownGood = absolutePath(TrustInputSetting.keptPath(setting.kind, database: database))
+        }
+    }
+}

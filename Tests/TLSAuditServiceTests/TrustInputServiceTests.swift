@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditProbe
+import TLSAuditService
+@testable import TLSAuditStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `serve` keeps its trust inputs current: Apple's roots and the CT log list from URLs, refreshed
+/// on their schedule, used by the scans that follow, kept for a restart without network; a stale
+/// or failing input raises one alert per transition through the sinks.
+@Suite("trust inputs in the service", .serialized)
+struct TrustInputServiceTests {
+    let lab = ServiceLab.shared
+
+    func alerts(_ receiver: LabWebhookReceiver, _ kind: AlertKind, input: TrustInputKind) -> [Alert] {
+        receiver.received.compactMap { try? JSONDecoder.tlsaudit.decode(Alert.self, from: $0.body) }
+            .filter { $0.kind == kind && $0.target == "trust-input:\(input.rawValue)" }
+    }
+
+    /// Each input's condition in `/api/v1/trust-inputs`.
+    func conditions(_ listen: [String]) throws -> [String: String] {
+        let body = try MonitoringTests.fetch("http://\(listen.first ?? "")/api/v1/trust-inputs").body
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
+        let inputs = try #require(document["inputs"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: inputs.compactMap { input in
+            (input["input"] as? String).map { ($0, input["condition"] as? String ?? "?") }
+        })
+    }
+
+    @Test("Apple's roots and the CT log list from URLs: a new root set is used by the next scans; a stale list alerts once, a fresh one clears it; a source gone alerts once after 3 failures, also across a restart that keeps the last good copies")
+    func refreshedAlertedKept() throws {
+        let other = try LabCertificateAuthority.selfSigned(.authority("tlsaudit lab other root"))
+        let log = try LabCTLog("lab log A", operator: "Lab One")
+        let stale = try LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))], published: Date().addingTimeInterval(-40 * 86_400))
+        let web = try LabHTTPServer(routes: ["/roots.pem": Array(other.pem.utf8), "/logs.json": Array(stale)])
+        defer { web.stop() }
+        let receiver = try LabWebhookReceiver()
+        defer { receiver.stop() }
+        let server = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate]))
+        defer { server.stop() }
+        let workspace = try lab.workspace("trust-inputs")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try (lab.configuration(database: database, targets: [], extra: """
+            http: {listen: "127.0.0.1:0"}
+            ct: {log_list: "\(web.url("/logs.json"))", refresh: 1s, max_age: 30d}
+            apple_roots: {source: "\(web.url("/roots.pem"))", refresh: 1s}
+            alerts:
+              sinks:
+                - {name: hook, type: webhook, url: "http://127.0.0.1:\(receiver.port)/alerts"}
+            """) + "  - {host: \(ServiceLab.hostname), port: \(server.port), name: apple, trust: apple}\n")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(try Binary.run(["check-config", config]).status == 0)
+
+        func anchored() throws -> Bool? {
+            let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+            guard let state = try store.status().first(where: { $0.target == "apple" }) else { return nil }
+            return try store.result(observationID: state.lastObservationID)?.chain?.anchored
+        }
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a scan against the fetched roots") { service.storedScans.count >= 1 }
+        #expect(try anchored() == false, "the lab root is not among the fetched Apple roots")
+        #expect(FileManager.default.fileExists(atPath: workspace.appendingPathComponent("apple-roots.pem").path), "kept beside the database")
+        service.wait("the stale list's alert") { alerts(receiver, .trustInputStale, input: .ctLogList).count == 1 }
+        let staleAlert = try #require(alerts(receiver, .trustInputStale, input: .ctLogList).first)
+        #expect(staleAlert.summary.contains("40 days old") && staleAlert.summary.contains("max_age of 30 days"), "\(staleAlert.summary)")
+
+        // Apple's roots now hold the lab root: the next scans anchor there.
+        web.serve(Array((other.pem + lab.root.pem).utf8), at: "/roots.pem")
+        service.wait("the new roots") { !service.lines(containing: "Apple root store updated").isEmpty }
+        let updated = Date().timeIntervalSince1970
+        service.wait("a scan after the new roots") { service.storedScans.contains { $0.startedAt > updated + 0.5 } }
+        #expect(try anchored() == true, "judged against the refreshed Apple roots")
+
+        // A fresh list: one alert saying the input is current again; the stale one is not repeated.
+        web.serve(Array(try LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))], published: Date())), at: "/logs.json")
+        service.wait("the list current again") { alerts(receiver, .trustInputCurrent, input: .ctLogList).count == 1 }
+        let listen = MonitoringTests.listening(service)
+        #expect(try conditions(listen) == ["ct-log-list": "current", "apple-roots": "current", "distrust": "current"])
+
+        // The source goes away: after 3 failed refreshes in a row, one alert per input, not one per failure.
+        web.stop()
+        service.wait("refresh-failing alerts") {
+            alerts(receiver, .trustInputRefreshFailing, input: .ctLogList).count == 1 && alerts(receiver, .trustInputRefreshFailing, input: .appleRoots).count == 1
+        }
+        Thread.sleep(forTimeInterval: 3)
+        #expect(alerts(receiver, .trustInputRefreshFailing, input: .ctLogList).count == 1)
+        #expect(alerts(receiver, .trustInputStale, input: .ctLogList).count == 1)
+        #expect(try conditions(listen) == ["ct-log-list": "refresh-failing", "apple-roots": "refresh-failing", "distrust": "current"])
+        let metrics = try MonitoringTests.fetch("http://\(listen.first ?? "")/metrics")
+        #expect(metrics.body.contains("tlsaudit_trust_input_refresh_success{input=\"apple-roots\"} 0")
+                && metrics.body.contains("tlsaudit_trust_input_age_seconds{input=\"ct-log-list\"}")
+                && metrics.body.contains("tlsaudit_trust_input_max_age_seconds{input=\"ct-log-list\"} 2592000"), "\(metrics.body.prefix(3000))")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+
+        // A restart with the source still gone: the kept copies are in force (the lab root anchors),
+        // and the failing inputs are not alerted on again.
+        let restarted = try ServiceProcess(config: config, workspace: workspace)
+        let started = Date().timeIntervalSince1970
+        restarted.wait("a scan after the restart") { restarted.storedScans.contains { $0.startedAt > started } }
+        #expect(try anchored() == true, "the last known good Apple roots after a restart without network")
+        Thread.sleep(forTimeInterval: 4)
+        #expect(alerts(receiver, .trustInputRefreshFailing, input: .ctLogList).count == 1, "no second alert for the same condition")
+        restarted.signal(SIGTERM)
+        #expect(restarted.waitForExit(timeout: 20) == 0)
+    }
+}
