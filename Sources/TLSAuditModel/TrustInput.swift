@@ -90,3 +90,39 @@ public struct TrustInputStatus: Codable, Sendable, Hashable {
     /// `current`, `stale` or `refresh-failing` (stale first).
     public func condition(at now: Date) -> String { isStale(at: now) ? "stale" : isFailing ? "refresh-failing" : "current" }
 }
+
+/// One trust input as `/api/v1/trust-inputs` and `trust status --format json` give it: what is in
+/// force, its age and condition, the last refresh.
+public struct TrustInputDocument: Encodable, Sendable {
+    public var input: TrustInputKind
+    public var source: String
+    public var configuredSource: String?
+    public var version: String?
+    public var publishedAt: Date?
+    public var ageDays: Int?
+    public var maxAgeDays: Int
+    public var entries: Int
+    /// `current`, `stale` or `refresh-failing`.
+    public var condition: String
+    public var lastRefreshAt: Date?
+    public var lastError: String?
+    public var consecutiveFailures: Int
+    /// Where the input in force comes from, in words (`trust status`).
+    public var note: String?
+
+    public init(status: TrustInputStatus, now: Date, note: String? = nil) {
+        self.note = note
+        input = status.inForce.input
+        source = status.inForce.source
+        configuredSource = status.configuredSource
+        version = status.inForce.version
+        publishedAt = status.inForce.publishedAt
+        ageDays = status.inForce.ageDays(at: now)
+        maxAgeDays = Int(status.maxAge / 86_400)
+        entries = status.inForce.entries
+        condition = status.condition(at: now)
+        lastRefreshAt = status.lastRefreshAt
+        lastError = status.lastError
+        consecutiveFailures = status.consecutiveFailures
+    }
+}

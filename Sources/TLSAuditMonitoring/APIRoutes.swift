@@ -176,35 +176,3 @@ private final class StoreReader: Sendable {
         }
     }
 }
-
-/// One trust input in `/api/v1/trust-inputs`: what is in force, its age and condition, the last refresh.
-struct TrustInputDocument: Encodable {
-    var input: TrustInputKind
-    var source: String
-    var configuredSource: String?
-    var version: String?
-    var publishedAt: Date?
-    var ageDays: Int?
-    var maxAgeDays: Int
-    var entries: Int
-    /// `current`, `stale` or `refresh-failing`.
-    var condition: String
-    var lastRefreshAt: Date?
-    var lastError: String?
-    var consecutiveFailures: Int
-
-    init(status: TrustInputStatus, now: Date) {
-        input = status.inForce.input
-        source = status.inForce.source
-        configuredSource = status.configuredSource
-        version = status.inForce.version
-        publishedAt = status.inForce.publishedAt
-        ageDays = status.inForce.ageDays(at: now)
-        maxAgeDays = Int(status.maxAge / 86_400)
-        entries = status.inForce.entries
-        condition = status.condition(at: now)
-        lastRefreshAt = status.lastRefreshAt
-        lastError = status.lastError
-        consecutiveFailures = status.consecutiveFailures
-    }
-}

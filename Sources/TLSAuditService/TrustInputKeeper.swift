@@ -11,10 +11,10 @@ import TLSAuditProbe
 /// verified input never older than the one in force replaces it for the scans that follow. Each
 /// input's age and refresh outcome go to the metrics and the log; a stale or failing input raises
 /// an alert through the sinks, once per transition (and one when it is current again).
-final class TrustInputKeeper: @unchecked Sendable {
+public final class TrustInputKeeper: @unchecked Sendable {
     // @unchecked: `scanner` and `onAppleRoots` are set once before the timers start.
     /// Refreshes failed in a row that make an input `refresh-failing`.
-    static let failuresBeforeAlert = 3
+    public static let failuresBeforeAlert = 3
 
     private let settings: TrustInputSettings
     private let metrics: ScanMetrics

@@ -37,22 +37,10 @@ struct TrustStatusCommand: ParsableCommand {
 
     @OptionGroup var jsonStyle: JSONStyleOptions
 
-    struct Input: Encodable {
-        var input: TrustInputKind
-        var source: String
-        var version: String?
-        var publishedAt: Date?
-        var ageDays: Int?
-        var maxAgeDays: Int
-        var stale: Bool
-        var entries: Int
-        var note: String?
-    }
-
     func run() throws {
         let now = Date()
         let settings = try config.map(loadConfiguration)?.trustInputs
-        var inputs: [Input] = []
+        var inputs: [TrustInputDocument] = []
         for kind in TrustInputKind.allCases {
             let setting = settings?[kind] ?? TrustInputSetting(kind: kind)
             let option: String? = switch kind {
@@ -65,10 +53,9 @@ struct TrustStatusCommand: ParsableCommand {
             case .distrust: try Self.inForce(DistrustTable.self, setting, option: option, shipped: DistrustTable.shipped.version)
             case .appleRoots: try Self.inForce(AppleRootStore.self, setting, option: option, shipped: AppleRootStore.shippedVersion)
             }
-            let age = version.ageDays(at: now)
-            inputs.append(Input(input: kind, source: version.source, version: version.version, publishedAt: version.publishedAt, ageDays: age,
-                                maxAgeDays: Int(setting.maxAge / 86_400), stale: version.publishedAt.map { now.timeIntervalSince($0) > setting.maxAge } ?? false,
-                                entries: version.entries, note: note))
+            let status = TrustInputStatus(inForce: version, configuredSource: setting.source ?? option, maxAge: setting.maxAge, lastRefreshAt: nil,
+                                          lastError: nil, consecutiveFailures: 0, failuresBeforeAlert: TrustInputKeeper.failuresBeforeAlert)
+            inputs.append(TrustInputDocument(status: status, now: now, note: note))
         }
         switch format {
         case .json:
@@ -79,7 +66,7 @@ struct TrustStatusCommand: ParsableCommand {
                 if let version = input.version { line += ", version \(version)" }
                 if let published = input.publishedAt { line += ", published \(Timestamp.format(published))" }
                 if let age = input.ageDays { line += ", \(age) day\(age == 1 ? "" : "s") old" }
-                if input.stale { line += ", STALE (max_age \(input.maxAgeDays) days)" }
+                if input.condition == "stale" { line += ", STALE (max_age \(input.maxAgeDays) days)" }
                 if let note = input.note { line += " (\(note))" }
                 StandardStream.output.write(line + "\n")
             }
