@@ -1,3 +1,5 @@
+public import Foundation
+
 /// What the store keeps of a target address between scans: the inputs of change detection
 /// (the alert detector in TLSAuditCore decides from it).
 public struct AddressMemory: Hashable, Sendable {
@@ -13,6 +15,8 @@ public struct AddressMemory: Hashable, Sendable {
     public var unreachableAlerted: Bool
     /// `fingerprint#level` marks of expiry alerts already raised.
     public var expiryMarks: Set<String>
+    /// When the address's previous scan started (read with its state, for the detector: not kept apart).
+    public var lastScanAt: Date?
 
     public init(pinState: PinEvaluation.State? = nil, leafFingerprint: String? = nil, leafSPKI: String? = nil,
                 atsCompliant: Bool? = nil, failedRules: [FindingID] = [], trusted: Bool? = nil, consecutiveFailures: Int = 0,

@@ -83,6 +83,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var clients: ClientSimulationReport?
     /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
     public var app: AppHostOutcome?
+    /// The trust inputs the service judged this scan with (nil from `scan`, and for scans stored before).
+    public var judgedWith: JudgedWith?
 
     /// This result with its opt-in checks' reports (as read back from a store).
     public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,

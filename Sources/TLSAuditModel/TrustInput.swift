@@ -58,6 +58,29 @@ public struct TrustInputVersion: Codable, Sendable, Hashable {
     public func ageDays(at now: Date) -> Int? { publishedAt.map { max(0, Int(now.timeIntervalSince($0) / 86_400)) } }
 }
 
+/// The trust inputs a scan was judged with (set by `serve`), and the one a refresh put in force
+/// last: a verdict that changes on the first scan after `changedAt` with the same certificate
+/// changed because of that input ("judged again with log list 54.1").
+public struct JudgedWith: Codable, Sendable, Hashable {
+    /// Each input's label (`log list 54.1`, `distrust table 2026-11-28`, `Apple root store of ...`).
+    public var inputs: [String]
+    /// The input a refresh put in force last, and when (nil: none since the service started).
+    public var changed: String?
+    public var changedAt: Date?
+
+    public init(inputs: [String], changed: String? = nil, changedAt: Date? = nil) {
+        self.inputs = inputs
+        self.changed = changed
+        self.changedAt = changedAt
+    }
+
+    /// The input that changed between a scan at `previous` and this one; nil when none did.
+    public func changedSince(_ previous: Date?) -> String? {
+        guard let changed, let changedAt, let previous, previous < changedAt else { return nil }
+        return changed
+    }
+}
+
 /// How a trust input fares in the service: in force, refreshed, current or not.
 public struct TrustInputStatus: Codable, Sendable, Hashable {
     public var inForce: TrustInputVersion

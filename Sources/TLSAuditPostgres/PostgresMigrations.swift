@@ -122,6 +122,8 @@ enum PostgresMigrations {
         ("v15-clients", "ALTER TABLE observation ADD COLUMN clients TEXT;"),
         // A target's alerts, newest first, for its page (SQLite's script).
         ("v16-alert-target", StoreMigrations.alertTargetIndex),
+        // The trust inputs each scan was judged with (JSON JudgedWith).
+        ("v17-judged-with", StoreMigrations.judgedWithColumn),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

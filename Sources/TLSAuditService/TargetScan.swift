@@ -11,6 +11,7 @@ extension TLSScanner {
     func scans(of configured: TargetConfiguration, trustStore: TrustStore, node: NodeIdentity?) -> [StoredScan] {
         let target = configured.scanTarget
         let started = Date()
+        let judged = judgedWith(store: trustStore)
         var results: [AddressScanResult] = []
         switch addresses(for: target, selection: configured.addresses.selection) {
         case .success(let addresses):
@@ -23,6 +24,8 @@ extension TLSScanner {
         }
         let stored = VantageTarget.key(configured.key, vantage: configured.vantages == .any ? nil : node?.vantage)
         return results.map { result in
+            var result = result
+            result.judgedWith = judged
             var scan = StoredScan(target: stored, host: configured.host, port: configured.port, sni: target.sni, result: result,
                                   node: node?.name, vantage: node?.vantage)
             scan.tags = configured.tags

@@ -130,6 +130,7 @@ public final class TrustInputKeeper: @unchecked Sendable {
                 return
             }
             if replace(input) {
+                scanner?.noteInputChange(input.version.label, at: now)
                 logger.notice("\(Input.kind.title) updated", metadata: ["input": "\(Input.kind.rawValue)", "from": "\(inForce.version.label)",
                                                                           "to": "\(input.version.label)", "entries": "\(input.version.entries)"])
                 record(setting, inForce: input.version, error: nil, at: now)

@@ -34,6 +34,8 @@ package struct ScanRows {
     package var enumeration: String?
     /// The client simulation (`checks: [clients]`), JSON.
     package var clients: String?
+    /// The trust inputs the scan was judged with (JudgedWith), JSON; not part of the content (a new list does not end a run).
+    package var judgedWith: String?
     package var anchored: Int?
     /// `ChainReport.anchorIn`, comma-separated ('' for an operator's own anchor).
     package var anchorIn: String?
@@ -75,6 +77,7 @@ package struct ScanRows {
         vulnerabilities = try result.vulnerabilities.map { try StoredValues.json($0) }
         enumeration = try result.enumeration.map { try StoredValues.json($0) }
         clients = try result.clients.map { try StoredValues.json($0) }
+        judgedWith = try result.judgedWith.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         anchorIn = chain?.anchorIn.map { $0.joined(separator: ",") }
         references = (chain?.presented ?? []).enumerated().map {

@@ -225,12 +225,28 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     /// When later scans showed the same content and verdict: the run they make with this one
     /// (nil for a scan seen once). `startedAt` and `durationMs` are the run's first scan's.
     public var run: RunSummary?
+    /// The trust inputs the scan was judged with (scans by `serve`).
+    public var judgedWith: JudgedWith?
+    /// The input a refresh put in force between the address's previous entry and this one, when
+    /// the verdict changed and the leaf did not: the change is the input's ("judged again with log list 54.1").
+    public var judgedAgainWith: String?
+
+    /// Sets `judgedAgainWith` on each of `entries` (newest first) from the older entry of its address.
+    static func noteInputChanges(_ entries: inout [HistoryEntry]) {
+        for index in entries.indices {
+            let entry = entries[index]
+            guard let older = entries[(index + 1)...].first(where: { $0.target == entry.target && $0.address == entry.address }),
+                  older.status == .completed, entry.status == .completed, older.leafFingerprint == entry.leafFingerprint,
+                  older.compliant != entry.compliant || older.failedRules != entry.failedRules else { continue }
+            entries[index].judgedAgainWith = entry.judgedWith?.changedSince(older.run?.lastSeenAt ?? older.startedAt)
+        }
+    }
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
         case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory, headers, vulnerabilities
-        case clients, run
+        case clients, run, judgedWith, judgedAgainWith
     }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,

@@ -47,8 +47,12 @@ package enum StoreMigrations {
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN clients TEXT")
         }
         migrator.registerMigration("v16-alert-target") { db in try db.execute(sql: alertTargetIndex) }
+        migrator.registerMigration("v17-judged-with") { db in try db.execute(sql: judgedWithColumn) }
         return migrator
     }
+
+    /// The trust inputs each scan was judged with (JSON JudgedWith, NULL before). The same script on PostgreSQL.
+    package static let judgedWithColumn = "ALTER TABLE observation ADD COLUMN judged_with TEXT;"
 
     /// A target's configured tags (JSON [String]) with its current state, and the app outcome
     /// (JSON AppHostOutcome, NULL when the target is judged by no app's rules) of each scan and of

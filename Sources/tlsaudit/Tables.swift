@@ -51,8 +51,9 @@ enum HistoryTable {
                 outcome = "FAILED \(entry.failureCategory?.rawValue ?? "")"
             } else {
                 let trustErrors = entry.findings.filter(\.isTrustError).map(\.id)
-                outcome = entry.compliant ? "COMPLIANT"
-                    : "NOT COMPLIANT (" + TrustReasons.expand(entry.failedRules, trustErrors: trustErrors).joined(separator: ",") + ")"
+                outcome = (entry.compliant ? "COMPLIANT"
+                    : "NOT COMPLIANT (" + TrustReasons.expand(entry.failedRules, trustErrors: trustErrors).joined(separator: ",") + ")")
+                    + (entry.judgedAgainWith.map { " judged again with \($0)" } ?? "")
             }
             let handshake = [entry.protocolVersion?.rawValue, entry.cipher].compactMap { $0 }.joined(separator: " ")
             // A run of unchanged scans: its first and last time, and how many.

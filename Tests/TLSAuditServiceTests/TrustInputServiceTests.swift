@@ -31,16 +31,22 @@ struct TrustInputServiceTests {
         })
     }
 
-    @Test("Apple's roots and the CT log list from URLs: a new root set is used by the next scans; a stale list alerts once, a fresh one clears it; a source gone alerts once after 3 failures, also across a restart that keeps the last good copies")
+    @Test("Apple's roots and the CT log list from URLs: a new root set is used by the next scans, and the verdict it changes is said to be judged again with it, in one alert and in history; a stale list alerts once, a fresh one clears it; a source gone alerts once after 3 failures, also across a restart that keeps the last good copies")
     func refreshedAlertedKept() throws {
         let other = try LabCertificateAuthority.selfSigned(.authority("tlsaudit lab other root"))
-        let log = try LabCTLog("lab log A", operator: "Lab One")
-        let stale = try LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))], published: Date().addingTimeInterval(-40 * 86_400))
+        // A 367-day leaf with three SCTs from three operators' logs of the list: compliant once its root is Apple's.
+        let log = try LabCTLog("lab log A", operator: "Lab One"), second = try LabCTLog("lab log B", operator: "Lab Two"),
+            third = try LabCTLog("lab log C", operator: "Lab Three")
+        let logs = [log, second, third].map { ($0, "usable", Date(timeIntervalSince1970: 1_600_000_000)) }
+        let leaf = try lab.intermediate.issue(.server([ServiceLab.hostname]), embedding: [log, second, third].map { ctLog in
+            { ctLog.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) }
+        })
+        let stale = try LabCTLog.listFile(logs, published: Date().addingTimeInterval(-40 * 86_400))
         let web = try LabHTTPServer(routes: ["/roots.pem": Array(other.pem.utf8), "/logs.json": Array(stale)])
         defer { web.stop() }
         let receiver = try LabWebhookReceiver()
         defer { receiver.stop() }
-        let server = try LabTLSServer(LabServerConfiguration(chain: [lab.good, lab.intermediate]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, lab.intermediate]))
         defer { server.stop() }
         let workspace = try lab.workspace("trust-inputs")
         let database = workspace.appendingPathComponent("db.sqlite").path
@@ -75,9 +81,24 @@ struct TrustInputServiceTests {
         let updated = Date().timeIntervalSince1970
         service.wait("a scan after the new roots") { service.storedScans.contains { $0.startedAt > updated + 0.5 } }
         #expect(try anchored() == true, "judged against the refreshed Apple roots")
+        let latest = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+        let latestState = try #require(try latest.status().first { $0.target == "apple" })
+        let latestResult = try #require(try latest.result(observationID: latestState.lastObservationID))
+        #expect(latestResult.ats.compliant, "compliant under Apple's roots: \(latestResult.findings.map { "\($0.id.rawValue): \($0.message)" })")
+        // The verdict changed with the same certificate because the roots did: the alert and the history say so, once.
+        func restored() -> [Alert] {
+            receiver.received.compactMap { try? JSONDecoder.tlsaudit.decode(Alert.self, from: $0.body) }.filter { $0.kind == .trustRestored && $0.target == "apple" }
+        }
+        service.wait("trust restored") { restored().count == 1 }
+        let restoredAlert = try #require(restored().first)
+        #expect(restoredAlert.summary.contains("the same certificate, judged again with Apple root store of")
+                && restoredAlert.changes["judged_again_with"]?.hasPrefix("Apple root store of") == true, "\(restoredAlert.summary)")
+        let history = try Binary.run(["history", "apple", "--database", database])
+        #expect(history.stdout.contains("COMPLIANT judged again with Apple root store of"), "\(history.stdout)")
+        #expect(history.stdout.components(separatedBy: "judged again with").count == 2, "only the entry where the verdict changed: \(history.stdout)")
 
         // A fresh list: one alert saying the input is current again; the stale one is not repeated.
-        web.serve(Array(try LabCTLog.listFile([(log, "usable", Date(timeIntervalSince1970: 1_600_000_000))], published: Date())), at: "/logs.json")
+        web.serve(Array(try LabCTLog.listFile(logs, published: Date())), at: "/logs.json")
         service.wait("the list current again") { alerts(receiver, .trustInputCurrent, input: .ctLogList).count == 1 }
         let listen = MonitoringTests.listening(service)
         #expect(try conditions(listen) == ["ct-log-list": "current", "apple-roots": "current", "distrust": "current"])
@@ -106,6 +127,7 @@ struct TrustInputServiceTests {
         #expect(try anchored() == true, "the last known good Apple roots after a restart without network")
         Thread.sleep(forTimeInterval: 4)
         #expect(alerts(receiver, .trustInputRefreshFailing, input: .ctLogList).count == 1, "no second alert for the same condition")
+        #expect(restored().count == 1, "no regression storm: one alert per transition")
         restarted.signal(SIGTERM)
         #expect(restarted.waitForExit(timeout: 20) == 0)
     }

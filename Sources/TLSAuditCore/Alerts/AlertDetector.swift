@@ -51,6 +51,15 @@ public enum AlertDetector {
         memory.unreachableAlerted = false
 
         let leaf = result.chain?.presented.first
+        // A verdict that changes with the same leaf on the first scan after a trust input was
+        // refreshed changed because of that input: its alerts say so (still one per transition).
+        let sameLeaf = memory.leafFingerprint != nil && memory.leafFingerprint == leaf?.sha256Fingerprint
+        let judgedAgain = sameLeaf ? result.judgedWith?.changedSince(memory.lastScanAt) : nil
+        let inputSuffix = judgedAgain.map { "; the same certificate, judged again with \($0)" } ?? ""
+        func noting(_ changes: [String: String]) -> [String: String] {
+            guard let judgedAgain else { return changes }
+            return changes.merging(["judged_again_with": judgedAgain]) { first, _ in first }
+        }
         // Pins.
         if let pin = result.pin, pin.state != .none {
             var changes = ["new_leaf_sha256": leaf?.sha256Fingerprint ?? "", "new_leaf_spki": leaf?.spkiSHA256 ?? ""]
@@ -95,10 +104,10 @@ public enum AlertDetector {
             if let appError { changes["app_error"] = "\(appError.error.code)" }
             raise(.trustBroken, .critical,
                   (memory.trusted == nil ? "the chain is not trusted on the first scan: \(listed)" : "the chain is no longer trusted: \(listed)")
-                      + appSuffix,
-                  changes)
+                      + appSuffix + inputSuffix,
+                  noting(changes))
         } else if memory.trusted == false, trusted {
-            raise(.trustRestored, .info, "the chain is trusted again", ["new_leaf_sha256": leaf?.sha256Fingerprint ?? ""])
+            raise(.trustRestored, .info, "the chain is trusted again" + inputSuffix, noting(["new_leaf_sha256": leaf?.sha256Fingerprint ?? ""]))
         }
         memory.trusted = trusted
         // ATS verdict, on completed handshakes only.
@@ -113,10 +122,11 @@ public enum AlertDetector {
                 if let appError { changes["app_error"] = "\(appError.error.code)" }
                 raise(.atsRegressed, .error,
                       (memory.atsCompliant == nil ? "not \(verdict) on the first scan" : "no longer \(verdict)")
-                          + " (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", ") + appSuffix, changes)
+                          + " (\(result.ats.policy.rawValue)): " + result.ats.failedRules.joined(separator: ", ") + appSuffix + inputSuffix,
+                      noting(changes))
             } else if memory.atsCompliant == false, compliant {
-                raise(.atsRecovered, .info, "\(verdict) again (\(result.ats.policy.rawValue))",
-                      ["old_failed_rules": memory.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue])
+                raise(.atsRecovered, .info, "\(verdict) again (\(result.ats.policy.rawValue))" + inputSuffix,
+                      noting(["old_failed_rules": memory.failedRules.joined(separator: ","), "policy": result.ats.policy.rawValue]))
             }
             memory.atsCompliant = compliant
             memory.failedRules = result.ats.failedRules

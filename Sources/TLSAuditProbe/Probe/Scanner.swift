@@ -82,6 +82,20 @@ public final class TLSScanner: Sendable {
     /// Makes `table` the one every later scan judges date-bounded distrust by.
     public func replaceDistrustTable(_ table: DistrustTable) { refreshedDistrust.withLock { $0 = table } }
 
+    private let lastInputChange = Mutex<(label: String, at: Date)?>(nil)
+
+    /// Notes that a refresh put the input `label` in force at `time` (for `judgedWith`).
+    public func noteInputChange(_ label: String, at time: Date) { lastInputChange.withLock { $0 = (label, time) } }
+
+    /// The trust inputs a scan against `store` is judged with now: the CT log list, the distrust
+    /// table, and Apple's roots when `store` is theirs; with the input a refresh changed last.
+    public func judgedWith(store: TrustStore) -> JudgedWith {
+        var inputs = [ctLogs.version.label, (distrustTable ?? .shipped).version.label]
+        if store.label == "apple" { inputs.append(TrustStore.appleRoots.version.label) }
+        let change = lastInputChange.withLock { $0 }
+        return JudgedWith(inputs: inputs, changed: change?.label, changedAt: change?.at)
+    }
+
     /// The date-bounded distrust scans judge by: the options' setting with the table in force.
     public var distrust: DistrustSetting? {
         guard let table = refreshedDistrust.withLock({ $0 }) else { return options.distrust }

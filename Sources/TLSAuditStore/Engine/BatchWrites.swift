@@ -142,6 +142,7 @@ struct BatchWrites {
         unplaced -= 1
         var previous = states[key]?.memory
         previous?.expiryMarks = marks[key] ?? []
+        previous?.lastScanAt = states[key].map { Date(timeIntervalSince1970: $0.lastScanAt) }
         return try addState(scan, rows, observationID: observationID, runKey: rows.runKey, previous: previous, decide: decide)
     }
 
@@ -168,7 +169,7 @@ struct BatchWrites {
             .of(rows.handshake), .of(result.atsClientRefusal), .of(result.chain?.trustStore), .of(rows.anchored),
             .of(rows.pathIssues), .text(result.ats.policy.rawValue), .text(rows.contentHash), .of(rows.revocation),
             .of(scan.node), .of(scan.vantage), .of(rows.inventory), .of(rows.headers), .of(rows.vulnerabilities),
-            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients)])
+            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients), .of(rows.judgedWith)])
         for reference in rows.references {
             references.append([.int(id), .text(reference.role), .of(reference.position), .text(reference.fingerprint), .of(reference.source)])
         }
@@ -304,7 +305,7 @@ struct BatchWrites {
         id:bigint target:text host:text port:bigint sni:text address:text family:text started_at:float8 duration_ms:bigint \
         status:text failure_category:text failure_message:text failure_alert:text handshake:text ats_refusal:text \
         trust_store:text anchored:bigint path_issues:text policy:text content_hash:text revocation:text node:text vantage:text \
-        inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text clients:text
+        inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text clients:text judged_with:text
         """))
 
     static let insertReferences = SQLBatch.insert(into: "observation_certificate", columns("""
