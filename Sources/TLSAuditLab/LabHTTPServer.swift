@@ -7,7 +7,8 @@ import Glibc
 
 /// A small HTTP/1.1 server on a loopback ephemeral port for tests and the bench: serves fixed
 /// bodies by path (CRLs, OCSP responses answered to any POST), or holds every connection without
-/// answering (a tarpit), and counts the requests it answered per path.
+/// answering (a tarpit), streams a body without end at `/endless`, and counts the requests it
+/// answered per path.
 public final class LabHTTPServer: Sendable {
     public let port: Int
     private let listener: LabListener
@@ -31,6 +32,14 @@ public final class LabHTTPServer: Sendable {
                 return
             }
             guard let path = LabWebhookReceiver.read(fd)?.path else { return }
+            if path == "/endless" {
+                // A body without Content-Length that never ends, until the client gives up.
+                let head = Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".utf8)
+                guard write(fd, head, head.count) == head.count else { return }
+                let chunk = [UInt8](repeating: 0x20, count: 65_536)
+                while write(fd, chunk, chunk.count) > 0 {}
+                return
+            }
             let (status, body) = state.routes.withLock { $0[path] } ?? (404, Array("not found\n".utf8))
             state.counts.withLock { $0[path, default: 0] += 1 }
             let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Not Found")\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"

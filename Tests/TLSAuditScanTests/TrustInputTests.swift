@@ -36,6 +36,11 @@ struct TrustInputTests {
             #expect(refused.status == status && refused.stderr.contains(reason), "\(name): \(refused.status) \(refused.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: kept)) == good, "\(name): the kept copy is unchanged")
         }
+        // An endless body: cut at the size limit, at once.
+        let began = Date()
+        let cut = try CLI.run(["trust", "update", base + "/endless", "--output", kept])
+        #expect(cut.status == 2 && Date().timeIntervalSince(began) < 20, "\(cut.status) \(cut.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: kept)) == good, "endless: the kept copy is unchanged")
         let down = try CLI.run(["trust", "update", "http://127.0.0.1:\(try LabPorts.unusedPort())/list.json", "--output", kept])
         #expect(down.status == 2, "\(down.stderr)")
         // --ct-log-list takes the URL: the lab SCTs verify against the fetched list.

@@ -103,6 +103,10 @@ struct TrustInputServiceTests {
         let listen = MonitoringTests.listening(service)
         #expect(try conditions(listen) == ["ct-log-list": "current", "apple-roots": "current", "distrust": "current"])
 
+        // Invalid JSON in place of the list: refused with a log line saying why, the list in force stays.
+        web.serve(Array("<html>".utf8), at: "/logs.json")
+        service.wait("the invalid list refused") { !service.lines(containing: "not a CT log list").isEmpty }
+        #expect(service.lines(containing: "CT log list not refreshed: the one in force stays").count >= 1)
         // The source goes away: after 3 failed refreshes in a row, one alert per input, not one per failure.
         web.stop()
         service.wait("refresh-failing alerts") {
