@@ -43,10 +43,10 @@ public final class TrustInputKeeper: @unchecked Sendable {
             switch setting.kind {
             case .ctLogList:
                 ctLogs = load(setting, CTLogList.self, shipped: .shipped, inForce: nil) ?? .shipped
-                record(setting, inForce: ctLogs.version, error: nil, at: Date())
+                record(setting, inForce: ctLogs.version, error: nil, at: Date(), fetched: fetchedAtStart(setting))
             case .distrust:
                 distrustTable = load(setting, DistrustTable.self, shipped: .shipped, inForce: nil)
-                record(setting, inForce: (distrustTable ?? .shipped).version, error: nil, at: Date())
+                record(setting, inForce: (distrustTable ?? .shipped).version, error: nil, at: Date(), fetched: fetchedAtStart(setting))
             case .appleRoots:
                 // Apple's roots from the shipped snapshot are read on first use, not here (start-up).
                 guard setting.source != nil, let roots = load(setting, AppleRootStore.self, shipped: nil, inForce: nil) else {
@@ -54,7 +54,7 @@ public final class TrustInputKeeper: @unchecked Sendable {
                     continue
                 }
                 install(roots)
-                record(setting, inForce: roots.version, error: nil, at: Date())
+                record(setting, inForce: roots.version, error: nil, at: Date(), fetched: fetchedAtStart(setting))
             }
         }
     }
@@ -70,7 +70,8 @@ public final class TrustInputKeeper: @unchecked Sendable {
         checkConditions()
         for setting in settings.all where setting.source != nil {
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
-            timer.schedule(deadline: .now() + setting.refresh, repeating: setting.refresh)
+            let first = refreshAtStart.withLock { $0.contains(setting.kind) } ? 0 : setting.refresh
+            timer.schedule(deadline: .now() + first, repeating: setting.refresh)
             timer.setEventHandler { [weak self] in self?.refresh(setting) }
             timer.resume()
             timers.append(timer)
@@ -147,6 +148,14 @@ public final class TrustInputKeeper: @unchecked Sendable {
     /// cannot be had, else `shipped` (nil: none, or no source configured), saying so in the log.
     private func load<Input: VerifiableTrustInput>(_ setting: TrustInputSetting, _ type: Input.Type, shipped: Input?, inForce: Input?) -> Input? {
         guard let source = setting.source else { return nil }
+        // A URL with a kept copy: start from the copy at once and fetch right after start (a
+        // source that hangs must not hold the start for its 30 s).
+        if setting.isURL, let path = setting.lastKnownGood, let kept = TrustInputSource.keptCopy(Input.self)(path) {
+            refreshAtStart.withLock { $0.insert(Input.kind) }
+            logger.info("\(Input.kind.title) in force: the last known good copy, fetched again now",
+                        metadata: ["input": "\(Input.kind.rawValue)", "source": "\(kept.version.source)", "entries": "\(kept.version.entries)"])
+            return kept
+        }
         do {
             let (input, note) = try TrustInputSource.load(Input.self, from: source, signature: setting.signature,
                                                           lastKnownGood: setting.lastKnownGood, inForce: inForce)
@@ -165,6 +174,9 @@ public final class TrustInputKeeper: @unchecked Sendable {
         }
     }
 
+    /// Inputs started from their kept copy: fetched as soon as the service runs.
+    private let refreshAtStart = Mutex<Set<TrustInputKind>>([])
+
     /// The reason an input's load at start fell back, counted as its first failed refresh.
     private let failuresAtStart = Mutex<[TrustInputKind: String]>([:])
 
@@ -174,8 +186,13 @@ public final class TrustInputKeeper: @unchecked Sendable {
         }
     }
 
-    /// Records a load or refresh: the status, its metrics.
-    private func record(_ setting: TrustInputSetting, inForce version: TrustInputVersion?, error: String?, at now: Date) {
+    /// Whether the input's source was read at start (not only its kept copy).
+    private func fetchedAtStart(_ setting: TrustInputSetting) -> Bool {
+        setting.source != nil && !refreshAtStart.withLock { $0.contains(setting.kind) }
+    }
+
+    /// Records a load or refresh (`fetched`: its source was read): the status, its metrics.
+    private func record(_ setting: TrustInputSetting, inForce version: TrustInputVersion?, error: String?, at now: Date, fetched: Bool = true) {
         let version = version ?? AppleRootStore.shippedVersion
         let startFailure = failuresAtStart.withLock { $0.removeValue(forKey: setting.kind) }
         let failed = error ?? startFailure
@@ -184,7 +201,7 @@ public final class TrustInputKeeper: @unchecked Sendable {
                                                                 lastRefreshAt: nil, lastError: nil, consecutiveFailures: 0,
                                                                 failuresBeforeAlert: Self.failuresBeforeAlert)
             entry.inForce = version
-            if setting.source != nil { entry.lastRefreshAt = now }
+            if setting.source != nil, fetched { entry.lastRefreshAt = now }
             entry.lastError = failed
             entry.consecutiveFailures = failed == nil ? 0 : entry.consecutiveFailures + 1
             known[setting.kind] = entry
@@ -210,7 +227,7 @@ public final class TrustInputKeeper: @unchecked Sendable {
             let target = "trust-input:\(entry.inForce.input.rawValue)"
             let previous = latestAlert?(target).map(Self.condition(of:)) ?? "current"
             // Current again only once a refresh succeeded (a restart without network is not a recovery).
-            guard condition != previous, condition != "current" || entry.consecutiveFailures == 0 else { continue }
+            guard condition != previous, condition != "current" || (entry.lastRefreshAt != nil && entry.consecutiveFailures == 0) else { continue }
             let alert = Self.alert(entry, condition: condition, target: target, at: now)
             do {
                 if try raise?(alert) == true {
