@@ -31,7 +31,7 @@ struct TrustInputServiceTests {
         })
     }
 
-    @Test("Apple's roots and the CT log list from URLs: a new root set is used by the next scans, and the verdict it changes is said to be judged again with it, in one alert and in history; a stale list alerts once, a fresh one clears it; a source gone alerts once after 3 failures, also across a restart that keeps the last good copies")
+    @Test("Apple's roots and the CT log list from URLs: the status page shows a stale input; a new root set is used by the next scans, and the verdict it changes is said to be judged again with it, in one alert and in history; a stale list alerts once, a fresh one clears it; a source gone alerts once after 3 failures, also across a restart that keeps the last good copies")
     func refreshedAlertedKept() throws {
         let other = try LabCertificateAuthority.selfSigned(.authority("tlsaudit lab other root"))
         // A 367-day leaf with three SCTs from three operators' logs of the list: compliant once its root is Apple's.
@@ -74,6 +74,13 @@ struct TrustInputServiceTests {
         service.wait("the stale list's alert") { alerts(receiver, .trustInputStale, input: .ctLogList).count == 1 }
         let staleAlert = try #require(alerts(receiver, .trustInputStale, input: .ctLogList).first)
         #expect(staleAlert.summary.contains("40 days old") && staleAlert.summary.contains("max_age of 30 days"), "\(staleAlert.summary)")
+        // The status page says so above the table.
+        let listen = MonitoringTests.listening(service)
+        let program = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
+        var chromium = StatusPagesTests.Browser(program: program, workspace: workspace)
+        let page = try chromium.dom("http://\(listen.first ?? "")/")
+        #expect(page.contains("ct-log-list is stale: \(web.url("/logs.json"))") && page.contains("40 days old (max_age 30 days)"),
+                "\(page.components(separatedBy: "trust-inputs").dropFirst().first?.prefix(600) ?? "no banner")")
 
         // Apple's roots now hold the lab root: the next scans anchor there.
         web.serve(Array((other.pem + lab.root.pem).utf8), at: "/roots.pem")
@@ -100,7 +107,6 @@ struct TrustInputServiceTests {
         // A fresh list: one alert saying the input is current again; the stale one is not repeated.
         web.serve(Array(try LabCTLog.listFile(logs, published: Date())), at: "/logs.json")
         service.wait("the list current again") { alerts(receiver, .trustInputCurrent, input: .ctLogList).count == 1 }
-        let listen = MonitoringTests.listening(service)
         #expect(try conditions(listen) == ["ct-log-list": "current", "apple-roots": "current", "distrust": "current"])
 
         // Invalid JSON in place of the list: refused with a log line saying why, the list in force stays.
