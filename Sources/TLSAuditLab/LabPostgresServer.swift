@@ -15,7 +15,8 @@ public final class LabPostgresServer: @unchecked Sendable {
     }()
 
     public let directory: String
-    public let port: Int
+    /// Set in `init` (a second port when the first start failed), read-only afterwards.
+    public private(set) var port: Int
     public let user = "tlsaudit"
     private let binaries: String
     private let runsAsNobody: Bool
@@ -37,11 +38,22 @@ public final class LabPostgresServer: @unchecked Sendable {
         if runsAsNobody { try Self.shell(["chown", "nobody:nogroup", directory]) }
         port = try LabPorts.unusedPort()
         try run("initdb", ["-D", "\(directory)/data", "-U", user, "--auth=trust", "-E", "UTF8"] + (syncs ? [] : ["--no-sync"]))
-        try start()
+        // A port taken between LabPorts' check and the server's bind, or a start slowed past its wait
+        // by a loaded machine: once more on another port before giving up.
+        do { try start() } catch {
+            stop(removing: false)
+            port = try LabPorts.unusedPort()
+            try start()
+        }
         try run("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", user, "tlsaudit"])
     }
 
     deinit { stop() }
+
+    /// The server did not start: pg_ctl's error and the end of the server's log.
+    public struct StartFailure: Error, CustomStringConvertible {
+        public var description: String
+    }
 
     /// A `postgres://` URL for database `name` (created by `createDatabase`; `tlsaudit` exists).
     public func url(database name: String = "tlsaudit") -> String { "postgres://\(user)@127.0.0.1:\(port)/\(name)?sslmode=disable" }
@@ -60,9 +72,15 @@ public final class LabPostgresServer: @unchecked Sendable {
 
     /// Starts the server (again, after `stop(removing: false)`).
     public func start() throws {
-        try run("pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "30", "-o",
-                           "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=\(syncs ? "on" : "off") -c max_connections=200",
-                           "start"])
+        do {
+            try run("pg_ctl", ["-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "60", "-o",
+                               "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=\(syncs ? "on" : "off") -c max_connections=200",
+                               "start"])
+        } catch {
+            // What the server said is the reason: its log's end goes with the error.
+            let log = (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8)) ?? ""
+            throw StartFailure(description: "\(error); server.log ends: \(log.suffix(800))")
+        }
     }
 
     /// Stops the server at once; removes the cluster unless `removing` is false (to start it again).

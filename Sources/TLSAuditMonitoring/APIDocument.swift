@@ -179,6 +179,11 @@ public enum APIDocument {
                     "duration_min_ms": ["type": "integer", "minimum": 0], "duration_max_ms": ["type": "integer", "minimum": 0],
                     "duration_mean_ms": ["type": "integer", "minimum": 0],
                 ], required: ["scans", "last_seen_at", "duration_min_ms", "duration_max_ms", "duration_mean_ms"]),
+                // The trust inputs serve judged the scan with; schema: docs/scan.schema.json, `judged_with`.
+                "judged_with": object(["inputs": ["type": "array", "items": ["type": "string"]], "changed": ["type": "string"],
+                                       "changed_at": timestamp], required: ["inputs"]),
+                // The input a refresh put in force since the address's previous entry, when the verdict changed and the leaf did not.
+                "judged_again_with": ["type": "string"],
             ], required: ["observation_id", "target", "address", "started_at", "duration_ms", "status", "policy", "compliant",
                           "failed_rules", "findings"]),
             "Target": object([

@@ -84,6 +84,11 @@ public final class TrustStore: @unchecked Sendable {
 
     private static let installedApple = SleepingLock<InstalledAppleRoots?>(nil)
 
+    /// The identities of Apple roots installed from a source (nil: the shipped snapshot's).
+    static var installedAppleIdentities: Set<String>? {
+        installedApple.withLock { installed in installed.flatMap { $0.roots.source == AppleRootStore.shippedSource ? nil : $0.identities } }
+    }
+
     static func appleInForce() -> InstalledAppleRoots {
         installedApple.withLock { installed in
             if let installed { return installed }
@@ -144,7 +149,10 @@ public enum PublicRoots {
     /// subject and key (a re-encoded or re-issued copy of a root is the same anchor).
     public static func stores(holding anchor: CertificateSummary) -> [String] {
         let key = identity(subject: anchor.subject, spki: anchor.spkiSHA256)
-        return [("apple", TrustStore.appleInForce().identities), ("system", system)].filter { $0.1.contains(key) }.map(\.0)
+        var names: [String] = []
+        if appleIdentities.contains(key) { names.append("apple") }
+        if system.contains(key) { names.append("system") }
+        return names
     }
 
     /// The public stores holding an anchored path's anchor (nil when the path is not anchored).
@@ -155,12 +163,16 @@ public enum PublicRoots {
 
     private static func identity(subject: String, spki: String) -> String { "\(spki) \(subject)" }
 
+    /// Each certificate's identity from its subject and key alone (not its whole summary).
     static func identities(_ certificates: [X509Certificate]) -> Set<String> {
         Set(certificates.map { certificate in
-            let summary = certificate.summary()
-            return identity(subject: summary.subject, spki: summary.spkiSHA256)
+            identity(subject: X509Certificate.rfc2253(X509_get_subject_name(certificate.pointer)), spki: Digest.sha256(certificate.spkiDER()).base64)
         })
     }
+
+    /// The identities of Apple's roots in force: the shipped snapshot's, generated with it (no
+    /// parsing at run time), or those of roots installed from a source.
+    static var appleIdentities: Set<String> { TrustStore.installedAppleIdentities ?? AppleRootStoreData.identities }
 
     /// Every certificate of OpenSSL's default file and directory (`SSL_CERT_FILE`, `SSL_CERT_DIR`
     /// honoured), read once: Debian's `/etc/ssl/certs/ca-certificates.crt` and its hashed links.

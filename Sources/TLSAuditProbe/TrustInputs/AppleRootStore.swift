@@ -28,6 +28,9 @@ public struct AppleRootStore: VerifiableTrustInput {
         }
     }()
 
+    /// The shipped snapshot's `source`.
+    static var shippedSource: String { AppleRootStoreData.source }
+
     /// What the shipped snapshot is, without parsing it (start-up).
     public static var shippedVersion: TrustInputVersion {
         TrustInputVersion(input: .appleRoots, source: AppleRootStoreData.source, version: nil,

@@ -1,5 +1,5 @@
 import Foundation
-public import TLSAuditModel
+public import TLSAuditCore
 public import TLSAuditProbe
 import Yams
 
