@@ -161,6 +161,8 @@ struct CertificateTransparencyTests {
         let parsed = try CertificateFile.summaries(path: try file("apple-snapshot.pem", Data(TrustStore.appleSnapshotPEM.utf8)))
         #expect(parsed.count == 156)
         #expect(parsed.contains { $0.subject.contains("ISRG Root X1") })
+        // The identities generated with the snapshot (what anchor_in asks, without parsing it) are every certificate's.
+        #expect(parsed.filter { !PublicRoots.stores(holding: $0).contains("apple") }.map(\.subject) == [])
         // Apple's list has one certificate that is not a root: Apple's Developer ID CA, issued by Apple Root CA.
         #expect(parsed.filter { !$0.isSelfSigned }.map(\.commonName) == ["Developer ID Certification Authority"])
         #expect(!snapshot.source.isEmpty && snapshot.fetchedAt.map(Timestamp.format) == "2025-12-28T00:00:00Z")
