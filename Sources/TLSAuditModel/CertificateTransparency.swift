@@ -95,33 +95,82 @@ public struct CTLogList: Sendable {
         }
     }
 
-    /// Where the list came from: `snapshot <version> (<timestamp>)` or the operator's file.
-    public var source: String
-    public var logs: [Log]
-    /// When the list was published (`log_list_timestamp`), when it says: an SCT from a log the list
-    /// does not know, made after this, is from a log newer than the list, not an unknown one.
-    public var publishedAt: Date?
-    /// The list's `version` (`53.34`), when it says.
-    public var listVersion: String?
-    private var byID: [String: Int]
-    /// Tells lists with different logs or keys apart within this process (for caches of verifications).
-    public let keysIdentity: Int
+    /// What a list holds, with its index.
+    private final class Contents: Sendable {
+        let source: String
+        let logs: [Log]
+        let publishedAt: Date?
+        let listVersion: String?
+        let byID: [String: Int]
+        let keysIdentity: Int
 
-    public init(source: String, logs: [Log]) {
-        self.source = source
-        self.logs = logs
-        var index: [String: Int] = [:]
-        var hasher = Hasher()
-        for (position, log) in logs.enumerated() {
-            if index[log.id] == nil { index[log.id] = position }
-            hasher.combine(log.id)
-            hasher.combine(log.key)
+        init(source: String, logs: [Log], publishedAt: Date?, listVersion: String?) {
+            self.source = source
+            self.logs = logs
+            self.publishedAt = publishedAt
+            self.listVersion = listVersion
+            var index: [String: Int] = [:]
+            var hasher = Hasher()
+            for (position, log) in logs.enumerated() {
+                if index[log.id] == nil { index[log.id] = position }
+                hasher.combine(log.id)
+                hasher.combine(log.key)
+            }
+            byID = index
+            keysIdentity = hasher.finalize()
         }
-        byID = index
-        keysIdentity = hasher.finalize()
     }
 
-    public func log(id: String) -> Log? { byID[id].map { logs[$0] } }
+    /// The contents, made on first use: the shipped snapshot is parsed only by a run that meets an
+    /// SCT or asks about the list (start-up), then shared by every copy of the list.
+    private final class LazyContents: @unchecked Sendable {
+        // @unchecked: `made` is read and written under `lock` only.
+        private let lock = NSLock()
+        private var made: Contents?
+        private let make: @Sendable () -> Contents
+
+        init(_ make: @escaping @Sendable () -> Contents) { self.make = make }
+        init(ready contents: Contents) {
+            made = contents
+            make = { contents }
+        }
+
+        var value: Contents {
+            lock.lock()
+            defer { lock.unlock() }
+            if let made { return made }
+            let contents = make()
+            made = contents
+            return contents
+        }
+    }
+
+    private let contents: LazyContents
+
+    /// Where the list came from: `snapshot <version> (<timestamp>)` or the operator's file.
+    public var source: String { contents.value.source }
+    public var logs: [Log] { contents.value.logs }
+    /// When the list was published (`log_list_timestamp`), when it says: an SCT from a log the list
+    /// does not know, made after this, is from a log newer than the list, not an unknown one.
+    public var publishedAt: Date? { contents.value.publishedAt }
+    /// The list's `version` (`53.34`), when it says.
+    public var listVersion: String? { contents.value.listVersion }
+    /// Tells lists with different logs or keys apart within this process (for caches of verifications).
+    public var keysIdentity: Int { contents.value.keysIdentity }
+
+    public init(source: String, logs: [Log], publishedAt: Date? = nil, listVersion: String? = nil) {
+        contents = LazyContents(ready: Contents(source: source, logs: logs, publishedAt: publishedAt, listVersion: listVersion))
+    }
+
+    /// A list made by `make` when first used.
+    private init(lazily make: @escaping @Sendable () -> CTLogList) {
+        contents = LazyContents { make().contents.value }
+    }
+
+    public func log(id: String) -> Log? {
+        let value = contents.value
+        return value.byID[id].map { value.logs[$0] }
+    }
 
     /// Reads a v3 log list. `source` names it in output; a version and timestamp found in the file are added.
     public static func parse(_ data: Data, source: String) throws -> CTLogList {
@@ -145,10 +194,8 @@ public struct CTLogList: Sendable {
         }
         guard !logs.isEmpty else { throw CTLogListError("\(source) lists no log") }
         let detail = [file.version.map { "version \($0)" }, file.logListTimestamp].compactMap { $0 }.joined(separator: ", ")
-        var list = CTLogList(source: detail.isEmpty ? source : "\(source) (\(detail))", logs: logs)
-        list.publishedAt = file.logListTimestamp.flatMap(Self.date)
-        list.listVersion = file.version
-        return list
+        return CTLogList(source: detail.isEmpty ? source : "\(source) (\(detail))", logs: logs,
+                         publishedAt: file.logListTimestamp.flatMap(Self.date), listVersion: file.version)
     }
 
     /// Reads a log list file (lists are some 100 KB; at most 8 MiB is read).
@@ -320,9 +367,9 @@ public struct CertificateTransparencyReport: Hashable, Codable, Sendable {
 
 extension CTLogList {
     /// The list shipped with tlsaudit (`scripts/update-ct-log-list`), read once.
-    public static let shipped: CTLogList = {
+    public static let shipped = CTLogList(lazily: {
         do { return try parse(Data(CTLogListSnapshot.json.utf8), source: "tlsaudit's snapshot") } catch {
             fatalError("the shipped CT log list does not parse: \(error)") // A test parses it: a build cannot ship a broken one.
         }
-    }()
+    })
 }

@@ -163,6 +163,11 @@ struct CertificateTransparencyTests {
         #expect(parsed.contains { $0.subject.contains("ISRG Root X1") })
         // The identities generated with the snapshot (what anchor_in asks, without parsing it) are every certificate's.
         #expect(parsed.filter { !PublicRoots.stores(holding: $0).contains("apple") }.map(\.subject) == [])
+        // Debian's copy of a root Apple also trusts: in both stores (found in /etc/ssl/certs by its subject hash);
+        // the lab's root in neither.
+        let isrg = try #require(try CertificateFile.summaries(path: "/etc/ssl/certs/ISRG_Root_X1.pem").first)
+        #expect(PublicRoots.stores(holding: isrg) == ["apple", "system"])
+        #expect(PublicRoots.stores(holding: pki.root.summary) == [])
         // Apple's list has one certificate that is not a root: Apple's Developer ID CA, issued by Apple Root CA.
         #expect(parsed.filter { !$0.isSelfSigned }.map(\.commonName) == ["Developer ID Certification Authority"])
         #expect(!snapshot.source.isEmpty && snapshot.fetchedAt.map(Timestamp.format) == "2025-12-28T00:00:00Z")

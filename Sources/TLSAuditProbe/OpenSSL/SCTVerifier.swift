@@ -85,6 +85,8 @@ package enum SCTVerifier {
     /// Every SCT of the leaf, embedded and `delivered`, with its signature checked. `issuer` is the
     /// certificate that signed the leaf (embedded SCTs name its key), nil when it is not known.
     static func check(leaf: X509Certificate, issuer: X509Certificate?, delivered: [ReceivedSCT], logs: CTLogList) -> [SignedCertificateTimestamp] {
+        // No SCT at all: nothing to check, and the list is not touched (the shipped one stays unparsed).
+        if delivered.isEmpty, ReceivedSCT.embedded(in: leaf).isEmpty { return [] }
         let key = CheckKey(leaf: leaf.der, issuerKey: issuer?.spkiDER(), delivered: delivered.map(\.identity), logs: logs.keysIdentity)
         if let known = checked.withLock({ $0[key] }) { return known }
         let result = uncachedCheck(leaf: leaf, issuer: issuer, delivered: delivered, logs: logs)

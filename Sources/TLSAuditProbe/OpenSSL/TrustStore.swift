@@ -151,7 +151,7 @@ public enum PublicRoots {
         let key = identity(subject: anchor.subject, spki: anchor.spkiSHA256)
         var names: [String] = []
         if appleIdentities.contains(key) { names.append("apple") }
-        if system.contains(key) { names.append("system") }
+        if systemHolds(anchor, key: key) { names.append("system") }
         return names
     }
 
@@ -174,20 +174,53 @@ public enum PublicRoots {
     /// parsing at run time), or those of roots installed from a source.
     static var appleIdentities: Set<String> { TrustStore.installedAppleIdentities ?? AppleRootStoreData.identities }
 
-    /// Every certificate of OpenSSL's default file and directory (`SSL_CERT_FILE`, `SSL_CERT_DIR`
-    /// honoured), read once: Debian's `/etc/ssl/certs/ca-certificates.crt` and its hashed links.
-    private static let system: Set<String> = {
+    /// Whether OpenSSL's default file or directory (`SSL_CERT_FILE`, `SSL_CERT_DIR` honoured:
+    /// Debian's `/etc/ssl/certs/ca-certificates.crt` and its hashed links) holds a certificate
+    /// with `anchor`'s identity `key`. Answered per anchor, once (a fleet has few), without parsing
+    /// the store: the directory by the anchor's subject hash (`HASH.N`, as OpenSSL looks it up),
+    /// the file's certificates only where their DER holds the anchor's key.
+    static func systemHolds(_ anchor: CertificateSummary, key: String) -> Bool {
+        if let known = systemAnswers.withLock({ $0[key] }) { return known }
+        let held = systemLookup(anchor, key: key)
+        systemAnswers.withLock { answers in
+            if answers.count >= 1_024 { answers.removeAll() }
+            answers[key] = held
+        }
+        return held
+    }
+
+    private static let systemAnswers = SleepingLock<[String: Bool]>([:])
+
+    private static func systemLookup(_ anchor: CertificateSummary, key: String) -> Bool {
+        guard let certificate = try? X509Certificate(der: Array(anchor.der)) else { return false }
+        let hash = String(format: "%08lx", X509_subject_name_hash(certificate.pointer))
+        for directory in systemPaths.directories {
+            for index in 0..<16 {
+                let path = "\(directory)/\(hash).\(index)"
+                guard FileManager.default.fileExists(atPath: path) else { break }
+                if identities((try? CertificateFile.load(path: path)) ?? []).contains(key) { return true }
+            }
+        }
+        let spki = certificate.spkiDER()
+        let candidates = systemFileCertificates.filter { $0.firstRange(of: spki) != nil }
+        return identities(candidates.compactMap { try? X509Certificate(der: $0) }).contains(key)
+    }
+
+    private static let systemPaths: (file: String, directories: [String]) = {
         func environment(_ name: UnsafePointer<CChar>?) -> String? { name.flatMap { getenv($0) }.map { String(cString: $0) } }
         let file = environment(X509_get_default_cert_file_env()) ?? String(cString: X509_get_default_cert_file())
         let directory = environment(X509_get_default_cert_dir_env()) ?? String(cString: X509_get_default_cert_dir())
-        var certificates = (try? CertificateFile.load(path: file)) ?? []
-        for path in directory.split(separator: ":").map(String.init) {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-            for name in names where name.wholeMatch(of: /[0-9a-f]{8}\.[0-9]+/) != nil {
-                certificates += (try? CertificateFile.load(path: "\(path)/\(name)")) ?? []
-            }
+        return (file, directory.split(separator: ":").map(String.init))
+    }()
+
+    /// The DER of each certificate in the default file, decoded from its PEM once (not parsed).
+    private static let systemFileCertificates: [[UInt8]] = {
+        guard let bytes = try? InputLimits.read(systemPaths.file, limit: InputLimits.certificateFileBytes, what: "system CA file") else { return [] }
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.components(separatedBy: "-----BEGIN CERTIFICATE-----").dropFirst().compactMap { block in
+            guard let end = block.range(of: "-----END CERTIFICATE-----") else { return nil }
+            return Data(base64Encoded: String(block[..<end.lowerBound]), options: .ignoreUnknownCharacters).map { Array($0) }
         }
-        return identities(certificates)
     }()
 }
 
