@@ -4,6 +4,9 @@
 /// The Certificate Transparency log list shipped with tlsaudit (v3 JSON schema).
 enum CTLogListSnapshot {
     static let logCount = 181
+    /// The list's version and timestamp, for its name without parsing `json` (start-up).
+    static let version: String? = "53.34"
+    static let timestamp: String? = "2025-05-05T12:54:12Z"
     static let json = #"""
         {
          "version": "53.34",

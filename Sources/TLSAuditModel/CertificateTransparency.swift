@@ -146,9 +146,11 @@ public struct CTLogList: Sendable {
     }
 
     private let contents: LazyContents
+    /// The source when it is known before the contents are made (the shipped snapshot's).
+    private let knownSource: String?
 
     /// Where the list came from: `snapshot <version> (<timestamp>)` or the operator's file.
-    public var source: String { contents.value.source }
+    public var source: String { knownSource ?? contents.value.source }
     public var logs: [Log] { contents.value.logs }
     /// When the list was published (`log_list_timestamp`), when it says: an SCT from a log the list
     /// does not know, made after this, is from a log newer than the list, not an unknown one.
@@ -160,11 +162,19 @@ public struct CTLogList: Sendable {
 
     public init(source: String, logs: [Log], publishedAt: Date? = nil, listVersion: String? = nil) {
         contents = LazyContents(ready: Contents(source: source, logs: logs, publishedAt: publishedAt, listVersion: listVersion))
+        knownSource = nil
     }
 
-    /// A list made by `make` when first used.
-    private init(lazily make: @escaping @Sendable () -> CTLogList) {
+    /// A list made by `make` when first used, named `source` meanwhile.
+    private init(source: String, lazily make: @escaping @Sendable () -> CTLogList) {
         contents = LazyContents { make().contents.value }
+        knownSource = source
+    }
+
+    /// How `parse` names a list from `source` with `version` and `timestamp`.
+    static func name(_ source: String, version: String?, timestamp: String?) -> String {
+        let detail = [version.map { "version \($0)" }, timestamp].compactMap { $0 }.joined(separator: ", ")
+        return detail.isEmpty ? source : "\(source) (\(detail))"
     }
 
     public func log(id: String) -> Log? {
@@ -193,8 +203,7 @@ public struct CTLogList: Sendable {
             }
         }
         guard !logs.isEmpty else { throw CTLogListError("\(source) lists no log") }
-        let detail = [file.version.map { "version \($0)" }, file.logListTimestamp].compactMap { $0 }.joined(separator: ", ")
-        return CTLogList(source: detail.isEmpty ? source : "\(source) (\(detail))", logs: logs,
+        return CTLogList(source: name(source, version: file.version, timestamp: file.logListTimestamp), logs: logs,
                          publishedAt: file.logListTimestamp.flatMap(Self.date), listVersion: file.version)
     }
 
@@ -367,7 +376,8 @@ public struct CertificateTransparencyReport: Hashable, Codable, Sendable {
 
 extension CTLogList {
     /// The list shipped with tlsaudit (`scripts/update-ct-log-list`), read once.
-    public static let shipped = CTLogList(lazily: {
+    public static let shipped = CTLogList(source: name("tlsaudit's snapshot", version: CTLogListSnapshot.version,
+                                                       timestamp: CTLogListSnapshot.timestamp), lazily: {
         do { return try parse(Data(CTLogListSnapshot.json.utf8), source: "tlsaudit's snapshot") } catch {
             fatalError("the shipped CT log list does not parse: \(error)") // A test parses it: a build cannot ship a broken one.
         }

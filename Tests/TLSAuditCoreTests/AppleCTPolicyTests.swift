@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditCore
+@testable import TLSAuditModel
 
 /// Apple's CT policy table (support.apple.com/103214) at its boundaries, on SCTs whose signatures
 /// were checked (the end-to-end tests verify real and lab SCTs): lifetimes, operator caps, log
@@ -146,10 +147,12 @@ struct AppleCTPolicyTests {
     }
 
     @Test("the shipped log list parses: every operator's logs, keys, states")
-    func shippedList() {
+    func shippedList() throws {
         let list = CTLogList.shipped
         #expect(list.logs.count == 181)
         #expect(list.source.contains("53.34"))
+        // Its name before parsing (the snapshot's constants) is the name parsing gives.
+        #expect(list.source == (try CTLogList.parse(Data(CTLogListSnapshot.json.utf8), source: "tlsaudit's snapshot")).source)
         #expect(list.log(id: "KTxRllTIOWW6qlD8WAfUt2+/WHopctykwwz05UVH9Hg=")?.operatorName == "Google")
         #expect(list.logs.filter { $0.state == .usable }.count == 33)
         #expect(list.logs.contains { $0.tiled })

@@ -202,7 +202,7 @@ public enum PublicRoots {
             }
         }
         let spki = certificate.spkiDER()
-        let candidates = systemFileCertificates.filter { $0.firstRange(of: spki) != nil }
+        let candidates = systemFileCertificates.filter { find(spki, in: $0) != nil }
         return identities(candidates.compactMap { try? X509Certificate(der: $0) }).contains(key)
     }
 
@@ -216,12 +216,35 @@ public enum PublicRoots {
     /// The DER of each certificate in the default file, decoded from its PEM once (not parsed).
     private static let systemFileCertificates: [[UInt8]] = {
         guard let bytes = try? InputLimits.read(systemPaths.file, limit: InputLimits.certificateFileBytes, what: "system CA file") else { return [] }
-        let text = String(decoding: bytes, as: UTF8.self)
-        return text.components(separatedBy: "-----BEGIN CERTIFICATE-----").dropFirst().compactMap { block in
-            guard let end = block.range(of: "-----END CERTIFICATE-----") else { return nil }
-            return Data(base64Encoded: String(block[..<end.lowerBound]), options: .ignoreUnknownCharacters).map { Array($0) }
+        let begin = Array("-----BEGIN CERTIFICATE-----".utf8), end = Array("-----END CERTIFICATE-----".utf8)
+        var certificates: [[UInt8]] = []
+        var position = 0
+        while let start = find(begin, in: bytes, from: position), let stop = find(end, in: bytes, from: start + begin.count) {
+            let base64 = bytes[(start + begin.count)..<stop].filter { $0 != 0x0A && $0 != 0x0D && $0 != 0x20 }
+            if let der = Data(base64Encoded: Data(base64)) { certificates.append(Array(der)) }
+            position = stop + end.count
         }
+        return certificates
     }()
+
+    /// Where `needle` first occurs in `haystack` at or after `from` (memchr for its first byte, then memcmp).
+    static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int = 0) -> Int? {
+        guard let first = needle.first, from <= haystack.count - needle.count else { return nil }
+        return haystack.withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pin in
+                guard let base = hay.baseAddress, let pinBase = pin.baseAddress else { return nil }
+                var offset = from
+                let last = hay.count - pin.count
+                while offset <= last {
+                    guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return nil }
+                    let index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    if memcmp(base + index, pinBase, pin.count) == 0 { return index }
+                    offset = index + 1
+                }
+                return nil
+            }
+        }
+    }
 }
 
 /// Reads certificates from PEM or DER files.
