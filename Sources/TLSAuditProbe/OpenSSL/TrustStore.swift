@@ -201,9 +201,33 @@ public enum PublicRoots {
                 if identities((try? CertificateFile.load(path: path)) ?? []).contains(key) { return true }
             }
         }
+        guard !systemFileCoveredByDirectory else { return false }
         let spki = certificate.spkiDER()
         let candidates = systemFileCertificates.filter { find(spki, in: $0) != nil }
         return identities(candidates.compactMap { try? X509Certificate(der: $0) }).contains(key)
+    }
+
+    /// Whether the directory holds the file's certificates under their subject hashes, as Debian's
+    /// `update-ca-certificates` makes them (the file is the concatenation of the directory's
+    /// certificates): judged by the file's first certificate, once. Then the directory answers
+    /// alone and the file is not read for each anchor; elsewhere (`SSL_CERT_FILE` set, a bundle
+    /// without hashed links) the file is searched too.
+    private static let systemFileCoveredByDirectory: Bool = {
+        guard getenv("SSL_CERT_FILE") == nil, let bytes = try? InputLimits.read(systemPaths.file, limit: InputLimits.certificateFileBytes, what: "system CA file"),
+              let first = firstPEMCertificate(bytes), let certificate = try? X509Certificate(der: first) else { return false }
+        let hash = String(format: "%08lx", X509_subject_name_hash(certificate.pointer))
+        return systemPaths.directories.contains { directory in
+            (0..<16).contains { index in
+                let path = "\(directory)/\(hash).\(index)"
+                return FileManager.default.fileExists(atPath: path)
+                    && ((try? CertificateFile.load(path: path)) ?? []).contains { $0.der == certificate.der }
+            }
+        }
+    }()
+
+    /// The DER of the first PEM certificate in `bytes`.
+    private static func firstPEMCertificate(_ bytes: [UInt8]) -> [UInt8]? {
+        pemCertificates(bytes, limit: 1).first
     }
 
     private static let systemPaths: (file: String, directories: [String]) = {
@@ -216,16 +240,22 @@ public enum PublicRoots {
     /// The DER of each certificate in the default file, decoded from its PEM once (not parsed).
     private static let systemFileCertificates: [[UInt8]] = {
         guard let bytes = try? InputLimits.read(systemPaths.file, limit: InputLimits.certificateFileBytes, what: "system CA file") else { return [] }
+        return pemCertificates(bytes, limit: .max)
+    }()
+
+    /// The DER of the PEM certificates in `bytes`, at most `limit` (decoded, not parsed).
+    private static func pemCertificates(_ bytes: [UInt8], limit: Int) -> [[UInt8]] {
         let begin = Array("-----BEGIN CERTIFICATE-----".utf8), end = Array("-----END CERTIFICATE-----".utf8)
         var certificates: [[UInt8]] = []
         var position = 0
-        while let start = find(begin, in: bytes, from: position), let stop = find(end, in: bytes, from: start + begin.count) {
+        while certificates.count < limit, let start = find(begin, in: bytes, from: position),
+              let stop = find(end, in: bytes, from: start + begin.count) {
             let base64 = bytes[(start + begin.count)..<stop].filter { $0 != 0x0A && $0 != 0x0D && $0 != 0x20 }
             if let der = Data(base64Encoded: Data(base64)) { certificates.append(Array(der)) }
             position = stop + end.count
         }
         return certificates
-    }()
+    }
 
     /// Where `needle` first occurs in `haystack` at or after `from` (memchr for its first byte, then memcmp).
     static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int = 0) -> Int? {
