@@ -42,19 +42,18 @@ public final class TrustInputKeeper: @unchecked Sendable {
         for setting in settings.all {
             switch setting.kind {
             case .ctLogList:
-                ctLogs = load(setting, CTLogList.self, shipped: .shipped, inForce: nil) ?? .shipped
-                record(setting, inForce: ctLogs.version, error: nil, at: Date(), fetched: fetchedAtStart(setting))
+                let (list, failure) = load(setting, CTLogList.self, shipped: .shipped)
+                ctLogs = list ?? .shipped
+                record(setting, inForce: ctLogs.version, error: failure, at: Date(), fetched: fetchedAtStart(setting))
             case .distrust:
-                distrustTable = load(setting, DistrustTable.self, shipped: .shipped, inForce: nil)
-                record(setting, inForce: (distrustTable ?? .shipped).version, error: nil, at: Date(), fetched: fetchedAtStart(setting))
+                let (table, failure) = load(setting, DistrustTable.self, shipped: .shipped)
+                distrustTable = table
+                record(setting, inForce: (distrustTable ?? .shipped).version, error: failure, at: Date(), fetched: fetchedAtStart(setting))
             case .appleRoots:
                 // Apple's roots from the shipped snapshot are read on first use, not here (start-up).
-                guard setting.source != nil, let roots = load(setting, AppleRootStore.self, shipped: nil, inForce: nil) else {
-                    record(setting, inForce: nil, error: nil, at: Date())
-                    continue
-                }
-                install(roots)
-                record(setting, inForce: roots.version, error: nil, at: Date(), fetched: fetchedAtStart(setting))
+                let (roots, failure) = load(setting, AppleRootStore.self, shipped: nil)
+                if let roots { install(roots) }
+                record(setting, inForce: roots?.version, error: failure, at: Date(), fetched: fetchedAtStart(setting))
             }
         }
     }
@@ -145,40 +144,37 @@ public final class TrustInputKeeper: @unchecked Sendable {
     }
 
     /// The input from its configured source at start: the last known good copy when the source
-    /// cannot be had, else `shipped` (nil: none, or no source configured), saying so in the log.
-    private func load<Input: VerifiableTrustInput>(_ setting: TrustInputSetting, _ type: Input.Type, shipped: Input?, inForce: Input?) -> Input? {
-        guard let source = setting.source else { return nil }
+    /// cannot be had, else `shipped` (nil: none, or no source configured), saying so in the log;
+    /// with the reason when it is not the source's (counted as a first failed refresh).
+    private func load<Input: VerifiableTrustInput>(_ setting: TrustInputSetting, _ type: Input.Type,
+                                                   shipped: Input?) -> (input: Input?, failure: String?) {
+        guard let source = setting.source else { return (nil, nil) }
         // A URL with a kept copy: start from the copy at once and fetch right after start (a
         // source that hangs must not hold the start for its 30 s).
         if setting.isURL, let path = setting.lastKnownGood, let kept = TrustInputSource.keptCopy(Input.self)(path) {
             refreshAtStart.withLock { $0.insert(Input.kind) }
             logger.info("\(Input.kind.title) in force: the last known good copy, fetched again now",
                         metadata: ["input": "\(Input.kind.rawValue)", "source": "\(kept.version.source)", "entries": "\(kept.version.entries)"])
-            return kept
+            return (kept, nil)
         }
         do {
             let (input, note) = try TrustInputSource.load(Input.self, from: source, signature: setting.signature,
-                                                          lastKnownGood: setting.lastKnownGood, inForce: inForce)
+                                                          lastKnownGood: setting.lastKnownGood)
             if let note {
                 logger.warning("\(Input.kind.title) not refreshed", metadata: ["input": "\(Input.kind.rawValue)", "reason": "\(note)"])
-                failuresAtStart.withLock { $0[Input.kind] = note }
             }
             logger.info("\(Input.kind.title) in force", metadata: ["input": "\(Input.kind.rawValue)", "source": "\(input.version.source)",
                                                                     "entries": "\(input.version.entries)"])
-            return input
+            return (input, note)
         } catch {
             logger.warning("\(Input.kind.title) cannot be had: the snapshot shipped with tlsaudit stays in force",
                            metadata: ["input": "\(Input.kind.rawValue)", "reason": "\(error)"])
-            failuresAtStart.withLock { $0[Input.kind] = "\(error)" }
-            return shipped
+            return (shipped, "\(error)")
         }
     }
 
     /// Inputs started from their kept copy: fetched as soon as the service runs.
     private let refreshAtStart = Mutex<Set<TrustInputKind>>([])
-
-    /// The reason an input's load at start fell back, counted as its first failed refresh.
-    private let failuresAtStart = Mutex<[TrustInputKind: String]>([:])
 
     private func install(_ roots: AppleRootStore) {
         do { try TrustStore.installAppleRoots(roots) } catch {
@@ -194,20 +190,18 @@ public final class TrustInputKeeper: @unchecked Sendable {
     /// Records a load or refresh (`fetched`: its source was read): the status, its metrics.
     private func record(_ setting: TrustInputSetting, inForce version: TrustInputVersion?, error: String?, at now: Date, fetched: Bool = true) {
         let version = version ?? AppleRootStore.shippedVersion
-        let startFailure = failuresAtStart.withLock { $0.removeValue(forKey: setting.kind) }
-        let failed = error ?? startFailure
         let updated = status.withLock { known -> TrustInputStatus in
             var entry = known[setting.kind] ?? TrustInputStatus(inForce: version, configuredSource: setting.source, maxAge: setting.maxAge,
                                                                 lastRefreshAt: nil, lastError: nil, consecutiveFailures: 0,
                                                                 failuresBeforeAlert: Self.failuresBeforeAlert)
             entry.inForce = version
             if setting.source != nil, fetched { entry.lastRefreshAt = now }
-            entry.lastError = failed
-            entry.consecutiveFailures = failed == nil ? 0 : entry.consecutiveFailures + 1
+            entry.lastError = error
+            entry.consecutiveFailures = error == nil ? 0 : entry.consecutiveFailures + 1
             known[setting.kind] = entry
             return entry
         }
-        metrics.recordTrustInput(setting.kind.rawValue, published: version.publishedAt?.timeIntervalSince1970, refreshed: failed == nil,
+        metrics.recordTrustInput(setting.kind.rawValue, published: version.publishedAt?.timeIntervalSince1970, refreshed: error == nil,
                                  at: (updated.lastRefreshAt ?? now).timeIntervalSince1970, maxAge: setting.maxAge,
                                  failures: updated.consecutiveFailures)
     }

@@ -104,8 +104,7 @@ struct AppAuditCommand: ParsableCommand {
         let pinning = try afnetworking.map { try Self.securityPolicy($0, bundle: bundle) }
         let store = try connection.trust.store(caFile: connection.caFile, policy: .atsRuntime)
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
-        options.ctLogs = try connection.trust.logs()
-        options.distrust = try connection.trust.distrust()
+        try connection.trust.apply(to: &options)
         options.clientCredentials = try identity.credentials()
         let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)

@@ -61,6 +61,12 @@ struct TrustInputOptions: ParsableArguments {
         }
     }
 
+    /// Sets `options`' CT log list and date-bounded distrust from these options (`scan`, `ats`, `app audit`).
+    func apply(to options: inout ScanOptions) throws {
+        options.ctLogs = try logs()
+        options.distrust = try distrust()
+    }
+
     /// Makes `--apple-roots` the Apple root store in force (a bad bundle is a usage error, exit 64).
     func installAppleRoots() throws {
         guard let appleRoots else { return }

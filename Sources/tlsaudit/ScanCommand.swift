@@ -115,8 +115,7 @@ struct ScanCommand: ParsableCommand {
                                   clientCredentials: credentials, addresses: addresses,
                                   evaluationTime: at.flatMap(Timestamp.parse), revocation: revocation)
         options.aiaFetch = aiaFetch
-        options.ctLogs = try trust.logs()
-        options.distrust = try trust.distrust()
+        try trust.apply(to: &options)
         let scanner: TLSScanner
         do {
             scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)

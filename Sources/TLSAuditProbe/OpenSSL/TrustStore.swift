@@ -82,25 +82,20 @@ public final class TrustStore: @unchecked Sendable {
         }
     }
 
+    /// Roots installed from a source (`installAppleRoots`); nil: the shipped snapshot is in force.
     private static let installedApple = SleepingLock<InstalledAppleRoots?>(nil)
 
-    /// The identities of Apple roots installed from a source (nil: the shipped snapshot's).
-    static var installedAppleIdentities: Set<String>? {
-        installedApple.withLock { installed in installed.flatMap { $0.roots.source == AppleRootStore.shippedSource ? nil : $0.identities } }
-    }
-
-    static func appleInForce() -> InstalledAppleRoots {
-        installedApple.withLock { installed in
-            if let installed { return installed }
-            do {
-                let shipped = try InstalledAppleRoots(.shipped)
-                installed = shipped
-                return shipped
-            } catch {
-                fatalError("cannot make a trust store of Apple's roots: \(error)")
-            }
+    /// The shipped snapshot's store, made on first use.
+    private static let shippedApple: InstalledAppleRoots = {
+        do { return try InstalledAppleRoots(.shipped) } catch {
+            fatalError("cannot make a trust store of Apple's roots: \(error)")
         }
-    }
+    }()
+
+    /// The identities of Apple roots installed from a source (nil: the shipped snapshot's).
+    static var installedAppleIdentities: Set<String>? { installedApple.withLock { $0?.identities } }
+
+    static func appleInForce() -> InstalledAppleRoots { installedApple.withLock { $0 } ?? shippedApple }
 
     /// Anchors from a PEM file (one or more certificates) or a DER certificate, each trusted on its
     /// own: a root, an intermediate or a leaf (a path ends at the first certificate it holds).
@@ -193,18 +188,26 @@ public enum PublicRoots {
 
     private static func systemLookup(_ anchor: CertificateSummary, key: String) -> Bool {
         guard let certificate = try? X509Certificate(der: Array(anchor.der)) else { return false }
-        let hash = String(format: "%08lx", X509_subject_name_hash(certificate.pointer))
-        for directory in systemPaths.directories {
-            for index in 0..<16 {
-                let path = "\(directory)/\(hash).\(index)"
-                guard FileManager.default.fileExists(atPath: path) else { break }
-                if identities((try? CertificateFile.load(path: path)) ?? []).contains(key) { return true }
-            }
-        }
+        if identities(directoryCertificates(named: certificate)).contains(key) { return true }
         guard !systemFileCoveredByDirectory else { return false }
         let spki = certificate.spkiDER()
         let candidates = systemFileCertificates.filter { find(spki, in: $0) != nil }
         return identities(candidates.compactMap { try? X509Certificate(der: $0) }).contains(key)
+    }
+
+    /// The certificates the default directories hold under `certificate`'s subject hash
+    /// (`HASH.0`, `HASH.1`, ... up to the first missing, as OpenSSL looks them up).
+    private static func directoryCertificates(named certificate: X509Certificate) -> [X509Certificate] {
+        let hash = String(format: "%08lx", X509_subject_name_hash(certificate.pointer))
+        var found: [X509Certificate] = []
+        for directory in systemPaths.directories {
+            for index in 0..<16 {
+                let path = "\(directory)/\(hash).\(index)"
+                guard FileManager.default.fileExists(atPath: path) else { break }
+                found += (try? CertificateFile.load(path: path)) ?? []
+            }
+        }
+        return found
     }
 
     /// Whether the directory holds the file's certificates under their subject hashes, as Debian's
@@ -215,14 +218,7 @@ public enum PublicRoots {
     private static let systemFileCoveredByDirectory: Bool = {
         guard getenv("SSL_CERT_FILE") == nil, let bytes = try? InputLimits.read(systemPaths.file, limit: InputLimits.certificateFileBytes, what: "system CA file"),
               let first = firstPEMCertificate(bytes), let certificate = try? X509Certificate(der: first) else { return false }
-        let hash = String(format: "%08lx", X509_subject_name_hash(certificate.pointer))
-        return systemPaths.directories.contains { directory in
-            (0..<16).contains { index in
-                let path = "\(directory)/\(hash).\(index)"
-                return FileManager.default.fileExists(atPath: path)
-                    && ((try? CertificateFile.load(path: path)) ?? []).contains { $0.der == certificate.der }
-            }
-        }
+        return directoryCertificates(named: certificate).contains { $0.der == certificate.der }
     }()
 
     /// The DER of the first PEM certificate in `bytes`.
