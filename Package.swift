@@ -95,7 +95,7 @@ let package = Package(
         // the product's scan and serve paths never import it.
         .target(
             name: "TLSAuditLab",
-            dependencies: ["COpenSSL", "TLSAuditModel", "TLSAuditProbe"],
+            dependencies: ["COpenSSL", "CProcess", "TLSAuditModel", "TLSAuditProbe"],
             swiftSettings: swiftSettings
         ),
         // Reads an iOS app's ATS inputs (Info.plist, .app, .ipa within size limits): the bundle

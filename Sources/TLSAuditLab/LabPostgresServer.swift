@@ -1,3 +1,4 @@
+import CProcess
 import Foundation
 
 /// A throwaway PostgreSQL cluster for the tests and the bench: Debian's server binaries, `initdb`
@@ -124,6 +125,9 @@ public final class LabPostgresServer: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // None of the test process's descriptors: PostgreSQL counts an inherited high-numbered one
+        // against max_files_per_process and refuses to start ("insufficient file descriptors").
+        tlsaudit_spawn_close_from(&actions, 3)
         let arguments = ["/usr/bin/env"] + (directory.map { ["-C", $0] } ?? []) + command
         var argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
