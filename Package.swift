@@ -219,6 +219,7 @@ let package = Package(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
             dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "tlsaudit"],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
     ],

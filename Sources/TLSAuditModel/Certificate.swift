@@ -83,11 +83,18 @@ public struct CertificateProfile: Hashable, Codable, Sendable {
     public var validityEncoding: [String]?
     /// notBefore or notAfter that is no time at all (`notBefore: ...`): such a certificate is never valid.
     public var unreadableValidity: [String]?
+    /// The authorityKeyIdentifier's fields besides keyIdentifier that are present
+    /// (`authorityCertIssuer`, `authorityCertSerialNumber`); nil when not read.
+    public var authorityKeyIdentifierExtras: [String]?
+    /// Whether the authorityKeyIdentifier's keyIdentifier equals the subjectKeyIdentifier; nil when
+    /// either is absent or not read (for a self-signed certificate they must be equal, BR 7.1.2.1.3).
+    public var authorityKeyIDMatchesSubjectKeyID: Bool?
 
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case authorityKeyIdentifier, authorityKeyIdentifierHasKeyID = "authorityKeyIdentifierHasKeyId", subjectKeyIdentifier
         case criticalExtensions, extensions, malformedAccessDescriptions, emptySubject, validityEncoding, unreadableValidity
+        case authorityKeyIdentifierExtras, authorityKeyIDMatchesSubjectKeyID = "authorityKeyIdMatchesSubjectKeyId"
     }
 
     public init(authorityKeyIdentifier: Bool, authorityKeyIdentifierHasKeyID: Bool, subjectKeyIdentifier: Bool,

@@ -104,8 +104,7 @@ public struct PathCandidates: Hashable, Sendable {
     }
 
     /// The path a client that backtracks would use at `date`: the first with the fewest problems
-    /// (not anchored outweighs everything; then each path-building issue and each certificate out
-    /// of its validity period counts one), with `daysLeft` set for `date`.
+    /// (`problems(at:)`), with `daysLeft` set for `date`. Where every path fails, the one that fails least.
     public func judged(at date: Date) -> PathBuildingResult {
         var best = candidates[0]
         var fewest = best.problems(at: date)
@@ -122,9 +121,13 @@ public struct PathCandidates: Hashable, Sendable {
 }
 
 extension PathBuildingResult {
-    /// How far this path is from valid at `date`, for choosing among candidates.
+    /// How far this path is from valid at `date`, for choosing among candidates as trustd does
+    /// (it keeps looking when a path fails a policy check): not anchored outweighs everything; each
+    /// path-building issue, certificate out of its validity period and certificate failing one of
+    /// Apple's certificate rules (`CertificateRules.failures`) counts one.
     func problems(at date: Date) -> Int {
-        let outOfDate = path.count { date < $0.certificate.notBefore || date > $0.certificate.notAfter }
-        return (anchored ? 0 : 1_000) + issues.count + outOfDate
+        let certificates = path.map(\.certificate)
+        let outOfDate = certificates.count { date < $0.notBefore || date > $0.notAfter }
+        return (anchored ? 0 : 1_000) + issues.count + outOfDate + CertificateRules.failures(path: certificates, anchored: anchored)
     }
 }

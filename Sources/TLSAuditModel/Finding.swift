@@ -70,7 +70,9 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let trustBadSignature: FindingID = "trust.bad-signature"
     public static let trustNameConstraints: FindingID = "trust.name-constraints"
     public static let trustUnknownCriticalExtension: FindingID = "trust.unknown-critical-extension"
+    /// No longer raised (a CA:TRUE leaf is `lintLeafIsCA`): kept so that stored findings still read.
     public static let trustLeafIsCA: FindingID = "trust.leaf-is-ca"
+    public static let trustEmptySubject: FindingID = "trust.empty-subject"
     public static let trustPolicy: FindingID = "trust.policy"
     public static let trustLifetime: FindingID = "trust.lifetime"
     public static let trustCertificateTransparency: FindingID = "trust.certificate-transparency"
@@ -140,6 +142,10 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let lintCommonNameNotExactlyInSAN: FindingID = "lint.cn-not-exactly-in-san"
     public static let lintEKUMissing: FindingID = "lint.eku-missing"
     public static let lintEKUAny: FindingID = "lint.eku-any"
+    public static let lintLeafIsCA: FindingID = "lint.leaf-is-ca"
+    public static let lintAKIIssuerSerial: FindingID = "lint.aki-issuer-serial"
+    public static let lintRootAKIKeyID: FindingID = "lint.root-aki-key-id"
+    public static let lintSANCritical: FindingID = "lint.san-critical"
 
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"

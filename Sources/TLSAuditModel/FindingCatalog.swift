@@ -153,7 +153,10 @@ public enum FindingCatalog {
               fix: FindingFix(short: "reissue from a CA the vendor still trusts",
                               detailed: "reissue {certificate} from a CA the vendor still trusts for new certificates")),
         entry(.trustPathSearchLimit, .warning, "Path building stopped at a bound", .chainTrust),
-        entry(.trustLeafIsCA, .error, "Leaf marked as a CA", .chainTrust),
+        entry(.trustLeafIsCA, .error, "Leaf marked as a CA (no longer raised: lint.leaf-is-ca)", .chainTrust),
+        entry(.trustEmptySubject, .error, "Empty subject Apple refuses", .chainTrust,
+              fix: FindingFix(short: "reissue with a subject (a CA) or a critical subjectAltName (an empty-subject leaf)",
+                              detailed: "reissue {certificate} with a non-empty subject, or (a leaf only) with the subjectAltName extension marked critical")),
     ]
 
     static let revocation: [FindingDescription] = [
@@ -272,5 +275,9 @@ public enum FindingCatalog {
         entry(.lintCommonNameNotExactlyInSAN, .warning, "CN not written as its subjectAltName", .conformanceLints),
         entry(.lintEKUMissing, .warning, "extendedKeyUsage missing in the leaf", .conformanceLints),
         entry(.lintEKUAny, .warning, "anyExtendedKeyUsage in the leaf", .conformanceLints),
+        entry(.lintLeafIsCA, .warning, "Leaf marked as a CA", .conformanceLints),
+        entry(.lintAKIIssuerSerial, .warning, "authorityKeyIdentifier with issuer and serial", .conformanceLints),
+        entry(.lintRootAKIKeyID, .warning, "Root's authorityKeyIdentifier is not its own key", .conformanceLints),
+        entry(.lintSANCritical, .warning, "subjectAltName critical beside a subject", .conformanceLints),
     ]
 }

@@ -14,7 +14,8 @@ struct LintTests {
         case cnNotInSAN, serialZero, serialNegative, serialLong, rootEKU, keyCertSignNotCA, nameConstraintsNotCA,
              basicConstraintsNotCritical, emptyNameConstraints, underscore, leadingDot, wildcardPublicSuffix, rsaModulus,
              akiMissing, akiWithoutKeyID, skiMissing, nameConstraintsNotCritical, policyConstraintsNotCritical, sanNotCritical,
-             aiaMalformed, ekuCritical, validityEncoding, cnNotExactlyInSAN, ekuMissing, ekuAny, aiaUndecodable, aiaEmpty
+             aiaMalformed, ekuCritical, validityEncoding, cnNotExactlyInSAN, ekuMissing, ekuAny, aiaUndecodable, aiaEmpty,
+             leafIsCA, akiIssuerSerial, rootAKIIssuerSerial, wildcardPrivateSuffix, sanCritical
     }
 
     /// The chain (leaf first), the anchors file when not the test root, the expected lint and its depth.
@@ -42,6 +43,18 @@ struct LintTests {
             return (try leaf { $0.dnsNames.append(".tlsaudit.test") }, nil, .lintDNSNameLeadingDot, 0)
         case .wildcardPublicSuffix:
             return (try leaf { $0.dnsNames.append("*.co.uk") }, nil, .lintWildcardPublicSuffix, 0)
+        case .wildcardPrivateSuffix:
+            // The Public Suffix List's private section: a lint (BR 3.2.2.6), not a matching rule.
+            return (try leaf { $0.dnsNames.append("*.s3.amazonaws.com") }, nil, .lintWildcardPublicSuffix, 0)
+        case .leafIsCA:
+            return (try leaf { $0.isCA = true }, nil, .lintLeafIsCA, 0)
+        case .akiIssuerSerial:
+            return (try leaf { $0.authorityKeyIdentifier = "keyid:always,issuer:always" }, nil, .lintAKIIssuerSerial, 0)
+        case .sanCritical:
+            return (try leaf {
+                $0.dnsNames = []
+                $0.extraExtensions = [.init(name: "subjectAltName", value: "critical,DNS:\(TestPKI.hostname)")]
+            }, nil, .lintSANCritical, 0)
         case .rsaModulus:
             return ([try pki.leaf(key: .rsa(bits: 2052)), pki.intermediate], nil, .lintRSAModulus, 0)
         case .akiMissing:
@@ -87,10 +100,11 @@ struct LintTests {
             default: .lintPolicyConstraintsNotCritical
             }
             return ([leaf, ca], nil, lint, 1)
-        case .rootEKU, .basicConstraintsNotCritical, .emptyNameConstraints:
+        case .rootEKU, .basicConstraintsNotCritical, .emptyNameConstraints, .rootAKIIssuerSerial:
             var rootRequest = LabCertificateRequest.authority("lint root \(kind.rawValue)", key: .rsa(bits: 2048))
             switch kind {
             case .rootEKU: rootRequest.extendedKeyUsage = "serverAuth"
+            case .rootAKIIssuerSerial: rootRequest.authorityKeyIdentifier = "keyid:always,issuer:always"
             case .emptyNameConstraints:
                 // NameConstraints ::= SEQUENCE {}: neither permitted nor excluded subtrees.
                 rootRequest.extraExtensions = [.init(name: "nameConstraints", value: "critical,DER:30:00")]
@@ -105,6 +119,7 @@ struct LintTests {
             let lint: FindingID = switch kind {
             case .rootEKU: .lintRootEKU
             case .emptyNameConstraints: .lintNameConstraintsEmpty
+            case .rootAKIIssuerSerial: .lintAKIIssuerSerial
             default: .lintBasicConstraintsNotCritical
             }
             return ([leaf], roots, lint, 1)
@@ -234,5 +249,7 @@ struct LintTests {
     func clean() throws {
         let report = try CLI.verify([try pki.leaf(), pki.intermediate]).report
         #expect(!report.findings.contains { $0.id.rawValue.hasPrefix("lint.") }, "\(report.findings.map(\.id))")
+        // The lab's root carries an authorityKeyIdentifier naming its own key: no lint.root-aki-key-id.
+        #expect(report.chain.path.last?.certificate.profile?.authorityKeyIDMatchesSubjectKeyID == true)
     }
 }

@@ -69,6 +69,31 @@ struct PathBuildingTests {
         #expect(scanned.ats.compliant, "\(scanned.findings)")
     }
 
+    @Test("a cross-sign that fails a policy rule (EKU without serverAuth, SHA-1) sent before a good one: the good path counts, as trustd keeps looking",
+          arguments: ["eku", "sha1", "both"])
+    func policyFailingCrossSignFirst(rule: String) throws {
+        let pki = try crossSigned()
+        var bad = LabCertificateRequest.authority("path new root")
+        bad.existingKey = pki.newRoot.key
+        if rule != "sha1" { bad.extendedKeyUsage = "emailProtection" }
+        if rule != "eku" { bad.digest = .sha1 }
+        let badCrossSign = try pki.oldRoot.issue(bad)
+        let leaf = try pki.intermediate.issue(.server([TestPKI.hostname]))
+        let roots = try rootsFile([pki.oldRoot])
+        let (verified, scanned) = try verifyAndScan([leaf, pki.intermediate, badCrossSign, pki.validCrossSign], roots: roots)
+        #expect(verified.valid, "\(verified.findings)")
+        #expect(verified.chain.path.map(\.presentedIndex) == [0, 1, 3, nil])
+        #expect(scanned.chain?.path.map(\.presentedIndex) == [0, 1, 3, nil])
+        #expect(scanned.ats.compliant, "\(scanned.findings)")
+
+        // Only the bad cross-sign: every path fails, and the failure of the one built is reported.
+        let alone = try CLI.verify([leaf, pki.intermediate, badCrossSign], roots: roots).report
+        #expect(!alone.valid)
+        let failures = Set(alone.findings.filter { $0.severity == .error }.map(\.id.rawValue))
+        #expect(failures.contains("trust.eku") == (rule != "sha1"), "\(failures)")
+        #expect(failures.contains("ats.signature-hash") == (rule != "eku"), "\(failures)")
+    }
+
     @Test("only the expired cross-sign: the path through it is reported expired")
     func onlyExpiredCrossSign() throws {
         let pki = try crossSigned()

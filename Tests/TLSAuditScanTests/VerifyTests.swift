@@ -132,12 +132,38 @@ struct VerifyTests {
         #expect(errors(later.1) == ["trust.expired", "ats.trust"])
     }
 
-    @Test("a leaf marked CA:TRUE is refused")
+    @Test("a leaf marked CA:TRUE is accepted, as Apple's SSL policy accepts it, with the BR rule as a lint")
     func leafIsCA() throws {
         let leaf = try pki.leaf { $0.isCA = true }
         let (status, report) = try verify([leaf, pki.intermediate])
-        #expect(status == 1)
-        #expect(errors(report) == ["trust.leaf-is-ca", "ats.trust"])
+        #expect(status == 0, "\(report.findings.map(\.id))")
+        #expect(errors(report) == [])
+        #expect(report.findings.contains { $0.id == .lintLeafIsCA && $0.severity == .warning && $0.depth == 0 })
+    }
+
+    @Test("Apple's non-empty-subject rule: a CA with an empty subject fails, a leaf needs a critical subjectAltName", arguments: [
+        ("CA", false, false), ("leaf, subjectAltName not critical", false, false), ("leaf, subjectAltName critical", true, true),
+    ])
+    func emptySubject(which: String, criticalSAN: Bool, valid: Bool) throws {
+        let chain: [LabCertificate]
+        if which == "CA" {
+            let ca = try pki.root.issue(.authority("", key: .rsa(bits: 2048)))
+            chain = [try ca.issue(.server([TestPKI.hostname], key: .rsa(bits: 2048))), ca]
+        } else {
+            chain = [try pki.leaf {
+                $0.commonName = ""
+                if criticalSAN {
+                    $0.dnsNames = []
+                    $0.extraExtensions = [.init(name: "subjectAltName", value: "critical,DNS:\(TestPKI.hostname)")]
+                }
+            }, pki.intermediate]
+        }
+        let (status, report) = try verify(chain)
+        #expect(status == (valid ? 0 : 1), "\(report.findings.map(\.id))")
+        #expect(errors(report).contains("trust.empty-subject") == !valid)
+        if !valid {
+            #expect(report.findings.first { $0.id == .trustEmptySubject }?.depth == (which == "CA" ? 1 : 0))
+        }
     }
 
     @Test("name constraints: permitted and excluded DNS and IP subtrees, applied to SANs", arguments: [
@@ -324,9 +350,9 @@ struct PKITSTests {
                                                  host: nil, at: Date(timeIntervalSince1970: 1_800_000_000), leafIndex: 0,
                                                  revocation: .hard, evidence: evidence)
             let report = AddressAssessment.judge(probed, toolVersion: "test")
-            // RFC 5280 path validity: trust and revocation errors, without the web-PKI rule that an end entity is no CA.
+            // RFC 5280 path validity: trust and revocation errors (a CA:TRUE end entity is a lint, as for Apple).
             let valid = !report.findings.contains {
-                $0.severity == .error && ($0.id.rawValue.hasPrefix("trust.") || $0.id == .revocationUnknown) && $0.id != .trustLeafIsCA
+                $0.severity == .error && ($0.id.rawValue.hasPrefix("trust.") || $0.id == .revocationUnknown)
             }
             if valid != test.hasPrefix("Valid") { disagreements.insert(test) }
         }

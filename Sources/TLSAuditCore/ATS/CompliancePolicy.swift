@@ -103,43 +103,25 @@ public enum ATSRequirements {
     }
 
     /// Signature digests ATS accepts ("SHA-256 or stronger").
-    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
+    public static var acceptedHashes: Set<String> { CertificateRules.acceptedHashes }
 
     /// The leaf and every issuing CA; the trust anchor's signature is exempt (it is not relied on),
     /// its key is not (see `evaluateChain`).
     static func certificatesToJudge(presented: [CertificateSummary], building: PathBuildingResult) -> [(Int, CertificateSummary)] {
         let certificates = building.path.isEmpty ? presented : building.path.map(\.certificate)
-        var judged = Array(certificates.enumerated())
-        if judged.count > 1, let last = judged.last, last.element.isSelfSigned || building.anchored {
-            judged.removeLast()
-        }
-        return judged.map { ($0.offset, $0.element) }
+        return CertificateRules.signatureJudged(path: certificates, anchored: building.anchored).map { ($0, certificates[$0]) }
     }
 
     static func checkSignatureHash(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding]) {
-        // Ed25519 / Ed448 carry no separate digest and are not weak.
-        if certificate.signatureHash == nil, certificate.signatureAlgorithm.uppercased().hasPrefix("ED") { return }
-        guard let hash = certificate.signatureHash, acceptedHashes.contains(hash) else {
-            let role = depth == 0 ? "The leaf" : "The CA certificate"
-            findings.appendUnique(Finding(.atsSignatureHash, .error, depth: depth,
-                "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); ATS requires SHA-256 or stronger."))
-            return
-        }
+        guard CertificateRules.hasWeakSignature(certificate) else { return }
+        let role = depth == 0 ? "The leaf" : "The CA certificate"
+        findings.appendUnique(Finding(.atsSignatureHash, .error, depth: depth,
+            "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); ATS requires SHA-256 or stronger."))
     }
 
     static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding], role: String? = nil) {
-        let key = certificate.publicKey
+        guard let problem = CertificateRules.keyProblem(certificate) else { return }
         let role = role ?? (depth == 0 ? "The leaf" : "The CA certificate")
-        let problem: String?
-        if key.isRSA {
-            problem = key.bits < 2048 ? "an RSA key of \(key.bits) bits; ATS requires at least 2048" : nil
-        } else if key.isEC || key.type.hasPrefix("ED") || key.type.hasPrefix("Ed") {
-            problem = key.bits < 256 ? "an ECC key of \(key.bits) bits; ATS requires at least 256" : nil
-        } else {
-            problem = "a \(key.type) key; ATS accepts RSA (2048+) and ECC (256+) keys only"
-        }
-        if let problem {
-            findings.appendUnique(Finding(.atsKeySize, .error, depth: depth, "\(role) \(certificate.displayName) has \(problem)."))
-        }
+        findings.appendUnique(Finding(.atsKeySize, .error, depth: depth, "\(role) \(certificate.displayName) has \(problem)."))
     }
 }

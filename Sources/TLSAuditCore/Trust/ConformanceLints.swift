@@ -9,6 +9,19 @@ public enum ConformanceLints {
         for (depth, certificate) in path.enumerated() {
             findings += lint(certificate, depth: depth, isLeaf: depth == 0 && !certificate.isCA)
         }
+        // BR 7.1.2.7.8: a subscriber certificate is no CA. Apple's SSL policy accepts one as the leaf
+        // (RFC 5280 puts no CA/EE rule on the end of a path); webpki and the CA/Browser Forum refuse it.
+        // A self-signed certificate trusted as its own anchor is exempt.
+        if path.count > 1, let leaf = path.first, leaf.isCA {
+            findings.append(Finding(.lintLeafIsCA, .warning, depth: 0,
+                "\(leaf.displayName): the leaf is marked CA:TRUE; a subscriber certificate must not be a CA (BR 7.1.2.7.8; webpki refuses it, Apple's clients do not)."))
+        }
+        // BR 7.1.2.1.3: a root's authorityKeyIdentifier, when present, names its own key. (OpenSSL
+        // does not call such a certificate self-signed: it reads the mismatch as another issuer.)
+        if let root = path.last, root.subject == root.issuer, root.profile?.authorityKeyIDMatchesSubjectKeyID == false {
+            findings.append(Finding(.lintRootAKIKeyID, .warning, depth: path.count - 1,
+                "\(root.displayName): the root's authorityKeyIdentifier is not its own subjectKeyIdentifier (BR 7.1.2.1.3)."))
+        }
         return findings
     }
 
@@ -85,7 +98,7 @@ public enum ConformanceLints {
                 add(.lintDNSNameLeadingDot, "the SAN \(RecordBudget.clamp(name, to: 200)) starts with a dot (RFC 5280 4.2.1.6).")
             }
             let normalized = HostnameMatcher.normalize(name)
-            if normalized.hasPrefix("*."), PublicSuffixList.isPublicSuffix(String(normalized.dropFirst(2))) {
+            if normalized.hasPrefix("*."), PublicSuffixList.isPublicSuffix(String(normalized.dropFirst(2)), includingPrivate: true) {
                 add(.lintWildcardPublicSuffix, "the SAN \(RecordBudget.clamp(name, to: 200)) is a wildcard over a public suffix (BR 3.2.2.6).")
             }
         }
@@ -95,6 +108,11 @@ public enum ConformanceLints {
                 add(.lintAKIMissing, "no authorityKeyIdentifier (RFC 5280 4.2.1.1).")
             } else if profile.authorityKeyIdentifier, !profile.authorityKeyIdentifierHasKeyID {
                 add(.lintAKIWithoutKeyID, "an authorityKeyIdentifier without keyIdentifier (RFC 5280 4.2.1.1).")
+            }
+            // BR 7.1.2.1.3 and 7.1.2.11.1: the keyIdentifier alone; a root's is its own subjectKeyIdentifier.
+            // (Without a keyIdentifier beside them, lint.aki-without-key-id says it already.)
+            if profile.authorityKeyIdentifierHasKeyID, let extras = profile.authorityKeyIdentifierExtras, !extras.isEmpty {
+                add(.lintAKIIssuerSerial, "an authorityKeyIdentifier with \(extras.joined(separator: " and ")) (BR 7.1.2.1.3, 7.1.2.11.1).")
             }
             if certificate.isCA, !profile.subjectKeyIdentifier {
                 add(.lintSKIMissing, "a CA certificate without subjectKeyIdentifier (RFC 5280 4.2.1.2).")
@@ -109,6 +127,8 @@ public enum ConformanceLints {
             }
             if profile.emptySubject, notCritical("subjectAltName") {
                 add(.lintSANNotCritical, "an empty subject with a subjectAltName not marked critical (RFC 5280 4.2.1.6).")
+            } else if !profile.emptySubject, profile.criticalExtensions.contains("subjectAltName") {
+                add(.lintSANCritical, "a subjectAltName marked critical beside a non-empty subject (BR 7.1.2.7.12, RFC 5280 4.2.1.6).")
             }
             // BR 7.1.2.7.6 and 7.1.2.10.6: extKeyUsage is not critical in subscriber and subordinate
             // CA certificates; RFC 5280 4.2.1.12: never critical beside anyExtendedKeyUsage.

@@ -49,6 +49,7 @@ public enum TrustEvaluator {
             findings.append(distrusted)
         }
         checkIssuers(path, into: &findings)
+        checkSubjects(path, into: &findings)
         checkExtendedKeyUsage(path, anchored: building.anchored, into: &findings)
         if let hostname = context.hostname {
             checkHostname(hostname, leaf: leaf, into: &findings)
@@ -181,9 +182,14 @@ public enum TrustEvaluator {
                 }
             }
         }
-        if path.count > 1, let leaf = path.first, leaf.isCA {
-            findings.appendUnique(Finding(.trustLeafIsCA, .error, depth: 0,
-                "The leaf \(leaf.displayName) is marked CA:TRUE; a server certificate must not be a CA (CA/Browser Forum, webpki)."))
+    }
+
+    /// Apple's non-empty-subject rule on every certificate of the path (`CertificateRules.emptySubjectProblem`).
+    static func checkSubjects(_ path: [CertificateSummary], into findings: inout [Finding]) {
+        for (depth, certificate) in path.enumerated() {
+            guard let problem = CertificateRules.emptySubjectProblem(certificate) else { continue }
+            findings.appendUnique(Finding(.trustEmptySubject, .error, depth: depth,
+                "\(certificate.displayName) has \(problem); Apple's SSL policy refuses it (RFC 5280 4.1.2.6, 4.2.1.6)."))
         }
     }
 
@@ -206,9 +212,8 @@ public enum TrustEvaluator {
     static func checkExtendedKeyUsage(_ path: [CertificateSummary], anchored: Bool, into findings: inout [Finding]) {
         // A trust anchor's own EKU is not enforced (it is trusted by configuration).
         let checked = anchored && path.count > 1 ? path.dropLast() : path[...]
-        for (depth, certificate) in checked.enumerated() {
-            guard let usages = certificate.extendedKeyUsage else { continue }
-            if usages.contains("serverAuth") || usages.contains("anyExtendedKeyUsage") { continue }
+        for (depth, certificate) in checked.enumerated() where CertificateRules.excludesServerAuth(certificate) {
+            let usages = certificate.extendedKeyUsage ?? []
             let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
             findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
                 "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))

@@ -106,13 +106,20 @@ package final class X509Certificate: @unchecked Sendable {
         }
         let malformed = (accessSyntaxProblem().map { [$0] } ?? [])
             + accessDescriptions().filter { $0.uri == nil }.map { "\($0.method): a location of type \($0.locationType), not a URI" }
-        OpenSSLErrors.clear()
-        return CertificateProfile(
+        let authorityKeyID = X509_get0_authority_key_id(pointer), subjectKeyID = X509_get0_subject_key_id(pointer)
+        var profile = CertificateProfile(
             authorityKeyIdentifier: X509_get_ext_by_NID(pointer, NID_authority_key_identifier, -1) >= 0,
-            authorityKeyIdentifierHasKeyID: X509_get0_authority_key_id(pointer) != nil,
+            authorityKeyIdentifierHasKeyID: authorityKeyID != nil,
             subjectKeyIdentifier: X509_get_ext_by_NID(pointer, NID_subject_key_identifier, -1) >= 0,
             criticalExtensions: critical, extensions: present, malformedAccessDescriptions: malformed,
             emptySubject: X509_NAME_entry_count(X509_get_subject_name(pointer)) == 0)
+        profile.authorityKeyIdentifierExtras = (X509_get0_authority_issuer(pointer) != nil ? ["authorityCertIssuer"] : [])
+            + (X509_get0_authority_serial(pointer) != nil ? ["authorityCertSerialNumber"] : [])
+        if let authorityKeyID, let subjectKeyID {
+            profile.authorityKeyIDMatchesSubjectKeyID = ASN1_OCTET_STRING_cmp(authorityKeyID, subjectKeyID) == 0
+        }
+        OpenSSLErrors.clear()
+        return profile
     }
 
     /// Why the authority information access extension is no AuthorityInfoAccessSyntax (RFC 5280

@@ -1,0 +1,68 @@
+/// Apple's rules that need one certificate of a path and nothing else: one definition, read by the
+/// judge (`ATSRequirements.evaluateChain`, `TrustEvaluator` in TLSAuditCore) and by the choice among
+/// candidate paths (`PathCandidates.judged(at:)`), so that the path chosen is the one the judge passes.
+public enum CertificateRules {
+    /// Signature digests ATS accepts ("SHA-256 or stronger").
+    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
+
+    /// The certificate is signed with a digest ATS refuses (SHA-1, MD5, unknown). Ed25519 and Ed448
+    /// carry no separate digest and are not weak.
+    public static func hasWeakSignature(_ certificate: CertificateSummary) -> Bool {
+        if certificate.signatureHash == nil, certificate.signatureAlgorithm.uppercased().hasPrefix("ED") { return false }
+        guard let hash = certificate.signatureHash else { return true }
+        return !acceptedHashes.contains(hash)
+    }
+
+    /// What is wrong with the certificate's key under ATS (RSA at least 2048 bits, ECC at least
+    /// 256, no other type), as a phrase for a message; nil when the key is accepted.
+    public static func keyProblem(_ certificate: CertificateSummary) -> String? {
+        let key = certificate.publicKey
+        if key.isRSA {
+            return key.bits < 2048 ? "an RSA key of \(key.bits) bits; ATS requires at least 2048" : nil
+        }
+        if key.isEC || key.type.hasPrefix("ED") || key.type.hasPrefix("Ed") {
+            return key.bits < 256 ? "an ECC key of \(key.bits) bits; ATS requires at least 256" : nil
+        }
+        return "a \(key.type) key; ATS accepts RSA (2048+) and ECC (256+) keys only"
+    }
+
+    /// The certificate restricts extendedKeyUsage to purposes without serverAuth (nor anyExtendedKeyUsage).
+    public static func excludesServerAuth(_ certificate: CertificateSummary) -> Bool {
+        guard let usages = certificate.extendedKeyUsage else { return false }
+        return !usages.contains("serverAuth") && !usages.contains("anyExtendedKeyUsage")
+    }
+
+    /// Apple's non-empty-subject check (trustd's `SecPolicyCheckCertNonEmptySubject`, part of the SSL
+    /// policy), on every certificate of the path: a CA with an empty subject fails; any other
+    /// certificate with an empty subject needs a critical subjectAltName. Nil when it passes.
+    public static func emptySubjectProblem(_ certificate: CertificateSummary) -> String? {
+        guard let profile = certificate.profile, profile.emptySubject else { return nil }
+        if certificate.isCA { return "a CA certificate with an empty subject" }
+        if !profile.criticalExtensions.contains("subjectAltName") {
+            return "an empty subject and a subjectAltName that is not critical (or none)"
+        }
+        return nil
+    }
+
+    /// The positions of `path` whose signature and key ATS judges: the leaf and every issuing CA. The
+    /// last certificate is exempt when the path is anchored or ends self-signed (its signature is
+    /// not relied on); its key is judged apart (`anchorKeyJudged`).
+    public static func signatureJudged(path: [CertificateSummary], anchored: Bool) -> Range<Int> {
+        guard path.count > 1, let last = path.last, last.isSelfSigned || anchored else { return path.indices }
+        return 0..<(path.count - 1)
+    }
+
+    /// How many of Apple's certificate rules `path` fails, beyond what path building reports: each
+    /// certificate with a weak signature, a weak key, an extendedKeyUsage without serverAuth (the
+    /// anchor's own exempt) or an empty subject trustd refuses counts one.
+    public static func failures(path: [CertificateSummary], anchored: Bool) -> Int {
+        guard !path.isEmpty else { return 0 }
+        let judged = signatureJudged(path: path, anchored: anchored)
+        var count = judged.count { hasWeakSignature(path[$0]) }
+        count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
+        let ekuChecked = anchored && path.count > 1 ? path.dropLast() : path[...]
+        count += ekuChecked.count(where: excludesServerAuth)
+        count += path.count { emptySubjectProblem($0) != nil }
+        return count
+    }
+}
