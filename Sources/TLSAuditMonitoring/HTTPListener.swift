@@ -78,7 +78,8 @@ public struct HTTPListener: Sendable {
         if !credentials.required || !settings.allowedHosts.isEmpty {
             router.add(middleware: HostMiddleware(rule: HostRule(listenHost: address.host, allowed: settings.allowedHosts)))
         }
-        router.add(middleware: AccessMiddleware(checker: checker, challenge: challenges.joined(separator: ", ")))
+        router.add(middleware: AccessMiddleware(checker: checker, challenge: challenges.joined(separator: ", "),
+                                                trustedProxies: settings.trustedProxies))
         router.get("healthz") { _, _ in "ok\n" }
         router.get("readyz") { [readiness] _, _ -> Response in
             let state = await readiness()
@@ -249,12 +250,18 @@ struct HostMiddleware: RouterMiddleware {
 struct AccessMiddleware: RouterMiddleware {
     let checker: AccessChecker
     let challenge: String
+    /// `http: trusted_proxies`, whose forwarding headers name the client.
+    let trustedProxies: [String]
+    static let forwarded = HTTPField.Name("Forwarded")!
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 
     func handle(_ request: Request, context: ListenerContext,
                 next: (Request, ListenerContext) async throws -> Response) async throws -> Response {
         guard !["/healthz", "/readyz"].contains(request.uri.path) else { return try await next(request, context) }
-        switch await checker.check(authorization: request.headers[.authorization],
-                                   client: AccessChecker.clientKey(context.remoteAddress?.ipAddress)) {
+        let client = AccessChecker.clientAddress(remote: context.remoteAddress?.ipAddress,
+                                                 forwarded: request.headers[values: Self.forwarded],
+                                                 xForwardedFor: request.headers[values: Self.xForwardedFor], trustedProxies: trustedProxies)
+        switch await checker.check(authorization: request.headers[.authorization], client: AccessChecker.clientKey(client)) {
         case .allowed: return try await next(request, context)
         case .refused: return Response(status: .unauthorized, headers: [.wwwAuthenticate: challenge])
         case .busy: return Response(status: .tooManyRequests, headers: [.retryAfter: "1"])

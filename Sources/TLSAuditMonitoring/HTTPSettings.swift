@@ -60,6 +60,10 @@ public struct HTTPSettings: Sendable, Hashable {
     /// Names a request's `Host` may give besides the listener's own address and `localhost`
     /// (`allowed_hosts`). The `Host` rule applies when no credentials are asked for, or when this is set.
     public var allowedHosts: [String] = []
+    /// Reverse proxies (`trusted_proxies`: addresses or CIDR ranges, held as `ADDRESS/PREFIX`) whose
+    /// `Forwarded` / `X-Forwarded-For` names the client a password budget is kept for; from any
+    /// other address those headers are ignored.
+    public var trustedProxies: [String] = []
 
     /// `GET /probe?target=HOST:PORT[&module=NAME]`: scans a target on request, as ssl_exporter's
     /// and blackbox_exporter's `/probe` do (`http: probe:`).
@@ -112,4 +116,14 @@ public struct HTTPSettings: Sendable, Hashable {
     }
 
     public var enabled: Bool { !listen.isEmpty }
+
+    /// `10.0.0.0/8`, `fd00::/8` or a single address (`192.0.2.7`, `::1`) as `ADDRESS/PREFIX` in
+    /// canonical form; nil when it is neither.
+    public static func proxyRange(_ text: String) -> String? {
+        let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let address = IPAddress.canonical(parts[0]), let bytes = IPAddress.bytes(address) else { return nil }
+        guard parts.count == 2 else { return "\(address)/\(bytes.count * 8)" }
+        guard let prefix = Int(parts[1]), (0...bytes.count * 8).contains(prefix) else { return nil }
+        return "\(address)/\(prefix)"
+    }
 }

@@ -128,6 +128,95 @@ extension MonitoringTests {
         }
     }
 
+    /// Two curls flooding `address` with junk basic credentials (a known user's wrong password, an
+    /// unknown user), 25 requests a second each, 150 each, with `options` (an interface, headers).
+    static func flood(_ address: String, _ options: [String]) throws -> [(Process, Pipe)] {
+        try ["alice:wrong-guess", "mallory:junk"].map { credentials in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments = ["-s", "--rate", "25/s", "-o", "/dev/null", "-w", "%{http_code}\n", "-u", credentials] + options
+                + ["http://\(address)/metrics?n=[1-150]"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            return (process, output)
+        }
+    }
+
+    /// The flood's status codes, once it ends: 150 per curl, each 401 or 429, and at least 100 429s each.
+    static func heldToBudget(_ floods: [(Process, Pipe)], sourceLocation: SourceLocation = #_sourceLocation) {
+        for (process, output) in floods {
+            process.waitUntilExit()
+            let codes = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")
+            #expect(codes.count == 150 && codes.allSatisfy { $0 == "401" || $0 == "429" }, "\(codes)", sourceLocation: sourceLocation)
+            #expect(codes.filter { $0 == "429" }.count >= 100, "held to its budget: \(codes.filter { $0 == "429" }.count) of 150 got 429",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("behind one address (a proxy, a NAT), a flood of junk credentials (a known user's wrong password, unknown users) does not lock out the other users: budgets are per client and user name, unknown names in their own bucket")
+    func sameAddressFlood() throws {
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("monitoring-same-address")
+        let users = (1...10).map { ("user\($0)", "pass-\($0)-\(UUID().uuidString.prefix(6))") }
+        let file = try htpasswd([("alice", "c0rrect horse")] + users, in: workspace)
+        let (service, _) = try service("monitoring-same-address", targets: [("good", good.port)], http: """
+            listen: "127.0.0.1:0"
+            basic_auth_file: \(file)
+            """)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        let address = Self.listening(service)[0]
+        let floods = try Self.flood(address, ["--interface", "127.0.0.1"])
+        defer { for (process, _) in floods where process.isRunning { process.terminate() } }
+        Thread.sleep(forTimeInterval: 1)
+        var logins: [Int] = []
+        for (user, password) in users {
+            logins.append(try Self.fetch("http://\(address)/metrics", user: "\(user):\(password)").status)
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        #expect(floods.allSatisfy { $0.0.isRunning }, "the logins ran during the flood")
+        #expect(logins == users.map { _ in 200 }, "every valid login from the flooding address passed: \(logins)")
+        Self.heldToBudget(floods)
+    }
+
+    @Test("http trusted_proxies: behind a trusted proxy the budget follows the client named in X-Forwarded-For or Forwarded, so a flooding client locks out no one else, not even the same user elsewhere; from an address that is not a trusted proxy the headers change nothing")
+    func trustedProxies() throws {
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("monitoring-proxies")
+        let file = try htpasswd([("alice", "c0rrect horse")], in: workspace)
+        let (service, _) = try service("monitoring-proxies", targets: [("good", good.port)], http: """
+            listen: "127.0.0.1:0"
+            basic_auth_file: \(file)
+            trusted_proxies: [127.0.0.1/32, "::1"]
+            """)
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        let address = Self.listening(service)[0]
+        // The proxy (127.0.0.1) forwards a flood from 203.0.113.9, which also tries to name another client first.
+        let floods = try Self.flood(address, ["--interface", "127.0.0.1", "-H", "X-Forwarded-For: 198.51.100.7, 203.0.113.9"])
+        defer { for (process, _) in floods where process.isRunning { process.terminate() } }
+        Thread.sleep(forTimeInterval: 1)
+        var logins: [Int] = []
+        for index in 0..<10 {
+            // Alice herself, from two other clients behind the proxy, each header form once.
+            let header = index % 2 == 0 ? "X-Forwarded-For: 198.51.100.7" : "Forwarded: for=\"[2001:db8::7]:4711\";proto=https"
+            logins.append(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse\(index)", options: ["-H", header]).status)
+            logins.append(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse", options: ["-H", header]).status)
+            Thread.sleep(forTimeInterval: 0.25)
+        }
+        #expect(floods.allSatisfy { $0.0.isRunning }, "the logins ran during the flood")
+        #expect(logins == (0..<10).flatMap { _ in [401, 200] }, "alice's wrong and right passwords from other clients: 401 and 200, never 429: \(logins)")
+        Self.heldToBudget(floods)
+
+        // From 127.0.0.2, not a trusted proxy, a new X-Forwarded-For each request buys no new budget.
+        let spoofed = try (1...30).map { index in
+            try Self.fetch("http://\(address)/metrics", user: "alice:guess-\(index)",
+                           options: ["--interface", "127.0.0.2", "-H", "X-Forwarded-For: 192.0.2.\(index)"]).status
+        }
+        #expect(spoofed.filter { $0 == 429 }.count >= 10, "\(spoofed)")
+    }
+
     @Test("passwords over 72 bytes or with a NUL are refused without a bcrypt check: a 72-byte password passes, with more after it 401; a right password then a NUL and more 401; 40 such at once all 401, none 429")
     func passwordLimits() throws {
         let good = try lab.goodServer()

@@ -6,11 +6,12 @@ import Yams
 
 /// `http:`, the listener for metrics, health and the API.
 extension ConfigurationParser {
-    static let httpKeys = ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts", "probe"]
+    static let httpKeys = ["listen", "bearer_token_file", "basic_auth_file", "max_connections", "idle_timeout", "tls", "allowed_hosts", "trusted_proxies", "probe"]
     static let probeKeys = ["allowed_targets", "timeout", "concurrency"]
 
     /// `http:` with `listen` (an address or a list), `bearer_token_file`, `basic_auth_file`, `tls`,
-    /// `max_connections`, `idle_timeout`, `allowed_hosts` (a name or a list), `probe`.
+    /// `max_connections`, `idle_timeout`, `allowed_hosts` (a name or a list), `trusted_proxies` (an
+    /// address or CIDR range, or a list), `probe`.
     mutating func httpSettings(_ node: Node) -> HTTPSettings {
         var settings = HTTPSettings()
         guard let mapping = section(node, "'http' must be a mapping with 'listen' (like \"127.0.0.1:9219\" or a list)",
@@ -82,6 +83,18 @@ extension ConfigurationParser {
                     continue
                 }
                 settings.allowedHosts.append(name)
+            }
+        }
+        if let value = mapping["trusted_proxies"] {
+            let ranges: [Node] = if case .sequence(let sequence) = value { Array(sequence) } else { [value] }
+            if ranges.isEmpty { report(value, "http trusted_proxies names no proxy (leave it out, or list addresses like 127.0.0.1 or 10.0.0.0/8)") }
+            for node in ranges {
+                guard let text = string(node, "an IP address or CIDR range like 10.0.0.0/8") else { continue }
+                guard let range = HTTPSettings.proxyRange(text) else {
+                    report(node, "http trusted_proxies '\(text)' is not an IP address or CIDR range (like 127.0.0.1, 10.0.0.0/8 or fd00::/8)")
+                    continue
+                }
+                settings.trustedProxies.append(range)
             }
         }
         if let value = mapping["probe"] { settings.probe = probeSettings(value) }
