@@ -105,6 +105,13 @@ public final class ScanMetrics: Sendable {
         addresses.keepOnly(targets: targets)
     }
 
+    /// The wall clock stepped by `seconds` (negative: back) against the monotonic clock the scheduler runs on.
+    public func recordClockStep(seconds: Double) {
+        registry.makeCounter(descriptor: Self.named("tlsaudit_clock_steps_total",
+                                                    "Wall-clock steps seen (more than 2 s against the monotonic clock), by direction; schedules do not move, recorded times do."),
+                             labels: [("direction", seconds < 0 ? "back" : "forward")]).increment()
+    }
+
     /// A batch committed to the store (or refused) after `seconds`.
     public func recordStoreWrite(seconds: Double, succeeded: Bool) {
         storeWrite.record(seconds)

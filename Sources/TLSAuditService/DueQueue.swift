@@ -6,7 +6,7 @@ import Foundation
 /// stale by the scheduler (it no longer matches the target's due time) and dropped.
 struct DueQueue {
     struct Item {
-        var due: Date
+        var due: SchedulerTime
         var key: String
     }
 
@@ -41,7 +41,7 @@ struct DueQueue {
 
     /// How many items are due at `now`, counting at most `limit`: visits only the due ones (the
     /// heap order prunes the rest).
-    func countDue(at now: Date, limit: Int) -> Int {
+    func countDue(at now: SchedulerTime, limit: Int) -> Int {
         var count = 0
         var pending = heap.isEmpty ? [] : [0]
         while let index = pending.popLast(), count < limit {
@@ -97,4 +97,21 @@ struct MinuteCounter {
         let now = Int(uptime)
         return (0..<60).reduce(0) { sum, slot in now - seconds[slot] < 60 && seconds[slot] >= 0 ? sum + buckets[slot] : sum }
     }
+}
+
+/// A moment on the scheduler's clock: seconds on CLOCK_MONOTONIC (`systemUptime`), which a
+/// wall-clock step (NTP, a VM restored from a snapshot, `date -s`) does not move. Due times,
+/// backoffs and polls are kept in it; wall-clock time is only for what is recorded.
+struct SchedulerTime: Comparable, Hashable {
+    var seconds: Double
+
+    static var now: SchedulerTime { SchedulerTime(seconds: ProcessInfo.processInfo.systemUptime) }
+    static let distantPast = SchedulerTime(seconds: -.greatestFiniteMagnitude)
+
+    func adding(_ interval: Double) -> SchedulerTime { SchedulerTime(seconds: seconds + interval) }
+
+    /// Seconds from `other` to this moment.
+    func interval(since other: SchedulerTime) -> Double { seconds - other.seconds }
+
+    static func < (a: SchedulerTime, b: SchedulerTime) -> Bool { a.seconds < b.seconds }
 }

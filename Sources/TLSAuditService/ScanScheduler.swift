@@ -36,7 +36,7 @@ final class ScanScheduler: @unchecked Sendable {
     private struct Entry {
         var index: Int
         var trustStore: TrustStore
-        var nextDue: Date
+        var nextDue: SchedulerTime
         var consecutiveFailures = 0
         var scans = 0
     }
@@ -45,7 +45,7 @@ final class ScanScheduler: @unchecked Sendable {
     /// The entries by due time (standalone; in a fleet, PostgreSQL's queue says what is due).
     private var dueQueue = DueQueue()
     /// When the queue length was last reported (counting the due targets costs one visit each).
-    private var queueReportedAt = Date.distantPast
+    private var queueReportedAt = SchedulerTime.distantPast
     private var configuration: ServiceConfiguration
     private var running = 0
     /// Targets with a scan in flight, kept apart from `entries` so that a reload that removes and
@@ -57,7 +57,7 @@ final class ScanScheduler: @unchecked Sendable {
     private let fleet: FleetWork?
     private var claims: [String: FleetClaim] = [:]
     private var claimPending = false
-    private var nextClaimAt = Date.distantPast
+    private var nextClaimAt = SchedulerTime.distantPast
     private var lastClaimFull = false
     /// The last claim got fewer scans than asked for while due work stayed unclaimed (its hosts
     /// at their caps): a lease this node releases is claimed again at once, not after a poll.
@@ -69,7 +69,7 @@ final class ScanScheduler: @unchecked Sendable {
     /// it would claim targets it does not know and give them back.
     private var runsFleetConfiguration = false
     /// Fleet mode, as of the last heartbeat: when each work row is due, and the nodes alive.
-    private var fleetDue: [FleetRowKey: Date] = [:]
+    private var fleetDue: [FleetRowKey: SchedulerTime] = [:]
     private var liveNodes: [FleetView.Node] = []
     /// While PostgreSQL does not answer: this node's share of the targets (by key), scanned on
     /// its own schedule until PostgreSQL answers again.
@@ -87,6 +87,10 @@ final class ScanScheduler: @unchecked Sendable {
     /// Called on the scheduler's queue after each launch round with the scans due but waiting
     /// (for a worker, or for their host's cap) and the scans running (the metrics).
     var onQueue: (@Sendable (Int, Int) -> Void)?
+    /// Called on the scheduler's queue when the wall clock stepped (by the seconds given, negative: back).
+    var onClockStep: (@Sendable (Double) -> Void)?
+    /// Wall-clock time less monotonic time at the last tick: a change of more than 2 s is a step.
+    private var wallClockOffset: Double?
 
     init(configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore], scanner: TLSScanner,
          writer: ResultWriter, logger: Logger, fleet: FleetWork? = nil) {
@@ -97,7 +101,7 @@ final class ScanScheduler: @unchecked Sendable {
         self.writer = writer
         self.logger = logger
         pool = JobPool(threads: configuration.concurrency)
-        entries = Self.entries(for: configuration, trustStores: trustStores, keeping: [:], now: Date())
+        entries = Self.entries(for: configuration, trustStores: trustStores, keeping: [:], now: .now)
         rebuildDueQueue()
     }
 
@@ -132,7 +136,7 @@ final class ScanScheduler: @unchecked Sendable {
     /// `min(interval, 2 s per round of workers)`.
     private static func entries(for configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore],
                                 keeping old: [String: Entry], of oldTargets: [TargetConfiguration] = [],
-                                now: Date) -> [String: Entry] {
+                                now: SchedulerTime) -> [String: Entry] {
         let rounds = max(1.0, Double(configuration.targets.count) / Double(configuration.concurrency))
         var result: [String: Entry] = [:]
         result.reserveCapacity(configuration.targets.count)
@@ -140,7 +144,7 @@ final class ScanScheduler: @unchecked Sendable {
             guard let store = trustStores[target.trust] else { continue }
             if var existing = old[target.key] {
                 if oldTargets[existing.index].interval != target.interval {
-                    existing.nextDue = min(existing.nextDue, now.addingTimeInterval(target.interval))
+                    existing.nextDue = min(existing.nextDue, now.adding(target.interval))
                 }
                 existing.index = index
                 existing.trustStore = store
@@ -149,7 +153,7 @@ final class ScanScheduler: @unchecked Sendable {
             }
             let window = min(target.interval, rounds * 2)
             let slot = Double(StableHash.fnv1a(target.key) % 10_000) / 10_000
-            result[target.key] = Entry(index: index, trustStore: store, nextDue: now.addingTimeInterval(window * slot))
+            result[target.key] = Entry(index: index, trustStore: store, nextDue: now.adding(window * slot))
         }
         return result
     }
@@ -165,7 +169,7 @@ final class ScanScheduler: @unchecked Sendable {
         queue.sync {
             let before = Set(entries.keys)
             entries = Self.entries(for: configuration, trustStores: trustStores, keeping: entries,
-                                   of: self.configuration.targets, now: Date())
+                                   of: self.configuration.targets, now: .now)
             rebuildDueQueue()
             self.configuration = configuration
             runsFleetConfiguration = true
@@ -180,18 +184,32 @@ final class ScanScheduler: @unchecked Sendable {
 
     private func launchDueTargets() {
         guard !stopping else { return }
+        noticeClockStep()
         if let fleet {
             launchClaimedTargets(fleet)
             return
         }
-        launchDueFromQueue(now: Date())
+        launchDueFromQueue(now: .now)
+    }
+
+    /// A wall-clock step (NTP, a VM restored from a snapshot, `date -s`) moves no due time (they are
+    /// on the monotonic clock) but does move the times scans are recorded at: logged and counted.
+    private func noticeClockStep() {
+        let offset = Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime
+        defer { wallClockOffset = offset }
+        guard let previous = wallClockOffset, abs(offset - previous) > 2 else { return }
+        let step = offset - previous
+        logger.warning("the wall clock stepped \(step < 0 ? "back" : "forward") by \(Int(abs(step).rounded())) s: schedules keep to the monotonic clock; scans are recorded at the new wall-clock time", metadata: [
+            "step_s": "\(Int(step.rounded()))",
+        ])
+        onClockStep?(step)
     }
 
     /// Launches due targets, earliest first, within the global and per-host caps: O(log n) per
     /// target launched (or skipped). A target whose host is at its cap waits for the next tick;
     /// at most `concurrency` such targets are looked at per tick. In a fleet's outage, a target of
     /// this node's share is launched under its share's claim.
-    private func launchDueFromQueue(now: Date) {
+    private func launchDueFromQueue(now: SchedulerTime) {
         var waitingForHost: [DueQueue.Item] = []
         var launched = 0
         while running < configuration.concurrency, waitingForHost.count < configuration.concurrency,
@@ -209,7 +227,7 @@ final class ScanScheduler: @unchecked Sendable {
             launched += 1
         }
         for item in waitingForHost { dueQueue.push(item) }
-        if now.timeIntervalSince(queueReportedAt) >= 1 || launched > 0 && running < configuration.concurrency {
+        if now.interval(since: queueReportedAt) >= 1 || launched > 0 && running < configuration.concurrency {
             queueReportedAt = now
             onQueue?(dueQueue.countDue(at: now, limit: entries.count), running)
         }
@@ -221,7 +239,7 @@ final class ScanScheduler: @unchecked Sendable {
     /// jittered poll. While PostgreSQL does not answer, scans this node's share of the targets
     /// when due, and tries to reach it every poll.
     private func launchClaimedTargets(_ fleet: FleetWork) {
-        let now = Date()
+        let now = SchedulerTime.now
         let poll = configuration.fleet.poll
         if !fleetReachable {
             launchDueFromQueue(now: now)
@@ -230,7 +248,7 @@ final class ScanScheduler: @unchecked Sendable {
             fleet.reconnect(callbackQueue: queue) { [self] reached in
                 claimPending = false
                 guard reached else {
-                    nextClaimAt = Date().addingTimeInterval(poll)
+                    nextClaimAt = .now.adding(poll)
                     return
                 }
                 // The other nodes write what they scanned meanwhile at their first contact, within
@@ -239,7 +257,7 @@ final class ScanScheduler: @unchecked Sendable {
                 fleetReachable = true
                 outageShare = [:]
                 rebuildDueQueue()
-                nextClaimAt = Date().addingTimeInterval(2 * poll)
+                nextClaimAt = .now.adding(2 * poll)
             }
             return
         }
@@ -281,7 +299,7 @@ final class ScanScheduler: @unchecked Sendable {
                 // poll, jittered: nodes' claims fall at random phases, so the work due spreads
                 // over them instead of going to whichever polls first after each due time.
                 lastClaimFull = claimed.count >= free && unknown.isEmpty
-                nextClaimAt = lastClaimFull ? Date() : Date().addingTimeInterval(poll * Double.random(in: 0.5...1.5))
+                nextClaimAt = lastClaimFull ? .now : .now.adding(poll * Double.random(in: 0.5...1.5))
                 // Scans given back are due again at once: not claimed again before the poll.
                 dueWorkLeft = result.dueLeft && unknown.isEmpty
                 // Scans that completed while this claim ran have released their leases by now.
@@ -291,13 +309,13 @@ final class ScanScheduler: @unchecked Sendable {
                 // others go on claiming, so this node must not scan a share of its own.
                 logger.error("cannot claim scans: \(error); trying again after a poll")
                 dueWorkLeft = false
-                nextClaimAt = Date().addingTimeInterval(poll)
+                nextClaimAt = .now.adding(poll)
             case .failure(let error):
                 fleetReachable = false
                 dueWorkLeft = false
                 beginOutage()
                 logger.error("cannot claim scans: \(error); scanning this node's share (\(outageShare.count) of \(entries.count) targets) until PostgreSQL answers")
-                nextClaimAt = Date().addingTimeInterval(poll)
+                nextClaimAt = .now.adding(poll)
             }
         }
     }
@@ -321,7 +339,7 @@ final class ScanScheduler: @unchecked Sendable {
         guard let node else { return }
         let me = FleetView.Node(name: node.name, vantage: node.vantage)
         let nodes = liveNodes.contains(me) ? liveNodes : liveNodes + [me]
-        let now = Date()
+        let now = SchedulerTime.now
         outageShare = [:]
         for (key, entry) in entries {
             let target = target(of: entry)
@@ -331,7 +349,7 @@ final class ScanScheduler: @unchecked Sendable {
             guard owner?.name == node.name else { continue }
             outageShare[key] = FleetClaim(target: key, vantage: vantage, consecutiveFailures: entry.consecutiveFailures)
             let due = fleetDue[FleetRowKey(target: key, vantage: vantage)] ?? now
-            entries[key]?.nextDue = due > now ? due : now.addingTimeInterval(target.interval)
+            entries[key]?.nextDue = due > now ? due : now.adding(target.interval)
         }
         rebuildDueQueue()
     }
@@ -339,8 +357,8 @@ final class ScanScheduler: @unchecked Sendable {
     /// What the last heartbeat saw of the fleet.
     func see(_ view: FleetView) {
         queue.async { [self] in
-            let now = Date()
-            for (key, due) in view.dueIn { fleetDue[key] = now.addingTimeInterval(due) }
+            let now = SchedulerTime.now
+            for (key, due) in view.dueIn { fleetDue[key] = now.adding(due) }
             liveNodes = view.live
         }
     }
@@ -393,7 +411,7 @@ final class ScanScheduler: @unchecked Sendable {
             entry.consecutiveFailures += 1
             let backoff = min(max(target.interval, configuration.maxBackoff),
                               target.interval * pow(2, Double(min(entry.consecutiveFailures, 20))))
-            entry.nextDue = Date().addingTimeInterval(backoff)
+            entry.nextDue = .now.adding(backoff)
             logger.warning("target unreachable", metadata: [
                 "target": "\(target.key)", "failures": "\(entry.consecutiveFailures)",
                 "reason": "\(scans.first?.result.error?.description ?? "?")", "next_attempt_s": "\(Int(backoff))",
@@ -403,12 +421,12 @@ final class ScanScheduler: @unchecked Sendable {
                 logger.notice("target reachable again", metadata: ["target": "\(target.key)"])
             }
             entry.consecutiveFailures = 0
-            entry.nextDue = Date().addingTimeInterval(target.interval)
+            entry.nextDue = .now.adding(target.interval)
         }
         entries[target.key] = entry
         if fleet == nil || outageShare[target.key] != nil { dueQueue.push(DueQueue.Item(due: entry.nextDue, key: target.key)) }
         if var claim {
-            let delay = entry.nextDue.timeIntervalSinceNow
+            let delay = entry.nextDue.interval(since: .now)
             fleet?.completed(FleetCompletion(claim: claim, consecutiveFailures: entry.consecutiveFailures, delay: delay,
                                              endedAt: ProcessInfo.processInfo.systemUptime))
             claim.consecutiveFailures = entry.consecutiveFailures

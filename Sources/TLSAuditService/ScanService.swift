@@ -135,6 +135,7 @@ public final class ScanService: Service, @unchecked Sendable {
         prober = ServiceProber(scanner: scanner, configuration: configuration, trustStores: stores)
         metrics.recordBuild(version: TLSAuditVersion.current, openssl: OpenSSLLibrary.version)
         scheduler.onQueue = { [metrics] waiting, running in metrics.recordQueue(waiting: waiting, running: running) }
+        scheduler.onClockStep = { [metrics] seconds in metrics.recordClockStep(seconds: seconds) }
         ProcessMemory.releaseFreeMemory()
     }
 

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+import TLSAuditLab
+
+/// Wall-clock steps (issue 58): the schedule keeps to the monotonic clock. The service runs under
+/// an LD_PRELOAD shim (Fixtures/clock_shift.c) that shifts only its CLOCK_REALTIME by what a file
+/// says, so the test steps the service's wall clock while its own and the kernel's stay put.
+@Suite("wall-clock steps")
+struct ClockStepTests {
+    let lab = ServiceLab.shared
+
+    /// The shim, built with the toolchain's clang into `workspace`.
+    func shim(in workspace: URL) throws -> String {
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/clock_shift.c").path
+        let library = workspace.appendingPathComponent("libclockshift.so").path
+        let built = try Binary.run(["clang", "-shared", "-fPIC", "-O2", "-o", library, source, "-ldl"], program: "/usr/bin/env")
+        #expect(built.status == 0, "\(built.stderr)")
+        return library
+    }
+
+    @Test("a step back of 60 s and a day forward and back: scans go on at the same rate, and each step is logged once")
+    func steps() throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let workspace = try lab.workspace("clock-steps")
+        let library = try shim(in: workspace)
+        let shift = workspace.appendingPathComponent("shift").path
+        try "0\n".write(toFile: shift, atomically: true, encoding: .utf8)
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let targets = (1...20).map { ("t\($0)", server.port) }
+        try lab.configuration(database: database, targets: targets, perHostConcurrency: 32).write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace,
+                                         environment: ["LD_PRELOAD": library, "CLOCK_SHIFT_FILE": shift])
+        defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
+        service.wait("every target scanned once") { Set(service.storedScans.map(\.target)).count == 20 }
+
+        /// Scans stored in 4 s of the test's (unshifted) time, after `seconds` written to the shim's file.
+        func scans(afterShift seconds: Int) throws -> Int {
+            try "\(seconds)\n".write(toFile: shift, atomically: true, encoding: .utf8)
+            Thread.sleep(forTimeInterval: 1)
+            let before = service.storedScans.count
+            Thread.sleep(forTimeInterval: 4)
+            return service.storedScans.count - before
+        }
+        let steady = try scans(afterShift: 0)
+        let afterBack = try scans(afterShift: -60)
+        let dayAhead = try scans(afterShift: 86_400)
+        let dayBack = try scans(afterShift: 0)
+        // 20 targets every second: about 80 in 4 s. Before the monotonic schedule, 60 s back gave
+        // none (every due time lay a minute ahead).
+        #expect(steady >= 40, "steady: \(steady)")
+        for (name, count) in [("60 s back", afterBack), ("a day ahead", dayAhead), ("back from a day ahead", dayBack)] {
+            #expect(Double(count) >= Double(steady) * 0.6, "\(name): \(count) scans against \(steady) before any step")
+        }
+        let logged = service.lines(containing: "the wall clock stepped")
+        #expect(logged.count == 3, "\(logged)")
+        #expect(logged.first?.contains("stepped back by 60 s") == true, "\(logged)")
+        #expect(logged.dropFirst().first?.contains("forward by 86460 s") == true, "\(logged)")
+        #expect(service.lines(containing: "scheduler started").count == 1)
+    }
+}
