@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 import Synchronization
 public import TLSAuditCore
@@ -43,8 +43,8 @@ public final class ResultWriter: @unchecked Sendable {
     private var spilledWhileDamaged = 0
     /// Set while the start's integrity check runs: nothing is committed until it passed.
     private var awaitingCheck = false
-    /// Where results go while the database is damaged (the spill files' base name); set by the service.
-    public var spillBase: String?
+    /// Where results go while the database is damaged, and at a stop with results unstored; set by the service.
+    public var spill: SpillLocations?
     /// Called (on `queue`) with a store failure no retry can cure that is not damage (a schema this
     /// version does not know): the service stops and `serve` exits 2.
     public var onFatal: (@Sendable (StoreError) -> Void)?
@@ -268,20 +268,24 @@ public final class ResultWriter: @unchecked Sendable {
     }
 
     /// While the database is damaged: appends what is pending to this run's spill file (synced),
-    /// or keeps it in memory when the file cannot be written (the stop tries again).
+    /// in the first location that takes it, or keeps it in memory when none does (the stop tries again).
     private func spillWhileDamaged() {
-        guard let spillBase, !pending.isEmpty else { return }
-        let path = damagedSpill ?? spillBase + ".unstored-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
-        do {
-            try Self.appendDurably(try Self.encodeLines(pending), to: path)
-            damagedSpill = path
-            spilledWhileDamaged += pending.count
-            logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
-            pending.removeAll()
-        } catch {
-            logger.critical("the database is damaged and results cannot be kept in \(path) either: \(error); they stay in memory",
-                            metadata: ["pending": "\(pending.count)"])
+        guard let spill, !pending.isEmpty else { return }
+        var failures: [String] = []
+        for path in (damagedSpill.map { [$0] } ?? []) + spill.newFiles() {
+            do {
+                try Self.appendDurably(try Self.encodeLines(pending), to: path)
+                damagedSpill = path
+                spilledWhileDamaged += pending.count
+                logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
+                pending.removeAll()
+                return
+            } catch {
+                failures.append("\(error)")
+            }
         }
+        logger.critical("the database is damaged and results cannot be kept in a file either: \(failures.joined(separator: "; ")); they stay in memory",
+                        metadata: ["pending": "\(pending.count)"])
     }
 
     /// One stored scan per line, as the spill files hold them.
@@ -330,6 +334,8 @@ public final class ResultWriter: @unchecked Sendable {
     public struct Finish: Sendable {
         /// Results that could not be stored (now in `file` when it is set).
         public var unstored: Int
+        /// Of those, the results no file could take: lost when the process exits.
+        public var lost = 0
         /// Results dropped earlier because the in-memory queue was full.
         public var dropped: Int
         public var file: String?
@@ -341,21 +347,19 @@ public final class ResultWriter: @unchecked Sendable {
         public var damaged: String?
     }
 
-    /// The files results wait in for the next start: one per stop, beside the database
-    /// (`DATABASE.unstored-MILLISECONDS.jsonl`, one stored scan per line).
+    /// The files results wait in for the next start, one per stop (`SpillLocations`), oldest first.
     public static func spillFiles(forDatabase database: String) -> [String] {
-        let url = URL(fileURLWithPath: database)
-        let prefix = url.lastPathComponent + ".unstored-"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.deletingLastPathComponent().path)) ?? []
-        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".jsonl") }.sorted()
-            .map { url.deletingLastPathComponent().appendingPathComponent($0).path }
+        SpillLocations(base: database).waiting()
     }
 
     /// At shutdown, in one step on the writer's queue (nothing can be stored or queued in between):
     /// a last attempt to store, then what is still pending goes to a new spill file, written
-    /// atomically and synced. Later submissions are refused (and logged). With `.stop`, nothing is
-    /// spilled (the outcome names the failure that stopped storing) and the database is closed.
-    public func finish(database: String) -> Finish {
+    /// atomically and synced, in the first of `spill`'s locations that takes it. When none does
+    /// (every one full or unwritable), the results stay in memory and storing and spilling are tried
+    /// again every half second until `deadline` (the stop's grace); what is still pending then is
+    /// lost, and counted (`Finish.lost`). Later submissions are refused (and logged). With `.stop`,
+    /// nothing is spilled (the outcome names the failure that stopped storing) and the database is closed.
+    public func finish(spill: SpillLocations, deadline: Date = .distantPast) -> Finish {
         queue.sync {
             closed = true
             flushNow()
@@ -364,15 +368,36 @@ public final class ResultWriter: @unchecked Sendable {
             defer { if failureHandling == .stop { store = nil } }
             var outcome = Finish(unstored: pending.count + spilledWhileDamaged, dropped: dropped, file: damagedSpill, error: nil,
                                  stoppedBy: stoppedBy.map { "\($0)" }, damaged: damaged.map { "\($0)" })
-            guard !pending.isEmpty, failureHandling == .retry else { return outcome }
-            let path = database + ".unstored-\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
-            do {
-                try Self.writeDurably(try Self.encodeLines(pending), to: path)
-                outcome.file = path
-                pending.removeAll()
-            } catch {
-                outcome.error = "\(error)"
+            guard failureHandling == .retry else { return outcome }
+            var waited = false
+            var spilled = 0
+            while !pending.isEmpty {
+                var failures: [String] = []
+                for path in spill.newFiles() {
+                    do {
+                        try Self.writeDurably(try Self.encodeLines(pending), to: path)
+                        outcome.file = path
+                        outcome.error = nil
+                        spilled = pending.count
+                        pending.removeAll()
+                        break
+                    } catch {
+                        failures.append("\(error)")
+                    }
+                }
+                guard !pending.isEmpty else { break }
+                outcome.error = failures.joined(separator: "; ")
+                guard Date() < deadline else { break }
+                if !waited {
+                    waited = true
+                    logger.critical("\(pending.count) scan results cannot be stored or kept in any file (\(outcome.error ?? "")): they stay in memory; trying again until the shutdown grace ends (free space, or set spill_directory on another file system)")
+                }
+                Thread.sleep(forTimeInterval: 0.5)
+                store = nil // A new connection sees space freed meanwhile.
+                flushNow()
             }
+            outcome.unstored = spilledWhileDamaged + spilled + pending.count
+            outcome.lost = pending.count
             return outcome
         }
     }
@@ -380,11 +405,11 @@ public final class ResultWriter: @unchecked Sendable {
     /// At start: stores the results earlier runs could not store, file by file in batches, and
     /// removes each file once all of it is stored in the file at the database path. A file that
     /// cannot be stored now stays for the next start.
-    public func replaySpills(database: String) {
+    public func replaySpills(_ spill: SpillLocations) {
         queue.async {
             // A damaged database takes nothing: the files wait for the one that replaces it.
             guard self.damaged == nil else { return }
-            for path in Self.spillFiles(forDatabase: database) {
+            for path in spill.waiting() {
                 do {
                     var bytes = try InputLimits.read(path, limit: Int.max, what: "unstored results file")
                     // A file appended to while the database was damaged may end in a line cut by a

@@ -85,7 +85,7 @@ public final class ScanService: Service, @unchecked Sendable {
         } catch {}
         writer = ResultWriter(openStore: { try location.open() }, alerting: configuration.alerts.settings,
                               logger: logger)
-        writer.spillBase = configuration.spillBase
+        writer.spill = configuration.spillLocations
         dispatcher = AlertDispatcher(configuration: configuration.alerts, writer: writer, logger: logger)
         // Kept only when there is a listener to serve them.
         if configuration.http.enabled {
@@ -173,7 +173,7 @@ public final class ScanService: Service, @unchecked Sendable {
         if case .sqlite(let path) = try configuration.location() {
             writer.checkBeforeFirstCommit("quick_check of \(path)") { _ = try SQLiteScanStore.inspect(path: path, sha256: Digest.sha256Hex) }
         }
-        writer.replaySpills(database: configuration.spillBase)
+        writer.replaySpills(configuration.spillLocations)
         scheduler.start()
         if let fleet { startFleet(fleet) }
         dispatcher.start(singleNode: fleet == nil)
@@ -234,8 +234,8 @@ public final class ScanService: Service, @unchecked Sendable {
         fleetStopping.store(true, ordering: .relaxed)
         let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
         if let fleet { await Self.onThread { fleet.stop() } }
-        let spillBase = configuration.spillBase
-        let finish = await Self.onThread { [writer] in writer.finish(database: spillBase) }
+        let spill = configuration.spillLocations
+        let finish = await Self.onThread { [writer] in writer.finish(spill: spill, deadline: deadline) }
         // A delivery that just began gets a moment even when the scans used the whole grace.
         let deliveryDeadline = max(deadline, Date().addingTimeInterval(0.2))
         _ = await Self.onThread { [dispatcher] in dispatcher.stop(deadline: deliveryDeadline) }
@@ -283,11 +283,12 @@ public final class ScanService: Service, @unchecked Sendable {
         if let file = finish.file {
             logger.error("stopped with scan results that could not be stored; they are kept for the next start",
                          metadata: ["unstored": "\(finish.unstored)", "file": "\(file)"])
-        } else if let error = finish.error {
-            logger.critical("stopped with scan results that could not be stored, and they cannot be kept: \(error)",
-                            metadata: ["unstored": "\(finish.unstored)", "lost": "\(finish.unstored)"])
         }
-        let waiting = ResultWriter.spillFiles(forDatabase: configuration.spillBase).filter { $0 != finish.file }
+        if finish.lost > 0 {
+            logger.critical("stopped with scan results that could not be stored, and they cannot be kept: \(finish.error ?? "no location")",
+                            metadata: ["unstored": "\(finish.unstored)", "lost": "\(finish.lost)"])
+        }
+        let waiting = configuration.spillLocations.waiting().filter { $0 != finish.file }
         if !waiting.isEmpty {
             logger.error("results kept from an earlier run are still not stored", metadata: ["files": "\(waiting.count)"])
         }
@@ -455,6 +456,7 @@ public final class ScanService: Service, @unchecked Sendable {
         applied.database = configuration.database
         applied.node = configuration.node
         applied.spillDirectory = configuration.spillDirectory
+        applied.spillFallbackDirectory = configuration.spillFallbackDirectory
         try fleet.fleet.ensureRows(forEveryVantageOf: applied.fleetTargets)
         install(applied, trustStores: stores)
         fleetVersion.withLock { $0 = version.version }

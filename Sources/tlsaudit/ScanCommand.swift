@@ -168,7 +168,7 @@ struct ScanCommand: ParsableCommand {
             let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
             output = Data(ScanTextRenderer(colour: colour).render(report).utf8)
         }
-        if let database, let failure = writer?.finish(database: database).stoppedBy {
+        if let database, let failure = writer?.finish(spill: SpillLocations(base: database)).stoppedBy {
             StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
             throw ExitCode(2)
         }

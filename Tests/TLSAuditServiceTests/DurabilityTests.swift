@@ -73,6 +73,111 @@ struct DurabilityTests {
         try expectNothingLost(service, database: database)
     }
 
+    /// A tmpfs of `size` at `directory` (made), unmounted lazily by the returned closure.
+    func tmpfs(_ directory: URL, size: String) throws -> () -> Void {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try mount(["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path])
+        return {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
+            umount.arguments = ["--lazy", directory.path]
+            try? umount.run()
+            umount.waitUntilExit()
+        }
+    }
+
+    /// The `unstored=N` and `lost=N` of the stop's log lines (0 when absent).
+    func stopCounts(_ service: ServiceProcess) -> (unstored: Int, lost: Int) {
+        func value(_ key: String) -> Int {
+            service.lines(containing: "stopped with scan results").compactMap { line -> Int? in
+                guard let range = line.range(of: "\(key)=") else { return nil }
+                return Int(line[range.upperBound...].prefix { $0.isNumber })
+            }.max() ?? 0
+        }
+        return (value("unstored"), value("lost"))
+    }
+
+    @Test("SIGTERM while the database's file system is full: the unstored results go to spill_directory on another file system (exit 75, counted exactly), and the next start stores every one of them")
+    func fullDiskAtStop() throws {
+        let servers = try (0..<4).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("disk-at-stop")
+        let disk = workspace.appendingPathComponent("disk")
+        let unmount = try tmpfs(disk, size: "400k")
+        defer { unmount() }
+        let spill = workspace.appendingPathComponent("spill")
+        try FileManager.default.createDirectory(at: spill, withIntermediateDirectories: true)
+        let database = disk.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
+                              interval: "100ms", extra: "spill_directory: \(spill.path)").write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("the disk to fill", timeout: 60) { !service.lines(containing: "disk (or database) is full").isEmpty }
+        Thread.sleep(forTimeInterval: 1)
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 30) == 75, "\(service.log.suffix(2000))")
+        let (unstored, lost) = stopCounts(service)
+        #expect(unstored > 0 && lost == 0, "\(service.lines(containing: "stopped with"))")
+        let files = try FileManager.default.contentsOfDirectory(atPath: spill.path).filter { $0.hasSuffix(".jsonl") }
+        #expect(files.count == 1 && files.first?.hasPrefix("db.sqlite-") == true, "\(files)")
+        let kept = try files.first.map { try String(contentsOfFile: spill.appendingPathComponent($0).path, encoding: .utf8) } ?? ""
+        #expect(kept.split(separator: "\n").count == unstored, "the file holds exactly the results the stop counted")
+
+        // Space again: the next start stores them all, from the other file system, and removes the file.
+        try mount(["-o", "remount,size=64m", disk.path])
+        let restarted = try ServiceProcess(config: config, workspace: workspace)
+        restarted.wait("the kept results stored") { !restarted.lines(containing: "stored the scan results an earlier run could not store").isEmpty }
+        #expect(restarted.lines(containing: "stored the scan results an earlier run could not store").first?.contains("stored=\(unstored)") == true,
+                "\(restarted.lines(containing: "earlier run"))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: spill.path).filter { $0.hasSuffix(".jsonl") }.isEmpty)
+        restarted.wait("new scans stored") { restarted.storedScans.count >= 4 }
+        restarted.signal(SIGTERM)
+        #expect(restarted.waitForExit(timeout: 15) == 0)
+        // (The disk may fill before the first run stores anything: then all it scanned was spilled.)
+        if !service.storedScans.isEmpty { try expectNothingLost(service, database: database) }
+        try expectNothingLost(restarted, database: database)
+        let storedTimes = try storedScanTimes(database)
+        let decoder = JSONDecoder()
+        let spilled = try kept.split(separator: "\n").map { try decoder.decode(StoredScan.self, from: Data($0.utf8)) }
+        let missing = spilled.filter { scan in !(storedTimes[scan.target] ?? []).contains { abs($0 - scan.result.startedAt.timeIntervalSince1970) < 0.001 } }
+        #expect(missing.isEmpty, "\(missing.count) of \(spilled.count) spilled results are not in the database")
+    }
+
+    @Test("no location can take the unstored results at the stop (the configuration's directory full too): they stay in memory and the stop waits; space freed within the grace keeps every one of them")
+    func everyLocationFullAtStop() throws {
+        let servers = try (0..<4).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("disk-nowhere")
+        let disk = workspace.appendingPathComponent("disk")
+        let unmount = try tmpfs(disk, size: "400k")
+        defer { unmount() }
+        let database = disk.appendingPathComponent("db.sqlite").path
+        // The configuration on the full file system too: its directory is the state directory.
+        let config = disk.appendingPathComponent("tlsaudit.yaml").path
+        try lab.configuration(database: database, targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
+                              interval: "100ms").write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace, extraArguments: ["--shutdown-grace", "20"])
+        service.wait("the disk to fill", timeout: 60) { !service.lines(containing: "disk (or database) is full").isEmpty }
+        Thread.sleep(forTimeInterval: 1)
+        service.signal(SIGTERM)
+        service.wait("the stop to wait for a location") { !service.lines(containing: "cannot be stored or kept in any file").isEmpty }
+        #expect(service.process.isRunning, "the stop waits within its grace")
+        try mount(["-o", "remount,size=64m", disk.path])
+        let status = service.waitForExit(timeout: 30)
+        #expect(status == 75 || status == 0, "\(service.log.suffix(2000))")
+        #expect(stopCounts(service).lost == 0, "\(service.lines(containing: "stopped with"))")
+        // Whatever was kept is stored at the next start; then every scan logged as stored is there.
+        let restarted = try ServiceProcess(config: config, workspace: workspace)
+        restarted.wait("a scan stored") { !restarted.storedScans.isEmpty }
+        if status == 75 {
+            restarted.wait("the kept results stored") { !restarted.lines(containing: "stored the scan results an earlier run could not store").isEmpty }
+        }
+        restarted.signal(SIGTERM)
+        #expect(restarted.waitForExit(timeout: 15) == 0)
+        if !service.storedScans.isEmpty { try expectNothingLost(service, database: database) }
+        try expectNothingLost(restarted, database: database)
+    }
+
     @Test("a read-only database: a clear error, the service keeps running, storing resumes once it is writable")
     func readOnlyDatabase() throws {
         let servers = try (0..<2).map { _ in try lab.goodServer() }

@@ -45,6 +45,9 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var distrust: DistrustSetting?
     /// Where results wait when the store cannot take them at a stop (the state directory).
     public var spillDirectory: String = ServiceConfiguration.environmentStateDirectory ?? FileManager.default.currentDirectoryPath
+    /// `spill_directory:`: where unstored results go first when the file beside the database cannot
+    /// be written (a full disk); best on another file system.
+    public var spillFallbackDirectory: String?
 
     /// The store `database` names: a SQLite file, or PostgreSQL for a `postgres://` URL.
     public func location() throws(StoreError) -> DatabaseLocation { try DatabaseLocation.parse(database) }
@@ -59,6 +62,13 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var spillBase: String {
         DatabaseLocation.isPostgresURL(database)
             ? URL(fileURLWithPath: spillDirectory).appendingPathComponent("tlsaudit-postgres").path : database
+    }
+
+    /// Every place unstored results may wait, in order: beside the database, `spill_directory`,
+    /// `$RUNTIME_DIRECTORY` (systemd's RuntimeDirectory=), the state directory.
+    public var spillLocations: SpillLocations {
+        let runtime = ProcessInfo.processInfo.environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+        return SpillLocations(base: spillBase, fallbacks: [spillFallbackDirectory, runtime, spillDirectory].compactMap { $0 })
     }
 
     /// `serve --shutdown-grace`'s default, in seconds (`SettingBounds.shutdownGrace`).
@@ -175,7 +185,7 @@ struct ConfigurationParser {
     }
 
     static let topLevelKeys = ["database", "concurrency", "per_host_concurrency", "retention", "max_backoff",
-                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust", "apple_roots"]
+                               "log_level", "alerts", "reports", "defaults", "groups", "targets", "node", "fleet", "http", "ct", "distrust", "apple_roots", "spill_directory"]
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     mutating func parse(_ yaml: String) -> ServiceConfiguration? {
@@ -229,6 +239,17 @@ struct ConfigurationParser {
             } else {
                 report(node, "log_level '\(level)' is not one of \(Self.logLevels.joined(separator: ", "))")
             }
+        }
+        if let node = mapping["spill_directory"], let path = string(node, "a directory path") {
+            let directory = path.hasPrefix("/") ? path
+                : URL(fileURLWithPath: ServiceConfiguration.stateDirectory(forConfigurationIn: baseDirectory)).appendingPathComponent(path).path
+            var isDirectory: ObjCBool = false
+            if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+                report(node, "spill_directory \(directory) is not a directory")
+            } else if access(directory, W_OK) != 0 {
+                report(node, "spill_directory \(directory) is not writable by this user")
+            }
+            configuration.spillFallbackDirectory = directory
         }
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }

@@ -1,0 +1,48 @@
+import Foundation
+import TLSAuditCore
+
+/// Where scan results the store could not take wait for the next start, in order of preference:
+/// beside the database (`DATABASE.unstored-MILLISECONDS.jsonl`), then each fallback directory
+/// (`spill_directory:`, `$RUNTIME_DIRECTORY`, the state directory), whose files are named after the
+/// database and a hash of its path (`NAME-HASH.unstored-MILLISECONDS.jsonl`), so that databases
+/// sharing a directory never take each other's. A disk full under the database leaves the others.
+public struct SpillLocations: Sendable, Equatable {
+    /// The database's path (for PostgreSQL, `tlsaudit-postgres` in the state directory).
+    public var base: String
+    /// Directories to use when the file beside the database cannot be written.
+    public var fallbacks: [String]
+
+    public init(base: String, fallbacks: [String] = []) {
+        self.base = base
+        let own = URL(fileURLWithPath: base).deletingLastPathComponent().standardizedFileURL.path
+        var seen: Set<String> = [own]
+        self.fallbacks = fallbacks.map { URL(fileURLWithPath: $0).standardizedFileURL.path }.filter { seen.insert($0).inserted }
+    }
+
+    /// The prefix of this database's files in a fallback directory.
+    private var fallbackPrefix: String {
+        let url = URL(fileURLWithPath: base).standardizedFileURL
+        return url.lastPathComponent + "-" + String(StableHash.fnv1a(url.path) & 0xFFFF_FFFF, radix: 16) + ".unstored-"
+    }
+
+    /// Where a new spill goes, in order of preference (one name per location, stamped now).
+    func newFiles() -> [String] {
+        let stamp = "\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
+        return [base + ".unstored-" + stamp] + fallbacks.map { URL(fileURLWithPath: $0).appendingPathComponent(fallbackPrefix + stamp).path }
+    }
+
+    /// Every spill file waiting, in every location, oldest first by its stamp.
+    public func waiting() -> [String] {
+        let own = URL(fileURLWithPath: base)
+        var files = Self.files(in: own.deletingLastPathComponent().path, prefix: own.lastPathComponent + ".unstored-")
+        for directory in fallbacks { files += Self.files(in: directory, prefix: fallbackPrefix) }
+        func stamp(_ path: String) -> String { path.components(separatedBy: ".unstored-").last ?? path }
+        return files.sorted { (stamp($0), $0) < (stamp($1), $1) }
+    }
+
+    private static func files(in directory: String, prefix: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".jsonl") }.sorted()
+            .map { URL(fileURLWithPath: directory).appendingPathComponent($0).path }
+    }
+}
