@@ -45,15 +45,8 @@ struct DurabilityTests {
         defer { servers.forEach { $0.stop() } }
         let workspace = try lab.workspace("disk")
         let disk = workspace.appendingPathComponent("disk")
-        try FileManager.default.createDirectory(at: disk, withIntermediateDirectories: true)
-        try mount(["-t", "tmpfs", "-o", "size=400k", "tmpfs", disk.path])
-        defer {
-            let umount = Process()
-            umount.executableURL = URL(fileURLWithPath: "/bin/umount")
-            umount.arguments = ["--lazy", disk.path]
-            try? umount.run()
-            umount.waitUntilExit()
-        }
+        let unmount = try tmpfs(disk, size: "400k")
+        defer { unmount() }
         let database = disk.appendingPathComponent("db.sqlite").path
         let service = try ServiceProcess(config: try writeConfig(workspace, database: database, servers: servers),
                                          workspace: workspace)
