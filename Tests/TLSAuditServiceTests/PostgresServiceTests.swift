@@ -239,6 +239,41 @@ extension PostgresServiceTests {
         #expect(check.stderr.contains("v99-from-the-future"), "\(check.stderr)")
     }
 
+    @Test("COMMIT acknowledgements lost on the way (the first, then a quarter of them; the transactions committed): nothing is recorded twice: every scan logged as stored once is in the database once, each run's repeats are its run_scan rows, no scan is its own repeat")
+    func lostCommitAcknowledgements() throws {
+        let postgres = try LabPostgresServer()
+        defer { postgres.stop() }
+        let dropper = try LabCommitAckDropper(upstreamPort: postgres.port, dropFirst: 1, dropRate: 0.25)
+        defer { dropper.stop() }
+        let servers = try (0..<4).map { _ in try lab.goodServer() }
+        defer { servers.forEach { $0.stop() } }
+        let workspace = try lab.workspace("postgres-lost-acks")
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let url = postgres.url().replacingOccurrences(of: ":\(postgres.port)/", with: ":\(dropper.port)/")
+        try lab.configuration(database: url, targets: servers.enumerated().map { ("t\($0.offset)", $0.element.port) },
+                              interval: "200ms").write(toFile: config, atomically: true, encoding: .utf8)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("six acknowledgements lost and scans stored after them", timeout: 120) {
+            dropper.commits.dropped >= 6 && service.storedScans.count >= 60
+        }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 30) == 0)
+        let logged = service.storedScans
+        let distinct = Set(logged.map { "\($0.target) \($0.address) \(Int(($0.startedAt * 1000).rounded()))" })
+        #expect(distinct.count == logged.count, "each scan logged as stored once")
+        func count(_ sql: String) throws -> Int { Int(try postgres.psql(sql).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 }
+        #expect(try count("SELECT count(*) FROM scan") == logged.count, "the database holds exactly the scans logged (\(logged.count))")
+        #expect(try count("SELECT count(*) FROM (SELECT 1 FROM scan GROUP BY target, address, started_at HAVING count(*) > 1) twice") == 0)
+        #expect(try count("""
+            SELECT count(*) FROM observation_run r
+            WHERE r.repeats <> (SELECT count(*) FROM run_scan s WHERE s.observation_id = r.observation_id)
+            """) == 0, "each run's repeats are the rows of its repeats")
+        #expect(try count("SELECT count(*) FROM run_scan s JOIN observation o ON o.id = s.observation_id WHERE s.started_at = o.started_at") == 0,
+                "no run's first scan is also its repeat")
+        #expect(service.lines(containing: "not stored").isEmpty)
+        #expect(dropper.commits.dropped >= 6, "\(dropper.commits)")
+    }
+
     @Test("PostgreSQL (fsync on) stopped with -m immediate right after a logged commit, then started again: every scan logged as stored is there")
     func postgresCrashLosesNothingLogged() throws {
         let postgres = try LabPostgresServer(syncs: true)

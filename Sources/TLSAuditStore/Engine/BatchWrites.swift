@@ -108,6 +108,20 @@ struct BatchWrites {
         }
     }
 
+    /// Whether the scan may be stored already: it is no newer than the newest scan stored of its
+    /// address (a new scan always is newer). Nothing else is read for the usual scan.
+    func mayHoldAlready(_ scan: StoredScan, _ rows: ScanRows) -> Bool {
+        let key = AddressKey(target: scan.target, address: rows.result.address)
+        let time = rows.result.startedAt.timeIntervalSince1970
+        return (states[key]?.lastScanAt ?? newestScan[key]).map { time <= $0 } ?? false
+    }
+
+    /// A scan of the keys read that is not written after all (stored already, or its lease lost):
+    /// it needs no observation id.
+    mutating func place(nothingFor scan: StoredScan) {
+        unplaced -= 1
+    }
+
     /// Whether the scan follows everything stored of its address (so it may extend the current run
     /// and its timeline row follows the newest): true for the usual scan; false for a late one, a
     /// fenced one behind its address's clock, or one of an address whose history is newer than any state.

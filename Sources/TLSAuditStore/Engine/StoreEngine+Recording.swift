@@ -5,25 +5,40 @@ extension StoreEngine {
     /// `ScanStore.record`: the batch in one transaction, written in a fixed number of statements
     /// whatever its size (`BatchWrites`); a scan whose content and verdict repeat its address's
     /// current run extends that run instead of storing an observation. A fenced scan whose claim
-    /// no longer stands is not stored (`RecordOutcome.leaseLost`).
+    /// no longer stands is not stored (`RecordOutcome.leaseLost`). Recording is idempotent: a scan
+    /// stored already (its batch sent again after the acknowledgement of its commit was lost, a
+    /// spill file replayed after it was stored) changes nothing, and counts as stored.
     func record(_ scans: [StoredScan], decide: AlertDecision) throws -> RecordOutcome {
         guard !scans.isEmpty else { return RecordOutcome(alerts: []) }
         // Encoded before the transaction: the writer's lock is not held while JSON is built.
         let encoded = try scans.map { try ScanRows($0, handshakeJSON: handshakeJSON.json, sha256: sha256) }
         return try database.write(doing: "storing \(scans.count) scan(s)") { sql in
-            let fences = Set(scans.compactMap(\.fence))
+            let keys = zip(scans, encoded).map { AddressKey(target: $0.target, address: $1.result.address) }
+            var batch = try BatchWrites(reading: keys, statements: statements, in: sql)
+            // Only a scan no newer than what its address has stored can be a copy: looked up one by one,
+            // which costs nothing in the usual batch (every scan newer) and a statement for each such scan.
+            var fresh: [(scan: StoredScan, rows: ScanRows)] = []
+            var already = 0
+            for (scan, rows) in zip(scans, encoded) {
+                if batch.mayHoldAlready(scan, rows), try Self.isStored(scan, rows, in: sql) {
+                    batch.place(nothingFor: scan)
+                    already += 1
+                } else {
+                    fresh.append((scan, rows))
+                }
+            }
+            let fences = Set(fresh.compactMap(\.scan.fence))
             let standing = fences.isEmpty ? [] : try standingFences?(fences, sql) ?? fences
             var stored: [(scan: StoredScan, rows: ScanRows)] = []
             var lost: [StoredScan] = []
-            for (scan, rows) in zip(scans, encoded) {
+            for (scan, rows) in fresh {
                 if let fence = scan.fence, !standing.contains(fence) {
                     lost.append(scan)
+                    batch.place(nothingFor: scan)
                 } else {
                     stored.append((scan, rows))
                 }
             }
-            let keys = stored.map { AddressKey(target: $0.scan.target, address: $0.rows.result.address) }
-            var batch = try BatchWrites(reading: keys, statements: statements, in: sql)
             var alerts: [Alert] = []
             var aside: [(scan: StoredScan, rows: ScanRows)] = []
             for (scan, rows) in stored {
@@ -40,8 +55,19 @@ extension StoreEngine {
                 alerts += try insertOutOfOrder(scan, rows, decide: decide, into: sql)
             }
             try batch.dropRotatedAddresses(of: stored.map(\.scan), in: sql)
-            return RecordOutcome(alerts: alerts, leaseLost: lost)
+            return RecordOutcome(alerts: alerts, leaseLost: lost, storedAlready: already)
         }
+    }
+
+    /// Whether this very scan (its target, address and start time) is stored: as an observation
+    /// (a run's first scan) or as a repeat of a run.
+    private static func isStored(_ scan: StoredScan, _ rows: ScanRows, in sql: any SQLExecutor) throws -> Bool {
+        let values: [SQLValue] = [.text(scan.target), .text(rows.result.address), .double(rows.result.startedAt.timeIntervalSince1970)]
+        return try sql.exists("SELECT 1 FROM observation WHERE target = ? AND address = ? AND started_at = ?", values)
+            || sql.exists("""
+                SELECT 1 FROM run_scan r JOIN observation o ON o.id = r.observation_id
+                WHERE o.target = ? AND o.address = ? AND r.started_at = ?
+                """, values)
     }
 
     /// Stores a scan that does not follow its address's current state in time: as its own
