@@ -108,6 +108,7 @@ struct PostgresExecutor: SQLExecutor {
         case .bytes(let bytes): .bytes(bytes)
         case .texts(let list): .texts(list)
         case .ints(let list): .ints(list)
+        case .doubles(let list): .doubles(list)
         }
     }
 }

@@ -32,21 +32,32 @@ public final class PostgresScanStore: EngineBackedStore, Sendable {
         try pool.withConnection { try PostgresMigrations.appliedMigrations($0) }
     }
 
-    /// The fences whose claim still stands: the work row's newest claim, or the claim whose
-    /// completion was written (its result may reach the store after that). The rows are locked
+    /// What each fence's claim is now (`StoreEngine.FenceStanding`): current when it is the work
+    /// row's newest claim, or the claim whose completion was written (its result may reach the
+    /// store after that); superseded when a later claim took the row and a result of the target
+    /// newer than the fence's scans is stored; else expired (its result is stored by its time: a
+    /// writer that retried through an outage, a one-node fleet, loses nothing). The rows are locked
     /// (`FOR SHARE`, in the fleet's one lock order) until the transaction ends, so no claim slips in
     /// between the check and the write. A fence whose row is gone (the target left the fleet, or
-    /// its vantages changed) does not stand: its result would bring back a target no longer scanned.
-    @Sendable private static func standingFences(_ fences: Set<ScanFence>, in sql: any SQLExecutor) throws -> Set<ScanFence> {
+    /// its vantages changed) is superseded: its result would bring back a target no longer scanned.
+    @Sendable private static func standingFences(_ fences: [ScanFence: Double], in sql: any SQLExecutor) throws -> [ScanFence: StoreEngine.FenceStanding] {
         let list = Array(fences)
-        return Set(try sql.rows("""
-            SELECT w.target, w.vantage, c.epoch FROM fleet_work w
-            JOIN unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[])) AS c(target, vantage, epoch)
-              ON w.target = c.target AND w.vantage = c.vantage AND (w.lease_epoch = c.epoch OR w.done_epoch = c.epoch)
+        var answers: [ScanFence: StoreEngine.FenceStanding] = [:]
+        try sql.query("""
+            SELECT c.target, c.vantage, c.epoch,
+                (w.lease_epoch = c.epoch OR w.done_epoch = c.epoch) AS current,
+                (coalesce(w.lease_epoch, 0) > c.epoch OR coalesce(w.done_epoch, 0) > c.epoch)
+                    AND EXISTS (SELECT 1 FROM target_state s WHERE s.target = c.target AND s.last_scan_at > c.newest) AS superseded
+            FROM fleet_work w
+            JOIN unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS float8[])) AS c(target, vantage, epoch, newest)
+              ON w.target = c.target AND w.vantage = c.vantage
             ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR SHARE OF w
-            """, [.texts(list.map(\.workTarget)), .texts(list.map(\.workVantage)), .ints(list.map(\.epoch))]) { row in
-            ScanFence(workTarget: row.text(0) ?? "", workVantage: row.text(1) ?? "", epoch: row.int(2) ?? -1)
-        })
+            """, [.texts(list.map(\.key.workTarget)), .texts(list.map(\.key.workVantage)), .ints(list.map(\.key.epoch)),
+                  .doubles(list.map(\.value))], streaming: false) { row in
+            let fence = ScanFence(workTarget: row.text(0) ?? "", workVantage: row.text(1) ?? "", epoch: row.int(2) ?? -1)
+            answers[fence] = row.bool(3) == true ? .current : row.bool(4) == true ? .superseded : .expired
+        }
+        return answers
     }
 }
 

@@ -212,8 +212,10 @@ public final class ResultWriter: @unchecked Sendable {
                 return
             }
             let kind = (error as? StoreError)?.kind
-            // A vanished file is recreated at once; other failures back off.
-            retryDelay = kind == .vanished ? 0.05 : min(60, max(1, retryDelay * 2))
+            // A vanished file is recreated at once; a database that does not answer is asked again
+            // every 2 s at most (a connection attempt is cheap, and results wait for it: a longer
+            // backoff outlasts the outage, and a fleet's claims expire meanwhile); other failures back off.
+            retryDelay = kind == .vanished ? 0.05 : min(kind == .unavailable ? 2 : 60, max(1, retryDelay * 2))
             if kind == .readOnly || kind == .unavailable || kind == .corrupt || kind == .vanished {
                 store = nil // A new connection sees a file made writable (or a directory created) meanwhile.
             }

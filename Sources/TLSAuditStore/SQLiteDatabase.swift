@@ -92,6 +92,7 @@ struct SQLiteExecutor: SQLExecutor {
             case .bytes(let bytes): Data(bytes)
             case .texts(let list): try StoredValues.json(list)
             case .ints(let list): try StoredValues.json(list)
+            case .doubles(let list): try StoredValues.json(list)
             }
         })
     }

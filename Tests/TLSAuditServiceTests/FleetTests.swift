@@ -273,6 +273,38 @@ struct FleetTests {
         }
     }
 
+    @Test("PostgreSQL stopped (-m immediate) for 25 s under a one-node and a two-node fleet, then started: each writer stores again within seconds, and no result is refused for a lost lease (none was taken by a newer result); everything logged as stored is there",
+          arguments: [1, 2])
+    func outageLosesNoResult(nodeCount: Int) throws {
+        let fleet = try Fleet("fleet-outage-\(nodeCount)")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: (1...20).map { ("t\($0)", good.port) }, interval: "1s", extra: "fleet: \(settings)")
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let nodes = try (0..<nodeCount).map { try fleet.node("node-\($0)", fleet: settings) }
+        nodes[0].wait("every node storing", timeout: 30) { nodes.allSatisfy { $0.storedScans.count >= 4 } }
+        fleet.postgres.stop(removing: false)
+        nodes[0].wait("the outage noticed") { nodes.allSatisfy { !$0.lines(containing: "cannot store scan results").isEmpty } }
+        Thread.sleep(forTimeInterval: 25)
+        try fleet.postgres.start()
+        let upAt = Date()
+        let resumed = nodes[0].wait("every writer storing again", timeout: 20) {
+            nodes.allSatisfy { !$0.lines(containing: "storing works again").isEmpty }
+        }
+        let secondsToResume = Date().timeIntervalSince(upAt)
+        #expect(resumed && secondsToResume < 8, "the writers stored again \(secondsToResume) s after PostgreSQL answered")
+        Thread.sleep(forTimeInterval: 3)
+        Self.stop(nodes)
+        let refused = nodes.flatMap { $0.lines(containing: "its fleet lease was lost") }
+        #expect(refused.isEmpty, "\(refused.count) results refused: \(refused.prefix(3))")
+        let logged = nodes.map(\.storedScans.count).reduce(0, +)
+        let stored = try fleet.scans()
+        #expect(stored.count == logged, "every scan logged as stored is in the database (logged \(logged), stored \(stored.count))")
+        #expect(logged >= 100, "\(logged) scans stored")
+    }
+
     @Test("two vantages see different certificates for one name (their DNS answers differ): one split-view alert naming what each saw; each vantage has its own status")
     func splitView() throws {
         let fleet = try Fleet("fleet-split")

@@ -15,6 +15,7 @@ public enum SQLValue: Sendable, Hashable {
     /// A list for ``SQLDialect/isIn(_:_:)`` (one parameter however long the list).
     case texts([String])
     case ints([Int64])
+    case doubles([Double])
 
     /// An optional value: NULL for nil.
     public static func of(_ value: String?) -> SQLValue { value.map { .text($0) } ?? .null }

@@ -27,16 +27,28 @@ extension StoreEngine {
                     fresh.append((scan, rows))
                 }
             }
-            let fences = Set(fresh.compactMap(\.scan.fence))
-            let standing = fences.isEmpty ? [] : try standingFences?(fences, sql) ?? fences
+            var newest: [ScanFence: Double] = [:]
+            for (scan, rows) in fresh {
+                if let fence = scan.fence { newest[fence] = max(newest[fence] ?? 0, rows.result.startedAt.timeIntervalSince1970) }
+            }
+            let standing = newest.isEmpty || standingFences == nil ? [:] : try standingFences!(newest, sql)
             var stored: [(scan: StoredScan, rows: ScanRows)] = []
             var lost: [StoredScan] = []
             for (scan, rows) in fresh {
-                if let fence = scan.fence, !standing.contains(fence) {
+                guard let fence = scan.fence, standingFences != nil else {
+                    stored.append((scan, rows))
+                    continue
+                }
+                switch standing[fence] ?? .superseded {
+                case .current:
+                    stored.append((scan, rows))
+                case .expired:
+                    var unfenced = scan // ordered by its time, as a scan without a claim is
+                    unfenced.fence = nil
+                    stored.append((unfenced, rows))
+                case .superseded:
                     lost.append(scan)
                     batch.place(nothingFor: scan)
-                } else {
-                    stored.append((scan, rows))
                 }
             }
             var alerts: [Alert] = []

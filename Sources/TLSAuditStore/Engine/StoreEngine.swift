@@ -15,9 +15,23 @@ public final class StoreEngine: Sendable {
     /// there is no fleet (every fenced scan is stored).
     let standingFences: StandingFences?
 
-    /// Given the fences of a batch's scans, returns those whose claim still stands; runs in the
-    /// batch's transaction (and may lock the claims until it ends).
-    public typealias StandingFences = @Sendable (Set<ScanFence>, any SQLExecutor) throws -> Set<ScanFence>
+    /// Given the fences of a batch's scans, each with the newest start time of its scans, says what
+    /// each claim's results are now; runs in the batch's transaction (and may lock the claims until it ends).
+    public typealias StandingFences = @Sendable ([ScanFence: Double], any SQLExecutor) throws -> [ScanFence: FenceStanding]
+
+    /// What a claim's results are when they reach the store.
+    public enum FenceStanding: Sendable {
+        /// The claim is the work row's newest, or the one whose completion was written: its results
+        /// come after every other and become the current state.
+        case current
+        /// The claim expired (a writer retrying through an outage, a paused node), but no newer
+        /// result of its target is stored: its results are stored as any unfenced scan is, as the
+        /// current state when newest, else as history.
+        case expired
+        /// Another claim took the target since and a newer result of it is stored, or the target
+        /// left the fleet: not stored.
+        case superseded
+    }
 
     /// The statements a scan's write runs that the dialect spells, built once.
     let statements: Statements
