@@ -91,6 +91,10 @@ final class ScanScheduler: @unchecked Sendable {
     var onClockStep: (@Sendable (Double) -> Void)?
     /// Wall-clock time less monotonic time at the last tick: a change of more than 2 s is a step.
     private var wallClockOffset: Double?
+    /// The latest wall-clock time seen at a tick: while the wall clock stands more than 2 s behind
+    /// it (stepped back, until it passes that time again), scans are recorded at times older than
+    /// ones already recorded (`StoredScan.afterClockStepBack`).
+    private var latestWallClock: Double?
 
     init(configuration: ServiceConfiguration, trustStores: [TrustSetting: TrustStore], scanner: TLSScanner,
          writer: ResultWriter, logger: Logger, fleet: FleetWork? = nil) {
@@ -195,8 +199,12 @@ final class ScanScheduler: @unchecked Sendable {
     /// A wall-clock step (NTP, a VM restored from a snapshot, `date -s`) moves no due time (they are
     /// on the monotonic clock) but does move the times scans are recorded at: logged and counted.
     private func noticeClockStep() {
-        let offset = Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime
-        defer { wallClockOffset = offset }
+        let wall = Date().timeIntervalSince1970
+        let offset = wall - ProcessInfo.processInfo.systemUptime
+        defer {
+            wallClockOffset = offset
+            latestWallClock = max(latestWallClock ?? wall, wall)
+        }
         guard let previous = wallClockOffset, abs(offset - previous) > 2 else { return }
         let step = offset - previous
         logger.warning("the wall clock stepped \(step < 0 ? "back" : "forward") by \(Int(abs(step).rounded())) s: schedules keep to the monotonic clock; scans are recorded at the new wall-clock time", metadata: [
@@ -395,6 +403,9 @@ final class ScanScheduler: @unchecked Sendable {
         // The fleet claim's token goes with each result: PostgreSQL refuses the write once it is lost.
         var scans = scans
         if let fence = claim?.fence { for index in scans.indices { scans[index].fence = fence } }
+        if let latest = latestWallClock, Date().timeIntervalSince1970 < latest - 2 {
+            for index in scans.indices { scans[index].afterClockStepBack = true }
+        }
         writer.submit(scans)
         recentCompletions.record(at: ProcessInfo.processInfo.systemUptime)
         completedTotal += 1

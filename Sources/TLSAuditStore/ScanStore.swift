@@ -18,6 +18,13 @@ public struct StoredScan: Sendable, Codable {
     public var fence: ScanFence?
     /// The target's configured tags (`tags:`; `app:BUNDLE_ID` for an imported app's targets).
     public var tags: [String] = []
+    /// Taken while the wall clock stood behind a time it had already shown (stepped back): its
+    /// recorded time may be older than its address's state although it is newer, so it replaces
+    /// the state as a fenced scan does (in arrival order) instead of going to the history only.
+    public var afterClockStepBack = false
+
+    /// Whether the scan is ordered by its arrival (a fleet claim's, or one taken after a clock step back).
+    var ordersByArrival: Bool { fence != nil || afterClockStepBack }
 
     public init(target: String, host: String, port: Int, sni: String?, result: AddressScanResult,
                 node: String? = nil, vantage: String? = nil, fence: ScanFence? = nil) {
@@ -31,7 +38,7 @@ public struct StoredScan: Sendable, Codable {
         self.fence = fence
     }
 
-    enum CodingKeys: String, CodingKey { case target, host, port, sni, result, node, vantage, fence, tags }
+    enum CodingKeys: String, CodingKey { case target, host, port, sni, result, node, vantage, fence, tags, afterClockStepBack }
 
     /// A result kept in a spill file by a version without tags reads back with none.
     public init(from decoder: any Decoder) throws {
@@ -43,6 +50,7 @@ public struct StoredScan: Sendable, Codable {
                   vantage: try container.decodeIfPresent(String.self, forKey: .vantage),
                   fence: try container.decodeIfPresent(ScanFence.self, forKey: .fence))
         tags = try container.decodeIfPresent([String].self, forKey: .tags) ?? []
+        afterClockStepBack = try container.decodeIfPresent(Bool.self, forKey: .afterClockStepBack) ?? false
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import TLSAuditLab
 
@@ -58,5 +59,16 @@ struct ClockStepTests {
         #expect(logged.first?.contains("stepped back by 60 s") == true, "\(logged)")
         #expect(logged.dropFirst().first?.contains("forward by 86460 s") == true, "\(logged)")
         #expect(service.lines(containing: "scheduler started").count == 1)
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        // The state follows the newest observation by arrival, not by wall time: after the return
+        // from a day ahead, each address's state is its newest observation, not the one a day ahead.
+        let behind = try DatabaseQueue(path: database).read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM target_state s
+                WHERE s.last_observation_id <> (SELECT max(id) FROM observation o WHERE o.target = s.target AND o.address = s.address)
+                """) ?? -1
+        }
+        #expect(behind == 0, "\(behind) of 20 addresses keep a state older than their newest observation")
     }
 }

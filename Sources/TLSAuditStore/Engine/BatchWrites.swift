@@ -223,7 +223,7 @@ struct BatchWrites {
                 values[column] = earlier[column]
             }
         }
-        newStates[key] = (values, scan.fence != nil)
+        newStates[key] = (values, scan.ordersByArrival)
         states[key] = CurrentState(lastScanAt: max(startedAt, states[key]?.lastScanAt ?? startedAt), observationID: observationID,
                                    runKey: runKey, memory: memory)
         return outcome.alerts.map(\.alert)

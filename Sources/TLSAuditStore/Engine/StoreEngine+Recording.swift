@@ -98,7 +98,7 @@ extension StoreEngine {
         // A scan older than the address's current state (written late: a node paused past its
         // lease, results replayed from a spill file after newer ones) stays in the history only.
         let current = try sql.first(ScanRows.currentScanTime, [.text(scan.target), .text(result.address)]) { $0.double(0) } ?? nil
-        if ScanRows.isLate(startedAt: startedAt, current: current, fenced: scan.fence != nil) {
+        if ScanRows.isLate(startedAt: startedAt, current: current, fenced: scan.ordersByArrival) {
             return []
         }
         let previous = try memory(target: scan.target, address: result.address, in: sql)
