@@ -49,6 +49,37 @@ public final class LabPostgresServer: @unchecked Sendable {
         try run("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", user, "tlsaudit"])
     }
 
+    /// A hot standby of `primary`: a base backup of it (`pg_basebackup -R`, streaming from it) on a
+    /// port of its own, started and streaming before this returns. With `synchronous`, the primary
+    /// waits at every commit until the standby has it (`synchronous_standby_names = '*'`).
+    public init(standbyOf primary: LabPostgresServer, synchronous: Bool) throws {
+        syncs = primary.syncs
+        binaries = primary.binaries
+        runsAsNobody = primary.runsAsNobody
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-pg-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if runsAsNobody { try Self.shell(["chown", "nobody:nogroup", directory]) }
+        port = try LabPorts.unusedPort()
+        try run("pg_basebackup", ["-h", "127.0.0.1", "-p", "\(primary.port)", "-U", user, "-D", "\(directory)/data", "-R", "-X", "stream", "--checkpoint=fast"])
+        try start()
+        if synchronous {
+            try primary.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+            try primary.psql("SELECT pg_reload_conf()")
+        }
+        let wanted = synchronous ? "sync" : "async"
+        let deadline = Date().addingTimeInterval(30)
+        while (try? primary.psql("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = '\(wanted)'"))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) != "1" {
+            guard Date() < deadline else { throw StartFailure(description: "the standby on port \(port) did not stream from port \(primary.port) as \(wanted) within 30 s") }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+    }
+
+    /// Promotes this standby to a primary (`pg_ctl promote`, waiting until it accepts writes).
+    public func promote() throws {
+        try run("pg_ctl", ["-D", "\(directory)/data", "-w", "promote"])
+    }
+
     deinit { stop() }
 
     /// The server did not start: pg_ctl's error and the end of the server's log.

@@ -26,6 +26,8 @@ public final class ScanMetrics: Sendable {
     private let started: Gauge
     private let queueWaiting: Gauge
     private let queueRunning: Gauge
+    /// The PostgreSQL server and role last recorded (`recordDatabaseServer`).
+    private let databaseServer = Mutex<(String, String)?>(nil)
 
     public init() {
         scanDuration = registry.makeValueHistogram(descriptor: Self.named("tlsaudit_scan_duration_seconds", "Time from the connection to the verdict of one address's scan."), buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
@@ -103,6 +105,26 @@ public final class ScanMetrics: Sendable {
     /// Drops the series of targets no longer configured.
     public func keepOnly(targets: Set<String>) {
         addresses.keepOnly(targets: targets)
+    }
+
+    /// The PostgreSQL server the store's connections reach (`tlsaudit_database_server_info{server, role}`,
+    /// the one now at 1, one before at 0), and a change of it (`tlsaudit_database_server_changes_total`).
+    public func recordDatabaseServer(_ server: String, role: String, changed: Bool) {
+        let previous = databaseServer.withLock { current -> (String, String)? in
+            defer { current = (server, role) }
+            return current
+        }
+        if let previous {
+            registry.makeGauge(descriptor: Self.named("tlsaudit_database_server_info", "The PostgreSQL server the store's connections reach now (1), and the ones before (0)."),
+                               labels: [("server", previous.0), ("role", previous.1)]).set(Double(0))
+        }
+        registry.makeGauge(descriptor: Self.named("tlsaudit_database_server_info", "The PostgreSQL server the store's connections reach now (1), and the ones before (0)."),
+                           labels: [("server", server), ("role", role)]).set(Double(1))
+        if changed {
+            registry.makeCounter(descriptor: Self.named("tlsaudit_database_server_changes_total",
+                                                        "Times the store's connections reached another PostgreSQL server than before (a failover or a switch-over)."))
+                .increment()
+        }
     }
 
     /// The wall clock stepped by `seconds` (negative: back) against the monotonic clock the scheduler runs on.

@@ -36,6 +36,8 @@ struct LibPQ: @unchecked Sendable {
     let consumeInput: @convention(c) (OpaquePointer?) -> Int32
     let notifies: @convention(c) (OpaquePointer?) -> UnsafeMutablePointer<PGnotify>?
     let freemem: @convention(c) (UnsafeMutableRawPointer?) -> Void
+    let host: @convention(c) (OpaquePointer?) -> UnsafeMutablePointer<CChar>?
+    let port: @convention(c) (OpaquePointer?) -> UnsafeMutablePointer<CChar>?
 
     /// The loaded library, or why it could not be loaded (asked for again by each connection
     /// attempt's error, never retried: a missing libpq5 stays missing until a restart).
@@ -83,7 +85,9 @@ struct LibPQ: @unchecked Sendable {
             clear: symbol("PQclear", as: (@convention(c) (OpaquePointer?) -> Void).self),
             consumeInput: symbol("PQconsumeInput", as: (@convention(c) (OpaquePointer?) -> Int32).self),
             notifies: symbol("PQnotifies", as: (@convention(c) (OpaquePointer?) -> UnsafeMutablePointer<PGnotify>?).self),
-            freemem: symbol("PQfreemem", as: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self))
+            freemem: symbol("PQfreemem", as: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self),
+            host: symbol("PQhost", as: (@convention(c) (OpaquePointer?) -> UnsafeMutablePointer<CChar>?).self),
+            port: symbol("PQport", as: (@convention(c) (OpaquePointer?) -> UnsafeMutablePointer<CChar>?).self))
         guard missing.isEmpty else {
             return .failure(StoreError(.unavailable, "\(name) lacks \(missing.joined(separator: ", ")): libpq 9.0 or later is needed"))
         }

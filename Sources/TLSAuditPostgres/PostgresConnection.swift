@@ -6,8 +6,32 @@ public import TLSAuditStore
 /// Where a PostgreSQL store lives and how to reach it. No password is ever written in a
 /// configuration: it is read from `passwordFile` (or libpq's own `~/.pgpass` / `PGPASSWORD`).
 public struct PostgresSettings: Sendable, Hashable {
+    /// The first server (the only one, but for a URL naming several).
     public var host: String
     public var port: Int
+    /// Every server the URL names, in order (`postgres://h1:p1,h2:p2/db`): libpq tries them in turn
+    /// and keeps the first that fits `targetSessionAttrs`, so a node follows a promoted standby.
+    public var servers: [Server]
+    /// libpq's `target_session_attrs` (`read-write` finds the primary; `prefer-standby` suits
+    /// read-only commands); nil: libpq's default, any server that answers.
+    public var targetSessionAttrs: String?
+
+    /// One server of a URL: a host name or address, and its port.
+    public struct Server: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `host:port`, `[v6]:port`.
+        public var display: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+    }
+
+    /// The target_session_attrs values libpq 14 and later take.
+    public static let sessionAttributes = ["any", "read-write", "read-only", "primary", "standby", "prefer-standby"]
     public var database: String
     public var user: String
     public var passwordFile: String?
@@ -25,6 +49,7 @@ public struct PostgresSettings: Sendable, Hashable {
                 sslMode: String? = nil, caFile: String? = nil, poolSize: Int = 4, statementTimeout: Double = 30) {
         self.host = host
         self.port = port
+        servers = [Server(host: host, port: port)]
         self.database = database
         self.user = user
         self.passwordFile = passwordFile
@@ -39,8 +64,10 @@ public struct PostgresSettings: Sendable, Hashable {
 
     /// Parses `postgres://USER@HOST:PORT/DATABASE?sslmode=...&sslrootcert=...&password_file=...&pool_size=...`
     /// (`postgresql://` too). A password in the URL is refused: it would sit in the configuration in clear.
+    /// Several servers are written as libpq takes them (`HOST1:PORT1,HOST2:PORT2`), with `target_session_attrs`.
     public static func parse(url text: String) throws(StoreError) -> PostgresSettings {
-        guard let components = URLComponents(string: text), ["postgres", "postgresql"].contains(components.scheme ?? "") else {
+        let (single, servers) = try splitServers(text)
+        guard let components = URLComponents(string: single), ["postgres", "postgresql"].contains(components.scheme ?? "") else {
             throw StoreError(.unavailable, "\(text): not a postgres:// URL")
         }
         guard components.password == nil else {
@@ -51,16 +78,25 @@ public struct PostgresSettings: Sendable, Hashable {
         guard !database.isEmpty else { throw StoreError(.unavailable, "\(text): no database name (postgres://USER@HOST/DATABASE)") }
         var query: [String: String] = [:]
         for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
-        let known: Set = ["sslmode", "sslrootcert", "password_file", "pool_size", "statement_timeout"]
+        let known: Set = ["sslmode", "sslrootcert", "password_file", "pool_size", "statement_timeout", "target_session_attrs"]
         if let unknown = query.keys.sorted().first(where: { !known.contains($0) }) {
             throw StoreError(.unavailable, "\(text): unknown parameter '\(unknown)' (known: \(known.sorted().joined(separator: ", ")))")
         }
         if let mode = query["sslmode"], !sslModes.contains(mode) {
             throw StoreError(.unavailable, "sslmode '\(mode)' is not one of \(sslModes.joined(separator: ", "))")
         }
+        if let attributes = query["target_session_attrs"], !sessionAttributes.contains(attributes) {
+            throw StoreError(.unavailable, "target_session_attrs '\(attributes)' is not one of \(sessionAttributes.joined(separator: ", "))")
+        }
         var settings = PostgresSettings(host: host, port: components.port ?? 5432, database: database,
                                         user: components.user ?? NSUserName(), passwordFile: query["password_file"],
                                         sslMode: query["sslmode"], caFile: query["sslrootcert"])
+        if servers.count > 1 {
+            settings.servers = servers
+            let loopback = servers.allSatisfy { $0.host.hasPrefix("/") || ["127.0.0.1", "::1", "localhost"].contains($0.host) }
+            if query["sslmode"] == nil { settings.sslMode = loopback ? "prefer" : "verify-full" }
+        }
+        settings.targetSessionAttrs = query["target_session_attrs"]
         if let size = query["pool_size"] {
             guard let value = Int(size), (1...64).contains(value) else { throw StoreError(.unavailable, "pool_size must be from 1 to 64") }
             settings.poolSize = value
@@ -74,8 +110,45 @@ public struct PostgresSettings: Sendable, Hashable {
         return settings
     }
 
+    /// The URL with its server list replaced by the first server, for URLComponents, and the
+    /// servers (`HOST[:PORT]`, an IPv6 address in brackets, 5432 when no port is given); no
+    /// servers for a URL naming one.
+    private static func splitServers(_ text: String) throws(StoreError) -> (String, [Server]) {
+        guard let schemeEnd = text.range(of: "://") else { return (text, []) }
+        let rest = text[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        let at = authority.lastIndex(of: "@")
+        let userInfo = at.map { authority[...$0] } ?? ""
+        let list = at.map { authority[authority.index(after: $0)...] } ?? authority
+        guard list.contains(",") else { return (text, []) }
+        var servers: [Server] = []
+        for entry in list.split(separator: ",", omittingEmptySubsequences: false) {
+            var host = Substring(entry), port = 5432
+            var portText: Substring?
+            if host.hasPrefix("["), let close = host.firstIndex(of: "]") {
+                let after = host[host.index(after: close)...]
+                if after.hasPrefix(":") { portText = after.dropFirst() }
+                host = host[host.index(after: host.startIndex)..<close]
+            } else if let colon = host.lastIndex(of: ":") {
+                portText = host[host.index(after: colon)...]
+                host = host[..<colon]
+            }
+            if let portText {
+                guard let value = Int(portText), (1...65_535).contains(value) else {
+                    throw StoreError(.unavailable, "\(text): '\(entry)' has no port from 1 to 65535")
+                }
+                port = value
+            }
+            guard !host.isEmpty else { throw StoreError(.unavailable, "\(text): an empty host in the server list") }
+            servers.append(Server(host: String(host), port: port))
+        }
+        let single = text[..<schemeEnd.upperBound] + userInfo + servers[0].display + rest[authorityEnd...]
+        return (String(single), servers)
+    }
+
     /// Where the store is, without secrets, for messages.
-    public var display: String { "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
+    public var display: String { "postgres://\(user)@\(servers.map(\.display).joined(separator: ","))/\(database)" }
 
     /// libpq's connection string (values quoted as it wants them).
     func connectionString() throws(StoreError) -> String {
@@ -83,7 +156,9 @@ public struct PostgresSettings: Sendable, Hashable {
             "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
         }
         var parts = [
-            "host=\(quoted(host))", "port=\(port)", "dbname=\(quoted(database))", "user=\(quoted(user))",
+            "host=\(quoted(servers.map(\.host).joined(separator: ",")))",
+            "port=\(quoted(servers.map { String($0.port) }.joined(separator: ",")))",
+            "dbname=\(quoted(database))", "user=\(quoted(user))",
             "sslmode=\(quoted(sslMode))", "connect_timeout=\(max(2, Int(statementTimeout.rounded(.up))))",
             "application_name='tlsaudit'",
             // A server that vanishes without a reset (a host gone, a partition) fails a statement
@@ -96,6 +171,7 @@ public struct PostgresSettings: Sendable, Hashable {
             "options=\(quoted("-c statement_timeout=\(Int(statementTimeout * 1000)) -c TimeZone=UTC -c extra_float_digits=3 -c client_min_messages=warning -c jit=off"))",
         ]
         if let caFile { parts.append("sslrootcert=\(quoted(caFile))") }
+        if let targetSessionAttrs { parts.append("target_session_attrs=\(quoted(targetSessionAttrs))") }
         if let passwordFile {
             guard let password = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
                 throw StoreError(.unavailable, "cannot read the PostgreSQL password file \(passwordFile)")
@@ -260,9 +336,17 @@ final class PostgresConnection {
             throw StoreError(.unavailable, "cannot connect to \(settings.display): \(message)")
         }
         self.handle = handle
+        PostgresServerWatch.connected(self)
     }
 
     deinit { LibPQ.api.finish(handle) }
+
+    /// The server this connection reached (`host:port`; one of several a URL names).
+    var server: String {
+        let host = LibPQ.api.host(handle).map { String(cString: $0) } ?? "?"
+        let port = LibPQ.api.port(handle).map { String(cString: $0) } ?? "?"
+        return (host.contains(":") ? "[\(host)]" : host) + ":" + port
+    }
 
     /// The connection is still up (a restarted server or a broken socket makes it bad).
     var isUsable: Bool { LibPQ.api.status(handle) == CONNECTION_OK && LibPQ.api.transactionStatus(handle) == PQTRANS_IDLE }

@@ -74,6 +74,18 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let location = try configuration.location()
+        if case .postgres = location {
+            // A URL naming a primary and its standbys: each change of server is one line and one count.
+            PostgresServerWatch.onChange { [logger, metrics] server, previous in
+                guard let previous else {
+                    logger.info("PostgreSQL: connected to \(server.address) (\(server.role))")
+                    metrics.recordDatabaseServer(server.address, role: server.role, changed: false)
+                    return
+                }
+                logger.notice("PostgreSQL: now connected to \(server.address) (\(server.role)), before to \(previous.address) (\(previous.role)): a failover or a switch-over")
+                metrics.recordDatabaseServer(server.address, role: server.role, changed: true)
+            }
+        }
         // At start the store must be usable as far as this version can tell: a file SQLite cannot
         // open as a database or a schema a newer version migrated is refused (`serve` exits 2;
         // `run` then checks a SQLite file's pages before the first commit). A store that cannot be

@@ -99,7 +99,9 @@ struct FleetCommand: ParsableCommand {
                 StandardStream.error.write("tlsaudit: \(error)\n")
                 throw ExitCode(2)
             }
-            let document = FleetStatusDocument(configurationVersion: latest?.version, appliedAt: latest?.appliedAt,
+            let server = PostgresServerWatch.current
+            let document = FleetStatusDocument(database: FleetStatusDocument.Database(url: settings.display, server: server?.address, role: server?.role),
+                                               configurationVersion: latest?.version, appliedAt: latest?.appliedAt,
                                                appliedBy: latest?.appliedBy, work: work,
                                                nodes: nodes.map { FleetStatusDocument.Node(node: $0, lost: $0.lost) })
             switch format {
@@ -129,7 +131,15 @@ struct FleetStatusDocument: Encodable {
         enum Key: String, CodingKey { case lost }
     }
 
+    /// The database as configured, and the server that answered (of several a URL names) and its role.
+    struct Database: Encodable {
+        let url: String
+        let server: String?
+        let role: String?
+    }
+
     let schema = "tlsaudit.fleet-status/1"
+    let database: Database
     let configurationVersion: Int64?
     let appliedAt: Date?
     let appliedBy: String?
@@ -139,7 +149,8 @@ struct FleetStatusDocument: Encodable {
 
 enum FleetStatusTable {
     static func render(_ document: FleetStatusDocument) -> String {
-        var text = ""
+        var text = "database: \(document.database.url)"
+            + (document.database.server.map { " (answered by \($0), \(document.database.role ?? "?"))" } ?? "") + "\n"
         if let version = document.configurationVersion {
             text += "configuration version \(version), applied \(document.appliedAt.map { Timestamp.format($0) } ?? "?") by \(document.appliedBy ?? "?")\n"
         } else {

@@ -16,11 +16,17 @@ struct FleetTests {
     struct Fleet {
         let postgres: LabPostgresServer
         let workspace: URL
-        var url: String { postgres.url() }
+        /// A hot standby of `postgres` (`withStandby`): then `url` names both, the primary first.
+        var standby: LabPostgresServer?
+        var url: String {
+            guard let standby else { return postgres.url() }
+            return "postgres://\(postgres.user)@127.0.0.1:\(postgres.port),127.0.0.1:\(standby.port)/tlsaudit?sslmode=disable&target_session_attrs=read-write"
+        }
 
-        init(_ name: String) throws {
+        init(_ name: String, standby synchronous: Bool? = nil) throws {
             postgres = try LabPostgresServer()
             workspace = try ServiceLab.shared.workspace(name)
+            if let synchronous { standby = try LabPostgresServer(standbyOf: postgres, synchronous: synchronous) }
         }
 
         /// Writes the fleet's configuration (targets, alerts, fleet settings) and returns its path.
@@ -303,6 +309,63 @@ struct FleetTests {
         let stored = try fleet.scans()
         #expect(stored.count == logged, "every scan logged as stored is in the database (logged \(logged), stored \(stored.count))")
         #expect(logged >= 100, "\(logged) scans stored")
+    }
+
+    @Test("a primary and a hot standby (synchronous, then asynchronous replication), two nodes on a URL naming both with target_session_attrs=read-write; the primary stopped with -m immediate and the standby promoted: storing resumes within 10 s, one log line per node names the new server, every scan logged as stored is in the promoted database exactly once (synchronous), or what is missing is counted (asynchronous)",
+          arguments: [true, false])
+    func failover(synchronous: Bool) throws {
+        let began = Date()
+        func mark(_ what: String) { print("failover(\(synchronous)) \(String(format: "%.1f", Date().timeIntervalSince(began))) s: \(what)") }
+        var fleet = try Fleet("fleet-failover-\(synchronous ? "sync" : "async")", standby: synchronous)
+        defer { fleet.postgres.stop(); fleet.standby?.stop() }
+        let standby = try #require(fleet.standby)
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: (1...10).map { ("t\($0)", good.port) }, interval: "500ms", extra: "fleet: \(settings)")
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let checked = try Binary.run(["check-config", file])
+        #expect(checked.status == 0, "check-config takes a URL naming two servers: \(checked.stdout)\(checked.stderr)")
+        mark("clusters ready")
+        let nodes = try ["node-a", "node-b"].map { try fleet.node($0, fleet: settings) }
+        nodes[0].wait("both nodes storing", timeout: 30) { nodes.allSatisfy { $0.storedScans.count >= 10 } }
+        mark("nodes storing")
+        fleet.postgres.stop(removing: false)
+        let downAt = Date()
+        try standby.promote()
+        let promotedAt = Date()
+        let resumed = nodes[0].wait("both nodes storing on the promoted server", timeout: 30) {
+            nodes.allSatisfy { node in node.storedScans.contains { $0.startedAt > promotedAt.timeIntervalSince1970 } }
+        }
+        let seconds = Date().timeIntervalSince(downAt)
+        #expect(resumed && seconds < 10, "storing resumed \(seconds) s after the primary stopped")
+        mark("resumed")
+        Thread.sleep(forTimeInterval: 2)
+        Self.stop(nodes)
+        mark("stopped")
+        for node in nodes {
+            let switched = node.lines(containing: "PostgreSQL: now connected to 127.0.0.1:\(standby.port) (primary)")
+            #expect(switched.count == 1, "one line for the failover: \(switched)")
+        }
+        let logged = nodes.flatMap(\.storedScans)
+        let twice = try standby.psql("SELECT count(*) FROM (SELECT 1 FROM scan GROUP BY target, address, started_at HAVING count(*) > 1) t")
+        #expect(twice.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "no scan twice in the promoted database")
+        var stored: [String: [Double]] = [:]
+        for row in try standby.psql("SELECT target || ' ' || address || ' ' || started_at::text FROM scan").split(separator: "\n") {
+            let parts = row.split(separator: " ")
+            guard parts.count == 3, let time = Double(parts[2]) else { continue }
+            stored["\(parts[0]) \(parts[1])", default: []].append(time)
+        }
+        // The log gives start times to the millisecond.
+        let missing = logged.filter { scan in !(stored["\(scan.target) \(scan.address)"] ?? []).contains { abs($0 - scan.startedAt) < 0.001 } }
+        if synchronous {
+            #expect(missing.isEmpty, "\(missing.count) of \(logged.count) scans logged as stored are not in the promoted database")
+        } else {
+            // Asynchronous replication: what the standby had not received when the primary stopped is lost.
+            let window = missing.map(\.startedAt).min().map { downAt.timeIntervalSince1970 - $0 } ?? 0
+            print("asynchronous failover: \(missing.count) of \(logged.count) scans logged as stored are missing (started in the \(String(format: "%.2f", window)) s before the stop)")
+            #expect(missing.count <= logged.count / 10, "\(missing.count) of \(logged.count) lost")
+        }
     }
 
     @Test("two vantages see different certificates for one name (their DNS answers differ): one split-view alert naming what each saw; each vantage has its own status")
