@@ -27,6 +27,8 @@ public struct FleetNodeStatus: Sendable, Hashable, Codable {
     public var process: String?
     public var poll: Double
     public var lease: Double
+    /// The PostgreSQL server the node's last heartbeat reached (`host:port`; nil before v18-node-server).
+    public var databaseServer: String?
 
     /// Lost: no heartbeat for three of its polls plus its lease (its scans are others' by then).
     public var lost: Bool { Self.isLost(heartbeatAge: heartbeatAge, poll: poll, lease: lease) }
@@ -279,17 +281,17 @@ public final class PostgresFleet: Sendable {
                 }
                 try connection.execute("""
                     INSERT INTO fleet_node (name, vantage, configuration_version, started_at, heartbeat_at, in_flight,
-                        scans_per_minute, scans_total, process, poll, lease, instance, host)
-                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7, $9, $10, $11, $12)
+                        scans_per_minute, scans_total, process, poll, lease, instance, host, database_server)
+                    VALUES ($1, $2, $3, extract(epoch FROM now()), extract(epoch FROM now()), $4, $5, $6, $7, $9, $10, $11, $12, $13)
                     ON CONFLICT (name) DO UPDATE SET vantage = EXCLUDED.vantage, poll = EXCLUDED.poll, lease = EXCLUDED.lease,
                         configuration_version = EXCLUDED.configuration_version, heartbeat_at = EXCLUDED.heartbeat_at,
                         in_flight = EXCLUDED.in_flight, scans_per_minute = EXCLUDED.scans_per_minute,
                         scans_total = EXCLUDED.scans_total, process = EXCLUDED.process,
-                        instance = EXCLUDED.instance, host = EXCLUDED.host,
+                        instance = EXCLUDED.instance, host = EXCLUDED.host, database_server = EXCLUDED.database_server,
                         started_at = CASE WHEN $8 THEN EXCLUDED.started_at ELSE fleet_node.started_at END
                     """, [.text(node), .text(vantage), beat.configurationVersion.map { .int($0) }, .int(Int64(beat.inFlight.count)),
                           .double(beat.scansPerMinute), .int(beat.scansTotal), .text(process), .bool(starting),
-                          .double(beat.poll), .double(beat.lease), .text(instance), .text(Self.hostName)])
+                          .double(beat.poll), .double(beat.lease), .text(instance), .text(Self.hostName), .text(connection.server)])
             }
         }
     }
@@ -339,7 +341,8 @@ public final class PostgresFleet: Sendable {
         try pool.withConnection { connection in
             let rows = try connection.execute("""
                 SELECT name, vantage, configuration_version, started_at, heartbeat_at,
-                       extract(epoch FROM now()) - heartbeat_at AS age, in_flight, scans_per_minute, scans_total, process, poll, lease
+                       extract(epoch FROM now()) - heartbeat_at AS age, in_flight, scans_per_minute, scans_total, process, poll, lease,
+                       database_server
                 FROM fleet_node ORDER BY name COLLATE "C"
                 """)
             return (0..<rows.count).map { row in
@@ -350,7 +353,7 @@ public final class PostgresFleet: Sendable {
                                 heartbeatAge: rows.double(row, "age") ?? 0, inFlight: Int(rows.int(row, "in_flight") ?? 0),
                                 scansPerMinute: rows.double(row, "scans_per_minute") ?? 0, scansTotal: rows.int(row, "scans_total") ?? 0,
                                 process: rows.text(row, "process"), poll: rows.double(row, "poll") ?? 0,
-                                lease: rows.double(row, "lease") ?? 0)
+                                lease: rows.double(row, "lease") ?? 0, databaseServer: rows.text(row, "database_server"))
             }
         }
     }

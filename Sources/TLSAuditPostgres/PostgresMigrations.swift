@@ -124,6 +124,8 @@ enum PostgresMigrations {
         ("v16-alert-target", StoreMigrations.alertTargetIndex),
         // The trust inputs each scan was judged with (JSON JudgedWith).
         ("v17-judged-with", StoreMigrations.judgedWithColumn),
+        // The server each node's connections reach (`host:port`): `fleet status` across a failover.
+        ("v18-node-server", "ALTER TABLE fleet_node ADD COLUMN database_server TEXT;"),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

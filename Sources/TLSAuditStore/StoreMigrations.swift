@@ -48,6 +48,8 @@ package enum StoreMigrations {
         }
         migrator.registerMigration("v16-alert-target") { db in try db.execute(sql: alertTargetIndex) }
         migrator.registerMigration("v17-judged-with") { db in try db.execute(sql: judgedWithColumn) }
+        // PostgreSQL's fleet_node.database_server: SQLite has no fleet table; the name keeps the lists in step.
+        migrator.registerMigration("v18-node-server") { _ in }
         return migrator
     }
 

@@ -163,9 +163,9 @@ enum FleetStatusTable {
             let node = entry.node
             return [node.name, node.vantage, node.configurationVersion.map(String.init) ?? "-",
                     "\(DurationText.text(node.heartbeatAge.rounded())) ago", entry.lost ? "LOST" : "alive",
-                    "\(node.inFlight)", String(format: "%.0f", node.scansPerMinute), "\(node.scansTotal)"]
+                    "\(node.inFlight)", String(format: "%.0f", node.scansPerMinute), "\(node.scansTotal)", node.databaseServer ?? "-"]
         }
-        return text + "\n" + TextTable.render(header: ["NODE", "VANTAGE", "CONFIG", "HEARTBEAT", "STATE", "IN FLIGHT", "SCANS/MIN", "SCANS"],
+        return text + "\n" + TextTable.render(header: ["NODE", "VANTAGE", "CONFIG", "HEARTBEAT", "STATE", "IN FLIGHT", "SCANS/MIN", "SCANS", "DATABASE"],
                                               rows: rows)
     }
 }

@@ -346,6 +346,13 @@ struct FleetTests {
         for path in ["/api/v1/status", "/"] {
             #expect(try MonitoringTests.fetch("http://\(listener)\(path)").status == 200, "\(path) answers after the failover")
         }
+        // fleet status: the server that answered it, and the one each node's heartbeat reached.
+        var status = ""
+        nodes[0].wait("fleet status naming the promoted server for both nodes") {
+            status = (try? Binary.run(["fleet", "status", "--database", fleet.url]).stdout) ?? ""
+            return status.split(separator: "\n").filter { $0.hasPrefix("node-") && $0.contains("127.0.0.1:\(standby.port)") }.count == 2
+        }
+        #expect(status.contains("(answered by 127.0.0.1:\(standby.port), primary)"), "\(status)")
         Thread.sleep(forTimeInterval: 2)
         Self.stop(nodes)
         mark("stopped")
