@@ -70,5 +70,11 @@ struct ClockStepTests {
                 """) ?? -1
         }
         #expect(behind == 0, "\(behind) of 20 addresses keep a state older than their newest observation")
+        // Unchanged scans taken while the clock stood behind extend their address's run, as any
+        // unchanged scan does: one observation per address (the old code stored one per scan).
+        let observations = try DatabaseQueue(path: database).read { db in
+            try Int.fetchOne(db, sql: "SELECT max(n) FROM (SELECT count(*) AS n FROM observation GROUP BY target, address)") ?? -1
+        }
+        #expect(observations == 1, "an address has \(observations) observations")
     }
 }

@@ -123,13 +123,16 @@ struct BatchWrites {
     }
 
     /// Whether the scan follows everything stored of its address (so it may extend the current run
-    /// and its timeline row follows the newest): true for the usual scan; false for a late one, a
-    /// fenced one behind its address's clock, or one of an address whose history is newer than any state.
+    /// and its timeline row follows the newest): true for the usual scan, and for one taken after
+    /// the wall clock stepped back (it follows by arrival: it extends the current run); false for a
+    /// late one, a fenced one behind its address's clock, or one of an address whose history is
+    /// newer than any state.
     mutating func fitsInOrder(_ scan: StoredScan, _ rows: ScanRows) -> Bool {
         let key = AddressKey(target: scan.target, address: rows.result.address)
         let time = rows.result.startedAt.timeIntervalSince1970
         guard !outOfOrder.contains(key) else { return false }
-        let follows = states[key].map { time >= $0.lastScanAt } ?? (newestScan[key].map { time >= $0 } ?? true)
+        let follows = (scan.afterClockStepBack && states[key] != nil)
+            || states[key].map { time >= $0.lastScanAt } ?? (newestScan[key].map { time >= $0 } ?? true)
         if !follows { outOfOrder.insert(key) }
         unplaced -= follows ? 0 : 1
         return follows
