@@ -364,6 +364,14 @@ struct FleetTests {
             print("failover(\(synchronous)): \(errors.count) error lines in a node's log")
             #expect(errors.count <= 12, "\(errors.count) error lines: \(errors.prefix(12))")
         }
+        // Read-only commands on the same URL, and on one that prefers a standby (none is left: the primary answers).
+        let reading = fleet.url.replacingOccurrences(of: "target_session_attrs=read-write", with: "target_session_attrs=prefer-standby")
+        for url in [fleet.url, reading] {
+            let status = try Binary.run(["status", "--database", url, "--format", "json"])
+            #expect(status.stdout.contains("\"t1\""), "status on \(url): \(status.stdout.prefix(300))\(status.stderr)")
+            let report = try Binary.run(["report", "--database", url, "--since", "1h", "--format", "json"])
+            #expect(report.status == 0, "report on \(url): \(report.stderr)")
+        }
         // The promoted server's epoch sequence is past every epoch the primary handed out.
         let ahead = try standby.psql("""
             SELECT (SELECT last_value FROM fleet_lease_epoch) >= (SELECT max(greatest(coalesce(lease_epoch, 0), coalesce(done_epoch, 0))) FROM fleet_work)
