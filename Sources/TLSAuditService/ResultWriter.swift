@@ -32,6 +32,9 @@ public final class ResultWriter: @unchecked Sendable {
     private var flushScheduled = false
     private var retryDelay: Double = 0
     private var failing = false
+    /// When a failed commit was last logged: while the store stays down (retried every 2 s at most
+    /// when it does not answer), the same failure is logged once a minute, not at every retry.
+    private var failureLoggedAt: DispatchTime?
     /// Results dropped because the in-memory queue was full (the exit status reports them).
     private var dropped = 0
     /// Set by `finish`: the service is stopping and nothing more is stored.
@@ -225,9 +228,13 @@ public final class ResultWriter: @unchecked Sendable {
             case .vanished?: "a new database is opened at the path; results not yet in it are kept in memory and stored there"
             default: "results are kept in memory and retried"
             }
-            logger.error("cannot store scan results: \(error)", metadata: [
-                "pending": "\(pending.count)", "retry_in_s": "\(Int(retryDelay))", "advice": "\(advice)",
-            ])
+            let now = DispatchTime.now()
+            if !failing || failureLoggedAt.map({ now.uptimeNanoseconds - $0.uptimeNanoseconds >= 60_000_000_000 }) ?? true {
+                failureLoggedAt = now
+                logger.error("cannot store scan results: \(error)", metadata: [
+                    "pending": "\(pending.count)", "retry_in_s": "\(Int(retryDelay))", "advice": "\(advice)",
+                ])
+            }
             failing = true
             scheduleFlush(after: retryDelay)
         }
