@@ -52,6 +52,12 @@ public enum CertificateRules {
         return 0..<(path.count - 1)
     }
 
+    /// The positions of `path` whose extendedKeyUsage is enforced: all but a trust anchor's own
+    /// (it is trusted by configuration).
+    public static func extendedKeyUsageJudged(path: [CertificateSummary], anchored: Bool) -> Range<Int> {
+        anchored && path.count > 1 ? 0..<(path.count - 1) : path.indices
+    }
+
     /// How many of Apple's certificate rules `path` fails, beyond what path building reports: each
     /// certificate with a weak signature, a weak key, an extendedKeyUsage without serverAuth (the
     /// anchor's own exempt) or an empty subject trustd refuses counts one.
@@ -60,8 +66,7 @@ public enum CertificateRules {
         let judged = signatureJudged(path: path, anchored: anchored)
         var count = judged.count { hasWeakSignature(path[$0]) }
         count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
-        let ekuChecked = anchored && path.count > 1 ? path.dropLast() : path[...]
-        count += ekuChecked.count(where: excludesServerAuth)
+        count += extendedKeyUsageJudged(path: path, anchored: anchored).count { excludesServerAuth(path[$0]) }
         count += path.count { emptySubjectProblem($0) != nil }
         return count
     }

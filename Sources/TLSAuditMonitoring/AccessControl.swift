@@ -165,9 +165,10 @@ final class AccessChecker: Sendable {
         let chain = forwarded.isEmpty ? xForwardedFor.flatMap { $0.split(separator: ",") }.map { forwardedNode(String($0)) }
             : forwarded.flatMap { forwardedFor($0) }
         for node in chain.reversed() {
-            guard let node, !node.isEmpty else { return remote } // A malformed entry: the proxy's own address stands.
-            if let address = IPAddress.canonical(node), trusted(address) { continue }
-            return IPAddress.canonical(node) ?? String(node.prefix(100))
+            guard let node else { return remote } // A malformed entry: the proxy's own address stands.
+            let address = IPAddress.canonical(node)
+            if let address, trusted(address) { continue }
+            return address ?? String(node.prefix(100))
         }
         return chain.first.flatMap { $0 }.flatMap(IPAddress.canonical) ?? remote
     }

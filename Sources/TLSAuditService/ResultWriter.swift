@@ -280,21 +280,35 @@ public final class ResultWriter: @unchecked Sendable {
     /// in the first location that takes it, or keeps it in memory when none does (the stop tries again).
     private func spillWhileDamaged() {
         guard let spill, !pending.isEmpty else { return }
+        switch Self.writeToFirst(of: (damagedSpill.map { [$0] } ?? []) + spill.newFiles(), { try Self.appendDurably(try Self.encodeLines(pending), to: $0) }) {
+        case .success(let path):
+            damagedSpill = path
+            spilledWhileDamaged += pending.count
+            logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
+            pending.removeAll()
+        case .failure(let failures):
+            logger.critical("the database is damaged and results cannot be kept in a file either: \(failures); they stay in memory",
+                            metadata: ["pending": "\(pending.count)"])
+        }
+    }
+
+    /// Why no location took a spill: each location's failure, in order.
+    struct SpillFailures: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Runs `write` on each of `paths` in turn until one succeeds: that path, or every failure.
+    private static func writeToFirst(of paths: [String], _ write: (String) throws -> Void) -> Result<String, SpillFailures> {
         var failures: [String] = []
-        for path in (damagedSpill.map { [$0] } ?? []) + spill.newFiles() {
+        for path in paths {
             do {
-                try Self.appendDurably(try Self.encodeLines(pending), to: path)
-                damagedSpill = path
-                spilledWhileDamaged += pending.count
-                logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
-                pending.removeAll()
-                return
+                try write(path)
+                return .success(path)
             } catch {
                 failures.append("\(error)")
             }
         }
-        logger.critical("the database is damaged and results cannot be kept in a file either: \(failures.joined(separator: "; ")); they stay in memory",
-                        metadata: ["pending": "\(pending.count)"])
+        return .failure(SpillFailures(description: failures.joined(separator: "; ")))
     }
 
     /// One stored scan per line, as the spill files hold them.
@@ -356,11 +370,6 @@ public final class ResultWriter: @unchecked Sendable {
         public var damaged: String?
     }
 
-    /// The files results wait in for the next start, one per stop (`SpillLocations`), oldest first.
-    public static func spillFiles(forDatabase database: String) -> [String] {
-        SpillLocations(base: database).waiting()
-    }
-
     /// At shutdown, in one step on the writer's queue (nothing can be stored or queued in between):
     /// a last attempt to store, then what is still pending goes to a new spill file, written
     /// atomically and synced, in the first of `spill`'s locations that takes it. When none does
@@ -381,21 +390,16 @@ public final class ResultWriter: @unchecked Sendable {
             var waited = false
             var spilled = 0
             while !pending.isEmpty {
-                var failures: [String] = []
-                for path in spill.newFiles() {
-                    do {
-                        try Self.writeDurably(try Self.encodeLines(pending), to: path)
-                        outcome.file = path
-                        outcome.error = nil
-                        spilled = pending.count
-                        pending.removeAll()
-                        break
-                    } catch {
-                        failures.append("\(error)")
-                    }
+                switch Self.writeToFirst(of: spill.newFiles(), { try Self.writeDurably(try Self.encodeLines(pending), to: $0) }) {
+                case .success(let path):
+                    outcome.file = path
+                    outcome.error = nil
+                    spilled = pending.count
+                    pending.removeAll()
+                    continue
+                case .failure(let failures):
+                    outcome.error = failures.description
                 }
-                guard !pending.isEmpty else { break }
-                outcome.error = failures.joined(separator: "; ")
                 guard Date() < deadline else { break }
                 if !waited {
                     waited = true

@@ -74,14 +74,10 @@ public struct ScanFence: Sendable, Codable, Hashable {
 public struct RecordOutcome: Sendable {
     public var alerts: [Alert]
     public var leaseLost: [StoredScan]
-    /// Scans of the batch that were stored already (a batch sent again after a lost commit
-    /// acknowledgement): nothing was written for them, and they count as stored.
-    public var storedAlready: Int
 
-    public init(alerts: [Alert], leaseLost: [StoredScan] = [], storedAlready: Int = 0) {
+    public init(alerts: [Alert], leaseLost: [StoredScan] = []) {
         self.alerts = alerts
         self.leaseLost = leaseLost
-        self.storedAlready = storedAlready
     }
 }
 

@@ -208,7 +208,7 @@ extension DurabilityTests {
         #expect(service.process.isRunning)
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 15) == 75)
-        let spills = ResultWriter.spillFiles(forDatabase: database)
+        let spills = SpillLocations(base: database).waiting()
         #expect(spills.count == 1)
         let kept = try String(contentsOfFile: try #require(spills.first), encoding: .utf8).split(separator: "\n").count
         #expect(kept >= 3)

@@ -102,9 +102,6 @@ public enum ATSRequirements {
         return findings
     }
 
-    /// Signature digests ATS accepts ("SHA-256 or stronger").
-    public static var acceptedHashes: Set<String> { CertificateRules.acceptedHashes }
-
     /// The leaf and every issuing CA; the trust anchor's signature is exempt (it is not relied on),
     /// its key is not (see `evaluateChain`).
     static func certificatesToJudge(presented: [CertificateSummary], building: PathBuildingResult) -> [(Int, CertificateSummary)] {

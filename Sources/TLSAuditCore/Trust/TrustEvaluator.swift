@@ -211,8 +211,8 @@ public enum TrustEvaluator {
     /// serverAuth on the leaf, and on every intermediate that restricts its EKU.
     static func checkExtendedKeyUsage(_ path: [CertificateSummary], anchored: Bool, into findings: inout [Finding]) {
         // A trust anchor's own EKU is not enforced (it is trusted by configuration).
-        let checked = anchored && path.count > 1 ? path.dropLast() : path[...]
-        for (depth, certificate) in checked.enumerated() where CertificateRules.excludesServerAuth(certificate) {
+        for depth in CertificateRules.extendedKeyUsageJudged(path: path, anchored: anchored) where CertificateRules.excludesServerAuth(path[depth]) {
+            let certificate = path[depth]
             let usages = certificate.extendedKeyUsage ?? []
             let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
             findings.appendUnique(Finding(.trustEKU, .error, depth: depth,

@@ -18,11 +18,9 @@ extension StoreEngine {
             // Only a scan no newer than what its address has stored can be a copy: looked up one by one,
             // which costs nothing in the usual batch (every scan newer) and a statement for each such scan.
             var fresh: [(scan: StoredScan, rows: ScanRows)] = []
-            var already = 0
             for (scan, rows) in zip(scans, encoded) {
                 if batch.mayHoldAlready(scan, rows), try Self.isStored(scan, rows, in: sql) {
                     batch.place(nothingFor: scan)
-                    already += 1
                 } else {
                     fresh.append((scan, rows))
                 }
@@ -31,11 +29,12 @@ extension StoreEngine {
             for (scan, rows) in fresh {
                 if let fence = scan.fence { newest[fence] = max(newest[fence] ?? 0, rows.result.startedAt.timeIntervalSince1970) }
             }
-            let standing = newest.isEmpty || standingFences == nil ? [:] : try standingFences!(newest, sql)
+            // Without a fleet (no standing fences to ask) every fenced scan is stored as it is.
+            let standing = try standingFences.map { newest.isEmpty ? [:] : try $0(newest, sql) }
             var stored: [(scan: StoredScan, rows: ScanRows)] = []
             var lost: [StoredScan] = []
             for (scan, rows) in fresh {
-                guard let fence = scan.fence, standingFences != nil else {
+                guard let fence = scan.fence, let standing else {
                     stored.append((scan, rows))
                     continue
                 }
@@ -67,7 +66,7 @@ extension StoreEngine {
                 alerts += try insertOutOfOrder(scan, rows, decide: decide, into: sql)
             }
             try batch.dropRotatedAddresses(of: stored.map(\.scan), in: sql)
-            return RecordOutcome(alerts: alerts, leaseLost: lost, storedAlready: already)
+            return RecordOutcome(alerts: alerts, leaseLost: lost)
         }
     }
 
