@@ -34,10 +34,10 @@ struct PostgresDialect: SQLDialect {
     /// million scans (600 ms) instead of probing the index for the 10,000 current ones (60 ms).
     func isCurrentObservation(_ column: String) -> String { "\(column) = ANY(ARRAY(SELECT last_observation_id FROM target_state))" }
 
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String) -> String {
+    func newestPerAddress(_ columns: [String], from table: String, where condition: String, by order: String) -> String {
         """
         SELECT DISTINCT ON (target, address) \(columns.joined(separator: ", ")) FROM \(table) WHERE \(condition)
-        ORDER BY target, address, started_at DESC, id DESC
+        ORDER BY target, address, \(order) DESC, id DESC
         """
     }
 

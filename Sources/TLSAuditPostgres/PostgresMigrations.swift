@@ -126,6 +126,8 @@ enum PostgresMigrations {
         ("v17-judged-with", StoreMigrations.judgedWithColumn),
         // The server each node's connections reach (`host:port`): `fleet status` across a failover.
         ("v18-node-server", "ALTER TABLE fleet_node ADD COLUMN database_server TEXT;"),
+        // The order of observation apart from wall-clock times (SQLite's script, this dialect's types).
+        ("v19-observation-order", StoreSchema.postgres.observationOrder),
     ]
 
     /// Brings the database to this version's schema, once however many nodes start together (an

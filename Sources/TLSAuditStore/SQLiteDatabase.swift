@@ -29,9 +29,8 @@ struct SQLiteDialect: SQLDialect {
     func isCurrentObservation(_ column: String) -> String { "\(column) IN (SELECT last_observation_id FROM target_state)" }
 
     /// SQLite takes the bare columns from the row with the max.
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String) -> String {
-        let selected = columns.map { $0 == "started_at" ? "max(started_at) AS started_at" : $0 }
-        return "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE \(condition) GROUP BY target, address"
+    func newestPerAddress(_ columns: [String], from table: String, where condition: String, by order: String) -> String {
+        "SELECT \(columns.joined(separator: ", ")), max(\(order)) AS newest FROM \(table) WHERE \(condition) GROUP BY target, address"
     }
 
     /// In the process, a query per key costs no round trip.

@@ -50,6 +50,7 @@ package enum StoreMigrations {
         migrator.registerMigration("v17-judged-with") { db in try db.execute(sql: judgedWithColumn) }
         // PostgreSQL's fleet_node.database_server: SQLite has no fleet table; the name keeps the lists in step.
         migrator.registerMigration("v18-node-server") { _ in }
+        migrator.registerMigration("v19-observation-order") { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }
         return migrator
     }
 

@@ -242,6 +242,20 @@ package struct StoreSchema: Sendable {
         """
     }
 
+    /// v19: the order of observation, apart from the recorded wall-clock times. A scan taken while
+    /// the wall clock stood behind its address's newest scan (stepped back) stands just after that
+    /// scan (`BatchWrites.orderAt`): the history lists it, and the timeline's newest row is found, by
+    /// this order. NULL in rows stored before: their order is their start time (`last_seen_at` for
+    /// a run, `last_scan_at` for a state).
+    package var observationOrder: String {
+        """
+        ALTER TABLE observation ADD COLUMN order_at \(real);
+        ALTER TABLE observation_run ADD COLUMN last_order_at \(real);
+        ALTER TABLE address_change ADD COLUMN order_at \(real);
+        ALTER TABLE target_state ADD COLUMN order_at \(real);
+        """
+    }
+
     /// The columns (of observation `o` and its own verdict `v`) whose equality makes two scans of
     /// an address one run, for the v14 migration; what the store compares as it goes is
     /// `ScanRows.runKey`, a hash of the same values. `same` is the dialect's NULL-safe equality.

@@ -217,6 +217,47 @@ struct StoreConformance {
         #expect(try store.status().first?.lastScanAt == start.addingTimeInterval(180), "the late scan is history only")
     }
 
+    /// Scans taken while the wall clock stood a day behind the address's newest scan (stepped
+    /// back; the scheduler marks them): history lists them after that scan, in the order they were
+    /// taken, a run of them stays one run, and the timeline turns at each change, as if the clock
+    /// had not moved.
+    func clockStepBackHistory() throws {
+        let store = try open(try newLocation())
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        func scan(_ sample: Int, at seconds: Double, stepBack: Bool = false) -> StoredScan {
+            var result = Self.samples[sample]
+            result.startedAt = start.addingTimeInterval(seconds)
+            var scan = StoredScan(target: "stepped", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result)
+            scan.afterClockStepBack = stepBack
+            return scan
+        }
+        let day = 86_400.0
+        _ = try store.record([day, day + 60, day + 120].map { scan(0, at: $0) }, decide: decide)
+        // The clock steps back a day: the server stops answering for two scans, then answers again.
+        _ = try store.record([scan(1, at: 0, stepBack: true)], decide: decide)
+        _ = try store.record([scan(1, at: 60, stepBack: true), scan(0, at: 120, stepBack: true)], decide: decide)
+        let history = try store.history(target: "stepped", limit: 10)
+        let shown = history.map { "\($0.status.rawValue) x\($0.run?.scans ?? 1) at \(Int($0.startedAt.timeIntervalSince(start)))" }
+        #expect(shown == ["completed x1 at 120", "failed x2 at 0", "completed x3 at 86400"], "newest first: \(shown)")
+        let status = try store.status()
+        #expect(status.count == 1 && status.first?.status == .completed && status.first?.lastObservationID == history.first?.observationID,
+                "the state is the newest observation: \(status)")
+        // One timeline row per turn (completed, unreachable, completed): the newest is found by the
+        // order of observation, so the return to the day-ahead verdict is a turn of its own.
+        let changes = try store.readReportFacts { reader in
+            var changes: [(Double, AddressCondition)] = []
+            try reader.forEachVerdictChange(after: start.addingTimeInterval(-1), through: start.addingTimeInterval(2 * day)) {
+                changes.append(($0.at.timeIntervalSince(start), $0.condition))
+            }
+            return changes
+        }
+        #expect(changes.count == 3 && changes.filter { $0.1 == .unreachable }.map(\.0) == [0], "\(changes)")
+        // A scan of the same verdict after the turn back extends that run, and is no new turn.
+        _ = try store.record([scan(0, at: 180, stepBack: true)], decide: decide)
+        let after = try store.history(target: "stepped", limit: 10)
+        #expect(after.map { $0.run?.scans ?? 1 } == [2, 2, 3], "\(after.map { $0.run?.scans ?? 1 })")
+    }
+
     /// The scans a history shows, a run's scans each.
     static func scanCount(_ entries: [HistoryEntry]) -> Int { entries.reduce(0) { $0 + ($1.run?.scans ?? 1) } }
 
@@ -410,10 +451,13 @@ struct SQLiteStoreConformanceTests {
     @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat")
     func lateScanInsideARun() throws { try suite.lateScanInsideARun() }
 
+    @Test("clock steps: scans taken while the wall clock stood behind follow the newest in history, runs and the timeline")
+    func clockStepBackHistory() throws { try suite.clockStepBackHistory() }
+
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
         let store = try SQLiteScanStore(path: try suite.newLocation(), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server", "v19-observation-order"])
     }
 
     @Test("streaming: a million observations read one at a time, in bounded memory")
@@ -518,11 +562,14 @@ struct PostgresStoreConformanceTests {
     @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat")
     func lateScanInsideARun() throws { try suite.lateScanInsideARun() }
 
+    @Test("clock steps: scans taken while the wall clock stood behind follow the newest in history, runs and the timeline")
+    func clockStepBackHistory() throws { try suite.clockStepBackHistory() }
+
     @Test("migrations: a new store has every named migration, in order (SQLite's names); a newer schema is refused")
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server", "v19-observation-order"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
@@ -539,10 +586,10 @@ struct PostgresStoreConformanceTests {
             for _ in 0..<4 {
                 group.addTask { try PostgresScanStore(url: url, sha256: Digest.sha256Hex).appliedMigrations() }
             }
-            for try await applied in group { #expect(applied.count == 18) }
+            for try await applied in group { #expect(applied.count == 19) }
         }
         #expect(try Self.server.psql("SELECT count(*) FROM tlsaudit_migration", database: location)
-            .trimmingCharacters(in: .whitespacesAndNewlines) == "18")
+            .trimmingCharacters(in: .whitespacesAndNewlines) == "19")
     }
 
     @Test("the same scans give the same status, history, alerts, deliveries and reports as on SQLite (own policy and re-judged)")

@@ -13,7 +13,10 @@ struct BatchWrites {
     /// What an address's current state (`target_state`) says when the batch starts, and after
     /// each scan added.
     struct CurrentState {
+        /// The latest start time recorded.
         var lastScanAt: Double
+        /// Where the address's newest scan stands in the order of observation (`orderAt`).
+        var orderAt: Double
         var observationID: Int64
         var runKey: String?
         var memory: AddressMemory
@@ -21,6 +24,7 @@ struct BatchWrites {
         init(_ row: any SQLRow) throws {
             let place = "the current state of \(row.text(0) ?? "?") \(row.text(1) ?? "?")"
             lastScanAt = row.double(2) ?? 0
+            orderAt = row.double(13) ?? lastScanAt
             observationID = row.int(3) ?? 0
             runKey = row.text(4)
             memory = AddressMemory(
@@ -30,8 +34,9 @@ struct BatchWrites {
                 consecutiveFailures: Int(row.int(11) ?? 0), unreachableAlerted: row.int(12) == 1, expiryMarks: [])
         }
 
-        init(lastScanAt: Double, observationID: Int64, runKey: String?, memory: AddressMemory) {
+        init(lastScanAt: Double, orderAt: Double, observationID: Int64, runKey: String?, memory: AddressMemory) {
             self.lastScanAt = lastScanAt
+            self.orderAt = orderAt
             self.observationID = observationID
             self.runKey = runKey
             self.memory = memory
@@ -41,7 +46,8 @@ struct BatchWrites {
     /// The columns `CurrentState` reads (the columns it needs, not `*`: every column fetched is copied).
     static let currentStates = """
         SELECT target, address, last_scan_at, last_observation_id, run_key, pin_state, leaf_fingerprint, leaf_spki,
-            ats_compliant, failed_rules, trusted, consecutive_failures, unreachable_alerted FROM target_state
+            ats_compliant, failed_rules, trusted, consecutive_failures, unreachable_alerted, coalesce(order_at, last_scan_at)
+        FROM target_state
         """
 
     private var states: [AddressKey: CurrentState] = [:]
@@ -59,8 +65,8 @@ struct BatchWrites {
     private var references: [[SQLValue]] = []
     private var verdicts: [[SQLValue]] = []
     private var changes: [[SQLValue]] = []
-    /// Scans that extend a run: its observation, the scan's start, duration and node.
-    private var repeats: [(observationID: Int64, startedAt: Double, durationMs: Int, node: String?)] = []
+    /// Scans that extend a run: its observation, the scan's start, order, duration and node.
+    private var repeats: [(observationID: Int64, startedAt: Double, orderAt: Double, durationMs: Int, node: String?)] = []
     private var expiryMarks: [[SQLValue]] = []
     /// The newest state per address (one row each: a statement may not update a row twice).
     private var newStates: [AddressKey: (values: [SQLValue], fenced: Bool)] = [:]
@@ -92,7 +98,8 @@ struct BatchWrites {
             marks[AddressKey(target: row.text(0) ?? "", address: row.text(1) ?? ""), default: []].insert(row.text(2) ?? "")
         }
         let newest = dialect.newestPerAddress(["target", "address", "started_at", "condition", "policy", "failed_rules"],
-                                              from: "address_change", where: dialect.isIn("target", .text))
+                                              from: "address_change", where: dialect.isIn("target", .text),
+                                              by: "coalesce(order_at, started_at)")
         try sql.query(newest, [targets], streaming: false) { row in
             timeline[AddressKey(target: row.text(0) ?? "", address: row.text(1) ?? "")] = [row.text(3) ?? "", row.text(4) ?? "", row.text(5) ?? ""]
         }
@@ -138,21 +145,30 @@ struct BatchWrites {
         return follows
     }
 
+    /// Where an in-order scan stands in its address's order of observation: at its start time,
+    /// or, when the wall clock stands behind the address's newest scan (stepped back), a
+    /// millisecond after that scan. The order never runs backwards for an address.
+    static func orderAt(startedAt: Double, after newest: Double?) -> Double {
+        guard let newest, startedAt <= newest else { return startedAt }
+        return newest + 0.001
+    }
+
     /// Adds an in-order scan: it extends its address's run when its content and verdict are the
     /// run's, else it is a new observation (and a timeline row when its verdict changed).
     mutating func add(_ scan: StoredScan, _ rows: ScanRows, decide: AlertDecision, in sql: any SQLExecutor) throws -> [Alert] {
         let key = AddressKey(target: scan.target, address: rows.result.address)
         let startedAt = rows.result.startedAt.timeIntervalSince1970
+        let orderAt = Self.orderAt(startedAt: startedAt, after: states[key]?.orderAt)
         let observationID: Int64
         if let current = states[key], current.runKey == rows.runKey {
             observationID = current.observationID
-            repeats.append((observationID, startedAt, rows.result.durationMs, scan.node))
+            repeats.append((observationID, startedAt, orderAt, rows.result.durationMs, scan.node))
         } else {
             observationID = try reserveID(in: sql, count: unplaced)
-            try addObservation(scan, rows, id: observationID)
+            try addObservation(scan, rows, id: observationID, orderAt: orderAt)
             if timeline[key] != rows.timeline {
                 changes.append([.text(key.target), .text(key.address), .double(startedAt), .int(observationID),
-                                .text(rows.timeline[0]), .text(rows.timeline[1]), .text(rows.timeline[2])])
+                                .text(rows.timeline[0]), .text(rows.timeline[1]), .text(rows.timeline[2]), .double(orderAt)])
                 timeline[key] = rows.timeline
             }
         }
@@ -160,7 +176,8 @@ struct BatchWrites {
         var previous = states[key]?.memory
         previous?.expiryMarks = marks[key] ?? []
         previous?.lastScanAt = states[key].map { Date(timeIntervalSince1970: $0.lastScanAt) }
-        return try addState(scan, rows, observationID: observationID, runKey: rows.runKey, previous: previous, decide: decide)
+        return try addState(scan, rows, observationID: observationID, runKey: rows.runKey, orderAt: orderAt, previous: previous,
+                            decide: decide)
     }
 
     /// An observation id for a new observation: the first call reserves `count` at once.
@@ -173,7 +190,8 @@ struct BatchWrites {
     }
 
     /// The observation's row, its certificate references and verdict, and its certificates.
-    mutating func addObservation(_ scan: StoredScan, _ rows: ScanRows, id: Int64) throws {
+    /// `orderAt`: where it stands in its address's order of observation (`orderAt(startedAt:after:)`).
+    mutating func addObservation(_ scan: StoredScan, _ rows: ScanRows, id: Int64, orderAt: Double) throws {
         let result = rows.result
         let startedAt = result.startedAt.timeIntervalSince1970
         for certificate in rows.certificates where certificates[certificate.fingerprint] == nil {
@@ -186,7 +204,7 @@ struct BatchWrites {
             .of(rows.handshake), .of(result.atsClientRefusal), .of(result.chain?.trustStore), .of(rows.anchored),
             .of(rows.pathIssues), .text(result.ats.policy.rawValue), .text(rows.contentHash), .of(rows.revocation),
             .of(scan.node), .of(scan.vantage), .of(rows.inventory), .of(rows.headers), .of(rows.vulnerabilities),
-            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients), .of(rows.judgedWith)])
+            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients), .of(rows.judgedWith), .double(orderAt)])
         for reference in rows.references {
             references.append([.int(id), .text(reference.role), .of(reference.position), .text(reference.fingerprint), .of(reference.source)])
         }
@@ -196,7 +214,7 @@ struct BatchWrites {
 
     /// Change detection against the address's memory (`decide`): the alerts and expiry marks it
     /// raises and the address's new current state.
-    mutating func addState(_ scan: StoredScan, _ rows: ScanRows, observationID: Int64, runKey: String?,
+    mutating func addState(_ scan: StoredScan, _ rows: ScanRows, observationID: Int64, runKey: String?, orderAt: Double,
                            previous: AddressMemory?, decide: AlertDecision) throws -> [Alert] {
         let result = rows.result
         let key = AddressKey(target: scan.target, address: result.address)
@@ -218,7 +236,7 @@ struct BatchWrites {
             .of(result.error?.category.rawValue), .of(memory.consecutiveFailures),
             failed ? .null : .double(startedAt), .text((memory.pinState ?? .none).rawValue), .of(result.pin?.message),
             memory.atsCompliant.map { .of($0) } ?? .null, memory.trusted.map { .of($0) } ?? .null,
-            .of(memory.unreachableAlerted), .text(rows.tags), .of(rows.app), .of(runKey)]
+            .of(memory.unreachableAlerted), .text(rows.tags), .of(rows.app), .of(runKey), .double(orderAt)]
         // An earlier scan of the batch's expiry and last success stand where this one has none
         // (the upsert keeps the stored ones the same way).
         if let earlier = newStates[key]?.values {
@@ -227,7 +245,8 @@ struct BatchWrites {
             }
         }
         newStates[key] = (values, scan.ordersByArrival)
-        states[key] = CurrentState(lastScanAt: max(startedAt, states[key]?.lastScanAt ?? startedAt), observationID: observationID,
+        states[key] = CurrentState(lastScanAt: max(startedAt, states[key]?.lastScanAt ?? startedAt),
+                                   orderAt: max(orderAt, states[key]?.orderAt ?? orderAt), observationID: observationID,
                                    runKey: runKey, memory: memory)
         return outcome.alerts.map(\.alert)
     }
@@ -257,7 +276,7 @@ struct BatchWrites {
         try sql.execute(Self.extendRuns, rows: runs.map { id, scans in
             let durations = scans.map(\.durationMs)
             return [.int(id), .of(scans.count), .double(scans.map(\.startedAt).max()!), .of(durations.min()!), .of(durations.max()!),
-                    .of(durations.reduce(0, +))]
+                    .of(durations.reduce(0, +)), .double(scans.map(\.orderAt).max()!)]
         })
         try sql.execute(Self.insertChanges, rows: changes)
         try sql.execute(Self.insertExpiryMarks, rows: expiryMarks)
@@ -322,7 +341,8 @@ struct BatchWrites {
         id:bigint target:text host:text port:bigint sni:text address:text family:text started_at:float8 duration_ms:bigint \
         status:text failure_category:text failure_message:text failure_alert:text handshake:text ats_refusal:text \
         trust_store:text anchored:bigint path_issues:text policy:text content_hash:text revocation:text node:text vantage:text \
-        inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text clients:text judged_with:text
+        inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text clients:text judged_with:text \
+        order_at:float8
         """))
 
     static let insertReferences = SQLBatch.insert(into: "observation_certificate", columns("""
@@ -334,7 +354,7 @@ struct BatchWrites {
         """))
 
     static let insertChanges = SQLBatch.insert(into: "address_change", columns("""
-        target:text address:text started_at:float8 observation_id:bigint condition:text policy:text failed_rules:text
+        target:text address:text started_at:float8 observation_id:bigint condition:text policy:text failed_rules:text order_at:float8
         """))
 
     static let insertAlerts = SQLBatch.insert(into: "alert", columns("""
@@ -367,7 +387,8 @@ struct BatchWrites {
 
     /// Extends runs by the repeats of the batch (a run's first repeat creates its row).
     static let extendRuns = SQLBatch.insert(into: "observation_run", columns("""
-        observation_id:bigint repeats:bigint last_seen_at:float8 duration_min_ms:bigint duration_max_ms:bigint duration_sum_ms:bigint
+        observation_id:bigint repeats:bigint last_seen_at:float8 duration_min_ms:bigint duration_max_ms:bigint duration_sum_ms:bigint \
+        last_order_at:float8
         """), """
         ON CONFLICT (observation_id) DO UPDATE SET repeats = observation_run.repeats + excluded.repeats,
             last_seen_at = CASE WHEN excluded.last_seen_at > observation_run.last_seen_at THEN excluded.last_seen_at
@@ -376,14 +397,17 @@ struct BatchWrites {
                                    ELSE observation_run.duration_min_ms END,
             duration_max_ms = CASE WHEN excluded.duration_max_ms > observation_run.duration_max_ms THEN excluded.duration_max_ms
                                    ELSE observation_run.duration_max_ms END,
-            duration_sum_ms = observation_run.duration_sum_ms + excluded.duration_sum_ms
+            duration_sum_ms = observation_run.duration_sum_ms + excluded.duration_sum_ms,
+            last_order_at = CASE WHEN excluded.last_order_at > coalesce(observation_run.last_order_at, observation_run.last_seen_at)
+                                 THEN excluded.last_order_at
+                                 ELSE coalesce(observation_run.last_order_at, observation_run.last_seen_at) END
         """)
 
     private static let stateColumns = columns("""
         target:text address:text host:text port:bigint last_observation_id:bigint last_scan_at:float8 status:text policy:text \
         compliant:bigint failed_rules:text earliest_expiry:float8 leaf_fingerprint:text leaf_spki:text failure_category:text \
         consecutive_failures:bigint last_success_at:float8 pin_state:text pin_message:text ats_compliant:bigint trusted:bigint \
-        unreachable_alerted:bigint tags:text app:text run_key:text
+        unreachable_alerted:bigint tags:text app:text run_key:text order_at:float8
         """)
     private static let earliestExpiryColumn = stateColumns.firstIndex { $0.name == "earliest_expiry" }!
     private static let lastSuccessColumn = stateColumns.firstIndex { $0.name == "last_success_at" }!
@@ -411,7 +435,9 @@ struct BatchWrites {
                 pin_message = excluded.pin_message,
                 ats_compliant = excluded.ats_compliant, trusted = excluded.trusted,
                 unreachable_alerted = excluded.unreachable_alerted,
-                tags = excluded.tags, app = excluded.app, run_key = excluded.run_key
+                tags = excluded.tags, app = excluded.app, run_key = excluded.run_key,
+                order_at = CASE WHEN excluded.order_at > coalesce(target_state.order_at, target_state.last_scan_at)
+                                THEN excluded.order_at ELSE coalesce(target_state.order_at, target_state.last_scan_at) END
             \(replacingNewer ? "" : "WHERE target_state.last_scan_at <= excluded.last_scan_at")
             """)
     }

@@ -157,9 +157,9 @@ public protocol SQLDialect: Sendable {
     func isIn(_ column: String, _ type: SQLListType) -> String
     /// `column` names an address's current observation (`target_state.last_observation_id`).
     func isCurrentObservation(_ column: String) -> String
-    /// The newest row per (target, address) of `table` matching `condition`, by started_at then
-    /// row id: `columns` in order (started_at among them, as a column).
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String) -> String
+    /// The newest row per (target, address) of `table` matching `condition`, by `order` (an
+    /// expression of its columns) then row id: `columns` in order, and perhaps one more after them.
+    func newestPerAddress(_ columns: [String], from table: String, where condition: String, by order: String) -> String
     /// For `lastReachableScans`: a FROM source naming each key's newest reached observation `o`
     /// (parameters: the targets, the addresses as lists, then the time), or nil to ask key by key.
     func newestReachedPerKey(reached: String) -> String?
@@ -202,4 +202,11 @@ public protocol SQLSideReads: AnyObject {
     /// Starts `read`; the returned function waits for its value.
     func start<Value>(_ read: @escaping (any SQLExecutor) throws -> Value) -> () throws -> Value
     func finish()
+}
+
+extension SQLDialect {
+    /// The newest row per (target, address) of `table` matching `condition`, by start time.
+    func newestPerAddress(_ columns: [String], from table: String, where condition: String) -> String {
+        newestPerAddress(columns, from: table, where: condition, by: "started_at")
+    }
 }

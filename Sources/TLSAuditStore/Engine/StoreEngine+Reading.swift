@@ -71,7 +71,7 @@ extension StoreEngine {
                     r.repeats, r.last_seen_at, r.duration_min_ms, r.duration_max_ms, r.duration_sum_ms
                 FROM observation o JOIN verdict v ON v.observation_id = o.id LEFT JOIN observation_run r ON r.observation_id = o.id
                 WHERE o.target = ? OR o.host = ? OR (o.host || ':' || o.port) = ? OR o.target LIKE ? ESCAPE '\\'
-                ORDER BY coalesce(r.last_seen_at, o.started_at) DESC, o.id DESC LIMIT ?
+                ORDER BY coalesce(r.last_order_at, r.last_seen_at, o.order_at, o.started_at) DESC, o.id DESC LIMIT ?
                 """, [.text(target), .text(target), .text(target), .text(VantageTarget.likePattern(target)), .of(limit)]) { row in
                 let id = row.int("id") ?? 0
                 let place = "observation \(id)"

@@ -90,7 +90,7 @@ extension StoreEngine {
         let startedAt = result.startedAt.timeIntervalSince1970
         var writes = BatchWrites(statements: statements)
         let observationID = try writes.reserveID(in: sql, count: 1)
-        try writes.addObservation(scan, rows, id: observationID)
+        try writes.addObservation(scan, rows, id: observationID, orderAt: startedAt)
         try writes.flush(into: sql)
         try updateTimeline(target: scan.target, rows: rows, observationID: observationID, in: sql)
 
@@ -102,7 +102,8 @@ extension StoreEngine {
         }
         let previous = try memory(target: scan.target, address: result.address, in: sql)
         // No run key: the next scan opens a new run rather than extending one that is not the newest.
-        let alerts = try writes.addState(scan, rows, observationID: observationID, runKey: nil, previous: previous, decide: decide)
+        let alerts = try writes.addState(scan, rows, observationID: observationID, runKey: nil, orderAt: startedAt, previous: previous,
+                                        decide: decide)
         try writes.flush(into: sql)
         return alerts
     }
@@ -137,11 +138,12 @@ extension StoreEngine {
         }
     }
 
-    /// One row of an address's timeline; `state` is condition, policy, failed rules (JSON).
+    /// One row of an address's timeline; `state` is condition, policy, failed rules (JSON). Placed
+    /// by its time, it stands in the order of observation at that time.
     private func insertChange(target: String, address: String, time: Double, observationID: Int64, state: [String],
                               into sql: any SQLExecutor) throws {
         try sql.execute(BatchWrites.insertChanges, rows: [[.text(target), .text(address), .double(time), .int(observationID),
-                                                     .text(state[0]), .text(state[1]), .text(state[2])]])
+                                                     .text(state[0]), .text(state[1]), .text(state[2]), .double(time)]])
     }
 
     /// What is remembered of a target address, or nil before its first scan.
