@@ -23,6 +23,20 @@ public enum LabPrerequisite {
         throw Missing(description: "\(name) is not installed: apt-get install -y \(package) (.ci/run installs it)")
     }
 
+    /// Nothing when python3 imports `module`; else `Missing` saying how to install it (`install`).
+    public static func pythonModule(_ module: String, install: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try program(["python3"], package: "python3"))
+        process.arguments = ["-c", "import \(module)"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Missing(description: "python3 has no module \(module): \(install) (.ci/run installs it)")
+        }
+    }
+
     /// Nothing, as root; else `Missing` saying why root is needed (CI runs as root).
     public static func root(for purpose: String) throws(Missing) {
         guard geteuid() != 0 else { return }

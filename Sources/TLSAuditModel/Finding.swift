@@ -56,6 +56,12 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     /// An app loads a plain `http://` URL that its ATS rules do not allow (NSURLErrorDomain -1022).
     public static let atsInsecureHTTPLoad: FindingID = "ats.insecure-http-load"
 
+    // An app's own ATS dictionary (`app audit`).
+    /// An exception key (an entry's or a global one) that changes no audited host's outcome.
+    public static let appExceptionUnneeded: FindingID = "app.exception-unneeded"
+    /// A key of NSAppTransportSecurity that is misspelt, of the wrong type or misplaced.
+    public static let appPlistProblem: FindingID = "app.plist-problem"
+
     // Chain trust.
     public static let trustExpired: FindingID = "trust.expired"
     public static let trustNotYetValid: FindingID = "trust.not-yet-valid"

@@ -10,6 +10,7 @@ public enum FindingSection: String, Sendable, CaseIterable {
     case vulnerabilities
     case mozillaProfiles = "mozilla-profiles"
     case conformanceLints = "conformance-lints"
+    case appRules = "app-rules"
 }
 
 /// What to change so that a finding goes away, in the words tlsaudit's outputs use.
@@ -95,7 +96,7 @@ public enum FindingCatalog {
 
     /// In the order of docs/findings.md.
     public static let entries: [FindingDescription] = atsRules + chainTrust + revocation + enumeration + pins + handshake
-        + vulnerabilities + mozillaProfiles + conformanceLints
+        + vulnerabilities + mozillaProfiles + conformanceLints + appRules
 
     static let atsRules: [FindingDescription] = [
         entry(.atsTLSVersion, .error, "Protocol older than TLS 1.2", .atsRules),
@@ -249,6 +250,15 @@ public enum FindingCatalog {
         entry(.mozillaCCSInjection, .error, "Vulnerable to CCS injection", .mozillaProfiles),
         entry(.mozillaROBOT, .error, "Strong ROBOT oracle", .mozillaProfiles),
         entry(.mozillaIncomplete, .error, "Profile check incomplete", .mozillaProfiles),
+    ]
+
+    static let appRules: [FindingDescription] = [
+        entry(.appExceptionUnneeded, .warning, "ATS exception that changes nothing", .appRules,
+              why: "Each exception weakens what ATS guarantees, and App Review asks for a reason for it.",
+              fix: FindingFix(short: "remove the key from the Info.plist (app audit prints the corrected dictionary)")),
+        entry(.appPlistProblem, .warning, "NSAppTransportSecurity key misspelt or of the wrong type", .appRules,
+              why: "iOS ignores such a key: the app runs with the setting it does not name.",
+              fix: FindingFix(short: "spell the key as Apple documents it, with a value of its type, where it belongs")),
     ]
 
     static let conformanceLints: [FindingDescription] = [

@@ -98,13 +98,19 @@ public struct ScanTarget: Hashable, Sendable {
 
     /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment.
     public static func parseList(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError) -> [ScanTarget] {
-        var targets: [ScanTarget] = []
+        try parseNumberedList(text, defaultPort: defaultPort).map(\.target)
+    }
+
+    /// `parseList` with each target's line number (1-based).
+    public static func parseNumberedList(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError)
+        -> [(line: Int, target: ScanTarget)] {
+        var targets: [(line: Int, target: ScanTarget)] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first
                 .map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
             guard !line.isEmpty else { continue }
             do {
-                targets.append(try parse(line, defaultPort: defaultPort))
+                targets.append((number + 1, try parse(line, defaultPort: defaultPort)))
             } catch {
                 throw ParseError(description: "line \(number + 1): \(error.description)")
             }

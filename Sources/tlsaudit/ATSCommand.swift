@@ -8,7 +8,7 @@ struct ATSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ats",
         abstract: "One probe per ATS configuration, each offering what a current Apple client offers under it (default, minimum TLS versions, no forward secrecy, arbitrary loads, insecure HTTP loads and arbitrary loads with the app's own trust evaluation); then what to fix on the server and the smallest Info.plist exception, if any works.",
-        discussion: "TARGET may be an http:// URL: it is judged as a plain HTTP load (blocked by default ATS, NSURLErrorDomain -1022). A failing server names the error an app logs (NSURLErrorDomain code and, where Apple's logs show one, the kCFStreamErrorDomainSSL code). Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed, or none helps), 2 no TLS server was reached: the name does not resolve, nothing answers, or what answers is not TLS (a plain HTTP server is named, with the http:// exception that would reach it), 64 usage error."
+        discussion: "TARGET may be an http:// URL: it is judged as a plain HTTP load (blocked by default ATS, NSURLErrorDomain -1022). A failing server names the error an app logs (NSURLErrorDomain code and, where Apple's logs show one, the kCFStreamErrorDomainSSL code). Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed, or none helps), 2 no TLS server was reached: the name does not resolve, nothing answers, or what answers is not TLS (a plain HTTP server is named, with the http:// exception that would reach it), 64 usage error. With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 no server was reached or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md."
     )
 
     @Argument(help: "The server, HOST[:PORT], or http://HOST[:PORT] for a plain HTTP load.")
@@ -18,10 +18,12 @@ struct ATSCommand: ParsableCommand {
 
     @OptionGroup var identity: ClientIdentityOptions
 
-    @Option(help: ArgumentHelp(HelpLists.outputFormat))
-    var format: OutputFormat = .text
+    @Option(help: ArgumentHelp(GateOptions.formatHelp))
+    var format: GateOutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
+
+    @OptionGroup var gate: GateOptions
 
     func run() throws {
         if let plain = try parsePlainHTTPTarget(target, connectTo: connection.connectTo) { return try plainHTTP(plain) }
@@ -46,13 +48,13 @@ struct ATSCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let diagnostics = ATSDiagnostics.judge(probes)
-        switch format {
-        case .json:
-            StandardStream.output.write(try jsonStyle.encoder.encodeLine(diagnostics))
-        case .text:
-            StandardStream.output.write(Self.text(diagnostics))
-        }
-        if diagnostics.exitCode != 0 { throw ExitCode(diagnostics.exitCode) }
+        let version = TLSAuditCommand.version
+        try gate.finish(GateReports.ats(diagnostics, toolVersion: version), commandExit: diagnostics.exitCode, format: format,
+                        json: { try jsonStyle.encoder.encodeLine(diagnostics) }, text: { Self.text(diagnostics) },
+                        fromJSON: { data in
+                            try GateOptions.decode(ATSDiagnostics.self, data, schema: ATSDiagnostics.schemaVersion)
+                                .map { GateReports.ats($0, toolVersion: version) }
+                        })
     }
 
     /// `ats http://HOST[:PORT]`: a plain HTTP load, which default ATS blocks (NSURLErrorDomain -1022);
@@ -73,32 +75,41 @@ struct ATSCommand: ParsableCommand {
         let blocked = AppleLoadErrors.insecureHTTP
         let exception = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
         let answer = status.map { "GET / answered \($0)" } ?? "no HTTP server answered"
-        switch format {
-        case .json:
-            struct PlainHTTPDiagnostics: Encodable {
-                var schema = "tlsaudit.ats-http/1"
-                var target: String
-                var scheme = "http"
-                var httpStatus: Int?
-                var currentClients: String
-                var error: AppleLoadError
-                var exception: [String: String]
-                var infoPlist: String
-                var exitCode: Int32
-            }
-            StandardStream.output.write(try jsonStyle.encoder.encodeLine(PlainHTTPDiagnostics(
-                target: target, httpStatus: status, currentClients: "default ATS blocks plain http:// loads", error: blocked,
-                exception: exception, infoPlist: ATSDiagnostics.plistForInsecureLoads(domain: name), exitCode: status == nil ? 2 : 1)))
-        case .text:
-            StandardStream.output.write("""
-                ATS diagnostics for \(target): plain HTTP (\(answer))
-                conclusion: default ATS blocks plain http:// loads: the app logs \(blocked)
-                in the app: NSExceptionAllowsInsecureHTTPLoads = YES for \(name) (or NSAllowsArbitraryLoads) lets it load without TLS, and then anyone on the network path can read and change the traffic; serving it over HTTPS needs no exception
+        let diagnostics = PlainHTTPDiagnostics(
+            target: target, httpStatus: status, currentClients: "default ATS blocks plain http:// loads", error: blocked,
+            exception: exception, infoPlist: ATSDiagnostics.plistForInsecureLoads(domain: name), exitCode: status == nil ? 2 : 1)
+        let version = TLSAuditCommand.version
+        try gate.finish(GateReports.atsPlainHTTP(target: target, status: status, error: blocked, toolVersion: version),
+                        commandExit: diagnostics.exitCode, format: format,
+                        json: { try jsonStyle.encoder.encodeLine(diagnostics) },
+                        text: {
+                            """
+                            ATS diagnostics for \(target): plain HTTP (\(answer))
+                            conclusion: default ATS blocks plain http:// loads: the app logs \(blocked)
+                            in the app: NSExceptionAllowsInsecureHTTPLoads = YES for \(name) (or NSAllowsArbitraryLoads) lets it load without TLS, and then anyone on the network path can read and change the traffic; serving it over HTTPS needs no exception
 
-                \(ATSDiagnostics.plistForInsecureLoads(domain: name))
-                """)
-        }
-        throw ExitCode(status == nil ? 2 : 1)
+                            \(ATSDiagnostics.plistForInsecureLoads(domain: name))
+                            """
+                        },
+                        fromJSON: { data in
+                            try GateOptions.decode(PlainHTTPDiagnostics.self, data, schema: PlainHTTPDiagnostics.schemaVersion).map {
+                                GateReports.atsPlainHTTP(target: $0.target, status: $0.httpStatus, error: $0.error, toolVersion: version)
+                            }
+                        })
+    }
+
+    /// `ats http://...`'s JSON document.
+    struct PlainHTTPDiagnostics: Codable {
+        static let schemaVersion = "tlsaudit.ats-http/1"
+        var schema = Self.schemaVersion
+        var target: String
+        var scheme = "http"
+        var httpStatus: Int?
+        var currentClients: String
+        var error: AppleLoadError
+        var exception: [String: String]
+        var infoPlist: String
+        var exitCode: Int32
     }
 
     /// Exit 2's message: no TLS server was reached, so no ATS setting is the question; a plain HTTP

@@ -52,7 +52,8 @@ struct AppAuditCommand: ParsableCommand {
             exception (entry key or global key) is unneeded, or an app finding is an error (AFNetworking's \
             refusal of its policy, nothing pinned, a .cer that is not DER), 2 a host could not be reached \
             or an input (the app, the client identity) could not be read, 64 usage error. Plist domains probed by --probe-plist-domains \
-            never change it.
+            never change it. \
+            With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 a host was not reached or an input could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
     )
 
@@ -77,10 +78,12 @@ struct AppAuditCommand: ParsableCommand {
 
     @OptionGroup var identity: ClientIdentityOptions
 
-    @Option(help: ArgumentHelp(HelpLists.outputFormat))
-    var format: OutputFormat = .text
+    @Option(help: ArgumentHelp(GateOptions.formatHelp))
+    var format: GateOutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
+
+    @OptionGroup var gate: GateOptions
 
     func validate() throws {
         switch (trustEvaluation, afnetworking) {
@@ -143,11 +146,12 @@ struct AppAuditCommand: ParsableCommand {
                                     trustEvaluation: trustEvaluation ?? .system, findings: pinning?.findings ?? [],
                                     privateAnchors: probed.contains { $0.probes?.privateAnchors == true })
         report.notProbed = selection.notProbed
-        switch format {
-        case .json: StandardStream.output.write(try jsonStyle.encoder.encodeLine(report))
-        case .text: StandardStream.output.write(Self.text(report))
-        }
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+        try gate.finish(GateReports.app(report, plist: .of(path)), commandExit: report.exitCode, format: format,
+                        json: { try jsonStyle.encoder.encodeLine(report) }, text: { Self.text(report) },
+                        fromJSON: { data in
+                            try GateOptions.decode(AppAuditReport.self, data, schema: AppAuditReport.schemaVersion)
+                                .map { GateReports.app($0, plist: GateReports.PlistSource(file: $0.app)) }
+                        })
     }
 
     /// `--afnetworking`: AFSecurityPolicy with the bundle's `.cer` files as its pinned set (DER, as

@@ -15,7 +15,8 @@ struct ScanCommand: ParsableCommand {
         abstract: "Handshake with every address of each target and judge what it shows against ATS.",
         discussion: """
             Exit status: 0 every address is ATS compliant, 1 some address is not, 2 some address \
-            or name could not be scanned (2 wins over 1), 64 usage error.
+            or name could not be scanned (2 wins over 1), 64 usage error. \
+            With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an address or name could not be scanned or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
     )
 
@@ -41,10 +42,12 @@ struct ScanCommand: ParsableCommand {
     @Option(help: "Seconds allowed for each of name resolution, TCP connect and TLS handshake.")
     var timeout: Double = SettingBounds.timeout.defaultValue
 
-    @Option(help: ArgumentHelp(HelpLists.outputFormat))
-    var format: OutputFormat = .text
+    @Option(help: ArgumentHelp(GateOptions.formatHelp))
+    var format: GateOutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
+
+    @OptionGroup var gate: GateOptions
 
     @Option(help: ArgumentHelp("Policy to judge against: \(HelpLists.policies)."))
     var policy: CompliancePolicy?
@@ -159,21 +162,28 @@ struct ScanCommand: ParsableCommand {
         }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
-        // Formatted while the writer commits what arrived last.
-        let output: Data
-        switch format {
-        case .json:
-            output = try jsonStyle.encoder.encodeLine(report)
-        case .text:
-            let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-            output = Data(ScanTextRenderer(colour: colour).render(report).utf8)
-        }
         if let database, let failure = writer?.finish(spill: SpillLocations(base: database)).stoppedBy {
             StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
             throw ExitCode(2)
         }
-        StandardStream.output.write(output)
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+        let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
+        let lines = targetLines
+        try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: lines), commandExit: report.exitCode, format: format,
+                        json: { try jsonStyle.encoder.encodeLine(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
+                        fromJSON: { data in
+                            try GateOptions.decode(ScanReport.self, data, schema: ScanReport.schemaVersion)
+                                .map { GateReports.scan($0, targetsFile: nil, lines: [:]) }
+                        })
+    }
+
+    /// Each target's line in `--targets-file` (for SARIF locations), by its name; empty without one.
+    private var targetLines: [String: Int] {
+        guard let targetsFile, let bytes = try? InputLimits.read(targetsFile, limit: InputLimits.configurationBytes, what: "--targets-file"),
+              let text = String(validating: bytes, as: UTF8.self),
+              let numbered = try? ScanTarget.parseNumberedList(text, defaultPort: starttls.defaultPort) else { return [:] }
+        var lines: [String: Int] = [:]
+        for (line, target) in numbered where lines[target.displayName] == nil { lines[target.displayName] = line }
+        return lines
     }
 
     /// `--checks` split on commas: the checks named, and the words that name none.

@@ -16,7 +16,8 @@ struct VerifyCommand: ParsableCommand {
             RSA >= 2048 / ECC >= 256 below the root). Revocation is checked from the CRLs and OCSP \
             responses given (--crl, --ocsp-response), offline; with --revocation soft or hard, what \
             they do not cover is fetched as a scan does. Exit status: 0 valid, 1 not valid, 2 input \
-            unreadable, 64 usage error.
+            unreadable, 64 usage error. \
+            With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an input or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
     )
 
@@ -49,10 +50,12 @@ struct VerifyCommand: ParsableCommand {
     @Option(help: "Seconds allowed for fetching (missing intermediates with --aia-fetch; revocation answers with --revocation and no files).")
     var timeout: Double = SettingBounds.timeout.defaultValue
 
-    @Option(help: ArgumentHelp(HelpLists.outputFormat))
-    var format: OutputFormat = .text
+    @Option(help: ArgumentHelp(GateOptions.formatHelp))
+    var format: GateOutputFormat = .text
 
     @OptionGroup var jsonStyle: JSONStyleOptions
+
+    @OptionGroup var gate: GateOptions
 
     func validate() throws {
         guard !chainFiles.isEmpty else { throw ValidationError("Give --chain FILE.") }
@@ -80,14 +83,12 @@ struct VerifyCommand: ParsableCommand {
             StandardStream.error.write("tlsaudit: cannot read the input: \(error)\n")
             throw ExitCode(2)
         }
-        switch format {
-        case .json:
-            StandardStream.output.write(try jsonStyle.encoder.encodeLine(report))
-        case .text:
-            let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-            StandardStream.output.write(VerifyTextRenderer.render(report, colour: colour))
-        }
-        if report.exitCode != 0 { throw ExitCode(report.exitCode) }
+        let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
+        try gate.finish(GateReports.verify(report), commandExit: report.exitCode, format: format,
+                        json: { try jsonStyle.encoder.encodeLine(report) }, text: { VerifyTextRenderer.render(report, colour: colour) },
+                        fromJSON: { data in
+                            try GateOptions.decode(VerifyReport.self, data, schema: VerifyReport.schemaVersion).map(GateReports.verify)
+                        })
     }
 }
 
