@@ -211,6 +211,15 @@ public final class TrustInputKeeper: @unchecked Sendable {
     /// current again after a successful refresh. Inputs with no
     /// configured source (the shipped snapshots) are shown stale, not alerted on.
     func checkConditions(now: Date = Date()) {
+        // Each input's refresh timer checks every input, on a concurrent queue: two checks at once
+        // would each read the condition the last alert left and each raise the same transition.
+        checking.withLock { _ in checkConditionsAlone(now: now) }
+    }
+
+    /// One check at a time (`checkConditions`).
+    private let checking = Mutex(())
+
+    private func checkConditionsAlone(now: Date) {
         for entry in current {
             if let published = entry.inForce.publishedAt {
                 metrics.recordTrustInputAge(entry.inForce.input.rawValue, seconds: max(0, now.timeIntervalSince(published)))
