@@ -7,6 +7,7 @@ struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tlsaudit-bench",
         abstract: "Build report fixtures and synthetic fleets from real loopback handshakes.",
-        subcommands: [ReportFixtureCommand.self, FillCommand.self, JSONBenchCommand.self, SCTBenchCommand.self, LimboBenchCommand.self]
+        subcommands: [ReportFixtureCommand.self, FillCommand.self, JSONBenchCommand.self, SCTBenchCommand.self, LimboBenchCommand.self,
+                      SchemaSnapshotCommand.self]
     )
 }

@@ -35,6 +35,7 @@ public final class SQLiteScanStore: EngineBackedStore, FileBackedStore, Sendable
             pool = try SQLitePool(path: path, configuration: configuration)
             let migrator = StoreMigrations.migrator(sha256: sha256)
             try pool.read { db in try Self.refuseUnknownMigrations(migrator, in: db, path: path) }
+            try SQLiteSchemaSnapshot.make(in: pool.pool, migrator: migrator)
             try migrator.migrate(pool.pool)
             // The reader that checked the migrations holds the schema as it was: its statements
             // would expand `*` to the old columns (SQLite re-prepares them with the new ones at

@@ -417,6 +417,21 @@ struct SQLiteStoreConformanceTests {
         open: { try SQLiteScanStore(path: $0, sha256: Digest.sha256Hex) },
         newLocation: { SQLiteStoreConformanceTests.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path })
 
+    @Test("a new database is made from the schema snapshot: the schema and migrations the migrations make, and the snapshot is current")
+    func schemaSnapshot() throws {
+        let migrated = try SQLiteSchemaSnapshot.migrated()
+        #expect(SQLiteSchemaSnapshot.migrations == migrated.migrations && SQLiteSchemaSnapshot.statements == migrated.statements,
+                "SQLiteSchemaSnapshot.swift is not what the migrations make: swift run tlsaudit-bench schema-snapshot > Sources/TLSAuditStore/SQLiteSchemaSnapshot.swift")
+        let path = Self.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path
+        let store = try SQLiteScanStore(path: path, sha256: Digest.sha256Hex)
+        #expect(try store.appliedMigrations() == migrated.migrations)
+        let made = try DatabaseQueue(path: path).read(SQLiteSchemaSnapshot.schema(of:))
+        #expect(made.statements == migrated.statements, "the schema of a new database is the migrations' schema")
+        // Opened again, nothing is made twice (a database with tables is migrated, and here is up to date).
+        _ = try SQLiteScanStore(path: path, sha256: Digest.sha256Hex)
+        #expect(try DatabaseQueue(path: path).read(SQLiteSchemaSnapshot.schema(of:)).statements == migrated.statements)
+    }
+
     @Test("durability: what record returned is there after the store is closed and opened again, whole")
     func durability() throws { try suite.durability() }
 
