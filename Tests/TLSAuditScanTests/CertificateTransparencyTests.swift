@@ -234,4 +234,25 @@ struct CertificateTransparencyTests {
         let lab = try CLI.verify([try pki.leaf(), pki.intermediate])
         #expect(lab.report.chain.anchorIn == [])
     }
+
+    @Test("anchor_in's system store: SSL_CERT_FILE naming the default bundle is answered by the hashed directory; another bundle is searched")
+    func systemStoreWithCertFile() throws {
+        let snapshot = TrustStore.appleSnapshotPEM
+        let blocks = snapshot.components(separatedBy: "-----END CERTIFICATE-----").dropLast().map { $0 + "-----END CERTIFICATE-----\n" }
+        let summaries = try CertificateFile.summaries(path: try file("apple.pem", Data(snapshot.utf8)))
+        let index = try #require(summaries.firstIndex { $0.subject.contains("ISRG Root X1") })
+        let isrg = try file("isrg.pem", Data(blocks[index].utf8))
+        for environment in [["SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt"], ["SSL_CERT_FILE": "/usr/lib/ssl/cert.pem"]] {
+            let output = try CLI.run(["verify", "--chain", isrg, "--roots", isrg, "--format", "json"], environment: environment)
+            let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+            #expect(report.chain.anchorIn?.contains("system") == true, "\(environment): \(String(describing: report.chain.anchorIn))")
+        }
+        // A bundle of its own holding the lab root: the lab chain's anchor is in the system store then.
+        let bundle = try file("bundle.pem", Data(pki.root.pem.utf8))
+        let chain = try file("chain.pem", Data((try pki.leaf().pem + pki.intermediate.pem).utf8))
+        let output = try CLI.run(["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json"],
+                                 environment: ["SSL_CERT_FILE": bundle])
+        let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
+        #expect(report.chain.anchorIn == ["system"], "\(String(describing: report.chain.anchorIn))")
+    }
 }

@@ -213,13 +213,29 @@ public enum PublicRoots {
     /// Whether the directory holds the file's certificates under their subject hashes, as Debian's
     /// `update-ca-certificates` makes them (the file is the concatenation of the directory's
     /// certificates): judged by the file's first certificate, once. Then the directory answers
-    /// alone and the file is not read for each anchor; elsewhere (`SSL_CERT_FILE` set, a bundle
-    /// without hashed links) the file is searched too.
+    /// alone and the file is not read for each anchor; elsewhere (`SSL_CERT_FILE` naming another
+    /// bundle than OpenSSL's default file, a bundle without hashed links) the file is searched too.
     private static let systemFileCoveredByDirectory: Bool = {
-        guard getenv("SSL_CERT_FILE") == nil, let bytes = try? InputLimits.read(systemPaths.file, limit: InputLimits.certificateFileBytes, what: "system CA file"),
+        // Its first certificate is in the first few KiB (reading the whole 220 KiB bundle cost a
+        // one-target scan half a millisecond).
+        guard isDefaultFile(systemPaths.file),
+              let bytes = FileHandle(forReadingAtPath: systemPaths.file).flatMap({ try? $0.read(upToCount: 32 << 10) }).map(Array.init),
               let first = firstPEMCertificate(bytes), let certificate = try? X509Certificate(der: first) else { return false }
         return directoryCertificates(named: certificate).contains { $0.der == certificate.der }
     }()
+
+    /// Whether `path` is OpenSSL's default CA file (`SSL_CERT_FILE` is often set to the very file
+    /// the default names through its link, `/etc/ssl/certs/ca-certificates.crt` on Debian).
+    private static func isDefaultFile(_ path: String) -> Bool {
+        let defaultFile = String(cString: X509_get_default_cert_file())
+        guard path != defaultFile else { return true }
+        func resolved(_ path: String) -> String? {
+            guard let real = realpath(path, nil) else { return nil }
+            defer { free(real) }
+            return String(cString: real)
+        }
+        return resolved(path).map { $0 == resolved(defaultFile) } ?? false
+    }
 
     /// The DER of the first PEM certificate in `bytes`.
     private static func firstPEMCertificate(_ bytes: [UInt8]) -> [UInt8]? {
