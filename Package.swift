@@ -218,7 +218,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "TLSAuditOutput", "tlsaudit"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

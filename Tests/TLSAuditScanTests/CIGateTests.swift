@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditLab
 import TLSAuditModel
+import TLSAuditOutput
 
 /// `--format junit`, `--format sarif`, `--baseline` and `--write-baseline` of `app audit`, `scan`,
 /// `ats` and `verify` (the CI gate), against lab servers: every document is checked by a real
@@ -274,5 +275,54 @@ struct CIGateTests {
             #expect(readme.contains("```yaml\n" + text + "```"), "README shows \(file) as it is")
             #expect(text.contains("--baseline ci/tlsaudit-baseline.sarif --format"), "the job gates on the baseline")
         }
+    }
+
+    @Test("the gate's rules: a known finding fails nothing, a new one does, a failed case with nothing to name always fails; the plist's key lines")
+    func gateRules() throws {
+        let known = GateFinding(id: "trust.expired", severity: .error, message: "expired", location: GateLocation(logical: "a"), fails: true)
+        let warning = GateFinding(id: "lint.cn-not-in-san", severity: .warning, message: "lint", fails: false)
+        var report = GateReport(command: "scan", subject: "t", toolVersion: "0", cases: [
+            GateCase(name: "one", group: "g", outcome: .failed, detail: "", findings: [known, warning]),
+            GateCase(name: "two", group: "g", outcome: .passed, detail: "", findings: [warning]),
+        ])
+        report.apply(GateBaseline(fingerprints: [known.fingerprint(in: "one")]))
+        #expect(report.exitCodeAgainstBaseline == 0 && JUnitXML.document(report).contains("failures=\"0\""))
+        report.apply(GateBaseline(fingerprints: []))
+        #expect(report.exitCodeAgainstBaseline == 1)
+        // The same id in another case, or at another key path, is another finding.
+        report.apply(GateBaseline(fingerprints: [known.fingerprint(in: "two"), "one|trust.expired|b"]))
+        #expect(report.exitCodeAgainstBaseline == 1)
+        let unnamed = GateReport(command: "scan", subject: "t", toolVersion: "0", cases: [
+            GateCase(name: "three", group: "g", outcome: .failed, detail: "refused", findings: []),
+        ])
+        #expect(unnamed.exitCodeAgainstBaseline == 1 && JUnitXML.document(unnamed).contains("<failure type=\"failed\" message=\"refused\">"))
+        let unreached = GateReport(command: "scan", subject: "t", toolVersion: "0", cases: [
+            GateCase(name: "four", group: "g", outcome: .notReached("refused"), detail: "", findings: []),
+            GateCase(name: "five", group: "g", outcome: .failed, detail: "", findings: [known]),
+        ])
+        #expect(unreached.exitCodeAgainstBaseline == 2, "not reached wins over a new finding")
+
+        let plist = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict>
+            <key>NSAppTransportSecurity</key>
+            <dict>
+              <key>NSExceptionDomains</key>
+              <dict>
+                <key>example.com</key>
+                <dict><key>NSIncludesSubdomains</key><true/></dict>
+                <key>api.example.com</key>
+                <dict>
+                  <key>NSIncludesSubdomains</key><true/>
+                </dict>
+              </dict>
+            </dict>
+            </dict></plist>
+            """
+        let lines = try #require(PlistKeyLines(plist))
+        #expect(lines.line(of: "NSAppTransportSecurity.NSExceptionDomains.api.example.com.NSIncludesSubdomains") == 11)
+        #expect(lines.line(of: "NSAppTransportSecurity.NSExceptionDomains.example.com.NSIncludesSubdomains") == 8)
+        #expect(lines.line(of: "NSAppTransportSecurity.NSExceptionDomains.other.test") == 5, "the deepest key found")
+        #expect(PlistKeyLines("bplist00") == nil)
     }
 }

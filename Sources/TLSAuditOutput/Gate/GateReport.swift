@@ -38,7 +38,7 @@ public struct GateReport: Sendable {
     /// fails its case is not in the baseline, 0 otherwise.
     public var exitCodeAgainstBaseline: Int32 {
         if cases.contains(where: { if case .notReached = $0.outcome { $0.counts } else { false } }) { return 2 }
-        return cases.contains { $0.counts && !$0.newFailures.isEmpty } ? 1 : 0
+        return cases.contains { $0.counts && $0.failsAgainstBaseline } ? 1 : 0
     }
 }
 
@@ -82,8 +82,11 @@ public struct GateCase: Sendable {
     /// The findings that fail the case and are not in the baseline.
     public var newFailures: [GateFinding] { outcome == .failed ? findings.filter { $0.fails && !$0.known } : [] }
 
-    /// Whether it fails once the baseline's findings are set aside.
-    public var failsAgainstBaseline: Bool { !newFailures.isEmpty }
+    /// Whether it fails once the baseline's findings are set aside (a failed case with no finding
+    /// to name always does: a baseline cannot know it).
+    public var failsAgainstBaseline: Bool {
+        outcome == .failed && (!newFailures.isEmpty || !findings.contains(where: \.fails))
+    }
 }
 
 /// One finding of a case: its id, words, fix and where it is.

@@ -32,8 +32,9 @@ public enum JUnitXML {
             case .failed where gateCase.failsAgainstBaseline:
                 let new = gateCase.newFailures
                 let ids = new.map(\.id).uniqued()
-                out += "      <failure type=\(quoted(ids.joined(separator: ","))) message=\(quoted(ids.joined(separator: ", ") + ": " + new[0].message))>"
-                out += text(new.map(describe).joined(separator: "\n")) + "</failure>\n"
+                let message = new.first.map { ids.joined(separator: ", ") + ": " + $0.message } ?? gateCase.detail
+                out += "      <failure type=\(quoted(ids.isEmpty ? "failed" : ids.joined(separator: ","))) message=\(quoted(message))>"
+                out += text(new.isEmpty ? gateCase.detail : new.map(describe).joined(separator: "\n")) + "</failure>\n"
             case .failed, .passed:
                 break
             }
