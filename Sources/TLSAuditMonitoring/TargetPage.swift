@@ -166,7 +166,9 @@ enum TargetPage {
         /// The history, newest first: verdict changes (an entry whose verdict differs from the one
         /// before it at that address) and alerts, merged by time.
         function timeline(document_) {
-          const entries = [...document_.history].sort((a, b) => Date.parse(a.started_at) - Date.parse(b.started_at));
+          // The API lists the history newest first in the order of observation (not by wall-clock
+          // time, which a clock step can run backwards): oldest first here.
+          const entries = [...document_.history].reverse();
           const last = {};
           const events = [];
           for (const entry of entries) {

@@ -210,10 +210,11 @@ public final class TrustInputKeeper: @unchecked Sendable {
     /// differs from the one its latest alert left (current when there is none), and for one that is
     /// current again after a successful refresh. Inputs with no
     /// configured source (the shipped snapshots) are shown stale, not alerted on.
-    func checkConditions(now: Date = Date()) {
+    func checkConditions(now: Date? = nil) {
         // Each input's refresh timer checks every input, on a concurrent queue: two checks at once
         // would each read the condition the last alert left and each raise the same transition.
-        checking.withLock { _ in checkConditionsAlone(now: now) }
+        // The time is read once the lock is held: a check that waited is not older than the one before it.
+        checking.withLock { _ in checkConditionsAlone(now: now ?? Date()) }
     }
 
     /// One check at a time (`checkConditions`).

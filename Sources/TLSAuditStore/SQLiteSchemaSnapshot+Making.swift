@@ -6,10 +6,12 @@ package import GRDB
 /// as much CPU as the scan itself. A database that has any table is migrated as before.
 extension SQLiteSchemaSnapshot {
     /// Makes the schema in an empty database (nothing when it has a table, or when the snapshot
-    /// is not of these migrations). The transaction is immediate: two processes opening one new
-    /// file make it once.
+    /// is not of these migrations). Looked at with a read first: opening a database that has its
+    /// tables (a read-only one, one the service is writing) takes no write lock. The transaction
+    /// is immediate: two processes opening one new file make it once.
     static func make(in pool: DatabasePool, migrator: DatabaseMigrator) throws {
-        guard migrations == migrator.migrations else { return }
+        guard migrations == migrator.migrations,
+              try pool.read({ db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }) == 0 else { return }
         try pool.writeWithoutTransaction { db in
             try db.inTransaction(.immediate) {
                 guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 else { return .rollback }

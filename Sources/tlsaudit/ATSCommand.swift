@@ -35,17 +35,19 @@ struct ATSCommand: ParsableCommand {
         let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {
+            var reason = "\(parsed.displayName) has no address"
             if case .failure(let failure) = scanner.addresses(for: parsed) {
                 StandardStream.error.write("tlsaudit: \(failure.description)\n")
+                reason = failure.description
             }
-            throw ExitCode(2)
+            try notReached(reason)
         }
         let probes = enumerator.atsProbes(address, target: parsed, trustStore: store)
         if let failure = probes.noTLSServer {
             StandardStream.error.write(Self.noTLSServer(failure, target: parsed, address: address.host,
                                                         plainHTTPStatus: failure.category == .notTLS || failure.category == .closedDuringHandshake
                                                             ? enumerator.plainHTTPStatus(address, target: parsed) : nil))
-            throw ExitCode(2)
+            try notReached("no TLS server at \(address.host): \(failure.description)")
         }
         let diagnostics = ATSDiagnostics.judge(probes)
         let version = TLSAuditCommand.version
@@ -70,7 +72,7 @@ struct ATSCommand: ParsableCommand {
             status = addresses.first.flatMap { Enumerator(scanner: scanner).plainHTTPStatus($0, target: parsed) }
         case .failure(let failure):
             StandardStream.error.write("tlsaudit: \(failure.description)\n")
-            throw ExitCode(2)
+            try notReached(failure.description)
         }
         let blocked = AppleLoadErrors.insecureHTTP
         let exception = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
@@ -110,6 +112,16 @@ struct ATSCommand: ParsableCommand {
         var exception: [String: String]
         var infoPlist: String
         var exitCode: Int32
+    }
+
+    /// No server reached: exit 2, the reason on standard error; under `--format junit` or `sarif`
+    /// (and with `--write-baseline`) the run's document still says so, as a case not reached.
+    func notReached(_ reason: String) throws -> Never {
+        if format == .junit || format == .sarif || gate.writeBaseline != nil {
+            try gate.finish(GateReports.atsNotReached(target: target, reason: reason, toolVersion: TLSAuditCommand.version), commandExit: 2,
+                            format: format, json: { Data() }, text: { "" }, fromJSON: { _ in nil })
+        }
+        throw ExitCode(2)
     }
 
     /// Exit 2's message: no TLS server was reached, so no ATS setting is the question; a plain HTTP

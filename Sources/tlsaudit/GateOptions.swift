@@ -35,7 +35,7 @@ struct GateOptions: ParsableArguments {
         var gate = gate
         var exitCode = commandExit
         if let baseline {
-            gate.apply(try Self.read(baseline: baseline, fromJSON: fromJSON))
+            gate.apply(try Self.read(baseline: baseline, command: gate.command, fromJSON: fromJSON))
             exitCode = gate.exitCodeAgainstBaseline
         }
         switch format {
@@ -56,7 +56,7 @@ struct GateOptions: ParsableArguments {
     }
 
     /// The fingerprints of a SARIF log, or of the command's own JSON output. Unreadable: exit 2.
-    static func read(baseline path: String, fromJSON: (Data) throws -> GateReport?) throws -> GateBaseline {
+    static func read(baseline path: String, command: String, fromJSON: (Data) throws -> GateReport?) throws -> GateBaseline {
         func unreadable(_ why: String) -> ExitCode {
             StandardStream.error.write("tlsaudit: --baseline \(path): \(why)\n")
             return ExitCode(2)
@@ -69,7 +69,11 @@ struct GateOptions: ParsableArguments {
         guard let document = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw unreadable("not a JSON document (give an earlier --format sarif or --format json output)")
         }
-        if let sarif = GateBaseline.fromSARIF(document) { return sarif }
+        do {
+            if let sarif = try GateBaseline.fromSARIF(document, command: command) { return sarif }
+        } catch {
+            throw unreadable("\(error)")
+        }
         let gate: GateReport?
         do { gate = try fromJSON(data) } catch {
             throw unreadable("not an output of this command (\(document["schema"] as? String ?? "no schema"): \(error))")
@@ -83,9 +87,11 @@ struct GateOptions: ParsableArguments {
     /// The text output's last lines under a baseline: what is new, what is known.
     static func baselineText(_ gate: GateReport) -> String {
         let known = gate.findings.filter(\.finding.known)
-        let new = gate.cases.flatMap { gateCase in gateCase.newFailures.map { (gateCase.name, $0) } }
+        let new = gate.cases.flatMap { gateCase in gateCase.newFailures.map { (gateCase.name, $0.id) } }
+            // A failed case with no finding to name fails under any baseline.
+            + gate.cases.filter { $0.failsAgainstBaseline && $0.newFailures.isEmpty }.map { ($0.name, "failed") }
         var out = "baseline: \(new.count) new finding(s) failing, \(known.count) known\n"
-        for (name, finding) in new { out += "  NEW \(name): \(finding.id)\n" }
+        for (name, id) in new { out += "  NEW \(name): \(id)\n" }
         for (gateCase, finding) in known { out += "  known \(gateCase.name): \(finding.id)\n" }
         return out
     }

@@ -76,9 +76,10 @@ enum GateReports {
                                         fix: "remove it", location: plist.location("\(atsKey).\(key.key)"), fails: true))
         }
         for finding in report.findings {
+            // About a bundle file its words name (AFNetworking's .cer files): the words tell one from another.
             findings.append(GateFinding(id: finding.id.rawValue, severity: finding.severity, message: finding.message,
                                         fix: FindingCatalog[finding.id]?.fix?.short, location: GateLocation(file: report.app),
-                                        fails: finding.severity == .error))
+                                        qualifier: finding.message, fails: finding.severity == .error))
         }
         for problem in report.problems {
             // "KEY.PATH: message", as AppTransportSecurityPolicy.Diagnostic writes it.
@@ -117,7 +118,7 @@ enum GateReports {
                 let reasons = Set(address.countedReasons.map(\.rawValue))
                 var findings = address.findings.map { finding in
                     GateFinding(id: finding.id.rawValue, severity: finding.severity, message: finding.message,
-                                fix: FindingCatalog[finding.id]?.fix?.short, location: location,
+                                fix: FindingCatalog[finding.id]?.fix?.short, location: location, qualifier: finding.depth.map { "depth \($0)" },
                                 fails: finding.severity == .error && reasons.contains(finding.id.rawValue))
                 }
                 // A reason no finding carries (a pin mismatch: its words are the pin evaluation's).
@@ -167,6 +168,13 @@ enum GateReports {
         return GateReport(command: "ats", subject: diagnostics.target, toolVersion: toolVersion, cases: cases)
     }
 
+    /// `ats` when no TLS server was reached: the default configuration's case, not reached.
+    static func atsNotReached(target: String, reason: String, toolVersion: String) -> GateReport {
+        GateReport(command: "ats", subject: target, toolVersion: toolVersion, cases: [
+            GateCase(name: "\(target) default", group: "tlsaudit.ats", outcome: .notReached(reason), detail: reason, findings: []),
+        ])
+    }
+
     /// `ats http://...`: the plain load, blocked by default ATS (NSURLErrorDomain -1022).
     static func atsPlainHTTP(target: String, status: Int?, error: AppleLoadError, toolVersion: String) -> GateReport {
         let name = "\(target) default"
@@ -191,7 +199,8 @@ enum GateReports {
         let findings = report.findings.map { finding in
             GateFinding(id: finding.id.rawValue, severity: finding.severity,
                         message: finding.depth.map { "certificate \($0): " + finding.message } ?? finding.message,
-                        fix: FindingCatalog[finding.id]?.fix?.short, location: location, fails: finding.severity == .error)
+                        fix: FindingCatalog[finding.id]?.fix?.short, location: location, qualifier: finding.depth.map { "depth \($0)" },
+                        fails: finding.severity == .error)
         }
         let detail = report.chain.certificates.enumerated().map { "#\($0.offset) \($0.element.subject)" }.joined(separator: "\n")
         return GateReport(command: "verify", subject: name, toolVersion: report.toolVersion, cases: [

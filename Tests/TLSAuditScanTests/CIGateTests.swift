@@ -258,6 +258,22 @@ struct CIGateTests {
         try "{\"schema\": \"tlsaudit.scan/1\"}".write(to: other, atomically: true, encoding: .utf8)
         let wrong = try appAudit(plain.path, hosts: host, ["--baseline", other.path])
         #expect(wrong.status == 2 && wrong.stderr.contains("not an output of this command"), "\(wrong.stderr)")
+        // Another command's SARIF is not this one's baseline either.
+        let verifyLog = pki.directory.appendingPathComponent("verify-\(UUID().uuidString.prefix(8)).sarif")
+        try CLI.run(["verify", "--chain", pki.rootFile, "--roots", pki.rootFile, "--format", "sarif"]).stdout
+            .write(to: verifyLog, atomically: true, encoding: .utf8)
+        let otherSARIF = try appAudit(plain.path, hosts: host, ["--baseline", verifyLog.path])
+        #expect(otherSARIF.status == 2 && otherSARIF.stderr.contains("not of tlsaudit app audit"), "\(otherSARIF.stderr)")
+        // ats with no server to reach still writes its document: the default configuration, not reached.
+        good.stop()
+        let unreached = ["ats", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--timeout", "3", "good.gate.test:\(good.port)"]
+        let junit = try CLI.run(unreached + ["--format", "junit"])
+        #expect(junit.status == 2)
+        #expect(try Self.validJUnit(junit).contains("<skipped message=\"not reached: "))
+        let sarif = try CLI.run(unreached + ["--format", "sarif"])
+        #expect(sarif.status == 2)
+        let notes = (try Self.validSARIF(sarif)["invocations"] as? [[String: Any]])?.first?["toolExecutionNotifications"] as? [[String: Any]]
+        #expect(notes?.count == 1, "\(notes ?? [])")
     }
 
     @Test("README's pipelines: the GitHub Actions workflow and the GitLab CI job pass each system's schema, and README shows them as they are")
@@ -301,6 +317,10 @@ struct CIGateTests {
             GateCase(name: "five", group: "g", outcome: .failed, detail: "", findings: [known]),
         ])
         #expect(unreached.exitCodeAgainstBaseline == 2, "not reached wins over a new finding")
+        // The same id at two depths of one chain are two findings.
+        let leaf = GateFinding(id: "trust.expired", severity: .error, message: "", qualifier: "depth 0", fails: true)
+        let intermediate = GateFinding(id: "trust.expired", severity: .error, message: "", qualifier: "depth 1", fails: true)
+        #expect(leaf.fingerprint(in: "c") != intermediate.fingerprint(in: "c"))
 
         let plist = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -324,5 +344,7 @@ struct CIGateTests {
         #expect(lines.line(of: "NSAppTransportSecurity.NSExceptionDomains.example.com.NSIncludesSubdomains") == 8)
         #expect(lines.line(of: "NSAppTransportSecurity.NSExceptionDomains.other.test") == 5, "the deepest key found")
         #expect(PlistKeyLines("bplist00") == nil)
+        let crlf = try #require(PlistKeyLines(plist.replacingOccurrences(of: "\n", with: "\r\n")))
+        #expect(crlf.line(of: "NSAppTransportSecurity.NSExceptionDomains.api.example.com.NSIncludesSubdomains") == 11, "CRLF lines")
     }
 }

@@ -417,6 +417,28 @@ struct SQLiteStoreConformanceTests {
         open: { try SQLiteScanStore(path: $0, sha256: Digest.sha256Hex) },
         newLocation: { SQLiteStoreConformanceTests.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path })
 
+    @Test("a fenced scan behind its address's clock (a node whose clock runs behind) replaces the state and lists first in history")
+    func fencedScanBehindLeadsHistory() throws {
+        let store = try SQLiteScanStore(path: Self.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path, sha256: Digest.sha256Hex)
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        func scan(_ sample: Int, at seconds: Double) -> StoredScan {
+            var result = StoreConformance.samples[sample]
+            result.startedAt = start.addingTimeInterval(seconds)
+            return StoredScan(target: "fenced", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result)
+        }
+        _ = try store.record([0.0, 60].map { scan(0, at: $0) }, decide: suite.decide)
+        var behind = scan(1, at: 30)
+        behind.fence = ScanFence(workTarget: "fenced", workVantage: "", epoch: 2)
+        _ = try store.record([behind], decide: suite.decide)
+        let history = try store.history(target: "fenced", limit: 10)
+        #expect(history.map(\.status) == [.failed, .completed], "\(history.map { ($0.status, $0.startedAt.timeIntervalSince(start)) })")
+        #expect(try store.status().first?.lastObservationID == history.first?.observationID)
+        // The next scan follows it (a fenced scan's state carries no run key: the next one opens its own).
+        _ = try store.record([scan(1, at: 90)], decide: suite.decide)
+        let after = try store.history(target: "fenced", limit: 10)
+        #expect(after.map { $0.startedAt.timeIntervalSince(start) } == [90, 30, 0], "\(after.map { $0.startedAt.timeIntervalSince(start) })")
+    }
+
     @Test("a new database is made from the schema snapshot: the schema and migrations the migrations make, and the snapshot is current")
     func schemaSnapshot() throws {
         let migrated = try SQLiteSchemaSnapshot.migrated()
@@ -427,8 +449,26 @@ struct SQLiteStoreConformanceTests {
         #expect(try store.appliedMigrations() == migrated.migrations)
         let made = try DatabaseQueue(path: path).read(SQLiteSchemaSnapshot.schema(of:))
         #expect(made.statements == migrated.statements, "the schema of a new database is the migrations' schema")
-        // Opened again, nothing is made twice (a database with tables is migrated, and here is up to date).
-        _ = try SQLiteScanStore(path: path, sha256: Digest.sha256Hex)
+        // Opened again, nothing is made twice (a database with tables is migrated, and here is up to
+        // date), and no write lock is taken: it opens while another connection holds one.
+        // (Another process holds it: GRDB leaves no transaction open between accesses.)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["python3", "-c", """
+            import sqlite3, sys, time
+            c = sqlite3.connect(sys.argv[1], isolation_level=None)
+            c.execute("BEGIN IMMEDIATE")
+            print("locked", flush=True)
+            time.sleep(4)
+            """, path]
+        let pipe = Pipe()
+        holder.standardOutput = pipe
+        try holder.run()
+        defer { holder.terminate(); holder.waitUntilExit() }
+        #expect(String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self).contains("locked"))
+        let opened = Date()
+        _ = try SQLiteScanStore(path: path, busyTimeout: 2, sha256: Digest.sha256Hex)
+        #expect(Date().timeIntervalSince(opened) < 1.5, "waited for the write lock")
         #expect(try DatabaseQueue(path: path).read(SQLiteSchemaSnapshot.schema(of:)).statements == migrated.statements)
     }
 

@@ -97,25 +97,30 @@ public struct GateFinding: Sendable {
     /// What to change, when the command knows.
     public var fix: String?
     public var location: GateLocation
+    /// What tells it from another finding of the same id, case and place (the certificate's depth
+    /// in the chain, the bundle file an app finding is about), for the fingerprint.
+    public var qualifier: String?
     /// It is among the reasons its case fails (a warning beside them does not).
     public var fails: Bool
     /// In the baseline: accepted before, listed but not failing.
     public var known = false
 
     public init(id: String, severity: Severity, message: String, fix: String? = nil, location: GateLocation = GateLocation(),
-                fails: Bool) {
+                qualifier: String? = nil, fails: Bool) {
         self.id = id
         self.severity = severity
         self.message = message
         self.fix = fix
         self.location = location
+        self.qualifier = qualifier
         self.fails = fails
     }
 
-    /// What a baseline remembers of it: its case, id and key path; not its words or line (which
-    /// change with a new certificate or an edited plist without making it another finding).
+    /// What a baseline remembers of it: its case, id, key path or target, and qualifier; not its
+    /// words or line (which change with a new certificate or an edited plist without making it
+    /// another finding).
     public func fingerprint(in caseName: String) -> String {
-        [caseName, id, location.logical ?? ""].joined(separator: "|")
+        ([caseName, id, location.logical ?? ""] + (qualifier.map { [$0] } ?? [])).joined(separator: "|")
     }
 }
 

@@ -15,10 +15,10 @@ public struct PlistKeyLines: Sendable {
         var line = 1
         var rest = Substring(text)
         while let open = rest.range(of: "<key>") {
-            line += rest[..<open.lowerBound].reduce(0) { $0 + ($1 == "\n" ? 1 : 0) }
+            line += Self.lineFeeds(rest[..<open.lowerBound])
             guard let close = rest[open.upperBound...].range(of: "</key>") else { break }
             keys.append((Self.unescaped(String(rest[open.upperBound..<close.lowerBound])), line))
-            line += rest[open.upperBound..<close.lowerBound].reduce(0) { $0 + ($1 == "\n" ? 1 : 0) }
+            line += Self.lineFeeds(rest[open.upperBound..<close.lowerBound])
             rest = rest[close.upperBound...]
         }
         self.keys = keys
@@ -46,6 +46,11 @@ public struct PlistKeyLines: Sendable {
             if remaining.hasPrefix(".") { remaining = remaining.dropFirst() }
         }
         return found
+    }
+
+    /// Line feeds counted as bytes: CRLF is one Character, not equal to "\n".
+    private static func lineFeeds(_ text: Substring) -> Int {
+        text.utf8.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
     }
 
     private static func unescaped(_ text: String) -> String {

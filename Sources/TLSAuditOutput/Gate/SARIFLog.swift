@@ -24,7 +24,8 @@ public enum SARIFLog {
         for (gateCase, finding) in report.findings {
             var result: [String: Any] = [
                 "ruleId": finding.id,
-                "level": level(finding.severity),
+                // A case that never counts (a plist domain only shown) raises no error in code scanning.
+                "level": gateCase.counts ? level(finding.severity) : "note",
                 "message": ["text": message(finding, in: gateCase)],
                 "partialFingerprints": [fingerprintKey: finding.fingerprint(in: gateCase.name)],
                 "properties": ["case": gateCase.name, "failsCase": finding.fails && gateCase.outcome == .failed],
@@ -50,7 +51,7 @@ public enum SARIFLog {
                 "informationUri": "file:///usr/share/doc/tlsaudit/README.md",
                 "rules": rules.map(rule),
             ] as [String: Any]],
-            "automationDetails": ["id": "tlsaudit/\(report.command.replacingOccurrences(of: " ", with: "-"))/"],
+            "automationDetails": ["id": automationID(report.command)],
             "invocations": [[
                 "executionSuccessful": !notifications.contains { $0["level"] as? String == "error" },
                 "exitCode": Int(exitCode),
@@ -64,6 +65,9 @@ public enum SARIFLog {
         data.append(UInt8(ascii: "\n"))
         return data
     }
+
+    /// `tlsaudit/app-audit/`: the run's `automationDetails.id`, what a baseline is checked against.
+    static func automationID(_ command: String) -> String { "tlsaudit/\(command.replacingOccurrences(of: " ", with: "-"))/" }
 
     static func level(_ severity: Severity) -> String {
         switch severity {
@@ -117,10 +121,15 @@ public struct GateBaseline: Sendable {
     }
 
     /// The fingerprints of a SARIF log's results, or nil when the document is not SARIF.
-    public static func fromSARIF(_ document: [String: Any]) -> GateBaseline? {
+    /// - Throws: `Mismatch` when it is the SARIF of another tool or command than `command`.
+    public static func fromSARIF(_ document: [String: Any], command: String) throws -> GateBaseline? {
         guard document["version"] as? String == "2.1.0", let runs = document["runs"] as? [[String: Any]] else { return nil }
         var fingerprints: Set<String> = []
         for run in runs {
+            let id = (run["automationDetails"] as? [String: Any])?["id"] as? String
+            guard id == SARIFLog.automationID(command) else {
+                throw Mismatch(description: "a SARIF log of \(id ?? "another tool"), not of tlsaudit \(command)")
+            }
             for result in run["results"] as? [[String: Any]] ?? [] {
                 if let fingerprint = (result["partialFingerprints"] as? [String: Any])?[SARIFLog.fingerprintKey] as? String {
                     fingerprints.insert(fingerprint)
@@ -128,5 +137,10 @@ public struct GateBaseline: Sendable {
             }
         }
         return GateBaseline(fingerprints: fingerprints)
+    }
+
+    /// A baseline written by another tool or command.
+    public struct Mismatch: Error, CustomStringConvertible {
+        public var description: String
     }
 }

@@ -88,21 +88,24 @@ extension StoreEngine {
                                   into sql: any SQLExecutor) throws -> [Alert] {
         let result = rows.result
         let startedAt = result.startedAt.timeIntervalSince1970
+        // A scan older than the address's current state (written late: a node paused past its
+        // lease, results replayed from a spill file after newer ones) stays in the history only,
+        // at its time; one that replaces the state (a fenced scan behind its address's clock)
+        // stands after the address's newest scan in the order of observation.
+        let current = try sql.first(ScanRows.currentScanTime, [.text(scan.target), .text(result.address)]) { $0.double(0) } ?? nil
+        let late = ScanRows.isLate(startedAt: startedAt, current: current, fenced: scan.ordersByArrival)
+        let newest = late ? nil : try sql.first(BatchWrites.currentStates + " WHERE target = ? AND address = ?",
+                                                 [.text(scan.target), .text(result.address)]) { try BatchWrites.CurrentState($0).orderAt }
+        let orderAt = BatchWrites.orderAt(startedAt: startedAt, after: newest)
         var writes = BatchWrites(statements: statements)
         let observationID = try writes.reserveID(in: sql, count: 1)
-        try writes.addObservation(scan, rows, id: observationID, orderAt: startedAt)
+        try writes.addObservation(scan, rows, id: observationID, orderAt: orderAt)
         try writes.flush(into: sql)
-        try updateTimeline(target: scan.target, rows: rows, observationID: observationID, in: sql)
-
-        // A scan older than the address's current state (written late: a node paused past its
-        // lease, results replayed from a spill file after newer ones) stays in the history only.
-        let current = try sql.first(ScanRows.currentScanTime, [.text(scan.target), .text(result.address)]) { $0.double(0) } ?? nil
-        if ScanRows.isLate(startedAt: startedAt, current: current, fenced: scan.ordersByArrival) {
-            return []
-        }
+        try updateTimeline(target: scan.target, rows: rows, observationID: observationID, orderAt: orderAt, in: sql)
+        if late { return [] }
         let previous = try memory(target: scan.target, address: result.address, in: sql)
         // No run key: the next scan opens a new run rather than extending one that is not the newest.
-        let alerts = try writes.addState(scan, rows, observationID: observationID, runKey: nil, orderAt: startedAt, previous: previous,
+        let alerts = try writes.addState(scan, rows, observationID: observationID, runKey: nil, orderAt: orderAt, previous: previous,
                                         decide: decide)
         try writes.flush(into: sql)
         return alerts
@@ -111,12 +114,13 @@ extension StoreEngine {
     /// A row in the address's timeline when this scan's counted verdict differs from the one in
     /// force at its time. A scan stored after a later one (a CLI scan racing the service, a clock
     /// step) also fixes up the scan that follows it.
-    private func updateTimeline(target: String, rows: ScanRows, observationID: Int64, in sql: any SQLExecutor) throws {
+    private func updateTimeline(target: String, rows: ScanRows, observationID: Int64, orderAt: Double, in sql: any SQLExecutor) throws {
         let address = rows.result.address
         let time = rows.result.startedAt.timeIntervalSince1970
         let before = try sql.first(statements.timelineBefore, [.text(target), .text(address), .double(time)]) { row in [row.text(0) ?? "", row.text(1) ?? "", row.text(2) ?? ""] }
         if before != rows.timeline {
-            try insertChange(target: target, address: address, time: time, observationID: observationID, state: rows.timeline, into: sql)
+            try insertChange(target: target, address: address, time: time, order: orderAt, observationID: observationID,
+                             state: rows.timeline, into: sql)
         }
         let next = try sql.first(statements.timelineNext, [.text(target), .text(address), .double(time)]) { row -> (id: Int64, time: Double, state: [String]) in
             let id = row.int(0) ?? 0
@@ -134,16 +138,17 @@ extension StoreEngine {
         if next.state == rows.timeline, hasRow {
             try sql.execute("DELETE FROM address_change WHERE observation_id = ? AND started_at = ?", [.int(next.id), .double(next.time)])
         } else if next.state != rows.timeline, !hasRow {
-            try insertChange(target: target, address: address, time: next.time, observationID: next.id, state: next.state, into: sql)
+            try insertChange(target: target, address: address, time: next.time, order: next.time, observationID: next.id, state: next.state,
+                             into: sql)
         }
     }
 
-    /// One row of an address's timeline; `state` is condition, policy, failed rules (JSON). Placed
-    /// by its time, it stands in the order of observation at that time.
-    private func insertChange(target: String, address: String, time: Double, observationID: Int64, state: [String],
+    /// One row of an address's timeline; `state` is condition, policy, failed rules (JSON); `order`
+    /// where it stands in the order of observation.
+    private func insertChange(target: String, address: String, time: Double, order: Double, observationID: Int64, state: [String],
                               into sql: any SQLExecutor) throws {
         try sql.execute(BatchWrites.insertChanges, rows: [[.text(target), .text(address), .double(time), .int(observationID),
-                                                     .text(state[0]), .text(state[1]), .text(state[2]), .double(time)]])
+                                                     .text(state[0]), .text(state[1]), .text(state[2]), .double(order)]])
     }
 
     /// What is remembered of a target address, or nil before its first scan.
