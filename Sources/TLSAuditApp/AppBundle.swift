@@ -23,6 +23,11 @@ public struct AppBundle: Sendable, Hashable {
     /// Certificate files at the top of the bundle (`.cer`, AFNetworking's `certificatesInBundle`
     /// set, and `.der`, which it ignores), sorted by file name.
     public var certificates: [BundledCertificate]
+    /// The Info.plist as a file of its own (a lone plist, an `.app`'s), for locating its keys; nil
+    /// for an `.ipa`'s, an entry of the archive.
+    public var infoPlistFile: String?
+    /// The Info.plist's text where it is XML (nil for a binary one), for the lines of its keys.
+    public var infoPlistXML: String?
 
     /// The key path of the ATS dictionary in the Info.plist: the root of every key path a
     /// finding about ATS names.

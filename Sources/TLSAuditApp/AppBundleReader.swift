@@ -28,13 +28,19 @@ public enum AppBundleReader {
         if ["ipa", "zip"].contains((path as NSString).pathExtension.lowercased()) || startsLikeZip(path) {
             return try readArchive(path)
         }
-        return try bundle(path: path, source: .infoPlist, infoPlist: try readPropertyList(path: path), plistFile: path, certificates: [])
+        let bytes = try readPlistFile(path)
+        return try bundle(path: path, source: .infoPlist, infoPlist: try parseInfoPlist(bytes, file: path), infoBytes: bytes,
+                          plistFile: path, onDisk: true, certificates: [])
     }
 
     /// A lone property list (XML or binary, an Info.plist or a part of one such as a bare
     /// NSAppTransportSecurity dictionary), within the Info.plist's size limit: its root dictionary.
     public static func readPropertyList(path: String) throws(AppBundleError) -> [String: PlistValue] {
-        try parseInfoPlist(try readFile(path, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist"), file: path)
+        try parseInfoPlist(try readPlistFile(path), file: path)
+    }
+
+    private static func readPlistFile(_ path: String) throws(AppBundleError) -> [UInt8] {
+        try readFile(path, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist")
     }
 
     // MARK: - The three inputs
@@ -45,7 +51,7 @@ public enum AppBundleReader {
             throw AppBundleError(.missingInfoPlist, file: path, "no Info.plist at the top of this directory (an iOS .app has one there)")
         }
         var budget = Budget(file: path)
-        let infoBytes = try readFile(infoPath, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist")
+        let infoBytes = try readPlistFile(infoPath)
         try budget.spend(infoBytes.count, on: "Info.plist")
         let plist = try parseInfoPlist(infoBytes, file: infoPath)
         let names: [String]
@@ -63,7 +69,8 @@ public enum AppBundleReader {
             try budget.spend(der.count, on: name)
             certificates.append(BundledCertificate(fileName: name, der: der))
         }
-        return try bundle(path: path, source: .appDirectory, infoPlist: plist, plistFile: infoPath, certificates: certificates)
+        return try bundle(path: path, source: .appDirectory, infoPlist: plist, infoBytes: infoBytes, plistFile: infoPath, onDisk: true,
+                          certificates: certificates)
     }
 
     private static func readArchive(_ path: String) throws(AppBundleError) -> AppBundle {
@@ -113,8 +120,8 @@ public enum AppBundleReader {
             try budget.spend(der.count, on: entry.name)
             certificates.append(BundledCertificate(fileName: String(entry.name.dropFirst(prefix.count)), der: der))
         }
-        return try bundle(path: path, source: .archive(app: "Payload/\(app)"), infoPlist: plist,
-                          plistFile: "\(path): \(infoEntry.name)", certificates: certificates)
+        return try bundle(path: path, source: .archive(app: "Payload/\(app)"), infoPlist: plist, infoBytes: infoBytes,
+                          plistFile: "\(path): \(infoEntry.name)", onDisk: false, certificates: certificates)
     }
 
     // MARK: - Shared steps
@@ -165,14 +172,18 @@ public enum AppBundleReader {
         return dictionary
     }
 
-    private static func bundle(path: String, source: AppBundle.Source, infoPlist: [String: PlistValue], plistFile: String,
-                               certificates: [BundledCertificate]) throws(AppBundleError) -> AppBundle {
+    /// `onDisk`: `plistFile` is a file of its own (not an archive's entry).
+    private static func bundle(path: String, source: AppBundle.Source, infoPlist: [String: PlistValue], infoBytes: [UInt8],
+                               plistFile: String, onDisk: Bool, certificates: [BundledCertificate]) throws(AppBundleError) -> AppBundle {
         let identifier = infoPlist["CFBundleIdentifier"]
         if let identifier, identifier.stringValue == nil {
             throw AppBundleError(.invalidPropertyList, file: plistFile, "CFBundleIdentifier is \(article(identifier.typeName)), not a string")
         }
-        return AppBundle(path: path, source: source, bundleIdentifier: identifier?.stringValue, infoPlist: infoPlist,
-                         certificates: certificates)
+        var bundle = AppBundle(path: path, source: source, bundleIdentifier: identifier?.stringValue, infoPlist: infoPlist,
+                               certificates: certificates)
+        bundle.infoPlistFile = onDisk ? plistFile : nil
+        bundle.infoPlistXML = infoBytes.starts(with: Array("bplist".utf8)) ? nil : String(validating: infoBytes, as: UTF8.self)
+        return bundle
     }
 
     private static func article(_ typeName: String) -> String {

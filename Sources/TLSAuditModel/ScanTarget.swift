@@ -96,12 +96,8 @@ public struct ScanTarget: Hashable, Sendable {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
-    /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment.
-    public static func parseList(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError) -> [ScanTarget] {
-        try parseNumberedList(text, defaultPort: defaultPort).map(\.target)
-    }
-
-    /// `parseList` with each target's line number (1-based).
+    /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment; each target with
+    /// its line number (1-based).
     public static func parseNumberedList(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError)
         -> [(line: Int, target: ScanTarget)] {
         var targets: [(line: Int, target: ScanTarget)] = []

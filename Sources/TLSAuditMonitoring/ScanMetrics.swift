@@ -114,12 +114,13 @@ public final class ScanMetrics: Sendable {
             defer { current = (server, role) }
             return current
         }
-        if let previous {
-            registry.makeGauge(descriptor: Self.named("tlsaudit_database_server_info", "The PostgreSQL server the store's connections reach now (1), and the ones before (0)."),
-                               labels: [("server", previous.0), ("role", previous.1)]).set(Double(0))
+        func info(_ server: String, _ role: String) -> Gauge {
+            registry.makeGauge(descriptor: Self.named("tlsaudit_database_server_info",
+                                                      "The PostgreSQL server the store's connections reach now (1), and the ones before (0)."),
+                               labels: [("server", server), ("role", role)])
         }
-        registry.makeGauge(descriptor: Self.named("tlsaudit_database_server_info", "The PostgreSQL server the store's connections reach now (1), and the ones before (0)."),
-                           labels: [("server", server), ("role", role)]).set(Double(1))
+        if let previous { info(previous.0, previous.1).set(Double(0)) }
+        info(server, role).set(Double(1))
         if changed {
             registry.makeCounter(descriptor: Self.named("tlsaudit_database_server_changes_total",
                                                         "Times the store's connections reached another PostgreSQL server than before (a failover or a switch-over)."))

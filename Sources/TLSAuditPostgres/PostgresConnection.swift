@@ -343,9 +343,8 @@ final class PostgresConnection {
 
     /// The server this connection reached (`host:port`; one of several a URL names).
     var server: String {
-        let host = LibPQ.api.host(handle).map { String(cString: $0) } ?? "?"
-        let port = LibPQ.api.port(handle).map { String(cString: $0) } ?? "?"
-        return (host.contains(":") ? "[\(host)]" : host) + ":" + port
+        PostgresSettings.Server(host: LibPQ.api.host(handle).map { String(cString: $0) } ?? "?",
+                                port: LibPQ.api.port(handle).flatMap { Int(String(cString: $0)) } ?? 0).display
     }
 
     /// The connection is still up (a restarted server or a broken socket makes it bad).

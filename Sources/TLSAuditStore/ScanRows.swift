@@ -138,13 +138,9 @@ package struct ScanRows {
         "(\(alias).status = 'completed' OR \(alias).trust_store IS NOT NULL)"
     }
 
-    /// When the address's current state was scanned. Arguments: target, address. (Only the
-    /// address's own row counts: the addresses of one target are probed side by side, so another
-    /// address's newer time says nothing about this scan's age.)
-    package static let currentScanTime = "SELECT last_scan_at FROM target_state WHERE target = ? AND address = ?"
-
     /// Whether a scan that started at `startedAt` is older than the state it would replace (a late
-    /// one: kept in the history only). A fenced scan (a fleet claim that still stands) is never
+    /// one: kept in the history only; `current` is the address's own state's time: the addresses
+    /// of one target are probed side by side, so another address's newer time says nothing). A fenced scan (a fleet claim that still stands) is never
     /// late: its claim orders it after every other, whatever the nodes' clocks say.
     package static func isLate(startedAt: Double, current: Double?, fenced: Bool) -> Bool {
         guard !fenced, let current else { return false }

@@ -146,7 +146,7 @@ struct AppAuditCommand: ParsableCommand {
                                     trustEvaluation: trustEvaluation ?? .system, findings: pinning?.findings ?? [],
                                     privateAnchors: probed.contains { $0.probes?.privateAnchors == true })
         report.notProbed = selection.notProbed
-        try gate.finish(GateReports.app(report, plist: .of(path)), commandExit: report.exitCode, format: format,
+        try gate.finish(GateReports.app(report, plist: .init(bundle)), commandExit: report.exitCode, format: format,
                         json: { try jsonStyle.encoder.encodeLine(report) }, text: { Self.text(report) },
                         fromJSON: { data in
                             try GateOptions.decode(AppAuditReport.self, data, schema: AppAuditReport.schemaVersion)

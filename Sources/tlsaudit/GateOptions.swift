@@ -96,13 +96,10 @@ struct GateOptions: ParsableArguments {
         return out
     }
 
-    /// A JSON output of tlsaudit, decoded as the commands write it (snake_case keys, ISO 8601 dates).
+    /// A JSON output of tlsaudit with this `schema`, decoded as the commands write it; nil for another document.
     static func decode<Report: Decodable>(_ type: Report.Type, _ data: Data, schema: String) throws -> Report? {
         guard let document = try JSONSerialization.jsonObject(with: data) as? [String: Any],
               document["schema"] as? String == schema else { return nil }
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .iso8601
-        return try decoder.decode(type, from: data)
+        return try JSONDecoder.tlsaudit.decode(type, from: data)
     }
 }

@@ -17,15 +17,15 @@ enum GateReports {
             GateLocation(file: file, line: keyPath.flatMap { lines?.line(of: $0) }, logical: keyPath)
         }
 
-        /// A lone Info.plist is read again for its lines; an .app's from inside it; an .ipa's
-        /// entry is compressed (its findings name the archive and the key path, without a line).
-        static func of(_ path: String) -> PlistSource {
-            var isDirectory: ObjCBool = false
-            let plist = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-                ? (path as NSString).appendingPathComponent("Info.plist") : path
-            let bytes = try? InputLimits.read(plist, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist")
-            let text = bytes.flatMap { String(validating: $0, as: UTF8.self) }
-            return PlistSource(file: plist, lines: text.flatMap(PlistKeyLines.init))
+        /// The bundle's Info.plist file, with its lines where it is XML; an .ipa's is an entry of the
+        /// archive: its findings name the archive and the key path, without a line.
+        init(_ bundle: AppBundle) {
+            file = bundle.infoPlistFile ?? bundle.path
+            lines = bundle.infoPlistFile == nil ? nil : bundle.infoPlistXML.flatMap(PlistKeyLines.init)
+        }
+
+        init(file: String) {
+            self.file = file
         }
     }
 

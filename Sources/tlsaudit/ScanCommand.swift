@@ -111,7 +111,7 @@ struct ScanCommand: ParsableCommand {
     }
 
     func run() throws {
-        let parsedTargets = try loadTargets()
+        let (parsedTargets, targetLines) = try loadTargets()
         let trustStore = try trust.store(caFile: caFile, policy: policy ?? .default)
         let credentials = try identity.credentials()
         var options = ScanOptions(timeout: timeout, concurrency: concurrency, trustStore: trustStore,
@@ -167,23 +167,12 @@ struct ScanCommand: ParsableCommand {
             throw ExitCode(2)
         }
         let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-        let lines = targetLines
-        try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: lines), commandExit: report.exitCode, format: format,
+        try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: targetLines), commandExit: report.exitCode, format: format,
                         json: { try jsonStyle.encoder.encodeLine(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
                         fromJSON: { data in
                             try GateOptions.decode(ScanReport.self, data, schema: ScanReport.schemaVersion)
                                 .map { GateReports.scan($0, targetsFile: nil, lines: [:]) }
                         })
-    }
-
-    /// Each target's line in `--targets-file` (for SARIF locations), by its name; empty without one.
-    private var targetLines: [String: Int] {
-        guard let targetsFile, let bytes = try? InputLimits.read(targetsFile, limit: InputLimits.configurationBytes, what: "--targets-file"),
-              let text = String(validating: bytes, as: UTF8.self),
-              let numbered = try? ScanTarget.parseNumberedList(text, defaultPort: starttls.defaultPort) else { return [:] }
-        var lines: [String: Int] = [:]
-        for (line, target) in numbered where lines[target.displayName] == nil { lines[target.displayName] = line }
-        return lines
     }
 
     /// `--checks` split on commas: the checks named, and the words that name none.
@@ -216,8 +205,10 @@ struct ScanCommand: ParsableCommand {
         return (policy, policy.problems.first.map { "--pin: \($0)" })
     }
 
-    private func loadTargets() throws -> [ScanTarget] {
+    /// The targets to scan, and each `--targets-file` target's line by its name (for SARIF locations).
+    private func loadTargets() throws -> (targets: [ScanTarget], fileLines: [String: Int]) {
         var parsed: [ScanTarget] = []
+        var fileLines: [String: Int] = [:]
         do {
             for text in targets { parsed.append(try ScanTarget.parse(text, defaultPort: starttls.defaultPort)) }
             if let targetsFile {
@@ -228,10 +219,11 @@ struct ScanCommand: ParsableCommand {
                 guard let contents = String(validating: bytes, as: UTF8.self) else {
                     throw ValidationError("--targets-file \(targetsFile) is not UTF-8 text")
                 }
-                parsed += try ScanTarget.parseList(contents, defaultPort: starttls.defaultPort).map { target in
+                for (line, target) in try ScanTarget.parseNumberedList(contents, defaultPort: starttls.defaultPort) {
                     var target = target
                     target.original = target.displayName
-                    return target
+                    parsed.append(target)
+                    if fileLines[target.displayName] == nil { fileLines[target.displayName] = line }
                 }
             }
         } catch let error as ScanTarget.ParseError {
@@ -249,7 +241,7 @@ struct ScanCommand: ParsableCommand {
         }
         let pins = pinPolicy.policy
         let checks = requestedChecks.known.union(enumerate ? [.inventory] : [])
-        return parsed.map { target in
+        return (parsed.map { target in
             var target = target
             if let sni { target.sni = sni }
             target.starttls = starttls.use(port: target.port)
@@ -260,7 +252,7 @@ struct ScanCommand: ParsableCommand {
             target.headersPath = headersPath
             target.connectTo = destinations
             return target
-        }
+        }, fileLines)
     }
 }
 

@@ -92,18 +92,17 @@ extension StoreEngine {
         // lease, results replayed from a spill file after newer ones) stays in the history only,
         // at its time; one that replaces the state (a fenced scan behind its address's clock)
         // stands after the address's newest scan in the order of observation.
-        let current = try sql.first(ScanRows.currentScanTime, [.text(scan.target), .text(result.address)]) { $0.double(0) } ?? nil
-        let late = ScanRows.isLate(startedAt: startedAt, current: current, fenced: scan.ordersByArrival)
-        let newest = late ? nil : try sql.first(BatchWrites.currentStates + " WHERE target = ? AND address = ?",
-                                                 [.text(scan.target), .text(result.address)]) { try BatchWrites.CurrentState($0).orderAt }
-        let orderAt = BatchWrites.orderAt(startedAt: startedAt, after: newest)
+        let state = try sql.first(BatchWrites.currentStates + " WHERE target = ? AND address = ?",
+                                  [.text(scan.target), .text(result.address)]) { try BatchWrites.CurrentState($0) }
+        let late = ScanRows.isLate(startedAt: startedAt, current: state?.lastScanAt, fenced: scan.ordersByArrival)
+        let orderAt = BatchWrites.orderAt(startedAt: startedAt, after: late ? nil : state?.orderAt)
         var writes = BatchWrites(statements: statements)
         let observationID = try writes.reserveID(in: sql, count: 1)
         try writes.addObservation(scan, rows, id: observationID, orderAt: orderAt)
         try writes.flush(into: sql)
         try updateTimeline(target: scan.target, rows: rows, observationID: observationID, orderAt: orderAt, in: sql)
         if late { return [] }
-        let previous = try memory(target: scan.target, address: result.address, in: sql)
+        let previous = try state.map { try memory($0, target: scan.target, address: result.address, in: sql) }
         // No run key: the next scan opens a new run rather than extending one that is not the newest.
         let alerts = try writes.addState(scan, rows, observationID: observationID, runKey: nil, orderAt: orderAt, previous: previous,
                                         decide: decide)
@@ -151,15 +150,11 @@ extension StoreEngine {
                                                      .text(state[0]), .text(state[1]), .text(state[2]), .double(order)]])
     }
 
-    /// What is remembered of a target address, or nil before its first scan.
-    private func memory(target: String, address: String, in sql: any SQLExecutor) throws -> AddressMemory? {
-        try sql.first(BatchWrites.currentStates + " WHERE target = ? AND address = ?", [.text(target), .text(address)]) {
-            try BatchWrites.CurrentState($0).memory
-        }.map { memory in
-            var memory = memory
-            memory.expiryMarks = Set(try sql.rows("SELECT mark FROM expiry_alert WHERE target = ? AND address = ?",
-                                                  [.text(target), .text(address)]) { $0.text(0) ?? "" })
-            return memory
-        }
+    /// What is remembered of a target address: its current state's memory, with its expiry marks.
+    private func memory(_ state: BatchWrites.CurrentState, target: String, address: String, in sql: any SQLExecutor) throws -> AddressMemory {
+        var memory = state.memory
+        memory.expiryMarks = Set(try sql.rows("SELECT mark FROM expiry_alert WHERE target = ? AND address = ?",
+                                              [.text(target), .text(address)]) { $0.text(0) ?? "" })
+        return memory
     }
 }
