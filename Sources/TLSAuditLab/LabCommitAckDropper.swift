@@ -17,7 +17,7 @@ public final class LabCommitAckDropper: Sendable {
     private let counts = Counts()
 
     private final class Counts: Sendable {
-        let value = Mutex((commits: 0, dropped: 0))
+        let value = Mutex((commits: 0, dropped: 0, armed: 0))
     }
 
     public init(upstreamPort: Int, dropFirst: Int = 1, dropRate: Double = 0) throws {
@@ -32,8 +32,9 @@ public final class LabCommitAckDropper: Sendable {
             Self.relay(client: client, server: upstream) {
                 counts.value.withLock { counts in
                     counts.commits += 1
-                    let drop = counts.commits <= dropFirst || Double.random(in: 0..<1) < dropRate
+                    let drop = counts.commits <= dropFirst || counts.armed > 0 || Double.random(in: 0..<1) < dropRate
                     if drop { counts.dropped += 1 }
+                    if counts.armed > 0 { counts.armed -= 1 }
                     return drop
                 }
             }
@@ -43,6 +44,9 @@ public final class LabCommitAckDropper: Sendable {
 
     /// COMMIT acknowledgements the server sent, and how many of them were lost on the way.
     public var commits: (answered: Int, dropped: Int) { counts.value.withLock { ($0.commits, $0.dropped) } }
+
+    /// Loses the answers of the next `count` COMMITs, whatever the rate says.
+    public func loseNext(_ count: Int) { counts.value.withLock { $0.armed = count } }
 
     public func stop() { listener.stop() }
 

@@ -32,6 +32,8 @@ public final class ResultWriter: @unchecked Sendable {
     private var flushScheduled = false
     private var retryDelay: Double = 0
     private var failing = false
+    /// The kind of the last failed commit's error (nil after a commit or a failure of another type).
+    private var lastFailureKind: StoreError.Kind?
     /// When a failed commit was last logged: while the store stays down (retried every 2 s at most
     /// when it does not answer), the same failure is logged once a minute, not at every retry.
     private var failureLoggedAt: DispatchTime?
@@ -172,6 +174,7 @@ public final class ResultWriter: @unchecked Sendable {
                 logger.notice("storing works again", metadata: ["stored": "\(batch.count)"])
             }
             failing = false
+            lastFailureKind = nil
             retryDelay = 0
             let lost = Set(outcome.leaseLost.map(Self.identity))
             for scan in outcome.leaseLost {
@@ -215,6 +218,7 @@ public final class ResultWriter: @unchecked Sendable {
                 return
             }
             let kind = (error as? StoreError)?.kind
+            lastFailureKind = kind
             // A vanished file is recreated at once; a database that does not answer is asked again
             // every 2 s at most (a connection attempt is cheap, and results wait for it: a longer
             // backoff outlasts the outage, and a fleet's claims expire meanwhile); other failures back off.
@@ -381,6 +385,7 @@ public final class ResultWriter: @unchecked Sendable {
         queue.sync {
             closed = true
             flushNow()
+            storeAgainAfterLostConnection(until: deadline)
             // A command's writer closes the database (SQLite folds its write-ahead log into the file);
             // the service's stays open: sinks still read it until the process ends.
             defer { if failureHandling == .stop { store = nil } }
@@ -412,6 +417,19 @@ public final class ResultWriter: @unchecked Sendable {
             outcome.unstored = spilledWhileDamaged + spilled + pending.count
             outcome.lost = pending.count
             return outcome
+        }
+    }
+
+    /// At the stop, when the last attempt failed for a lost connection (a PostgreSQL restart, a
+    /// COMMIT whose answer was lost on the way): a new connection usually cures that at once, so
+    /// storing is tried again a few times within 3 s (and the stop's grace) before the results go to
+    /// a spill file. A commit whose answer was lost is found stored by the next attempt, not repeated.
+    private func storeAgainAfterLostConnection(until deadline: Date) {
+        let giveUp = min(deadline, Date().addingTimeInterval(3))
+        while !pending.isEmpty, failureHandling == .retry, damaged == nil, lastFailureKind == .unavailable, Date() < giveUp {
+            Thread.sleep(forTimeInterval: 0.25)
+            store = nil
+            flushNow()
         }
     }
 
