@@ -6,7 +6,7 @@ import Glibc
 /// the scanner's workers share on every target (caches of certificate summaries, built paths,
 /// JSON keys). The standard library's `Mutex` spins about a thousand times before it sleeps: with
 /// 64 workers on two cores the holder is often descheduled, and the spinning waiters burned 5% of
-/// a scan's CPU (measured on 2,000 targets; docs/performance.md, issue 27).
+/// a scan's CPU (measured on 2,000 targets; docs/performance.md).
 public final class SleepingLock<Value>: @unchecked Sendable {
     // @unchecked: `value` is only touched between pthread_mutex_lock and unlock.
     private var value: Value

@@ -5,7 +5,7 @@ import TLSAuditStore
 /// libpq's functions, loaded with dlopen when the first PostgreSQL connection is made. Linked
 /// instead, libpq and what it pulls in (Kerberos, LDAP, GnuTLS, SASL: 19 libraries) cost every
 /// tlsaudit process about 3 ms of CPU at start-up, while only a fleet or a `postgres://` store
-/// uses them (issue 27, measured with two empty C programs, with and without `-lpq`). The header
+/// uses them (measured with two empty C programs, with and without `-lpq`). The header
 /// still gives the types; these signatures follow `libpq-fe.h`.
 struct LibPQ: @unchecked Sendable {
     // @unchecked: function pointers, set once.

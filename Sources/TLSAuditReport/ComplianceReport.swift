@@ -31,7 +31,7 @@ public struct ComplianceReport: Codable, Sendable {
     /// `goal` unless `report --goal` (or a request) says otherwise.
     public static let defaultGoal = SettingBounds.goal.defaultValue
     /// One entry per app named by an `app:BUNDLE_ID` tag among the targets, by bundle id; absent
-    /// when no target carries one. Added in tlsaudit.report/1 with issue 39.
+    /// when no target carries one. Part of tlsaudit.report/1.
     public var apps: [AppEntry]?
 
     /// The targets of one app (those tagged `app:BUNDLE_ID`), judged as that app's client judges them.

@@ -284,7 +284,7 @@ public final class ResultWriter: @unchecked Sendable {
     /// in the first location that takes it, or keeps it in memory when none does (the stop tries again).
     private func spillWhileDamaged() {
         guard let spill, !pending.isEmpty else { return }
-        switch Self.writeToFirst(of: (damagedSpill.map { [$0] } ?? []) + spill.newFiles(), { try Self.appendDurably(try Self.encodeLines(pending), to: $0) }) {
+        switch SpillFiles.writeToFirst(of: (damagedSpill.map { [$0] } ?? []) + spill.newFiles(), { try SpillFiles.appendDurably(try SpillFiles.encodeLines(pending), to: $0) }) {
         case .success(let path):
             damagedSpill = path
             spilledWhileDamaged += pending.count
@@ -294,51 +294,6 @@ public final class ResultWriter: @unchecked Sendable {
             logger.critical("the database is damaged and results cannot be kept in a file either: \(failures); they stay in memory",
                             metadata: ["pending": "\(pending.count)"])
         }
-    }
-
-    /// Why no location took a spill: each location's failure, in order.
-    struct SpillFailures: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    /// Runs `write` on each of `paths` in turn until one succeeds: that path, or every failure.
-    private static func writeToFirst(of paths: [String], _ write: (String) throws -> Void) -> Result<String, SpillFailures> {
-        var failures: [String] = []
-        for path in paths {
-            do {
-                try write(path)
-                return .success(path)
-            } catch {
-                failures.append("\(error)")
-            }
-        }
-        return .failure(SpillFailures(description: failures.joined(separator: "; ")))
-    }
-
-    /// One stored scan per line, as the spill files hold them.
-    static func encodeLines(_ scans: [StoredScan]) throws -> Data {
-        let encoder = JSONEncoder()
-        var data = Data()
-        for scan in scans {
-            data += try encoder.encode(scan)
-            data.append(0x0A)
-        }
-        return data
-    }
-
-    /// Appends `data` to `path` in one write and syncs it (and, when the file is new, its directory).
-    /// A write that fails part-way is cut back off (`ftruncate`), so the file holds whole lines only.
-    static func appendDurably(_ data: Data, to path: String) throws {
-        let existed = FileManager.default.fileExists(atPath: path)
-        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw StoreError(.other, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        let size = lseek(descriptor, 0, SEEK_END)
-        if let failure = writeAndSync(data, to: descriptor) {
-            if size >= 0 { _ = ftruncate(descriptor, size) }
-            throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(path): \(String(cString: strerror(failure)))")
-        }
-        if !existed { syncDirectory(of: path) }
     }
 
     /// What tells one scan result from another in a batch.
@@ -395,7 +350,7 @@ public final class ResultWriter: @unchecked Sendable {
             var waited = false
             var spilled = 0
             while !pending.isEmpty {
-                switch Self.writeToFirst(of: spill.newFiles(), { try Self.writeDurably(try Self.encodeLines(pending), to: $0) }) {
+                switch SpillFiles.writeToFirst(of: spill.newFiles(), { try SpillFiles.writeDurably(try SpillFiles.encodeLines(pending), to: $0) }) {
                 case .success(let path):
                     outcome.file = path
                     outcome.error = nil
@@ -442,16 +397,10 @@ public final class ResultWriter: @unchecked Sendable {
             guard self.damaged == nil else { return }
             for path in spill.waiting() {
                 do {
-                    var bytes = try InputLimits.read(path, limit: Int.max, what: "unstored results file")
-                    // A file appended to while the database was damaged may end in a line cut by a
-                    // crash: that result was never logged as kept; the whole lines before it were.
-                    if let last = bytes.last, last != 0x0A {
-                        let cut = (bytes.lastIndex(of: 0x0A).map { $0 + 1 }) ?? 0
-                        self.logger.warning("\(path) ends in an incomplete line (\(bytes.count - cut) bytes, cut by a crash); it is skipped")
-                        bytes = Array(bytes[..<cut])
+                    let (scans, cutBytes) = try SpillFiles.read(path)
+                    if cutBytes > 0 {
+                        self.logger.warning("\(path) ends in an incomplete line (\(cutBytes) bytes, cut by a crash); it is skipped")
                     }
-                    let decoder = JSONDecoder()
-                    let scans = try bytes.split(separator: 0x0A).map { try decoder.decode(StoredScan.self, from: Data($0)) }
                     let store = try self.currentStore()
                     var alerts: [Alert] = []
                     var leaseLost = 0
@@ -470,7 +419,7 @@ public final class ResultWriter: @unchecked Sendable {
                     guard unlink(path) == 0 || errno == ENOENT else {
                         throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
                     }
-                    Self.syncDirectory(of: path)
+                    SpillFiles.syncDirectory(of: path)
                     self.logger.notice("stored the scan results an earlier run could not store", metadata: [
                         "stored": "\(scans.count - leaseLost)", "file": "\(path)",
                     ])
@@ -480,40 +429,6 @@ public final class ResultWriter: @unchecked Sendable {
                 }
             }
         }
-    }
-
-    /// Writes `data` to a temporary file beside `path`, syncs it and renames it over `path`.
-    static func writeDurably(_ data: Data, to path: String) throws {
-        let temporary = path + ".tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw StoreError(.other, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        let failure = writeAndSync(data, to: descriptor)
-        close(descriptor)
-        if let failure {
-            unlink(temporary)
-            throw StoreError(failure == ENOSPC ? .full : .other, "cannot write \(temporary): \(String(cString: strerror(failure)))")
-        }
-        guard rename(temporary, path) == 0 else {
-            let failure = errno
-            unlink(temporary)
-            throw StoreError(.other, "cannot rename \(temporary) to \(path): \(String(cString: strerror(failure)))")
-        }
-        syncDirectory(of: path)
-    }
-
-    /// Writes all of `data` to `descriptor` (again after EINTR and short writes), then `fsync`s it;
-    /// the errno of the first failure, nil when all of it is on disk.
-    private static func writeAndSync(_ data: Data, to descriptor: Int32) -> Int32? {
-        if let failure = data.withUnsafeBytes({ DescriptorWrites.writeAll($0, to: descriptor) }) { return failure }
-        return fsync(descriptor) == 0 ? nil : errno
-    }
-
-    /// Syncs the directory holding `path`, so that a rename or an unlink in it survives a crash.
-    static func syncDirectory(of path: String) {
-        let directory = open(URL(fileURLWithPath: path).deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { return }
-        fsync(directory)
-        close(directory)
     }
 
     /// Stores an alert raised apart from a scan (a trust input's transition), with a delivery to each

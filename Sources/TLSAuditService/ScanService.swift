@@ -35,6 +35,8 @@ public final class ScanService: Service, @unchecked Sendable {
     /// Fleet mode (a PostgreSQL database): the work queue, and the fleet configuration version
     /// this node runs (nil until it picked one up); the watcher stops when `fleetStopping` is set.
     private let fleet: FleetWork?
+    /// Fleet mode: the scheduler's work source (claims from the fleet's queue).
+    private let fleetClaims: FleetClaimSource?
     private let splitView: SplitViewDetector?
     /// The CT log list, the distrust table and Apple's roots, kept current.
     let trustInputs: TrustInputKeeper
@@ -142,11 +144,13 @@ public final class ScanService: Service, @unchecked Sendable {
             splitView = nil
         }
         let stores = try Self.trustStores(for: configuration)
-        scheduler = ScanScheduler(configuration: configuration, trustStores: stores,
-                                  scanner: scanner, writer: writer, logger: logger, fleet: fleet)
+        // Where the work comes from: the fleet's claims, or this node's own schedule.
+        fleetClaims = fleet.map { FleetClaimSource(fleet: $0, node: configuration.node) }
+        scheduler = ScanScheduler(configuration: configuration, trustStores: stores, scanner: scanner, writer: writer,
+                                  logger: logger, source: fleetClaims ?? LocalSchedule(), node: fleet == nil ? nil : configuration.node)
         prober = ServiceProber(scanner: scanner, configuration: configuration, trustStores: stores)
         metrics.recordBuild(version: TLSAuditVersion.current, openssl: OpenSSLLibrary.version)
-        scheduler.onQueue = { [metrics] waiting, running in metrics.recordQueue(waiting: waiting, running: running) }
+        scheduler.onQueueLength = { [metrics] waiting, running in metrics.recordQueue(waiting: waiting, running: running) }
         scheduler.onClockStep = { [metrics] seconds in metrics.recordClockStep(seconds: seconds) }
         ProcessMemory.releaseFreeMemory()
     }
@@ -409,11 +413,11 @@ public final class ScanService: Service, @unchecked Sendable {
                 // here, takes the node's name (refused while another live process holds it).
                 fleet.onNameConflict = { [weak self] conflict in self?.stopForGood("\(conflict)") }
                 try fleet.startHeartbeat(period: configuration.fleet.poll, replacing: replaceNode, report: { [weak self] in
-                    guard let self else {
+                    guard let self, let fleetClaims else {
                         return FleetHeartbeat(configurationVersion: nil, inFlight: [], scansPerMinute: 0, scansTotal: 0, poll: 1, lease: 1)
                     }
-                    return scheduler.fleetHeartbeat(configurationVersion: fleetVersion.withLock { $0 })
-                }, view: { [weak self] view in self?.scheduler.see(view) })
+                    return fleetClaims.heartbeat(configurationVersion: fleetVersion.withLock { $0 })
+                }, view: { [weak self] view in self?.fleetClaims?.see(view) })
             }
             guard let latest = try fleet.fleet.latestVersion() else {
                 try bootstrapFleetConfiguration(fleet)

@@ -4,7 +4,7 @@ import TLSAuditApp
 import TLSAuditModel
 import TLSAuditLab
 
-/// Reading an iOS app's ATS inputs (issue 39, Must 1) from real fixtures made here: plists by
+/// Reading an iOS app's ATS inputs from real fixtures made here: plists by
 /// Python's plistlib (XML and binary), an .app directory and .ipa archives by Python's zipfile
 /// with certificates from the lab CA, and hostile archives (paths out of the archive, deflate
 /// bombs, a truncated zip, two apps).

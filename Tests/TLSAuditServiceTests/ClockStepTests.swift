@@ -3,7 +3,7 @@ import GRDB
 import Testing
 import TLSAuditLab
 
-/// Wall-clock steps (issue 58): the schedule keeps to the monotonic clock. The service runs under
+/// Wall-clock steps: the schedule keeps to the monotonic clock. The service runs under
 /// an LD_PRELOAD shim (Fixtures/clock_shift.c) that shifts only its CLOCK_REALTIME by what a file
 /// says, so the test steps the service's wall clock while its own and the kernel's stay put.
 @Suite("wall-clock steps")

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TLSAuditLab
 
-/// The listener against hostile pages and clients (issue 37): the `Host` rule, the per-client
+/// The listener against hostile pages and clients: the `Host` rule, the per-client
 /// password budget, bcrypt's 72-byte limit, the headers on every answer, encoded names and scheme
 /// names in any case; real requests from curl on 127.0.0.1, 127.0.0.2 and ::1.
 extension MonitoringTests {

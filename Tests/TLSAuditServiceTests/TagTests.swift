@@ -10,7 +10,7 @@ import TLSAuditStore
 import Glibc
 #endif
 
-/// Tags as a dimension (issue 39): `status --tag`, `report --tag` with its Apps section, the API's
+/// Tags as a dimension: `status --tag`, `report --tag` with its Apps section, the API's
 /// `?tag=` and the app info metric, over real stores, the binary and the service's listener.
 @Suite("tags: status, reports, the API and metrics by tag", .serialized)
 struct TagTests {
