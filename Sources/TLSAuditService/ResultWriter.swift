@@ -23,15 +23,16 @@ public final class ResultWriter: @unchecked Sendable {
     private let failureHandling: FailureHandling
     /// With `.stop`: the failure that stopped storing.
     private var stoppedBy: (any Error)?
-    // @unchecked: `store`, `pending`, `retryDelay` and `failing` are only touched on `queue`.
-    private let queue = DispatchQueue(label: "tlsaudit.writer")
+    // @unchecked: every mutable property is only touched on `queue`; those without `private` are
+    // shared with the store-health checks (ResultWriter+Health.swift).
+    let queue = DispatchQueue(label: "tlsaudit.writer")
     private let openStore: @Sendable () throws -> any ScanStore
-    private var store: (any ScanStore)?
-    private let logger: Logger
-    private var pending: [StoredScan] = []
+    var store: (any ScanStore)?
+    let logger: Logger
+    var pending: [StoredScan] = []
     private var flushScheduled = false
     private var retryDelay: Double = 0
-    private var failing = false
+    var failing = false
     /// The kind of the last failed commit's error (nil after a commit or a failure of another type).
     private var lastFailureKind: StoreError.Kind?
     /// When a failed commit was last logged: while the store stays down (retried every 2 s at most
@@ -43,11 +44,11 @@ public final class ResultWriter: @unchecked Sendable {
     private var closed = false
     /// Set when a commit found the database damaged: nothing more is written to it; results go
     /// to `damagedSpill` (appended and synced per batch) and `serve` exits 75 at the stop.
-    private var damaged: StoreError?
-    private var damagedSpill: String?
-    private var spilledWhileDamaged = 0
+    var damaged: StoreError?
+    var damagedSpill: String?
+    var spilledWhileDamaged = 0
     /// Set while the start's integrity check runs: nothing is committed until it passed.
-    private var awaitingCheck = false
+    var awaitingCheck = false
     /// Where results go while the database is damaged, and at a stop with results unstored; set by the service.
     public var spill: SpillLocations?
     /// Called (on `queue`) with a store failure no retry can cure that is not damage (a schema this
@@ -94,21 +95,8 @@ public final class ResultWriter: @unchecked Sendable {
     static let identityCheckInterval = 2.0
     private lazy var identityTimer = DispatchSource.makeTimerSource(queue: queue)
 
-    /// A database file deleted or replaced under the service is noticed even when nothing is being
-    /// stored: logged, and a new one opened (created and migrated) at the path (on `queue`).
-    private func checkIdentity() {
-        guard let store else { return }
-        do {
-            try (store as? any FileBackedStore)?.checkFileIdentity()
-        } catch {
-            self.store = nil
-            logger.error("\(error); opening the database at its path again", metadata: ["pending": "\(pending.count)"])
-            if (try? currentStore()) != nil { logger.notice("the database at its path is open again; storing goes there") }
-        }
-    }
-
     /// The open store, opening it when needed (on `queue`).
-    private func currentStore() throws -> any ScanStore {
+    func currentStore() throws -> any ScanStore {
         if let store { return store }
         do {
             let opened = try openStore()
@@ -152,7 +140,7 @@ public final class ResultWriter: @unchecked Sendable {
     }
 
     /// Writes everything pending; on failure keeps it and schedules a retry.
-    private func flushNow() {
+    func flushNow() {
         guard !pending.isEmpty else { return }
         if damaged != nil { return spillWhileDamaged() }
         guard !awaitingCheck else { return } // committed when the check has passed
@@ -200,6 +188,7 @@ public final class ResultWriter: @unchecked Sendable {
             }
             if !raised.isEmpty { onAlerts?(raised) }
         } catch {
+            lastFailureKind = (error as? StoreError)?.kind
             if failureHandling == .stop {
                 stoppedBy = error
                 pending.removeAll()
@@ -218,7 +207,6 @@ public final class ResultWriter: @unchecked Sendable {
                 return
             }
             let kind = (error as? StoreError)?.kind
-            lastFailureKind = kind
             // A vanished file is recreated at once; a database that does not answer is asked again
             // every 2 s at most (a connection attempt is cheap, and results wait for it: a longer
             // backoff outlasts the outage, and a fleet's claims expire meanwhile); other failures back off.
@@ -241,58 +229,6 @@ public final class ResultWriter: @unchecked Sendable {
             }
             failing = true
             scheduleFlush(after: retryDelay)
-        }
-    }
-
-    /// Runs `check` on a thread of its own and commits nothing until it has passed (results
-    /// arriving meanwhile wait in memory; the writer's queue stays free for the API and the stop):
-    /// the service's SQLite `quick_check`, which reads the whole file (a minute for 2.6 GB from a
-    /// cold cache) and so does not hold the start up. Damage found stops storing as damage met
-    /// while running does, and stops the service (`serve` exits 2). A stop before the check ends
-    /// keeps the waiting results in a spill file.
-    public func checkBeforeFirstCommit(_ what: String, _ check: @escaping @Sendable () throws -> Void) {
-        queue.sync { awaitingCheck = true }
-        Thread { [self] in
-            let started = DispatchTime.now()
-            let outcome = Result { try check() }
-            let seconds = String(format: "%.2f", Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9)
-            queue.async { [self] in
-                awaitingCheck = false
-                switch outcome {
-                case .success:
-                    logger.info("\(what): ok", metadata: ["seconds": "\(seconds)"])
-                case .failure(let error as StoreError) where error.kind == .corrupt:
-                    stopStoring(damagedBy: error, "nothing is stored into it; results are kept in a file beside it")
-                    onFatal?(error)
-                case .failure(let error):
-                    logger.error("\(what) could not run: \(error)")
-                }
-                flushNow()
-            }
-        }.start()
-    }
-
-    /// From now on nothing goes into the database: results go to the spill file (`flushNow`).
-    private func stopStoring(damagedBy error: StoreError, _ consequence: String) {
-        store = nil
-        failing = true
-        damaged = error
-        logger.critical("the database is damaged: \(consequence): \(error)")
-    }
-
-    /// While the database is damaged: appends what is pending to this run's spill file (synced),
-    /// in the first location that takes it, or keeps it in memory when none does (the stop tries again).
-    private func spillWhileDamaged() {
-        guard let spill, !pending.isEmpty else { return }
-        switch SpillFiles.writeToFirst(of: (damagedSpill.map { [$0] } ?? []) + spill.newFiles(), { try SpillFiles.appendDurably(try SpillFiles.encodeLines(pending), to: $0) }) {
-        case .success(let path):
-            damagedSpill = path
-            spilledWhileDamaged += pending.count
-            logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
-            pending.removeAll()
-        case .failure(let failures):
-            logger.critical("the database is damaged and results cannot be kept in a file either: \(failures); they stay in memory",
-                            metadata: ["pending": "\(pending.count)"])
         }
     }
 
@@ -340,7 +276,7 @@ public final class ResultWriter: @unchecked Sendable {
         queue.sync {
             closed = true
             flushNow()
-            storeAgainAfterLostConnection(until: deadline)
+            let keptFirst = storeAgainAfterLostConnection(until: deadline, spill: spill)
             // A command's writer closes the database (SQLite folds its write-ahead log into the file);
             // the service's stays open: sinks still read it until the process ends.
             defer { if failureHandling == .stop { store = nil } }
@@ -349,6 +285,11 @@ public final class ResultWriter: @unchecked Sendable {
             guard failureHandling == .retry else { return outcome }
             var waited = false
             var spilled = 0
+            if let keptFirst, !pending.isEmpty {
+                outcome.file = keptFirst
+                spilled = pending.count
+                pending.removeAll()
+            }
             while !pending.isEmpty {
                 switch SpillFiles.writeToFirst(of: spill.newFiles(), { try SpillFiles.writeDurably(try SpillFiles.encodeLines(pending), to: $0) }) {
                 case .success(let path):
@@ -376,16 +317,25 @@ public final class ResultWriter: @unchecked Sendable {
     }
 
     /// At the stop, when the last attempt failed for a lost connection (a PostgreSQL restart, a
-    /// COMMIT whose answer was lost on the way): a new connection usually cures that at once, so
-    /// storing is tried again a few times within 3 s (and the stop's grace) before the results go to
-    /// a spill file. A commit whose answer was lost is found stored by the next attempt, not repeated.
-    private func storeAgainAfterLostConnection(until deadline: Date) {
+    /// COMMIT whose answer was lost on the way), which a new connection usually cures at once: the
+    /// results are first written to a spill file (so a retry that hangs past the stop's timeout
+    /// loses nothing), then storing is tried again every 250 ms for up to 3 s (within the stop's
+    /// grace). When a retry stores them, the file is removed; a commit whose answer was lost is
+    /// found stored by the retry, not repeated. Returns the file when the results are still in it.
+    private func storeAgainAfterLostConnection(until deadline: Date, spill: SpillLocations) -> String? {
+        guard failureHandling == .retry, damaged == nil, lastFailureKind == .unavailable, !pending.isEmpty,
+              case .success(let path) = SpillFiles.writeToFirst(of: spill.newFiles(), {
+                  try SpillFiles.writeDurably(try SpillFiles.encodeLines(pending), to: $0)
+              }) else { return nil }
         let giveUp = min(deadline, Date().addingTimeInterval(3))
-        while !pending.isEmpty, failureHandling == .retry, damaged == nil, lastFailureKind == .unavailable, Date() < giveUp {
+        while !pending.isEmpty, damaged == nil, lastFailureKind == .unavailable, Date() < giveUp {
             Thread.sleep(forTimeInterval: 0.25)
-            store = nil
             flushNow()
         }
+        guard pending.isEmpty else { return path }
+        // Stored after all (or kept in the damaged database's spill file): the copy goes.
+        if unlink(path) == 0 { SpillFiles.syncDirectory(of: path) }
+        return nil
     }
 
     /// At start: stores the results earlier runs could not store, file by file in batches, and
@@ -397,32 +347,9 @@ public final class ResultWriter: @unchecked Sendable {
             guard self.damaged == nil else { return }
             for path in spill.waiting() {
                 do {
-                    let (scans, cutBytes) = try SpillFiles.read(path)
-                    if cutBytes > 0 {
-                        self.logger.warning("\(path) ends in an incomplete line (\(cutBytes) bytes, cut by a crash); it is skipped")
-                    }
                     let store = try self.currentStore()
-                    var alerts: [Alert] = []
-                    var leaseLost = 0
-                    for start in stride(from: 0, to: scans.count, by: 500) {
-                        try (store as? any FileBackedStore)?.checkFileIdentity()
-                        let outcome = try store.record(Array(scans[start..<min(start + 500, scans.count)]),
-                                                       decide: AlertSettings.decision(self.alerting.withLock { $0 }))
-                        alerts += outcome.alerts
-                        leaseLost += outcome.leaseLost.count
-                    }
-                    if leaseLost > 0 {
-                        self.logger.warning("results kept from an earlier run not stored: their fleet leases were lost meanwhile (other nodes scanned those targets since)",
-                                            metadata: ["results": "\(leaseLost)", "file": "\(path)"])
-                    }
-                    try (store as? any FileBackedStore)?.checkFileIdentity()
-                    guard unlink(path) == 0 || errno == ENOENT else {
-                        throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
-                    }
-                    SpillFiles.syncDirectory(of: path)
-                    self.logger.notice("stored the scan results an earlier run could not store", metadata: [
-                        "stored": "\(scans.count - leaseLost)", "file": "\(path)",
-                    ])
+                    let alerts = try SpillFiles.replay(path, into: store, decide: AlertSettings.decision(self.alerting.withLock { $0 }),
+                                                       logger: self.logger)
                     if !alerts.isEmpty { self.onAlerts?(alerts) }
                 } catch {
                     self.logger.error("cannot store the scan results kept from an earlier run: \(error); they stay in \(path) for the next start")

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -100,5 +101,37 @@ enum SpillFiles {
         }
         let decoder = JSONDecoder()
         return (try bytes.split(separator: 0x0A).map { try decoder.decode(StoredScan.self, from: Data($0)) }, cutBytes)
+    }
+
+    /// Stores the results of the spill file at `path` in `store`, in batches of 500, and removes
+    /// the file once all of it is stored (in the file at the database's path: checked before each
+    /// batch and after the last); the alerts the results raised. Throws, leaving the file for the
+    /// next start, when any of it cannot be stored.
+    static func replay(_ path: String, into store: any ScanStore, decide: AlertDecision, logger: Logger) throws -> [Alert] {
+        let (scans, cutBytes) = try read(path)
+        if cutBytes > 0 {
+            logger.warning("\(path) ends in an incomplete line (\(cutBytes) bytes, cut by a crash); it is skipped")
+        }
+        var alerts: [Alert] = []
+        var leaseLost = 0
+        for start in stride(from: 0, to: scans.count, by: 500) {
+            try (store as? any FileBackedStore)?.checkFileIdentity()
+            let outcome = try store.record(Array(scans[start..<min(start + 500, scans.count)]), decide: decide)
+            alerts += outcome.alerts
+            leaseLost += outcome.leaseLost.count
+        }
+        if leaseLost > 0 {
+            logger.warning("results kept from an earlier run not stored: their fleet leases were lost meanwhile (other nodes scanned those targets since)",
+                           metadata: ["results": "\(leaseLost)", "file": "\(path)"])
+        }
+        try (store as? any FileBackedStore)?.checkFileIdentity()
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw StoreError(.other, "cannot remove \(path): \(String(cString: strerror(errno)))")
+        }
+        syncDirectory(of: path)
+        logger.notice("stored the scan results an earlier run could not store", metadata: [
+            "stored": "\(scans.count - leaseLost)", "file": "\(path)",
+        ])
+        return alerts
     }
 }

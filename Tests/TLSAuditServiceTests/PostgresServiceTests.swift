@@ -265,6 +265,8 @@ extension PostgresServiceTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 30) == 0, "\(service.lines(containing: "not stored"))")
         #expect(service.lines(containing: "could not be stored").isEmpty)
+        let kept = (FileManager.default.enumerator(atPath: workspace.path)?.compactMap { $0 as? String } ?? []).filter { $0.contains(".unstored-") }
+        #expect(kept.isEmpty, "a spill file of results stored after all is removed: \(kept)")
         let logged = service.storedScans
         let distinct = Set(logged.map { "\($0.target) \($0.address) \(Int(($0.startedAt * 1000).rounded()))" })
         #expect(distinct.count == logged.count, "each scan logged as stored once")

@@ -7,7 +7,7 @@ import TLSAuditStore
 ///
 /// Every method is called on the scheduler's queue, the one the source's state is confined to;
 /// a source that waits on something (a database) does so on a queue of its own and comes back
-/// through `ScanScheduler.onQueue`.
+/// through `ScanScheduler.callbackQueue`.
 protocol WorkSource: AnyObject {
     /// Called once, before anything else: the scheduler the source launches scans through.
     func attach(to scheduler: ScanScheduler)
