@@ -105,11 +105,18 @@ let package = Package(
             dependencies: ["CZlib", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
-        // Persistence only (the ScanStore protocol; SQLite through GRDB): observations, certificates by
-        // fingerprint, verdicts, current state, alerts and deliveries, report runs. Knows the model, no rule.
+        // Persistence only (the ScanStore protocols and the one store engine over SQL dialects):
+        // observations, certificates by fingerprint, verdicts, current state, alerts and deliveries,
+        // report runs. Knows the model, no rule, no database library.
         .target(
             name: "TLSAuditStore",
-            dependencies: ["TLSAuditModel", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditModel"],
+            swiftSettings: swiftSettings
+        ),
+        // The SQLite store (the embedded default) through GRDB: connections, dialect, migrations.
+        .target(
+            name: "TLSAuditSQLite",
+            dependencies: ["TLSAuditModel", "TLSAuditStore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // The PostgreSQL store for fleets (libpq): the same ScanStore, the same named migrations.
@@ -147,7 +154,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -164,6 +171,7 @@ let package = Package(
                 "TLSAuditOutput",
                 "TLSAuditProbe",
                 "TLSAuditStore",
+                "TLSAuditSQLite",
                 "TLSAuditReport",
                 "TLSAuditService",
                 "TLSAuditPostgres",
@@ -178,7 +186,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditLab", "TLSAuditService",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditLab", "TLSAuditService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",
@@ -191,7 +199,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring",
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring",
                            "TLSAuditPostgres", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -199,7 +207,7 @@ let package = Package(
         // The store conformance suite: what any ScanStore backend must do, run against SQLite.
         .testTarget(
             name: "TLSAuditStoreTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditPostgres", "TLSAuditService",
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditPostgres", "TLSAuditService",
                            "TLSAuditReport", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditSQLite
 import TLSAuditService
 
 /// `tlsaudit-bench fill`: a synthetic fleet for the report benchmark. A handful of real

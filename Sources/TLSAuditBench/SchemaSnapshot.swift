@@ -1,7 +1,8 @@
 import ArgumentParser
 import TLSAuditStore
+import TLSAuditSQLite
 
-/// `tlsaudit-bench schema-snapshot`: Sources/TLSAuditStore/SQLiteSchemaSnapshot.swift, from the migrations.
+/// `tlsaudit-bench schema-snapshot`: Sources/TLSAuditSQLite/SQLiteSchemaSnapshot.swift, from the migrations.
 struct SchemaSnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "schema-snapshot",

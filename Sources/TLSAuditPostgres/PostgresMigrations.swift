@@ -2,7 +2,7 @@ import Foundation
 import TLSAuditStore
 
 /// The schema on PostgreSQL, as the same named, append-only migrations as SQLite's
-/// (`StoreMigrations`): what a released migration creates never changes, a change comes as a new
+/// (`SQLiteMigrations`): what a released migration creates never changes, a change comes as a new
 /// migration. The tables both backends share are written once (`StoreSchema.postgres`). JSON
 /// documents are kept as text, byte for byte as the store wrote them (as on SQLite), and cast to
 /// `json` where a query reads into them (`PostgresDialect`).
@@ -108,7 +108,7 @@ enum PostgresMigrations {
         // The public root stores holding a path's anchor (ChainReport.anchorIn, comma-separated).
         ("v11-anchor-in", "ALTER TABLE observation ADD COLUMN anchor_in TEXT;"),
         // Tags with the current state, the app outcome with each scan and the current state (SQLite's script).
-        ("v12-tags-app", StoreMigrations.tagsAndApp),
+        ("v12-tags-app", StoreSchema.tagsAndApp),
         // report_claim exists here since v7-fleet; SQLite gains it (the one list of names both share).
         ("v13-report-claim", "SELECT 1;"),
         // Unchanged scans extend a run; the scans already stored are folded into runs (SQLite's script).
@@ -121,9 +121,9 @@ enum PostgresMigrations {
         // ClientSimulationReport (checks: [clients]), JSON.
         ("v15-clients", "ALTER TABLE observation ADD COLUMN clients TEXT;"),
         // A target's alerts, newest first, for its page (SQLite's script).
-        ("v16-alert-target", StoreMigrations.alertTargetIndex),
+        ("v16-alert-target", StoreSchema.alertTargetIndex),
         // The trust inputs each scan was judged with (JSON JudgedWith).
-        ("v17-judged-with", StoreMigrations.judgedWithColumn),
+        ("v17-judged-with", StoreSchema.judgedWithColumn),
         // The server each node's connections reach (`host:port`): `fleet status` across a failover.
         ("v18-node-server", "ALTER TABLE fleet_node ADD COLUMN database_server TEXT;"),
         // The order of observation apart from wall-clock times (SQLite's script, this dialect's types).

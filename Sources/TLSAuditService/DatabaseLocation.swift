@@ -2,6 +2,7 @@ import Foundation
 public import TLSAuditPostgres
 import TLSAuditProbe
 public import TLSAuditStore
+import TLSAuditSQLite
 
 /// Where the store is: a SQLite file (the embedded default) or a PostgreSQL database named by a
 /// `postgres://` URL (fleet mode). `database:` in the configuration and `--database` take either.

@@ -8,6 +8,7 @@ import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditStore
+import TLSAuditSQLite
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads

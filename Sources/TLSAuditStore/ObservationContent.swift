@@ -1,4 +1,3 @@
-import GRDB
 package import TLSAuditModel
 
 /// What a verdict depends on apart from the time, as stored: two observations with the same
@@ -12,6 +11,13 @@ package enum ObservationContent {
         package var position: Int
         package var fingerprint: String
         package var source: String?
+
+        package init(role: String, position: Int, fingerprint: String, source: String?) {
+            self.role = role
+            self.position = position
+            self.fingerprint = fingerprint
+            self.source = source
+        }
     }
 
     /// SHA-256 of the observation's stored columns and certificate references, lowercase hex
@@ -28,28 +34,5 @@ package enum ObservationContent {
             text += "\u{1E}\(entry.role)\u{1F}\(entry.position)\u{1F}\(entry.fingerprint)\u{1F}\(entry.source ?? "")"
         }
         return sha256(Array(text.utf8))
-    }
-
-    /// Fills in `content_hash` for observations stored before it existed (the v4 migration), in
-    /// batches so that a database of millions of scans does not hold every hash in memory.
-    static func backfill(_ db: Database, batch: Int = 10_000, sha256: SHA256Hex) throws {
-        let update = try db.makeStatement(sql: "UPDATE observation SET content_hash = ? WHERE id = ?")
-        while true {
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT id, status, failure_category, handshake, ats_refusal, trust_store, anchored, path_issues, ifnull(sni, host)
-                FROM observation WHERE content_hash IS NULL LIMIT ?
-                """), arguments: [batch])
-            if rows.isEmpty { return }
-            for row in rows {
-                let id: Int64 = row[0]
-                let chain = try Row.fetchAll(db.cachedStatement(sql: """
-                    SELECT role, position, fingerprint, source FROM observation_certificate WHERE observation_id = ?
-                    """), arguments: [id]).map { ChainEntry(role: $0[0], position: $0[1], fingerprint: $0[2], source: $0[3]) }
-                let hash = hash(status: row[1], failureCategory: row[2], handshake: row[3], atsRefusal: row[4],
-                                trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain,
-                                sha256: sha256)
-                try update.execute(arguments: [hash, id])
-            }
-        }
     }
 }

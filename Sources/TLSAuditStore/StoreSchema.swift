@@ -1,4 +1,4 @@
-/// The tables both backends create, written once: the migrations of each (`StoreMigrations`,
+/// The tables both backends create, written once: the migrations of each (`SQLiteMigrations`,
 /// `PostgresMigrations`) run these scripts with the column types their dialect spells its own
 /// way, so that a table cannot differ between the two by accident. Comments say what a column
 /// holds; times are Unix seconds; JSON documents are text, byte for byte as the store wrote them.
@@ -314,4 +314,22 @@ package struct StoreSchema: Sendable {
             DROP TABLE run_member;
             """
     }
+}
+
+/// Migration scripts every backend runs as they are (no type a dialect spells its own way).
+extension StoreSchema {
+    /// The trust inputs each scan was judged with (JSON JudgedWith, NULL before). The same script on every backend.
+    package static let judgedWithColumn = "ALTER TABLE observation ADD COLUMN judged_with TEXT;"
+
+    /// A target's configured tags (JSON [String]) with its current state, and the app outcome
+    /// (JSON AppHostOutcome, NULL when the target is judged by no app's rules) of each scan and of
+    /// the current state. The same script on every backend.
+    package static let tagsAndApp = """
+        ALTER TABLE target_state ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE target_state ADD COLUMN app TEXT;
+        ALTER TABLE observation ADD COLUMN app TEXT;
+        """
+
+    /// A target's alerts, newest first, for its page (`alerts(of:limit:)`). The same script on every backend.
+    package static let alertTargetIndex = "CREATE INDEX alert_target_time ON alert(target, created_at);"
 }

@@ -4,6 +4,7 @@ import Logging
 import TLSAuditCore
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSQLite
 import TLSAuditPostgres
 import TLSAuditProbe
 

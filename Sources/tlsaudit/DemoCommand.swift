@@ -7,6 +7,7 @@ import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSQLite
 
 /// `tlsaudit demo`: the service, for real, against TLS servers it starts on loopback. No network,
 /// no configuration file needed.

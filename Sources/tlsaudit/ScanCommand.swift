@@ -5,6 +5,7 @@ import TLSAuditOutput
 import TLSAuditReport
 import TLSAuditProbe
 import TLSAuditStore
+import TLSAuditSQLite
 import TLSAuditService
 import Logging
 

@@ -4,6 +4,7 @@ import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSQLite
 
 /// `tlsaudit store`: moving history between stores.
 struct StoreCommand: ParsableCommand {

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditSQLite
 @testable import TLSAuditService
 #if canImport(Glibc)
 import Glibc

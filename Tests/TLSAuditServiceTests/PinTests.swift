@@ -6,6 +6,7 @@ import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSQLite
 
 @Suite("pins")
 struct PinTests {

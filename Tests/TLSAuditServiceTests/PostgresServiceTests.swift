@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditLab
 import TLSAuditProbe
 import TLSAuditStore
+import TLSAuditSQLite
 import TLSAuditPostgres
 import GRDB
 #if canImport(Glibc)

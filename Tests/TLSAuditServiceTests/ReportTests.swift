@@ -7,6 +7,7 @@ import TLSAuditLab
 @testable import TLSAuditReport
 @testable import TLSAuditService
 @testable import TLSAuditStore
+@testable import TLSAuditSQLite
 
 /// `tlsaudit report` on a fixed database of real handshakes (built by
 /// `tlsaudit-bench report-fixture`; see docs/report.md, "The test fixture"), and the service's scheduled reports.
@@ -152,7 +153,7 @@ struct ReportTests {
                 SELECT target, address, started_at, observation_id, condition, policy, failed_rules FROM address_change
                 ORDER BY started_at, observation_id
                 """).map { $0.description },
-             try Row.fetchAll(db, sql: StoreMigrations.addressChanges).map { $0.description })
+             try Row.fetchAll(db, sql: SQLiteMigrations.addressChanges).map { $0.description })
         }
         #expect(written.count == 14, "\(written.joined(separator: "\n"))")
         #expect(written == derived.map { $0.replacingOccurrences(of: "id:", with: "observation_id:") })
@@ -208,8 +209,8 @@ struct ReportTests {
         #expect(written == derived)
     }
 
-    /// `StoreMigrations.addressChanges` over every scan (the `scan` view) rather than the observations.
-    static let changesFromEveryScan = StoreMigrations.addressChanges.replacingOccurrences(
+    /// `SQLiteMigrations.addressChanges` over every scan (the `scan` view) rather than the observations.
+    static let changesFromEveryScan = SQLiteMigrations.addressChanges.replacingOccurrences(
         of: "FROM observation o JOIN verdict v", with: """
             FROM (SELECT s.observation_id AS id, s.target, s.address, s.started_at, o.status, o.trust_store, o.policy
                   FROM scan s JOIN observation o ON o.id = s.observation_id) o JOIN verdict v

@@ -6,6 +6,7 @@ import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
 @testable import TLSAuditStore
+import TLSAuditSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -366,7 +367,7 @@ struct ServiceTests {
         let workspace = try lab.workspace("migration")
         let path = workspace.appendingPathComponent("old.sqlite").path
         let queue = try DatabaseQueue(path: path)
-        try StoreMigrations.migrator(sha256: Digest.sha256Hex).migrate(queue, upTo: "v1-initial")
+        try SQLiteMigrations.migrator(sha256: Digest.sha256Hex).migrate(queue, upTo: "v1-initial")
         try queue.write { db in
             try db.execute(sql: """
                 INSERT INTO observation (id, target, host, port, sni, address, family, started_at, duration_ms, status,
@@ -381,7 +382,7 @@ struct ServiceTests {
                 VALUES ('legacy', '192.0.2.1', 'legacy.example', 443, 1, 1700000000, 'failed', 'ats', 0, '[]', 'connect-timeout', 3)
                 """)
         }
-        #expect(try queue.read { try StoreMigrations.migrator(sha256: Digest.sha256Hex).appliedMigrations($0) } == ["v1-initial"])
+        #expect(try queue.read { try SQLiteMigrations.migrator(sha256: Digest.sha256Hex).appliedMigrations($0) } == ["v1-initial"])
         try queue.close()
 
         let output = try Binary.run(["status", "--database", path])

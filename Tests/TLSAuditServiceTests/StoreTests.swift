@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditSQLite
 import TLSAuditService
 import GRDB
 

@@ -6,6 +6,7 @@ import TLSAuditMonitoring
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditStore
+import TLSAuditSQLite
 #if canImport(Glibc)
 import Glibc
 #endif

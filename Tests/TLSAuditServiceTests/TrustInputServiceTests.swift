@@ -5,6 +5,7 @@ import TLSAuditLab
 import TLSAuditProbe
 import TLSAuditService
 @testable import TLSAuditStore
+import TLSAuditSQLite
 #if canImport(Glibc)
 import Glibc
 #endif

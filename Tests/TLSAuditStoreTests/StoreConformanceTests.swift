@@ -9,6 +9,7 @@ import TLSAuditReport
 import TLSAuditProbe
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSQLite
 
 /// What every `ScanStore` backend must do, written against the protocol only: a backend is a
 /// function that opens (creating when needed) the store at a location. SQLite runs it here; the
@@ -443,7 +444,7 @@ struct SQLiteStoreConformanceTests {
     func schemaSnapshot() throws {
         let migrated = try SQLiteSchemaSnapshot.migrated()
         #expect(SQLiteSchemaSnapshot.migrations == migrated.migrations && SQLiteSchemaSnapshot.statements == migrated.statements,
-                "SQLiteSchemaSnapshot.swift is not what the migrations make: swift run tlsaudit-bench schema-snapshot > Sources/TLSAuditStore/SQLiteSchemaSnapshot.swift")
+                "SQLiteSchemaSnapshot.swift is not what the migrations make: swift run tlsaudit-bench schema-snapshot > Sources/TLSAuditSQLite/SQLiteSchemaSnapshot.swift")
         let path = Self.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path
         let store = try SQLiteScanStore(path: path, sha256: Digest.sha256Hex)
         #expect(try store.appliedMigrations() == migrated.migrations)

@@ -1,3 +1,4 @@
+public import TLSAuditStore
 import Foundation
 import GRDB
 import Synchronization

@@ -1,9 +1,10 @@
+public import TLSAuditStore
 package import GRDB
 package import TLSAuditModel
 
 /// The schema, as append-only named migrations: a released migration is never edited, only
 /// followed by a new one, so a database made by any earlier version upgrades in place.
-package enum StoreMigrations {
+package enum SQLiteMigrations {
     package static func migrator(sha256: @escaping SHA256Hex) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-initial", migrate: createInitialSchema)
@@ -31,7 +32,7 @@ package enum StoreMigrations {
             // '' for an operator's own anchor): the public-trust rules follow it when history is judged again.
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN anchor_in TEXT")
         }
-        migrator.registerMigration("v12-tags-app") { db in try db.execute(sql: tagsAndApp) }
+        migrator.registerMigration("v12-tags-app") { db in try db.execute(sql: StoreSchema.tagsAndApp) }
         migrator.registerMigration("v13-report-claim") { db in
             // The claim of each scheduled report run (PostgreSQL has had it since v7-fleet): both
             // stores run the one engine's claim, lease and epoch (StoreEngine+ReportRuns).
@@ -46,28 +47,13 @@ package enum StoreMigrations {
             // ClientSimulationReport (checks: [clients]), JSON.
             try db.execute(sql: "ALTER TABLE observation ADD COLUMN clients TEXT")
         }
-        migrator.registerMigration("v16-alert-target") { db in try db.execute(sql: alertTargetIndex) }
-        migrator.registerMigration("v17-judged-with") { db in try db.execute(sql: judgedWithColumn) }
+        migrator.registerMigration("v16-alert-target") { db in try db.execute(sql: StoreSchema.alertTargetIndex) }
+        migrator.registerMigration("v17-judged-with") { db in try db.execute(sql: StoreSchema.judgedWithColumn) }
         // PostgreSQL's fleet_node.database_server: SQLite has no fleet table; the name keeps the lists in step.
         migrator.registerMigration("v18-node-server") { _ in }
         migrator.registerMigration("v19-observation-order") { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }
         return migrator
     }
-
-    /// The trust inputs each scan was judged with (JSON JudgedWith, NULL before). The same script on PostgreSQL.
-    package static let judgedWithColumn = "ALTER TABLE observation ADD COLUMN judged_with TEXT;"
-
-    /// A target's configured tags (JSON [String]) with its current state, and the app outcome
-    /// (JSON AppHostOutcome, NULL when the target is judged by no app's rules) of each scan and of
-    /// the current state. The same script on PostgreSQL.
-    package static let tagsAndApp = """
-        ALTER TABLE target_state ADD COLUMN tags TEXT NOT NULL DEFAULT '[]';
-        ALTER TABLE target_state ADD COLUMN app TEXT;
-        ALTER TABLE observation ADD COLUMN app TEXT;
-        """
-
-    /// A target's alerts, newest first, for its page (`alerts(of:limit:)`). The same script on PostgreSQL.
-    package static let alertTargetIndex = "CREATE INDEX alert_target_time ON alert(target, created_at);"
 
     /// Certificates stored once by fingerprint; raw observations apart from verdicts; the
     /// current state per target address for change detection.
@@ -152,5 +138,30 @@ package enum StoreMigrations {
             \(addressChanges);
             """)
         try ObservationContent.backfill(db, sha256: sha256)
+    }
+}
+
+extension ObservationContent {
+    /// Fills in `content_hash` for observations stored before it existed (the v4 migration), in
+    /// batches so that a database of millions of scans does not hold every hash in memory.
+    static func backfill(_ db: Database, batch: Int = 10_000, sha256: SHA256Hex) throws {
+        let update = try db.makeStatement(sql: "UPDATE observation SET content_hash = ? WHERE id = ?")
+        while true {
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT id, status, failure_category, handshake, ats_refusal, trust_store, anchored, path_issues, ifnull(sni, host)
+                FROM observation WHERE content_hash IS NULL LIMIT ?
+                """), arguments: [batch])
+            if rows.isEmpty { return }
+            for row in rows {
+                let id: Int64 = row[0]
+                let chain = try Row.fetchAll(db.cachedStatement(sql: """
+                    SELECT role, position, fingerprint, source FROM observation_certificate WHERE observation_id = ?
+                    """), arguments: [id]).map { ChainEntry(role: $0[0], position: $0[1], fingerprint: $0[2], source: $0[3]) }
+                let hash = hash(status: row[1], failureCategory: row[2], handshake: row[3], atsRefusal: row[4],
+                                trustStore: row[5], anchored: row[6], pathIssues: row[7], hostname: row[8], chain: chain,
+                                sha256: sha256)
+                try update.execute(arguments: [hash, id])
+            }
+        }
     }
 }

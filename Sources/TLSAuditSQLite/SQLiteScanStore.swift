@@ -1,3 +1,4 @@
+public import TLSAuditStore
 import Foundation
 import GRDB
 public import TLSAuditModel
@@ -33,7 +34,7 @@ public final class SQLiteScanStore: EngineBackedStore, FileBackedStore, Sendable
         do {
             if create { try Self.createDirectories(URL(fileURLWithPath: path).deletingLastPathComponent().path) }
             pool = try SQLitePool(path: path, configuration: configuration)
-            let migrator = StoreMigrations.migrator(sha256: sha256)
+            let migrator = SQLiteMigrations.migrator(sha256: sha256)
             try pool.read { db in try Self.refuseUnknownMigrations(migrator, in: db, path: path) }
             try SQLiteSchemaSnapshot.make(in: pool.pool, migrator: migrator)
             try migrator.migrate(pool.pool)
@@ -88,7 +89,7 @@ public final class SQLiteScanStore: EngineBackedStore, FileBackedStore, Sendable
                     throw StoreError(.corrupt, corruptionAdvice(path: path, found: problems.joined(separator: "; ")))
                 }
                 guard try db.tableExists("grdb_migrations") else { return [] }
-                let migrator = StoreMigrations.migrator(sha256: sha256)
+                let migrator = SQLiteMigrations.migrator(sha256: sha256)
                 try refuseUnknownMigrations(migrator, in: db, path: path)
                 return try migrator.appliedMigrations(db)
             }
@@ -140,7 +141,7 @@ public final class SQLiteScanStore: EngineBackedStore, FileBackedStore, Sendable
 
     /// The migrations applied so far, in order.
     public func appliedMigrations() throws -> [String] {
-        try pool.read { db in try StoreMigrations.migrator(sha256: sha256).appliedMigrations(db) }
+        try pool.read { db in try SQLiteMigrations.migrator(sha256: sha256).appliedMigrations(db) }
     }
 
     // MARK: - Helpers
