@@ -1,17 +1,12 @@
 import Synchronization
-import TLSAuditStore
+public import TLSAuditStore
 
 /// Which PostgreSQL server this process's connections reach, and its role. A URL may name several
 /// servers (a primary and its standbys): a new connection that lands on another server than the
 /// last one is a failover (or a switch-over), told once to `onChange`, however many pools reconnect.
 public enum PostgresServerWatch {
     /// A server as a connection found it.
-    public struct Server: Sendable, Equatable {
-        /// `host:port`.
-        public var address: String
-        /// `primary`, or `standby` (in recovery: read-only).
-        public var role: String
-    }
+    public typealias Server = DatabaseServer
 
     private struct State {
         var current: Server?

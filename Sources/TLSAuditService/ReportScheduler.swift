@@ -222,7 +222,7 @@ final class ReportScheduler: @unchecked Sendable {
         let started = Date()
         let report: ComplianceReport
         do {
-            let store = try DatabaseLocation.parse(database).open(create: false)
+            let store = try StoreBackends.location(database).open(create: false)
             report = try ReportGenerator.report(from: store, ReportRequest(
                 since: schedule.since, end: end, policy: schedule.policy, targets: targets,
                 expiringWithinDays: schedule.expiringWithinDays))

@@ -4,11 +4,9 @@ public import ServiceLifecycle
 public import TLSAuditMonitoring
 import Synchronization
 import TLSAuditCore
-import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditStore
-import TLSAuditSQLite
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads
@@ -77,17 +75,16 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let location = try configuration.location()
-        if case .postgres = location {
-            // A URL naming a primary and its standbys: each change of server is one line and one count.
-            PostgresServerWatch.onChange { [logger, metrics] server, previous in
-                guard let previous else {
-                    logger.info("PostgreSQL: connected to \(server.address) (\(server.role))")
-                    metrics.recordDatabaseServer(server.address, role: server.role, changed: false)
-                    return
-                }
-                logger.notice("PostgreSQL: now connected to \(server.address) (\(server.role)), before to \(previous.address) (\(previous.role)): a failover or a switch-over")
-                metrics.recordDatabaseServer(server.address, role: server.role, changed: true)
+        // A URL naming a primary and its standbys: each change of server is one line and one count.
+        let backend = StoreBackends.backend(of: configuration.database)?.name ?? "the database"
+        location.watchServers { [logger, metrics] server, previous in
+            guard let previous else {
+                logger.info("\(backend): connected to \(server.address) (\(server.role))")
+                metrics.recordDatabaseServer(server.address, role: server.role, changed: false)
+                return
             }
+            logger.notice("\(backend): now connected to \(server.address) (\(server.role)), before to \(previous.address) (\(previous.role)): a failover or a switch-over")
+            metrics.recordDatabaseServer(server.address, role: server.role, changed: true)
         }
         // At start the store must be usable as far as this version can tell: a file SQLite cannot
         // open as a database or a schema a newer version migrated is refused (`serve` exits 2;
@@ -135,11 +132,10 @@ public final class ScanService: Service, @unchecked Sendable {
         self.scanner = scanner
         trustInputs.scanner = scanner
         self.trustInputs = trustInputs
-        if case .postgres(let settings) = location {
+        if let coordinator = location.fleet(node: configuration.node.name, vantage: configuration.node.vantage) {
             splitView = SplitViewDetector(configuration: configuration)
             writer.splitView = splitView
-            fleet = FleetWork(fleet: PostgresFleet(settings, node: configuration.node.name, vantage: configuration.node.vantage),
-                              logger: logger)
+            fleet = FleetWork(fleet: coordinator, logger: logger)
         } else {
             fleet = nil
             splitView = nil
@@ -187,8 +183,8 @@ public final class ScanService: Service, @unchecked Sendable {
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
         writer.onFatal = { [weak self] error in self?.stopForGood("\(error)") }
-        if case .sqlite(let path) = try configuration.location() {
-            writer.checkBeforeFirstCommit("quick_check of \(path)") { _ = try SQLiteScanStore.inspect(path: path, sha256: Digest.sha256Hex) }
+        if let check = try configuration.location().checkBeforeFirstCommit {
+            writer.checkBeforeFirstCommit(check.name, check.run)
         }
         writer.replaySpills(configuration.spillLocations)
         scheduler.start()

@@ -1,3 +1,6 @@
+public import Foundation
+public import TLSAuditModel
+
 // The fleet's work queue as the scheduler and a fleet store exchange it: claims, completions,
 // heartbeats and the view of the live nodes (the PostgreSQL fleet, `PostgresFleet`, keeps the queue).
 
@@ -99,5 +102,123 @@ public struct FleetRowKey: Sendable, Hashable {
     public init(target: String, vantage: String) {
         self.target = target
         self.vantage = vantage
+    }
+}
+
+/// A stored version of the fleet's configuration.
+public struct FleetConfigurationVersion: Sendable, Hashable {
+    public var version: Int64
+    public var appliedAt: Date
+    public var appliedBy: String
+    public var document: String
+    public var sha256: String
+
+    package init(version: Int64, appliedAt: Date, appliedBy: String, document: String, sha256: String) {
+        self.version = version
+        self.appliedAt = appliedAt
+        self.appliedBy = appliedBy
+        self.document = document
+        self.sha256 = sha256
+    }
+}
+
+/// One node as `fleet status` lists it.
+public struct FleetNodeStatus: Sendable, Hashable, Codable {
+    public var name: String
+    public var vantage: String
+    public var configurationVersion: Int64?
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    /// Seconds since the last heartbeat, on the database server's clock.
+    public var heartbeatAge: Double
+    public var inFlight: Int
+    public var scansPerMinute: Double
+    public var scansTotal: Int64
+    public var process: String?
+    public var poll: Double
+    public var lease: Double
+    /// The PostgreSQL server the node's last heartbeat reached (`host:port`; nil before v18-node-server).
+    public var databaseServer: String?
+
+    /// Lost: no heartbeat for three of its polls plus its lease (its scans are others' by then).
+    public var lost: Bool { Self.isLost(heartbeatAge: heartbeatAge, poll: poll, lease: lease) }
+
+    /// The rule `lost` applies, for a node known only by its row.
+    package static func isLost(heartbeatAge: Double, poll: Double, lease: Double) -> Bool { heartbeatAge > 3 * poll + lease }
+
+    package init(name: String, vantage: String, configurationVersion: Int64?, startedAt: Date, heartbeatAt: Date, heartbeatAge: Double, inFlight: Int, scansPerMinute: Double, scansTotal: Int64, process: String?, poll: Double, lease: Double, databaseServer: String?) {
+        self.name = name
+        self.vantage = vantage
+        self.configurationVersion = configurationVersion
+        self.startedAt = startedAt
+        self.heartbeatAt = heartbeatAt
+        self.heartbeatAge = heartbeatAge
+        self.inFlight = inFlight
+        self.scansPerMinute = scansPerMinute
+        self.scansTotal = scansTotal
+        self.process = process
+        self.poll = poll
+        self.lease = lease
+        self.databaseServer = databaseServer
+    }
+}
+
+/// The work queue at a glance (`fleet status`).
+public struct FleetWorkSummary: Sendable, Hashable, Codable {
+    /// Rows in the queue: one per target, or per target and vantage.
+    public var scans: Int
+    /// Scans some node holds a lease on now.
+    public var leased: Int
+    /// Scans due and not claimed yet.
+    public var waiting: Int
+    /// Seconds the longest-waiting due scan has waited.
+    public var longestWait: Double
+
+    package init(scans: Int, leased: Int, waiting: Int, longestWait: Double) {
+        self.scans = scans
+        self.leased = leased
+        self.waiting = waiting
+        self.longestWait = longestWait
+    }
+}
+
+/// What one claim got: the scans claimed, and whether due work stayed unclaimed when they were
+/// fewer than asked for (a host at its cap held it back: a lease released frees it at once).
+public struct FleetClaims: Sendable {
+    public var claims: [FleetClaim]
+    public var dueLeft: Bool
+
+    package init(claims: [FleetClaim], dueLeft: Bool) {
+        self.claims = claims
+        self.dueLeft = dueLeft
+    }
+}
+
+/// Another process holds this node's name: alive at this node's start (a twin, or the same
+/// node started twice), or it took the name over since (`serve --replace-node`).
+public struct FleetNameConflict: Error, CustomStringConvertible {
+    public var name: String
+    public var host: String?
+    public var process: String?
+    public var startedAt: Date
+    public var heartbeatAge: Double
+    /// True when met at this node's start; false when the name was taken from this node while it ran.
+    public var duringStart: Bool
+
+    public var description: String {
+        let other = "\(process ?? "a process") on \(host ?? "an unknown host"), started \(Timestamp.format(startedAt)), "
+            + "last heartbeat \(String(format: "%.1f", heartbeatAge)) s ago"
+        return duringStart
+            ? "another node named \(name) is alive (\(other)): give this node another name (node: {name: ...}), stop the other one, or start this one with --replace-node if the other is gone for good"
+            : "node name \(name) was taken over by \(other) (started with --replace-node): this node stops"
+    }
+
+    package init(name: String, host: String?, process: String?, startedAt: Date, heartbeatAge: Double, duringStart: Bool) {
+        self.name = name
+        self.host = host
+        self.process = process
+        self.startedAt = startedAt
+        self.heartbeatAge = heartbeatAge
+        self.duringStart = duringStart
     }
 }

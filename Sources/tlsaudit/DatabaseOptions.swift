@@ -23,7 +23,7 @@ struct DatabaseOptions: ParsableArguments {
         var path = database
         if path == nil, let file = configurationPath { path = try loadConfiguration(file).database }
         do {
-            return try DatabaseLocation.parse(path ?? ServiceConfiguration.defaultDatabase).open(create: false)
+            return try StoreBackends.location(path ?? ServiceConfiguration.defaultDatabase).open(create: false)
         } catch {
             StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)

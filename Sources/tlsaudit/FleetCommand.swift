@@ -17,7 +17,7 @@ struct FleetCommand: ParsableCommand {
 
     /// The PostgreSQL settings of --database, else of the configuration's `database:`; exit 2 when it is not PostgreSQL.
     static func postgres(_ text: String) throws -> PostgresSettings {
-        guard case .postgres(let settings)? = try? DatabaseLocation.parse(text) else {
+        guard let settings = (try? StoreBackends.location(text) as? PostgresLocation)?.settings else {
             StandardStream.error.write("tlsaudit: fleet commands need a PostgreSQL database (postgres://...), not \(text)\n")
             throw ExitCode(2)
         }
@@ -52,7 +52,7 @@ struct FleetCommand: ParsableCommand {
             let version: Int64
             do {
                 let document = try String(contentsOfFile: file, encoding: .utf8)
-                _ = try DatabaseLocation.postgres(settings).open(create: false) // the schema brought up to date
+                _ = try PostgresScanStore(settings, sha256: Digest.sha256Hex) // the schema brought up to date
                 let fleet = PostgresFleet(settings, node: NodeIdentity.defaultName, vantage: "")
                 version = try fleet.apply(document: document, sha256: Digest.sha256Hex(Array(document.utf8)),
                                           targets: configuration.fleetTargets, appliedBy: "\(NSUserName())@\(NodeIdentity.defaultName)")
@@ -90,7 +90,7 @@ struct FleetCommand: ParsableCommand {
             let latest: FleetConfigurationVersion?
             let work: FleetWorkSummary
             do {
-                _ = try DatabaseLocation.postgres(settings).open(create: false)
+                _ = try PostgresScanStore(settings, sha256: Digest.sha256Hex)
                 let fleet = PostgresFleet(settings, node: NodeIdentity.defaultName, vantage: "")
                 nodes = try fleet.nodes()
                 latest = try fleet.latestConfiguration()

@@ -49,7 +49,7 @@ struct StoreCommand: ParsableCommand {
                     throw StoreError(.unavailable, "\(sourcePath) does not exist")
                 }
                 source = try SQLiteScanStore(path: sourcePath, create: false, sha256: Digest.sha256Hex)
-                guard case .postgres(let settings) = try DatabaseLocation.parse(to) else {
+                guard let settings = (try StoreBackends.location(to) as? PostgresLocation)?.settings else {
                     throw StoreError(.unavailable, "--to must be a postgres:// URL")
                 }
                 destination = try PostgresScanStore(settings, sha256: Digest.sha256Hex)

@@ -1,5 +1,9 @@
 import ArgumentParser
 import TLSAuditCore
+import TLSAuditPostgres
+import TLSAuditProbe
+import TLSAuditSQLite
+import TLSAuditStore
 
 /// The `tlsaudit` root command.
 @main
@@ -18,6 +22,7 @@ struct TLSAuditCommand: AsyncParsableCommand {
     /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command.
     static func main() async {
         StandardStream.prepare()
+        StoreBackends.registerShipped()
         await runParsed(Self.self)
     }
 }
@@ -26,4 +31,13 @@ struct TLSAuditCommand: AsyncParsableCommand {
 /// than the override above).
 private func runParsed<Command: AsyncParsableCommand>(_: Command.Type) async {
     await Command.main()
+}
+
+extension StoreBackends {
+    /// The store backends tlsaudit ships, registered before any command runs: PostgreSQL's URLs,
+    /// then SQLite's paths. A new backend is its module and one line here.
+    static func registerShipped() {
+        register(PostgresBackend(sha256: Digest.sha256Hex))
+        register(SQLiteBackend(sha256: Digest.sha256Hex))
+    }
 }

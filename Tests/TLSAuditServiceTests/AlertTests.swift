@@ -33,6 +33,8 @@ final class SwappableServer: @unchecked Sendable {
 
 @Suite("alerts end to end", .serialized)
 struct AlertTests {
+    init() { TestBackends.register() }
+
     let lab = ServiceLab.shared
     static let secret = "s3cret"
 
@@ -270,6 +272,8 @@ struct AlertTests {
 /// starts, and would not die of a closed pipe).
 @Suite("command sinks")
 struct CommandSinkTests {
+    init() { TestBackends.register() }
+
     @Test("a command starts with no blocked or ignored signals, even from a Dispatch thread that blocks them")
     func cleanSignalState() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tlsaudit-signals-\(UUID().uuidString)")
@@ -299,6 +303,8 @@ struct CommandSinkTests {
 
 @Suite("webhook sinks")
 struct WebhookSinkTests {
+    init() { TestBackends.register() }
+
     let lab = ServiceLab.shared
 
     /// The sink of a configuration with one webhook to `url` (and `extra` keys).

@@ -8,6 +8,8 @@ import TLSAuditService
 /// `status --tag app:BUNDLE_ID` answers host by host what `app audit` answers.
 @Suite("app import + serve")
 struct AppServiceTests {
+    init() { TestBackends.register() }
+
     static let bundle = "test.tlsaudit.shop"
     static let names = ["modern.shop.test", "legacy.shop.test", "nofs.shop.test", "plain.shop.test", "swapped.shop.test"]
 

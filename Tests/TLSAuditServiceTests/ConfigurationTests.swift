@@ -8,6 +8,8 @@ import TLSAuditMonitoring
 
 @Suite("configuration")
 struct ConfigurationTests {
+    init() { TestBackends.register() }
+
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
@@ -553,6 +555,8 @@ struct ConfigurationTests {
 
 @Suite("systemd unit")
 struct SystemdUnitTests {
+    init() { TestBackends.register() }
+
     /// The unit with ExecStart pointing at the built binary (systemd-analyze checks that it exists).
     func unitFile() throws -> URL {
         let source = ConfigurationTests.packageRoot.appendingPathComponent("systemd/tlsaudit.service")
@@ -588,6 +592,8 @@ struct SystemdUnitTests {
 
 @Suite("demo")
 struct DemoTests {
+    init() { TestBackends.register() }
+
     @Test("tlsaudit demo runs the real service and prints the status table")
     func demo() throws {
         let database = try ServiceLab.shared.workspace("demo").appendingPathComponent("demo.sqlite").path

@@ -10,6 +10,8 @@ import TLSAuditSQLite
 
 @Suite("pins")
 struct PinTests {
+    init() { TestBackends.register() }
+
     let lab = ServiceLab.shared
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
@@ -286,6 +288,8 @@ struct PinTests {
 
 @Suite("pin evaluation rules")
 struct PinEvaluationTests {
+    init() { TestBackends.register() }
+
     static func certificate(_ name: String, spki: String, fingerprint: String) -> CertificateSummary {
         CertificateSummary(subject: "CN=\(name)", issuer: "CN=x", commonName: name, serial: "01", version: 3,
                            notBefore: .distantPast, notAfter: .distantFuture, signatureAlgorithm: "sha256WithRSAEncryption",

@@ -13,6 +13,8 @@ import TLSAuditLab
 /// `tlsaudit-bench report-fixture`; see docs/report.md, "The test fixture"), and the service's scheduled reports.
 @Suite("Compliance reports", .serialized)
 struct ReportTests {
+    init() { TestBackends.register() }
+
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/report")
     /// The fixture's week: scans from 2026-10-31T12:00Z to 2026-11-07T12:00Z.
     static let end = "2026-11-08T00:00:00Z"
@@ -343,6 +345,8 @@ struct ReportTests {
 /// The service's scheduled reports, with a real service, a real server and a webhook receiver.
 @Suite("Scheduled reports", .serialized)
 struct ScheduledReportTests {
+    init() { TestBackends.register() }
+
     let lab = ServiceLab.shared
     static let secret = "report-secret"
 

@@ -13,6 +13,8 @@ import TLSAuditStore
 /// new one would be (one type, handed to `ScanScheduler.init`), runs real scans of a lab server.
 @Suite("work sources")
 struct WorkSourceTests {
+    init() { TestBackends.register() }
+
     let lab = ServiceLab.shared
 
     /// Each target once, in the order given; its results tagged so the store shows whose they were.

@@ -473,27 +473,6 @@ struct SQLiteStoreConformanceTests {
         #expect(try DatabaseQueue(path: path).read(SQLiteSchemaSnapshot.schema(of:)).statements == migrated.statements)
     }
 
-    @Test("durability: what record returned is there after the store is closed and opened again, whole")
-    func durability() throws { try suite.durability() }
-
-    @Test("transactions: a reader beside the writer never sees part of a batch")
-    func transactions() throws { try suite.atomicBatchesBesideAReader() }
-
-    @Test("retention: old scans go, each address's latest stays")
-    func retention() throws { try suite.retention() }
-
-    @Test("alert outbox: stored once, claimed under a lease with an epoch, a stale claim records nothing, retried, delivered")
-    func alertOutbox() throws { try suite.alertOutbox() }
-
-    @Test("report runs: one claim per run, its owner may claim again, a stale claim's record is refused, a run lease expires")
-    func reportRuns() throws { try suite.reportRuns() }
-
-    @Test("revocation answers: kept until they expire, replaced by a newer one")
-    func revocationAnswers() throws { try suite.revocationAnswers() }
-
-    @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports")
-    func tagsAndApp() throws { try suite.tagsAndApp() }
-
     @Test("runs: an unchanged scan extends its address's run and adds a few bytes; reports count every scan")
     func unchangedScans() throws {
         _ = try suite.unchangedScans { path in
@@ -503,12 +482,6 @@ struct SQLiteStoreConformanceTests {
             }
         }
     }
-
-    @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat")
-    func lateScanInsideARun() throws { try suite.lateScanInsideARun() }
-
-    @Test("clock steps: scans taken while the wall clock stood behind follow the newest in history, runs and the timeline")
-    func clockStepBackHistory() throws { try suite.clockStepBackHistory() }
 
     @Test("migrations: a new store has every named migration, in order")
     func migrations() throws {
@@ -531,6 +504,55 @@ struct SQLiteStoreConformanceTests {
             }
         }
     }
+}
+
+/// The backends the protocol-only cases run on in this process: SQLite, and a backend this test
+/// target defines and reaches only through the registry (`TmpfsSQLiteBackend`).
+enum LocalConformanceBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite = "SQLite"
+    case testBackend = "test-shm://, a test backend through the registry"
+
+    var testDescription: String { rawValue }
+
+    var suite: StoreConformance {
+        switch self {
+        case .sqlite:
+            StoreConformance(open: { try SQLiteScanStore(path: $0, sha256: Digest.sha256Hex) },
+                             newLocation: { SQLiteStoreConformanceTests.directory.appendingPathComponent("\(UUID().uuidString).sqlite").path })
+        case .testBackend:
+            TmpfsSQLiteBackend.registered
+        }
+    }
+}
+
+@Suite("store conformance: SQLite and a test backend")
+struct LocalStoreConformanceTests {
+    @Test("durability: what record returned is there after the store is closed and opened again, whole", arguments: LocalConformanceBackend.allCases)
+    func durability(_ backend: LocalConformanceBackend) throws { try backend.suite.durability() }
+
+    @Test("transactions: a reader beside the writer never sees part of a batch", arguments: LocalConformanceBackend.allCases)
+    func transactions(_ backend: LocalConformanceBackend) throws { try backend.suite.atomicBatchesBesideAReader() }
+
+    @Test("retention: old scans go, each address's latest stays", arguments: LocalConformanceBackend.allCases)
+    func retention(_ backend: LocalConformanceBackend) throws { try backend.suite.retention() }
+
+    @Test("alert outbox: stored once, claimed under a lease with an epoch, a stale claim records nothing, retried, delivered", arguments: LocalConformanceBackend.allCases)
+    func alertOutbox(_ backend: LocalConformanceBackend) throws { try backend.suite.alertOutbox() }
+
+    @Test("report runs: one claim per run, its owner may claim again, a stale claim's record is refused, a run lease expires", arguments: LocalConformanceBackend.allCases)
+    func reportRuns(_ backend: LocalConformanceBackend) throws { try backend.suite.reportRuns() }
+
+    @Test("revocation answers: kept until they expire, replaced by a newer one", arguments: LocalConformanceBackend.allCases)
+    func revocationAnswers(_ backend: LocalConformanceBackend) throws { try backend.suite.revocationAnswers() }
+
+    @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports", arguments: LocalConformanceBackend.allCases)
+    func tagsAndApp(_ backend: LocalConformanceBackend) throws { try backend.suite.tagsAndApp() }
+
+    @Test("runs: a late scan with another verdict inside a run turns the timeline there and back at the next repeat", arguments: LocalConformanceBackend.allCases)
+    func lateScanInsideARun(_ backend: LocalConformanceBackend) throws { try backend.suite.lateScanInsideARun() }
+
+    @Test("clock steps: scans taken while the wall clock stood behind follow the newest in history, runs and the timeline", arguments: LocalConformanceBackend.allCases)
+    func clockStepBackHistory(_ backend: LocalConformanceBackend) throws { try backend.suite.clockStepBackHistory() }
 }
 
 /// The same suite against a real PostgreSQL: a throwaway cluster (Debian's server, started by the

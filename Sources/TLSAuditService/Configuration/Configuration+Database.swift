@@ -47,7 +47,7 @@ extension ConfigurationParser {
             return nil
         }
         do {
-            _ = try DatabaseLocation.parse(url)
+            _ = try StoreBackends.location(url)
         } catch {
             report(inner, error.description)
             return nil

@@ -50,7 +50,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var spillFallbackDirectory: String?
 
     /// The store `database` names: a SQLite file, or PostgreSQL for a `postgres://` URL.
-    public func location() throws(StoreError) -> DatabaseLocation { try DatabaseLocation.parse(database) }
+    /// The database `database` names, read by the store backend that claims it (`StoreBackends`).
+    public func location() throws(StoreError) -> any StoreLocation { try StoreBackends.location(database) }
 
     /// The targets as the fleet's work queue knows them.
     public var fleetTargets: [FleetTarget] {
@@ -60,8 +61,7 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// The base name of the files results wait in across a restart: beside a SQLite file, or
     /// `tlsaudit-postgres` in the state directory for PostgreSQL.
     public var spillBase: String {
-        DatabaseLocation.isPostgresURL(database)
-            ? URL(fileURLWithPath: spillDirectory).appendingPathComponent("tlsaudit-postgres").path : database
+        (try? location())?.spillBase(stateDirectory: spillDirectory) ?? database
     }
 
     /// Every place unstored results may wait, in order: beside the database, `spill_directory`,
@@ -215,9 +215,9 @@ struct ConfigurationParser {
         if let node = mapping["database"], case .mapping(let block) = node {
             if let url = postgresBlock(node, block) { configuration.database = url }
         } else if let node = mapping["database"], let path = string(node, "a file path, a postgres:// URL or a postgres: block") {
-            if DatabaseLocation.isPostgresURL(path) {
+            if path.contains("://") { // a URL: its backend reads it
                 do {
-                    _ = try DatabaseLocation.parse(path)
+                    _ = try StoreBackends.location(path)
                     configuration.database = path
                 } catch {
                     report(node, error.description)
@@ -286,7 +286,7 @@ struct ConfigurationParser {
             targets += targetList(node, inherited: defaults, group: nil)
         }
         // A fleet node's own file may leave the targets to `tlsaudit fleet apply`.
-        if mapping["targets"] == nil && mapping["groups"] == nil && !DatabaseLocation.isPostgresURL(configuration.database) {
+        if mapping["targets"] == nil && mapping["groups"] == nil && !StoreBackends.offersFleet(configuration.database) {
             report(root, "no targets: add a 'targets' list (or 'groups')")
         }
         if targets.count > InputLimits.targets {

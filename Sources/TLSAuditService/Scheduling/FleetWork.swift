@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import TLSAuditPostgres
 import TLSAuditStore
 
 /// A node's link to the fleet's work queue: claims, completions and releases run on one serial
@@ -12,7 +11,7 @@ import TLSAuditStore
 final class FleetWork: @unchecked Sendable {
     // @unchecked: `pendingCompletions`, `flushScheduled` and `claimMilliseconds` are only touched on `queue`; the
     // heartbeat's state (timer, report, onView, viewTime, started, heartbeatFailing) on `heartbeatQueue`.
-    let fleet: PostgresFleet
+    let fleet: any FleetCoordinator
     private let queue = DispatchQueue(label: "tlsaudit.fleet")
     private let heartbeatQueue = DispatchQueue(label: "tlsaudit.fleet.heartbeat")
     private let logger: Logger
@@ -31,7 +30,7 @@ final class FleetWork: @unchecked Sendable {
     /// How long each claim took (milliseconds; the last 100,000), for the statistics at the stop.
     private var claimMilliseconds: [Double] = []
 
-    init(fleet: PostgresFleet, logger: Logger) {
+    init(fleet: any FleetCoordinator, logger: Logger) {
         self.fleet = fleet
         self.logger = logger
     }
@@ -185,7 +184,7 @@ final class FleetWork: @unchecked Sendable {
             func percentile(_ fraction: Double) -> String {
                 sorted.isEmpty ? "-" : String(format: "%.2f", sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))])
             }
-            let traffic = PostgresTraffic.totals
+            let traffic = fleet.traffic
             logger.notice("fleet statistics", metadata: [
                 "claims": "\(sorted.count)", "claim_ms_p50": "\(percentile(0.5))", "claim_ms_p99": "\(percentile(0.99))",
                 "statements": "\(traffic.statements)", "bytes_sent": "\(traffic.sent)", "bytes_received": "\(traffic.received)",
