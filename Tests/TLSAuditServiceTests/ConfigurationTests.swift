@@ -123,6 +123,21 @@ struct ConfigurationTests {
         #expect(problems[5].message.contains("vantage 'any'") && problems[6].message.contains("vantage 'eu/west'"))
     }
 
+    @Test("database: a path is SQLite's, a postgres:// URL PostgreSQL's (a fleet), a URL no backend takes is refused with its line, not taken for a file name")
+    func databaseBackends() throws {
+        #expect(try !parse("database: /var/lib/tlsaudit/x.sqlite\ntargets: [a.example]").location().offersFleet)
+        #expect(try parse("database: postgres://scanner@db.example/audit\ntargets: [a.example]").location().offersFleet)
+        #expect(try parse("database: postgres://scanner@db.example/audit").targets.isEmpty, "a fleet node may leave its targets to fleet apply")
+        let problems = errors("""
+            targets: [a.example]
+            database: mysql://db.example/audit
+            """)
+        #expect(problems.map(\.line) == [2], "\(problems)")
+        #expect(problems.first?.message.contains("no store backend takes 'mysql://db.example/audit'") == true, "\(problems)")
+        #expect(problems.first?.message.contains("PostgreSQL, SQLite") == true, "\(problems)")
+        #expect(errors("database: x.sqlite").first?.message.contains("no targets") == true, "a SQLite node needs targets")
+    }
+
     @Test("http: one address or a list (IPv4, [IPv6], :port), a token file, connection and idle limits; each mistake with its line")
     func httpKeys() throws {
         let good = try parse("""
