@@ -4,8 +4,8 @@ public enum RuleOutcome: String, Codable, Sendable {
     case fail
 }
 
-/// App Transport Security verdict for one address: every rule, and the overall answer.
-public struct ATSVerdict: Hashable, Codable, Sendable {
+/// A policy's verdict for one address (ATS, a Mozilla profile, an app's rules): every rule, and the overall answer.
+public struct PolicyVerdict: Hashable, Codable, Sendable {
     /// The policy judged against (`ats`, `ats-runtime`, `apple-trust`).
     public var policy: CompliancePolicy
     /// True when an iOS app with default ATS settings would accept this server.

@@ -68,7 +68,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var chain: ChainReport?
     /// Every finding, most severe first.
     public var findings: [Finding]
-    public var ats: ATSVerdict
+    public var ats: PolicyVerdict
     /// The pin check, when the target has pins.
     public var pin: PinEvaluation?
     /// Every version and suite accepted (`scan --enumerate`).
@@ -100,7 +100,7 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
 
     public init(address: String, family: String, port: Int, status: Status, startedAt: Date, durationMs: Int,
                 handshake: HandshakeObservation?, atsClientRefusal: String? = nil, error: ProbeFailure?,
-                chain: ChainReport?, findings: [Finding], ats: ATSVerdict, pin: PinEvaluation? = nil) {
+                chain: ChainReport?, findings: [Finding], ats: PolicyVerdict, pin: PinEvaluation? = nil) {
         self.address = address
         self.family = family
         self.port = port

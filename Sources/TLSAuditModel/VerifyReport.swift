@@ -21,14 +21,14 @@ public struct VerifyReport: Codable, Sendable {
     /// The leaf's embedded SCTs, each with its log and status, and Apple's CT policy's answer.
     public var certificateTransparency: CertificateTransparencyReport?
     /// The verdict under `apple-trust`: the chain is trusted, with SHA-2 signatures and strong keys.
-    public var verdict: ATSVerdict
+    public var verdict: PolicyVerdict
     /// True when no finding is an error.
     public var valid: Bool
     /// 0 valid, 1 not valid.
     public var exitCode: Int32
 
     public init(toolVersion: String, evaluatedAt: Date, inputs: [String], host: String?, leafIndex: Int, chain: ChainReport,
-                findings: [Finding], verdict: ATSVerdict) {
+                findings: [Finding], verdict: PolicyVerdict) {
         schema = Self.schemaVersion
         self.toolVersion = toolVersion
         self.evaluatedAt = evaluatedAt

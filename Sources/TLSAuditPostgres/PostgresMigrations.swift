@@ -1,5 +1,5 @@
 import Foundation
-import TLSAuditStore
+package import TLSAuditStore
 
 /// The schema on PostgreSQL, as the same named, append-only migrations as SQLite's
 /// (`SQLiteMigrations`): what a released migration creates never changes, a change comes as a new
@@ -171,4 +171,10 @@ enum PostgresMigrations {
         let rows = try connection.execute("SELECT name FROM tlsaudit_migration ORDER BY applied_at, name")
         return (0..<rows.count).compactMap { rows.text($0, "name") }
     }
+}
+
+extension StoreSchema {
+    /// PostgreSQL's spellings of the shared tables' types.
+    package static let postgres = StoreSchema(real: "DOUBLE PRECISION", bigint: "BIGINT", bytes: "BYTEA",
+                                              serialKey: "BIGSERIAL PRIMARY KEY", addressChangeKey: "id BIGSERIAL PRIMARY KEY,", withoutRowID: "")
 }

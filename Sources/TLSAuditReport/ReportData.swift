@@ -45,7 +45,7 @@ public struct ReportQuery: Sendable, Hashable {
 /// Judges a stored result again under a policy at a time (`AddressAssessment.rejudge`; the
 /// report's tests pass their own).
 public typealias Rejudging = @Sendable (_ result: AddressScanResult, _ hostname: String, _ policy: CompliancePolicy,
-                                        _ time: Date) -> (findings: [Finding], verdict: ATSVerdict)
+                                        _ time: Date) -> (findings: [Finding], verdict: PolicyVerdict)
 
 /// One scan's verdict, as a report needs it.
 public struct ReportVerdict: Sendable, Hashable {

@@ -165,3 +165,9 @@ extension ObservationContent {
         }
     }
 }
+
+extension StoreSchema {
+    /// SQLite's spellings of the shared tables' types.
+    package static let sqlite = StoreSchema(real: "REAL", bigint: "INTEGER", bytes: "BLOB", serialKey: "INTEGER PRIMARY KEY",
+                                            addressChangeKey: "", withoutRowID: " WITHOUT ROWID")
+}

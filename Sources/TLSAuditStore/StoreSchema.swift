@@ -17,10 +17,15 @@ package struct StoreSchema: Sendable {
     /// What follows a CREATE TABLE whose key is its only index (` WITHOUT ROWID` on SQLite).
     package var withoutRowID: String
 
-    package static let sqlite = StoreSchema(real: "REAL", bigint: "INTEGER", bytes: "BLOB", serialKey: "INTEGER PRIMARY KEY",
-                                            addressChangeKey: "", withoutRowID: " WITHOUT ROWID")
-    package static let postgres = StoreSchema(real: "DOUBLE PRECISION", bigint: "BIGINT", bytes: "BYTEA",
-                                              serialKey: "BIGSERIAL PRIMARY KEY", addressChangeKey: "id BIGSERIAL PRIMARY KEY,", withoutRowID: "")
+    /// A backend's spellings (`StoreSchema.sqlite` in TLSAuditSQLite, `StoreSchema.postgres` in TLSAuditPostgres).
+    package init(real: String, bigint: String, bytes: String, serialKey: String, addressChangeKey: String, withoutRowID: String) {
+        self.real = real
+        self.bigint = bigint
+        self.bytes = bytes
+        self.serialKey = serialKey
+        self.addressChangeKey = addressChangeKey
+        self.withoutRowID = withoutRowID
+    }
 
     /// v1: certificates stored once by fingerprint; raw observations apart from verdicts; the
     /// current state per target address for change detection.

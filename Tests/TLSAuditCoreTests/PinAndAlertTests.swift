@@ -65,7 +65,7 @@ struct AlertDetectorTests {
             address: "192.0.2.1", family: "ipv4", port: 443, status: failed ? .failed : .completed,
             startedAt: Self.start.addingTimeInterval(offset), durationMs: 5, handshake: nil,
             error: failed ? ProbeFailure(.connectionRefused, "refused") : nil, chain: chain, findings: findings,
-            ats: ATSVerdict(policy: .atsRuntime, compliant: compliant && !failed, rules: [:],
+            ats: PolicyVerdict(policy: .atsRuntime, compliant: compliant && !failed, rules: [:],
                             failedRules: compliant || failed ? [] : ["ats.tls-version"]),
             pin: pin.map { PinEvaluation(state: $0, message: "", matched: nil, leafSPKI: leaf, leafFingerprint: leaf) })
     }

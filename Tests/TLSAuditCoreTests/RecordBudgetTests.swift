@@ -28,7 +28,7 @@ struct RecordBudgetTests {
                                  durationMs: 1, handshake: nil, error: ProbeFailure(.handshakeFailed, message), chain: chain,
                                  findings: (0..<findings).map { Finding($0 % 3 == 0 ? .trustExpired : .chainRootSent, $0 % 3 == 0 ? .error : .info,
                                                                         depth: $0, message) },
-                                 ats: ATSVerdict(policy: .atsRuntime, compliant: false, rules: [:], failedRules: []))
+                                 ats: PolicyVerdict(policy: .atsRuntime, compliant: false, rules: [:], failedRules: []))
     }
 
     @Test("applying the budget twice gives what applying it once gives", arguments: [(10, 3, false), (100, 40, false), (100, 40, true)])

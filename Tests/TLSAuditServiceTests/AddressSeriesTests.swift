@@ -13,7 +13,7 @@ struct AddressSeriesTests {
         let result = AddressScanResult(
             address: address, family: "IPv4", port: 443, status: .completed, startedAt: Date(timeIntervalSince1970: 1_700_000_000),
             durationMs: 12, handshake: nil, error: nil, chain: nil, findings: [],
-            ats: ATSVerdict(policy: .atsRuntime, compliant: failed.isEmpty, rules: [:], failedRules: failed))
+            ats: PolicyVerdict(policy: .atsRuntime, compliant: failed.isEmpty, rules: [:], failedRules: failed))
         return StoredScan(target: target, host: "h", port: 443, sni: nil, result: result)
     }
 

@@ -34,7 +34,7 @@ struct TagTests {
             var result = AddressScanResult(
                 address: "127.0.0.1", family: "IPv4", port: 443, status: .completed, startedAt: at, durationMs: 12,
                 handshake: nil, error: nil, chain: nil, findings: [],
-                ats: ATSVerdict(policy: .atsRuntime, compliant: true, rules: [:], failedRules: []))
+                ats: PolicyVerdict(policy: .atsRuntime, compliant: true, rules: [:], failedRules: []))
             result.app = app
             var scan = StoredScan(target: target, host: "\(target).example", port: 443, sni: nil, result: result)
             scan.tags = tags
@@ -83,7 +83,7 @@ struct TagTests {
         var scan = StoredScan(target: "t", host: "h", port: 443, sni: nil, result: AddressScanResult(
             address: "127.0.0.1", family: "IPv4", port: 443, status: .completed, startedAt: Date(timeIntervalSince1970: 1_800_000_000),
             durationMs: 1, handshake: nil, error: nil, chain: nil, findings: [],
-            ats: ATSVerdict(policy: .atsRuntime, compliant: true, rules: [:], failedRules: [])))
+            ats: PolicyVerdict(policy: .atsRuntime, compliant: true, rules: [:], failedRules: [])))
         scan.tags = ["prod"]
         let line = try JSONEncoder().encode(scan)
         #expect(try JSONDecoder().decode(StoredScan.self, from: line).tags == ["prod"])

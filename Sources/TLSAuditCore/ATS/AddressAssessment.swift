@@ -8,7 +8,7 @@ public enum AddressAssessment {
     public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
                               building: PathBuildingResult, revocation: RevocationReport? = nil, context: TrustContext,
                               policy: CompliancePolicy, atsClientRefusal: String?,
-                              evidence: ConfigurationEvidence? = nil) -> (findings: [Finding], verdict: ATSVerdict) {
+                              evidence: ConfigurationEvidence? = nil) -> (findings: [Finding], verdict: PolicyVerdict) {
         var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
         if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
@@ -48,7 +48,7 @@ public enum AddressAssessment {
     /// (handshake, chain as presented, path as built, path-building issues): no rescan.
     /// The name checked is the one the scan sent (`sni`, else `host`).
     public static func rejudge(_ result: AddressScanResult, hostname: String, policy: CompliancePolicy,
-                               at time: Date) -> (findings: [Finding], verdict: ATSVerdict) {
+                               at time: Date) -> (findings: [Finding], verdict: PolicyVerdict) {
         // Public-trust rules (CT, certificate lifetime) follow the anchor, as in a scan; results stored
         // without it follow the store (a public store's anchors are public).
         let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.publicTrust ?? false)
@@ -73,8 +73,8 @@ public enum AddressAssessment {
     }
 
     /// The verdict of an address that could not be scanned.
-    public static func notScanned(_ policy: CompliancePolicy) -> ATSVerdict {
-        ATSVerdict(policy: policy, compliant: false, rules: [:], failedRules: [])
+    public static func notScanned(_ policy: CompliancePolicy) -> PolicyVerdict {
+        PolicyVerdict(policy: policy, compliant: false, rules: [:], failedRules: [])
     }
 
     /// Apple's Certificate Transparency policy for publicly trusted chains, from the SCTs verified

@@ -10,7 +10,7 @@ extension AddressAssessment {
         context.distrust = DistrustCheck.make(probed.distrust, policy: target.policy, publicTrust: probed.publicTrust, scts: probed.scts)
         let presented = probed.presented, building = probed.building
         var findings: [Finding]
-        var verdict: ATSVerdict
+        var verdict: PolicyVerdict
         var handshake = probed.handshake
         if let leaf = presented.first {
             handshake?.certificateTransparency = certificateTransparencyReport(probed.scts, leaf: leaf, building: building,

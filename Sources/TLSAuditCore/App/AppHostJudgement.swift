@@ -115,7 +115,7 @@ extension AddressAssessment {
     /// connects, what its exception lifts is kept as information naming the exception relied on;
     /// when it does not, the verdict fails even where a generic client would pass.
     public static func applying(_ outcome: AppHostOutcome, to findings: [Finding],
-                                policy: CompliancePolicy) -> (findings: [Finding], verdict: ATSVerdict, lifted: Bool) {
+                                policy: CompliancePolicy) -> (findings: [Finding], verdict: PolicyVerdict, lifted: Bool) {
         var adjusted = findings
         var lifted = false
         if outcome.connects {

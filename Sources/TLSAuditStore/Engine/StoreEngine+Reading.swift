@@ -178,7 +178,7 @@ extension StoreEngine {
                 atsClientRefusal: row.text("ats_refusal"),
                 error: category.map { ProbeFailure($0, row.text("failure_message") ?? "", alert: row.text("failure_alert")) },
                 chain: chain, findings: try StoredValues.stored([Finding].self, row.text("findings"), "findings", in: place) ?? [],
-                ats: ATSVerdict(policy: policy, compliant: row.int("compliant") == 1, rules: status == .failed ? [:] : outcomes,
+                ats: PolicyVerdict(policy: policy, compliant: row.int("compliant") == 1, rules: status == .failed ? [:] : outcomes,
                                 failedRules: failedRules))
                 .with(inventory: try StoredValues.stored(ServerInventory.self, row.text("inventory"), "inventory", in: place),
                       headers: try StoredValues.stored(HTTPHeadersReport.self, row.text("http_headers"), "HTTP headers", in: place),

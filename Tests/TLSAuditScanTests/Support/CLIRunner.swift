@@ -6,61 +6,14 @@ import TLSAuditLab
 
 /// Runs the built `tlsaudit` binary, the way a user does.
 enum CLI {
-    struct Output {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-        var seconds: Double
-
-        /// The JSON report of `scan --format json`.
-        func report(sourceLocation: SourceLocation = #_sourceLocation) throws -> ScanReport {
-            do {
-                return try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(stdout.utf8))
-            } catch {
-                Issue.record("stdout is not a scan report: \(error)\nstdout: \(stdout.prefix(2000))\nstderr: \(stderr)",
-                             sourceLocation: sourceLocation)
-                throw error
-            }
-        }
-    }
+    typealias Output = LabCommand.Output
 
     /// The binary next to the test bundle (same build directory), or `TLSAUDIT_BINARY`.
-    static let binary: String = {
-        if let explicit = ProcessInfo.processInfo.environment["TLSAUDIT_BINARY"] { return explicit }
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return executable.deletingLastPathComponent().appendingPathComponent("tlsaudit").path
-    }()
+    static var binary: String { LabCommand.tlsaudit }
 
     /// Runs `tlsaudit ARGS` (or another `program`), killing it if it outlives `limit` seconds.
     static func run(_ arguments: [String], limit: Double = 60, environment: [String: String] = [:], program: String = binary) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env.merge(environment) { $1 }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let started = ContinuousClock.now
-        try process.run()
-        // SIGKILL: a child started from a test thread may inherit SIGTERM blocked.
-        let killer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
-        // Read both pipes before waiting, so a large output cannot block the child.
-        let group = DispatchGroup()
-        nonisolated(unsafe) var stdoutData = Data()
-        nonisolated(unsafe) var stderrData = Data()
-        DispatchQueue.global().async(group: group) { stdoutData = out.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { stderrData = err.fileHandleForReading.readDataToEndOfFile() }
-        process.waitUntilExit()
-        group.wait()
-        killer.cancel()
-        let elapsed = ContinuousClock.now - started
-        return Output(status: process.terminationStatus, stdout: String(decoding: stdoutData, as: UTF8.self),
-                      stderr: String(decoding: stderrData, as: UTF8.self),
-                      seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        try LabCommand.run(arguments, program: program, limit: limit, environment: environment)
     }
 
     /// What `runMeasured` saw of the process besides its output.
@@ -140,6 +93,19 @@ enum CLI {
                      extra: [String] = []) throws -> Output {
         try run(["scan", "--format", "json", "--ca-file", TestPKI.shared.rootFile, "--connect-to", connectTo,
                  "--timeout", "5", "\(host):\(port)"] + extra)
+    }
+}
+
+extension LabCommand.Output {
+    /// The JSON report of `scan --format json`.
+    func report(sourceLocation: SourceLocation = #_sourceLocation) throws -> ScanReport {
+        do {
+            return try JSONDecoder.tlsaudit.decode(ScanReport.self, from: Data(stdout.utf8))
+        } catch {
+            Issue.record("stdout is not a scan report: \(error)\nstdout: \(stdout.prefix(2000))\nstderr: \(stderr)",
+                         sourceLocation: sourceLocation)
+            throw error
+        }
     }
 }
 

@@ -103,41 +103,16 @@ struct ServiceLab: Sendable {
 }
 
 /// The built binary, next to the test bundle.
+/// The built `tlsaudit`, run to completion (`LabCommand`, the runner every test target shares).
 enum Binary {
-    static let path: String = {
-        if let explicit = ProcessInfo.processInfo.environment["TLSAUDIT_BINARY"] { return explicit }
-        return URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("tlsaudit").path
-    }()
+    static var path: String { LabCommand.tlsaudit }
 
-    struct Output {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+    typealias Output = LabCommand.Output
 
     /// Runs `tlsaudit ARGS` (or another `program`: systemd-analyze, chromium) to completion.
     static func run(_ arguments: [String], program: String = path, directory: String? = nil,
                     environment: [String: String] = [:]) throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let group = DispatchGroup()
-        nonisolated(unsafe) var stdout = Data()
-        nonisolated(unsafe) var stderr = Data()
-        DispatchQueue.global().async(group: group) { stdout = out.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { stderr = err.fileHandleForReading.readDataToEndOfFile() }
-        process.waitUntilExit()
-        group.wait()
-        return Output(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        try LabCommand.run(arguments, program: program, limit: 300, directory: directory, environment: environment)
     }
 }
 

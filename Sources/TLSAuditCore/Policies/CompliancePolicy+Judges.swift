@@ -45,7 +45,7 @@ extension CompliancePolicy {
     }
 
     /// The verdict from all findings of an address.
-    public func verdict(from findings: [Finding]) -> ATSVerdict {
+    public func verdict(from findings: [Finding]) -> PolicyVerdict {
         var outcomes: [FindingID: RuleOutcome] = [:]
         var failed: [FindingID] = []
         for rule in rules {
@@ -53,7 +53,7 @@ extension CompliancePolicy {
             outcomes[rule] = fails ? .fail : .pass
             if fails { failed.append(rule) }
         }
-        return ATSVerdict(policy: self, compliant: failed.isEmpty, rules: outcomes, failedRules: failed)
+        return PolicyVerdict(policy: self, compliant: failed.isEmpty, rules: outcomes, failedRules: failed)
     }
 }
 
