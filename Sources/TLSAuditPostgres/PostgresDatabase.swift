@@ -10,7 +10,7 @@ struct PostgresDialect: SQLDialect {
     var scanCountIndex: String { "" }
     /// The database server's clock plus the node's offset to the time: nodes whose clocks
     /// disagree still agree on leases and due times.
-    var clock: String { "(extract(epoch FROM now())::float8 + CAST(? AS float8))" }
+    func clock(_ value: String) -> String { "(extract(epoch FROM now())::float8 + CAST(\(value) AS float8))" }
     func time(_ date: Date) -> SQLValue { .double(date.timeIntervalSinceNow) }
     func lockSkippingLocked(_ alias: String) -> String { " FOR UPDATE OF \(alias) SKIP LOCKED" }
 

@@ -9,7 +9,7 @@ struct SQLiteDialect: SQLDialect {
     var addressChangeID: String { "rowid" }
     var scanCountIndex: String { "INDEXED BY observation_time_status" }
     /// One node per file: the node's own clock.
-    var clock: String { "?" }
+    func clock(_ value: String) -> String { value }
     func time(_ date: Date) -> SQLValue { .time(date) }
     // One writer at a time: nothing to skip.
     func lockSkippingLocked(_ alias: String) -> String { "" }

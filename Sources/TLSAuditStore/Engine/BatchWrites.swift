@@ -22,16 +22,17 @@ struct BatchWrites {
         var memory: AddressMemory
 
         init(_ row: any SQLRow) throws {
-            let place = "the current state of \(row.text(0) ?? "?") \(row.text(1) ?? "?")"
-            lastScanAt = row.double(2) ?? 0
-            orderAt = row.double(13) ?? lastScanAt
-            observationID = row.int(3) ?? 0
-            runKey = row.text(4)
+            let place = "the current state of \(row.text("target") ?? "?") \(row.text("address") ?? "?")"
+            lastScanAt = row.double("last_scan_at") ?? 0
+            orderAt = row.double("order_at") ?? lastScanAt
+            observationID = row.int("last_observation_id") ?? 0
+            runKey = row.text("run_key")
             memory = AddressMemory(
-                pinState: try StoredValues.known(row.text(5), "pin state", in: place, optional: true),
-                leafFingerprint: row.text(6), leafSPKI: row.text(7), atsCompliant: row.int(8).map { $0 == 1 },
-                failedRules: try StoredValues.rules(row.text(9)), trusted: row.int(10).map { $0 == 1 },
-                consecutiveFailures: Int(row.int(11) ?? 0), unreachableAlerted: row.int(12) == 1, expiryMarks: [])
+                pinState: try StoredValues.known(row.text("pin_state"), "pin state", in: place, optional: true),
+                leafFingerprint: row.text("leaf_fingerprint"), leafSPKI: row.text("leaf_spki"),
+                atsCompliant: row.int("ats_compliant").map { $0 == 1 }, failedRules: try StoredValues.rules(row.text("failed_rules")),
+                trusted: row.int("trusted").map { $0 == 1 }, consecutiveFailures: Int(row.int("consecutive_failures") ?? 0),
+                unreachableAlerted: row.int("unreachable_alerted") == 1, expiryMarks: [])
         }
 
         init(lastScanAt: Double, orderAt: Double, observationID: Int64, runKey: String?, memory: AddressMemory) {
@@ -43,10 +44,11 @@ struct BatchWrites {
         }
     }
 
-    /// The columns `CurrentState` reads (the columns it needs, not `*`: every column fetched is copied).
+    /// The columns `CurrentState` reads, by name (the columns it needs, not `*`: every column fetched is copied).
     static let currentStates = """
         SELECT target, address, last_scan_at, last_observation_id, run_key, pin_state, leaf_fingerprint, leaf_spki,
-            ats_compliant, failed_rules, trusted, consecutive_failures, unreachable_alerted, coalesce(order_at, last_scan_at)
+            ats_compliant, failed_rules, trusted, consecutive_failures, unreachable_alerted,
+            coalesce(order_at, last_scan_at) AS order_at
         FROM target_state
         """
 

@@ -140,10 +140,11 @@ public protocol SQLDialect: Sendable {
     /// What follows a SELECT (from `alias`) to lock its rows for the transaction, skipping rows
     /// another transaction holds ("" where one writer at a time is the rule anyway).
     func lockSkippingLocked(_ alias: String) -> String
-    /// The SQL of a time given as ``time(_:)``: on PostgreSQL the database server's clock plus an
-    /// offset (nodes whose clocks disagree still agree on leases), on SQLite the time itself.
-    var clock: String { get }
-    /// The value bound for ``clock``.
+    /// The SQL of a time whose value (``time(_:)``) is the SQL expression `value`: a `?` the caller
+    /// binds, or a column holding one. On PostgreSQL the database server's clock plus an offset
+    /// (nodes whose clocks disagree still agree on leases), on SQLite the time itself.
+    func clock(_ value: String) -> String
+    /// The value bound for a `?` given to ``clock(_:)``.
     func time(_ date: Date) -> SQLValue
     /// The text at `path` (keys) inside the JSON text `json`.
     func jsonText(_ json: String, _ path: String...) -> String

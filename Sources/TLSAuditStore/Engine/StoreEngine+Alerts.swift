@@ -18,7 +18,7 @@ extension StoreEngine {
         let dialect = sql.dialect
         return try sql.rows("""
             SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-            WHERE d.state = 'pending' AND d.next_attempt_at <= \(dialect.clock) AND \(dialect.isIn("d.sink", .text))
+            WHERE d.state = 'pending' AND d.next_attempt_at <= \(dialect.clock("?")) AND \(dialect.isIn("d.sink", .text))
             ORDER BY a.created_at, a.id\(dialect.bytewise) LIMIT ?\(lock ? dialect.lockSkippingLocked("d") : "")
             """, [dialect.time(time), .texts(sinks), .of(limit)]) { row -> PendingDelivery? in
             guard let alert = try StoredValues.decode(Alert.self, row.text(2)) else { return nil }
@@ -32,7 +32,7 @@ extension StoreEngine {
             var claimed = try due(by: time, sinks: sinks, limit: limit, lock: true, in: sql)
             for index in claimed.indices {
                 claimed[index].leaseEpoch = try sql.first("""
-                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock), lease_epoch = lease_epoch + 1
+                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock("?")), lease_epoch = lease_epoch + 1
                     WHERE alert_id = ? AND sink = ? RETURNING lease_epoch
                     """, [sql.dialect.time(time + lease), .text(claimed[index].alert.id), .text(claimed[index].sink)]) {
                     $0.int(0) ?? 0
@@ -47,7 +47,7 @@ extension StoreEngine {
         try database.write(doing: "releasing pending alerts") { sql in
             for delivery in deliveries {
                 try sql.execute("""
-                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock)
+                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock("?"))
                     WHERE alert_id = ? AND sink = ? AND state = 'pending' AND lease_epoch = ?
                     """, [sql.dialect.time(time), .text(delivery.alert.id), .text(delivery.sink), .int(delivery.leaseEpoch)])
             }
@@ -57,8 +57,8 @@ extension StoreEngine {
     func releaseEveryDelivery(dueAt time: Date) throws {
         try database.write(doing: "releasing pending alerts") { sql in
             try sql.execute("""
-                UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock)
-                WHERE state = 'pending' AND next_attempt_at > \(sql.dialect.clock)
+                UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock("?"))
+                WHERE state = 'pending' AND next_attempt_at > \(sql.dialect.clock("?"))
                 """, [sql.dialect.time(time), sql.dialect.time(time)])
         }
     }
@@ -68,7 +68,7 @@ extension StoreEngine {
         try database.read(doing: "checking an alert delivery's claim", snapshot: false) { sql in
             try sql.exists("""
                 SELECT 1 FROM alert_delivery WHERE alert_id = ? AND sink = ? AND state = 'pending' AND lease_epoch = ?
-                  AND next_attempt_at > \(sql.dialect.clock)
+                  AND next_attempt_at > \(sql.dialect.clock("?"))
                 """, [.text(delivery.alert.id), .text(delivery.sink), .int(delivery.leaseEpoch), sql.dialect.time(Date())])
         }
     }
@@ -85,7 +85,7 @@ extension StoreEngine {
     func markFailed(alertID: String, sink: String, error message: String, retryAt: Date, leaseEpoch: Int64?) throws {
         _ = try database.write(doing: "recording a failed delivery", atomic: false) { sql in
             try sql.execute("""
-                UPDATE alert_delivery SET attempts = attempts + 1, last_error = ?, next_attempt_at = \(sql.dialect.clock)
+                UPDATE alert_delivery SET attempts = attempts + 1, last_error = ?, next_attempt_at = \(sql.dialect.clock("?"))
                 WHERE alert_id = ? AND sink = ? AND state = 'pending' AND (CAST(? AS BIGINT) IS NULL OR lease_epoch = ?)
                 """, [.text(message), sql.dialect.time(retryAt), .text(alertID), .text(sink), .of(leaseEpoch), .of(leaseEpoch)])
         }

@@ -17,7 +17,7 @@ extension StoreEngine {
             if try sql.exists("SELECT 1 FROM report_run WHERE name = ? AND period_end = ?", [.text(name), end]) {
                 return .written
             }
-            let clock = sql.dialect.clock
+            let clock = sql.dialect.clock("?")
             if let epoch = try sql.first("""
                 INSERT INTO report_claim (name, period_end, owner, lease_until, epoch) VALUES (?, ?, ?, \(clock), 1)
                 ON CONFLICT (name, period_end) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,
@@ -37,7 +37,7 @@ extension StoreEngine {
     func holdsReportRun(name: String, periodEnd: Date, owner: String, epoch: Int64) throws -> Bool {
         try database.read(doing: "checking the claim of the scheduled report \(name)", snapshot: false) { sql in
             try sql.exists("""
-                SELECT 1 FROM report_claim WHERE name = ? AND period_end = ? AND owner = ? AND epoch = ? AND lease_until >= \(sql.dialect.clock)
+                SELECT 1 FROM report_claim WHERE name = ? AND period_end = ? AND owner = ? AND epoch = ? AND lease_until >= \(sql.dialect.clock("?"))
                 """, [.text(name), .time(periodEnd), .text(owner), .int(epoch), sql.dialect.time(Date())])
         }
     }

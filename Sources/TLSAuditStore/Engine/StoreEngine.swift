@@ -64,8 +64,8 @@ public final class StoreEngine: Sendable {
                 FROM scan s JOIN observation o ON o.id = s.observation_id JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy
                 WHERE s.target = ? AND s.address = ? AND s.started_at > ? ORDER BY s.started_at, s.observation_id LIMIT 1
                 """
-            // The clock's one parameter is the row's due time.
-            insertDeliveries = BatchWrites.insertDeliveries(clock: dialect.clock.replacingOccurrences(of: "?", with: "u.due"))
+            // The clock at each row's due time.
+            insertDeliveries = BatchWrites.insertDeliveries(clock: dialect.clock("u.due"))
         }
     }
 }
