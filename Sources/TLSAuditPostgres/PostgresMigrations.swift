@@ -11,29 +11,29 @@ enum PostgresMigrations {
     /// against one database migrate once, one after the other.
     static let lockKey: Int64 = 0x746C_7361_7564_6974 // "tlsaudit"
 
-    /// Every migration this version knows, in order: the names are SQLite's.
-    static let all: [(name: String, script: String)] = [
-        ("v1-initial", StoreSchema.postgres.initialTables),
-        ("v2-pin-state", "ALTER TABLE target_state ADD COLUMN pin_state TEXT NOT NULL DEFAULT 'none';"),
-        ("v3-alerts", StoreSchema.postgres.alertTables),
+    /// Every step of the schema's history, spelled for PostgreSQL: the script, nil where it has nothing to do.
+    static let all = StoreMigration.spelled([
+        (StoreMigration.initial, StoreSchema.postgres.initialTables),
+        (StoreMigration.pinState, "ALTER TABLE target_state ADD COLUMN pin_state TEXT NOT NULL DEFAULT 'none';"),
+        (StoreMigration.alerts, StoreSchema.postgres.alertTables),
         // The backfills SQLite's v4 and v5 run have nothing to fill here: PostgreSQL stores begin
         // with this schema, and the store writes these columns and rows as it goes.
-        ("v4-reports", """
+        (StoreMigration.reports, """
             ALTER TABLE observation ADD COLUMN policy TEXT;
             ALTER TABLE observation ADD COLUMN content_hash TEXT;
             CREATE INDEX observation_address_time ON observation(target, address, started_at);
             CREATE INDEX observation_time_status ON observation(started_at, status, target);
             \(StoreSchema.postgres.reportTables)
             """),
-        ("v5-pin-counts", "SELECT 1;"),
-        ("v6-revocation", StoreSchema.postgres.revocationTables),
+        (StoreMigration.pinCounts, nil),
+        (StoreMigration.revocation, StoreSchema.postgres.revocationTables),
         // The fleet: which node and vantage took each scan; the configuration every node runs
         // (versions, newest wins); the nodes' heartbeats; the work queue (one row per target and
         // vantage, '*' for "any one vantage", claimed under a lease); one lockable row per host
         // (the fleet-wide per-host cap); claims of scheduled report runs; copies from SQLite files
         // (`store copy`, resumable). Times are the server's
         // clock in Unix seconds, so that nodes with skewed clocks agree on leases.
-        ("v7-fleet", """
+        (StoreMigration.fleet, """
             ALTER TABLE observation ADD COLUMN node TEXT;
             ALTER TABLE observation ADD COLUMN vantage TEXT;
             CREATE TABLE fleet_configuration (
@@ -88,15 +88,15 @@ enum PostgresMigrations {
             );
             """),
         // The opt-in checks' reports, JSON: ServerInventory (checks: [inventory]), HTTPHeadersReport (checks: [headers]).
-        ("v8-inventory", "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT;"),
+        (StoreMigration.inventory, "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT;"),
         // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
-        ("v9-vulnerabilities", "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT;"),
+        (StoreMigration.vulnerabilities, "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT;"),
         // Fencing tokens: every claim of a work row (from one sequence, so a row removed and added
         // again never repeats a token), a delivery or a report run raises its epoch; a write made
         // under an older epoch (a node paused past its lease) is refused; `done_epoch` is the claim
         // whose completion was written (its result may still be on its way to the store). And a
         // node's identity: the process that holds its name (a random id per start) and its host.
-        ("v10-fencing", """
+        (StoreMigration.fencing, """
             CREATE SEQUENCE fleet_lease_epoch;
             ALTER TABLE fleet_work ADD COLUMN lease_epoch BIGINT NOT NULL DEFAULT 0;
             ALTER TABLE fleet_work ADD COLUMN done_epoch BIGINT NOT NULL DEFAULT 0;
@@ -106,29 +106,29 @@ enum PostgresMigrations {
             ALTER TABLE fleet_node ADD COLUMN host TEXT;
             """),
         // The public root stores holding a path's anchor (ChainReport.anchorIn, comma-separated).
-        ("v11-anchor-in", "ALTER TABLE observation ADD COLUMN anchor_in TEXT;"),
+        (StoreMigration.anchorIn, "ALTER TABLE observation ADD COLUMN anchor_in TEXT;"),
         // Tags with the current state, the app outcome with each scan and the current state (SQLite's script).
-        ("v12-tags-app", StoreSchema.tagsAndApp),
+        (StoreMigration.tagsApp, StoreSchema.tagsAndApp),
         // report_claim exists here since v7-fleet; SQLite gains it (the one list of names both share).
-        ("v13-report-claim", "SELECT 1;"),
+        (StoreMigration.reportClaim, nil),
         // Unchanged scans extend a run; the scans already stored are folded into runs (SQLite's script).
         // The rows every scan updates leave room in their page for the new version (a HOT update:
         // no index touched, the old version pruned in place), so that an unchanged scan grows nothing.
-        ("v14-runs", StoreSchema.postgres.runTables + StoreSchema.collapseRuns { "\($0) IS NOT DISTINCT FROM \($1)" } + """
+        (StoreMigration.runs, StoreSchema.postgres.runTables + StoreSchema.collapseRuns { "\($0) IS NOT DISTINCT FROM \($1)" } + """
             ALTER TABLE target_state SET (fillfactor = 50);
             ALTER TABLE observation_run SET (fillfactor = 50);
             """),
         // ClientSimulationReport (checks: [clients]), JSON.
-        ("v15-clients", "ALTER TABLE observation ADD COLUMN clients TEXT;"),
+        (StoreMigration.clients, "ALTER TABLE observation ADD COLUMN clients TEXT;"),
         // A target's alerts, newest first, for its page (SQLite's script).
-        ("v16-alert-target", StoreSchema.alertTargetIndex),
+        (StoreMigration.alertTarget, StoreSchema.alertTargetIndex),
         // The trust inputs each scan was judged with (JSON JudgedWith).
-        ("v17-judged-with", StoreSchema.judgedWithColumn),
+        (StoreMigration.judgedWith, StoreSchema.judgedWithColumn),
         // The server each node's connections reach (`host:port`): `fleet status` across a failover.
-        ("v18-node-server", "ALTER TABLE fleet_node ADD COLUMN database_server TEXT;"),
+        (StoreMigration.nodeServer, "ALTER TABLE fleet_node ADD COLUMN database_server TEXT;"),
         // The order of observation apart from wall-clock times (SQLite's script, this dialect's types).
-        ("v19-observation-order", StoreSchema.postgres.observationOrder),
-    ]
+        (StoreMigration.observationOrder, StoreSchema.postgres.observationOrder),
+    ] as [(StoreMigration, String?)])
 
     /// Brings the database to this version's schema, once however many nodes start together (an
     /// advisory lock held while migrating). A database migrated by a newer tlsaudit is refused:
@@ -146,18 +146,18 @@ enum PostgresMigrations {
         }
         let applied = try appliedMigrations(connection)
         try refuseUnknown(applied, display: connection.settings.display)
-        for migration in all where !applied.contains(migration.name) {
+        for (migration, script) in all where !applied.contains(migration.rawValue) {
             try connection.transaction {
-                try connection.run(script: migration.script)
+                if let script { try connection.run(script: script) }
                 try connection.execute("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ($1, $2)",
-                                       [.text(migration.name), .double(Date().timeIntervalSince1970)])
+                                       [.text(migration.rawValue), .double(Date().timeIntervalSince1970)])
             }
         }
     }
 
     /// Throws when `applied` has a migration this version does not know (a newer tlsaudit's).
     static func refuseUnknown(_ applied: [String], display: String) throws {
-        let known = Set(all.map(\.name))
+        let known = Set(StoreMigration.allCases.map(\.rawValue))
         let unknown = applied.filter { !known.contains($0) }
         guard !unknown.isEmpty else { return }
         throw StoreError(.incompatible, """

@@ -5,54 +5,55 @@ package import TLSAuditModel
 /// The schema, as append-only named migrations: a released migration is never edited, only
 /// followed by a new one, so a database made by any earlier version upgrades in place.
 package enum SQLiteMigrations {
+    /// SQLite's spelling of each step of the schema's one history (`StoreMigration`), as GRDB's
+    /// migrator runs them (each in a transaction, recorded in `grdb_migrations`).
     package static func migrator(sha256: @escaping SHA256Hex) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1-initial", migrate: createInitialSchema)
-        migrator.registerMigration("v2-pin-state", migrate: addPinState)
-        migrator.registerMigration("v3-alerts", migrate: addAlerts)
-        migrator.registerMigration("v4-reports") { db in try addReports(db, sha256: sha256) }
-        migrator.registerMigration("v5-pin-counts", migrate: countPinMismatches)
-        migrator.registerMigration("v6-revocation", migrate: addRevocation)
-        migrator.registerMigration("v7-fleet", migrate: addFleet)
-        migrator.registerMigration("v8-inventory") { db in
+        for (migration, step) in steps(sha256: sha256) {
+            migrator.registerMigration(migration.rawValue) { db in try step?(db) }
+        }
+        return migrator
+    }
+
+    /// Each step's work on SQLite, nil where it has nothing to do.
+    private static func steps(sha256: @escaping SHA256Hex) -> [(migration: StoreMigration, step: (@Sendable (Database) throws -> Void)?)] {
+        StoreMigration.spelled([
+            (.initial, createInitialSchema),
+            (.pinState, addPinState),
+            (.alerts, addAlerts),
+            (.reports, { db in try addReports(db, sha256: sha256) }),
+            (.pinCounts, countPinMismatches),
+            (.revocation, addRevocation),
+            (.fleet, addFleet),
             // The opt-in checks' reports, JSON: ServerInventory (checks: [inventory]), HTTPHeadersReport (checks: [headers]).
-            try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT")
-        }
-        migrator.registerMigration("v9-vulnerabilities") { db in
+            (.inventory, { db in
+                try db.execute(sql: "ALTER TABLE observation ADD COLUMN inventory TEXT; ALTER TABLE observation ADD COLUMN http_headers TEXT")
+            }),
             // VulnerabilityReport (checks: [vulnerabilities]) and EnumerationReport (Mozilla policies), JSON.
-            try db.execute(sql: "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT")
-        }
-        migrator.registerMigration("v10-fencing") { db in
-            // The fleet's fencing tokens live in PostgreSQL (one node writes a SQLite file); the
-            // migration keeps the one list of names both stores share, with the delivery's epoch column.
-            try db.execute(sql: "ALTER TABLE alert_delivery ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0")
-        }
-        migrator.registerMigration("v11-anchor-in") { db in
+            (.vulnerabilities, { db in
+                try db.execute(sql: "ALTER TABLE observation ADD COLUMN vulnerabilities TEXT; ALTER TABLE observation ADD COLUMN enumeration TEXT")
+            }),
+            // The fleet's fencing tokens live in PostgreSQL (one node writes a SQLite file): here,
+            // the delivery's epoch column.
+            (.fencing, { db in try db.execute(sql: "ALTER TABLE alert_delivery ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0") }),
             // The public root stores holding a path's anchor (ChainReport.anchorIn, comma-separated;
             // '' for an operator's own anchor): the public-trust rules follow it when history is judged again.
-            try db.execute(sql: "ALTER TABLE observation ADD COLUMN anchor_in TEXT")
-        }
-        migrator.registerMigration("v12-tags-app") { db in try db.execute(sql: StoreSchema.tagsAndApp) }
-        migrator.registerMigration("v13-report-claim") { db in
+            (.anchorIn, { db in try db.execute(sql: "ALTER TABLE observation ADD COLUMN anchor_in TEXT") }),
+            (.tagsApp, { db in try db.execute(sql: StoreSchema.tagsAndApp) }),
             // The claim of each scheduled report run (PostgreSQL has had it since v7-fleet): both
             // stores run the one engine's claim, lease and epoch (StoreEngine+ReportRuns).
-            try db.execute(sql: StoreSchema.sqlite.reportClaimTable)
-        }
-        migrator.registerMigration("v14-runs") { db in
+            (.reportClaim, { db in try db.execute(sql: StoreSchema.sqlite.reportClaimTable) }),
             // Unchanged scans extend a run (StoreSchema.runTables); the scans already stored are
             // folded into runs the same way.
-            try db.execute(sql: StoreSchema.sqlite.runTables + StoreSchema.collapseRuns { "\($0) IS \($1)" })
-        }
-        migrator.registerMigration("v15-clients") { db in
+            (.runs, { db in try db.execute(sql: StoreSchema.sqlite.runTables + StoreSchema.collapseRuns { "\($0) IS \($1)" }) }),
             // ClientSimulationReport (checks: [clients]), JSON.
-            try db.execute(sql: "ALTER TABLE observation ADD COLUMN clients TEXT")
-        }
-        migrator.registerMigration("v16-alert-target") { db in try db.execute(sql: StoreSchema.alertTargetIndex) }
-        migrator.registerMigration("v17-judged-with") { db in try db.execute(sql: StoreSchema.judgedWithColumn) }
-        // PostgreSQL's fleet_node.database_server: SQLite has no fleet table; the name keeps the lists in step.
-        migrator.registerMigration("v18-node-server") { _ in }
-        migrator.registerMigration("v19-observation-order") { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }
-        return migrator
+            (.clients, { db in try db.execute(sql: "ALTER TABLE observation ADD COLUMN clients TEXT") }),
+            (.alertTarget, { db in try db.execute(sql: StoreSchema.alertTargetIndex) }),
+            (.judgedWith, { db in try db.execute(sql: StoreSchema.judgedWithColumn) }),
+            // PostgreSQL's fleet_node.database_server: SQLite has no fleet table.
+            (.nodeServer, nil),
+            (.observationOrder, { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }),
+        ])
     }
 
     /// Certificates stored once by fingerprint; raw observations apart from verdicts; the
