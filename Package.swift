@@ -154,7 +154,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditPostgres", "TLSAuditReport", "CProcess",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 public import TLSAuditModel
 public import TLSAuditStore

@@ -2,7 +2,8 @@ import Foundation
 public import TLSAuditModel
 public import TLSAuditStore
 
-/// SQLite as a `StoreBackend`: a `database:` without a URL scheme is a SQLite file's path.
+/// SQLite as a `StoreBackend`: a `database:` that does not begin with a URL scheme (`name://`) is
+/// a SQLite file's path.
 public struct SQLiteBackend: StoreBackend {
     private let sha256: SHA256Hex
 
@@ -11,7 +12,7 @@ public struct SQLiteBackend: StoreBackend {
 
     public var name: String { "SQLite" }
 
-    public func claims(_ text: String) -> Bool { !text.contains("://") }
+    public func claims(_ text: String) -> Bool { StoreBackends.urlScheme(of: text) == nil }
 
     public func location(_ text: String) throws(StoreError) -> any StoreLocation { SQLiteLocation(path: text, sha256: sha256) }
 }

@@ -1,4 +1,4 @@
-public import TLSAuditStore
+package import TLSAuditStore
 package import GRDB
 package import TLSAuditModel
 

@@ -1,4 +1,4 @@
-public import TLSAuditStore
+import TLSAuditStore
 import Foundation
 import GRDB
 import Synchronization

@@ -1,4 +1,4 @@
-public import TLSAuditStore
+import TLSAuditStore
 package import GRDB
 
 /// A new SQLite database is made from `SQLiteSchemaSnapshot`, the schema its migrations end with,

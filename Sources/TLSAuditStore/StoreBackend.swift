@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 public import TLSAuditModel
 
@@ -72,6 +72,16 @@ public enum StoreBackends {
         }
     }
 
+    /// The URL scheme `text` starts with (`postgres` for `postgres://...`), nil for a path: a
+    /// letter, then letters, digits, `+`, `-` or `.`, then `://` (RFC 3986's scheme).
+    public static func urlScheme(of text: String) -> String? {
+        guard let end = text.range(of: "://") else { return nil }
+        let scheme = text[..<end.lowerBound]
+        guard let first = scheme.first, first.isASCII, first.isLetter,
+              scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }) else { return nil }
+        return String(scheme)
+    }
+
     /// The names of the backends registered.
     public static var names: [String] { registered.withLock { $0.map(\.name) } }
 
@@ -82,7 +92,7 @@ public enum StoreBackends {
             let names = Self.names
             throw StoreError(.unavailable, names.isEmpty
                 ? "no store backend is registered (the program must register its backends first)"
-                : "no store backend takes '\(text)': a file path or a URL of \(names.joined(separator: ", "))")
+                : "no store backend takes '\(text)' (known: \(names.joined(separator: ", ")); a path is a SQLite file, a URL names its backend by its scheme)")
         }
         return try backend.location(text)
     }

@@ -4,8 +4,6 @@ import Logging
 import TLSAuditCore
 import TLSAuditService
 import TLSAuditStore
-import TLSAuditSQLite
-import TLSAuditPostgres
 import TLSAuditProbe
 
 /// `tlsaudit check-config`: validate a configuration file.

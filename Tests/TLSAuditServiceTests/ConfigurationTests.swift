@@ -136,6 +136,9 @@ struct ConfigurationTests {
         #expect(problems.first?.message.contains("no store backend takes 'mysql://db.example/audit'") == true, "\(problems)")
         #expect(problems.first?.message.contains("PostgreSQL, SQLite") == true, "\(problems)")
         #expect(errors("database: x.sqlite").first?.message.contains("no targets") == true, "a SQLite node needs targets")
+        // A path is a path, whatever it holds; a scheme must begin the value.
+        #expect(try parse("database: /var/lib/odd://name.sqlite\ntargets: [a.example]").database == "/var/lib/odd://name.sqlite")
+        #expect(errors("database: file:///var/lib/x.sqlite\ntargets: [a.example]").first?.message.contains("no store backend takes") == true)
     }
 
     @Test("http: one address or a list (IPv4, [IPv6], :port), a token file, connection and idle limits; each mistake with its line")

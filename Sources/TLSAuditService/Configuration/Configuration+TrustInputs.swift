@@ -1,6 +1,7 @@
 import Foundation
 public import TLSAuditCore
 public import TLSAuditProbe
+import TLSAuditStore
 import Yams
 
 /// Where a trust input comes from and how `serve` keeps it current (`ct:`, `distrust:`, `apple_roots:`).
@@ -30,9 +31,9 @@ public struct TrustInputSetting: Sendable, Hashable {
     public var isURL: Bool { source.map(TrustInputSource.isURL) ?? false }
 
     /// Where the kept copy of `kind` goes by default: beside the SQLite `database` (the working
-    /// directory for PostgreSQL).
+    /// directory for a database named by a URL: PostgreSQL).
     public static func keptPath(_ kind: TrustInputKind, database: String) -> String {
-        let directory = database.hasPrefix("postgres") ? "." : (database as NSString).deletingLastPathComponent
+        let directory = StoreBackends.urlScheme(of: database) != nil ? "." : (database as NSString).deletingLastPathComponent
         return (directory.isEmpty ? "." : directory) + "/" + TrustInputSetting(kind: kind).keptName
     }
 

@@ -49,7 +49,6 @@ public struct ServiceConfiguration: Sendable, Hashable {
     /// be written (a full disk); best on another file system.
     public var spillFallbackDirectory: String?
 
-    /// The store `database` names: a SQLite file, or PostgreSQL for a `postgres://` URL.
     /// The database `database` names, read by the store backend that claims it (`StoreBackends`).
     public func location() throws(StoreError) -> any StoreLocation { try StoreBackends.location(database) }
 
@@ -215,7 +214,7 @@ struct ConfigurationParser {
         if let node = mapping["database"], case .mapping(let block) = node {
             if let url = postgresBlock(node, block) { configuration.database = url }
         } else if let node = mapping["database"], let path = string(node, "a file path, a postgres:// URL or a postgres: block") {
-            if path.contains("://") { // a URL: its backend reads it
+            if StoreBackends.urlScheme(of: path) != nil { // a URL: its backend reads it
                 do {
                     _ = try StoreBackends.location(path)
                     configuration.database = path
