@@ -78,4 +78,51 @@ struct ArchitectureTests {
         let probe = try Self.actualImports("TLSAuditProbe", among: modules)
         #expect(probe["TLSAuditModel"] != nil, "the parser sees the probe's import of the model")
     }
+
+    /// docs/architecture.md's "Where a new thing goes": the section a newcomer follows.
+    static func whereANewThingGoes() throws -> String {
+        let document = try String(contentsOf: root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        guard let start = document.range(of: "## Where a new thing goes") else { return "" }
+        let rest = document[start.upperBound...]
+        return String(rest[..<(rest.range(of: "\n## ")?.lowerBound ?? rest.endIndex)])
+    }
+
+    @Test("every file and directory docs/architecture.md names is there, and every Type.member its 'where a new thing goes' names as a registration or a model is declared in Sources")
+    func whereANewThingGoesIsTrue() throws {
+        let document = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let paths = try NSRegularExpression(pattern: #"`((?:Sources|Tests)/[A-Za-z0-9_+./-]+)`"#)
+        var named = 0
+        for match in paths.matches(in: document, range: NSRange(document.startIndex..., in: document)) {
+            guard let range = Range(match.range(at: 1), in: document) else { continue }
+            let path = String(document[range])
+            // The placeholders for the new thing itself.
+            if path.contains("/New") { continue }
+            named += 1
+            #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(path).path), "docs/architecture.md names \(path), which is not there")
+        }
+        #expect(named >= 20, "the document names the files a change touches (\(named) found)")
+
+        // `Type.member` in the section: a type and a member Sources declare, in one file.
+        let section = try Self.whereANewThingGoes()
+        let members = try NSRegularExpression(pattern: #"`([A-Z][A-Za-z0-9]+)\.([a-z][A-Za-z0-9]+)`"#)
+        var sources: [String] = []
+        let directory = Self.root.appendingPathComponent("Sources")
+        for file in FileManager.default.enumerator(atPath: directory.path)?.compactMap({ $0 as? String }).filter({ $0.hasSuffix(".swift") }) ?? [] {
+            sources.append(try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8))
+        }
+        var checked = 0
+        for match in members.matches(in: section, range: NSRange(section.startIndex..., in: section)) {
+            guard let type = Range(match.range(at: 1), in: section).map({ String(section[$0]) }),
+                  let member = Range(match.range(at: 2), in: section).map({ String(section[$0]) }),
+                  !["swift", "md", "yaml", "json", "c"].contains(member) else { continue } // a file name
+            checked += 1
+            let declared = sources.contains { text in
+                (text.contains("struct \(type)") || text.contains("enum \(type)") || text.contains("class \(type)")
+                    || text.contains("protocol \(type)") || text.contains("extension \(type)"))
+                    && ["func \(member)", "var \(member)", "let \(member)", "case \(member)", "\(member)("].contains { text.contains($0) }
+            }
+            #expect(declared, "docs/architecture.md's 'where a new thing goes' names \(type).\(member), which Sources do not declare")
+        }
+        #expect(checked >= 5, "the section names its registrations (\(checked) found)")
+    }
 }
