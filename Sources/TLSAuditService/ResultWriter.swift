@@ -291,7 +291,7 @@ public final class ResultWriter: @unchecked Sendable {
                 pending.removeAll()
             }
             while !pending.isEmpty {
-                switch SpillFiles.writeToFirst(of: spill.newFiles(), { try SpillFiles.writeDurably(try SpillFiles.encodeLines(pending), to: $0) }) {
+                switch spillPending(to: spill) {
                 case .success(let path):
                     outcome.file = path
                     outcome.error = nil
@@ -316,6 +316,12 @@ public final class ResultWriter: @unchecked Sendable {
         }
     }
 
+    /// Writes what is pending to a new spill file (atomically, synced) in the first of `spill`'s
+    /// locations that takes it; pending is left as it is.
+    private func spillPending(to spill: SpillLocations) -> Result<String, SpillFiles.SpillFailures> {
+        SpillFiles.writeToFirst(of: spill.newFiles()) { try SpillFiles.writeDurably(try SpillFiles.encodeLines(pending), to: $0) }
+    }
+
     /// At the stop, when the last attempt failed for a lost connection (a PostgreSQL restart, a
     /// COMMIT whose answer was lost on the way), which a new connection usually cures at once: the
     /// results are first written to a spill file (so a retry that hangs past the stop's timeout
@@ -324,9 +330,7 @@ public final class ResultWriter: @unchecked Sendable {
     /// found stored by the retry, not repeated. Returns the file when the results are still in it.
     private func storeAgainAfterLostConnection(until deadline: Date, spill: SpillLocations) -> String? {
         guard failureHandling == .retry, damaged == nil, lastFailureKind == .unavailable, !pending.isEmpty,
-              case .success(let path) = SpillFiles.writeToFirst(of: spill.newFiles(), {
-                  try SpillFiles.writeDurably(try SpillFiles.encodeLines(pending), to: $0)
-              }) else { return nil }
+              case .success(let path) = spillPending(to: spill) else { return nil }
         let giveUp = min(deadline, Date().addingTimeInterval(3))
         while !pending.isEmpty, damaged == nil, lastFailureKind == .unavailable, Date() < giveUp {
             Thread.sleep(forTimeInterval: 0.25)
