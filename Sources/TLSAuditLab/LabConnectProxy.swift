@@ -41,7 +41,7 @@ public final class LabConnectProxy: Sendable {
                 return
             }
             Self.reply(client, "HTTP/1.1 200 Connection established" + lineEnd + lineEnd)
-            Self.relay(client, upstream)
+            LabListener.relay(client, upstream)
         }
         port = listener.port
     }
@@ -65,18 +65,5 @@ public final class LabConnectProxy: Sendable {
     private static func reply(_ fd: Int32, _ text: String) {
         let bytes = Array(text.utf8)
         _ = send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL))
-    }
-
-    /// Copies each side's bytes to the other until one closes or nothing moves for 5 s.
-    private static func relay(_ a: Int32, _ b: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            var entries = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
-            guard poll(&entries, 2, 5000) > 0 else { return }
-            for (from, to) in [(0, 1), (1, 0)] where entries[from].revents != 0 {
-                let count = recv(entries[from].fd, &buffer, buffer.count, 0)
-                guard count > 0, send(entries[to].fd, buffer, count, Int32(MSG_NOSIGNAL)) == count else { return }
-            }
-        }
     }
 }

@@ -94,6 +94,19 @@ final class LabListener: Sendable {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
     }
+
+    /// Copies each side's bytes to the other until one closes or nothing moves for 5 s.
+    static func relay(_ a: Int32, _ b: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            var entries = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
+            guard poll(&entries, 2, 5000) > 0 else { return }
+            for (from, to) in [(0, 1), (1, 0)] where entries[from].revents != 0 {
+                let count = recv(entries[from].fd, &buffer, buffer.count, 0)
+                guard count > 0, send(entries[to].fd, buffer, count, Int32(MSG_NOSIGNAL)) == count else { return }
+            }
+        }
+    }
 }
 
 /// An error setting up a lab server.

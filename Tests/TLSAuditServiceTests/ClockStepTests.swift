@@ -19,34 +19,49 @@ struct ClockStepTests {
         return library
     }
 
-    @Test("a step back of 60 s and a day forward and back: scans go on at the same rate, and each step is logged once")
+    @Test("a step back of 60 s and a day forward and back: scans go on at the same rate, and each step is logged once; a scan started while the clock stood back and finished after it jumped ahead extends its run")
     func steps() throws {
         let server = try lab.goodServer()
         defer { server.stop() }
+        // The 21st target's connections go through a relay that can hold one across the jump ahead.
+        let relay = try LabGatedRelay(to: server.port)
+        defer { relay.stop() }
         let workspace = try lab.workspace("clock-steps")
         let library = try shim(in: workspace)
         let shift = workspace.appendingPathComponent("shift").path
         try "0\n".write(toFile: shift, atomically: true, encoding: .utf8)
         let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
         let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        let targets = (1...20).map { ("t\($0)", server.port) }
+        let targets = (1...20).map { ("t\($0)", server.port) } + [("held", relay.port)]
         try lab.configuration(database: database, targets: targets, perHostConcurrency: 32).write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace,
                                          environment: ["LD_PRELOAD": library, "CLOCK_SHIFT_FILE": shift])
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        service.wait("every target scanned once") { Set(service.storedScans.map(\.target)).count == 20 }
+        service.wait("every target scanned once") { Set(service.storedScans.map(\.target)).count == 21 }
 
-        /// Scans stored in 4 s of the test's (unshifted) time, after `seconds` written to the shim's file.
-        func scans(afterShift seconds: Int) throws -> Int {
+        /// Scans stored in 4 s of the test's (unshifted) time, after `seconds` written to the shim's file
+        /// (and the relay's held connection let through once the scheduler has seen the step).
+        func scans(afterShift seconds: Int, releasing: Bool = false) throws -> Int {
             try "\(seconds)\n".write(toFile: shift, atomically: true, encoding: .utf8)
-            Thread.sleep(forTimeInterval: 1)
+            if releasing {
+                Thread.sleep(forTimeInterval: 0.4)
+                relay.release()
+                Thread.sleep(forTimeInterval: 0.6)
+            } else {
+                Thread.sleep(forTimeInterval: 1)
+            }
             let before = service.storedScans.count
             Thread.sleep(forTimeInterval: 4)
             return service.storedScans.count - before
         }
         let steady = try scans(afterShift: 0)
         let afterBack = try scans(afterShift: -60)
-        let dayAhead = try scans(afterShift: 86_400)
+        // The held target's next scan starts while the clock still stands 60 s back, and ends after the jump ahead.
+        relay.hold()
+        let deadline = Date().addingTimeInterval(5)
+        while relay.waiting == 0 && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(relay.waiting == 1, "no scan of the held target started while the clock stood back")
+        let dayAhead = try scans(afterShift: 86_400, releasing: true)
         let dayBack = try scans(afterShift: 0)
         // 20 targets every second: about 80 in 4 s. Before the monotonic schedule, 60 s back gave
         // none (every due time lay a minute ahead).
@@ -69,9 +84,10 @@ struct ClockStepTests {
                 WHERE s.last_observation_id <> (SELECT max(id) FROM observation o WHERE o.target = s.target AND o.address = s.address)
                 """) ?? -1
         }
-        #expect(behind == 0, "\(behind) of 20 addresses keep a state older than their newest observation")
+        #expect(behind == 0, "\(behind) of 21 addresses keep a state older than their newest observation")
         // Unchanged scans taken while the clock stood behind extend their address's run, as any
-        // unchanged scan does: one observation per address (the old code stored one per scan).
+        // unchanged scan does: one observation per address (the old code stored one per scan; and
+        // one more for the held target when the flag was decided only when a scan ended).
         let observations = try DatabaseQueue(path: database).read { db in
             try Int.fetchOne(db, sql: "SELECT max(n) FROM (SELECT count(*) AS n FROM observation GROUP BY target, address)") ?? -1
         }

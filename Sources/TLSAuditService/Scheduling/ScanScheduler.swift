@@ -219,15 +219,24 @@ final class ScanScheduler: @unchecked Sendable {
         idle.enter()
         let store = entry.trustStore
         let node = self.node
+        let launchedBehind = wallClockStandsBehind()
         pool.submit { [self] in
             let scans = scanner.scans(of: target, trustStore: store, node: node)
             // Handed to the writer from the scheduler's queue, under what the source holds then
             // (a fleet claim renewed by a new lease while the scan ran has a newer epoch).
-            queue.async { self.measured { $0.complete(target, scans: scans) } }
+            queue.async { self.measured { $0.complete(target, scans: scans, launchedBehind: launchedBehind) } }
         }
     }
 
-    private func complete(_ target: TargetConfiguration, scans: [StoredScan]) {
+    /// Whether the wall clock now stands more than 2 s behind the latest time it has shown (stepped back).
+    private func wallClockStandsBehind() -> Bool {
+        latestWallClock.map { Date().timeIntervalSince1970 < $0 - 2 } ?? false
+    }
+
+    /// `launchedBehind`: the wall clock stood behind when the scan was launched. A scan started
+    /// while the clock stood back and finished after it jumped forward again is recorded at a
+    /// time older than ones already recorded, as is one finished while it still stands back.
+    private func complete(_ target: TargetConfiguration, scans: [StoredScan], launchedBehind: Bool) {
         running -= 1
         perHost[target.host, default: 1] -= 1
         if perHost[target.host] == 0 { perHost[target.host] = nil }
@@ -235,7 +244,7 @@ final class ScanScheduler: @unchecked Sendable {
         defer { idle.leave() }
         var scans = scans
         let sourceFailures = source.finishing(target.key, scans: &scans)
-        if let latest = latestWallClock, Date().timeIntervalSince1970 < latest - 2 {
+        if launchedBehind || wallClockStandsBehind() {
             for index in scans.indices { scans[index].afterClockStepBack = true }
         }
         writer.submit(scans)
