@@ -63,31 +63,39 @@ let package = Package(
         // signal handler, installed by an ELF constructor before the Swift runtime starts (a SIGHUP
         // during start-up killed the service), and glibc's malloc_trim (after a metrics scrape).
         .target(name: "CProcess"),
+        // What any module may need and no domain knows: the JSON document encoder (Foundation's
+        // bytes, faster), ISO 8601 timestamps, a lock whose waiters sleep, whole writes to a
+        // descriptor, hex. Pure Swift.
+        .target(
+            name: "TLSAuditSupport",
+            swiftSettings: swiftSettings
+        ),
         // The facts: certificates, handshake observations, scan results, findings and verdicts as
-        // values, alerts, pins, settings and their ranges, and the JSON document encoder every output
-        // and the store write with. No rule lives here. Pure Swift.
+        // values, alerts, pins, settings and their ranges, and how the domain's documents are
+        // encoded (`JSONDocumentEncoder.tlsaudit`). No rule lives here. Pure Swift.
         .target(
             name: "TLSAuditModel",
+            dependencies: ["TLSAuditSupport"],
             swiftSettings: swiftSettings
         ),
         // The judges: trust, ATS policies, revocation and pin evaluation, lints, the alert detector.
         // Re-exports the model. Pure Swift: no C, no sockets, no output formats.
         .target(
             name: "TLSAuditCore",
-            dependencies: ["TLSAuditModel"],
+            dependencies: ["TLSAuditSupport", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
-        // Output: the scan text renderer, text tables (the JSON document encoder is the model's).
+        // Output: the scan text renderer, text tables.
         .target(
             name: "TLSAuditOutput",
-            dependencies: ["TLSAuditModel"],
+            dependencies: ["TLSAuditSupport", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The module that touches OpenSSL: sockets, handshakes, certificate parsing, chain
         // building, revocation, the HTTP client.
         .target(
             name: "TLSAuditProbe",
-            dependencies: ["COpenSSL", "TLSAuditModel"],
+            dependencies: ["TLSAuditSupport", "COpenSSL", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The loopback lab: test PKI (certificates and CRLs made with OpenSSL), in-process TLS,
@@ -95,7 +103,7 @@ let package = Package(
         // the product's scan and serve paths never import it.
         .target(
             name: "TLSAuditLab",
-            dependencies: ["COpenSSL", "CProcess", "TLSAuditModel", "TLSAuditProbe"],
+            dependencies: ["TLSAuditSupport", "COpenSSL", "CProcess", "TLSAuditModel", "TLSAuditProbe"],
             swiftSettings: swiftSettings
         ),
         // Reads an iOS app's ATS inputs (Info.plist, .app, .ipa within size limits): the bundle
@@ -110,7 +118,7 @@ let package = Package(
         // report runs. Knows the model, no rule, no database library.
         .target(
             name: "TLSAuditStore",
-            dependencies: ["TLSAuditModel"],
+            dependencies: ["TLSAuditSupport", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The SQLite store (the embedded default) through GRDB: connections, dialect, migrations.
@@ -122,21 +130,21 @@ let package = Package(
         // The PostgreSQL store for fleets (libpq): the same ScanStore, the same named migrations.
         .target(
             name: "TLSAuditPostgres",
-            dependencies: ["CLibPQ", "TLSAuditModel", "TLSAuditStore"],
+            dependencies: ["TLSAuditSupport", "CLibPQ", "TLSAuditModel", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // Compliance reports: the report model, computed from the store, and its renderers
         // (text, Markdown, JSON, CSV, self-contained HTML with an SVG trend).
         .target(
             name: "TLSAuditReport",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditStore"],
+            dependencies: ["TLSAuditSupport", "TLSAuditCore", "TLSAuditOutput", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // Prometheus metrics and the HTTP listener (Hummingbird, on SwiftNIO beside the scheduler).
         .target(
             name: "TLSAuditMonitoring",
             dependencies: [
-                "TLSAuditModel", "TLSAuditStore", "CProcess",
+                "TLSAuditModel", "TLSAuditStore", "TLSAuditSupport", "CProcess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird", condition: .when(traits: ["ListenerTLS"])),
@@ -154,7 +162,7 @@ let package = Package(
         .target(
             name: "TLSAuditService",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "CProcess",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "TLSAuditSupport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -171,6 +179,7 @@ let package = Package(
                 "TLSAuditOutput",
                 "TLSAuditProbe",
                 "TLSAuditStore",
+                "TLSAuditSupport",
                 "TLSAuditSQLite",
                 "TLSAuditReport",
                 "TLSAuditService",
@@ -186,20 +195,26 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditLab", "TLSAuditService",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditLab", "TLSAuditService", "TLSAuditSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",
             swiftSettings: swiftSettings
         ),
+        // The support module's own tests (the JSON encoder against Foundation's bytes, timestamps).
+        .testTarget(
+            name: "TLSAuditSupportTests",
+            dependencies: ["TLSAuditSupport"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TLSAuditCoreTests",
-            dependencies: ["TLSAuditCore"],
+            dependencies: ["TLSAuditCore", "TLSAuditSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring",
+            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring", "TLSAuditSupport",
                            "TLSAuditPostgres", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -226,7 +241,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "TLSAuditOutput", "tlsaudit"],
+            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "TLSAuditOutput", "TLSAuditSupport", "tlsaudit"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

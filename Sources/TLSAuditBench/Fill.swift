@@ -6,6 +6,7 @@ import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditService
+import TLSAuditSupport
 
 /// `tlsaudit-bench fill`: a synthetic fleet for the report benchmark. A handful of real
 /// handshakes with loopback servers (good, weak, expired, wrong name, refused) serve as

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TLSAuditCore
+import TLSAuditSupport
 
 /// `tlsaudit-bench json FILE`: encodes a `scan --format json` document again and again with
 /// tlsaudit's encoder and with Foundation's, and prints the time per document and per target.

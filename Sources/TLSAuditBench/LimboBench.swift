@@ -4,6 +4,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditModel
 import TLSAuditProbe
+import TLSAuditSupport
 
 /// `tlsaudit-bench limbo --suite limbo.json.xz`: judges every x509-limbo testcase a TLS server
 /// verifier can be asked (validation kind SERVER, no max_chain_depth) exactly as `tlsaudit verify

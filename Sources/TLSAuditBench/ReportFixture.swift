@@ -6,6 +6,7 @@ import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditService
+import TLSAuditSupport
 
 /// `tlsaudit-bench report-fixture`: the fixed database of the report golden-file tests.
 ///

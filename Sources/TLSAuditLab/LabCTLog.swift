@@ -2,6 +2,7 @@ import COpenSSL
 public import Foundation
 import TLSAuditProbe
 import TLSAuditModel
+import TLSAuditSupport
 
 /// A Certificate Transparency log made in the lab: a P-256 key that signs SCTs (RFC 6962 §3.2)
 /// over lab certificates, and the log list entry an operator's `--ct-log-list` would give it.

@@ -1,4 +1,5 @@
 public import Foundation
+public import TLSAuditSupport
 
 /// A public key as found in a certificate or a key exchange.
 public struct PublicKeyDescription: Hashable, Codable, Sendable {
@@ -240,3 +241,6 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
         return subject.isEmpty ? "(empty subject)" : RecordBudget.clamp(subject, to: 200)
     }
 }
+
+// A certificate met again in one document is encoded once (declared in `JSONDocumentEncoder.domain`).
+extension CertificateSummary: RepeatedlyEncodable {}

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// Whose distrust decisions apply: Apple's (the Apple policies), Mozilla's (the Mozilla policies)
 /// or Chrome's (selected with `--distrust-vendor chrome` / `distrust: {vendor: chrome}`).

@@ -1,17 +1,3 @@
 /// SHA-256 of some bytes, lowercase hex. The one implementation is OpenSSL's, in the probe
 /// (`Digest.sha256Hex`): modules that do not link OpenSSL (the store) are handed it.
 public typealias SHA256Hex = @Sendable ([UInt8]) -> String
-
-extension Array where Element == UInt8 {
-    /// Lowercase hex, without String(format:) (which boxes every byte: it showed in profiles).
-    public var hex: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(count * 2)
-        for byte in self {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}

@@ -2,6 +2,7 @@
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import TLSAuditSupport
 #endif
 
 /// IP address literals: their canonical text, their bytes, CIDR membership.

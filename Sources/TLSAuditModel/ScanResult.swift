@@ -1,4 +1,5 @@
 public import Foundation
+public import TLSAuditSupport
 
 /// What a server presented and the path tlsaudit built from it.
 public struct ChainReport: Hashable, Codable, Sendable {
@@ -250,3 +251,6 @@ public struct ScanReport: Codable, Sendable {
         return 0
     }
 }
+
+// A scan's targets are encoded on all cores (declared in `JSONDocumentEncoder.domain`).
+extension TargetScanResult: ConcurrentlyEncodable {}

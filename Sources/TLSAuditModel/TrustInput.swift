@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// A trust input: data a verdict depends on besides the server's handshake, kept current by `serve`.
 public enum TrustInputKind: String, Codable, Sendable, CaseIterable {

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 public import TLSAuditModel
 public import TLSAuditStore
+import TLSAuditSupport
 
 /// The documents of `/api/v1`, read from the store on threads of their own (the store blocks;
 /// the event loop must not): the summary on one, every other document on another, each one

@@ -1,4 +1,5 @@
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// Text lines for a CT report: the policy's answer, then one line per SCT, e.g.
 /// `SCT embedded  Google 'Argon2026h1' log (Google)  2026-01-05T10:00:00Z  valid`.

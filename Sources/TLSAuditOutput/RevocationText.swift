@@ -1,4 +1,5 @@
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// One line of text for a chain's revocation facts: each certificate's status and where it came
 /// from, e.g. `revocation (soft): [0] good, OCSP http://ocsp.example/, next update 2026-11-24`.

@@ -1,5 +1,6 @@
 import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// Renders a scan report as readable text: one block per target and address, the chain,
 /// then findings, most severe first. ANSI colour only when asked (the CLI asks on a TTY).

@@ -2,6 +2,7 @@ import CLibPQ
 import Foundation
 import Synchronization
 public import TLSAuditStore
+import TLSAuditSupport
 
 /// Where a PostgreSQL store lives and how to reach it. No password is ever written in a
 /// configuration: it is read from `passwordFile` (or libpq's own `~/.pgpass` / `PGPASSWORD`).

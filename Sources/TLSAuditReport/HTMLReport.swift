@@ -1,5 +1,6 @@
 import Foundation
 import TLSAuditCore
+import TLSAuditSupport
 
 /// One self-contained HTML file: inline CSS, the trend as inline SVG, no scripts and no external
 /// assets. Readable on a phone (wide tables scroll sideways) and printable (colours kept, rows

@@ -1,6 +1,7 @@
 public import Foundation
 public import TLSAuditCore
 import TLSAuditStore
+import TLSAuditSupport
 
 /// Turns what the store read into a `ComplianceReport`. Pure: the same data always gives the
 /// same report, which the golden-file tests rely on.

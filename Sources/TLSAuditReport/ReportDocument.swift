@@ -1,6 +1,7 @@
 import Foundation
 import TLSAuditCore
 import TLSAuditStore
+import TLSAuditSupport
 
 /// The report laid out once as headings, paragraphs, tables and the trend, so that the text,
 /// Markdown and HTML renderers show the same content and differ only in markup.

@@ -1,6 +1,7 @@
 import Foundation
 import TLSAuditCore
 import TLSAuditOutput
+import TLSAuditSupport
 
 /// The formats `tlsaudit report --format` writes.
 public enum ReportFormat: String, CaseIterable, Sendable, Codable {

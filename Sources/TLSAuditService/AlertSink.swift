@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TLSAuditCore
 import Yams
+import TLSAuditSupport
 
 /// One kind of sink: the `type` of an `alerts.sinks` entry. A kind owns its configuration keys
 /// (reading and validating them), its delivery of alerts and of scheduled reports, its timeout,

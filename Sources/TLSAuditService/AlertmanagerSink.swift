@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TLSAuditCore
 import TLSAuditStore
+import TLSAuditSupport
 
 /// tlsaudit's alerts as Alertmanager alerts (its API v2, `POST /api/v2/alerts`).
 ///

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 import TLSAuditCore
+import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,6 +5,7 @@ public import TLSAuditCore
 import TLSAuditProbe
 public import TLSAuditReport
 import TLSAuditStore
+import TLSAuditSupport
 
 /// A report the service writes on a schedule (`reports:` in the configuration).
 public struct ReportSchedule: Sendable, Hashable {

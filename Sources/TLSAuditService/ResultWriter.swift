@@ -3,6 +3,7 @@ public import Logging
 import Synchronization
 public import TLSAuditCore
 public import TLSAuditStore
+import TLSAuditSupport
 
 /// The one batching writer of scan results, for `serve` and `scan --database`: results are
 /// committed in batches on its own serial queue while scanning goes on. When the store fails (disk

@@ -7,6 +7,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditStore
+import TLSAuditSupport
 
 /// The long-running service: scans every configured target on its schedule, forever, and keeps
 /// the history in the store. SIGTERM/SIGINT (via ServiceGroup) stop it gracefully; SIGHUP reloads

@@ -5,6 +5,7 @@ import Glibc
 #endif
 import TLSAuditCore
 import TLSAuditStore
+import TLSAuditSupport
 
 /// The spill files' format and their durable writes: one stored scan per JSON line; a new file is
 /// written beside its final name, synced and renamed, an appended one cut back to whole lines

@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 // The fleet's work queue as the scheduler and a fleet store exchange it: claims, completions,
 // heartbeats and the view of the live nodes (the PostgreSQL fleet, `PostgresFleet`, keeps the queue).

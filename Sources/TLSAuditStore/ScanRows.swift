@@ -1,5 +1,6 @@
 import Foundation
 package import TLSAuditModel
+import TLSAuditSupport
 
 /// What storing one scan writes, whatever the backend: the certificates, the observation's
 /// columns, its certificate references and content hash, its verdict, and its place in the

@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// One probed address, ready to be stored: the result plus the target it belongs to.
 public struct StoredScan: Sendable, Codable {

@@ -1,5 +1,6 @@
 import Foundation
 package import TLSAuditModel
+import TLSAuditSupport
 
 /// How every backend writes and reads the values it keeps: JSON documents byte for byte alike
 /// (so stored rule lists compare as text), enumeration values checked as they are read, never a
@@ -11,7 +12,7 @@ package enum StoredValues {
     }
 
     /// Stored documents: property names as they are, dates in seconds, one line, sorted keys.
-    private static let encoder = JSONDocumentEncoder(keys: .asIs, dates: .secondsSince1970, prettyPrinted: false, escapesSlashes: true)
+    private static let encoder = JSONDocumentEncoder.domain(keys: .asIs, dates: .secondsSince1970, prettyPrinted: false, escapesSlashes: true)
 
     private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()

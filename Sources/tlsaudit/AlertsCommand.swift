@@ -6,6 +6,7 @@ import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSupport
 
 /// `tlsaudit alerts`: the alerts raised, with their delivery state.
 struct AlertsCommand: ParsableCommand {

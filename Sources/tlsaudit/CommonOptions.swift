@@ -1,6 +1,7 @@
 public import ArgumentParser
 public import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditSupport
 
 /// What a chain is judged with: the root store (`--trust-store`) and the CT log list (`--ct-log-list`).
 struct TrustInputOptions: ParsableArguments {

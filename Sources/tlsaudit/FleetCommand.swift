@@ -6,6 +6,7 @@ import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSupport
 
 /// `tlsaudit fleet`: the one configuration of a fleet of nodes on PostgreSQL, and its nodes.
 struct FleetCommand: ParsableCommand {

@@ -5,6 +5,7 @@ import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditSupport
 
 /// `tlsaudit pin`: both pin forms for every certificate of a chain, and ready-to-paste configuration.
 struct PinCommand: ParsableCommand {

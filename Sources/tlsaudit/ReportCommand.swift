@@ -3,6 +3,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditReport
 import TLSAuditStore
+import TLSAuditSupport
 
 /// `tlsaudit report`: a compliance report computed from the stored scans.
 struct ReportCommand: ParsableCommand {

@@ -8,6 +8,7 @@ import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditService
 import Logging
+import TLSAuditSupport
 
 /// `tlsaudit scan`: probe targets and judge them against ATS.
 struct ScanCommand: ParsableCommand {

@@ -2,6 +2,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditOutput
 import TLSAuditStore
+import TLSAuditSupport
 
 enum StatusTable {
     static func render(_ rows: [TargetStatus], now: Date) -> String {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TLSAuditCore
+import TLSAuditSupport
 
 enum Terminal {
     static func isTTY(_ descriptor: Int32) -> Bool { isatty(descriptor) == 1 }

@@ -3,6 +3,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditService
+import TLSAuditSupport
 
 /// `tlsaudit trust`: the trust inputs in force (the CT log list, the distrust table, Apple's root
 /// store snapshot) and updating them by hand (air-gapped hosts).

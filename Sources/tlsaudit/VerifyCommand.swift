@@ -3,6 +3,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditOutput
 import TLSAuditProbe
+import TLSAuditSupport
 
 /// `tlsaudit verify`: offline chain audit.
 struct VerifyCommand: ParsableCommand {

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditModel
+import TLSAuditSupport
 
 /// Certificate Transparency as Apple clients check it: every SCT's signature verified against a
 /// log list, from each channel (embedded, TLS extension, stapled OCSP), with real certificates

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditModel
+import TLSAuditSupport
 
 /// Date-bounded distrust: a lab root entered in a test table makes certificates dated after its
 /// cut-off fail and earlier ones pass, by notBefore (Apple, Mozilla) and by the earliest SCT (Chrome).

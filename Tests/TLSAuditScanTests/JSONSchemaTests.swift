@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
+import TLSAuditSupport
 
 /// The JSON output matches its documented schema (docs/scan.schema.json), checked by an
 /// independent validator (Python's jsonschema), on a report mixing every kind of result.

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
+import TLSAuditSupport
 
 /// Conformance lints on generated certificates, one case per rule: a `lint.*` warning that never
 /// changes the verdict, the same in `verify` and in `scan`.

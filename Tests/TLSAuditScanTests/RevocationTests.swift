@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
+import TLSAuditSupport
 
 extension LabOCSPResponder {
     /// A responder for `issuer` in a directory of the test PKI's.

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
+import TLSAuditSupport
 
 /// End-to-end: real OpenSSL servers on 127.0.0.1 port 0, scanned by the built `tlsaudit` binary.
 @Suite("tlsaudit scan against loopback servers")

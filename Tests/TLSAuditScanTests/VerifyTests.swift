@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
+import TLSAuditSupport
 
 /// `tlsaudit verify` on generated chains, one case per rule plain OpenSSL gets wrong, through the binary.
 @Suite("tlsaudit verify")

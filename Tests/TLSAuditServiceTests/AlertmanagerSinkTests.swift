@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 @testable import TLSAuditService
+import TLSAuditSupport
 
 /// What tlsaudit's alerts become for Alertmanager: names, the conditions firing, what a clearing
 /// alert ends (the end-to-end test in MonitoringTests runs a real Alertmanager).

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import Synchronization
+import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif

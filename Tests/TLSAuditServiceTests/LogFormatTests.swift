@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditCore
+import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -8,6 +8,7 @@ import TLSAuditLab
 @testable import TLSAuditService
 @testable import TLSAuditStore
 @testable import TLSAuditSQLite
+import TLSAuditSupport
 
 /// `tlsaudit report` on a fixed database of real handshakes (built by
 /// `tlsaudit-bench report-fixture`; see docs/report.md, "The test fixture"), and the service's scheduled reports.

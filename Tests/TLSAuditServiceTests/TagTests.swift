@@ -7,6 +7,7 @@ import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditStore
 import TLSAuditSQLite
+import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif

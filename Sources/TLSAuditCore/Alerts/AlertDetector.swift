@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 /// When to alert.
 public struct AlertRules: Hashable, Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 /// `tlsaudit app import`: an app's hosts as service targets judged by the app's own rules for
 /// each (`app:`), its NSPinnedDomains pins checked (`pins:`), tagged `app:BUNDLE_ID`.

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 extension RevocationReport {
     /// `trust.revoked`, `revocation.unknown` and `revocation.must-staple` for this report. Only the

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// Apple's Certificate Transparency policy (support.apple.com/103214; docs/apple-rules.md in our
 /// words): each SCT judged against the log list at the time of check, then the count rules.

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// What a date-bounded distrust check needs besides the path: the table, whose rows apply, and
 /// the SCT times of the leaf.

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// What trust evaluation needs to know besides the path.
 public struct TrustContext: Sendable {

@@ -3,6 +3,7 @@ import Foundation
 package import Glibc
 #endif
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// A point in time on the monotonic clock, by which an operation must be done.
 struct Deadline: Sendable {

@@ -1,4 +1,5 @@
 import COpenSSL
+import TLSAuditSupport
 
 /// HMAC through OpenSSL (for signing webhook bodies).
 public enum MessageAuthentication {

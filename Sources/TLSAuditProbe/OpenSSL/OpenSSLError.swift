@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import TLSAuditSupport
 
 /// One entry of OpenSSL's thread-local error queue, classified by library and reason code.
 struct OpenSSLErrorEntry: Sendable, CustomStringConvertible {

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import TLSAuditModel
+import TLSAuditSupport
 
 /// Builds paths from a presented chain to the anchors the way webpki, Go's crypto/x509 and
 /// BoringSSL do: every certificate whose subject names the issuer and whose key verifies the

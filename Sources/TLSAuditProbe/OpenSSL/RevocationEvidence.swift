@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 import TLSAuditModel
+import TLSAuditSupport
 
 // OpenSSL's side of revocation checking: where a certificate says to ask, OCSP requests and
 // responses, CRLs, and RFC 5280 CRL processing through X509_verify_cert. The order of sources,

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 package import TLSAuditModel
+import TLSAuditSupport
 
 /// One SCT as received (RFC 6962 §3.2), its fields copied out of OpenSSL's parse.
 struct ReceivedSCT: Sendable {

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// The anchors a chain is verified against: a public root store by name (`system`, Debian's, which
 /// is Mozilla's; `apple`, the snapshot of Apple's), or the operator's own anchors from a file.

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// Owns one OpenSSL `X509`, freed on deinit. Immutable after init.
 package final class X509Certificate: @unchecked Sendable {

@@ -1,6 +1,7 @@
 import COpenSSL
 import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// The named verdicts of `checks: [vulnerabilities]` (DROWN, POODLE, SWEET32, FREAK, LOGJAM, RC4,
 /// BEAST, LUCKY13, BREACH, Ticketbleed, client-initiated renegotiation, ClientHello tolerance):

@@ -1,5 +1,6 @@
 public import Foundation
 import TLSAuditModel
+import TLSAuditSupport
 
 /// Revocation evidence given on the command line (`verify --crl`, `--ocsp-response`): with any
 /// of it, nothing is fetched.

@@ -5,6 +5,7 @@ import Synchronization
 import Glibc
 #endif
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// Which resolved addresses to probe.
 public enum AddressSelection: String, Sendable, CaseIterable {

@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// A snapshot of Apple's root store (PEM, the roots of support.apple.com/126047): the one shipped,
 /// or one fetched from the operator's source. `trust: apple` and the Apple policies judge against

@@ -1,5 +1,6 @@
 public import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// Where a trust input (the CT log list, the distrust table, Apple's roots) comes from: a file, or
 /// an http(s) URL fetched within bounds (`maximumBytes`, `timeout`). What is fetched is verified

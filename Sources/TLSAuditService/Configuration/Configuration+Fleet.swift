@@ -1,6 +1,7 @@
 import Foundation
 import TLSAuditCore
 import Yams
+import TLSAuditSupport
 
 /// A fleet node's name and vantage point (`node:`): the node's own, never taken from `fleet apply`.
 public struct NodeIdentity: Sendable, Hashable {

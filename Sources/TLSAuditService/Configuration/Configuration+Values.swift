@@ -2,6 +2,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditProbe
 import Yams
+import TLSAuditSupport
 
 /// The values every section reads (strings, choices, numbers, durations, files) and how problems are reported.
 extension ConfigurationParser {

@@ -5,6 +5,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
+import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -27,13 +27,6 @@ public struct JSONDocumentEncoder: Sendable {
         self.escapesSlashes = escapesSlashes
     }
 
-    /// Every JSON document tlsaudit prints or writes: snake_case keys, ISO 8601 dates, sorted keys,
-    /// two-space indentation, `/` unescaped.
-    public static let tlsaudit = JSONDocumentEncoder(keys: .snakeCase, dates: .iso8601, prettyPrinted: true, escapesSlashes: false)
-
-    /// Like `tlsaudit`, on one line (alert and report notices: one document per line for command sinks).
-    public static let tlsauditCompact = JSONDocumentEncoder(keys: .snakeCase, dates: .iso8601, prettyPrinted: false, escapesSlashes: false)
-
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         try write(value).takeData()
     }
@@ -209,11 +202,8 @@ final class EncodingContext {
     private var kinds: [ObjectIdentifier: ValueKind]
     private var newKinds: [ObjectIdentifier: ValueKind] = [:]
     private static let sharedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([:])
-    /// The `RepeatedlyEncodable` and `ConcurrentlyEncodable` types: the domain's (extensions at the
-    /// end of this file) and those given to `JSONDocumentEncoder.register`.
-    static let listedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([
-        ObjectIdentifier(CertificateSummary.self): .repeated, ObjectIdentifier(TargetScanResult.self): .concurrent,
-    ])
+    /// The `RepeatedlyEncodable` and `ConcurrentlyEncodable` types given to `JSONDocumentEncoder.register`.
+    static let listedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([:])
 
     init(_ options: JSONDocumentEncoder, defersElements: Bool = true) {
         self.options = options
@@ -974,18 +964,3 @@ extension JSONDocumentEncoder {
         EncodingContext.listedKinds.withLock { $0[ObjectIdentifier(type)] = .concurrent }
     }
 }
-
-extension JSONDecoder {
-    /// Reads what `JSONDocumentEncoder.tlsaudit` writes.
-    public static var tlsaudit: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
-    }
-}
-
-// The domain's large documents: a scan's targets are encoded on all cores, and a certificate met
-// again in the same document is encoded once (both listed in `EncodingContext.listedKinds`).
-extension TargetScanResult: ConcurrentlyEncodable {}
-extension CertificateSummary: RepeatedlyEncodable {}
