@@ -10,7 +10,7 @@ struct PostgresDialect: SQLDialect {
     var scanCountIndex: String { "" }
     /// The database server's clock plus the node's offset to the time: nodes whose clocks
     /// disagree still agree on leases and due times.
-    func clock(_ value: String) -> String { "(extract(epoch FROM now())::float8 + CAST(\(value) AS float8))" }
+    func clock(_ expression: String) -> String { "(extract(epoch FROM now())::float8 + CAST(\(expression) AS float8))" }
     func time(_ date: Date) -> SQLValue { .double(date.timeIntervalSinceNow) }
     func lockSkippingLocked(_ alias: String) -> String { " FOR UPDATE OF \(alias) SKIP LOCKED" }
 
@@ -28,33 +28,36 @@ struct PostgresDialect: SQLDialect {
         "(SELECT string_agg((f.value ->> 'severity') || ' ' || (f.value ->> 'id'), chr(31)) FROM json_array_elements(\(column)::json) AS f)"
     }
 
-    func isIn(_ column: String, _ type: SQLListType) -> String { "\(column) = ANY(CAST(? AS \(type.rawValue)[]))" }
+    func isIn(_ column: String, _ list: SQLValue) -> SQLFragment {
+        let type = if case .ints = list { "bigint" } else { "text" }
+        return "\(raw: column) = ANY(CAST(\(list) AS \(raw: type)[]))"
+    }
 
     /// The ids as an array: as a join, the planner hashed all five million references of a
     /// million scans (600 ms) instead of probing the index for the 10,000 current ones (60 ms).
     func isCurrentObservation(_ column: String) -> String { "\(column) = ANY(ARRAY(SELECT last_observation_id FROM target_state))" }
 
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String, by order: String) -> String {
+    func newestPerAddress(_ columns: [String], from table: String, where condition: SQLFragment, by order: String) -> SQLFragment {
         """
-        SELECT DISTINCT ON (target, address) \(columns.joined(separator: ", ")) FROM \(table) WHERE \(condition)
-        ORDER BY target, address, \(order) DESC, id DESC
+        SELECT DISTINCT ON (target, address) \(raw: columns.joined(separator: ", ")) FROM \(raw: table) WHERE \(condition)
+        ORDER BY target, address, \(raw: order) DESC, id DESC
         """
     }
 
     /// One query for every key: its newest reached observation by an index probe each.
-    func newestReachedPerKey(reached: String) -> String? {
+    func newestReachedPerKey(_ keys: [(target: String, address: String)], startedBy time: Double, reached: String) -> SQLFragment? {
         """
-        unnest(CAST(? AS text[]), CAST(? AS text[])) AS k(target, address)
-        CROSS JOIN LATERAL (SELECT * FROM observation x WHERE x.target = k.target AND x.address = k.address AND x.started_at <= ?
-                              AND \(reached)
+        unnest(CAST(\(.texts(keys.map(\.target))) AS text[]), CAST(\(.texts(keys.map(\.address))) AS text[])) AS k(target, address)
+        CROSS JOIN LATERAL (SELECT * FROM observation x WHERE x.target = k.target AND x.address = k.address AND x.started_at <= \(.double(time))
+                              AND \(raw: reached)
                             ORDER BY x.started_at DESC, x.id DESC LIMIT 1) o
         """
     }
-}
 
-extension PostgresDialect {
     /// From the table's sequence (`BIGSERIAL`): concurrent writers never share one.
-    var reserveObservationIDs: String { "SELECT nextval('observation_id_seq') FROM generate_series(1, CAST(? AS integer))" }
+    func reserveObservationIDs(_ count: Int) -> SQLFragment {
+        "SELECT nextval('observation_id_seq') FROM generate_series(1, CAST(\(.of(count)) AS integer))"
+    }
 }
 
 /// The engine's statements on one libpq connection (`?` numbered `$1`... here).

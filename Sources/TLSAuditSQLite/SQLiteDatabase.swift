@@ -9,7 +9,7 @@ struct SQLiteDialect: SQLDialect {
     var addressChangeID: String { "rowid" }
     var scanCountIndex: String { "INDEXED BY observation_time_status" }
     /// One node per file: the node's own clock.
-    func clock(_ value: String) -> String { value }
+    func clock(_ expression: String) -> String { expression }
     func time(_ date: Date) -> SQLValue { .time(date) }
     // One writer at a time: nothing to skip.
     func lockSkippingLocked(_ alias: String) -> String { "" }
@@ -25,22 +25,22 @@ struct SQLiteDialect: SQLDialect {
     }
 
     /// The list is bound as a JSON array.
-    func isIn(_ column: String, _ type: SQLListType) -> String { "\(column) IN (SELECT value FROM json_each(?))" }
+    func isIn(_ column: String, _ list: SQLValue) -> SQLFragment { "\(raw: column) IN (SELECT value FROM json_each(\(list)))" }
 
     func isCurrentObservation(_ column: String) -> String { "\(column) IN (SELECT last_observation_id FROM target_state)" }
 
     /// SQLite takes the bare columns from the row with the max.
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String, by order: String) -> String {
-        "SELECT \(columns.joined(separator: ", ")), max(\(order)) AS newest FROM \(table) WHERE \(condition) GROUP BY target, address"
+    func newestPerAddress(_ columns: [String], from table: String, where condition: SQLFragment, by order: String) -> SQLFragment {
+        "SELECT \(raw: columns.joined(separator: ", ")), max(\(raw: order)) AS newest FROM \(raw: table) WHERE \(condition) GROUP BY target, address"
     }
 
     /// In the process, a query per key costs no round trip.
-    func newestReachedPerKey(reached: String) -> String? { nil }
+    func newestReachedPerKey(_ keys: [(target: String, address: String)], startedBy time: Double, reached: String) -> SQLFragment? { nil }
 
     /// One writer at a time: the ids after the largest, inside the write transaction.
-    var reserveObservationIDs: String {
+    func reserveObservationIDs(_ count: Int) -> SQLFragment {
         """
-        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(.of(count)))
         SELECT (SELECT coalesce(max(id), 0) FROM observation) + i FROM n
         """
     }

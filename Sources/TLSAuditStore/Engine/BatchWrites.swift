@@ -89,20 +89,19 @@ struct BatchWrites {
         self.statements = statements
         unplaced = keys.count
         let dialect = sql.dialect
-        let targets = SQLValue.texts(Set(keys.map(\.target)).sorted())
-        for (key, state) in try sql.rows(Self.currentStates + " WHERE " + dialect.isIn("target", .text), [targets], {
+        let ofTargets = dialect.isIn("target", .texts(Set(keys.map(\.target)).sorted()))
+        for (key, state) in try sql.rows("\(raw: Self.currentStates) WHERE \(ofTargets)", {
             (AddressKey(target: $0.text(0) ?? "", address: $0.text(1) ?? ""), try CurrentState($0))
         }) {
             states[key] = state
         }
-        try sql.query("SELECT target, address, mark FROM expiry_alert WHERE " + dialect.isIn("target", .text), [targets],
-                      streaming: false) { row in
+        try sql.query("SELECT target, address, mark FROM expiry_alert WHERE \(ofTargets)", streaming: false) { row in
             marks[AddressKey(target: row.text(0) ?? "", address: row.text(1) ?? ""), default: []].insert(row.text(2) ?? "")
         }
         let newest = dialect.newestPerAddress(["target", "address", "started_at", "condition", "policy", "failed_rules"],
-                                              from: "address_change", where: dialect.isIn("target", .text),
+                                              from: "address_change", where: ofTargets,
                                               by: "coalesce(order_at, started_at)")
-        try sql.query(newest, [targets], streaming: false) { row in
+        try sql.query(newest, streaming: false) { row in
             timeline[AddressKey(target: row.text(0) ?? "", address: row.text(1) ?? "")] = [row.text(3) ?? "", row.text(4) ?? "", row.text(5) ?? ""]
         }
         let stateless = Set(keys.filter { states[$0] == nil }.map(\.target))
@@ -110,8 +109,8 @@ struct BatchWrites {
             try sql.query("""
                 SELECT o.target, o.address, max(coalesce(r.last_seen_at, o.started_at))
                 FROM observation o LEFT JOIN observation_run r ON r.observation_id = o.id
-                WHERE \(dialect.isIn("o.target", .text)) GROUP BY o.target, o.address
-                """, [.texts(stateless.sorted())], streaming: false) { row in
+                WHERE \(dialect.isIn("o.target", .texts(stateless.sorted()))) GROUP BY o.target, o.address
+                """ as SQLFragment, streaming: false) { row in
                 newestScan[AddressKey(target: row.text(0) ?? "", address: row.text(1) ?? "")] = row.double(2)
             }
         }
@@ -185,7 +184,7 @@ struct BatchWrites {
     /// An observation id for a new observation: the first call reserves `count` at once.
     mutating func reserveID(in sql: any SQLExecutor, count: Int) throws -> Int64 {
         if reserved.isEmpty {
-            reserved = try sql.rows(sql.dialect.reserveObservationIDs, [.of(max(1, count))]) { $0.int(0) ?? 0 }.reversed()
+            reserved = try sql.rows(sql.dialect.reserveObservationIDs(max(1, count))) { $0.int(0) ?? 0 }.reversed()
         }
         guard let id = reserved.popLast() else { throw StoreError(.other, "no observation id was reserved") }
         return id
@@ -257,8 +256,9 @@ struct BatchWrites {
     mutating func flush(into sql: any SQLExecutor) throws {
         if !certificates.isEmpty {
             let fingerprints = certificates.keys.sorted()
-            let known = Set(try sql.rows("SELECT fingerprint FROM certificate WHERE " + sql.dialect.isIn("fingerprint", .text),
-                                         [.texts(fingerprints)]) { $0.text(0) ?? "" })
+            let known = Set(try sql.rows("SELECT fingerprint FROM certificate WHERE \(sql.dialect.isIn("fingerprint", .texts(fingerprints)))") {
+                $0.text(0) ?? ""
+            })
             // Most scans show certificates already stored: only the others are encoded.
             try sql.execute(Self.insertCertificates, rows: try fingerprints.filter { !known.contains($0) }.map { fingerprint in
                 let (certificate, firstSeen) = certificates[fingerprint]!
@@ -284,7 +284,7 @@ struct BatchWrites {
         try sql.execute(Self.insertExpiryMarks, rows: expiryMarks)
         if !alerts.isEmpty {
             // An alert stored already (a scan stored again) gets no new deliveries.
-            let known = Set(try sql.rows("SELECT id FROM alert WHERE " + sql.dialect.isIn("id", .text), [.texts(alerts.map(\.alert.id))]) {
+            let known = Set(try sql.rows("SELECT id FROM alert WHERE \(sql.dialect.isIn("id", .texts(alerts.map(\.alert.id))))") {
                 $0.text(0) ?? ""
             })
             var seen = known

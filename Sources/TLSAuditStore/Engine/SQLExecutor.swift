@@ -105,6 +105,28 @@ public enum SQLColumnType: String, Sendable {
 }
 
 extension SQLExecutor {
+    /// Runs a statement and its values; returns the rows it changed.
+    @discardableResult
+    public func execute(_ statement: SQLFragment) throws -> Int { try execute(statement.text, statement.values) }
+
+    /// Runs a query and its values (see ``query(_:_:streaming:_:)``).
+    public func query(_ statement: SQLFragment, streaming: Bool, _ body: (any SQLRow) throws -> Void) throws {
+        try query(statement.text, statement.values, streaming: streaming, body)
+    }
+
+    /// The rows of a query and its values, each turned into a value by `transform`.
+    public func rows<T>(_ statement: SQLFragment, _ transform: (any SQLRow) throws -> T) throws -> [T] {
+        try rows(statement.text, statement.values, transform)
+    }
+
+    /// The first row of a query and its values turned into a value, nil when there is none.
+    public func first<T>(_ statement: SQLFragment, _ transform: (any SQLRow) throws -> T) throws -> T? {
+        try first(statement.text, statement.values, transform)
+    }
+
+    /// Whether a query and its values return any row.
+    public func exists(_ statement: SQLFragment) throws -> Bool { try exists(statement.text, statement.values) }
+
     /// The rows of a query, each turned into a value by `transform`.
     public func rows<T>(_ sql: String, _ values: [SQLValue] = [], _ transform: (any SQLRow) throws -> T) throws -> [T] {
         var found: [T] = []
@@ -140,11 +162,12 @@ public protocol SQLDialect: Sendable {
     /// What follows a SELECT (from `alias`) to lock its rows for the transaction, skipping rows
     /// another transaction holds ("" where one writer at a time is the rule anyway).
     func lockSkippingLocked(_ alias: String) -> String
-    /// The SQL of a time whose value (``time(_:)``) is the SQL expression `value`: a `?` the caller
-    /// binds, or a column holding one. On PostgreSQL the database server's clock plus an offset
-    /// (nodes whose clocks disagree still agree on leases), on SQLite the time itself.
-    func clock(_ value: String) -> String
-    /// The value bound for a `?` given to ``clock(_:)``.
+    /// The SQL of a time held by the SQL expression `expression` (a column of ``time(_:)``
+    /// values). On PostgreSQL the database server's clock plus an offset (nodes whose clocks
+    /// disagree still agree on leases), on SQLite the time itself. A time the code holds goes
+    /// through ``clock(_:)-(Date)``, which binds it.
+    func clock(_ expression: String) -> String
+    /// The value stored for `date` where ``clock(_:)-(String)`` reads it.
     func time(_ date: Date) -> SQLValue
     /// The text at `path` (keys) inside the JSON text `json`.
     func jsonText(_ json: String, _ path: String...) -> String
@@ -154,25 +177,20 @@ public protocol SQLDialect: Sendable {
     /// A verdict's findings (`column`, a JSON array) as `severity id` pairs joined by char(31),
     /// read without decoding the findings (`FindingMarks`).
     func findingMarks(of column: String) -> String
-    /// `column` is one of the list bound (`.texts` / `.ints`) to its one `?`.
-    func isIn(_ column: String, _ type: SQLListType) -> String
+    /// `column` is one of `list` (`.texts` or `.ints`), bound as one value however long.
+    func isIn(_ column: String, _ list: SQLValue) -> SQLFragment
     /// `column` names an address's current observation (`target_state.last_observation_id`).
     func isCurrentObservation(_ column: String) -> String
     /// The newest row per (target, address) of `table` matching `condition`, by `order` (an
     /// expression of its columns) then row id: `columns` in order, and perhaps one more after them.
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String, by order: String) -> String
-    /// For `lastReachableScans`: a FROM source naming each key's newest reached observation `o`
-    /// (parameters: the targets, the addresses as lists, then the time), or nil to ask key by key.
-    func newestReachedPerKey(reached: String) -> String?
-    /// A query returning `?` new observation ids, none of which another writer gets (inserted
-    /// with them later in the same transaction).
-    var reserveObservationIDs: String { get }
-}
-
-/// The element type of a list bound for ``SQLDialect/isIn(_:_:)``.
-public enum SQLListType: String, Sendable {
-    case text
-    case bigint
+    func newestPerAddress(_ columns: [String], from table: String, where condition: SQLFragment, by order: String) -> SQLFragment
+    /// For `lastReachableScans`: a FROM source naming each of `keys`' newest observation `o`
+    /// started by `time` for which `reached` (an expression of `x`, the observation) holds, or
+    /// nil to ask key by key.
+    func newestReachedPerKey(_ keys: [(target: String, address: String)], startedBy time: Double, reached: String) -> SQLFragment?
+    /// A query returning `count` new observation ids, none of which another writer gets
+    /// (inserted with them later in the same transaction).
+    func reserveObservationIDs(_ count: Int) -> SQLFragment
 }
 
 /// A backend's connections: transactions and snapshots to run the engine's statements in.
@@ -207,7 +225,10 @@ public protocol SQLSideReads: AnyObject {
 
 extension SQLDialect {
     /// The newest row per (target, address) of `table` matching `condition`, by start time.
-    func newestPerAddress(_ columns: [String], from table: String, where condition: String) -> String {
+    func newestPerAddress(_ columns: [String], from table: String, where condition: SQLFragment) -> SQLFragment {
         newestPerAddress(columns, from: table, where: condition, by: "started_at")
     }
+
+    /// The SQL of `date` (``clock(_:)-(String)`` of the bound ``time(_:)``).
+    public func clock(_ date: Date) -> SQLFragment { SQLFragment(clock("?"), [time(date)]) }
 }

@@ -16,11 +16,12 @@ extension StoreEngine {
     /// locked for the transaction, skipping those another node has locked.
     private func due(by time: Date, sinks: [String], limit: Int, lock: Bool, in sql: any SQLExecutor) throws -> [PendingDelivery] {
         let dialect = sql.dialect
-        return try sql.rows("""
+        let due: SQLFragment = """
             SELECT d.sink, d.attempts, a.document FROM alert_delivery d JOIN alert a ON a.id = d.alert_id
-            WHERE d.state = 'pending' AND d.next_attempt_at <= \(dialect.clock("?")) AND \(dialect.isIn("d.sink", .text))
-            ORDER BY a.created_at, a.id\(dialect.bytewise) LIMIT ?\(lock ? dialect.lockSkippingLocked("d") : "")
-            """, [dialect.time(time), .texts(sinks), .of(limit)]) { row -> PendingDelivery? in
+            WHERE d.state = 'pending' AND d.next_attempt_at <= \(dialect.clock(time)) AND \(dialect.isIn("d.sink", .texts(sinks)))
+            ORDER BY a.created_at, a.id\(raw: dialect.bytewise) LIMIT \(.of(limit))\(raw: lock ? dialect.lockSkippingLocked("d") : "")
+            """
+        return try sql.rows(due) { row -> PendingDelivery? in
             guard let alert = try StoredValues.decode(Alert.self, row.text(2)) else { return nil }
             return PendingDelivery(alert: alert, sink: row.text(0) ?? "", attempts: Int(row.int(1) ?? 0))
         }.compactMap { $0 }
@@ -32,9 +33,9 @@ extension StoreEngine {
             var claimed = try due(by: time, sinks: sinks, limit: limit, lock: true, in: sql)
             for index in claimed.indices {
                 claimed[index].leaseEpoch = try sql.first("""
-                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock("?")), lease_epoch = lease_epoch + 1
-                    WHERE alert_id = ? AND sink = ? RETURNING lease_epoch
-                    """, [sql.dialect.time(time + lease), .text(claimed[index].alert.id), .text(claimed[index].sink)]) {
+                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock(time + lease)), lease_epoch = lease_epoch + 1
+                    WHERE alert_id = \(.text(claimed[index].alert.id)) AND sink = \(.text(claimed[index].sink)) RETURNING lease_epoch
+                    """ as SQLFragment) {
                     $0.int(0) ?? 0
                 } ?? 0
             }
@@ -47,9 +48,10 @@ extension StoreEngine {
         try database.write(doing: "releasing pending alerts") { sql in
             for delivery in deliveries {
                 try sql.execute("""
-                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock("?"))
-                    WHERE alert_id = ? AND sink = ? AND state = 'pending' AND lease_epoch = ?
-                    """, [sql.dialect.time(time), .text(delivery.alert.id), .text(delivery.sink), .int(delivery.leaseEpoch)])
+                    UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock(time))
+                    WHERE alert_id = \(.text(delivery.alert.id)) AND sink = \(.text(delivery.sink)) AND state = 'pending'
+                      AND lease_epoch = \(.int(delivery.leaseEpoch))
+                    """ as SQLFragment)
             }
         }
     }
@@ -57,9 +59,9 @@ extension StoreEngine {
     func releaseEveryDelivery(dueAt time: Date) throws {
         try database.write(doing: "releasing pending alerts") { sql in
             try sql.execute("""
-                UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock("?"))
-                WHERE state = 'pending' AND next_attempt_at > \(sql.dialect.clock("?"))
-                """, [sql.dialect.time(time), sql.dialect.time(time)])
+                UPDATE alert_delivery SET next_attempt_at = \(sql.dialect.clock(time))
+                WHERE state = 'pending' AND next_attempt_at > \(sql.dialect.clock(time))
+                """ as SQLFragment)
         }
     }
 
@@ -67,9 +69,10 @@ extension StoreEngine {
     func stillHolds(_ delivery: PendingDelivery) throws -> Bool {
         try database.read(doing: "checking an alert delivery's claim", snapshot: false) { sql in
             try sql.exists("""
-                SELECT 1 FROM alert_delivery WHERE alert_id = ? AND sink = ? AND state = 'pending' AND lease_epoch = ?
-                  AND next_attempt_at > \(sql.dialect.clock("?"))
-                """, [.text(delivery.alert.id), .text(delivery.sink), .int(delivery.leaseEpoch), sql.dialect.time(Date())])
+                SELECT 1 FROM alert_delivery
+                WHERE alert_id = \(.text(delivery.alert.id)) AND sink = \(.text(delivery.sink)) AND state = 'pending'
+                  AND lease_epoch = \(.int(delivery.leaseEpoch)) AND next_attempt_at > \(sql.dialect.clock(Date()))
+                """ as SQLFragment)
         }
     }
 
@@ -85,9 +88,10 @@ extension StoreEngine {
     func markFailed(alertID: String, sink: String, error message: String, retryAt: Date, leaseEpoch: Int64?) throws {
         _ = try database.write(doing: "recording a failed delivery", atomic: false) { sql in
             try sql.execute("""
-                UPDATE alert_delivery SET attempts = attempts + 1, last_error = ?, next_attempt_at = \(sql.dialect.clock("?"))
-                WHERE alert_id = ? AND sink = ? AND state = 'pending' AND (CAST(? AS BIGINT) IS NULL OR lease_epoch = ?)
-                """, [.text(message), sql.dialect.time(retryAt), .text(alertID), .text(sink), .of(leaseEpoch), .of(leaseEpoch)])
+                UPDATE alert_delivery SET attempts = attempts + 1, last_error = \(.text(message)), next_attempt_at = \(sql.dialect.clock(retryAt))
+                WHERE alert_id = \(.text(alertID)) AND sink = \(.text(sink)) AND state = 'pending'
+                  AND (CAST(\(.of(leaseEpoch)) AS BIGINT) IS NULL OR lease_epoch = \(.of(leaseEpoch)))
+                """ as SQLFragment)
         }
     }
 

@@ -207,13 +207,13 @@ extension StoreEngine {
             // it: a report starting after the cutoff still knows where every address stood.
             let id = sql.dialect.addressChangeID
             let kept = ["\(id) AS change_id", "started_at"]
-            let newest = sql.dialect.newestPerAddress(kept, from: "address_change", where: "started_at < ?")
+            let newest = sql.dialect.newestPerAddress(kept, from: "address_change", where: "started_at < \(time)")
             let newestReached = sql.dialect.newestPerAddress(kept, from: "address_change",
-                                                             where: "started_at < ? AND condition != 'unreachable'")
+                                                             where: "started_at < \(time) AND condition != 'unreachable'")
             try sql.execute("""
-                DELETE FROM address_change WHERE started_at < ? AND \(id) NOT IN (SELECT change_id FROM (\(newest)) newest)
-                AND \(id) NOT IN (SELECT change_id FROM (\(newestReached)) reached)
-                """, [time, time, time])
+                DELETE FROM address_change WHERE started_at < \(time) AND \(raw: id) NOT IN (SELECT change_id FROM (\(newest)) newest)
+                AND \(raw: id) NOT IN (SELECT change_id FROM (\(newestReached)) reached)
+                """ as SQLFragment)
             try sql.execute("""
                 DELETE FROM alert WHERE created_at < ?
                 AND NOT EXISTS (SELECT 1 FROM alert_delivery d WHERE d.alert_id = alert.id AND d.state = 'pending')

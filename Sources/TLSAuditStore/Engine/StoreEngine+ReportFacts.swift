@@ -34,7 +34,7 @@ final class SQLReportFacts: ReportFactReader {
         currentCertificates = side?.start { sql in
             try Self.certificates(in: sql, where: """
                 fingerprint IN (SELECT fingerprint FROM observation_certificate
-                                WHERE \(sql.dialect.isCurrentObservation("observation_id")))
+                                WHERE \(raw: sql.dialect.isCurrentObservation("observation_id")))
                 """)
         }
     }
@@ -52,8 +52,9 @@ final class SQLReportFacts: ReportFactReader {
 
     func latestScans(upTo end: Date, policy: CompliancePolicy?) throws -> [Int64: ScanFacts] {
         var scans: [Int64: ScanFacts] = [:]
-        try sql.query(scanSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id", policy: policy, details: true,
-                              lastScan: true) + " WHERE t.last_scan_at <= ?", [.time(end), .time(end)], streaming: false) { row in
+        let current = scanSQL(from: "target_state t JOIN observation o ON o.id = t.last_observation_id", policy: policy, details: true,
+                              lastScanBy: end)
+        try sql.query(current.appending("WHERE t.last_scan_at <= \(.time(end))"), streaming: false) { row in
             let scan = try Self.scan(row, details: true)
             scans[scan.observationID] = scan
         }
@@ -82,10 +83,10 @@ final class SQLReportFacts: ReportFactReader {
     func lastScan(target: String, address: String, atOrBefore time: Date, reachableOnly: Bool,
                   policy: CompliancePolicy?, details: Bool) throws -> ScanFacts? {
         let reachable = reachableOnly ? "AND \(ScanRows.reached("o"))" : ""
-        return try sql.first(scanSQL(from: "observation o", policy: policy, details: details, lastScan: true) + """
-             WHERE o.target = ? AND o.address = ? AND o.started_at <= ? \(reachable)
-             ORDER BY o.started_at DESC, o.id DESC LIMIT 1
-            """, [.time(time), .text(target), .text(address), .time(time)]) { try Self.scan($0, details: details) }
+        return try sql.first(scanSQL(from: "observation o", policy: policy, details: details, lastScanBy: time).appending("""
+            WHERE o.target = \(.text(target)) AND o.address = \(.text(address)) AND o.started_at <= \(.time(time)) \(raw: reachable)
+            ORDER BY o.started_at DESC, o.id DESC LIMIT 1
+            """)) { try Self.scan($0, details: details) }
     }
 
     /// One query for all of them where the dialect can (a fleet's unreachable addresses: one
@@ -93,15 +94,15 @@ final class SQLReportFacts: ReportFactReader {
     func lastReachableScans(of keys: [AddressKey], atOrBefore time: Date, policy: CompliancePolicy?) throws -> [AddressKey: ScanFacts] {
         guard !keys.isEmpty else { return [:] }
         var found: [AddressKey: ScanFacts] = [:]
-        guard let source = dialect.newestReachedPerKey(reached: ScanRows.reached("x")) else {
+        guard let source = dialect.newestReachedPerKey(keys.map { ($0.target, $0.address) }, startedBy: time.timeIntervalSince1970,
+                                                      reached: ScanRows.reached("x")) else {
             for key in keys {
                 found[key] = try lastScan(target: key.target, address: key.address, atOrBefore: time, reachableOnly: true,
                                           policy: policy, details: true)
             }
             return found
         }
-        try sql.query(scanSQL(from: source, policy: policy, details: true, lastScan: true),
-                      [.time(time), .texts(keys.map(\.target)), .texts(keys.map(\.address)), .time(time)], streaming: false) { row in
+        try sql.query(scanSQL(from: source, policy: policy, details: true, lastScanBy: time), streaming: false) { row in
             let scan = try Self.scan(row, details: true)
             found[scan.key] = scan
         }
@@ -119,16 +120,17 @@ final class SQLReportFacts: ReportFactReader {
         guard !observationIDs.isEmpty else { return [:] }
         var chains: [Int64: [ChainReference]] = [:]
         try sql.query("""
-            SELECT observation_id, role, position, fingerprint FROM observation_certificate WHERE \(dialect.isIn("observation_id", .bigint))
-            ORDER BY observation_id, role\(dialect.bytewise), position
-            """, [.ints(observationIDs)], streaming: false) { row in
+            SELECT observation_id, role, position, fingerprint FROM observation_certificate
+            WHERE \(dialect.isIn("observation_id", .ints(observationIDs)))
+            ORDER BY observation_id, role\(raw: dialect.bytewise), position
+            """ as SQLFragment, streaming: false) { row in
             chains[row.int(0) ?? 0, default: []].append(Self.reference(row, from: 1))
         }
         return chains
     }
 
     func certificate(fingerprint: String) throws -> ChainCertificate? {
-        try Self.certificates(in: sql, where: "fingerprint = ?", [.text(fingerprint)])[fingerprint]
+        try Self.certificates(in: sql, where: "fingerprint = \(.text(fingerprint))")[fingerprint]
     }
 
     /// One query for all of them (a report's chains name thousands of certificates: one round
@@ -141,17 +143,16 @@ final class SQLReportFacts: ReportFactReader {
         var found = prefetched.filter { asked.contains($0.key) }
         let missing = fingerprints.filter { prefetched[$0] == nil }
         guard !missing.isEmpty else { return found }
-        found.merge(try Self.certificates(in: sql, where: dialect.isIn("fingerprint", .text), [.texts(missing)])) { $1 }
+        found.merge(try Self.certificates(in: sql, where: dialect.isIn("fingerprint", .texts(missing)))) { $1 }
         return found
     }
 
-    private static func certificates(in sql: any SQLExecutor, where condition: String,
-                                     _ values: [SQLValue] = []) throws -> [String: ChainCertificate] {
+    private static func certificates(in sql: any SQLExecutor, where condition: SQLFragment) throws -> [String: ChainCertificate] {
         var found: [String: ChainCertificate] = [:]
         try sql.query("""
-            SELECT fingerprint, subject, issuer, not_before, not_after, \(sql.dialect.jsonText("summary", "commonName")) FROM certificate
+            SELECT fingerprint, subject, issuer, not_before, not_after, \(raw: sql.dialect.jsonText("summary", "commonName")) FROM certificate
             WHERE \(condition)
-            """, values, streaming: false) { row in
+            """ as SQLFragment, streaming: false) { row in
             guard let fingerprint = row.text(0) else { return }
             found[fingerprint] = ChainCertificate(fingerprint: fingerprint, subject: row.text(1) ?? "", commonName: row.text(5),
                                                   issuer: row.text(2) ?? "",
@@ -168,8 +169,8 @@ final class SQLReportFacts: ReportFactReader {
         for reachableOnly in [false, true] {
             let newest = dialect.newestPerAddress(["target", "address", "started_at", "condition", "policy", "failed_rules"],
                                                   from: "address_change",
-                                                  where: "started_at <= ?\(reachableOnly ? " AND condition != 'unreachable'" : "")")
-            try sql.query(newest, [.time(time)], streaming: false) { row in
+                                                  where: "started_at <= \(.time(time))\(raw: reachableOnly ? " AND condition != 'unreachable'" : "")")
+            try sql.query(newest, streaming: false) { row in
                 let change = try Self.change(row)
                 if reachableOnly {
                     standings[change.key, default: VerdictStanding()].lastReachable = change
@@ -190,9 +191,9 @@ final class SQLReportFacts: ReportFactReader {
 
     func forEachScan(after start: Date, through end: Date, policy: CompliancePolicy,
                      _ body: (ScanFacts) throws -> Void) throws {
-        try sql.query(scanSQL(from: "observation o", policy: policy, details: false) + """
-             WHERE o.started_at > ? AND o.started_at <= ? ORDER BY o.started_at, o.id
-            """, [.time(start), .time(end)], streaming: true) { try body(try Self.scan($0, details: false)) }
+        try sql.query(scanSQL(from: "observation o", policy: policy, details: false).appending("""
+            WHERE o.started_at > \(.time(start)) AND o.started_at <= \(.time(end)) ORDER BY o.started_at, o.id
+            """), streaming: true) { try body(try Self.scan($0, details: false)) }
     }
 
     func result(observationID: Int64) throws -> AddressScanResult? {
@@ -220,22 +221,20 @@ final class SQLReportFacts: ReportFactReader {
     /// twice as long on PostgreSQL).
     private static func scanCounts(in sql: any SQLExecutor, after start: Date, through end: Date,
                                    targets: Set<String>?) throws -> (all: Int, failed: Int) {
-        var values: [SQLValue] = [.time(start), .time(end)]
-        if let targets { values.append(.texts(targets.sorted())) }
-        let onlyTargets = targets == nil ? "" : "AND \(sql.dialect.isIn("o.target", .text))"
+        let onlyTargets: SQLFragment = targets.map { "AND \(sql.dialect.isIn("o.target", .texts($0.sorted())))" } ?? ""
         // The runs' first scans (the observations) in the period...
-        var counts: (all: Int, failed: Int) = try sql.first("""
+        let counts: (all: Int, failed: Int) = try sql.first("""
             SELECT count(*), coalesce(sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)
-            FROM observation o \(sql.dialect.scanCountIndex)
-            WHERE started_at > ? AND started_at <= ? \(onlyTargets)
-            """, values) { (Int($0.int(0) ?? 0), Int($0.int(1) ?? 0)) } ?? (0, 0)
+            FROM observation o \(raw: sql.dialect.scanCountIndex)
+            WHERE started_at > \(.time(start)) AND started_at <= \(.time(end)) \(onlyTargets)
+            """ as SQLFragment) { (Int($0.int(0) ?? 0), Int($0.int(1) ?? 0)) } ?? (0, 0)
         // ...and the repeats in it of every run that reaches into it (found by their summaries).
         let repeats: (all: Int, failed: Int) = try sql.first("""
             SELECT count(*), coalesce(sum(CASE WHEN o.status = 'failed' THEN 1 ELSE 0 END), 0)
             FROM run_scan s JOIN observation o ON o.id = s.observation_id
-            WHERE s.observation_id IN (SELECT observation_id FROM observation_run WHERE last_seen_at > ?)
-              AND s.started_at > ? AND s.started_at <= ? \(onlyTargets)
-            """, [.time(start)] + values) { (Int($0.int(0) ?? 0), Int($0.int(1) ?? 0)) } ?? (0, 0)
+            WHERE s.observation_id IN (SELECT observation_id FROM observation_run WHERE last_seen_at > \(.time(start)))
+              AND s.started_at > \(.time(start)) AND s.started_at <= \(.time(end)) \(onlyTargets)
+            """ as SQLFragment) { (Int($0.int(0) ?? 0), Int($0.int(1) ?? 0)) } ?? (0, 0)
         return (counts.all + repeats.all, counts.failed + repeats.failed)
     }
 
@@ -272,12 +271,13 @@ final class SQLReportFacts: ReportFactReader {
     /// A scan query from `source` (which names the observation `o`): the leading columns (see
     /// `Column`) and the join giving its verdict under `policy` (its own when nil; when none is
     /// stored under `policy`, the key of its content instead).
-    /// With `lastScan`, the statement's first parameter is the time bound of the run's last scan (`Column.lastScan`).
-    private func scanSQL(from source: String, policy: CompliancePolicy?, details: Bool, lastScan: Bool = false) -> String {
+    /// With `lastScanBy`, the run's last scan at or before that time is read too (`Column.lastScan`).
+    private func scanSQL(from source: SQLFragment, policy: CompliancePolicy?, details: Bool, lastScanBy bound: Date? = nil) -> SQLFragment {
         let join = policy.map { "LEFT JOIN verdict v ON v.observation_id = o.id AND v.policy = '\($0.rawValue)'" }
             ?? "JOIN verdict v ON v.observation_id = o.id AND v.policy = o.policy"
         // The run's last scan at or before the time bound first (a repeat's, by the run_scan key).
-        let last = lastScan ? "(SELECT max(s.started_at) FROM run_scan s WHERE s.observation_id = o.id AND s.started_at <= ?)" : "NULL"
+        let last: SQLFragment = bound.map { "(SELECT max(s.started_at) FROM run_scan s WHERE s.observation_id = o.id AND s.started_at <= \(.time($0)))" }
+            ?? "NULL"
         // Without a stored verdict under the policy: what it is judged from (see ObservationContent).
         let content = policy == nil ? "NULL" : "CASE WHEN v.observation_id IS NULL THEN coalesce(o.content_hash, 'id:' || o.id) END"
         let mismatch = "\(dialect.jsonText("pv.pin", "state")) = 'mismatch'"
@@ -289,8 +289,8 @@ final class SQLReportFacts: ReportFactReader {
         guard details else {
             return """
                 SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL, o.policy,
-                    v.policy, v.compliant, v.failed_rules, \(content), \(pinMismatch), \(last)
-                FROM \(source) \(join)
+                    v.policy, v.compliant, v.failed_rules, \(raw: content), \(raw: pinMismatch), \(last)
+                FROM \(source) \(raw: join)
                 """
         }
         // Each JSON document parsed once for the values read from it.
@@ -298,14 +298,14 @@ final class SQLReportFacts: ReportFactReader {
         let pin = dialect.parsedJSON("own.pin", as: "p")
         return """
             SELECT o.id, o.target, o.address, o.host, o.sni, o.started_at, o.status, o.trust_store IS NOT NULL, o.policy,
-                v.policy, v.compliant, v.failed_rules, \(content), \(pinMismatch), \(last),
-                \(dialect.findingMarks(of: "v.findings")),
+                v.policy, v.compliant, v.failed_rules, \(raw: content), \(raw: pinMismatch), \(last),
+                \(raw: dialect.findingMarks(of: "v.findings")),
                 o.port, o.failure_category, o.failure_message,
-                \(dialect.jsonText(handshake.reference, "protocolVersion")), \(dialect.jsonText(handshake.reference, "cipher", "iana")),
-                \(dialect.jsonText(pin.reference, "state")), \(dialect.jsonText(pin.reference, "message")),
+                \(raw: dialect.jsonText(handshake.reference, "protocolVersion")), \(raw: dialect.jsonText(handshake.reference, "cipher", "iana")),
+                \(raw: dialect.jsonText(pin.reference, "state")), \(raw: dialect.jsonText(pin.reference, "message")),
                 o.inventory, o.http_headers, o.vulnerabilities, o.app, o.clients
-            FROM \(source) \(join)
-            LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy \(handshake.join) \(pin.join)
+            FROM \(source) \(raw: join)
+            LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy \(raw: handshake.join) \(raw: pin.join)
             """
     }
 

@@ -17,14 +17,16 @@ extension StoreEngine {
             if try sql.exists("SELECT 1 FROM report_run WHERE name = ? AND period_end = ?", [.text(name), end]) {
                 return .written
             }
-            let clock = sql.dialect.clock("?")
-            if let epoch = try sql.first("""
-                INSERT INTO report_claim (name, period_end, owner, lease_until, epoch) VALUES (?, ?, ?, \(clock), 1)
+            let now = Date()
+            let claim: SQLFragment = """
+                INSERT INTO report_claim (name, period_end, owner, lease_until, epoch)
+                VALUES (\(.text(name)), \(end), \(.text(owner)), \(sql.dialect.clock(now + lease)), 1)
                 ON CONFLICT (name, period_end) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,
                     epoch = report_claim.epoch + 1
-                WHERE report_claim.lease_until < \(clock) OR report_claim.owner = excluded.owner
+                WHERE report_claim.lease_until < \(sql.dialect.clock(now)) OR report_claim.owner = excluded.owner
                 RETURNING epoch
-                """, [.text(name), end, .text(owner), sql.dialect.time(Date() + lease), sql.dialect.time(Date())], { $0.int(0) ?? 0 }) {
+                """
+            if let epoch = try sql.first(claim, { $0.int(0) ?? 0 }) {
                 return .claimed(epoch: epoch)
             }
             let holder = try sql.first("SELECT owner FROM report_claim WHERE name = ? AND period_end = ?", [.text(name), end]) {
@@ -37,8 +39,10 @@ extension StoreEngine {
     func holdsReportRun(name: String, periodEnd: Date, owner: String, epoch: Int64) throws -> Bool {
         try database.read(doing: "checking the claim of the scheduled report \(name)", snapshot: false) { sql in
             try sql.exists("""
-                SELECT 1 FROM report_claim WHERE name = ? AND period_end = ? AND owner = ? AND epoch = ? AND lease_until >= \(sql.dialect.clock("?"))
-                """, [.text(name), .time(periodEnd), .text(owner), .int(epoch), sql.dialect.time(Date())])
+                SELECT 1 FROM report_claim
+                WHERE name = \(.text(name)) AND period_end = \(.time(periodEnd)) AND owner = \(.text(owner)) AND epoch = \(.int(epoch))
+                  AND lease_until >= \(sql.dialect.clock(Date()))
+                """ as SQLFragment)
         }
     }
 
