@@ -219,11 +219,46 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
-        // The store conformance suite: what any ScanStore backend must do, run against SQLite.
+        // The store conformance suite (what any ScanStore backend must do, against the protocol only),
+        // shared by the store's and each backend's tests. Test support: no product links it.
+        .target(
+            name: "TLSAuditStoreConformance",
+            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditPostgres", "TLSAuditProbe", "TLSAuditReport", "TLSAuditService",
+                           "TLSAuditSQLite", "TLSAuditStore"],
+            path: "Tests/TLSAuditStoreConformance",
+            swiftSettings: swiftSettings
+        ),
+        // The store's tests: the conformance suite over every backend, the registry, a backend defined by the test.
         .testTarget(
             name: "TLSAuditStoreTests",
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditPostgres", "TLSAuditService",
-                           "TLSAuditReport", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["TLSAuditModel", "TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditStoreConformance"],
+            swiftSettings: swiftSettings
+        ),
+        // What only the SQLite backend has (schema snapshot, migrations, file growth, streaming).
+        .testTarget(
+            name: "TLSAuditSQLiteTests",
+            dependencies: ["TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditStoreConformance",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        // What only the PostgreSQL backend has, on a real server (round trips, migrations under a
+        // lock, the same answers as SQLite, URLs, the fleet's work queue).
+        .testTarget(
+            name: "TLSAuditPostgresTests",
+            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditPostgres", "TLSAuditProbe", "TLSAuditReport", "TLSAuditService",
+                           "TLSAuditSQLite", "TLSAuditStore", "TLSAuditStoreConformance"],
+            swiftSettings: swiftSettings
+        ),
+        // The probe's own tests against loopback servers (HTTP client, path and summary caches).
+        .testTarget(
+            name: "TLSAuditProbeTests",
+            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditProbe"],
+            swiftSettings: swiftSettings
+        ),
+        // The monitoring module's own tests (per-address series, read in batches).
+        .testTarget(
+            name: "TLSAuditMonitoringTests",
+            dependencies: ["TLSAuditModel", "TLSAuditMonitoring", "TLSAuditStore"],
             swiftSettings: swiftSettings
         ),
         // The report module's own tests, on hand-made values.

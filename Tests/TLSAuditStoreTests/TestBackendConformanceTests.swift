@@ -4,6 +4,7 @@ import TLSAuditModel
 import TLSAuditProbe
 import TLSAuditSQLite
 import TLSAuditStore
+import TLSAuditStoreConformance
 
 /// A backend defined here, as a new one would be (a `StoreBackend` and its `StoreLocation`), under
 /// a URL scheme of its own: SQLite files on tmpfs (`/dev/shm`, in memory), named

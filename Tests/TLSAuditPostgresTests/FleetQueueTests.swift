@@ -6,6 +6,7 @@ import TLSAuditLab
 import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditStore
+import TLSAuditStoreConformance
 
 /// The fleet's work queue on a real PostgreSQL: claims, leases, the fleet-wide per-host cap, shared
 /// backoff and vantage rows, with many nodes claiming at once.
@@ -14,8 +15,8 @@ struct FleetQueueTests {
     /// A fresh database with the schema, and `nodes` fleet handles on it.
     func fleet(nodes: Int, vantage: (Int) -> String = { _ in "default" }) throws -> (url: String, nodes: [PostgresFleet]) {
         let name = "fleet_\(UUID().uuidString.prefix(8).lowercased())"
-        try PostgresStoreConformanceTests.server.createDatabase(name)
-        let url = PostgresStoreConformanceTests.server.url(database: name)
+        try StoreConformance.postgresServer.createDatabase(name)
+        let url = StoreConformance.postgresServer.url(database: name)
         _ = try PostgresScanStore(url: url, sha256: Digest.sha256Hex)
         let settings = try PostgresSettings.parse(url: url)
         return (url, (0..<nodes).map { PostgresFleet(settings, node: "node-\($0)", vantage: vantage($0)) })
@@ -23,7 +24,7 @@ struct FleetQueueTests {
 
     func psql(_ url: String, _ sql: String) throws -> String {
         let database = String(url.split(separator: "/").last!.split(separator: "?").first!)
-        return try PostgresStoreConformanceTests.server.psql(sql, database: database).trimmingCharacters(in: .whitespacesAndNewlines)
+        return try StoreConformance.postgresServer.psql(sql, database: database).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("six nodes claiming at once: no target leased twice, never more than the per-host cap on a host fleet-wide, every due target claimed")

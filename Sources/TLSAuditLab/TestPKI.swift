@@ -1,23 +1,21 @@
-import Foundation
-import TLSAuditCore
+public import Foundation
 import TLSAuditProbe
-import TLSAuditLab
 
-/// The test PKI: one trusted root and intermediate, plus a second, untrusted root.
-/// Generated once per test run with the lab CA (real OpenSSL certificates).
-struct TestPKI: Sendable {
-    static let shared: TestPKI = try! TestPKI()
+/// The tests' PKI: one trusted root and intermediate, plus a second, untrusted root, and a
+/// client CA. Generated once per test process with the lab CA (real OpenSSL certificates).
+public struct TestPKI: Sendable {
+    public static let shared: TestPKI = try! TestPKI()
 
-    let root: LabCertificate
-    let intermediate: LabCertificate
-    let otherRoot: LabCertificate
-    let otherIntermediate: LabCertificate
+    public let root: LabCertificate
+    public let intermediate: LabCertificate
+    public let otherRoot: LabCertificate
+    public let otherIntermediate: LabCertificate
     /// A directory with root.pem (the trusted anchor) and client credentials.
-    let directory: URL
-    var rootFile: String { directory.appendingPathComponent("root.pem").path }
-    var clientCertificateFile: String { directory.appendingPathComponent("client.pem").path }
-    var clientKeyFile: String { directory.appendingPathComponent("client-key.pem").path }
-    let clientAuthority: LabCertificate
+    public let directory: URL
+    public var rootFile: String { directory.appendingPathComponent("root.pem").path }
+    public var clientCertificateFile: String { directory.appendingPathComponent("client.pem").path }
+    public var clientKeyFile: String { directory.appendingPathComponent("client-key.pem").path }
+    public let clientAuthority: LabCertificate
 
     private init() throws {
         root = try LabCertificateAuthority.selfSigned(.authority("tlsaudit test root", key: .rsa(bits: 2048)))
@@ -38,7 +36,7 @@ struct TestPKI: Sendable {
     }
 
     /// A leaf for `name` issued by the trusted intermediate.
-    func leaf(_ name: String = TestPKI.hostname, key: LabKeyType = .rsa(bits: 2048), digest: LabDigest = .sha256,
+    public func leaf(_ name: String = TestPKI.hostname, key: LabKeyType = .rsa(bits: 2048), digest: LabDigest = .sha256,
               adjust: (inout LabCertificateRequest) -> Void = { _ in }) throws -> LabCertificate {
         var request = LabCertificateRequest.server([name], key: key, digest: digest)
         adjust(&request)
@@ -46,5 +44,5 @@ struct TestPKI: Sendable {
     }
 
     /// The name every test server answers as.
-    static let hostname = "server.tlsaudit.test"
+    public static let hostname = "server.tlsaudit.test"
 }
