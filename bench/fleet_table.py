@@ -166,7 +166,7 @@ def ab_table(runs, baseline):
     print()
     counter_check(runs)
     scans_check(runs)
-    # Issue 41's Done-when, for this build: unchanged scans <= 0.5 ms PostgreSQL CPU and <= 300 bytes of
+    # The write path's targets, for this build: unchanged scans <= 0.5 ms PostgreSQL CPU and <= 300 bytes of
     # growth each; the one-host case >= 80% of the SQLite node's rate.
     for build, name in builds:
         unchanged, pg, lite = table.get((build, "unchanged")), pick(build, "onehost"), pick(build, "onehost", "sqlite")

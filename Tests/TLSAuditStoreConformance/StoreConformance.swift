@@ -1,6 +1,6 @@
 public import Foundation
 import Synchronization
-public import Testing
+import Testing
 public import TLSAuditCore
 public import TLSAuditLab
 import TLSAuditPostgres
