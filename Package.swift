@@ -215,8 +215,17 @@ let package = Package(
         .testTarget(
             name: "TLSAuditServiceTests",
             dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring", "TLSAuditSupport",
-                           "TLSAuditPostgres", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
+                           "TLSAuditPostgres", "TLSAuditServiceLab", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
+            swiftSettings: swiftSettings
+        ),
+        // The service lab: a `tlsaudit serve` process, its PKI and configuration, the built binary's
+        // runner, shared by the test targets that run the binary. Test support: no product links it.
+        .target(
+            name: "TLSAuditServiceLab",
+            dependencies: ["TLSAuditLab", "TLSAuditPostgres", "TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditSupport",
+                           .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Tests/TLSAuditServiceLab",
             swiftSettings: swiftSettings
         ),
         // The store conformance suite (what any ScanStore backend must do, against the protocol only),
@@ -252,19 +261,24 @@ let package = Package(
         // The probe's own tests against loopback servers (HTTP client, path and summary caches).
         .testTarget(
             name: "TLSAuditProbeTests",
-            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditProbe"],
+            // The probe checks end to end through the built binary: depends on it so that `swift test` builds it.
+            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditProbe", "TLSAuditServiceLab", "TLSAuditSupport", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
         // The monitoring module's own tests (per-address series, read in batches).
         .testTarget(
             name: "TLSAuditMonitoringTests",
-            dependencies: ["TLSAuditModel", "TLSAuditMonitoring", "TLSAuditStore"],
+            // The listener end to end through the built binary: depends on it so that `swift test` builds it.
+            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditModel", "TLSAuditMonitoring", "TLSAuditStore", "TLSAuditServiceLab",
+                           "TLSAuditSupport", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
-        // The report module's own tests, on hand-made values.
+        // The report module's own tests: on hand-made values, and reports from a fixed database and the built binary.
         .testTarget(
             name: "TLSAuditReportTests",
-            dependencies: ["TLSAuditCore", "TLSAuditReport"],
+            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditProbe", "TLSAuditReport", "TLSAuditService", "TLSAuditServiceLab",
+                           "TLSAuditSQLite", "TLSAuditStore", "TLSAuditSupport", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
+            exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),
         // The app reader's own tests, on fixtures made by Python and the lab CA.

@@ -19,7 +19,7 @@ import TLSAuditSupport
 struct ReportFixtureCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report-fixture",
-        abstract: "Write the report tests' fixed database (Tests/TLSAuditServiceTests/Fixtures/report/fixture.sqlite)."
+        abstract: "Write the report tests' fixed database (Tests/TLSAuditReportTests/Fixtures/report/fixture.sqlite)."
     )
 
     @Option(help: "The database to create (must not exist).")

@@ -5,7 +5,7 @@ import TLSAuditCore
 
 /// The report module on hand-made values: what goes first, which fix is advised, and that
 /// server-made strings stay text in every format (the end-to-end report tests, on a database of real
-/// handshakes, are in TLSAuditServiceTests).
+/// handshakes, are in ReportTests).
 @Suite("report model and renderers")
 struct ReportModelTests {
     @Test("fix first names an address that is not compliant for no rule (its handshake failed after the chain)")

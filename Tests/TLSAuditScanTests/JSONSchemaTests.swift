@@ -20,7 +20,7 @@ struct JSONSchemaTests {
 
     @Test("the compliance report JSON (the golden file the report tests compare against) validates against docs/report.schema.json")
     func complianceReport() throws {
-        let golden = Self.repository.appendingPathComponent("Tests/TLSAuditServiceTests/Fixtures/report/golden.json")
+        let golden = Self.repository.appendingPathComponent("Tests/TLSAuditReportTests/Fixtures/report/golden.json")
         let json = try String(contentsOf: golden, encoding: .utf8)
         #expect(json.contains("\"schema\" : \"tlsaudit.report/1\""))
         let complaint = try Self.validate(json, schema: Self.repository.appendingPathComponent("docs/report.schema.json").path)

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditLab
 import TLSAuditModel
 import TLSAuditService
+import TLSAuditServiceLab
 
 /// An app watched by the service: `app import` writes the targets, `serve` scans them, and
 /// `status --tag app:BUNDLE_ID` answers host by host what `app audit` answers.

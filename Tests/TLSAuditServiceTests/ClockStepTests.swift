@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Testing
 import TLSAuditLab
+import TLSAuditServiceLab
 
 /// Wall-clock steps: the schedule keeps to the monotonic clock. The service runs under
 /// an LD_PRELOAD shim (Fixtures/clock_shift.c) that shifts only its CLOCK_REALTIME by what a file

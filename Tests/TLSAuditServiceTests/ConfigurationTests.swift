@@ -5,12 +5,13 @@ import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
 import TLSAuditMonitoring
+import TLSAuditServiceLab
 
 @Suite("configuration")
 struct ConfigurationTests {
     init() { TestBackends.register() }
 
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = ServiceLab.packageRoot
         .deletingLastPathComponent()
 
     func parse(_ yaml: String) throws -> ServiceConfiguration {
@@ -577,7 +578,7 @@ struct SystemdUnitTests {
 
     /// The unit with ExecStart pointing at the built binary (systemd-analyze checks that it exists).
     func unitFile() throws -> URL {
-        let source = ConfigurationTests.packageRoot.appendingPathComponent("systemd/tlsaudit.service")
+        let source = ServiceLab.packageRoot.appendingPathComponent("systemd/tlsaudit.service")
         let text = try String(contentsOf: source, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/tlsaudit", with: Binary.path)
         let unit = try ServiceLab.shared.workspace("unit").appendingPathComponent("tlsaudit.service")
         try text.write(to: unit, atomically: true, encoding: .utf8)

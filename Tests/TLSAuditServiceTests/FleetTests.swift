@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditLab
 import Synchronization
 import TLSAuditSupport
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -333,7 +334,7 @@ struct FleetTests {
         let nodes = try ["node-a", "node-b"].map { try fleet.node($0, fleet: settings, extra: $0 == "node-a" ? "http: {listen: \"127.0.0.1:0\"}" : "") }
         nodes[0].wait("both nodes storing", timeout: 30) { nodes.allSatisfy { $0.storedScans.count >= 10 } }
         mark("nodes storing")
-        let listener = try #require(MonitoringTests.listening(nodes[0]).first)
+        let listener = try #require(ServiceHTTP.listening(nodes[0]).first)
         fleet.postgres.stop(removing: false)
         let downAt = Date()
         try standby.promote()
@@ -345,7 +346,7 @@ struct FleetTests {
         #expect(resumed && seconds < 10, "storing resumed \(seconds) s after the primary stopped")
         mark("resumed")
         for path in ["/api/v1/status", "/"] {
-            #expect(try MonitoringTests.fetch("http://\(listener)\(path)").status == 200, "\(path) answers after the failover")
+            #expect(try ServiceHTTP.fetch("http://\(listener)\(path)").status == 200, "\(path) answers after the failover")
         }
         // fleet status: the server that answered it, and the one each node's heartbeat reached.
         var status = ""
@@ -499,7 +500,7 @@ struct FleetTests {
             reports:
               - name: fleet-daily
                 schedule: daily
-                at: "\(ScheduledReportTests.timeOfDay(10))"
+                at: "\(ServiceLab.timeOfDay(10))"
                 timezone: UTC
                 since: 1h
                 formats: [json]

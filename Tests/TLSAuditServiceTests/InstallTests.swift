@@ -5,6 +5,7 @@ import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,7 @@ import Glibc
 /// `check-config`, and the unit's ExecStart line runs the service there.
 @Suite("install as the README says", .serialized)
 struct InstallTests {
-    static let packageRoot = ConfigurationTests.packageRoot
+    static let packageRoot = ServiceLab.packageRoot
 
     /// The `sudo install ...` lines of the README's "Installing the systemd unit" block.
     static func installLines() throws -> [String] {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditSupport
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditStore
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditLab
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,7 +13,7 @@ import Glibc
 /// a release build would double CI's time; the script builds one without it.
 @Suite("Debian package: install, use, purge", .serialized)
 struct PackageTests {
-    static let root = ConfigurationTests.packageRoot.path
+    static let root = ServiceLab.packageRoot.path
 
     /// `program ARGS`, its status and output (stdout and stderr together).
     @discardableResult

@@ -7,6 +7,7 @@ import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
 import TLSAuditSQLite
+import TLSAuditServiceLab
 
 @Suite("pins")
 struct PinTests {

@@ -7,6 +7,7 @@ import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditPostgres
 import GRDB
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -103,7 +104,7 @@ struct PostgresServiceTests {
         defer { postgres.stop() }
         let workspace = try lab.workspace("copy")
         let file = workspace.appendingPathComponent("fixture.sqlite").path
-        try FileManager.default.copyItem(atPath: ReportTests.fixtures.appendingPathComponent("fixture.sqlite").path, toPath: file)
+        try FileManager.default.copyItem(atPath: ServiceLab.reportFixtures.appendingPathComponent("fixture.sqlite").path, toPath: file)
         do {
             // A delivery and a report run, so that every table has rows.
             let store = try SQLiteScanStore(path: file, create: false, sha256: Digest.sha256Hex)
@@ -142,8 +143,8 @@ struct PostgresServiceTests {
                 "\(resumed.stdout)")
 
         for arguments in [["status", "--format", "json"], ["alerts", "--format", "json", "--limit", "100"], ["history", "fixed", "--format", "json"],
-                          ["report", "--at", ReportTests.end, "--since", "7d", "--format", "json"],
-                          ["report", "--at", ReportTests.end, "--since", "7d", "--format", "json", "--tag", "app:com.example.shop"]] {
+                          ["report", "--at", ServiceLab.reportFixtureEnd, "--since", "7d", "--format", "json"],
+                          ["report", "--at", ServiceLab.reportFixtureEnd, "--since", "7d", "--format", "json", "--tag", "app:com.example.shop"]] {
             let fromFile = try Binary.run(arguments + ["--database", file])
             let fromPostgres = try Binary.run(arguments + ["--database", url])
             #expect(fromFile.stdout == fromPostgres.stdout && !fromFile.stdout.isEmpty, "\(arguments[0]) differs after the copy")
@@ -329,7 +330,7 @@ extension PostgresServiceTests {
         defer { postgres.stop() }
         let store = try PostgresScanStore(url: postgres.url(), sha256: Digest.sha256Hex)
         let copy = try lab.workspace("fenced").appendingPathComponent("fixture.sqlite").path
-        try FileManager.default.copyItem(atPath: ReportTests.fixtures.appendingPathComponent("fixture.sqlite").path, toPath: copy)
+        try FileManager.default.copyItem(atPath: ServiceLab.reportFixtures.appendingPathComponent("fixture.sqlite").path, toPath: copy)
         let fixture = try SQLiteScanStore(path: copy, create: false, sha256: Digest.sha256Hex)
         var alert = try #require(try fixture.alerts(limit: 1).first).alert
         alert.id = "fenced-alert"

@@ -7,6 +7,7 @@ import TLSAuditLab
 import TLSAuditService
 @testable import TLSAuditStore
 import TLSAuditSQLite
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -207,14 +208,14 @@ struct ServiceTests {
         let refreshed = Date().timeIntervalSince1970
         service.wait("a scan started after the refresh") { service.storedScans.contains { $0.target == "sct" && $0.startedAt > refreshed } }
         #expect(try latestStatuses() == [.valid], "log B is in the list in force now")
-        let listen = MonitoringTests.listening(service)
-        let metrics = try MonitoringTests.fetch("http://\(listen.first ?? "")/metrics")
+        let listen = ServiceHTTP.listening(service)
+        let metrics = try ServiceHTTP.fetch("http://\(listen.first ?? "")/metrics")
         #expect(metrics.body.contains("tlsaudit_trust_input_refresh_success{input=\"ct-log-list\"} 1")
                 && metrics.body.contains("tlsaudit_trust_input_published_timestamp_seconds{input=\"ct-log-list\"}"), "\(metrics.body.prefix(4000))")
         // The server goes away: the refresh fails, the list in force stays, and the metric says so.
         web.stop()
         service.wait("a failed refresh") { !service.lines(containing: "CT log list not refreshed").isEmpty }
-        let failed = try MonitoringTests.fetch("http://\(listen.first ?? "")/metrics")
+        let failed = try ServiceHTTP.fetch("http://\(listen.first ?? "")/metrics")
         #expect(failed.body.contains("tlsaudit_trust_input_refresh_success{input=\"ct-log-list\"} 0"), "\(failed.body.prefix(4000))")
         let failedAt = Date().timeIntervalSince1970
         service.wait("a scan after the failed refresh") { service.storedScans.contains { $0.target == "sct" && $0.startedAt > failedAt } }

@@ -5,6 +5,7 @@ import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSQLite
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -6,6 +6,7 @@ import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditService
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif

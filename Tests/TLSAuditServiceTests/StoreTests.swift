@@ -7,6 +7,7 @@ import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditService
 import GRDB
+import TLSAuditServiceLab
 
 /// The SQLite store on real scan results (from real loopback handshakes).
 @Suite("SQLite store")

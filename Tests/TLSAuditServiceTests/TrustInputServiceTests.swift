@@ -6,6 +6,7 @@ import TLSAuditProbe
 import TLSAuditService
 @testable import TLSAuditStore
 import TLSAuditSQLite
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +25,7 @@ struct TrustInputServiceTests {
 
     /// Each input's condition in `/api/v1/trust-inputs`.
     func conditions(_ listen: [String]) throws -> [String: String] {
-        let body = try MonitoringTests.fetch("http://\(listen.first ?? "")/api/v1/trust-inputs").body
+        let body = try ServiceHTTP.fetch("http://\(listen.first ?? "")/api/v1/trust-inputs").body
         let document = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])
         let inputs = try #require(document["inputs"] as? [[String: Any]])
         return Dictionary(uniqueKeysWithValues: inputs.compactMap { input in
@@ -76,9 +77,9 @@ struct TrustInputServiceTests {
         let staleAlert = try #require(alerts(receiver, .trustInputStale, input: .ctLogList).first)
         #expect(staleAlert.summary.contains("40 days old") && staleAlert.summary.contains("max_age of 30 days"), "\(staleAlert.summary)")
         // The status page says so above the table.
-        let listen = MonitoringTests.listening(service)
+        let listen = ServiceHTTP.listening(service)
         let program = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
-        var chromium = StatusPagesTests.Browser(program: program, workspace: workspace)
+        var chromium = HeadlessBrowser(program: program, workspace: workspace)
         let page = try chromium.dom("http://\(listen.first ?? "")/")
         #expect(page.contains("ct-log-list is stale: \(web.url("/logs.json"))") && page.contains("40 days old (max_age 30 days)"),
                 "\(page.components(separatedBy: "trust-inputs").dropFirst().first?.prefix(600) ?? "no banner")")
@@ -123,7 +124,7 @@ struct TrustInputServiceTests {
         #expect(alerts(receiver, .trustInputRefreshFailing, input: .ctLogList).count == 1)
         #expect(alerts(receiver, .trustInputStale, input: .ctLogList).count == 1)
         #expect(try conditions(listen) == ["ct-log-list": "refresh-failing", "apple-roots": "refresh-failing", "distrust": "current"])
-        let metrics = try MonitoringTests.fetch("http://\(listen.first ?? "")/metrics")
+        let metrics = try ServiceHTTP.fetch("http://\(listen.first ?? "")/metrics")
         #expect(metrics.body.contains("tlsaudit_trust_input_refresh_success{input=\"apple-roots\"} 0")
                 && metrics.body.contains("tlsaudit_trust_input_age_seconds{input=\"ct-log-list\"}")
                 && metrics.body.contains("tlsaudit_trust_input_max_age_seconds{input=\"ct-log-list\"} 2592000"), "\(metrics.body.prefix(3000))")

@@ -8,6 +8,7 @@ import TLSAuditLab
 import TLSAuditProbe
 import TLSAuditStore
 @testable import TLSAuditService
+import TLSAuditServiceLab
 
 /// The scheduler's seam: where its work comes from is a `WorkSource`. A source written here, as a
 /// new one would be (one type, handed to `ScanScheduler.init`), runs real scans of a lab server.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditServiceLab
 
 /// The named verdicts of `scan --checks vulnerabilities` (DROWN ... ClientHello tolerance), each
 /// against a server that has the weakness (a real one where this machine has one: `gnutls-serv`

@@ -9,6 +9,7 @@ import TLSAuditLab
 @testable import TLSAuditStore
 @testable import TLSAuditSQLite
 import TLSAuditSupport
+import TLSAuditServiceLab
 
 /// `tlsaudit report` on a fixed database of real handshakes (built by
 /// `tlsaudit-bench report-fixture`; see docs/report.md, "The test fixture"), and the service's scheduled reports.
@@ -16,9 +17,9 @@ import TLSAuditSupport
 struct ReportTests {
     init() { TestBackends.register() }
 
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/report")
+    static let fixtures = ServiceLab.reportFixtures
     /// The fixture's week: scans from 2026-10-31T12:00Z to 2026-11-07T12:00Z.
-    static let end = "2026-11-08T00:00:00Z"
+    static let end = ServiceLab.reportFixtureEnd
     let lab = ServiceLab.shared
 
     /// A private copy of the fixture database (opening it may migrate it and adds WAL files).
@@ -351,14 +352,6 @@ struct ScheduledReportTests {
     let lab = ServiceLab.shared
     static let secret = "report-secret"
 
-    /// `HH:MM:SS` in UTC, `offset` seconds from now.
-    static func timeOfDay(_ offset: Double) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.hour, .minute, .second], from: Date().addingTimeInterval(offset))
-        return String(format: "%02d:%02d:%02d", parts.hour!, parts.minute!, parts.second!)
-    }
-
     func config(_ workspace: URL, port: Int, receiver: LabWebhookReceiver, at: String) throws -> String {
         let path = workspace.appendingPathComponent("tlsaudit.yaml").path
         let yaml = lab.configuration(database: workspace.appendingPathComponent("db.sqlite").path, targets: [("api", port)],
@@ -398,13 +391,13 @@ struct ScheduledReportTests {
         let workspace = try lab.workspace("scheduled")
         // Due in twelve hours at first: the service scans for a while before the report is moved
         // to a few seconds ahead by a reload (so that it has scans to report on, however slow the machine).
-        let config = try config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(12 * 3600))
+        let config = try config(workspace, port: server.port, receiver: receiver, at: ServiceLab.timeOfDay(12 * 3600))
         let check = try Binary.run(["check-config", config])
         #expect(check.status == 0, "\(check.stderr)")
 
         let service = try ServiceProcess(config: config, workspace: workspace)
         service.wait("scans before the report") { service.storedScans.count >= 2 }
-        _ = try self.config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(3))
+        _ = try self.config(workspace, port: server.port, receiver: receiver, at: ServiceLab.timeOfDay(3))
         service.signal(SIGHUP)
         service.wait("the reload") { !service.lines(containing: "configuration reloaded").isEmpty }
         let reports = workspace.appendingPathComponent("reports")
@@ -443,7 +436,7 @@ struct ScheduledReportTests {
         #expect(again.waitForExit(timeout: 10) == 0)
 
         // Moved to a time that passed while it was stopped: the missed report is written at start.
-        _ = try self.config(workspace, port: server.port, receiver: receiver, at: Self.timeOfDay(-1))
+        _ = try self.config(workspace, port: server.port, receiver: receiver, at: ServiceLab.timeOfDay(-1))
         let caughtUp = try ServiceProcess(config: config, workspace: workspace)
         caughtUp.wait("the missed report") { reportRequests(receiver).count == 2 }
         #expect(caughtUp.lines(containing: "missed while stopped").count == 1)

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditSupport
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,23 +13,6 @@ import Glibc
 @Suite("monitoring: the HTTP listener", .serialized)
 struct MonitoringTests {
     let lab = ServiceLab.shared
-
-    /// What curl got: the status code and the body.
-    struct Fetched {
-        var status: Int
-        var body: String
-    }
-
-    /// `options`: more of curl's arguments (`-H "Host: NAME"`, `--interface 127.0.0.2`).
-    static func fetch(_ url: String, token: String? = nil, user: String? = nil, headers: Bool = false, options: [String] = []) throws -> Fetched {
-        var arguments = ["-sS", "-g", "--max-time", "10", "-o", "-", "-w", "\n%{http_code}", url] + options
-        if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
-        if let user { arguments += ["-u", user] }
-        if headers { arguments += ["-i"] }
-        let output = try Binary.run(arguments, program: "/usr/bin/curl")
-        let lines = output.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-        return Fetched(status: Int(lines.last ?? "") ?? 0, body: lines.dropLast().joined(separator: "\n"))
-    }
 
     /// `count` requests side by side from one curl (-Z), request `index` made of `request(index)`:
     /// the `writeOut` line of each.
@@ -46,13 +30,6 @@ struct MonitoringTests {
         return (token, file)
     }
 
-    /// The addresses the service's listeners said they bound (`http listener started listen=...`).
-    static func listening(_ service: ServiceProcess) -> [String] {
-        service.lines(containing: "http listener started").compactMap { line in
-            line.split(separator: " ").first { $0.hasPrefix("listen=") }.map { String($0.dropFirst("listen=".count)) }
-        }
-    }
-
     /// Starts `serve` on `targets` (with their `tags`) with `http` as the listener's settings; waits for `listeners` of them.
     func service(_ name: String, targets: [(String, Int)], http: String, listeners: Int = 1,
                  tags: [String: [String]] = [:]) throws -> (ServiceProcess, URL) {
@@ -62,7 +39,7 @@ struct MonitoringTests {
                               extra: "http:\n" + http.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"), tags: tags)
             .write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
-        service.wait("the http listeners", timeout: 20) { Self.listening(service).count >= listeners }
+        service.wait("the http listeners", timeout: 20) { ServiceHTTP.listening(service).count >= listeners }
         return (service, workspace)
     }
 
@@ -77,19 +54,19 @@ struct MonitoringTests {
             bearer_token_file: \(tokenFile)
             """, listeners: 2)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let addresses = Self.listening(service)
+        let addresses = ServiceHTTP.listening(service)
         #expect(addresses.contains { $0.hasPrefix("127.0.0.1:") } && addresses.contains { $0.hasPrefix("[::1]:") }, "\(addresses)")
         service.wait("both targets scanned") { Set(service.storedScans.map(\.target)) == ["good", "expired"] }
 
         for address in addresses {
-            let health = try Self.fetch("http://\(address)/healthz")
+            let health = try ServiceHTTP.fetch("http://\(address)/healthz")
             #expect(health.status == 200 && health.body.hasPrefix("ok"), "\(address): \(health)")
-            let ready = try Self.fetch("http://\(address)/readyz")
+            let ready = try ServiceHTTP.fetch("http://\(address)/readyz")
             #expect(ready.status == 200 && ready.body.hasPrefix("ready") && ready.body.contains("store: writable"), "\(address): \(ready)")
-            #expect(try Self.fetch("http://\(address)/metrics").status == 401, "no token, no metrics")
-            #expect(try Self.fetch("http://\(address)/metrics", token: "wrong").status == 401)
+            #expect(try ServiceHTTP.fetch("http://\(address)/metrics").status == 401, "no token, no metrics")
+            #expect(try ServiceHTTP.fetch("http://\(address)/metrics", token: "wrong").status == 401)
         }
-        let metrics = try Self.fetch("http://\(addresses[0])/metrics", token: token)
+        let metrics = try ServiceHTTP.fetch("http://\(addresses[0])/metrics", token: token)
         #expect(metrics.status == 200)
         let lines = metrics.body.split(separator: "\n").map(String.init)
         func value(_ prefix: String) -> Double? {
@@ -146,15 +123,15 @@ struct MonitoringTests {
                               extra: "http: {listen: \"127.0.0.1:0\"}").write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        service.wait("the listener and both scans") { Self.listening(service).count == 1 && service.storedScans.count >= 2 }
+        service.wait("the listener and both scans") { ServiceHTTP.listening(service).count == 1 && service.storedScans.count >= 2 }
         service.wait("the alerts delivered to the log") { service.lines(containing: "alert delivered").count >= 1 }
         Thread.sleep(forTimeInterval: 1)
-        let base = "http://\(Self.listening(service)[0])/api/v1"
+        let base = "http://\(ServiceHTTP.listening(service)[0])/api/v1"
 
         var documents: [(name: String, schema: String, body: String)] = []
         for (path, command, schema) in [("status", ["status"], "Status"), ("targets/expired/history", ["history", "expired"], "HistoryEntry[]"),
                                         ("alerts", ["alerts"], "StoredAlert[]")] {
-            let fetched = try Self.fetch("\(base)/\(path)")
+            let fetched = try ServiceHTTP.fetch("\(base)/\(path)")
             #expect(fetched.status == 200, "\(path): \(fetched)")
             let printed = try Binary.run(command + ["--database", database, "--format", "json"])
             #expect(fetched.body == printed.stdout, "\(path) is what `tlsaudit \(command.joined(separator: " ")) --format json` prints")
@@ -162,7 +139,7 @@ struct MonitoringTests {
         }
         // The summary: report's summary, trend and expiring sections for the same period and end, through the CLI's JSON.
         let at = Timestamp.format(Date())
-        let summary = try Self.fetch("\(base)/summary?since=1h&at=\(at)")
+        let summary = try ServiceHTTP.fetch("\(base)/summary?since=1h&at=\(at)")
         #expect(summary.status == 200, "\(summary)")
         let report = try Binary.run(["report", "--database", database, "--config", config, "--since", "1h", "--at", at,
                                      "--expiring-within", "90d", "--format", "json"])
@@ -178,16 +155,16 @@ struct MonitoringTests {
         #expect((api["expiring"] as? [[String: Any]])?.contains { ($0["days_left"] as? Int ?? 0) < 0 } == true, "the expired leaf is listed")
         documents.append(("summary", "Summary", summary.body))
         // Of now (no `at`): the same answer again within 30 s; another period is its own.
-        let ofNow = try Self.fetch("\(base)/summary?since=1h")
-        let again = try Self.fetch("\(base)/summary?since=1h")
+        let ofNow = try ServiceHTTP.fetch("\(base)/summary?since=1h")
+        let again = try ServiceHTTP.fetch("\(base)/summary?since=1h")
         #expect(ofNow.status == 200 && again.body == ofNow.body, "reused within 30 s")
-        let twoHours = try JSONSerialization.jsonObject(with: Data(try Self.fetch("\(base)/summary?since=2h").body.utf8)) as? [String: Any]
+        let twoHours = try JSONSerialization.jsonObject(with: Data(try ServiceHTTP.fetch("\(base)/summary?since=2h").body.utf8)) as? [String: Any]
         let start = ((twoHours?["period"] as? [String: Any])?["start"] as? String).flatMap(Timestamp.parse)
         #expect(start.map { abs($0.timeIntervalSinceNow + 7200) < 60 } == true, "another since is computed for itself: \(String(describing: start))")
-        #expect(try Self.fetch("\(base)/summary?since=1x").status == 400)
-        #expect(try Self.fetch("\(base)/summary?at=yesterday").status == 400)
+        #expect(try ServiceHTTP.fetch("\(base)/summary?since=1x").status == 400)
+        #expect(try ServiceHTTP.fetch("\(base)/summary?at=yesterday").status == 400)
         // A target's page document: its status rows, history and alerts as the commands print them, its latest scans in full.
-        let target = try Self.fetch("\(base)/targets/expired")
+        let target = try ServiceHTTP.fetch("\(base)/targets/expired")
         #expect(target.status == 200, "\(target)")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(target.body.utf8)) as? [String: Any])
         func printed(_ command: [String]) throws -> Any {
@@ -205,14 +182,14 @@ struct MonitoringTests {
         let words = try #require(document["findings"] as? [String: [String: Any]])
         #expect((words["trust.expired"]?["title"] as? String)?.isEmpty == false && words["trust.expired"]?["fix"] != nil, "\(words.keys)")
         documents.append(("target", "Target", target.body))
-        #expect(try Self.fetch("\(base)/targets/nothing-here").status == 404)
-        let missing = try Self.fetch("\(base)/targets/nothing-here/history")
+        #expect(try ServiceHTTP.fetch("\(base)/targets/nothing-here").status == 404)
+        let missing = try ServiceHTTP.fetch("\(base)/targets/nothing-here/history")
         #expect(missing.status == 404 && missing.body.contains("\"error\""), "\(missing)")
         documents.append(("missing", "Error", missing.body))
-        let badLimit = try Self.fetch("\(base)/alerts?limit=0")
+        let badLimit = try ServiceHTTP.fetch("\(base)/alerts?limit=0")
         #expect(badLimit.status == 400, "\(badLimit)")
-        #expect(try Self.fetch("\(base)/alerts?limit=1").body.components(separatedBy: "\"alert\" :").count == 2, "limit=1: one alert")
-        let openAPI = try Self.fetch("\(base)/openapi.json")
+        #expect(try ServiceHTTP.fetch("\(base)/alerts?limit=1").body.components(separatedBy: "\"alert\" :").count == 2, "limit=1: one alert")
+        let openAPI = try ServiceHTTP.fetch("\(base)/openapi.json")
         #expect(openAPI.status == 200)
 
         // Validated by Python's openapi-spec-validator and jsonschema: independent implementations.
@@ -271,7 +248,7 @@ struct MonitoringTests {
             allowed_hosts: [\(ServiceLab.hostname)]
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let port = Self.listening(service)[0].split(separator: ":").last.map(String.init) ?? ""
+        let port = ServiceHTTP.listening(service)[0].split(separator: ":").last.map(String.init) ?? ""
         let url = "https://\(ServiceLab.hostname):\(port)/healthz"
         let resolve = "\(ServiceLab.hostname):\(port):127.0.0.1"
         let verified = try Binary.run(["-sS", "--cacert", lab.rootFile, "--resolve", resolve, "--tlsv1.2", url], program: "/usr/bin/curl")
@@ -279,7 +256,7 @@ struct MonitoringTests {
         let old = try Binary.run(["-sS", "--cacert", lab.rootFile, "--resolve", resolve, "--tlsv1.1", "--tls-max", "1.1", url],
                                  program: "/usr/bin/curl")
         #expect(old.status != 0, "TLS 1.1 refused: \(old.stdout)\(old.stderr)")
-        let plain = try Self.fetch("http://127.0.0.1:\(port)/healthz")
+        let plain = try ServiceHTTP.fetch("http://127.0.0.1:\(port)/healthz")
         #expect(plain.status != 200, "no plain HTTP on the TLS listener")
         let scan = try Binary.run(["scan", "\(ServiceLab.hostname):\(port)", "--connect-to", "127.0.0.1", "--ca-file", lab.rootFile])
         #expect(scan.status == 0, "tlsaudit scans its own listener as compliant: \(scan.stdout.suffix(1500))")
@@ -303,18 +280,18 @@ struct MonitoringTests {
             bearer_token_file: \(tokenFile)
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let address = Self.listening(service)[0]
+        let address = ServiceHTTP.listening(service)[0]
         service.wait("a first scan") { !service.storedScans.isEmpty }
-        #expect(try Self.fetch("http://\(address)/healthz").status == 200)
-        let open = try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse")
+        #expect(try ServiceHTTP.fetch("http://\(address)/healthz").status == 200)
+        let open = try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:c0rrect horse")
         #expect(open.status == 200 && open.body.contains("ssl_probe_success{target=\"good\""))
-        #expect(try Self.fetch("http://\(address)/api/v1/status", user: "alice:c0rrect horse").status == 200)
-        let wrong = try Self.fetch("http://\(address)/metrics", user: "alice:wrong", headers: true)
+        #expect(try ServiceHTTP.fetch("http://\(address)/api/v1/status", user: "alice:c0rrect horse").status == 200)
+        let wrong = try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:wrong", headers: true)
         #expect(wrong.status == 401 && wrong.body.lowercased().contains("www-authenticate: basic realm=\"tlsaudit\""), "\(wrong.body)")
-        #expect(try Self.fetch("http://\(address)/metrics", user: "mallory:c0rrect horse").status == 401)
-        #expect(try Self.fetch("http://\(address)/metrics").status == 401)
-        #expect(try Self.fetch("http://\(address)/metrics", token: "t0ken").status == 200)
-        #expect(try Self.fetch("http://\(address)/metrics", token: "alice").status == 401)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", user: "mallory:c0rrect horse").status == 401)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics").status == 401)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", token: "t0ken").status == 200)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", token: "alice").status == 401)
 
         // 60 wrong passwords at once from one client: at most 5 checks a second, the rest answered 429 at once.
         let held = Date().timeIntervalSince1970
@@ -323,7 +300,7 @@ struct MonitoringTests {
         #expect(codes.filter { $0 == "401" }.count <= 15, "checked at most 5 a second: \(codes.filter { $0 == "401" }.count) checked")
         Thread.sleep(forTimeInterval: 3)
         #expect(service.storedScans.filter { $0.startedAt > held }.count >= 2, "scanning went on")
-        #expect(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse").status == 200, "the right password still passes")
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:c0rrect horse").status == 200, "the right password still passes")
     }
 
     @Test("hostile clients: 400 stalled connections (slowloris) and a 200 KB header do not stop scanning; stalled connections are closed after the idle timeout, and so is a client trickling its request head a byte at a time; descriptors stay bounded")
@@ -336,7 +313,7 @@ struct MonitoringTests {
             idle_timeout: 2s
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let address = Self.listening(service)[0]
+        let address = ServiceHTTP.listening(service)[0]
         let port = UInt16(address.split(separator: ":").last ?? "") ?? 0
         service.wait("a first scan") { !service.storedScans.isEmpty }
         let descriptorsBefore = Self.descriptors(of: service)
@@ -375,7 +352,7 @@ struct MonitoringTests {
         let huge = try Binary.run(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
                                    "-H", "@\(header.path)", "http://\(address)/healthz"], program: "/usr/bin/curl")
         #expect(huge.stdout != "200", "a 200 KB header is not served: \(huge.stdout) \(huge.stderr)")
-        service.wait("the listener answering again") { (try? Self.fetch("http://\(address)/healthz"))?.status == 200 }
+        service.wait("the listener answering again") { (try? ServiceHTTP.fetch("http://\(address)/healthz"))?.status == 200 }
 
         // A request head trickled one byte every 300 ms: the idle timeout counts from the last whole
         // part of a request (a head, a body chunk), not the last byte, so it is closed at 2 s all the same.
@@ -423,7 +400,7 @@ struct MonitoringTests {
                                        http: "listen: 127.0.0.1:0")
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
         service.wait("the three targets scanned") { Set(service.storedScans.map(\.target)) == ["good", "revoked", "plain"] }
-        let body = try Self.fetch("http://\(Self.listening(service)[0])/metrics").body
+        let body = try ServiceHTTP.fetch("http://\(ServiceHTTP.listening(service)[0])/metrics").body
         func value(_ family: String, _ target: String) -> Double? {
             body.split(separator: "\n").first { $0.hasPrefix("\(family){target=\"\(target)\",") }
                 .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
@@ -445,7 +422,7 @@ struct MonitoringTests {
 
     @Test("contrib/prometheus/rules.yml: promtool check rules, and its unit tests (promtool test rules) pass; the Grafana dashboard is JSON naming only series tlsaudit serves")
     func rulesAndDashboard() throws {
-        let contrib = ConfigurationTests.packageRoot.appendingPathComponent("contrib")
+        let contrib = ServiceLab.packageRoot.appendingPathComponent("contrib")
         let prometheus = contrib.appendingPathComponent("prometheus").path
         let check = try Binary.run(["check", "rules", "rules.yml"], program: "/usr/bin/promtool", directory: prometheus)
         #expect(check.status == 0 && check.stdout.contains("SUCCESS: 6 rules found"), "\(check.stdout)\(check.stderr)")
@@ -487,7 +464,7 @@ struct MonitoringTests {
 
     /// The Grafana dashboard's panel expressions with its variables set to `job` and every value of the others.
     static func dashboardExpressions(job: String) throws -> [String] {
-        let file = ConfigurationTests.packageRoot.appendingPathComponent("contrib/grafana/tlsaudit.json")
+        let file = ServiceLab.packageRoot.appendingPathComponent("contrib/grafana/tlsaudit.json")
         let document = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any] ?? [:]
         return (document["panels"] as? [[String: Any]] ?? []).flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
             .map { $0.replacingOccurrences(of: "$job", with: job).replacingOccurrences(of: "$target", with: ".*")
@@ -581,7 +558,7 @@ final class MonitoringStack: @unchecked Sendable {
     /// Prometheus' answer to an instant query: each series' labels and value.
     func query(_ expression: String) throws -> [(labels: [String: String], value: Double)] {
         let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? expression
-        let fetched = try MonitoringTests.fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
+        let fetched = try ServiceHTTP.fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
         // Not up yet: no answer, or not JSON.
         guard let document = (try? JSONSerialization.jsonObject(with: Data(fetched.body.utf8))) as? [String: Any],
               let data = document["data"] as? [String: Any], let result = data["result"] as? [[String: Any]] else { return [] }
@@ -594,13 +571,13 @@ final class MonitoringStack: @unchecked Sendable {
     /// Whether Prometheus evaluates `expression` without an error.
     func evaluates(_ expression: String) throws -> Bool {
         let encoded = expression.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? expression
-        let fetched = try MonitoringTests.fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
+        let fetched = try ServiceHTTP.fetch("http://127.0.0.1:\(prometheusPort)/api/v1/query?query=\(encoded)")
         return ((try? JSONSerialization.jsonObject(with: Data(fetched.body.utf8))) as? [String: Any])?["status"] as? String == "success"
     }
 
     /// The alerts Alertmanager holds: labels and whether each is active.
     func alerts() throws -> [(labels: [String: String], state: String)] {
-        let fetched = try MonitoringTests.fetch("http://127.0.0.1:\(alertmanagerPort)/api/v2/alerts")
+        let fetched = try ServiceHTTP.fetch("http://127.0.0.1:\(alertmanagerPort)/api/v2/alerts")
         guard let list = (try? JSONSerialization.jsonObject(with: Data(fetched.body.utf8))) as? [[String: Any]] else { return [] }
         return list.map { (($0["labels"] as? [String: String]) ?? [:], (($0["status"] as? [String: Any])?["state"] as? String) ?? "") }
     }

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditSupport
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,31 +26,6 @@ struct StatusPagesTests {
         return root.appendingPathComponent(".build/test-artifacts/status-pages")
     }()
 
-    struct Browser {
-        let program: String
-        let workspace: URL
-        var profiles = 0
-
-        /// The DOM of `url` after `budget` ms of the page's (virtual) time: its scripts have fetched and drawn.
-        mutating func dom(_ url: String, width: Int = 1280, budget: Int = 4000, options: [String] = []) throws -> String {
-            try run(width: width, height: 900, budget: budget, options + ["--dump-dom", url]).stdout
-        }
-
-        /// A screenshot of the page's first `height` pixels.
-        mutating func screenshot(_ url: String, width: Int, height: Int, to file: URL) throws -> Data {
-            _ = try run(width: width, height: height, budget: 4000, ["--screenshot=\(file.path)", url])
-            return try Data(contentsOf: file)
-        }
-
-        /// Headless Chromium in a fresh profile, `width` by `height` pixels.
-        private mutating func run(width: Int, height: Int, budget: Int, _ arguments: [String]) throws -> Binary.Output {
-            profiles += 1
-            return try Binary.run(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                                   "--user-data-dir=\(workspace.path)/chromium-\(profiles)", "--window-size=\(width),\(height)",
-                                   "--virtual-time-budget=\(budget)"] + arguments, program: program)
-        }
-    }
-
     /// The `data-target` of each table row, in order (entities decoded: a serializer may escape `<` in attributes).
     static func rows(_ dom: String) -> [String] {
         dom.components(separatedBy: "<tr data-target=\"").dropFirst().map {
@@ -70,7 +46,7 @@ struct StatusPagesTests {
 
     /// A JSON value of `url`.
     static func json(_ url: String) throws -> Any {
-        let fetched = try MonitoringTests.fetch(url)
+        let fetched = try ServiceHTTP.fetch(url)
         #expect(fetched.status == 200, "\(url): \(fetched)")
         return try JSONSerialization.jsonObject(with: Data(fetched.body.utf8))
     }
@@ -79,7 +55,7 @@ struct StatusPagesTests {
     func pages() throws {
         let browser = try LabPrerequisite.program(["/usr/bin/chromium", "/usr/bin/chromium-browser"], package: "chromium")
         let workspace = try lab.workspace("status-pages")
-        var chromium = Browser(program: browser, workspace: workspace)
+        var chromium = HeadlessBrowser(program: browser, workspace: workspace)
         let hostname = ServiceLab.hostname
         let sha1Leaf = try lab.intermediate.issue(.server([hostname], key: .rsa(bits: 2048), digest: .sha1))
         var hostileRequest = LabCertificateRequest.server([hostname, Self.hostileSAN])
@@ -128,13 +104,13 @@ struct StatusPagesTests {
         let service = try ServiceProcess(config: config, workspace: workspace)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
         service.wait("the listener and a live scan of every target", timeout: 30) {
-            MonitoringTests.listening(service).count == 1
+            ServiceHTTP.listening(service).count == 1
                 && service.storedScans.count >= names.count
         }
-        let base = "http://\(MonitoringTests.listening(service)[0])"
+        let base = "http://\(ServiceHTTP.listening(service)[0])"
 
         // The rows carry their group, as `status --config` prints them.
-        let status = try MonitoringTests.fetch("\(base)/api/v1/status")
+        let status = try ServiceHTTP.fetch("\(base)/api/v1/status")
         let printed = try Binary.run(["status", "--config", config, "--format", "json"])
         #expect(status.body == printed.stdout, "/api/v1/status is `status --config --format json`")
         #expect(status.body.contains("\"group\" : \"mobile\"") && status.body.contains("\"group\" : \"web\""), "\(status.body.prefix(1500))")
@@ -207,11 +183,11 @@ struct StatusPagesTests {
         // Typing in the text filter, sorting by a click, then the 10 s refresh: the filter, the order
         // and the scroll stay. A copy of the page (the served page's CSP allows only its own
         // scripts) with a probe script, reading the same listener through <base>.
-        let html = try MonitoringTests.fetch(base + "/")
+        let html = try ServiceHTTP.fetch(base + "/")
         #expect(html.status == 200 && !html.body.contains("http://") && !html.body.contains("https://") && !html.body.contains("style="),
                 "no external asset, no inline style")
         for path in ["/", "/targets/expired", "/ui.js"] {
-            let headers = try MonitoringTests.fetch(base + path, headers: true).body.lowercased()
+            let headers = try ServiceHTTP.fetch(base + path, headers: true).body.lowercased()
             #expect(headers.contains("content-security-policy: default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'none'")
                     && !headers.contains("unsafe-inline"), "\(path): the strict CSP: \(headers.prefix(600))")
         }
@@ -275,7 +251,7 @@ struct StatusPagesTests {
         #expect(!hostileElements.contains("<img") && !hostileElements.contains("<b>") && hostileElements.components(separatedBy: "<script").count == 3,
                 "no element from a server's values (only the page's two scripts)")
         #expect(hostilePage.contains("<h1 id=\"name\">x&lt;img src=x onerror=alert(1)&gt;</h1>"))
-        #expect(try MonitoringTests.fetch(base + "/targets/nothing").status == 200 && (try chromium.dom(base + "/targets/nothing")).contains("no scans of nothing are stored"))
+        #expect(try ServiceHTTP.fetch(base + "/targets/nothing").status == 200 && (try chromium.dom(base + "/targets/nothing")).contains("no scans of nothing are stored"))
 
         // Screenshots, kept.
         try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)

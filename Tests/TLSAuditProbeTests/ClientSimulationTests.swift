@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,7 @@ struct ClientSimulationTests {
     func simulate(_ port: Int) throws -> (clients: [String: [String: Any]], report: [String: Any]) {
         let output = try Binary.run(["scan", "--format", "json", "--checks", "clients", "--ca-file", lab.rootFile, "--sni", Self.name,
                                      "--timeout", "5", "127.0.0.1:\(port)"])
-        let schema = ConfigurationTests.packageRoot.appendingPathComponent("docs/scan.schema.json").path
+        let schema = ServiceLab.packageRoot.appendingPathComponent("docs/scan.schema.json").path
         let complaint = try LabJSONSchema.complaint(output.stdout, schema: schema)
         #expect(complaint == nil, "\(complaint ?? "")")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any], "\(output.stderr)")
@@ -75,7 +76,7 @@ struct ClientSimulationTests {
     /// Java 17's default SSLContext (scripts/TLSClientProbe.java): "TLSv1.3 TLS_AES_256_GCM_SHA384".
     static func java(_ port: Int) throws -> Negotiated? {
         let java = try LabPrerequisite.program(["/usr/bin/java"], package: "default-jdk-headless")
-        let probe = ConfigurationTests.packageRoot.appendingPathComponent("scripts/TLSClientProbe.java").path
+        let probe = ServiceLab.packageRoot.appendingPathComponent("scripts/TLSClientProbe.java").path
         let text = try run(java, [probe, "127.0.0.1", String(port), name])
         guard let line = text.split(separator: "\n").last(where: { $0.hasPrefix("TLS") || $0.hasPrefix("SSL") }) else { return nil }
         let parts = line.split(separator: " ")
@@ -284,7 +285,7 @@ struct ClientSimulationTests {
 
     @Test("README lists every client of the table with its source (scripts/generate-client-table writes both)")
     func readmeTable() throws {
-        let readme = try String(contentsOf: ConfigurationTests.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: ServiceLab.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let table = readme.components(separatedBy: "<!-- client-table:start -->").last?.components(separatedBy: "<!-- client-table:end -->").first ?? ""
         for client in SimulatedClientRegistry.all {
             #expect(table.contains("| \(client.name) |") && table.contains(client.source), "README lacks \(client.name)")

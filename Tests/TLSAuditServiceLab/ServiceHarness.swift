@@ -1,9 +1,9 @@
-import Foundation
+public import Foundation
 import GRDB
-import Testing
+public import Testing
 import TLSAuditCore
 import TLSAuditProbe
-import TLSAuditLab
+public import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSupport
 #if canImport(Glibc)
@@ -11,16 +11,16 @@ import Glibc
 #endif
 
 /// A PKI and servers for the service tests.
-struct ServiceLab: Sendable {
-    static let shared: ServiceLab = try! ServiceLab()
-    static let hostname = "service.tlsaudit.test"
+public struct ServiceLab: Sendable {
+    public static let shared: ServiceLab = try! ServiceLab()
+    public static let hostname = "service.tlsaudit.test"
 
-    let root: LabCertificate
-    let intermediate: LabCertificate
-    let good: LabCertificate
-    let expired: LabCertificate
-    let directory: URL
-    var rootFile: String { directory.appendingPathComponent("root.pem").path }
+    public let root: LabCertificate
+    public let intermediate: LabCertificate
+    public let good: LabCertificate
+    public let expired: LabCertificate
+    public let directory: URL
+    public var rootFile: String { directory.appendingPathComponent("root.pem").path }
 
     private init() throws {
         root = try LabCertificateAuthority.selfSigned(.authority("service test root"))
@@ -37,11 +37,11 @@ struct ServiceLab: Sendable {
         try root.pem.write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
     }
 
-    func goodServer() throws -> LabTLSServer { try LabTLSServer(LabServerConfiguration(chain: [good, intermediate])) }
-    func expiredServer() throws -> LabTLSServer { try LabTLSServer(LabServerConfiguration(chain: [expired, intermediate])) }
+    public func goodServer() throws -> LabTLSServer { try LabTLSServer(LabServerConfiguration(chain: [good, intermediate])) }
+    public func expiredServer() throws -> LabTLSServer { try LabTLSServer(LabServerConfiguration(chain: [expired, intermediate])) }
 
     /// A fresh directory for one test.
-    func workspace(_ name: String) throws -> URL {
+    public func workspace(_ name: String) throws -> URL {
         let url = directory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
@@ -50,7 +50,7 @@ struct ServiceLab: Sendable {
     /// A `serve` process on a fresh workspace: `targets` (YAML flow mappings, one per line) on
     /// 127.0.0.1 with server name `sni`, scanned every second, trusting the lab root. Returns the
     /// process and its SQLite database's path.
-    func service(_ name: String, sni: String, targets: [String]) throws -> (process: ServiceProcess, database: String) {
+    public func service(_ name: String, sni: String, targets: [String]) throws -> (process: ServiceProcess, database: String) {
         let workspace = try self.workspace(name)
         let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
         let config = workspace.appendingPathComponent("tlsaudit.yaml").path
@@ -69,14 +69,14 @@ struct ServiceLab: Sendable {
     }
 
     /// The newest stored scan of `target`, as `history --format json` prints it.
-    static func latestHistory(_ target: String, database: String) throws -> [String: Any] {
+    public static func latestHistory(_ target: String, database: String) throws -> [String: Any] {
         let output = try Binary.run(["history", target, "--database", database, "--format", "json", "--limit", "1"])
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [[String: Any]], "\(output.stderr)")
         return try #require(entries.first)
     }
 
     /// YAML for targets `name: port` on 127.0.0.1, trusting the lab root.
-    func configuration(database: String, targets: [(String, Int)], interval: String = "1s", timeout: String = "2s",
+    public func configuration(database: String, targets: [(String, Int)], interval: String = "1s", timeout: String = "2s",
                        extra: String = "", tags: [String: [String]] = [:], perHostConcurrency: Int = 8) -> String {
         var yaml = """
             database: \(database)
@@ -103,27 +103,26 @@ struct ServiceLab: Sendable {
     }
 }
 
-/// The built binary, next to the test bundle.
 /// The built `tlsaudit`, run to completion (`LabCommand`, the runner every test target shares).
-enum Binary {
-    static var path: String { LabCommand.tlsaudit }
+public enum Binary {
+    public static var path: String { LabCommand.tlsaudit }
 
-    typealias Output = LabCommand.Output
+    public typealias Output = LabCommand.Output
 
     /// Runs `tlsaudit ARGS` (or another `program`: systemd-analyze, chromium) to completion.
-    static func run(_ arguments: [String], program: String = path, directory: String? = nil,
+    public static func run(_ arguments: [String], program: String = path, directory: String? = nil,
                     environment: [String: String] = [:]) throws -> Output {
         try LabCommand.run(arguments, program: program, limit: 300, directory: directory, environment: environment)
     }
 }
 
 /// A `tlsaudit serve` process with its log in a file.
-final class ServiceProcess: @unchecked Sendable {
-    let process = Process()
-    let logFile: URL
+public final class ServiceProcess: @unchecked Sendable {
+    public let process = Process()
+    public let logFile: URL
 
     /// `launcher` runs the binary through another program (e.g. setpriv to drop privileges).
-    init(config: String, workspace: URL, environment: [String: String] = [:], extraArguments: [String] = [],
+    public init(config: String, workspace: URL, environment: [String: String] = [:], extraArguments: [String] = [],
          launcher: [String] = []) throws {
         logFile = workspace.appendingPathComponent("service-\(UUID().uuidString.prefix(6)).log")
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
@@ -143,16 +142,16 @@ final class ServiceProcess: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
-    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
     /// Log lines containing `text`.
-    func lines(containing text: String) -> [String] {
+    public func lines(containing text: String) -> [String] {
         log.split(separator: "\n").map(String.init).filter { $0.contains(text) }
     }
 
     /// Waits until `condition` holds (polling), or fails the test after `timeout` seconds.
     @discardableResult
-    func wait(_ what: String, timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
+    public func wait(_ what: String, timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation,
               until condition: () throws -> Bool) rethrows -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
@@ -163,13 +162,13 @@ final class ServiceProcess: @unchecked Sendable {
         return false
     }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
 
     /// The process id (its /proc entry).
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
     /// Waits for the process to exit; returns its status, or nil if it outlived `timeout`.
-    func waitForExit(timeout: Double) -> Int32? {
+    public func waitForExit(timeout: Double) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         guard !process.isRunning else { return nil }
@@ -177,10 +176,10 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     /// (target, address, started_at) of every "stored scan" log line.
-    var storedScans: [(target: String, address: String, startedAt: Double)] { storedScans(after: nil) }
+    public var storedScans: [(target: String, address: String, startedAt: Double)] { storedScans(after: nil) }
 
     /// The stored scans logged after the last line containing `marker` (all of them for nil).
-    func storedScans(after marker: String?) -> [(target: String, address: String, startedAt: Double)] {
+    public func storedScans(after marker: String?) -> [(target: String, address: String, startedAt: Double)] {
         var lines = log.split(separator: "\n").map(String.init)
         if let marker {
             guard let last = lines.lastIndex(where: { $0.contains(marker) }) else { return [] }
@@ -199,11 +198,11 @@ final class ServiceProcess: @unchecked Sendable {
 }
 
 /// A unix datagram socket standing in for systemd's NOTIFY_SOCKET.
-final class NotifySocket: @unchecked Sendable {
-    let path: String
+public final class NotifySocket: @unchecked Sendable {
+    public let path: String
     private let fd: Int32
 
-    init(directory: URL) throws {
+    public init(directory: URL) throws {
         path = directory.appendingPathComponent("notify.sock").path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_un()
@@ -218,7 +217,7 @@ final class NotifySocket: @unchecked Sendable {
     deinit { close(fd) }
 
     /// Every message received within `seconds`.
-    func messages(for seconds: Double) -> [String] {
+    public func messages(for seconds: Double) -> [String] {
         var received: [String] = []
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
@@ -232,14 +231,15 @@ final class NotifySocket: @unchecked Sendable {
     }
 }
 
-struct HarnessError: Error, CustomStringConvertible {
-    let message: String
-    var description: String { message }
+public struct HarnessError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+    public init(message: String) { self.message = message }
 }
 
 /// Every scan stored in the SQLite file `database`, by target: first scans of runs and their
 /// repeats alike (the `scan` view), start times in order.
-func storedScanTimes(_ database: String) throws -> [String: [Double]] {
+public func storedScanTimes(_ database: String) throws -> [String: [Double]] {
     var times: [String: [Double]] = [:]
     try DatabaseQueue(path: database).read { db in
         for row in try Row.fetchAll(db, sql: "SELECT target, started_at FROM scan ORDER BY started_at") {

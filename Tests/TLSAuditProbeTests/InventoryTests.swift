@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,7 @@ struct InventoryTests {
 
     /// sslyze from PyPI, in the virtualenv `.ci/run` makes (`.build-sslyze`), or `TLSAUDIT_SSLYZE`.
     static func sslyzeProgram() throws -> String {
-        let root = ConfigurationTests.packageRoot.path
+        let root = ServiceLab.packageRoot.path
         return try LabPrerequisite.program([ProcessInfo.processInfo.environment["TLSAUDIT_SSLYZE"] ?? "\(root)/.build-sslyze/bin/sslyze",
                                             "\(root)/.build-bench/venv/bin/sslyze"],
                                            package: "sslyze (PyPI: python3 -m venv .build-sslyze && .build-sslyze/bin/pip install sslyze)")

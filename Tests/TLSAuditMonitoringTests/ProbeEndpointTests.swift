@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditLab
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,13 +45,13 @@ extension MonitoringTests {
             """).write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        service.wait("the http listener") { !Self.listening(service).isEmpty }
+        service.wait("the http listener") { !ServiceHTTP.listening(service).isEmpty }
         service.wait("the configured target scanned") { !service.storedScans.isEmpty }
-        let listener = Self.listening(service)[0]
-        func probe(_ query: String) throws -> Fetched { try Self.fetch("http://\(listener)/probe?\(query)", token: token) }
+        let listener = ServiceHTTP.listening(service)[0]
+        func probe(_ query: String) throws -> ServiceHTTP.Fetched { try ServiceHTTP.fetch("http://\(listener)/probe?\(query)", token: token) }
         let host = ServiceLab.hostname
 
-        #expect(try Self.fetch("http://\(listener)/probe?target=\(host):\(good.port)").status == 401, "no token, no probe")
+        #expect(try ServiceHTTP.fetch("http://\(listener)/probe?target=\(host):\(good.port)").status == 401, "no token, no probe")
         let scanned = try probe("target=\(host):\(good.port)")
         #expect(scanned.status == 200, "\(scanned)")
         let target = #"target="\#(host):\#(good.port)",address="127.0.0.1""#
@@ -101,7 +102,7 @@ extension MonitoringTests {
         #expect(wildcard.status == 200 && Self.sample(wildcard.body, "probe_success ") == 0, "\(wildcard)")
         #expect(wildcard.body.contains(#"ssl_probe_success{target="a.probe.tlsaudit.test:1",address="127.0.0.1"} 0"#), "\(wildcard.body.prefix(1200))")
 
-        let metrics = try Self.fetch("http://\(listener)/metrics", token: token).body
+        let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics", token: token).body
         #expect(Self.sample(metrics, #"tlsaudit_probe_requests_total{outcome="scanned"}"#) ?? 0 >= 6, "\(metrics.prefix(400))")
         #expect(Self.sample(metrics, #"tlsaudit_probe_requests_total{outcome="refused"}"#) ?? 0 >= 4)
         #expect(metrics.contains(#"tlsaudit_build_info{version=""#) && metrics.contains(#",openssl="3."#), "build info")
@@ -117,10 +118,10 @@ extension MonitoringTests {
             probe: {timeout: 20s, concurrency: 1}
             """)
         defer { bounded.signal(SIGTERM); _ = bounded.waitForExit(timeout: 15) }
-        let listener = Self.listening(bounded)[0]
+        let listener = ServiceHTTP.listening(bounded)[0]
         let url = "http://\(listener)/probe?target=\(ServiceLab.hostname):\(tarpit.port)"
         let started = Date()
-        let stalled = try Self.fetch(url, options: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 2"])
+        let stalled = try ServiceHTTP.fetch(url, options: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 2"])
         let took = Date().timeIntervalSince(started)
         #expect(stalled.status == 200 && Self.sample(stalled.body, "probe_success ") == 0, "\(stalled)")
         #expect(took < 2.0, "answered within Prometheus' scrape timeout: \(took) s")
@@ -128,21 +129,21 @@ extension MonitoringTests {
         // One slot: a probe holds it (its scan bounded by the module's 2 s timeout) while a second, with a shorter
         // scrape timeout, waits for it past its deadline and is refused; the first is answered.
         let holder = DispatchGroup()
-        nonisolated(unsafe) var held: Fetched?
-        DispatchQueue.global().async(group: holder) { held = try? Self.fetch(url, options: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 4"]) }
+        nonisolated(unsafe) var held: ServiceHTTP.Fetched?
+        DispatchQueue.global().async(group: holder) { held = try? ServiceHTTP.fetch(url, options: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 4"]) }
         Thread.sleep(forTimeInterval: 0.3)
-        let waited = try Self.fetch(url, options: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 2"])
+        let waited = try ServiceHTTP.fetch(url, options: ["-H", "X-Prometheus-Scrape-Timeout-Seconds: 2"])
         holder.wait()
         #expect(waited.status == 503 && waited.body.contains("probe slot"), "\(waited)")
         #expect(held?.status == 200 && Self.sample(held?.body ?? "", "probe_success ") == 0, "\(String(describing: held))")
-        let metrics = try Self.fetch("http://\(listener)/metrics").body
+        let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics").body
         #expect(Self.sample(metrics, #"tlsaudit_probe_requests_total{outcome="busy"}"#) == 1, "\(metrics.prefix(600))")
 
         let (off, _) = try service("probe-off", targets: [("closed", 1)], http: """
             listen: "127.0.0.1:0"
             probe: off
             """)
-        let refused = try Self.fetch("http://\(Self.listening(off)[0])/probe?target=\(ServiceLab.hostname):\(tarpit.port)")
+        let refused = try ServiceHTTP.fetch("http://\(ServiceHTTP.listening(off)[0])/probe?target=\(ServiceLab.hostname):\(tarpit.port)")
         #expect(refused.status == 404 && refused.body.contains("probe: off"), "\(refused)")
         // The listener stops gracefully: a clean stop logs nothing at error level (journalctl -p err stays quiet).
         off.signal(SIGTERM)
@@ -165,7 +166,7 @@ extension MonitoringTests {
             """).write(toFile: config, atomically: true, encoding: .utf8)
         let service = try ServiceProcess(config: config, workspace: workspace)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        service.wait("the http listener") { !Self.listening(service).isEmpty }
+        service.wait("the http listener") { !ServiceHTTP.listening(service).isEmpty }
         let targets = ["\(ServiceLab.hostname):\(first.port)", "\(ServiceLab.hostname):\(second.port)"]
         // ssl_exporter's README configuration, pointed at tlsaudit (README, "The exporter pattern").
         let stack = try MonitoringStack(workspace: workspace, scrapeConfigs: """

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
 #endif

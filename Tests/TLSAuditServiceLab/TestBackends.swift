@@ -5,12 +5,12 @@ import TLSAuditStore
 
 /// The store backends `tlsaudit` registers before any command runs (`StoreBackends.registerShipped`),
 /// for the suites that read configurations and open stores in this process.
-enum TestBackends {
+public enum TestBackends {
     private static let registered: Void = {
         StoreBackends.register(PostgresBackend(sha256: Digest.sha256Hex))
         StoreBackends.register(SQLiteBackend(sha256: Digest.sha256Hex))
     }()
 
     /// Registers them, once.
-    static func register() { registered }
+    public static func register() { registered }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TLSAuditLab
+import TLSAuditServiceLab
 
 /// The listener against hostile pages and clients: the `Host` rule, the per-client
 /// password budget, bcrypt's 72-byte limit, the headers on every answer, encoded names and scheme
@@ -40,12 +41,12 @@ extension MonitoringTests {
             allowed_hosts: [dashboard.tlsaudit.test]
             """, listeners: 2)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let addresses = Self.listening(service)
+        let addresses = ServiceHTTP.listening(service)
         let v4 = try #require(addresses.first { $0.hasPrefix("127.0.0.1:") }), v6 = try #require(addresses.first { $0.hasPrefix("[::1]:") })
         service.wait("a first scan") { !service.storedScans.isEmpty }
         let paths = ["/api/v1/status", "/api/v1/targets/good/history", "/metrics", "/healthz", "/readyz", "/"]
         func statuses(_ address: String, host: String?) throws -> [Int] {
-            try paths.map { try Self.fetch("http://\(address)\($0)", options: ["-H", host.map { "Host: \($0)" } ?? "Host:"]).status }
+            try paths.map { try ServiceHTTP.fetch("http://\(address)\($0)", options: ["-H", host.map { "Host: \($0)" } ?? "Host:"]).status }
         }
         let (port4, port6) = (Self.port(v4), Self.port(v6))
         for host in ["127.0.0.1:\(port4)", "127.0.0.1", "localhost:\(port4)", "LOCALHOST", "dashboard.tlsaudit.test:\(port4)", "Dashboard.TLSAudit.test"] {
@@ -61,7 +62,7 @@ extension MonitoringTests {
         for host in ["rebind.attacker.test:\(port6)", "[::1]:1", "127.0.0.1:\(port6)"] {
             #expect(try statuses(v6, host: host) == paths.map { _ in 421 }, "Host: \(host)")
         }
-        let refused = try Self.fetch("http://\(v4)/api/v1/status", options: ["-H", "Host: rebind.attacker.test"])
+        let refused = try ServiceHTTP.fetch("http://\(v4)/api/v1/status", options: ["-H", "Host: rebind.attacker.test"])
         #expect(refused.body.contains("rebind.attacker.test") && refused.body.contains("allowed_hosts"), "\(refused.body)")
 
         // With a token and allowed_hosts, the rule still applies: a right token from a wrong Host is refused.
@@ -74,11 +75,11 @@ extension MonitoringTests {
             allowed_hosts: dashboard.tlsaudit.test
             """)
         defer { guarded.signal(SIGTERM); _ = guarded.waitForExit(timeout: 15) }
-        let address = Self.listening(guarded)[0]
-        #expect(try Self.fetch("http://\(address)/metrics", token: "h0st-t0ken", options: ["-H", "Host: rebind.attacker.test"]).status == 421)
-        #expect(try Self.fetch("http://\(address)/metrics", token: "h0st-t0ken", options: ["-H", "Host: dashboard.tlsaudit.test"]).status == 200)
-        #expect(try Self.fetch("http://\(address)/metrics", token: "h0st-t0ken").status == 200)
-        #expect(try Self.fetch("http://\(address)/metrics").status == 401, "a right Host does not replace the token")
+        let address = ServiceHTTP.listening(guarded)[0]
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", token: "h0st-t0ken", options: ["-H", "Host: rebind.attacker.test"]).status == 421)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", token: "h0st-t0ken", options: ["-H", "Host: dashboard.tlsaudit.test"]).status == 200)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", token: "h0st-t0ken").status == 200)
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics").status == 401, "a right Host does not replace the token")
     }
 
     @Test("a flood of junk basic credentials (25 a second each: a known user's wrong password, an unknown user) gets 429 beyond its own budget, while ten new valid logins from 127.0.0.1 all pass, whether the flood comes from 127.0.0.2 or from 127.0.0.1 itself (budgets per client and user name, unknown names in a bucket of their own); a remembered password passes even from the flooding address",
@@ -94,19 +95,19 @@ extension MonitoringTests {
             basic_auth_file: \(file)
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let address = Self.listening(service)[0]
-        #expect(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse").status == 200)
+        let address = ServiceHTTP.listening(service)[0]
+        #expect(try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:c0rrect horse").status == 200)
 
         let floods = try Self.flood(address, ["--interface", floodFrom])
         defer { for (process, _) in floods where process.isRunning { process.terminate() } }
         Thread.sleep(forTimeInterval: 1)
         var logins: [Int] = []
         for (user, password) in users {
-            logins.append(try Self.fetch("http://\(address)/metrics", user: "\(user):\(password)").status)
+            logins.append(try ServiceHTTP.fetch("http://\(address)/metrics", user: "\(user):\(password)").status)
             Thread.sleep(forTimeInterval: 0.25)
         }
         let remembered = try (1...10).map { _ in
-            try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse", options: ["--interface", floodFrom]).status
+            try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:c0rrect horse", options: ["--interface", floodFrom]).status
         }
         #expect(floods.allSatisfy { $0.0.isRunning }, "the logins ran during the flood")
         #expect(logins == users.map { _ in 200 }, "every new valid login from 127.0.0.1 passed: \(logins)")
@@ -152,7 +153,7 @@ extension MonitoringTests {
             trusted_proxies: [127.0.0.1/32, "::1"]
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let address = Self.listening(service)[0]
+        let address = ServiceHTTP.listening(service)[0]
         // The proxy (127.0.0.1) forwards a flood from 203.0.113.9, which also tries to name another client first.
         let floods = try Self.flood(address, ["--interface", "127.0.0.1", "-H", "X-Forwarded-For: 198.51.100.7, 203.0.113.9"])
         defer { for (process, _) in floods where process.isRunning { process.terminate() } }
@@ -161,8 +162,8 @@ extension MonitoringTests {
         for index in 0..<10 {
             // Alice herself, from two other clients behind the proxy, each header form once.
             let header = index % 2 == 0 ? "X-Forwarded-For: 198.51.100.7" : "Forwarded: for=\"[2001:db8::7]:4711\";proto=https"
-            logins.append(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse\(index)", options: ["-H", header]).status)
-            logins.append(try Self.fetch("http://\(address)/metrics", user: "alice:c0rrect horse", options: ["-H", header]).status)
+            logins.append(try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:c0rrect horse\(index)", options: ["-H", header]).status)
+            logins.append(try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:c0rrect horse", options: ["-H", header]).status)
             Thread.sleep(forTimeInterval: 0.25)
         }
         #expect(floods.allSatisfy { $0.0.isRunning }, "the logins ran during the flood")
@@ -171,7 +172,7 @@ extension MonitoringTests {
 
         // From 127.0.0.2, not a trusted proxy, a new X-Forwarded-For each request buys no new budget.
         let spoofed = try (1...30).map { index in
-            try Self.fetch("http://\(address)/metrics", user: "alice:guess-\(index)",
+            try ServiceHTTP.fetch("http://\(address)/metrics", user: "alice:guess-\(index)",
                            options: ["--interface", "127.0.0.2", "-H", "X-Forwarded-For: 192.0.2.\(index)"]).status
         }
         #expect(spoofed.filter { $0 == 429 }.count >= 10, "\(spoofed)")
@@ -189,9 +190,9 @@ extension MonitoringTests {
             basic_auth_file: \(file)
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let url = "http://\(Self.listening(service)[0])/metrics"
+        let url = "http://\(ServiceHTTP.listening(service)[0])/metrics"
         func status(_ user: String, _ password: String) throws -> Int {
-            try Self.fetch(url, options: ["-H", "Authorization: \(Self.basic(user, password))"]).status
+            try ServiceHTTP.fetch(url, options: ["-H", "Authorization: \(Self.basic(user, password))"]).status
         }
         #expect(try status("bob", long + "x") == 401, "bcrypt would read the first 72 bytes only")
         #expect(try status("bob", long + " and more characters") == 401)
@@ -217,17 +218,17 @@ extension MonitoringTests {
             basic_auth_file: \(file)
             """)
         defer { service.signal(SIGTERM); _ = service.waitForExit(timeout: 15) }
-        let base = "http://\(Self.listening(service)[0])"
+        let base = "http://\(ServiceHTTP.listening(service)[0])"
         // The log's target=my target reads as "my" through storedScans, which splits at spaces.
         service.wait("both targets scanned") { Set(service.storedScans.map(\.target)) == ["my", "good"] }
         let token = ["-H", "Authorization: Bearer t0ken"]
 
         for scheme in ["bearer t0ken", "BEARER t0ken", "Bearer   t0ken", "basic \(Self.basic("alice", "c0rrect horse").dropFirst(6))",
                        "BASIC \(Self.basic("alice", "c0rrect horse").dropFirst(6))"] {
-            #expect(try Self.fetch("\(base)/api/v1/status", options: ["-H", "Authorization: \(scheme)"]).status == 200, "\(scheme)")
+            #expect(try ServiceHTTP.fetch("\(base)/api/v1/status", options: ["-H", "Authorization: \(scheme)"]).status == 200, "\(scheme)")
         }
         for scheme in ["bearer wrong", "Token t0ken", "bearer", "Bearer"] {
-            #expect(try Self.fetch("\(base)/api/v1/status", options: ["-H", "Authorization: \(scheme)"]).status == 401, "\(scheme)")
+            #expect(try ServiceHTTP.fetch("\(base)/api/v1/status", options: ["-H", "Authorization: \(scheme)"]).status == 401, "\(scheme)")
         }
 
         let answers: [(String, [String], String)] = [
@@ -252,40 +253,12 @@ extension MonitoringTests {
         #expect(codes.contains("429|nosniff") && codes.allSatisfy { $0 == "429|nosniff" || $0 == "401|nosniff" }, "\(codes)")
 
         for name in ["my%20target", "%6Dy%20target", "my%20%74arget"] {
-            let history = try Self.fetch("\(base)/api/v1/targets/\(name)/history", options: token)
+            let history = try ServiceHTTP.fetch("\(base)/api/v1/targets/\(name)/history", options: token)
             let entries = (try? JSONSerialization.jsonObject(with: Data(history.body.utf8))) as? [[String: Any]] ?? []
             #expect(history.status == 200 && !entries.isEmpty && entries.allSatisfy { $0["target"] as? String == "my target" },
                     "\(name): \(history.status) \(history.body.prefix(300))")
         }
-        #expect(try Self.fetch("\(base)/api/v1/targets/my%zztarget/history", options: token).status == 400, "not percent-encoding")
+        #expect(try ServiceHTTP.fetch("\(base)/api/v1/targets/my%zztarget/history", options: token).status == 400, "not percent-encoding")
     }
 
-    @Test("allowed_hosts: a name or a list of host names and IP addresses; a port, a scheme, a wildcard or an empty list is refused with its line")
-    func allowedHostsSetting() throws {
-        let configuration = ConfigurationTests()
-        let good = try configuration.parse("""
-            http:
-              listen: "127.0.0.1:9219"
-              allowed_hosts: [tlsaudit.example.net, status-page, 192.0.2.7, "::1"]
-            targets: [a.example]
-            """)
-        #expect(good.http.allowedHosts == ["tlsaudit.example.net", "status-page", "192.0.2.7", "::1"])
-        #expect(try configuration.parse("http: {listen: \":9219\", allowed_hosts: dash.example}\ntargets: [a.example]").http.allowedHosts == ["dash.example"])
-        #expect(try configuration.parse("http: {listen: \":9219\"}\ntargets: [a.example]").http.allowedHosts.isEmpty)
-        let problems = configuration.errors("""
-            http:
-              listen: "127.0.0.1:9219"
-              allowed_hosts:
-                - dash.example:9219
-                - https://dash.example
-                - "*.example.net"
-                - -bad.example
-            targets: [a.example]
-            """)
-        #expect(problems.map(\.line) == [4, 5, 6, 7], "\(problems)")
-        #expect(problems.allSatisfy { $0.message.contains("is not a host name or IP address") }, "\(problems)")
-        #expect(problems.first?.message.contains("'dash.example:9219'") == true)
-        let empty = configuration.errors("http: {listen: \":9219\", allowed_hosts: []}\ntargets: [a.example]")
-        #expect(empty.count == 1 && empty[0].message.contains("names no host"), "\(empty)")
-    }
 }
