@@ -1,7 +1,6 @@
 public import Foundation
 import GRDB
 public import Testing
-import TLSAuditCore
 import TLSAuditProbe
 public import TLSAuditLab
 import TLSAuditStore

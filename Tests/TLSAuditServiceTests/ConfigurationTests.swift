@@ -12,7 +12,6 @@ struct ConfigurationTests {
     init() { TestBackends.register() }
 
     static let packageRoot = ServiceLab.packageRoot
-        .deletingLastPathComponent()
 
     func parse(_ yaml: String) throws -> ServiceConfiguration {
         try ServiceConfiguration.parse(yaml: yaml, file: "test.yaml", baseDirectory: "/tmp")

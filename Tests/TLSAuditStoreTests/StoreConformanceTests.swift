@@ -20,7 +20,7 @@ enum ConformanceBackend: String, CaseIterable, Sendable, CustomTestStringConvert
     }
 }
 
-/// Every backend, the same cases (PostgreSQL's one server: one case at a time).
+/// Every backend, the same cases, one at a time (PostgreSQL's cases share one server with `PostgresBackendTests`).
 @Suite("store conformance: every backend", .serialized)
 struct StoreConformanceTests {
     @Test("durability: what record returned is there after the store is closed and opened again, whole", arguments: ConformanceBackend.allCases)

@@ -42,8 +42,11 @@ extension StoreEngine {
                 case .current:
                     stored.append((scan, rows))
                 case .expired:
-                    var unfenced = scan // ordered by its time, as a scan without a claim is
+                    // Ordered by its time, as a scan without a claim is (not by arrival: another
+                    // node may have stored a newer scan of the address since its claim lapsed).
+                    var unfenced = scan
                     unfenced.fence = nil
+                    unfenced.afterClockStepBack = false
                     stored.append((unfenced, rows))
                 case .superseded:
                     lost.append(scan)
