@@ -319,7 +319,7 @@ struct FleetTests {
     func failover(synchronous: Bool) throws {
         let began = Date()
         func mark(_ what: String) { print("failover(\(synchronous)) \(String(format: "%.1f", Date().timeIntervalSince(began))) s: \(what)") }
-        var fleet = try Fleet("fleet-failover-\(synchronous ? "sync" : "async")", standby: synchronous)
+        let fleet = try Fleet("fleet-failover-\(synchronous ? "sync" : "async")", standby: synchronous)
         defer { fleet.postgres.stop(); fleet.standby?.stop() }
         let standby = try #require(fleet.standby)
         let good = try lab.goodServer()
