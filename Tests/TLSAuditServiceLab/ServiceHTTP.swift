@@ -1,3 +1,6 @@
+// Test support: compiled only where swift-testing is (`swift test`); a release build of the package
+// (`swift build -c release`) builds this target empty.
+#if canImport(Testing)
 public import Foundation
 import TLSAuditLab
 
@@ -79,3 +82,4 @@ extension ServiceLab {
         return String(format: "%02d:%02d:%02d", parts.hour!, parts.minute!, parts.second!)
     }
 }
+#endif

@@ -1,3 +1,6 @@
+// Test support: compiled only where swift-testing is (`swift test`); a release build of the package
+// (`swift build -c release`) builds this target empty.
+#if canImport(Testing)
 public import Foundation
 import GRDB
 public import Testing
@@ -247,3 +250,4 @@ public func storedScanTimes(_ database: String) throws -> [String: [Double]] {
     }
     return times
 }
+#endif

@@ -1,3 +1,6 @@
+// Test support: compiled only where swift-testing is (`swift test`); a release build of the package
+// (`swift build -c release`) builds this target empty.
+#if canImport(Testing)
 import TLSAuditPostgres
 import TLSAuditProbe
 import TLSAuditSQLite
@@ -14,3 +17,4 @@ public enum TestBackends {
     /// Registers them, once.
     public static func register() { registered }
 }
+#endif

@@ -1,3 +1,6 @@
+// Test support: compiled only where swift-testing is (`swift test`); a release build of the package
+// (`swift build -c release`) builds this target empty.
+#if canImport(Testing)
 public import Foundation
 import Synchronization
 import Testing
@@ -442,3 +445,4 @@ extension StoreConformance {
             return name
         })
 }
+#endif
