@@ -16,6 +16,9 @@ public final class ScanService: Service, @unchecked Sendable {
     // @unchecked: `configuration` and `configuredTargets` are only replaced on `control`; everything else is immutable or Sendable.
     private let configurationPath: String?
     private var configuration: ServiceConfiguration
+    /// The store `configuration.database` names, found once (a reload keeps the database: it
+    /// changes at a restart).
+    private let location: any StoreLocation
     /// `configuration`'s targets with their groups, for the API (made when it is applied, not per request).
     private var configuredTargets: ConfiguredTargets?
     private let logger: Logger
@@ -76,6 +79,7 @@ public final class ScanService: Service, @unchecked Sendable {
         self.logger = logger
         self.shutdownGrace = shutdownGrace
         let location = try configuration.location()
+        self.location = location
         // A URL naming a primary and its standbys: each change of server is one line and one count.
         let backend = StoreBackends.backend(of: configuration.database)?.name ?? "the database"
         location.watchServers { [logger, metrics] server, previous in
@@ -184,7 +188,7 @@ public final class ScanService: Service, @unchecked Sendable {
             "config": "\(configurationPath ?? "(built in)")", "scheduled_reports": "\(configuration.reports.count)",
         ])
         writer.onFatal = { [weak self] error in self?.stopForGood("\(error)") }
-        if let check = try configuration.location().checkBeforeFirstCommit {
+        if let check = location.checkBeforeFirstCommit {
             writer.checkBeforeFirstCommit(check.name, check.run)
         }
         writer.replaySpills(configuration.spillLocations)
@@ -198,7 +202,7 @@ public final class ScanService: Service, @unchecked Sendable {
         var listenerFailure: (any Error)?
         let stopItself: @Sendable () -> Bool = { [weak self] in self?.unrecoverableError != nil }
         if configuration.http.enabled {
-            let location = try configuration.location()
+            let location = self.location
             let api = APIRoutes(openStore: { try location.open() }, configuredTargets: { [weak self] in
                 guard let self else { return nil }
                 return control.sync { configuredTargets }
@@ -405,7 +409,7 @@ public final class ScanService: Service, @unchecked Sendable {
         do {
             let running = fleetVersion.withLock { $0 }
             if !fleetSchemaReady {
-                _ = try configuration.location().open() // brings the schema up to date
+                _ = try location.open() // brings the schema up to date
                 fleetSchemaReady = true
                 // Heartbeats from now: before, the fleet's tables may not exist yet. The first one,
                 // here, takes the node's name (refused while another live process holds it).
