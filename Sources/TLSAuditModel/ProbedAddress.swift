@@ -39,6 +39,8 @@ public struct ProbedAddress: Sendable {
     public var headers: HTTPHeadersReport?
     public var vulnerabilities: VulnerabilityReport?
     public var clients: ClientSimulationReport?
+    /// The reports of the opt-in checks without a field of their own, by check name.
+    public var checkReports: [String: CheckReport] = [:]
     /// For a target judged by an app's rules (`ScanTarget.app`): the probe of that app's `ats` configuration.
     public var appProbes: ATSProbes?
 

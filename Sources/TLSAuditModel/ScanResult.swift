@@ -82,6 +82,8 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
     public var vulnerabilities: VulnerabilityReport?
     /// Which real clients connect, with what protocol, suite and group (`checks: [clients]`).
     public var clients: ClientSimulationReport?
+    /// The reports of the opt-in checks that have no field of their own, by check name (nil when none ran).
+    public var checkReports: [String: CheckReport]?
     /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
     public var app: AppHostOutcome?
     /// The trust inputs the service judged this scan with (nil from `scan`, and for scans stored before).
@@ -89,13 +91,15 @@ public struct AddressScanResult: Hashable, Codable, Sendable {
 
     /// This result with its opt-in checks' reports (as read back from a store).
     public func with(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,
-                     enumeration: EnumerationReport? = nil, clients: ClientSimulationReport?) -> AddressScanResult {
+                     enumeration: EnumerationReport? = nil, clients: ClientSimulationReport?,
+                     checkReports: [String: CheckReport]?) -> AddressScanResult {
         var copy = self
         copy.enumeration = enumeration ?? self.enumeration
         copy.inventory = inventory
         copy.headers = headers
         copy.vulnerabilities = vulnerabilities
         copy.clients = clients
+        copy.checkReports = checkReports
         return copy
     }
 

@@ -2,7 +2,8 @@
 public enum ServerHygiene {
     /// The checks that ran (`inventory`, `headers`, `vulnerabilities`, `clients`), and the problems they found.
     public static func problems(inventory: ServerInventory?, headers: HTTPHeadersReport?, vulnerabilities: VulnerabilityReport?,
-                                clients: ClientSimulationReport? = nil) -> (checks: [OptionalCheck], problems: [String]) {
+                                clients: ClientSimulationReport? = nil,
+                                checkReports: [String: CheckReport]? = nil) -> (checks: [OptionalCheck], problems: [String]) {
         var checks: [OptionalCheck] = []
         var problems: [String] = []
         if let vulnerabilities {
@@ -43,6 +44,11 @@ public enum ServerHygiene {
             if !failing.isEmpty {
                 problems.append("\(failing.count) current client(s) cannot connect: \(RecordBudget.list(failing.map(\.client)))")
             }
+        }
+        // The other checks, by name: what they found at warning or worse.
+        for (name, report) in (checkReports ?? [:]).sorted(by: { $0.key < $1.key }) {
+            checks.append(OptionalCheck(rawValue: name))
+            problems += report.findings.filter { $0.severity >= .warning }.map(\.message)
         }
         return (checks, problems)
     }

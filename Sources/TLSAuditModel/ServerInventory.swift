@@ -134,18 +134,6 @@ public struct ServerInventory: Hashable, Codable, Sendable {
     }
 }
 
-/// The opt-in checks a target or `scan --checks` asks for.
-public enum OptionalCheck: String, Codable, Sendable, CaseIterable, Hashable {
-    /// The configuration inventory (`ServerInventory`).
-    case inventory
-    /// HTTP security headers over HTTPS and the redirect from plain HTTP (`HTTPHeadersReport`).
-    case headers
-    /// Heartbleed, CCS injection and ROBOT probes, and the named verdicts (`VulnerabilityReport`).
-    case vulnerabilities
-    /// Client simulation: which real clients connect, with what (`ClientSimulationReport`).
-    case clients
-}
-
 /// A Strict-Transport-Security header, parsed (RFC 6797).
 public struct HSTSPolicy: Hashable, Codable, Sendable {
     public var maxAge: Int

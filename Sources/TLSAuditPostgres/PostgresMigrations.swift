@@ -128,6 +128,8 @@ enum PostgresMigrations {
         (StoreMigration.nodeServer, "ALTER TABLE fleet_node ADD COLUMN database_server TEXT;"),
         // The order of observation apart from wall-clock times (SQLite's script, this dialect's types).
         (StoreMigration.observationOrder, StoreSchema.postgres.observationOrder),
+        // The reports of the opt-in checks without a column of their own (JSON).
+        (StoreMigration.checkReports, StoreSchema.checkReportsColumn),
     ] as [(StoreMigration, String?)])
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -28,7 +28,7 @@ public enum ReportBuilder {
             // A server reached whose handshake still failed (a client certificate required, say) keeps its reason.
             let failedHandshake = address.verdict.condition == .notCompliant && address.verdict.failedRules.isEmpty
             let hygiene = ServerHygiene.problems(inventory: address.inventory, headers: address.headers, vulnerabilities: address.vulnerabilities,
-                                                 clients: address.clients)
+                                                 clients: address.clients, checkReports: address.checkReports)
             var entry = ComplianceReport.AddressEntry(
                 address: address.address, status: address.verdict.condition, policy: address.verdict.policy,
                 failedRules: address.verdict.failedRules,

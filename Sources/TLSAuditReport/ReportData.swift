@@ -91,6 +91,8 @@ public struct ReportAddress: Sendable {
     public var headers: HTTPHeadersReport? = nil
     public var vulnerabilities: VulnerabilityReport? = nil
     public var clients: ClientSimulationReport? = nil
+    /// The reports of the opt-in checks without a field of their own, by check name.
+    public var checkReports: [String: CheckReport]? = nil
     /// The target's configured tags as of its latest scan.
     public var tags: [String] = []
     /// The latest scan's outcome for the app whose rules judge the target (nil: none, or not stored).

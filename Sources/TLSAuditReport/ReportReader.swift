@@ -215,7 +215,7 @@ struct ReportReader {
             failureCategory: details.failureCategory, failureMessage: details.failureMessage,
             lastReachableAt: reachable?.startedAt, chain: chain, inventory: reachable?.details?.inventory,
             headers: reachable?.details?.headers, vulnerabilities: reachable?.details?.vulnerabilities,
-            clients: reachable?.details?.clients, tags: member.tags, app: details.app)
+            clients: reachable?.details?.clients, checkReports: reachable?.details?.checkReports, tags: member.tags, app: details.app)
     }
 
     /// A stored certificate's dates and names, read once per report (a fleet shares its CAs).

@@ -53,6 +53,7 @@ package enum SQLiteMigrations {
             // PostgreSQL's fleet_node.database_server: SQLite has no fleet table.
             (.nodeServer, nil),
             (.observationOrder, { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }),
+            (.checkReports, { db in try db.execute(sql: StoreSchema.checkReportsColumn) }),
         ])
     }
 

@@ -24,13 +24,14 @@ package enum SQLiteSchemaSnapshot {
         "v17-judged-with",
         "v18-node-server",
         "v19-observation-order",
+        "v20-check-reports",
     ]
 
     package static let statements = [
         "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)",
         "CREATE TABLE certificate (\n    fingerprint TEXT PRIMARY KEY,          -- SHA-256 of the DER, lowercase hex\n    der BLOB NOT NULL,\n    subject TEXT NOT NULL,\n    issuer TEXT NOT NULL,\n    not_before REAL NOT NULL,\n    not_after REAL NOT NULL,\n    spki_sha256 TEXT NOT NULL,             -- base64 SPKI pin\n    summary TEXT NOT NULL,                 -- JSON CertificateSummary without the DER\n    first_seen REAL NOT NULL\n)",
         "CREATE INDEX certificate_not_after ON certificate(not_after)",
-        "CREATE TABLE observation (\n    id INTEGER PRIMARY KEY,\n    target TEXT NOT NULL,\n    host TEXT NOT NULL,\n    port INTEGER NOT NULL,\n    sni TEXT,\n    address TEXT NOT NULL,\n    family TEXT NOT NULL,\n    started_at REAL NOT NULL,\n    duration_ms INTEGER NOT NULL,\n    status TEXT NOT NULL,                  -- completed | failed\n    failure_category TEXT,\n    failure_message TEXT,\n    failure_alert TEXT,\n    handshake TEXT,                        -- JSON HandshakeObservation\n    ats_refusal TEXT,\n    trust_store TEXT,\n    anchored INTEGER,\n    path_issues TEXT                       -- JSON [PathBuildingIssue]\n, policy TEXT, content_hash TEXT, revocation TEXT, node TEXT, vantage TEXT, inventory TEXT, http_headers TEXT, vulnerabilities TEXT, enumeration TEXT, anchor_in TEXT, app TEXT, clients TEXT, judged_with TEXT, order_at REAL)",
+        "CREATE TABLE observation (\n    id INTEGER PRIMARY KEY,\n    target TEXT NOT NULL,\n    host TEXT NOT NULL,\n    port INTEGER NOT NULL,\n    sni TEXT,\n    address TEXT NOT NULL,\n    family TEXT NOT NULL,\n    started_at REAL NOT NULL,\n    duration_ms INTEGER NOT NULL,\n    status TEXT NOT NULL,                  -- completed | failed\n    failure_category TEXT,\n    failure_message TEXT,\n    failure_alert TEXT,\n    handshake TEXT,                        -- JSON HandshakeObservation\n    ats_refusal TEXT,\n    trust_store TEXT,\n    anchored INTEGER,\n    path_issues TEXT                       -- JSON [PathBuildingIssue]\n, policy TEXT, content_hash TEXT, revocation TEXT, node TEXT, vantage TEXT, inventory TEXT, http_headers TEXT, vulnerabilities TEXT, enumeration TEXT, anchor_in TEXT, app TEXT, clients TEXT, judged_with TEXT, order_at REAL, check_reports TEXT)",
         "CREATE INDEX observation_target_time ON observation(target, started_at)",
         "CREATE TABLE observation_certificate (\n    observation_id INTEGER NOT NULL REFERENCES observation(id) ON DELETE CASCADE,\n    role TEXT NOT NULL,                    -- presented | path\n    position INTEGER NOT NULL,\n    fingerprint TEXT NOT NULL REFERENCES certificate(fingerprint),\n    source TEXT,                           -- path only: presented | trust-store\n    PRIMARY KEY (observation_id, role, position)\n)",
         "CREATE INDEX observation_certificate_fingerprint ON observation_certificate(fingerprint)",

@@ -152,6 +152,8 @@ public struct ScanDetails: Sendable {
     public var vulnerabilities: VulnerabilityReport?
     /// The client simulation (`checks: [clients]`), when the scan ran it.
     public var clients: ClientSimulationReport?
+    /// The reports of the opt-in checks without a column of their own, when the scan ran them.
+    public var checkReports: [String: CheckReport]?
     /// For a target judged by an app's rules: whether that app's client connects, and on which exception.
     public var app: AppHostOutcome?
 

@@ -35,6 +35,8 @@ package struct ScanRows {
     package var enumeration: String?
     /// The client simulation (`checks: [clients]`), JSON.
     package var clients: String?
+    /// The reports of the opt-in checks without a column of their own (`AddressScanResult.checkReports`), JSON.
+    package var checkReports: String?
     /// The trust inputs the scan was judged with (JudgedWith), JSON; not part of the content (a new list does not end a run).
     package var judgedWith: String?
     package var anchored: Int?
@@ -78,6 +80,7 @@ package struct ScanRows {
         vulnerabilities = try result.vulnerabilities.map { try StoredValues.json($0) }
         enumeration = try result.enumeration.map { try StoredValues.json($0) }
         clients = try result.clients.map { try StoredValues.json($0) }
+        checkReports = try result.checkReports.map { try StoredValues.json($0) }
         judgedWith = try result.judgedWith.map { try StoredValues.json($0) }
         anchored = chain.map { $0.anchored ? 1 : 0 }
         anchorIn = chain?.anchorIn.map { $0.joined(separator: ",") }
@@ -120,6 +123,9 @@ package struct ScanRows {
             try untimed(result.enumeration) { $0.durationMs = 0 },
             result.ats.compliant ? "1" : "0", rows.failedRules, rows.findings, rows.pin,
         ] + (result.clients == nil ? [] : [try untimed(result.clients) { $0.durationMs = 0 }])  // runs stored before v15 keep their key
+            + (result.checkReports == nil ? [] : [try untimed(result.checkReports) { reports in
+                for name in reports.keys { reports[name]?.durationMs = 0 }
+            }])
         // Each value with its length: no two different lists join to the same text.
         let text = values.map { value in value.map { "\($0.utf8.count):\($0)" } ?? "-" }.joined(separator: "\u{1F}")
         return sha256(Array(text.utf8))

@@ -231,6 +231,8 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     public var vulnerabilities: VulnerabilityReport?
     /// Which simulated clients connect, when the target asked for it (`checks: [clients]`).
     public var clients: ClientSimulationReport?
+    /// The reports of the opt-in checks without a field of their own, by check name.
+    public var checkReports: [String: CheckReport]?
     /// When later scans showed the same content and verdict: the run they make with this one
     /// (nil for a scan seen once). `startedAt` and `durationMs` are the run's first scan's.
     public var run: RunSummary?
@@ -255,7 +257,7 @@ public struct HistoryEntry: Sendable, Codable, Hashable {
     enum CodingKeys: String, CodingKey {
         case observationID = "observationId", target, address, startedAt, durationMs, status, failureCategory, failureMessage
         case protocolVersion, cipher, leafFingerprint, leafSPKI = "leafSpki", policy, compliant, failedRules, findings, inventory, headers, vulnerabilities
-        case clients, run, judgedWith, judgedAgainWith
+        case clients, checkReports, run, judgedWith, judgedAgainWith
     }
 
     public init(observationID: Int64, target: String, address: String, startedAt: Date, durationMs: Int,

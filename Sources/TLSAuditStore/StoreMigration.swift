@@ -23,6 +23,7 @@ package enum StoreMigration: String, CaseIterable, Sendable {
     case judgedWith = "v17-judged-with"
     case nodeServer = "v18-node-server"
     case observationOrder = "v19-observation-order"
+    case checkReports = "v20-check-reports"
 
     /// A backend's steps in the history's order, checked: every step spelled once, in order.
     package static func spelled<Step>(_ steps: [(StoreMigration, Step)]) -> [(migration: StoreMigration, step: Step)] {

@@ -326,6 +326,10 @@ extension StoreSchema {
     /// The trust inputs each scan was judged with (JSON JudgedWith, NULL before). The same script on every backend.
     package static let judgedWithColumn = "ALTER TABLE observation ADD COLUMN judged_with TEXT;"
 
+    /// The reports of the opt-in checks without a column of their own (JSON [String: CheckReport],
+    /// NULL when none ran). The same script on every backend.
+    package static let checkReportsColumn = "ALTER TABLE observation ADD COLUMN check_reports TEXT;"
+
     /// A target's configured tags (JSON [String]) with its current state, and the app outcome
     /// (JSON AppHostOutcome, NULL when the target is judged by no app's rules) of each scan and of
     /// the current state. The same script on every backend.

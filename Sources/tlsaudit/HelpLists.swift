@@ -1,4 +1,5 @@
 import TLSAuditCore
+import TLSAuditProbe
 
 /// The values options accept, as their help lists them: read from the model's own lists, so that a
 /// policy, root store, format or check added there is in every command's `--help`, man page and
@@ -36,19 +37,5 @@ enum HelpLists {
     static let starttlsPorts = (1...65535).filter { STARTTLSProtocol.wellKnown(port: $0) != nil }.map(String.init).joined(separator: ", ")
 
     /// `--checks`' list: each opt-in check with what it does and costs.
-    static let checks = OptionalCheck.allCases.map { "\($0.rawValue) (\(summary(of: $0)))" }.joined(separator: ", ")
-
-    /// What one opt-in check does and what it costs in connections.
-    static func summary(of check: OptionalCheck) -> String {
-        switch check {
-        case .inventory:
-            "renegotiation, compression, TLS_FALLBACK_SCSV, resumption, 0-RTT, stapling, ALPN, groups with post-quantum hybrids, signature algorithms, the certificate without SNI; about 40 handshakes an address"
-        case .headers:
-            "HSTS on one GET over HTTPS, and the redirect on port 80; 1 handshake and 1 plain connection"
-        case .vulnerabilities:
-            "Heartbleed, CCS injection, ROBOT, and the named verdicts DROWN, POODLE, SWEET32, FREAK, LOGJAM, RC4, BEAST, LUCKY13, BREACH, Ticketbleed, client-initiated renegotiation, ClientHello tolerance; 22 connections, 27 when ROBOT finds an oracle"
-        case .clients:
-            "client simulation: \(SimulatedClientRegistry.all.count) real clients' recorded ClientHellos replayed, whether each connects and with what protocol, suite and group; \(SimulatedClientRegistry.all.count) connections, no handshake completed"
-        }
-    }
+    static let checks = AddressChecks.shipped.map { "\($0.name.rawValue) (\($0.summary))" }.joined(separator: ", ")
 }

@@ -102,7 +102,7 @@ struct ScanCommand: ParsableCommand {
         if let problem = SettingBounds.concurrency.problem(concurrency, name: "--concurrency") { throw ValidationError(problem + ".") }
         if let problem = pinPolicy.problem { throw ValidationError(problem) }
         for name in requestedChecks.unknown {
-            throw ValidationError("--checks: '\(name)' is not a check (\(OptionalCheck.allCases.map(\.rawValue).joined(separator: ", ")))")
+            throw ValidationError("--checks: '\(name)' is not a check (\(AddressChecks.names))")
         }
         if let headersPath, !headersPath.hasPrefix("/") || headersPath.contains(where: { $0.isWhitespace || $0.isNewline }) {
             throw ValidationError("--headers-path '\(headersPath)': a path starting with / and without spaces")
@@ -180,7 +180,7 @@ struct ScanCommand: ParsableCommand {
     /// `--checks` split on commas: the checks named, and the words that name none.
     private var requestedChecks: (known: Set<OptionalCheck>, unknown: [String]) {
         let words = checks.flatMap { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }.filter { !$0.isEmpty }
-        return (Set(words.compactMap(OptionalCheck.init(rawValue:))), words.filter { OptionalCheck(rawValue: $0) == nil })
+        return (Set(words.compactMap { AddressChecks.named($0)?.name }), words.filter { AddressChecks.named($0) == nil })
     }
 
     /// `--pin` values as an AFNetworking policy (mode from the values), or the reason they do not make one.

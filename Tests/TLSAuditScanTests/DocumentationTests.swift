@@ -65,7 +65,7 @@ struct DocumentationTests {
             let listed: [String] = switch option.name {
             case "policy": policies
             case "trust-store": ChainReport.publicStoreNames + ["PEM FILE"]
-            case "checks": OptionalCheck.allCases.map(\.rawValue)
+            case "checks": AddressChecks.shipped.map(\.name.rawValue)
             case "starttls": STARTTLSSetting.names + ["587"]
             default: option.values
             }

@@ -8,13 +8,15 @@ public enum AddressAssessment {
     public static func assess(observation: HandshakeObservation, presented: [CertificateSummary],
                               building: PathBuildingResult, revocation: RevocationReport? = nil, context: TrustContext,
                               policy: CompliancePolicy, atsClientRefusal: String?,
-                              evidence: ConfigurationEvidence? = nil) -> (findings: [Finding], verdict: PolicyVerdict) {
+                              evidence: ConfigurationEvidence? = nil,
+                              checkFindings: [Finding] = []) -> (findings: [Finding], verdict: PolicyVerdict) {
         var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
         if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
                                        trustFindings: trust, atsClientRefusal: atsClientRefusal,
                                        evidence: evidence ?? .none)
         findings += evidence?.vulnerabilities?.findings ?? []
+        findings += checkFindings
         findings += trust
         findings += handshakeFindings(observation)
         findings += lints(presented: presented, building: building)
@@ -59,7 +61,8 @@ public enum AddressAssessment {
                                          revocation: result.chain?.revocation, context: context,
                                          policy: policy, atsClientRefusal: result.atsClientRefusal,
                                          evidence: ConfigurationEvidence(enumeration: result.enumeration, inventory: result.inventory,
-                                                                         vulnerabilities: result.vulnerabilities)) : nil
+                                                                         vulnerabilities: result.vulnerabilities),
+                                         checkFindings: CheckReport.findings(of: result.checkReports)) : nil
         } ?? (assessChainOnly(presented: presented, building: building, revocation: result.chain?.revocation, context: context),
               notScanned(policy))
         // A target judged by an app's rules: as that app's client found it when scanned.

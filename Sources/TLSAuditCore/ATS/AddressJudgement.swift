@@ -22,7 +22,8 @@ extension AddressAssessment {
                                          revocation: probed.chain?.revocation, context: context, policy: target.policy,
                                          atsClientRefusal: probed.atsClientRefusal,
                                          evidence: ConfigurationEvidence(enumeration: probed.enumeration?.judged(), inventory: probed.inventory,
-                                                                         vulnerabilities: probed.vulnerabilities))
+                                                                         vulnerabilities: probed.vulnerabilities),
+                                         checkFindings: CheckReport.findings(of: probed.checkReports))
         } else {
             findings = assessChainOnly(presented: presented, building: building, revocation: probed.chain?.revocation, context: context)
             verdict = notScanned(target.policy)
@@ -62,7 +63,8 @@ extension AddressAssessment {
                                        durationMs: probed.durationMs, handshake: handshake,
                                        atsClientRefusal: probed.handshake == nil ? nil : probed.atsClientRefusal, error: probed.failure,
                                        chain: probed.chain, findings: findings, ats: verdict, pin: pin)
-            .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities, clients: probed.clients)
+            .with(inventory: probed.inventory, headers: probed.headers, vulnerabilities: probed.vulnerabilities, clients: probed.clients,
+                  checkReports: probed.checkReports.isEmpty ? nil : probed.checkReports)
         result.enumeration = probed.enumeration?.judged()
         result.app = app
         return result.withinBudget()

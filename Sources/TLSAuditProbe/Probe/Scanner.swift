@@ -39,6 +39,8 @@ public struct ScanOptions: Sendable {
     /// Connections at once to one address for a target's opt-in checks (`checks:`): the service
     /// uses 1, so that a scan holds one connection of its host's budget (`per_host_concurrency`).
     public var checkConnections = 5
+    /// The opt-in checks a target may ask for, in the order they run (`AddressChecks.shipped`).
+    public var checks: [any AddressCheck] = AddressChecks.shipped
 
     public init(timeout: Double = SettingBounds.timeout.defaultValue, concurrency: Int = SettingBounds.concurrency.defaultValue,
                 trustStore: TrustStore, clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
@@ -285,16 +287,11 @@ public final class TLSScanner: Sendable {
         // The opt-in checks, and everything a policy judging the whole configuration needs, before judging.
         let wholeConfiguration = target.policy.judgesWholeConfiguration
         if probed.failure == nil, !target.checks.isEmpty || wholeConfiguration {
-            let checks = Enumerator(scanner: self, perHostConcurrency: options.checkConnections)
-            if wholeConfiguration { probed.enumeration = checks.enumerate(address, target: target) }
-            if wholeConfiguration || target.checks.contains(.inventory) { probed.inventory = checks.inventory(address, target: target) }
-            if target.checks.contains(.headers), target.starttls == nil { probed.headers = checks.headers(address, target: target) }
-            if wholeConfiguration || target.checks.contains(.vulnerabilities) {
-                probed.vulnerabilities = checks.vulnerabilities(address, target: target, inventory: probed.inventory,
-                                                                leafSPKI: probed.presented.first?.spkiSHA256)
-            }
-            if target.checks.contains(.clients) {
-                probed.clients = checks.clientSimulation(address, target: target, leaf: probed.presented.first)
+            let enumerator = Enumerator(scanner: self, perHostConcurrency: options.checkConnections)
+            if wholeConfiguration { probed.enumeration = enumerator.enumerate(address, target: target) }
+            let context = AddressCheckContext(address: address, target: target, enumerator: enumerator)
+            for check in options.checks where check.isWanted(by: target) {
+                check.run(context, into: &probed)
             }
         }
         if probed.failure == nil, let app = target.app {

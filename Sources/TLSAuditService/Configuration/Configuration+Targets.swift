@@ -1,4 +1,5 @@
 public import TLSAuditCore
+import TLSAuditProbe
 import Yams
 
 /// Which addresses of a target to probe.
@@ -299,10 +300,10 @@ extension ConfigurationParser {
             var checks: Set<OptionalCheck> = []
             for name in names {
                 guard let text = string(name, "a check name") else { continue }
-                if let check = OptionalCheck(rawValue: text) {
-                    checks.insert(check)
+                if let check = AddressChecks.named(text) {
+                    checks.insert(check.name)
                 } else {
-                    report(name, "checks: '\(text)' is not a check (\(OptionalCheck.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    report(name, "checks: '\(text)' is not a check (\(AddressChecks.names))")
                 }
             }
             settings.checks = checks

@@ -205,7 +205,8 @@ struct BatchWrites {
             .of(rows.handshake), .of(result.atsClientRefusal), .of(result.chain?.trustStore), .of(rows.anchored),
             .of(rows.pathIssues), .text(result.ats.policy.rawValue), .text(rows.contentHash), .of(rows.revocation),
             .of(scan.node), .of(scan.vantage), .of(rows.inventory), .of(rows.headers), .of(rows.vulnerabilities),
-            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients), .of(rows.judgedWith), .double(orderAt)])
+            .of(rows.enumeration), .of(rows.anchorIn), .of(rows.app), .of(rows.clients), .of(rows.judgedWith),
+            .of(rows.checkReports), .double(orderAt)])
         for reference in rows.references {
             references.append([.int(id), .text(reference.role), .of(reference.position), .text(reference.fingerprint), .of(reference.source)])
         }
@@ -344,7 +345,7 @@ struct BatchWrites {
         status:text failure_category:text failure_message:text failure_alert:text handshake:text ats_refusal:text \
         trust_store:text anchored:bigint path_issues:text policy:text content_hash:text revocation:text node:text vantage:text \
         inventory:text http_headers:text vulnerabilities:text enumeration:text anchor_in:text app:text clients:text judged_with:text \
-        order_at:float8
+        check_reports:text order_at:float8
         """))
 
     static let insertReferences = SQLBatch.insert(into: "observation_certificate", columns("""

@@ -62,7 +62,7 @@ extension StoreEngine {
         var entries = try database.read(doing: "reading the history of \(target)", snapshot: false) { sql in
             try sql.rows("""
                 SELECT o.id, o.target, o.address, o.started_at, o.duration_ms, o.status, o.failure_category, o.failure_message,
-                    o.handshake, o.inventory, o.http_headers, o.vulnerabilities, o.clients, o.judged_with, v.policy AS verdict_policy, v.compliant, v.failed_rules,
+                    o.handshake, o.inventory, o.http_headers, o.vulnerabilities, o.clients, o.check_reports, o.judged_with, v.policy AS verdict_policy, v.compliant, v.failed_rules,
                     v.findings, \(sql.dialect.jsonText("v.pin", "state")) AS pin_state,
                     (SELECT c.fingerprint FROM observation_certificate c WHERE c.observation_id = o.id AND c.role = 'presented'
                         AND c.position = 0) AS leaf,
@@ -94,6 +94,7 @@ extension StoreEngine {
                                                              in: place),
                     clients: try StoredValues.stored(ClientSimulationReport.self, row.text("clients"), "client simulation", in: place))
                 entry.judgedWith = try StoredValues.stored(JudgedWith.self, row.text("judged_with"), "trust inputs judged with", in: place)
+                entry.checkReports = try StoredValues.stored([String: CheckReport].self, row.text("check_reports"), "check reports", in: place)
                 if let repeats = row.int("repeats"), repeats > 0 {
                     let first = entry.durationMs
                     let sum = Int(row.int("duration_sum_ms") ?? 0) + first
@@ -185,7 +186,9 @@ extension StoreEngine {
                       vulnerabilities: try StoredValues.stored(VulnerabilityReport.self, row.text("vulnerabilities"), "vulnerabilities",
                                                                in: place),
                       enumeration: try StoredValues.stored(EnumerationReport.self, row.text("enumeration"), "enumeration", in: place),
-                      clients: try StoredValues.stored(ClientSimulationReport.self, row.text("clients"), "client simulation", in: place))
+                      clients: try StoredValues.stored(ClientSimulationReport.self, row.text("clients"), "client simulation", in: place),
+                      checkReports: try StoredValues.stored([String: CheckReport].self, row.text("check_reports"), "check reports",
+                                                            in: place))
                 .withinBudget() // Records stored before the budget existed are bounded when read.
             result.app = try StoredValues.stored(AppHostOutcome.self, row.text("app"), "app outcome", in: place)
             result.judgedWith = try StoredValues.stored(JudgedWith.self, row.text("judged_with"), "trust inputs judged with", in: place)

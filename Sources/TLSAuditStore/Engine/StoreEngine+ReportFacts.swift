@@ -266,6 +266,7 @@ final class SQLReportFacts: ReportFactReader {
         /// With details: the verdict's findings, then what the report shows.
         static let findings = 15, port = 16, failureCategory = 17, failureMessage = 18, protocolVersion = 19
         static let cipher = 20, pinState = 21, pinMessage = 22, inventory = 23, headers = 24, vulnerabilities = 25, app = 26, clients = 27
+        static let checkReports = 28
     }
 
     /// A scan query from `source` (which names the observation `o`): the leading columns (see
@@ -303,7 +304,7 @@ final class SQLReportFacts: ReportFactReader {
                 o.port, o.failure_category, o.failure_message,
                 \(raw: dialect.jsonText(handshake.reference, "protocolVersion")), \(raw: dialect.jsonText(handshake.reference, "cipher", "iana")),
                 \(raw: dialect.jsonText(pin.reference, "state")), \(raw: dialect.jsonText(pin.reference, "message")),
-                o.inventory, o.http_headers, o.vulnerabilities, o.app, o.clients
+                o.inventory, o.http_headers, o.vulnerabilities, o.app, o.clients, o.check_reports
             FROM \(source) \(raw: join)
             LEFT JOIN verdict own ON own.observation_id = o.id AND own.policy = o.policy \(raw: handshake.join) \(raw: pin.join)
             """
@@ -343,6 +344,8 @@ final class SQLReportFacts: ReportFactReader {
             scan.details?.app = try StoredValues.stored(AppHostOutcome.self, row.text(Column.app), "app outcome", in: place)
             scan.details?.clients = try StoredValues.stored(ClientSimulationReport.self, row.text(Column.clients), "client simulation",
                                                             in: place)
+            scan.details?.checkReports = try StoredValues.stored([String: CheckReport].self, row.text(Column.checkReports),
+                                                                 "check reports", in: place)
         }
         return scan
     }
