@@ -30,10 +30,16 @@ public final class LabCTLog: @unchecked Sendable {
     /// The log id: SHA-256 of the key, base64.
     public var id: String { Data(Digest.sha256(publicKey)).base64EncodedString() }
 
-    /// A v3 log list entry for this log in `state` since `since`.
-    public func listEntry(state: String = "usable", since: Date = Date(timeIntervalSince1970: 1_500_000_000), key: [UInt8]? = nil) -> [String: Any] {
-        ["description": description, "log_id": id, "key": Data(key ?? publicKey).base64EncodedString(),
-         "state": [state: ["timestamp": Timestamp.format(since)]]]
+    /// A v3 log list entry for this log in `state` since `since`, read at `url` when given (a `LabCTLogServer`'s).
+    public func listEntry(state: String = "usable", since: Date = Date(timeIntervalSince1970: 1_500_000_000), key: [UInt8]? = nil,
+                          url: String? = nil) -> [String: Any] {
+        var entry: [String: Any] = ["description": description, "log_id": id, "key": Data(key ?? publicKey).base64EncodedString(),
+                                    "state": [state: ["timestamp": Timestamp.format(since)]]]
+        if let url {
+            entry["url"] = url
+            entry["mmd"] = 86_400
+        }
+        return entry
     }
 
     /// A v3 log list file of `entries` (log, state, since), grouped by operator; `replacingKey` gives
@@ -63,14 +69,25 @@ public final class LabCTLog: @unchecked Sendable {
     private func sign(entry: [UInt8], at time: Date) -> [UInt8] {
         let milliseconds = Self.milliseconds(time)
         let signed = SCTVerifier.signedData(timestampMs: milliseconds, entry: entry, extensions: [])
+        return Self.encode(logID: Digest.sha256(publicKey), timestamp: SCTVerifier.bigEndian(milliseconds),
+                           signature: signature(over: signed))
+    }
+
+    /// The log's ECDSA signature (SHA-256, DER) over `data`.
+    func signature(over data: [UInt8]) -> [UInt8] {
         var signature = [UInt8](repeating: 0, count: 128)
         var length = signature.count
         guard let context = EVP_MD_CTX_new() else { return [] }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key.pointer) == 1,
-              EVP_DigestSign(context, &signature, &length, signed, signed.count) == 1 else { return [] }
-        return Self.encode(logID: Digest.sha256(publicKey), timestamp: SCTVerifier.bigEndian(milliseconds),
-                           signature: Array(signature.prefix(length)))
+              EVP_DigestSign(context, &signature, &length, data, data.count) == 1 else { return [] }
+        return Array(signature.prefix(length))
+    }
+
+    /// A TreeHeadSignature (RFC 6962 §3.5) as a DigitallySigned: SHA-256 (4), ECDSA (3), the signature.
+    public func treeHeadSignature(treeSize: UInt64, timestampMs: UInt64, rootHash: [UInt8]) -> [UInt8] {
+        let signature = signature(over: SignedTreeHead.signedData(treeSize: treeSize, timestampMs: timestampMs, rootHash: rootHash))
+        return [4, 3] + Self.prefixed(signature, 2)
     }
 
     private static func milliseconds(_ time: Date) -> UInt64 { UInt64(max(0, time.timeIntervalSince1970 * 1000)) }

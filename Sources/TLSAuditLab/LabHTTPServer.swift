@@ -42,17 +42,21 @@ public final class LabHTTPServer: Sendable {
             }
             let (status, body) = state.routes.withLock { $0[path] } ?? (404, Array("not found\n".utf8))
             state.counts.withLock { $0[path, default: 0] += 1 }
-            let head = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Not Found")\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-            let bytes = Array(head.utf8) + body
-            var sent = 0
-            while sent < bytes.count {
-                let written = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                guard written > 0 else { return }
-                sent += written
-            }
+            Self.respond(fd, status: status, reason: status == 200 ? "OK" : "Not Found", body: body)
         }
         self.state = state
         port = listener.port
+    }
+
+    /// Writes a whole HTTP/1.1 answer (closing the connection after it) to `fd`, as far as the peer reads.
+    static func respond(_ fd: Int32, status: Int, reason: String, headers: String = "", body: [UInt8]) {
+        let bytes = Array("HTTP/1.1 \(status) \(reason)\r\n\(headers)Content-Length: \(body.count)\r\nConnection: close\r\n\r\n".utf8) + body
+        var sent = 0
+        while sent < bytes.count {
+            let written = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else { return }
+            sent += written
+        }
     }
 
     /// Replaces (or adds) the body served at `path`.

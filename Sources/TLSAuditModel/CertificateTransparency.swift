@@ -66,9 +66,11 @@ public struct CTLogList: Sendable {
         public var stateSince: Date?
         /// A static-ct-api (tiled) log rather than an RFC 6962 one.
         public var tiled: Bool
+        /// Where the log is read: an RFC 6962 log's `url`, a tiled log's `monitoring_url` (nil when the list gives none).
+        public var url: String?
 
         public init(id: String, key: [UInt8], description: String, operatorName: String, state: State?, stateSince: Date?,
-                    tiled: Bool = false) {
+                    tiled: Bool = false, url: String? = nil) {
             self.id = id
             self.key = key
             self.description = description
@@ -76,6 +78,7 @@ public struct CTLogList: Sendable {
             self.state = state
             self.stateSince = stateSince
             self.tiled = tiled
+            self.url = url
         }
 
         /// Apple's "currently approved" at `time`: qualified or usable since before `time`, read-only
@@ -198,7 +201,7 @@ public struct CTLogList: Sendable {
                     let (state, since) = log.state?.current ?? (nil, nil)
                     logs.append(Log(id: log.logID, key: Array(key), description: log.description ?? log.logID,
                                     operatorName: entry.name, state: state, stateSince: since.flatMap(Self.date),
-                                    tiled: tiled))
+                                    tiled: tiled, url: tiled ? log.monitoringURL : log.url))
                 }
             }
         }
@@ -256,7 +259,11 @@ public struct CTLogList: Sendable {
         /// Decoded so that a list with a malformed interval is refused; which certificates a temporal
         /// shard accepts is not checked.
         var temporalInterval: Interval?
-        enum CodingKeys: String, CodingKey { case description, logID = "log_id", key, state, temporalInterval = "temporal_interval" }
+        var url: String?
+        var monitoringURL: String?
+        enum CodingKeys: String, CodingKey {
+            case description, logID = "log_id", key, state, temporalInterval = "temporal_interval", url, monitoringURL = "monitoring_url"
+        }
     }
 
     private struct Interval: Decodable {

@@ -109,6 +109,11 @@ extension AddressScanResult {
             result.pin = pin
         }
         result.atsClientRefusal = result.atsClientRefusal.map { RecordBudget.clamp($0) }
+        result.checkReports = result.checkReports?.mapValues { report in
+            var report = report
+            report.findings = RecordBudget.capFindings(report.findings, notes: [])
+            return report
+        }
         if RecordBudget.estimatedBytes(result) > RecordBudget.recordBytes {
             let short = RecordBudget.shortMessageBytes
             result.findings = RecordBudget.capFindings(result.findings, notes: [
@@ -193,12 +198,14 @@ extension RecordBudget {
     /// A generous estimate of the bytes `result` takes in the store (its JSON columns and its
     /// certificate references), certificates themselves excluded.
     public static func estimatedBytes(_ result: AddressScanResult) -> Int {
-        let findings = result.findings.reduce(0) { $0 + jsonBytes($1.message) + 96 }
+        let findings = (result.findings + CheckReport.findings(of: result.checkReports)).reduce(0) { $0 + jsonBytes($1.message) + 96 }
+        // A check's report is at most 16 KiB (ReportingCheck.reportBytes); most are far smaller.
+        let checkReports = (result.checkReports?.count ?? 0) * 1_024
         let issues = result.chain?.issues.reduce(0) { $0 + jsonBytes($1.detail) + 96 } ?? 0
         let references = ((result.chain?.presented.count ?? 0) + (result.chain?.path.count ?? 0)) * 128
         let messages = jsonBytes(result.error?.message ?? "") + jsonBytes(result.pin?.message ?? "")
             + jsonBytes(result.atsClientRefusal ?? "")
         // The handshake, the verdict's rules and the row's own columns.
-        return findings + issues + references + messages + 4_096
+        return findings + checkReports + issues + references + messages + 4_096
     }
 }

@@ -173,6 +173,8 @@ public enum APIDocument {
                 "vulnerabilities": ["type": "object"],
                 // Client simulation (checks: [clients]); schema: docs/scan.schema.json, `clients`.
                 "clients": ["type": "object"],
+                // The opt-in checks without a field of their own, by name; schema: docs/scan.schema.json, `check_reports`.
+                "check_reports": ["type": "object"],
                 // Later scans with the same content and verdict: the run they make with this one (its first scan).
                 "run": object([
                     "scans": ["type": "integer", "minimum": 2], "last_seen_at": timestamp,

@@ -139,6 +139,15 @@ enum TargetPage {
             parts.push(el("h4", {}, "Client simulation"), el("p", {}, (address.clients.clients.length - refused.length) + " of " + address.clients.clients.length + " clients connect"
               + (refused.length ? "; not: " + refused.map(client => client.client).join(", ") : "")));
           }
+          // A check of one's own (check_reports): its report's top-level facts, its findings' ids.
+          for (const [name, report] of Object.entries(address.check_reports || {})) {
+            const value = report.report;
+            const rows = value && typeof value === "object" && !Array.isArray(value)
+              ? Object.entries(value).map(([key, item]) => [key.replace(/_/g, " "), typeof item === "object" ? JSON.stringify(item) : String(item)])
+              : [["Report", value === undefined ? "none" : JSON.stringify(value)]];
+            parts.push(el("h4", {}, "Check " + name), facts(rows),
+                       report.findings.length ? el("ul", {class: "reasons"}, report.findings.map(f => reasonNode(f.id))) : null);
+          }
           return parts.length ? parts : [el("p", {class: "muted"}, "No hygiene checks configured for this target (checks:).")];
         }
         function addressSection(address, row, words) {

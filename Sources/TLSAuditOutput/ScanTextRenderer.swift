@@ -195,6 +195,13 @@ public struct ScanTextRenderer: Sendable {
         }
         if let vulnerabilities = result.vulnerabilities { render(vulnerabilities, into: &out) }
         if let clients = result.clients { render(clients, into: &out) }
+        for (name, report) in (result.checkReports ?? [:]).sorted(by: { $0.key < $1.key }) {
+            // A check of one's own: its report as compact JSON (its findings are listed below with the rest).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            let json = report.report.flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? "no report"
+            out += "    check \(name): \(RecordBudget.clamp(json, to: 300))  (\(report.findings.count) finding(s), \(report.durationMs) ms)\n"
+        }
         for finding in result.findings {
             let depth = finding.depth.map { " [depth \($0)]" } ?? ""
             let label: String = switch finding.severity {

@@ -24,12 +24,14 @@ package enum ObservationContent {
     /// (a server chooses much of this content: a non-cryptographic hash could be made to collide).
     package static func hash(status: String, failureCategory: String?, handshake: String?, atsRefusal: String?,
                      trustStore: String?, anchored: Int?, pathIssues: String?, hostname: String, chain: [ChainEntry],
-                     revocation: String? = nil, anchorIn: String? = nil, sha256: SHA256Hex) -> String {
+                     revocation: String? = nil, anchorIn: String? = nil, checkFindings: String? = nil, sha256: SHA256Hex) -> String {
         var text = [status, failureCategory ?? "", handshake ?? "", atsRefusal ?? "", trustStore ?? "",
                     anchored.map(String.init) ?? "", pathIssues ?? "", hostname].joined(separator: "\u{1F}")
         // Appended only when present: observations stored before revocation checking keep their hash.
         if let revocation { text += "\u{1D}\(revocation)" }
         if let anchorIn { text += "\u{1C}\(anchorIn)" } // Likewise: observations stored before it keep their hash.
+        // The findings of the opt-in checks without a column of their own (judged again with the rest), when any ran.
+        if let checkFindings { text += "\u{1B}\(checkFindings)" }
         for entry in chain.sorted(by: { ($0.role, $0.position) < ($1.role, $1.position) }) {
             text += "\u{1E}\(entry.role)\u{1F}\(entry.position)\u{1F}\(entry.fingerprint)\u{1F}\(entry.source ?? "")"
         }

@@ -93,7 +93,8 @@ package struct ScanRows {
         contentHash = ObservationContent.hash(
             status: result.status.rawValue, failureCategory: result.error?.category.rawValue, handshake: handshake,
             atsRefusal: result.atsClientRefusal, trustStore: chain?.trustStore, anchored: anchored, pathIssues: pathIssues,
-            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, anchorIn: anchorIn, sha256: sha256)
+            hostname: scan.sni ?? scan.host, chain: references, revocation: revocation, anchorIn: anchorIn,
+            checkFindings: try result.checkReports.map { try StoredValues.json(CheckReport.findings(of: $0)) }, sha256: sha256)
         failedRules = try StoredValues.json(result.ats.failedRules)
         findings = try StoredValues.json(result.findings)
         pin = try result.pin.map { try StoredValues.json($0) }

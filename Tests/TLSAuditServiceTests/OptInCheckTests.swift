@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditLab
+import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditReport
 import TLSAuditServiceLab
@@ -59,7 +60,7 @@ struct OptInCheckTests {
         let both = try server(), onlyTLS13 = try server(minVersion: .tls1_3)
         defer { both.stop(); onlyTLS13.stop() }
         var options = ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: lab.rootFile))
-        options.checks = AddressChecks.shipped + [check]
+        options.additionalChecks = [check]
         let scanner = try TLSScanner(options: options, judge: AddressAssessment.judge)
         let name = check.name.rawValue
 
@@ -82,12 +83,20 @@ struct OptInCheckTests {
         #expect(unasked.checkReports == nil)
         // The shipped list does not know it: the configuration and --checks refuse the name.
         #expect(AddressChecks.named(name) == nil && AddressChecks.named("inventory") != nil)
+        // Names are what the report schema allows (lowercase letters, digits, hyphens).
+        for check in AddressChecks.shipped + [check] {
+            #expect(check.name.rawValue.wholeMatch(of: /[a-z0-9-]+/) != nil, "\(check.name)")
+        }
 
         // The scan JSON, against its schema.
         let report = ScanReport(toolVersion: "test", generatedAt: Date(), trustStore: "test", timeoutSeconds: 5,
                                 targets: [accepting])
         let json = try JSONDocumentEncoder.tlsaudit.encodeString(report)
-        #expect(json.contains("\"check_reports\""))
+        #expect(json.contains("\"check_reports\"") && json.contains("\"tls12-still\""))
+        // The text output shows the report beside the shipped checks' (the finding with the rest).
+        let text = ScanTextRenderer(colour: false).render(report)
+        #expect(text.contains("check tls12-still: {\"accepted\":true,\"cipher\":\"TLS_ECDHE_ECDSA_"))
+        #expect(text.contains("check.tls12-accepted"))
         let schema = ServiceLab.packageRoot.appendingPathComponent("docs/scan.schema.json").path
         #expect(try LabJSONSchema.complaint(json, schema: schema) == nil)
 

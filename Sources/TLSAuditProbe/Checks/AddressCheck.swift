@@ -32,12 +32,19 @@ public protocol ReportingCheck: AddressCheck {
 }
 
 extension ReportingCheck {
+    /// The most a check's report may take, as JSON; a larger one is kept as a note saying so.
+    public static var reportBytes: Int { 16 * 1024 }
+
     public func run(_ context: AddressCheckContext, into probed: inout ProbedAddress) {
         let started = ContinuousClock.now
         guard let outcome = check(context, probed: probed) else { return }
         var stored = CheckReport(findings: outcome.findings, durationMs: milliseconds(since: started))
         do {
-            stored.report = try outcome.report.map { try JSONValue(encoding: $0) }
+            // A report that encodes to null is no report.
+            stored.report = try outcome.report.map { try JSONValue(encoding: $0) }.flatMap { $0 == .null ? nil : $0 }
+            if let report = stored.report, let size = try? JSONEncoder().encode(report).count, size > Self.reportBytes {
+                stored.report = .object(["omitted": .string("the report took \(size) bytes, more than the \(Self.reportBytes) a check's report may")])
+            }
         } catch {
             // A report JSON cannot hold (a NaN, say): kept as why, with the findings.
             stored.report = .object(["unencodable": .string("\(error)")])

@@ -39,8 +39,10 @@ public struct ScanOptions: Sendable {
     /// Connections at once to one address for a target's opt-in checks (`checks:`): the service
     /// uses 1, so that a scan holds one connection of its host's budget (`per_host_concurrency`).
     public var checkConnections = 5
-    /// The opt-in checks a target may ask for, in the order they run (`AddressChecks.shipped`).
-    public var checks: [any AddressCheck] = AddressChecks.shipped
+    /// Checks beyond `AddressChecks.shipped` a target may ask for, run after the shipped ones in
+    /// this order (a program's own: the shipped ones, which policies judging a whole configuration
+    /// need, always run).
+    public var additionalChecks: [any AddressCheck] = []
 
     public init(timeout: Double = SettingBounds.timeout.defaultValue, concurrency: Int = SettingBounds.concurrency.defaultValue,
                 trustStore: TrustStore, clientCredentials: ClientCredentials? = nil, addresses: AddressSelection = .all,
@@ -290,7 +292,7 @@ public final class TLSScanner: Sendable {
             let enumerator = Enumerator(scanner: self, perHostConcurrency: options.checkConnections)
             if wholeConfiguration { probed.enumeration = enumerator.enumerate(address, target: target) }
             let context = AddressCheckContext(address: address, target: target, enumerator: enumerator)
-            for check in options.checks where check.isWanted(by: target) {
+            for check in AddressChecks.shipped + options.additionalChecks where check.isWanted(by: target) {
                 check.run(context, into: &probed)
             }
         }

@@ -1,0 +1,160 @@
+public import Foundation
+public import TLSAuditModel
+
+/// Where a follower stands in one log: the newest tree head it verified, and the tree of the
+/// entries it has read (its size is the next index to read). Kept in the store between steps
+/// and across restarts.
+public struct CTLogPosition: Codable, Hashable, Sendable {
+    /// The newest head verified: its signature, and its consistency with the head before it.
+    public var head: SignedTreeHead?
+    /// The tree of the entries read so far; nil for a follower that started at the log's end and
+    /// has not yet seen the log grow (the frontier of its start comes with the next consistency proof).
+    public var read: MerkleFrontier?
+    /// Where a follower that started at the end started (entries before it are not read).
+    public var startedAt: UInt64
+
+    public init(head: SignedTreeHead? = nil, read: MerkleFrontier? = nil, startedAt: UInt64 = 0) {
+        self.head = head
+        self.read = read
+        self.startedAt = startedAt
+    }
+
+    /// The next index to read.
+    public var nextIndex: UInt64 { read?.size ?? startedAt }
+
+    /// Entries the verified head holds that are not read yet.
+    public var backlog: UInt64 { (head?.treeSize ?? 0) - min(head?.treeSize ?? 0, nextIndex) }
+}
+
+/// What a log did that a monitor must not take as data: each is an alert, and nothing the log
+/// served with it is acted on.
+public enum CTLogProblem: Hashable, Sendable, CustomStringConvertible {
+    /// A signed head smaller than one the log signed before.
+    case rewound(from: UInt64, to: UInt64)
+    /// A signed head that no consistency proof joins to the one before: the log forked.
+    case inconsistent(from: UInt64, to: UInt64)
+    /// Entries whose leaves do not make the signed tree: the log served other entries than it logged.
+    case entriesDoNotMatch(from: UInt64, to: UInt64, head: UInt64)
+
+    public var description: String {
+        switch self {
+        case .rewound(let from, let to): "the log signed a tree head of \(to) entries after one of \(from): it rewound"
+        case .inconsistent(let from, let to): "no consistency proof joins the log's head of \(to) entries to its head of \(from): the log forked"
+        case .entriesDoNotMatch(let from, let to, let head):
+            "entries \(from) to \(to - 1) as served do not make the log's signed tree of \(head) entries"
+        }
+    }
+}
+
+/// One step of a follower: the position to keep, the entries read and verified that mention a
+/// watched name, and what went wrong.
+public struct CTLogStep: Sendable {
+    public var position: CTLogPosition
+    /// Verified entries whose certificate mentions a watched name, with their index.
+    public var matches: [(index: UInt64, entry: ParsedLogEntry)] = []
+    /// Entries read and verified in this step.
+    public var read = 0
+    /// Verified entries that could not be decoded (counted, skipped).
+    public var malformed = 0
+    public var problem: CTLogProblem?
+}
+
+/// Follows one RFC 6962 log: verifies each new head against the last (consistency proof), reads
+/// the entries in bounded chunks and acts on none until their leaves are shown to be the signed
+/// tree's (each chunk's tree against the head by a consistency proof, the last by the root).
+public struct CTLogFollower: Sendable {
+    public let client: CTLogClient
+    /// Entries read in one step at most (what is held in memory is this chunk's matches).
+    public let chunk: UInt64
+    /// Lowercase ASCII names a certificate must mention to be decoded (`ParsedLogEntry.mentions`).
+    public let needles: [[UInt8]]
+
+    public init(client: CTLogClient, chunk: UInt64 = 1_000, needles: [[UInt8]]) {
+        self.client = client
+        self.chunk = max(1, chunk)
+        self.needles = needles
+    }
+
+    /// Where a follower starts: at the log's current head (`fromBeginning == false`: what is
+    /// logged from now on), or before its first entry.
+    public func start(fromBeginning: Bool) throws(CTLogFailure) -> CTLogPosition {
+        let head = try client.treeHead()
+        return fromBeginning ? CTLogPosition(head: head, read: MerkleFrontier(), startedAt: 0)
+            : CTLogPosition(head: head, read: head.treeSize == 0 ? MerkleFrontier() : nil, startedAt: head.treeSize)
+    }
+
+    /// Reads the newest head and then at most `chunk` entries; the position advances only over
+    /// what was verified.
+    public func step(_ position: CTLogPosition) throws(CTLogFailure) -> CTLogStep {
+        var step = CTLogStep(position: position)
+        let newest = try client.treeHead()
+        guard let known = position.head else {
+            step.position.head = newest
+            return step
+        }
+        if newest.treeSize < known.treeSize {
+            step.problem = .rewound(from: known.treeSize, to: newest.treeSize)
+            return step
+        }
+        if newest.treeSize == known.treeSize {
+            guard newest.rootHash == known.rootHash else {
+                step.problem = .inconsistent(from: known.treeSize, to: newest.treeSize)
+                return step
+            }
+        } else if known.treeSize == 0 {
+            step.position.head = newest
+        } else {
+            let proof = try client.consistency(first: known.treeSize, second: newest.treeSize)
+            guard let frontier = MerkleTree.verifyConsistency(first: known.treeSize, second: newest.treeSize, firstRoot: known.rootHash,
+                                                             secondRoot: newest.rootHash, proof: proof) else {
+                step.problem = .inconsistent(from: known.treeSize, to: newest.treeSize)
+                return step
+            }
+            if step.position.read == nil, position.startedAt == known.treeSize { step.position.read = frontier }
+            step.position.head = newest
+        }
+        if step.position.read == nil, position.startedAt == 0 { step.position.read = MerkleFrontier() }
+        try read(&step)
+        return step
+    }
+
+    /// Reads entries from the position's frontier toward its head, one chunk, and keeps them
+    /// only when their tree is the head's.
+    private func read(_ step: inout CTLogStep) throws(CTLogFailure) {
+        guard let head = step.position.head, var frontier = step.position.read, frontier.size < head.treeSize else { return }
+        let first = frontier.size
+        let end = min(head.treeSize, first + chunk)
+        var matches: [(index: UInt64, entry: ParsedLogEntry)] = []
+        var malformed = 0
+        var index = first
+        while index < end {
+            let page = try client.entries(from: index, to: end - 1)
+            for raw in page {
+                frontier.append(leafHash: raw.leafHash)
+                do {
+                    let entry = try ParsedLogEntry.parse(raw)
+                    if entry.mentions(any: needles) { matches.append((index, entry)) }
+                } catch {
+                    malformed += 1
+                }
+                index += 1
+            }
+        }
+        let verified: Bool
+        if end == head.treeSize {
+            verified = frontier.root == head.rootHash
+        } else {
+            let proof = try client.consistency(first: end, second: head.treeSize)
+            verified = MerkleTree.verifyConsistency(first: end, second: head.treeSize, firstRoot: frontier.root,
+                                                    secondRoot: head.rootHash, proof: proof) != nil
+        }
+        guard verified else {
+            step.problem = .entriesDoNotMatch(from: first, to: end, head: head.treeSize)
+            return
+        }
+        step.position.read = frontier
+        step.matches = matches
+        step.read = Int(end - first)
+        step.malformed = malformed
+    }
+}

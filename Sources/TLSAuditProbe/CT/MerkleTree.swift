@@ -1,0 +1,119 @@
+/// Certificate Transparency's Merkle tree (RFC 6962 §2.1, RFC 9162 §2.1): leaf and node hashes,
+/// the tree head of a list of leaves, consistency proofs made and checked.
+public enum MerkleTree {
+    /// SHA-256 of the empty string: the root of the empty tree.
+    public static let emptyRoot = Digest.sha256([])
+
+    /// The hash of one leaf: SHA-256(0x00 || leaf).
+    public static func leafHash(_ leaf: [UInt8]) -> [UInt8] { Digest.sha256([0] + leaf) }
+
+    /// The hash of an interior node: SHA-256(0x01 || left || right).
+    public static func nodeHash(_ left: [UInt8], _ right: [UInt8]) -> [UInt8] { Digest.sha256([1] + left + right) }
+
+    /// The largest power of two below `n` (n > 1): where RFC 6962 splits a tree of n leaves.
+    static func split(_ n: Int) -> Int {
+        var k = 1
+        while k << 1 < n { k <<= 1 }
+        return k
+    }
+
+    /// MTH(D[n]) of the given leaf hashes.
+    public static func root(_ leaves: ArraySlice<[UInt8]>) -> [UInt8] {
+        switch leaves.count {
+        case 0: return emptyRoot
+        case 1: return leaves[leaves.startIndex]
+        default:
+            let k = split(leaves.count), start = leaves.startIndex
+            return nodeHash(root(leaves[start..<start + k]), root(leaves[(start + k)...]))
+        }
+    }
+
+    /// PROOF(m, D[n]) of RFC 6962 §2.1.2: what a log answers to get-sth-consistency.
+    public static func consistencyProof(from m: Int, leaves: ArraySlice<[UInt8]>) -> [[UInt8]] {
+        guard m > 0, m < leaves.count else { return [] }
+        return subproof(m, leaves, complete: true)
+    }
+
+    private static func subproof(_ m: Int, _ leaves: ArraySlice<[UInt8]>, complete: Bool) -> [[UInt8]] {
+        let n = leaves.count, start = leaves.startIndex
+        if m == n { return complete ? [] : [root(leaves)] }
+        let k = split(n)
+        if m <= k {
+            return subproof(m, leaves[start..<start + k], complete: complete) + [root(leaves[(start + k)...])]
+        }
+        return subproof(m - k, leaves[(start + k)...], complete: false) + [root(leaves[start..<start + k])]
+    }
+
+    /// Checks a consistency proof between the tree heads of sizes `first` < `second` (RFC 9162
+    /// §2.1.4.2). Returns the first tree's frontier (the roots of its perfect subtrees, largest
+    /// first), which the proof carries; nil when the proof does not show the second tree extends
+    /// the first.
+    public static func verifyConsistency(first: UInt64, second: UInt64, firstRoot: [UInt8], secondRoot: [UInt8],
+                                         proof: [[UInt8]]) -> MerkleFrontier? {
+        guard first > 0, first < second, !proof.isEmpty, proof.count <= 130 else { return nil }
+        var path = proof[...]
+        // A first tree that is a perfect tree is its own first node.
+        if first & (first - 1) == 0 { path = ([firstRoot] + proof)[...] }
+        var fn = first - 1, sn = second - 1
+        while fn & 1 == 1 { fn >>= 1; sn >>= 1 }
+        var fr = path[path.startIndex], sr = fr
+        var leftNodes: [[UInt8]] = []
+        for node in path.dropFirst() {
+            guard sn != 0 else { return nil }
+            if fn & 1 == 1 || fn == sn {
+                fr = nodeHash(node, fr)
+                sr = nodeHash(node, sr)
+                leftNodes.append(node)
+                while fn & 1 == 0 && fn != 0 { fn >>= 1; sn >>= 1 }
+            } else {
+                sr = nodeHash(sr, node)
+            }
+            fn >>= 1
+            sn >>= 1
+        }
+        guard sn == 0, fr == firstRoot, sr == secondRoot else { return nil }
+        return MerkleFrontier(size: first, hashes: leftNodes.reversed() + [path[path.startIndex]])
+    }
+}
+
+/// The right edge of a Merkle tree: the roots of its perfect subtrees, largest first (one per
+/// bit set in its size). Appending a leaf costs one hash and one per carry; the root, one per
+/// subtree. A follower that holds it checks that the entries it read make the tree head it was
+/// given, without keeping the entries.
+public struct MerkleFrontier: Hashable, Codable, Sendable {
+    public private(set) var size: UInt64
+    public private(set) var hashes: [[UInt8]]
+
+    public init() {
+        size = 0
+        hashes = []
+    }
+
+    /// A frontier as stored or as a consistency proof carried it; nil when `hashes` does not hold
+    /// one hash of 32 bytes per bit set in `size`.
+    public init?(size: UInt64, hashes: [[UInt8]]) {
+        guard hashes.count == size.nonzeroBitCount, hashes.allSatisfy({ $0.count == 32 }) else { return nil }
+        self.size = size
+        self.hashes = hashes
+    }
+
+    /// Adds the leaf whose hash is `leafHash` at index `size`.
+    public mutating func append(leafHash: [UInt8]) {
+        var node = leafHash
+        var index = size
+        // Each trailing one of the old size is a perfect subtree of the same height as `node`.
+        while index & 1 == 1 {
+            node = MerkleTree.nodeHash(hashes.removeLast(), node)
+            index >>= 1
+        }
+        hashes.append(node)
+        size += 1
+    }
+
+    /// MTH of the tree so far.
+    public var root: [UInt8] {
+        guard var node = hashes.last else { return MerkleTree.emptyRoot }
+        for left in hashes.dropLast().reversed() { node = MerkleTree.nodeHash(left, node) }
+        return node
+    }
+}

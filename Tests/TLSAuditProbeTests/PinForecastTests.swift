@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditProbe
+
+/// The pin forecast on certificates read back from a real lab log: which pinned names a logged
+/// certificate reaches, and whether those names' pins accept it, by the scan's own pin check.
+@Suite("Pin forecast")
+struct PinForecastTests {
+    let pki = TestPKI.shared
+
+    /// `certificate` logged with the intermediate and the root, read back through the log's API.
+    func logged(_ certificate: LabCertificate) throws -> LoggedChain {
+        let ctLog = try LabCTLog("Lab Log forecast", operator: "lab")
+        let server = try LabCTLogServer(ctLog)
+        defer { server.stop() }
+        server.add(certificate, chain: [pki.intermediate, pki.root])
+        server.publish()
+        let client = try #require(CTLogClient(url: server.url, key: ctLog.publicKey, timeout: 5))
+        let entry = try ParsedLogEntry.parse(try #require(try client.entries(from: 0, to: 0).first))
+        return try LoggedChain(entry, store: try TrustStore(caFile: pki.rootFile), at: Date())
+    }
+
+    func spki(_ certificate: LabCertificate) -> String {
+        Data(Digest.sha256(certificate.spkiDER)).base64EncodedString()
+    }
+
+    @Test("names: an exact pin reaches its host and a wildcard over it; includeSubdomains reaches names and wildcards beneath; other names are ignored")
+    func reach() {
+        let pins = PinPolicy(leafIdentities: [String(repeating: "A", count: 43) + "="])
+        let exact = PinForecast.PinnedName(domain: "api.shop.test", pins: pins, pinnedBy: "target api")
+        #expect(exact.reaches(["api.shop.test"]) == "api.shop.test")
+        #expect(exact.reaches(["*.shop.test"]) == "*.shop.test")
+        #expect(exact.reaches(["API.Shop.Test"]) != nil)
+        #expect(exact.reaches(["shop.test", "www.shop.test", "api.other.test"]) == nil)
+        #expect(exact.reaches(["*.api.shop.test"]) == nil, "a wildcard does not cover its own base name")
+        let domain = PinForecast.PinnedName(domain: "shop.test", includeSubdomains: true, pins: pins, pinnedBy: "app")
+        #expect(domain.reaches(["shop.test"]) != nil && domain.reaches(["deep.api.shop.test"]) != nil)
+        #expect(domain.reaches(["*.api.shop.test"]) != nil && domain.reaches(["*.shop.test"]) != nil)
+        #expect(domain.reaches(["notshop.test", "shop.test.evil"]) == nil)
+        let noSubdomains = PinForecast.PinnedName(domain: "shop.test", pins: pins, pinnedBy: "app")
+        #expect(noSubdomains.reaches(["deep.api.shop.test"]) == nil)
+    }
+
+    @Test("a renewal with a new key breaks leaf pins (NSPinnedLeafIdentities, AFNetworking public-key and certificate modes) and is covered by CA pins; the same key renewed is covered")
+    func renewals() throws {
+        let host = "api.forecast.test"
+        let current = try pki.intermediate.issue(.server([host]))
+        let renewedNewKey = try logged(try pki.intermediate.issue(.server([host])))
+        let now = Date()
+        func judge(_ pins: PinPolicy, _ chain: LoggedChain) -> PinEvaluation.State {
+            PinForecast.judge(PinForecast.PinnedName(domain: host, pins: pins, pinnedBy: "test"), host: host, presented: chain.presented,
+                              building: chain.building, now: now, buildWithPinnedAnchors: chain.buildWithPinnedAnchors).state
+        }
+        // Pinned on the current leaf's key: the new key breaks every leaf-pinning form.
+        #expect(judge(PinPolicy(leafIdentities: [spki(current)]), renewedNewKey) == .mismatch)
+        #expect(judge(PinPolicy(mode: .publicKey, pins: [.spki(spki(current))]), renewedNewKey) == .mismatch)
+        var certificateMode = PinPolicy(mode: .certificate, pins: [.certificate(Digest.sha256(current.der).map { String(format: "%02x", $0) }.joined())])
+        certificateMode.pinnedCertificates = [Data(current.der)]
+        #expect(judge(certificateMode, renewedNewKey) == .mismatch)
+        // Pinned on the intermediate: covered.
+        #expect(judge(PinPolicy(caIdentities: [spki(pki.intermediate)]), renewedNewKey) == .match)
+        #expect(judge(PinPolicy(mode: .publicKey, pins: [.spki(spki(pki.intermediate))]), renewedNewKey) == .match)
+        var intermediateMode = PinPolicy(mode: .certificate, pins: [.certificate(Digest.sha256(pki.intermediate.der).map { String(format: "%02x", $0) }.joined())])
+        intermediateMode.pinnedCertificates = [Data(pki.intermediate.der)]
+        #expect(judge(intermediateMode, renewedNewKey) == .match)
+        // Another CA's intermediate pinned: a certificate from this one breaks it.
+        #expect(judge(PinPolicy(caIdentities: [spki(pki.otherIntermediate)]), renewedNewKey) == .mismatch)
+        // Renewed with the same key (the operator kept it): the leaf pin still holds.
+        var sameKeyRequest = LabCertificateRequest.server([host])
+        sameKeyRequest.existingKey = current.key
+        let sameKey = try logged(try pki.intermediate.issue(sameKeyRequest))
+        #expect(judge(PinPolicy(leafIdentities: [spki(current)]), sameKey) == .match)
+        #expect(renewedNewKey.names == [host])
+    }
+}
