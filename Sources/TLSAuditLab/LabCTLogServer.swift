@@ -29,6 +29,8 @@ public final class LabCTLogServer: Sendable {
         case rewind(to: Int)
         /// get-entries serves another entry at `at` than the one its tree holds.
         case substitutedEntry(at: Int)
+        /// get-entries serves entry `at` with the extra_data of entry `from` (which the tree does not cover).
+        case substitutedExtraData(at: Int, from: Int)
     }
 
     public let log: LabCTLog
@@ -87,14 +89,16 @@ public final class LabCTLogServer: Sendable {
         append(Self.x509Entry(certificate, chain: chain, at: time))
     }
 
-    /// Logs `certificate` as a precertificate entry of `issuer`'s: the TBSCertificate and the
-    /// issuer key hash in the leaf, the certificate as the submitted pre_certificate.
+    /// Logs the precertificate of `certificate` (issued by `issuer`, which `chain` starts with):
+    /// the leaf holds the certificate's TBSCertificate and the issuer's key hash, extra_data the
+    /// precertificate (the same TBSCertificate with the poison extension, signed by the issuer).
     @discardableResult
     public func addPrecertificate(_ certificate: LabCertificate, issuer: LabCertificate, chain: [LabCertificate],
-                                  at time: Date = Date()) -> Int {
+                                  at time: Date = Date()) throws -> Int {
         let leaf: [UInt8] = [0, 0] + SCTVerifier.bigEndian(Self.milliseconds(time)) + [0, 1]
             + Digest.sha256(issuer.spkiDER) + Self.vector(certificate.tbsDER, 3) + [0, 0]
-        let extra = Self.vector(certificate.der, 3) + Self.vector(chain.flatMap { Self.vector($0.der, 3) }, 3)
+        let precertificate = try issuer.precertificate(of: certificate)
+        let extra = Self.vector(precertificate.der, 3) + Self.vector(chain.flatMap { Self.vector($0.der, 3) }, 3)
         return append(RawLogEntry(leafInput: leaf, extraData: extra))
     }
 
@@ -129,7 +133,8 @@ public final class LabCTLogServer: Sendable {
     public func set(_ fault: Fault) {
         shared.state.withLock { state in
             state.fault = fault
-            if case .fork(let index) = fault, index < state.entries.count {
+            if case .fork(let index) = fault {
+                precondition(index < state.entries.count, "a fork replaces an entry the log holds")
                 var entry = state.entries[index]
                 // The same certificate, logged a millisecond later: another leaf, another tree.
                 entry.leafInput[9] &+= 1
@@ -186,10 +191,14 @@ public final class LabCTLogServer: Sendable {
                 guard let start = query["start"], let end = query["end"], start <= end, start < UInt64(entries.count) else {
                     return (400, Array("bad range".utf8))
                 }
-                let last = min(Int(end), entries.count - 1, Int(start) + pageSize - 1)
+                let last = Int(min(end, UInt64(entries.count - 1), start + UInt64(pageSize) - 1))
                 var served = Array(entries[Int(start)...last])
                 if case .substitutedEntry(let index) = state.fault, (Int(start)...last).contains(index) {
                     served[index - Int(start)].leafInput[9] &+= 1
+                }
+                if case .substitutedExtraData(let index, let source) = state.fault, (Int(start)...last).contains(index),
+                   entries.indices.contains(source) {
+                    served[index - Int(start)].extraData = entries[source].extraData
                 }
                 return (200, json(["entries": served.map {
                     ["leaf_input": Data($0.leafInput).base64EncodedString(), "extra_data": Data($0.extraData).base64EncodedString()]
@@ -217,8 +226,27 @@ public final class LabCTLogServer: Sendable {
 }
 
 extension LabCertificate {
+    /// The precertificate of `certificate` (issued by this one): its TBSCertificate with the CT
+    /// poison extension (critical, RFC 6962 §3.1), signed by this issuer.
+    public func precertificate(of certificate: LabCertificate) throws -> LabCertificate {
+        guard let copy = X509_dup(certificate.certificate.pointer) else { throw OpenSSLFailure("cannot copy the certificate") }
+        var context = X509V3_CTX()
+        X509V3_set_ctx(&context, self.certificate.pointer, copy, nil, nil, 0)
+        guard let poison = X509V3_EXT_nconf(nil, &context, "1.3.6.1.4.1.11129.2.4.3", "critical,DER:05:00") else {
+            X509_free(copy)
+            throw OpenSSLFailure("cannot build the poison extension")
+        }
+        X509_add_ext(copy, poison, -1)
+        X509_EXTENSION_free(poison)
+        guard X509_sign(copy, key.pointer, EVP_sha256()) > 0 else {
+            X509_free(copy)
+            throw OpenSSLFailure("cannot sign the precertificate")
+        }
+        return LabCertificate(certificate: X509Certificate(takingOwnershipOf: copy), key: certificate.key)
+    }
+
     /// The TBSCertificate, DER, as signed.
-    var tbsDER: [UInt8] {
+    public var tbsDER: [UInt8] {
         var out: UnsafeMutablePointer<UInt8>?
         let length = i2d_re_X509_tbs(certificate.pointer, &out)
         guard length > 0, let out else { return [] }

@@ -60,15 +60,15 @@ struct CTLogReadingTests {
         let ctLog = try LabCTLog("Lab Log 2026", operator: "lab")
         let server = try LabCTLogServer(ctLog, pageSize: 4)
         defer { server.stop() }
-        var logged: [(der: [UInt8], precertificate: Bool)] = []
+        var logged: [(certificate: LabCertificate, precertificate: Bool)] = []
         for index in 0..<7 {
             let leaf = try pki.intermediate.issue(.server(["host\(index).ct.test"]))
             if index % 3 == 2 {
-                server.addPrecertificate(leaf, issuer: pki.intermediate, chain: [pki.intermediate, pki.root])
+                try server.addPrecertificate(leaf, issuer: pki.intermediate, chain: [pki.intermediate, pki.root])
             } else {
                 server.add(leaf, chain: [pki.intermediate, pki.root])
             }
-            logged.append((leaf.der, index % 3 == 2))
+            logged.append((leaf, index % 3 == 2))
         }
         let published = server.publish()
         let client = try #require(CTLogClient(url: server.url, key: ctLog.publicKey, timeout: 5))
@@ -86,7 +86,16 @@ struct CTLogReadingTests {
         for (index, raw) in entries.enumerated() {
             frontier.append(leafHash: raw.leafHash)
             let entry = try ParsedLogEntry.parse(raw)
-            #expect(entry.certificate == logged[index].der && entry.precertificate == logged[index].precertificate, "entry \(index)")
+            #expect(entry.precertificate == logged[index].precertificate && entry.extraDataProblem == nil, "entry \(index)")
+            if entry.precertificate {
+                // The leaf holds the certificate's TBSCertificate; extra_data the precertificate, poison and all.
+                #expect(entry.tbsCertificate == logged[index].certificate.tbsDER && entry.certificate != logged[index].certificate.der)
+            } else {
+                #expect(entry.certificate == logged[index].certificate.der && entry.tbsCertificate == nil)
+            }
+            let chain = try LoggedChain(entry, store: try TrustStore(caFile: pki.rootFile), at: Date())
+            #expect(chain.names == ["host\(index).ct.test"], "a precertificate checked against its leaf, then read")
+            #expect(chain.presented[0].unhandledCriticalExtensions.isEmpty, "the poison is not held against a precertificate")
             #expect(entry.chain == [pki.intermediate.der, pki.root.der])
             #expect(entry.mentions(any: [Array("host\(index).ct.test".utf8)]))
             #expect(entry.mentions(any: [Array("HOST\(index).CT.TEST".lowercased().utf8)]))
@@ -157,14 +166,14 @@ struct CTLogReadingTests {
         #expect(kind { _ = try client.entries(from: 60, to: 61) } == .refused)
     }
 
-    @Test("malformed entries: every truncation and a thousand random corruptions of a real entry decode or fail as malformed, never crash")
+    @Test("malformed entries: every truncation of a leaf fails as malformed, of its extra_data is noted, and a thousand random corruptions decode or fail, never crash")
     func malformedEntries() throws {
         let leaf = try pki.intermediate.issue(.server(["m.ct.test"]))
         let ctLog = try LabCTLog("Lab Log parse", operator: "lab")
         let server = try LabCTLogServer(ctLog)
         defer { server.stop() }
         server.add(leaf, chain: [pki.intermediate])
-        server.addPrecertificate(leaf, issuer: pki.intermediate, chain: [pki.intermediate])
+        try server.addPrecertificate(leaf, issuer: pki.intermediate, chain: [pki.intermediate])
         server.publish()
         let client = try #require(CTLogClient(url: server.url, key: ctLog.publicKey, timeout: 5))
         let entries = try client.entries(from: 0, to: 1)
@@ -176,10 +185,10 @@ struct CTLogReadingTests {
                     try ParsedLogEntry.parse(RawLogEntry(leafInput: Array(entry.leafInput.prefix(cut)), extraData: entry.extraData))
                 }
             }
+            // extra_data is not in the tree: cut short, the leaf still decodes and the problem is noted.
             for cut in 0..<entry.extraData.count {
-                #expect(throws: CTLogFailure.self) {
-                    try ParsedLogEntry.parse(RawLogEntry(leafInput: entry.leafInput, extraData: Array(entry.extraData.prefix(cut))))
-                }
+                let parsed = try ParsedLogEntry.parse(RawLogEntry(leafInput: entry.leafInput, extraData: Array(entry.extraData.prefix(cut))))
+                #expect(parsed.extraDataProblem != nil && parsed.chain.isEmpty, "cut at \(cut)")
             }
             for _ in 0..<500 {
                 var corrupted = entry
@@ -243,7 +252,7 @@ struct CTLogReadingTests {
         try log(server, ["a.ct.test", "watched.ct.test", "b.ct.test", "c.ct.test", "d.ct.test", "api.watched.ct.test", "e.ct.test"])
         var position = try follower.start(fromBeginning: true)
         var matched: [UInt64] = [], read = 0, steps = 0
-        while position.backlog > 0 {
+        while position.backlog > 0, steps < 10 {
             let step = try follower.step(position)
             #expect(step.problem == nil)
             matched += step.matches.map(\.index)
@@ -260,7 +269,7 @@ struct CTLogReadingTests {
         var resumed = try JSONDecoder().decode(CTLogPosition.self, from: stored)
         try log(server, ["f.ct.test", "watched.ct.test"])
         var after: [UInt64] = []
-        while true {
+        for _ in 0..<10 {
             let step = try follower.step(resumed)
             #expect(step.problem == nil)
             after += step.matches.map(\.index)
@@ -314,5 +323,39 @@ struct CTLogReadingTests {
         server.set(.rewind(to: 2))
         let rewound = try follower.step(substituted.position)
         #expect(rewound.problem == .rewound(from: 5, to: 2) && rewound.matches.isEmpty)
+    }
+
+    @Test("an older head the known one extends (a cache behind) is no fault; a watched precertificate whose extra_data was swapped is still found by its leaf and refused as unproven; a certificate's garbage chain is noted")
+    func staleHeadsAndUnprovenExtraData() throws {
+        let (server, follower) = try followed()
+        defer { server.stop() }
+        try log(server, ["a.ct.test", "b.ct.test", "c.ct.test", "d.ct.test"])
+        var position = try follower.step(try follower.start(fromBeginning: true)).position
+        #expect(position.nextIndex == 4)
+        server.set(.rewind(to: 2))
+        let stale = try follower.step(position)
+        #expect(stale.problem == nil && stale.position == position, "consistent with the known head: nothing to do, nothing wrong")
+        server.set(.none)
+
+        let watched = try pki.intermediate.issue(.server(["watched.ct.test"]))
+        try server.addPrecertificate(watched, issuer: pki.intermediate, chain: [pki.intermediate, pki.root])
+        try server.addPrecertificate(try pki.intermediate.issue(.server(["e.ct.test"])), issuer: pki.intermediate, chain: [pki.intermediate, pki.root])
+        server.publish()
+        server.set(.substitutedExtraData(at: 4, from: 5))
+        let step = try follower.step(position)
+        #expect(step.problem == nil && step.matches.map(\.index) == [4], "matched by the TBSCertificate its leaf holds")
+        let entry = try #require(step.matches.first?.entry)
+        #expect(throws: CTLogFailure.self) { try LoggedChain(entry, store: try TrustStore(caFile: pki.rootFile), at: Date()) }
+        position = step.position
+
+        server.set(.none)
+        server.addRaw(RawLogEntry(leafInput: [0, 0] + [UInt8](repeating: 0, count: 8) + [0, 0] + SCTVerifier.lengthPrefixed(watched.der, bytes: 3) + [0, 0],
+                                  extraData: [1, 2, 3]))
+        server.publish()
+        let garbage = try follower.step(position)
+        #expect(garbage.problem == nil && garbage.matches.count == 1)
+        #expect(garbage.matches.first?.entry.extraDataProblem != nil && garbage.matches.first?.entry.chain == [])
+        let chain = try LoggedChain(try #require(garbage.matches.first?.entry), store: try TrustStore(caFile: pki.rootFile), at: Date())
+        #expect(chain.names == ["watched.ct.test"], "the certificate itself is in the leaf: judged without its chain")
     }
 }

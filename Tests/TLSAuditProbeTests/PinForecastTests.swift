@@ -10,12 +10,16 @@ import TLSAuditProbe
 struct PinForecastTests {
     let pki = TestPKI.shared
 
-    /// `certificate` logged with the intermediate and the root, read back through the log's API.
-    func logged(_ certificate: LabCertificate) throws -> LoggedChain {
+    /// `certificate` (or its precertificate) logged with the intermediate and the root, read back through the log's API.
+    func logged(_ certificate: LabCertificate, precertificate: Bool = false) throws -> LoggedChain {
         let ctLog = try LabCTLog("Lab Log forecast", operator: "lab")
         let server = try LabCTLogServer(ctLog)
         defer { server.stop() }
-        server.add(certificate, chain: [pki.intermediate, pki.root])
+        if precertificate {
+            try server.addPrecertificate(certificate, issuer: pki.intermediate, chain: [pki.intermediate, pki.root])
+        } else {
+            server.add(certificate, chain: [pki.intermediate, pki.root])
+        }
         server.publish()
         let client = try #require(CTLogClient(url: server.url, key: ctLog.publicKey, timeout: 5))
         let entry = try ParsedLogEntry.parse(try #require(try client.entries(from: 0, to: 0).first))
@@ -31,13 +35,14 @@ struct PinForecastTests {
         let pins = PinPolicy(leafIdentities: [String(repeating: "A", count: 43) + "="])
         let exact = PinForecast.PinnedName(domain: "api.shop.test", pins: pins, pinnedBy: "target api")
         #expect(exact.reaches(["api.shop.test"]) == "api.shop.test")
-        #expect(exact.reaches(["*.shop.test"]) == "*.shop.test")
+        #expect(exact.reaches(["*.shop.test"]) == "api.shop.test", "met as the pinned host")
         #expect(exact.reaches(["API.Shop.Test"]) != nil)
         #expect(exact.reaches(["shop.test", "www.shop.test", "api.other.test"]) == nil)
         #expect(exact.reaches(["*.api.shop.test"]) == nil, "a wildcard does not cover its own base name")
         let domain = PinForecast.PinnedName(domain: "shop.test", includeSubdomains: true, pins: pins, pinnedBy: "app")
         #expect(domain.reaches(["shop.test"]) != nil && domain.reaches(["deep.api.shop.test"]) != nil)
-        #expect(domain.reaches(["*.api.shop.test"]) != nil && domain.reaches(["*.shop.test"]) != nil)
+        #expect(domain.reaches(["*.api.shop.test"]) == "api.shop.test" && domain.reaches(["*.shop.test"]) == "shop.test")
+        #expect(domain.reaches(["bad..name.shop.test"]) == nil, "not a DNS name")
         #expect(domain.reaches(["notshop.test", "shop.test.evil"]) == nil)
         let noSubdomains = PinForecast.PinnedName(domain: "shop.test", pins: pins, pinnedBy: "app")
         #expect(noSubdomains.reaches(["deep.api.shop.test"]) == nil)
@@ -73,5 +78,12 @@ struct PinForecastTests {
         let sameKey = try logged(try pki.intermediate.issue(sameKeyRequest))
         #expect(judge(PinPolicy(leafIdentities: [spki(current)]), sameKey) == .match)
         #expect(renewedNewKey.names == [host])
+        // Logged first as a precertificate (how most certificates reach a log): judged the same,
+        // its poison extension not held against it in certificate mode.
+        let precertificate = try logged(try pki.intermediate.issue(.server([host])), precertificate: true)
+        #expect(judge(intermediateMode, precertificate) == .match)
+        #expect(judge(PinPolicy(caIdentities: [spki(pki.intermediate)]), precertificate) == .match)
+        #expect(judge(certificateMode, precertificate) == .mismatch)
+        #expect(judge(PinPolicy(leafIdentities: [spki(current)]), precertificate) == .mismatch)
     }
 }

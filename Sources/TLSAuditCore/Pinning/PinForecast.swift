@@ -22,17 +22,19 @@ public enum PinForecast {
             self.pinnedBy = pinnedBy
         }
 
-        /// The first of `names` (a certificate's DNS SANs) this pin set reaches: a name the
-        /// certificate would serve that the pinned clients pin. A wildcard reaches the domain's
-        /// names it covers; with `includeSubdomains`, every name under the domain.
+        /// The host the pinned clients would meet the certificate as, when the certificate
+        /// (its DNS SANs, `names`) serves a name they pin: `domain` itself when it names it (a
+        /// wildcard covers one label); with `includeSubdomains`, the first name under it (a
+        /// wildcard's base name standing for the names it covers). Nil when it serves none.
         public func reaches(_ names: [String]) -> String? {
-            names.first { raw in
-                let name = HostnameMatcher.normalize(raw)
-                if HostnameMatcher.dnsNameMatches(pattern: name, hostname: domain) { return true }
-                guard includeSubdomains else { return false }
+            let valid = names.map(HostnameMatcher.normalize).filter { HostnameMatcher.isValidDNSName($0) }
+            if valid.contains(where: { HostnameMatcher.dnsNameMatches(pattern: $0, hostname: domain) }) { return domain }
+            guard includeSubdomains else { return nil }
+            for name in valid {
                 let bare = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
-                return bare == domain || bare.hasSuffix("." + domain)
+                if bare == domain || bare.hasSuffix("." + domain) { return bare }
             }
+            return nil
         }
     }
 

@@ -145,10 +145,12 @@ public struct CTLogClient: Sendable {
             }
             var entries: [Entry]
         }
+        guard start <= end else { throw CTLogFailure(.malformed, "get-entries from \(start) to \(end): an empty range") }
         let path = "ct/v1/get-entries?start=\(start)&end=\(end)"
         let answer: Answer = try get(path)
-        guard !answer.entries.isEmpty, UInt64(answer.entries.count) <= end - start + 1 else {
-            throw CTLogFailure(.malformed, "\(base)\(path): \(answer.entries.count) entries for \(end - start + 1) asked")
+        let asked = end - start == UInt64.max ? UInt64.max : end - start + 1
+        guard !answer.entries.isEmpty, UInt64(answer.entries.count) <= asked else {
+            throw CTLogFailure(.malformed, "\(base)\(path): \(answer.entries.count) entries for \(asked) asked")
         }
         var entries: [RawLogEntry] = []
         entries.reserveCapacity(answer.entries.count)

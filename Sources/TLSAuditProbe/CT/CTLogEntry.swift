@@ -1,13 +1,22 @@
 /// One log entry, decoded (RFC 6962 §3.4): the certificate it logs and the chain submitted with it.
+/// Only the leaf (`leaf_input`) is in the log's tree; the chain and a precertificate as submitted
+/// come in `extra_data`, which the tree does not cover: `LoggedChain` checks a precertificate
+/// against the TBSCertificate the leaf holds before judging it.
 public struct ParsedLogEntry: Sendable {
     /// When the log took it (milliseconds since 1970).
     public var timestampMs: UInt64
     /// A precertificate (the certificate is then the precertificate as submitted, poison included).
     public var precertificate: Bool
-    /// The logged certificate, DER: the x509_entry's, or the pre_certificate of a precert entry's chain.
+    /// The logged certificate, DER: the x509_entry's (in the leaf), or the pre_certificate of a
+    /// precert entry's extra_data (empty when that could not be read).
     public var certificate: [UInt8]
+    /// For a precertificate: the TBSCertificate and the issuer key hash the leaf holds.
+    public var tbsCertificate: [UInt8]?
+    public var issuerKeyHash: [UInt8]?
     /// The chain submitted with it, its issuer first, DER.
     public var chain: [[UInt8]]
+    /// Why `extra_data` could not be read (the leaf could).
+    public var extraDataProblem: String?
 
     public init(timestampMs: UInt64, precertificate: Bool, certificate: [UInt8], chain: [[UInt8]]) {
         self.timestampMs = timestampMs
@@ -16,7 +25,13 @@ public struct ParsedLogEntry: Sendable {
         self.chain = chain
     }
 
-    /// Decodes a MerkleTreeLeaf and its extra_data; every length is checked against what is there.
+    /// The bytes the log's tree vouches for that hold the certificate's names: the certificate of
+    /// an x509 entry, the TBSCertificate of a precert entry.
+    public var authenticatedBytes: [UInt8] { tbsCertificate ?? certificate }
+
+    /// Decodes a MerkleTreeLeaf and its extra_data; every length is checked against what is
+    /// there. A leaf that does not decode is malformed; extra_data that does not is noted
+    /// (`extraDataProblem`) and the entry kept.
     public static func parse(_ entry: RawLogEntry) throws(CTLogFailure) -> ParsedLogEntry {
         var leaf = TLSReader(entry.leafInput)
         var extra = TLSReader(entry.extraData)
@@ -26,18 +41,31 @@ public struct ParsedLogEntry: Sendable {
         }
         switch entryType {
         case 0:
-            guard let certificate = leaf.vector(3), !certificate.isEmpty, leaf.vector(2) != nil, leaf.isAtEnd,
-                  let chain = extra.vector(3).flatMap(Self.certificates), extra.isAtEnd else {
-                throw CTLogFailure(.malformed, "an x509 entry whose lengths do not add up")
+            guard let certificate = leaf.vector(3), !certificate.isEmpty, leaf.vector(2) != nil, leaf.isAtEnd else {
+                throw CTLogFailure(.malformed, "an x509 leaf whose lengths do not add up")
             }
-            return ParsedLogEntry(timestampMs: timestamp, precertificate: false, certificate: certificate, chain: chain)
+            var parsed = ParsedLogEntry(timestampMs: timestamp, precertificate: false, certificate: certificate, chain: [])
+            if let chain = extra.vector(3).flatMap(Self.certificates), extra.isAtEnd {
+                parsed.chain = chain
+            } else {
+                parsed.extraDataProblem = "the certificate chain in extra_data does not decode"
+            }
+            return parsed
         case 1:
-            guard leaf.bytes(32) != nil, let tbs = leaf.vector(3), !tbs.isEmpty, leaf.vector(2) != nil, leaf.isAtEnd,
-                  let precertificate = extra.vector(3), !precertificate.isEmpty,
-                  let chain = extra.vector(3).flatMap(Self.certificates), extra.isAtEnd else {
-                throw CTLogFailure(.malformed, "a precert entry whose lengths do not add up")
+            guard let keyHash = leaf.bytes(32), let tbs = leaf.vector(3), !tbs.isEmpty, leaf.vector(2) != nil, leaf.isAtEnd else {
+                throw CTLogFailure(.malformed, "a precert leaf whose lengths do not add up")
             }
-            return ParsedLogEntry(timestampMs: timestamp, precertificate: true, certificate: precertificate, chain: chain)
+            var parsed = ParsedLogEntry(timestampMs: timestamp, precertificate: true, certificate: [], chain: [])
+            parsed.tbsCertificate = tbs
+            parsed.issuerKeyHash = keyHash
+            if let precertificate = extra.vector(3), !precertificate.isEmpty,
+               let chain = extra.vector(3).flatMap(Self.certificates), extra.isAtEnd {
+                parsed.certificate = precertificate
+                parsed.chain = chain
+            } else {
+                parsed.extraDataProblem = "the precertificate and its chain in extra_data do not decode"
+            }
+            return parsed
         default:
             throw CTLogFailure(.malformed, "an entry of unknown type \(entryType)")
         }
@@ -54,10 +82,12 @@ public struct ParsedLogEntry: Sendable {
         return certificates
     }
 
-    /// Whether the certificate's bytes hold any of `needles` (lowercase ASCII), compared without
-    /// case: a cheap test before parsing, since a DNS name is in a certificate as its ASCII bytes.
+    /// Whether the authenticated bytes hold any of `needles` (lowercase ASCII: A-labels, and a
+    /// pinned host's parent domain, which its wildcards name), compared without case: a cheap test
+    /// before parsing, since a DNS name is in a certificate as its ASCII bytes (an IA5String).
     public func mentions(any needles: [[UInt8]]) -> Bool {
-        needles.contains { Self.contains(certificate, $0) }
+        let bytes = authenticatedBytes
+        return needles.contains { Self.contains(bytes, $0) }
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -69,10 +69,15 @@ public struct CTLogFollower: Sendable {
     /// Lowercase ASCII names a certificate must mention to be decoded (`ParsedLogEntry.mentions`).
     public let needles: [[UInt8]]
 
-    public init(client: CTLogClient, chunk: UInt64 = 1_000, needles: [[UInt8]]) {
+    /// Bytes of matching entries one step holds at most: a chunk ends early when they pass it
+    /// (the entries up to there are verified and kept, the rest read in the next step).
+    public let matchBytes: Int
+
+    public init(client: CTLogClient, chunk: UInt64 = 1_000, needles: [[UInt8]], matchBytes: Int = 32 << 20) {
         self.client = client
         self.chunk = max(1, chunk)
-        self.needles = needles
+        self.needles = needles.map { $0.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 } }
+        self.matchBytes = matchBytes
     }
 
     /// Where a follower starts: at the log's current head (`fromBeginning == false`: what is
@@ -93,14 +98,23 @@ public struct CTLogFollower: Sendable {
             return step
         }
         if newest.treeSize < known.treeSize {
-            step.problem = .rewound(from: known.treeSize, to: newest.treeSize)
-            return step
-        }
-        if newest.treeSize == known.treeSize {
+            // An older head (a cache or a replica behind) is no fault when the known one extends
+            // it; the reading goes on toward the known head.
+            let consistent = newest.treeSize == 0 || (try? client.consistency(first: newest.treeSize, second: known.treeSize)).map { proof in
+                MerkleTree.verifyConsistency(first: newest.treeSize, second: known.treeSize, firstRoot: newest.rootHash,
+                                             secondRoot: known.rootHash, proof: proof) != nil
+            } == true
+            guard consistent else {
+                step.problem = .rewound(from: known.treeSize, to: newest.treeSize)
+                return step
+            }
+        } else if newest.treeSize == known.treeSize {
             guard newest.rootHash == known.rootHash else {
                 step.problem = .inconsistent(from: known.treeSize, to: newest.treeSize)
                 return step
             }
+            // The same tree signed again: the newer time says the log is alive.
+            if newest.timestampMs > known.timestampMs { step.position.head = newest }
         } else if known.treeSize == 0 {
             step.position.head = newest
         } else {
@@ -123,21 +137,29 @@ public struct CTLogFollower: Sendable {
     private func read(_ step: inout CTLogStep) throws(CTLogFailure) {
         guard let head = step.position.head, var frontier = step.position.read, frontier.size < head.treeSize else { return }
         let first = frontier.size
-        let end = min(head.treeSize, first + chunk)
+        var end = head.treeSize - first > chunk ? first + chunk : head.treeSize
         var matches: [(index: UInt64, entry: ParsedLogEntry)] = []
-        var malformed = 0
+        var matched = 0, malformed = 0
         var index = first
-        while index < end {
+        pages: while index < end {
             let page = try client.entries(from: index, to: end - 1)
             for raw in page {
                 frontier.append(leafHash: raw.leafHash)
                 do {
                     let entry = try ParsedLogEntry.parse(raw)
-                    if entry.mentions(any: needles) { matches.append((index, entry)) }
+                    if entry.mentions(any: needles) {
+                        matches.append((index, entry))
+                        matched += raw.leafInput.count + raw.extraData.count
+                    }
                 } catch {
                     malformed += 1
                 }
                 index += 1
+                // Enough held: the chunk ends here, verified like any other.
+                if matched > matchBytes, index < end {
+                    end = index
+                    break pages
+                }
             }
         }
         let verified: Bool

@@ -50,7 +50,8 @@ public enum MerkleTree {
     /// the first.
     public static func verifyConsistency(first: UInt64, second: UInt64, firstRoot: [UInt8], secondRoot: [UInt8],
                                          proof: [[UInt8]]) -> MerkleFrontier? {
-        guard first > 0, first < second, !proof.isEmpty, proof.count <= 130 else { return nil }
+        guard first > 0, first < second, !proof.isEmpty, proof.count <= 130, proof.allSatisfy({ $0.count == 32 }),
+              firstRoot.count == 32, secondRoot.count == 32 else { return nil }
         var path = proof[...]
         // A first tree that is a perfect tree is its own first node.
         if first & (first - 1) == 0 { path = ([firstRoot] + proof)[...] }
@@ -95,6 +96,19 @@ public struct MerkleFrontier: Hashable, Codable, Sendable {
         guard hashes.count == size.nonzeroBitCount, hashes.allSatisfy({ $0.count == 32 }) else { return nil }
         self.size = size
         self.hashes = hashes
+    }
+
+    private enum CodingKeys: String, CodingKey { case size, hashes }
+
+    /// A stored frontier is checked as `init?(size:hashes:)` checks one.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let size = try container.decode(UInt64.self, forKey: .size)
+        guard let frontier = MerkleFrontier(size: size, hashes: try container.decode([[UInt8]].self, forKey: .hashes)) else {
+            throw DecodingError.dataCorruptedError(forKey: .hashes, in: container,
+                                                   debugDescription: "not one 32-byte hash per bit set in the size \(size)")
+        }
+        self = frontier
     }
 
     /// Adds the leaf whose hash is `leafHash` at index `size`.
