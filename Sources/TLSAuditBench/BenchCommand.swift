@@ -8,6 +8,6 @@ struct BenchCommand: ParsableCommand {
         commandName: "tlsaudit-bench",
         abstract: "Build report fixtures and synthetic fleets from real loopback handshakes.",
         subcommands: [ReportFixtureCommand.self, FillCommand.self, JSONBenchCommand.self, SCTBenchCommand.self, LimboBenchCommand.self,
-                      SchemaSnapshotCommand.self]
+                      SchemaSnapshotCommand.self, CTFollowBenchCommand.self]
     )
 }
