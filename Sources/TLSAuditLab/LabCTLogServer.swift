@@ -16,7 +16,7 @@ public final class LabCTLogServer: Sendable {
     /// How the log misbehaves from now on.
     public enum Fault: Sendable, Equatable {
         case none
-        /// Every request answered 429.
+        /// Every request answered 429, asking for 7 seconds (Retry-After).
         case rateLimited
         /// Every request answered 503.
         case unavailable
@@ -73,7 +73,8 @@ public final class LabCTLogServer: Sendable {
             guard let request = LabWebhookReceiver.read(fd, body: false) else { return }
             let (status, body) = Self.answer(request.path, shared: shared, log: log, pageSize: pageSize)
             let reason = status == 200 ? "OK" : status == 429 ? "Too Many Requests" : status == 400 ? "Bad Request" : "Service Unavailable"
-            LabHTTPServer.respond(fd, status: status, reason: reason, headers: "Content-Type: application/json\r\n", body: body)
+            let retryAfter = status == 429 ? "Retry-After: 7\r\n" : ""
+            LabHTTPServer.respond(fd, status: status, reason: reason, headers: "Content-Type: application/json\r\n" + retryAfter, body: body)
         }
         self.shared = shared
         port = listener.port

@@ -154,6 +154,7 @@ struct CTLogReadingTests {
         }
         server.set(.rateLimited)
         #expect(kind { _ = try client.treeHead() } == .rateLimited)
+        do { _ = try client.treeHead() } catch { #expect(error.retryAfter == 7, "the log's Retry-After") }
         server.set(.unavailable)
         #expect(kind { _ = try client.entries(from: 0, to: 3) } == .refused)
         server.set(.garbage)

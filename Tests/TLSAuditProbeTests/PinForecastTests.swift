@@ -86,4 +86,27 @@ struct PinForecastTests {
         #expect(judge(certificateMode, precertificate) == .mismatch)
         #expect(judge(PinPolicy(leafIdentities: [spki(current)]), precertificate) == .mismatch)
     }
+
+    @Test("the pinned names come from targets' pins and their apps' AFSecurityPolicy, once each; the needles catch the wildcards over a pinned host and IDNs as A-labels")
+    func pinnedNamesAndNeedles() {
+        let leafPin = PinPolicy(leafIdentities: [String(repeating: "B", count: 43) + "="])
+        var pinned = ScanTarget(original: "api", host: "api.shop.test", port: 443, sni: nil)
+        pinned.pins = leafPin
+        var again = pinned
+        again.original = "api-again"
+        let unpinned = ScanTarget(original: "www", host: "www.shop.test", port: 443, sni: nil)
+        var app = ScanTarget(original: "bücher", host: "Bücher.Example.TEST", port: 443, sni: nil)
+        app.app = AppHostRules(bundle: "com.example.books", entry: nil, reliesOn: [], minimumTLSVersion: .tls1_2, requiresForwardSecrecy: true,
+                               allowsInsecureHTTPLoads: false, arbitraryLoads: false, requiresCertificateTransparency: false,
+                               configuration: "default", minimumNegotiatedVersion: nil,
+                               afnetworking: PinPolicy(mode: .publicKey, pins: [.spki(String(repeating: "C", count: 43) + "=")]))
+        let names = PinForecast.pinnedNames([pinned, again, unpinned, app])
+        #expect(names.map(\.domain) == ["api.shop.test", "api.shop.test", "xn--bcher-kva.example.test"])
+        #expect(names.map(\.pinnedBy) == ["target api", "target api-again", "app com.example.books (AFSecurityPolicy)"])
+        let needles = PinForecast.needles(names).map { String(decoding: $0, as: UTF8.self) }
+        #expect(needles == ["shop.test", "example.test"], "the parent domains: a *.shop.test certificate serves api.shop.test")
+        #expect(PinForecast.needles([PinForecast.PinnedName(domain: "shop.test", includeSubdomains: true, pins: leafPin, pinnedBy: "app")])
+            .map { String(decoding: $0, as: UTF8.self) } == ["shop.test"])
+        #expect(names[2].reaches(["xn--bcher-kva.example.test"]) == "xn--bcher-kva.example.test")
+    }
 }

@@ -5,7 +5,7 @@ public import Foundation
 /// (`AddressAssessment.pinEvaluation`, AFNetworking's order and NSPinnedDomains), on the chain
 /// as logged, at the moment the certificate becomes valid.
 public enum PinForecast {
-    /// A name whose clients pin, and what they pin.
+    /// A name whose clients pin, and what they pin (the name kept as clients compare it: A-labels, lower case).
     public struct PinnedName: Hashable, Sendable {
         /// The host (`api.example.com`) or, with `includeSubdomains`, the domain.
         public var domain: String
@@ -16,7 +16,7 @@ public enum PinForecast {
         public var pinnedBy: String
 
         public init(domain: String, includeSubdomains: Bool = false, pins: PinPolicy, pinnedBy: String) {
-            self.domain = HostnameMatcher.normalize(domain)
+            self.domain = DomainNameForm.ascii(domain)
             self.includeSubdomains = includeSubdomains
             self.pins = pins
             self.pinnedBy = pinnedBy
@@ -36,6 +36,40 @@ public enum PinForecast {
             }
             return nil
         }
+    }
+
+    /// The names pinned by `targets`: each target's `pins:` for the name it connects as, and the
+    /// AFSecurityPolicy of the app whose rules judge it (an app's NSPinnedDomains become `pins:`
+    /// through `pins import`). Once per name and policy.
+    public static func pinnedNames(_ targets: [ScanTarget]) -> [PinnedName] {
+        var names: [PinnedName] = []
+        var seen = Set<PinnedName>()
+        for target in targets {
+            let host = target.sni ?? target.host
+            var candidates: [PinnedName] = []
+            if let pins = target.pins, pins.pinsSomething {
+                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "target \(target.original)"))
+            }
+            if let app = target.app, let pins = app.afnetworking, pins.pinsSomething {
+                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "app \(app.bundle) (AFSecurityPolicy)"))
+            }
+            for name in candidates where seen.insert(name).inserted { names.append(name) }
+        }
+        return names
+    }
+
+    /// What a follower's prefilter looks for (`CTLogFollower.needles`) so that no certificate a
+    /// pinned name would meet is passed over: each name as ASCII (IDNs as A-labels), lowercase;
+    /// for a single host, its parent domain, which the wildcards that cover it name (never a bare
+    /// public suffix's one label). Each needle once.
+    public static func needles(_ names: [PinnedName]) -> [[UInt8]] {
+        var needles: [String] = []
+        for name in names {
+            let labels = name.domain.split(separator: ".")
+            let needle = !name.includeSubdomains && labels.count >= 3 ? labels.dropFirst().joined(separator: ".") : name.domain
+            if !needles.contains(needle) { needles.append(needle) }
+        }
+        return needles.map { Array($0.utf8) }
     }
 
     /// The pin check of a logged certificate for one pinned name: `presented` is the chain as

@@ -169,13 +169,13 @@ public struct CTLogClient: Sendable {
         do {
             fetched = try HTTPClient.fetch("GET", url, timeout: timeout, maximumBody: maximumBody)
         } catch {
-            let tooLarge = error.description.contains("more than")
-            throw CTLogFailure(tooLarge ? .malformed : .unreachable, error.description)
+            throw CTLogFailure(error.tooLarge ? .malformed : .unreachable, error.description)
         }
-        switch fetched.response.status {
+        let response = fetched.response
+        switch response.status {
         case 200: break
-        case 429: throw CTLogFailure(.rateLimited, "\(url.absoluteString): 429 \(fetched.response.reason)")
-        default: throw CTLogFailure(.refused, "\(url.absoluteString): \(fetched.response.status) \(fetched.response.reason)")
+        case 429: throw CTLogFailure(.rateLimited, "\(url.absoluteString): 429 \(response.reason)", retryAfter: response.retryAfter)
+        default: throw CTLogFailure(.refused, "\(url.absoluteString): \(response.status) \(response.reason)", retryAfter: response.retryAfter)
         }
         do {
             return try JSONDecoder().decode(Answer.self, from: Data(fetched.body))

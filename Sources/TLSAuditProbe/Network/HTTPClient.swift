@@ -8,7 +8,12 @@ import TLSAuditModel
 /// Why an HTTP request did not get an answer (the reason, ready for a log line or a delivery row).
 public struct HTTPRequestFailure: Error, CustomStringConvertible, Sendable {
     public var description: String
-    init(_ description: String) { self.description = description }
+    /// The answer was larger than the caller allows (it was not read to its end).
+    public var tooLarge = false
+    init(_ description: String, tooLarge: Bool = false) {
+        self.description = description
+        self.tooLarge = tooLarge
+    }
 }
 
 /// The HTTP proxies to use, as curl reads them from the environment: `http_proxy` for http URLs
@@ -83,6 +88,8 @@ public enum HTTPClient {
     public struct Response: Sendable, Equatable {
         public var status: Int
         public var reason: String
+        /// Retry-After in seconds, when the answer gave it so (a 429 or 503 asking for a pause).
+        public var retryAfter: Double? = nil
     }
 
     /// POSTs `body` to `url` (http or https) and returns the answer's status, everything done
@@ -253,8 +260,9 @@ public enum HTTPClient {
         }
         let fields = headerFields(received[..<headerEnd])
         func field(_ name: String) -> String? { fields.first { $0.name == name }?.value }
+        response.retryAfter = field("retry-after").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 ? $0 : nil }
         var body = Array(received[headerEnd...])
-        func tooLarge() -> HTTPRequestFailure { HTTPRequestFailure("\(display) sent more than \(maximumBody) bytes") }
+        func tooLarge() -> HTTPRequestFailure { HTTPRequestFailure("\(display) sent more than \(maximumBody) bytes", tooLarge: true) }
         if field("transfer-encoding")?.lowercased().contains("chunked") == true {
             var decoded: [UInt8] = []
             var cursor = 0
