@@ -130,6 +130,8 @@ enum PostgresMigrations {
         (StoreMigration.observationOrder, StoreSchema.postgres.observationOrder),
         // The reports of the opt-in checks without a column of their own (JSON).
         (StoreMigration.checkReports, StoreSchema.checkReportsColumn),
+        // Where the CT follower stands in each log.
+        (StoreMigration.ctLogs, StoreSchema.postgres.ctLogTable),
     ] as [(StoreMigration, String?)])
 
     /// Brings the database to this version's schema, once however many nodes start together (an

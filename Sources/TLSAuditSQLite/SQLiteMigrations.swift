@@ -54,6 +54,7 @@ package enum SQLiteMigrations {
             (.nodeServer, nil),
             (.observationOrder, { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }),
             (.checkReports, { db in try db.execute(sql: StoreSchema.checkReportsColumn) }),
+            (.ctLogs, { db in try db.execute(sql: StoreSchema.sqlite.ctLogTable) }),
         ])
     }
 

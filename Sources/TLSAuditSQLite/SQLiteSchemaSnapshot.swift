@@ -25,6 +25,7 @@ package enum SQLiteSchemaSnapshot {
         "v18-node-server",
         "v19-observation-order",
         "v20-check-reports",
+        "v21-ct-logs",
     ]
 
     package static let statements = [
@@ -55,5 +56,6 @@ package enum SQLiteSchemaSnapshot {
         "CREATE TABLE run_scan (\n    observation_id INTEGER NOT NULL REFERENCES observation(id) ON DELETE CASCADE,\n    started_at REAL NOT NULL,\n    duration_ms INTEGER NOT NULL,\n    node TEXT,\n    PRIMARY KEY (observation_id, started_at)\n) WITHOUT ROWID",
         "CREATE VIEW scan AS\n    SELECT o.id AS observation_id, o.target, o.address, o.started_at, o.duration_ms, o.node, o.vantage, o.status\n    FROM observation o\n    UNION ALL\n    SELECT s.observation_id, o.target, o.address, s.started_at, s.duration_ms, s.node, o.vantage, o.status\n    FROM run_scan s JOIN observation o ON o.id = s.observation_id",
         "CREATE INDEX alert_target_time ON alert(target, created_at)",
+        "CREATE TABLE ct_log (log_id TEXT PRIMARY KEY, position TEXT NOT NULL, problem TEXT, updated_at REAL NOT NULL)",
     ]
 }

@@ -324,7 +324,7 @@ public struct PruneResult: Sendable, Hashable {
 /// Where scan history lives: the one interface the service, `status`, `history` and reports
 /// use, made of one protocol per role. SQLite is the embedded default; PostgreSQL (for fleets of
 /// scanners) is the other backend; both get their logic from `StoreEngine` (`EngineBackedStore`).
-public protocol ScanStore: ScanRecords, AlertOutbox, ReportRunLedger, RevocationAnswers {
+public protocol ScanStore: ScanRecords, AlertOutbox, ReportRunLedger, RevocationAnswers, CTLogLedger {
     /// Where the store is, for messages (a file path, or a URL without secrets).
     var displayLocation: String { get }
 }
@@ -415,6 +415,32 @@ public protocol RevocationAnswers: Sendable {
     func revocationAnswer(for key: String, at time: Date) throws -> (body: [UInt8], expires: Date)?
     /// Keeps a revocation answer until `expires` (expired ones are dropped meanwhile).
     func saveRevocationAnswer(_ body: [UInt8], for key: String, expires: Date) throws
+}
+
+/// Where the Certificate Transparency follower stands in each log, kept across restarts.
+public protocol CTLogLedger: Sendable {
+    /// Every log's state, in log id order.
+    func ctLogStates() throws -> [CTLogState]
+    /// Keeps `state` (replacing the log's earlier one).
+    func saveCTLogState(_ state: CTLogState) throws
+}
+
+/// One log's state: the follower's position (its own JSON, read back as it wrote it) and what
+/// the log last did wrong.
+public struct CTLogState: Hashable, Sendable {
+    /// The log's id (base64 SHA-256 of its key, as the log list names it).
+    public var logID: String
+    public var position: String
+    /// A fork, a rewind, entries that are not the tree's: why the follower stopped acting on the log.
+    public var problem: String?
+    public var updatedAt: Date
+
+    public init(logID: String, position: String, problem: String? = nil, updatedAt: Date) {
+        self.logID = logID
+        self.position = position
+        self.problem = problem
+        self.updatedAt = updatedAt
+    }
 }
 
 /// A store kept in a file (SQLite): what it commits is lost if the file at its path is no

@@ -24,6 +24,7 @@ package enum StoreMigration: String, CaseIterable, Sendable {
     case nodeServer = "v18-node-server"
     case observationOrder = "v19-observation-order"
     case checkReports = "v20-check-reports"
+    case ctLogs = "v21-ct-logs"
 
     /// A backend's steps in the history's order, checked: every step spelled once, in order.
     package static func spelled<Step>(_ steps: [(StoreMigration, Step)]) -> [(migration: StoreMigration, step: Step)] {

@@ -326,6 +326,12 @@ extension StoreSchema {
     /// The trust inputs each scan was judged with (JSON JudgedWith, NULL before). The same script on every backend.
     package static let judgedWithColumn = "ALTER TABLE observation ADD COLUMN judged_with TEXT;"
 
+    /// Where the CT follower stands in each log it follows (its position as JSON, what the log
+    /// did wrong), kept across restarts.
+    package var ctLogTable: String {
+        "CREATE TABLE ct_log (log_id TEXT PRIMARY KEY, position TEXT NOT NULL, problem TEXT, updated_at \(real) NOT NULL);"
+    }
+
     /// The reports of the opt-in checks without a column of their own (JSON [String: CheckReport],
     /// NULL when none ran). The same script on every backend.
     package static let checkReportsColumn = "ALTER TABLE observation ADD COLUMN check_reports TEXT;"

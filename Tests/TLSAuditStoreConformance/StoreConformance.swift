@@ -371,6 +371,26 @@ public struct StoreConformance: Sendable {
         #expect(try store.revocationAnswer(for: "ocsp http://ocsp.test/ abc", at: now.addingTimeInterval(3601))?.body == [0xFF])
     }
 
+    /// CT logs' positions: none at first, kept per log, replaced, read back in log id order, and
+    /// still there when the store is opened again.
+    public func ctLogStates() throws {
+        let location = try newLocation()
+        let store = try open(location)
+        #expect(try store.ctLogStates() == [])
+        let now = Date(timeIntervalSince1970: 1_790_000_000.25)
+        let second = CTLogState(logID: "Zm9v", position: #"{"startedAt":5}"#, updatedAt: now)
+        let first = CTLogState(logID: "YmFy", position: #"{"startedAt":0}"#, problem: "the log forked", updatedAt: now)
+        try store.saveCTLogState(second)
+        try store.saveCTLogState(first)
+        #expect(try store.ctLogStates() == [first, second])
+        var moved = second
+        moved.position = #"{"startedAt":9}"#
+        moved.updatedAt = now.addingTimeInterval(60)
+        try store.saveCTLogState(moved)
+        let reopened = try open(location)
+        #expect(try reopened.ctLogStates() == [first, moved])
+    }
+
     public func retention() throws {
         let store = try open(try newLocation())
         let start = Date(timeIntervalSince1970: 1_800_000_000)

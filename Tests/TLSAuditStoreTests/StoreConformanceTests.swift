@@ -41,6 +41,9 @@ struct StoreConformanceTests {
     @Test("revocation answers: kept until they expire, replaced by a newer one", arguments: ConformanceBackend.allCases)
     func revocationAnswers(_ backend: ConformanceBackend) throws { try backend.suite.revocationAnswers() }
 
+    @Test("CT logs' positions: kept per log, replaced, read back after the store is opened again", arguments: ConformanceBackend.allCases)
+    func ctLogStates(_ backend: ConformanceBackend) throws { try backend.suite.ctLogStates() }
+
     @Test("tags and app: a target's tags and its scan's app outcome are read back by status, results and reports", arguments: ConformanceBackend.allCases)
     func tagsAndApp(_ backend: ConformanceBackend) throws { try backend.suite.tagsAndApp() }
 

@@ -124,6 +124,9 @@ extension EngineBackedStore {
         try engine.recordReportRun(name: name, periodEnd: periodEnd, files: files, delivery: delivery, claim: claim)
     }
 
+    public func ctLogStates() throws -> [CTLogState] { try engine.ctLogStates() }
+    public func saveCTLogState(_ state: CTLogState) throws { try engine.saveCTLogState(state) }
+
     public func revocationAnswer(for key: String, at time: Date) throws -> (body: [UInt8], expires: Date)? {
         try engine.revocationAnswer(for: key, at: time)
     }
