@@ -21,6 +21,10 @@ public enum AlertKind: String, Codable, Sendable, CaseIterable {
     case trustInputRefreshFailing = "trust-input.refresh-failing"
     /// A stale or failing trust input is current again.
     case trustInputCurrent = "trust-input.current"
+    /// A certificate in a CT log for a pinned name that the name's pins would refuse (`ct: {follow: true}`).
+    case pinForecastBreak = "pin.forecast-break"
+    /// A CT log signed a head that forks or rewinds its history, or served entries its tree does not hold.
+    case ctLogInconsistent = "ct.log-inconsistent"
 
     /// A pin event (`pin.mismatch`, `pin.restored`): what a report's pin section lists.
     public var isPinEvent: Bool { self == .pinMismatch || self == .pinRestored }

@@ -99,6 +99,8 @@ struct AlertmanagerSink: AlertSink {
         case .trustInputStale, .trustInputRefreshFailing: .raises(finding: "trust-input")
         case .trustInputCurrent: .clears(finding: "trust-input", cleared: [.trustInputStale, .trustInputRefreshFailing])
         case .certificateChanged: .event(finding: "certificate")
+        case .pinForecastBreak: .event(finding: "pin-forecast")
+        case .ctLogInconsistent: .event(finding: "ct-log")
         }
     }
 

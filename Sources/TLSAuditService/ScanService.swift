@@ -197,6 +197,14 @@ public final class ScanService: Service, @unchecked Sendable {
         dispatcher.start(singleNode: fleet == nil)
         reports.start()
         startHousekeeping()
+        // The pin forecast: the CT logs followed for certificates the configured pins would refuse.
+        let ctWatcher = configuration.ctFollow.map { settings in
+            CTWatcher(settings: settings, writer: writer, scanner: scanner, targets: { [weak self] in
+                guard let self else { return [] }
+                return control.sync { configuration.targets.map(\.scanTarget) }
+            }, logger: logger)
+        }
+        ctWatcher?.start()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
         var listenerFailure: (any Error)?
@@ -249,6 +257,7 @@ public final class ScanService: Service, @unchecked Sendable {
         dispatcher.beginStopping()
         stopHousekeeping()
         reports.stop()
+        await Self.onThread { ctWatcher?.stop() }
         fleetStopping.store(true, ordering: .relaxed)
         let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
         if let fleet { await Self.onThread { fleet.stop() } }

@@ -12,14 +12,19 @@ public enum PinForecast {
         /// NSIncludesSubdomains (or a target's `pins:` for a wildcard host): the pins hold for every name under `domain` too.
         public var includeSubdomains: Bool
         public var pins: PinPolicy
-        /// Who pins: the target's name, or the app's bundle and its rule (`app com.example.shop, NSPinnedDomains example.com`).
+        /// Who pins, in words: `target api`, `app com.example.shop (AFSecurityPolicy)`.
         public var pinnedBy: String
+        /// The configured target whose pins these are (its key), and its port.
+        public var target: String
+        public var port: Int
 
-        public init(domain: String, includeSubdomains: Bool = false, pins: PinPolicy, pinnedBy: String) {
+        public init(domain: String, includeSubdomains: Bool = false, pins: PinPolicy, pinnedBy: String, target: String = "", port: Int = 443) {
             self.domain = DomainNameForm.ascii(domain)
             self.includeSubdomains = includeSubdomains
             self.pins = pins
             self.pinnedBy = pinnedBy
+            self.target = target
+            self.port = port
         }
 
         /// The host the pinned clients would meet the certificate as, when the certificate
@@ -48,10 +53,12 @@ public enum PinForecast {
             let host = target.sni ?? target.host
             var candidates: [PinnedName] = []
             if let pins = target.pins, pins.pinsSomething {
-                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "target \(target.original)"))
+                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "target \(target.original)", target: target.original,
+                                             port: target.port))
             }
             if let app = target.app, let pins = app.afnetworking, pins.pinsSomething {
-                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "app \(app.bundle) (AFSecurityPolicy)"))
+                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "app \(app.bundle) (AFSecurityPolicy)",
+                                             target: target.original, port: target.port))
             }
             for name in candidates where seen.insert(name).inserted { names.append(name) }
         }

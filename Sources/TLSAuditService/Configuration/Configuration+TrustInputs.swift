@@ -66,9 +66,19 @@ public struct TrustInputSettings: Sendable, Hashable {
     }
 }
 
+/// How `serve` follows CT logs for the pin forecast (`ct: {follow: true}`).
+public struct CTFollowSettings: Sendable, Hashable {
+    /// Read every entry of every log (`start: beginning`), or only what is logged from the first start on (`end`, the default).
+    public var fromBeginning = false
+    /// Seconds between rounds over the logs.
+    public var poll: Double = 60
+
+    public init() {}
+}
+
 /// `ct:`, `distrust:` and `apple_roots:`.
 extension ConfigurationParser {
-    static let ctKeys = ["log_list", "last_known_good", "refresh", "max_age", "signature", "public_key"]
+    static let ctKeys = ["log_list", "last_known_good", "refresh", "max_age", "signature", "public_key", "follow", "start", "poll"]
     static let distrustKeys = ["list", "vendor", "last_known_good", "refresh", "max_age"]
     static let appleRootsKeys = ["source", "last_known_good", "refresh", "max_age"]
 
@@ -97,6 +107,27 @@ extension ConfigurationParser {
             report(node, "ct: 'signature' and 'public_key' go together: the list's detached signature and the key it must verify with")
         }
         return setting
+    }
+
+    /// `ct: {follow: true, start: end|beginning, poll: 60s}`: follow the logs of the list in force
+    /// for the pin forecast; nil when `follow` is not true.
+    mutating func certificateTransparencyFollowing(_ node: Node) -> CTFollowSettings? {
+        guard case .mapping(let mapping) = node, let follow = mapping["follow"], boolean(follow) == true else {
+            if case .mapping(let mapping) = node, mapping["follow"] == nil, let key = mapping["start"] ?? mapping["poll"] {
+                report(key, "ct: 'start' and 'poll' are settings of 'follow: true'")
+            }
+            return nil
+        }
+        var settings = CTFollowSettings()
+        if let node = mapping["start"], let start = string(node, "end or beginning") {
+            switch start {
+            case "end": settings.fromBeginning = false
+            case "beginning": settings.fromBeginning = true
+            default: report(node, "ct: start must be end (what is logged from now on, the default) or beginning (every entry of every log)")
+            }
+        }
+        if let node = mapping["poll"], let seconds = duration(node, minimum: 1) { settings.poll = seconds }
+        return settings
     }
 
     /// `distrust: {list: FILE|URL, vendor: apple|mozilla|chrome, last_known_good:, refresh:, max_age:}`:

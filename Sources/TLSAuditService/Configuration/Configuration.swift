@@ -41,6 +41,8 @@ public struct ServiceConfiguration: Sendable, Hashable {
     public var probeModules: [ProbeModule] = []
     /// The trust inputs' sources and refresh (`ct:`, `distrust:`, `apple_roots:`); no source: the shipped snapshots.
     public var trustInputs = TrustInputSettings()
+    /// Following CT logs for the pin forecast (`ct: {follow: true}`); nil: not followed.
+    public var ctFollow: CTFollowSettings?
     /// `distrust: {list: FILE, vendor: apple|mozilla|chrome}`: date-bounded distrust (nil: the shipped table, by each target's policy).
     public var distrust: DistrustSetting?
     /// Where results wait when the store cannot take them at a stop (the state directory).
@@ -253,7 +255,10 @@ struct ConfigurationParser {
         if let node = mapping["node"] { configuration.node = nodeIdentity(node) }
         if let node = mapping["fleet"] { configuration.fleet = fleetSettings(node) }
         if let node = mapping["http"] { configuration.http = httpSettings(node) }
-        if let node = mapping["ct"] { configuration.trustInputs.ctLogList = certificateTransparency(node, database: configuration.database) }
+        if let node = mapping["ct"] {
+            configuration.trustInputs.ctLogList = certificateTransparency(node, database: configuration.database)
+            configuration.ctFollow = certificateTransparencyFollowing(node)
+        }
         if let node = mapping["distrust"] {
             (configuration.distrust, configuration.trustInputs.distrust) = distrust(node, database: configuration.database)
         }

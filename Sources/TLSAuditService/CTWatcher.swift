@@ -1,0 +1,189 @@
+import Foundation
+import Logging
+import TLSAuditCore
+import TLSAuditProbe
+import TLSAuditStore
+import TLSAuditSupport
+
+/// `ct: {follow: true}`: follows the RFC 6962 logs of the log list in force (usable, qualified and
+/// read-only ones) on a thread of its own and raises `pin.forecast-break` for a logged certificate
+/// that the pins of a configured name would refuse, before any server presents it. Each log's
+/// position is kept in the store after the alerts it led to (an alert's id makes a repeat a
+/// no-op), so a restart neither judges an entry twice into two alerts nor skips one. A log that
+/// forks, rewinds or serves entries its tree does not hold raises `ct.log-inconsistent` and
+/// nothing it served then is acted on. A log that fails is retried later (twice the poll interval
+/// per failure in a row, at most an hour, or what its 429 asked).
+final class CTWatcher: @unchecked Sendable {
+    // @unchecked: `stopped` and `retries` are read and written under `wake`'s lock or on the watcher's thread only.
+    private let settings: CTFollowSettings
+    private let writer: ResultWriter
+    private let scanner: TLSScanner
+    private let targets: @Sendable () -> [ScanTarget]
+    private let logger: Logger
+    private let wake = NSCondition()
+    private let finished = DispatchSemaphore(value: 0)
+    private var stopped = false
+    private var started = false
+    /// Per log id: when to try again, and the failures in a row.
+    private var retries: [String: (at: Date, failures: Int)] = [:]
+    /// Steps per log in one round: a log far behind is read over several rounds, the others not held up.
+    static let stepsPerRound = 50
+
+    init(settings: CTFollowSettings, writer: ResultWriter, scanner: TLSScanner, targets: @escaping @Sendable () -> [ScanTarget],
+         logger: Logger) {
+        self.settings = settings
+        self.writer = writer
+        self.scanner = scanner
+        self.targets = targets
+        self.logger = logger
+    }
+
+    func start() {
+        started = true
+        let thread = Thread { [self] in
+            while !isStopped {
+                round()
+                wake.lock()
+                if !stopped { _ = wake.wait(until: Date().addingTimeInterval(settings.poll)) }
+                wake.unlock()
+            }
+            finished.signal()
+        }
+        thread.name = "tlsaudit.ct"
+        thread.start()
+    }
+
+    /// Stops after the step in progress (each request is bounded by its timeout).
+    func stop(timeout: Double = 15) {
+        wake.lock()
+        stopped = true
+        wake.broadcast()
+        wake.unlock()
+        if started, finished.wait(timeout: .now() + timeout) == .timedOut {
+            logger.warning("the CT follower did not stop within \(Int(timeout)) s; leaving it")
+        }
+    }
+
+    private var isStopped: Bool {
+        wake.lock()
+        defer { wake.unlock() }
+        return stopped
+    }
+
+    /// The logs followed: RFC 6962 logs with a URL, usable, qualified or read-only.
+    static func followed(_ list: CTLogList) -> [CTLogList.Log] {
+        list.logs.filter { log in
+            !log.tiled && log.url != nil && [.usable, .qualified, .readonly].contains(log.state ?? .pending)
+        }
+    }
+
+    /// One round over the logs.
+    private func round() {
+        let names = PinForecast.pinnedNames(targets())
+        guard !names.isEmpty else {
+            logger.info("CT follower: no configured target pins anything; no log is read")
+            return
+        }
+        let needles = PinForecast.needles(names)
+        let states: [CTLogState]
+        do { states = try writer.perform { try $0.ctLogStates() } } catch {
+            logger.error("CT follower: cannot read the logs' positions: \(error); trying again next round")
+            return
+        }
+        for log in Self.followed(scanner.ctLogs) {
+            if isStopped { return }
+            if let retry = retries[log.id], retry.at > Date() { continue }
+            follow(log, names: names, needles: needles, stored: states.first { $0.logID == log.id })
+        }
+    }
+
+    private func follow(_ log: CTLogList.Log, names: [PinForecast.PinnedName], needles: [[UInt8]], stored: CTLogState?) {
+        guard let url = log.url, let client = CTLogClient(url: url, key: log.key, timeout: 10) else { return }
+        let follower = CTLogFollower(client: client, needles: needles)
+        do {
+            var position: CTLogPosition
+            if let stored, let decoded = try? JSONDecoder().decode(CTLogPosition.self, from: Data(stored.position.utf8)) {
+                position = decoded
+            } else {
+                position = try follower.start(fromBeginning: settings.fromBeginning)
+                try save(position, of: log, problem: nil)
+                logger.notice("CT follower: following \(log.description) from entry \(position.nextIndex) (its head: \(position.head?.treeSize ?? 0))")
+            }
+            for _ in 0..<Self.stepsPerRound {
+                if isStopped { return }
+                let step = try follower.step(position)
+                if let problem = step.problem {
+                    raiseProblem(problem, log: log, url: url)
+                    try save(position, of: log, problem: problem.description)
+                    return
+                }
+                for match in step.matches { judge(match.entry, index: match.index, log: log, names: names) }
+                if step.malformed > 0 { logger.warning("CT follower: \(step.malformed) entries of \(log.description) do not decode; skipped") }
+                position = step.position
+                try save(position, of: log, problem: nil)
+                if position.backlog == 0 { break }
+            }
+            retries[log.id] = nil
+        } catch let failure as CTLogFailure {
+            let failures = (retries[log.id]?.failures ?? 0) + 1
+            let delay = failure.retryAfter ?? min(3_600, settings.poll * pow(2, Double(min(failures, 12))))
+            retries[log.id] = (Date().addingTimeInterval(delay), failures)
+            logger.warning("CT follower: \(log.description): \(failure) (\(failure.kind.rawValue)); trying again in \(Int(delay)) s")
+        } catch {
+            logger.error("CT follower: cannot keep \(log.description)'s position: \(error); it is read again from the stored one")
+        }
+    }
+
+    private func save(_ position: CTLogPosition, of log: CTLogList.Log, problem: String?) throws {
+        let json = String(decoding: try JSONEncoder().encode(position), as: UTF8.self)
+        try writer.perform { try $0.saveCTLogState(CTLogState(logID: log.id, position: json, problem: problem, updatedAt: Date())) }
+    }
+
+    /// The pin forecast of one logged certificate, for each pinned name it reaches.
+    private func judge(_ entry: ParsedLogEntry, index: UInt64, log: CTLogList.Log, names: [PinForecast.PinnedName]) {
+        let chain: LoggedChain
+        do {
+            chain = try LoggedChain(entry, store: scanner.options.trustStore, at: Date())
+        } catch {
+            logger.warning("CT follower: entry \(index) of \(log.description) names a pinned name but cannot be judged: \(error)")
+            return
+        }
+        guard let leaf = chain.presented.first else { return }
+        for name in names {
+            guard let host = name.reaches(chain.names) else { continue }
+            let evaluation = PinForecast.judge(name, host: host, presented: chain.presented, building: chain.building, now: Date(),
+                                               buildWithPinnedAnchors: chain.buildWithPinnedAnchors)
+            guard evaluation.state == .mismatch else {
+                logger.info("CT follower: a certificate for \(host) (\(log.description) #\(index)) is covered by the pins of \(name.pinnedBy)")
+                continue
+            }
+            let identity = Digest.sha256Hex(Array("\(leaf.serial)|\(leaf.issuer)|\(leaf.spkiSHA256)|\(name.target)|\(name.pinnedBy)".utf8))
+            let alert = Alert(
+                id: "pin.forecast-break-" + identity.prefix(32), kind: .pinForecastBreak, severity: .critical, target: name.target,
+                host: host, port: name.port, address: "ct:\(log.description)#\(index)", createdAt: Date(),
+                summary: "a certificate for \(host) logged in \(log.description) would be refused by the pins of \(name.pinnedBy) "
+                    + "(\(evaluation.message)); deployed, pinned clients fail (NSURLErrorCancelled -999 under AFNetworking, "
+                    + "NSURLErrorServerCertificateUntrusted -1202 under NSPinnedDomains): add its key as a backup pin before it is deployed, or reissue it with a pinned key",
+                changes: ["serial": leaf.serial, "issuer": leaf.issuer, "spki": "sha256/\(leaf.spkiSHA256)",
+                          "not_before": Timestamp.format(leaf.notBefore), "log": log.description, "index": "\(index)",
+                          "precertificate": entry.precertificate ? "true" : "false", "pinned_by": name.pinnedBy,
+                          "afnetworking_error": "-999", "ns_pinned_domains_error": "-1202"])
+            do {
+                if try writer.raise(alert) {
+                    logger.notice("CT follower: pin forecast break for \(host): \(log.description) #\(index), pinned by \(name.pinnedBy)")
+                }
+            } catch {
+                logger.error("CT follower: cannot store the pin forecast alert for \(host): \(error)")
+            }
+        }
+    }
+
+    private func raiseProblem(_ problem: CTLogProblem, log: CTLogList.Log, url: String) {
+        let alert = Alert(id: "ct.log-inconsistent-" + Digest.sha256Hex(Array("\(log.id)|\(problem)".utf8)).prefix(32),
+                          kind: .ctLogInconsistent, severity: .critical, target: "ct-log:\(log.id)", host: "", port: 0, address: url,
+                          createdAt: Date(), summary: "\(log.description): \(problem); nothing it served then is acted on",
+                          changes: ["log": log.description, "problem": problem.description])
+        do { _ = try writer.raise(alert) } catch { logger.error("CT follower: cannot store the alert about \(log.description): \(error)") }
+        logger.error("CT follower: \(log.description): \(problem)")
+    }
+}

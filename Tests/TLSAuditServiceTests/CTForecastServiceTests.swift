@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+import TLSAuditCore
+import TLSAuditLab
+import TLSAuditProbe
+import TLSAuditServiceLab
+import TLSAuditSQLite
+import TLSAuditStore
+
+/// `serve` with `ct: {follow: true}` against a real RFC 6962 log on loopback: the pin forecast.
+@Suite("Pin forecast in serve", .serialized)
+struct CTForecastServiceTests {
+    let lab = ServiceLab.shared
+
+    func spki(_ certificate: LabCertificate) -> String { Data(Digest.sha256(certificate.spkiDER)).base64EncodedString() }
+
+    func alerts(_ database: String, _ kind: AlertKind) throws -> [StoredAlert] {
+        try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).alerts(limit: 100).filter { $0.alert.kind == kind }
+    }
+
+    @Test("a new key for a pinned name raises pin.forecast-break once (its precertificate and itself are one); a covered renewal and another name do not; a restart resumes at the next entry; a fork is ct.log-inconsistent, acted on no further")
+    func forecast() throws {
+        let host = ServiceLab.hostname
+        let current = try lab.intermediate.issue(.server([host]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [current, lab.intermediate]))
+        defer { server.stop() }
+        let ctLog = try LabCTLog("Lab Log serve", operator: "lab")
+        let log = try LabCTLogServer(ctLog)
+        defer { log.stop() }
+        let workspace = try lab.workspace("ct-forecast")
+        let listFile = workspace.appendingPathComponent("logs.json")
+        let list: [String: Any] = ["version": "lab", "log_list_timestamp": "2026-11-01T00:00:00Z",
+                                   "operators": [["name": "lab", "email": ["ct@lab.test"], "logs": [ctLog.listEntry(url: log.url)]]]]
+        try JSONSerialization.data(withJSONObject: list).write(to: listFile)
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try """
+            database: \(database)
+            log_level: info
+            ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s}
+            defaults: {interval: 30s, timeout: 3s, sni: \(host), addresses: [127.0.0.1], trust: {ca_file: \(lab.rootFile)}}
+            targets:
+              - {host: \(host), port: \(server.port), name: pinned, pins: {leaf_identities: [\(spki(current))]}}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+
+        // Logged before the start: another name, the pinned name with a new key (its precertificate
+        // first, then itself), the pinned name renewed with its pinned key.
+        let newKey = try lab.intermediate.issue(.server([host]))
+        var sameKeyRequest = LabCertificateRequest.server([host])
+        sameKeyRequest.existingKey = current.key
+        log.add(try lab.intermediate.issue(.server(["elsewhere.tlsaudit.test"])), chain: [lab.intermediate])
+        try log.addPrecertificate(newKey, issuer: lab.intermediate, chain: [lab.intermediate])
+        log.add(newKey, chain: [lab.intermediate])
+        log.add(try lab.intermediate.issue(sameKeyRequest), chain: [lab.intermediate])
+        log.publish()
+
+        var service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("the forecast alert") { (try? alerts(database, .pinForecastBreak).count) == 1 }
+        service.wait("the log read to its end") { !service.lines(containing: "is covered by the pins of target pinned").isEmpty }
+        let first = try #require(try alerts(database, .pinForecastBreak).first?.alert)
+        #expect(first.target == "pinned" && first.host == host && first.severity == .critical)
+        #expect(first.changes["index"] == "1" && first.changes["precertificate"] == "true", "raised at the precertificate, the first sight")
+        #expect(first.changes["spki"] == "sha256/" + spki(newKey))
+        #expect(first.summary.contains("-999") && first.summary.contains("-1202"))
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+        #expect(try alerts(database, .pinForecastBreak).count == 1, "the final certificate after its precertificate is the same event")
+
+        // Restarted after two more entries: only they are read.
+        let another = try lab.intermediate.issue(.server([host]))
+        log.add(another, chain: [lab.intermediate])
+        log.add(try lab.intermediate.issue(.server(["elsewhere.tlsaudit.test"])), chain: [lab.intermediate])
+        log.publish()
+        service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("the second forecast alert") { (try? alerts(database, .pinForecastBreak).count) == 2 }
+        let indexes = try alerts(database, .pinForecastBreak).compactMap { $0.alert.changes["index"] }.sorted()
+        #expect(indexes == ["1", "4"], "no entry judged twice into a second alert, none skipped")
+        service.wait("the position past the last entry") {
+            let states = (try? SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates()) ?? []
+            return states.first.flatMap { try? JSONDecoder().decode(CTLogPosition.self, from: Data($0.position.utf8)) }?.nextIndex == 6
+        }
+
+        // The log forks: an alert, and the forked history's certificate is not acted on.
+        log.set(.fork(at: 0))
+        log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
+        log.publish()
+        service.wait("the fork's alert") { (try? alerts(database, .ctLogInconsistent).count) == 1 }
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(try alerts(database, .ctLogInconsistent).count == 1, "once, however many rounds see it")
+        #expect(try alerts(database, .pinForecastBreak).count == 2, "nothing from the forked history")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+    }
+}
