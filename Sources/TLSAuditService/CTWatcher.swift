@@ -10,9 +10,11 @@ import TLSAuditSupport
 /// that the pins of a configured name would refuse, before any server presents it. Each log's
 /// position is kept in the store after the alerts it led to (an alert's id makes a repeat a
 /// no-op), so a restart neither judges an entry twice into two alerts nor skips one. A log that
-/// forks, rewinds or serves entries its tree does not hold raises `ct.log-inconsistent` and
-/// nothing it served then is acted on. A log that fails is retried later (twice the poll interval
-/// per failure in a row, at most an hour, or what its 429 asked).
+/// forks, rewinds or serves entries its tree does not hold raises `ct.log-inconsistent` once (per
+/// log and known head), nothing it served then is acted on, and it is looked at again an hour
+/// later. A log that fails is retried later (twice the poll interval per failure in a row, or what
+/// its 429 asked, at most an hour). An alert that cannot be stored leaves the position where it
+/// was: the entries are read again next round. Certificates already expired are not judged.
 final class CTWatcher: @unchecked Sendable {
     // @unchecked: `stopped` and `retries` are read and written under `wake`'s lock or on the watcher's thread only.
     private let settings: CTFollowSettings
@@ -28,6 +30,8 @@ final class CTWatcher: @unchecked Sendable {
     private var retries: [String: (at: Date, failures: Int)] = [:]
     /// Steps per log in one round: a log far behind is read over several rounds, the others not held up.
     static let stepsPerRound = 50
+    /// Whether "nothing pinned" was said (once, not every round).
+    private var saidNothingPinned = false
 
     init(settings: CTFollowSettings, writer: ResultWriter, scanner: TLSScanner, targets: @escaping @Sendable () -> [ScanTarget],
          logger: Logger) {
@@ -53,14 +57,19 @@ final class CTWatcher: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops after the step in progress (each request is bounded by its timeout).
-    func stop(timeout: Double = 15) {
+    /// Asks the thread to stop after the step in progress (each request is bounded by its timeout).
+    func beginStopping() {
         wake.lock()
         stopped = true
         wake.broadcast()
         wake.unlock()
-        if started, finished.wait(timeout: .now() + timeout) == .timedOut {
-            logger.warning("the CT follower did not stop within \(Int(timeout)) s; leaving it")
+    }
+
+    /// Waits for the thread to end, until `deadline`.
+    func finish(by deadline: Date) {
+        beginStopping()
+        if started, finished.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .timedOut {
+            logger.warning("the CT follower did not stop in time; its step in progress is left to end on its own")
         }
     }
 
@@ -81,9 +90,11 @@ final class CTWatcher: @unchecked Sendable {
     private func round() {
         let names = PinForecast.pinnedNames(targets())
         guard !names.isEmpty else {
-            logger.info("CT follower: no configured target pins anything; no log is read")
+            if !saidNothingPinned { logger.notice("CT follower: no configured target pins anything; no log is read") }
+            saidNothingPinned = true
             return
         }
+        saidNothingPinned = false
         let needles = PinForecast.needles(names)
         let states: [CTLogState]
         do { states = try writer.perform { try $0.ctLogStates() } } catch {
@@ -102,8 +113,15 @@ final class CTWatcher: @unchecked Sendable {
         let follower = CTLogFollower(client: client, needles: needles)
         do {
             var position: CTLogPosition
-            if let stored, let decoded = try? JSONDecoder().decode(CTLogPosition.self, from: Data(stored.position.utf8)) {
-                position = decoded
+            if let stored {
+                do {
+                    position = try JSONDecoder().decode(CTLogPosition.self, from: Data(stored.position.utf8))
+                } catch {
+                    // Not overwritten: starting again would skip entries (start: end) or read the whole log again.
+                    logger.error("CT follower: the stored position of \(log.description) cannot be read (\(error)); the log is not followed until it is mended")
+                    retries[log.id] = (Date().addingTimeInterval(3_600), 0)
+                    return
+                }
             } else {
                 position = try follower.start(fromBeginning: settings.fromBeginning)
                 try save(position, of: log, problem: nil)
@@ -113,11 +131,17 @@ final class CTWatcher: @unchecked Sendable {
                 if isStopped { return }
                 let step = try follower.step(position)
                 if let problem = step.problem {
-                    raiseProblem(problem, log: log, url: url)
+                    raiseProblem(problem, log: log, url: url, known: position.head)
                     try save(position, of: log, problem: problem.description)
+                    retries[log.id] = (Date().addingTimeInterval(max(settings.poll, 3_600)), 0)
                     return
                 }
-                for match in step.matches { judge(match.entry, index: match.index, log: log, names: names) }
+                var stored = true
+                for match in step.matches where !judge(match.entry, index: match.index, log: log, names: names) { stored = false }
+                guard stored else {
+                    logger.error("CT follower: \(log.description): an alert could not be stored; its entries are read again next round")
+                    return
+                }
                 if step.malformed > 0 { logger.warning("CT follower: \(step.malformed) entries of \(log.description) do not decode; skipped") }
                 position = step.position
                 try save(position, of: log, problem: nil)
@@ -126,9 +150,9 @@ final class CTWatcher: @unchecked Sendable {
             retries[log.id] = nil
         } catch let failure as CTLogFailure {
             let failures = (retries[log.id]?.failures ?? 0) + 1
-            let delay = failure.retryAfter ?? min(3_600, settings.poll * pow(2, Double(min(failures, 12))))
+            let delay = min(3_600, max(settings.poll, failure.retryAfter ?? settings.poll * pow(2, Double(min(failures, 12)))))
             retries[log.id] = (Date().addingTimeInterval(delay), failures)
-            logger.warning("CT follower: \(log.description): \(failure) (\(failure.kind.rawValue)); trying again in \(Int(delay)) s")
+            logger.warning("CT follower: \(log.description): \(failure) (\(failure.kind.rawValue)); trying again in \(Int(delay.rounded())) s")
         } catch {
             logger.error("CT follower: cannot keep \(log.description)'s position: \(error); it is read again from the stored one")
         }
@@ -139,16 +163,19 @@ final class CTWatcher: @unchecked Sendable {
         try writer.perform { try $0.saveCTLogState(CTLogState(logID: log.id, position: json, problem: problem, updatedAt: Date())) }
     }
 
-    /// The pin forecast of one logged certificate, for each pinned name it reaches.
-    private func judge(_ entry: ParsedLogEntry, index: UInt64, log: CTLogList.Log, names: [PinForecast.PinnedName]) {
+    /// The pin forecast of one logged certificate, for each pinned name it reaches; false when an
+    /// alert it raised could not be stored.
+    private func judge(_ entry: ParsedLogEntry, index: UInt64, log: CTLogList.Log, names: [PinForecast.PinnedName]) -> Bool {
         let chain: LoggedChain
         do {
             chain = try LoggedChain(entry, store: scanner.options.trustStore, at: Date())
         } catch {
             logger.warning("CT follower: entry \(index) of \(log.description) names a pinned name but cannot be judged: \(error)")
-            return
+            return true
         }
-        guard let leaf = chain.presented.first else { return }
+        // A certificate already expired is never deployed again.
+        guard let leaf = chain.presented.first, leaf.notAfter > Date() else { return true }
+        var stored = true
         for name in names {
             guard let host = name.reaches(chain.names) else { continue }
             let evaluation = PinForecast.judge(name, host: host, presented: chain.presented, building: chain.building, now: Date(),
@@ -174,12 +201,17 @@ final class CTWatcher: @unchecked Sendable {
                 }
             } catch {
                 logger.error("CT follower: cannot store the pin forecast alert for \(host): \(error)")
+                stored = false
             }
         }
+        return stored
     }
 
-    private func raiseProblem(_ problem: CTLogProblem, log: CTLogList.Log, url: String) {
-        let alert = Alert(id: "ct.log-inconsistent-" + Digest.sha256Hex(Array("\(log.id)|\(problem)".utf8)).prefix(32),
+    /// One alert per log and known head: a log that keeps growing a forked history is one event.
+    private func raiseProblem(_ problem: CTLogProblem, log: CTLogList.Log, url: String, known: SignedTreeHead?) {
+        let kind = switch problem { case .rewound: "rewound"; case .inconsistent: "inconsistent"; case .entriesDoNotMatch: "entries" }
+        let knownHead = known.map { "\($0.treeSize)|\(Data($0.rootHash).base64EncodedString())" } ?? "none"
+        let alert = Alert(id: "ct.log-inconsistent-" + Digest.sha256Hex(Array("\(log.id)|\(kind)|\(knownHead)".utf8)).prefix(32),
                           kind: .ctLogInconsistent, severity: .critical, target: "ct-log:\(log.id)", host: "", port: 0, address: url,
                           createdAt: Date(), summary: "\(log.description): \(problem); nothing it served then is acted on",
                           changes: ["log": log.description, "problem": problem.description])

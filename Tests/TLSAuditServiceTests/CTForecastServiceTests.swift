@@ -85,10 +85,14 @@ struct CTForecastServiceTests {
         log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
         log.publish()
         service.wait("the fork's alert") { (try? alerts(database, .ctLogInconsistent).count) == 1 }
+        // The forked history grows: still the one event.
+        log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
+        log.publish()
         Thread.sleep(forTimeInterval: 2.5)
         #expect(try alerts(database, .ctLogInconsistent).count == 1, "once, however many rounds see it")
         #expect(try alerts(database, .pinForecastBreak).count == 2, "nothing from the forked history")
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
+        #expect(try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates().first?.problem?.contains("forked") == true)
     }
 }

@@ -100,10 +100,13 @@ public struct CTLogFollower: Sendable {
         if newest.treeSize < known.treeSize {
             // An older head (a cache or a replica behind) is no fault when the known one extends
             // it; the reading goes on toward the known head.
-            let consistent = newest.treeSize == 0 || (try? client.consistency(first: newest.treeSize, second: known.treeSize)).map { proof in
-                MerkleTree.verifyConsistency(first: newest.treeSize, second: known.treeSize, firstRoot: newest.rootHash,
-                                             secondRoot: known.rootHash, proof: proof) != nil
-            } == true
+            // A log that cannot answer for the proof now fails this step; it does not count as a rewind.
+            var consistent = newest.treeSize == 0
+            if !consistent {
+                let proof = try client.consistency(first: newest.treeSize, second: known.treeSize)
+                consistent = MerkleTree.verifyConsistency(first: newest.treeSize, second: known.treeSize, firstRoot: newest.rootHash,
+                                                          secondRoot: known.rootHash, proof: proof) != nil
+            }
             guard consistent else {
                 step.problem = .rewound(from: known.treeSize, to: newest.treeSize)
                 return step

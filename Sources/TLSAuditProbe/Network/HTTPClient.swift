@@ -88,7 +88,7 @@ public enum HTTPClient {
     public struct Response: Sendable, Equatable {
         public var status: Int
         public var reason: String
-        /// Retry-After in seconds, when the answer gave it so (a 429 or 503 asking for a pause).
+        /// Retry-After in seconds (at most a day), when the answer gave it so (a 429 or 503 asking for a pause).
         public var retryAfter: Double? = nil
     }
 
@@ -260,7 +260,9 @@ public enum HTTPClient {
         }
         let fields = headerFields(received[..<headerEnd])
         func field(_ name: String) -> String? { fields.first { $0.name == name }?.value }
-        response.retryAfter = field("retry-after").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }.flatMap { $0 >= 0 ? $0 : nil }
+        // Seconds only (an HTTP date is ignored), finite, at most a day.
+        response.retryAfter = field("retry-after").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
+            .flatMap { $0.isFinite && $0 >= 0 ? min($0, 86_400) : nil }
         var body = Array(received[headerEnd...])
         func tooLarge() -> HTTPRequestFailure { HTTPRequestFailure("\(display) sent more than \(maximumBody) bytes", tooLarge: true) }
         if field("transfer-encoding")?.lowercased().contains("chunked") == true {
