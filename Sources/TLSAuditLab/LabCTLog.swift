@@ -133,11 +133,8 @@ extension LabCertificate {
         let issued = try issue(request)
         let x509 = issued.certificate.pointer
         // The TBS as signed (its signature algorithm set) is what the precertificate's would be.
-        var out: UnsafeMutablePointer<UInt8>?
-        let length = i2d_re_X509_tbs(x509, &out)
-        guard length > 0, let out else { throw OpenSSLFailure("cannot encode the TBSCertificate") }
-        let tbs = Array(UnsafeBufferPointer(start: out, count: Int(length)))
-        tlsaudit_OPENSSL_free(out)
+        let tbs = issued.tbsDER
+        guard !tbs.isEmpty else { throw OpenSSLFailure("cannot encode the TBSCertificate") }
         let entry = [0, 1] + Digest.sha256(certificate.spkiDER()) + LabCTLog.prefixed(tbs, 3)
         let value = LabCTLog.octetString(LabCTLog.list(scts.map { $0(entry) }))
         let hex = value.map { String(format: "%02X", $0) }.joined(separator: ":")

@@ -202,7 +202,7 @@ public final class ScanService: Service, @unchecked Sendable {
         if configuration.ctFollow != nil, fleet != nil {
             logger.warning("ct: follow is not run in fleet mode yet (logs are not leased to nodes); no log is followed")
         }
-        let ctWatcher = configuration.ctFollow.flatMap { settings in fleet != nil ? nil : Optional(settings) }.map { settings in
+        let ctWatcher = (fleet == nil ? configuration.ctFollow : nil).map { settings in
             CTWatcher(settings: settings, writer: writer, scanner: scanner, targets: { [weak self] in
                 guard let self else { return [] }
                 return control.sync { configuration.targets.map(\.scanTarget) }

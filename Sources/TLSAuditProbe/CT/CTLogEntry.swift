@@ -109,7 +109,8 @@ public struct ParsedLogEntry: Sendable {
         }
     }
 
-    @inline(__always) private static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+    /// An ASCII byte in lower case (other bytes as they are).
+    @inline(__always) static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
 }
 
 /// Reads TLS presentation-language fields (RFC 8446 §3) with bounds checks: nil past the end.

@@ -76,7 +76,7 @@ public struct CTLogFollower: Sendable {
     public init(client: CTLogClient, chunk: UInt64 = 1_000, needles: [[UInt8]], matchBytes: Int = 32 << 20) {
         self.client = client
         self.chunk = max(1, chunk)
-        self.needles = needles.map { $0.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 } }
+        self.needles = needles.map { $0.map(ParsedLogEntry.lower) }
         self.matchBytes = matchBytes
     }
 

@@ -67,16 +67,7 @@ public struct LoggedChain: Sendable {
 
     /// The TBSCertificate of `certificate` without its poison extension, as the log's leaf holds it.
     static func tbsWithoutPoison(_ certificate: X509Certificate) -> [UInt8]? {
-        guard let copy = X509_dup(certificate.pointer) else { return nil }
-        defer { X509_free(copy) }
-        let index = X509_get_ext_by_NID(copy, NID_ct_precert_poison, -1)
-        guard index >= 0, let removed = X509_delete_ext(copy, index) else { OpenSSLErrors.clear(); return nil }
-        X509_EXTENSION_free(removed)
-        var out: UnsafeMutablePointer<UInt8>?
-        let length = i2d_re_X509_tbs(copy, &out)
-        guard length > 0, let out else { OpenSSLErrors.clear(); return nil }
-        defer { tlsaudit_OPENSSL_free(out) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+        certificate.tbsCertificate(without: NID_ct_precert_poison)
     }
 
     /// The certificate's DNS names (its SANs: Apple's clients read no common name).

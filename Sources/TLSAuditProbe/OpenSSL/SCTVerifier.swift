@@ -164,19 +164,8 @@ package enum SCTVerifier {
     /// `LogEntryType precert_entry`: the issuer's key hash and the leaf's TBSCertificate with the
     /// SCT list extension removed (what the log signed before the SCTs were embedded).
     static func precertificateEntry(leaf: X509Certificate, issuer: X509Certificate) -> [UInt8]? {
-        guard let copy = X509_dup(leaf.pointer) else { return nil }
-        defer { X509_free(copy) }
-        let index = X509_get_ext_by_NID(copy, NID_ct_precert_scts, -1)
-        guard index >= 0, let removed = X509_delete_ext(copy, index) else { OpenSSLErrors.clear(); return nil }
-        X509_EXTENSION_free(removed)
-        // A precertificate's poison extension is not in a final certificate; remove one if present, as OpenSSL does.
-        let poison = X509_get_ext_by_NID(copy, NID_ct_precert_poison, -1)
-        if poison >= 0, let extra = X509_delete_ext(copy, poison) { X509_EXTENSION_free(extra) }
-        var out: UnsafeMutablePointer<UInt8>?
-        let length = i2d_re_X509_tbs(copy, &out)
-        guard length > 0, let out else { OpenSSLErrors.clear(); return nil }
-        defer { tlsaudit_OPENSSL_free(out) }
-        let tbs = Array(UnsafeBufferPointer(start: out, count: Int(length)))
+        // A precertificate's poison extension is not in a final certificate; removed too if present, as OpenSSL does.
+        guard let tbs = leaf.tbsCertificate(without: NID_ct_precert_scts, alsoWithout: [NID_ct_precert_poison]) else { return nil }
         return [0, 1] + Digest.sha256(issuer.spkiDER()) + lengthPrefixed(tbs, bytes: 3)
     }
 

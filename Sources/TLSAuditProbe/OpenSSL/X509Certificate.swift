@@ -188,6 +188,26 @@ package final class X509Certificate: @unchecked Sendable {
     }
 
     /// DER of the SubjectPublicKeyInfo (the input of an SPKI pin).
+    /// The TBSCertificate (DER, re-encoded) without the extension `required` (nil when the
+    /// certificate has none) and without those of `optional` it has: what a CT log's leaf holds
+    /// for a precertificate, or what its SCTs sign for a certificate with embedded SCTs.
+    func tbsCertificate(without required: Int32, alsoWithout optional: [Int32] = []) -> [UInt8]? {
+        guard let copy = X509_dup(pointer) else { return nil }
+        defer { X509_free(copy) }
+        let index = X509_get_ext_by_NID(copy, required, -1)
+        guard index >= 0, let removed = X509_delete_ext(copy, index) else { OpenSSLErrors.clear(); return nil }
+        X509_EXTENSION_free(removed)
+        for nid in optional {
+            let other = X509_get_ext_by_NID(copy, nid, -1)
+            if other >= 0, let extra = X509_delete_ext(copy, other) { X509_EXTENSION_free(extra) }
+        }
+        var out: UnsafeMutablePointer<UInt8>?
+        let length = i2d_re_X509_tbs(copy, &out)
+        guard length > 0, let out else { OpenSSLErrors.clear(); return nil }
+        defer { tlsaudit_OPENSSL_free(out) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+    }
+
     package func spkiDER() -> [UInt8] {
         guard let spki = X509_get_X509_PUBKEY(pointer) else { return [] }
         var out: UnsafeMutablePointer<UInt8>?
