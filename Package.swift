@@ -53,7 +53,8 @@ let package = Package(
             name: "CLibPQ",
             providers: [.apt(["libpq-dev"])]
         ),
-        // zlib's header, for raw inflate of .ipa entries (Debian's zlib1g-dev): TLSAuditApp only.
+        // zlib's header (Debian's zlib1g-dev): raw inflate of .ipa entries (TLSAuditApp) and gzip
+        // answers over HTTP, as static-ct-api logs send their tiles (TLSAuditProbe).
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
@@ -95,7 +96,7 @@ let package = Package(
         // building, revocation, the HTTP client.
         .target(
             name: "TLSAuditProbe",
-            dependencies: ["TLSAuditSupport", "COpenSSL", "TLSAuditModel"],
+            dependencies: ["TLSAuditSupport", "COpenSSL", "CZlib", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The loopback lab: test PKI (certificates and CRLs made with OpenSSL), in-process TLS,

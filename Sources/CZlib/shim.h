@@ -9,4 +9,10 @@ static inline int CZlib_inflateInitRaw(z_stream *stream) {
     return inflateInit2(stream, -15);
 }
 
+/// windowBits 16 + 15 reads a gzip member (RFC 1952: header, deflate data, CRC-32 and size), as an
+/// HTTP answer with `Content-Encoding: gzip` holds it.
+static inline int CZlib_inflateInitGzip(z_stream *stream) {
+    return inflateInit2(stream, 16 + 15);
+}
+
 #endif

@@ -144,6 +144,14 @@ public final class LabCTLogServer: Sendable {
         }
     }
 
+    /// The entries and leaf hashes as served now (the forked history when forked), and the head published.
+    func snapshot() -> (entries: [RawLogEntry], hashes: [[UInt8]], head: SignedTreeHead?) {
+        shared.state.withLock { state in
+            let view = state.view()
+            return (view.entries, view.hashes, state.head)
+        }
+    }
+
     /// Requests answered so far at `endpoint` (`get-sth`, `get-entries`, ...).
     public func requests(to endpoint: String) -> Int { shared.state.withLock { $0.requests[endpoint] ?? 0 } }
 

@@ -5,8 +5,8 @@ import TLSAuditProbe
 import TLSAuditStore
 import TLSAuditSupport
 
-/// `ct: {follow: true}`: follows the RFC 6962 logs of the log list in force (usable, qualified and
-/// read-only ones) on a thread of its own and raises `pin.forecast-break` for a logged certificate
+/// `ct: {follow: true}`: follows the logs of the log list in force (usable, qualified and
+/// read-only ones; RFC 6962 and static-ct-api) on a thread of its own and raises `pin.forecast-break` for a logged certificate
 /// that the pins of a configured name would refuse, before any server presents it. Each log's
 /// position is kept in the store after the alerts it led to (an alert's id makes a repeat a
 /// no-op), so a restart neither judges an entry twice into two alerts nor skips one. A log that
@@ -79,11 +79,18 @@ final class CTWatcher: @unchecked Sendable {
         return stopped
     }
 
-    /// The logs followed: RFC 6962 logs with a URL, usable, qualified or read-only.
+    /// The logs followed: RFC 6962 and static-ct-api logs with a URL (a tiled log's monitoring
+    /// URL), usable, qualified or read-only.
     static func followed(_ list: CTLogList) -> [CTLogList.Log] {
         list.logs.filter { log in
-            !log.tiled && log.url != nil && [.usable, .qualified, .readonly].contains(log.state ?? .pending)
+            log.url != nil && [.usable, .qualified, .readonly].contains(log.state ?? .pending)
         }
+    }
+
+    /// The reader of `log`: its tiles for a static-ct-api log, its RFC 6962 API otherwise.
+    static func source(of log: CTLogList.Log) -> (any CTLogSource)? {
+        guard let url = log.url else { return nil }
+        return log.tiled ? CTTileClient(url: url, key: log.key, timeout: 10) : CTLogClient(url: url, key: log.key, timeout: 10)
     }
 
     /// One round over the logs.
@@ -109,7 +116,7 @@ final class CTWatcher: @unchecked Sendable {
     }
 
     private func follow(_ log: CTLogList.Log, names: [PinForecast.PinnedName], needles: [[UInt8]], stored: CTLogState?) {
-        guard let url = log.url, let client = CTLogClient(url: url, key: log.key, timeout: 10) else { return }
+        guard let url = log.url, let client = Self.source(of: log) else { return }
         let follower = CTLogFollower(client: client, needles: needles)
         do {
             var position: CTLogPosition

@@ -18,6 +18,27 @@ struct CTForecastServiceTests {
         try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).alerts(limit: 100).filter { $0.alert.kind == kind }
     }
 
+    /// The log list of `logs` and `tiledLogs`, and a configuration following them for one target
+    /// pinning `pinning`'s key: the database's path and the configuration's.
+    func files(_ workspace: URL, logs: [[String: Any]], tiledLogs: [[String: Any]] = [], host: String, port: Int,
+               pinning: LabCertificate) throws -> (database: String, config: String) {
+        let listFile = workspace.appendingPathComponent("logs.json")
+        let list: [String: Any] = ["version": "lab", "log_list_timestamp": "2026-11-01T00:00:00Z",
+                                   "operators": [["name": "lab", "email": ["ct@lab.test"], "logs": logs, "tiled_logs": tiledLogs]]]
+        try JSONSerialization.data(withJSONObject: list).write(to: listFile)
+        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        try """
+            database: \(database)
+            log_level: info
+            ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s}
+            defaults: {interval: 30s, timeout: 3s, sni: \(host), addresses: [127.0.0.1], trust: {ca_file: \(lab.rootFile)}}
+            targets:
+              - {host: \(host), port: \(port), name: pinned, pins: {leaf_identities: [\(spki(pinning))]}}
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        return (database, config)
+    }
+
     @Test("a new key for a pinned name raises pin.forecast-break once (its precertificate and itself are one); a covered renewal and another name do not; a restart resumes at the next entry; a fork is ct.log-inconsistent, acted on no further")
     func forecast() throws {
         let host = ServiceLab.hostname
@@ -28,20 +49,7 @@ struct CTForecastServiceTests {
         let log = try LabCTLogServer(ctLog)
         defer { log.stop() }
         let workspace = try lab.workspace("ct-forecast")
-        let listFile = workspace.appendingPathComponent("logs.json")
-        let list: [String: Any] = ["version": "lab", "log_list_timestamp": "2026-11-01T00:00:00Z",
-                                   "operators": [["name": "lab", "email": ["ct@lab.test"], "logs": [ctLog.listEntry(url: log.url)]]]]
-        try JSONSerialization.data(withJSONObject: list).write(to: listFile)
-        let database = workspace.appendingPathComponent("tlsaudit.sqlite").path
-        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
-        try """
-            database: \(database)
-            log_level: info
-            ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s}
-            defaults: {interval: 30s, timeout: 3s, sni: \(host), addresses: [127.0.0.1], trust: {ca_file: \(lab.rootFile)}}
-            targets:
-              - {host: \(host), port: \(server.port), name: pinned, pins: {leaf_identities: [\(spki(current))]}}
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (database, config) = try files(workspace, logs: [ctLog.listEntry(url: log.url)], host: host, port: server.port, pinning: current)
 
         // Logged before the start: another name, the pinned name with a new key (its precertificate
         // first, then itself), the pinned name renewed with its pinned key.
@@ -94,5 +102,41 @@ struct CTForecastServiceTests {
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
         #expect(try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates().first?.problem?.contains("forked") == true)
+    }
+
+    @Test("serve follows a static-ct-api log (tiles served by nginx) like an RFC 6962 one: a new key for the pinned name is pin.forecast-break; a log answering 429 is asked again only after its Retry-After, the other log not held up")
+    func staticLogAndBackOff() throws {
+        let host = ServiceLab.hostname
+        let current = try lab.intermediate.issue(.server([host]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [current, lab.intermediate]))
+        defer { server.stop() }
+        let tiledLog = try LabCTLogServer(try LabCTLog("Lab Log tiled", operator: "lab"))
+        defer { tiledLog.stop() }
+        let tiled = try LabStaticCTLog(tiledLog)
+        defer { tiled.stop() }
+        let busyLog = try LabCTLog("Lab Log busy", operator: "lab")
+        let busy = try LabCTLogServer(busyLog)
+        defer { busy.stop() }
+        busy.set(.rateLimited)
+        let workspace = try lab.workspace("ct-static")
+        let (database, config) = try files(workspace, logs: [busyLog.listEntry(url: busy.url)], tiledLogs: [tiled.listEntry()],
+                                           host: host, port: server.port, pinning: current)
+        let elsewhere = try lab.intermediate.issue(.server(["elsewhere.tlsaudit.test"]))
+        for index in 0..<300 { tiledLog.add(elsewhere, chain: [lab.intermediate], at: Date(timeIntervalSince1970: 1_800_000_000 + Double(index))) }
+        let newKey = try lab.intermediate.issue(.server([host]))
+        tiledLog.add(newKey, chain: [lab.intermediate])
+        try tiled.publish()
+
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("the forecast alert from the tiled log") { (try? alerts(database, .pinForecastBreak).count) == 1 }
+        let alert = try #require(try alerts(database, .pinForecastBreak).first?.alert)
+        #expect(alert.changes["log"] == "Lab Log tiled" && alert.changes["index"] == "300")
+        #expect(alert.changes["spki"] == "sha256/" + spki(newKey))
+        service.wait("the busy log's 429") { !service.lines(containing: "rate-limited").isEmpty }
+        #expect(!service.lines(containing: "trying again in 7 s").isEmpty, "the log's Retry-After, not the poll interval")
+        Thread.sleep(forTimeInterval: 4)
+        #expect(busy.requests(to: "get-sth") == 1, "not asked again before its Retry-After, over four rounds of a second")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
     }
 }

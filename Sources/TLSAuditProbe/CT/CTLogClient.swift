@@ -67,9 +67,44 @@ public struct RawLogEntry: Sendable {
     public var leafHash: [UInt8] { MerkleTree.leafHash(leafInput) }
 }
 
+/// Where a follower reads a log: its newest signed tree head, consistency proofs between two of
+/// its heads, and its entries. `CTLogClient` reads an RFC 6962 log's API, `CTTileClient` a
+/// static-ct-api log's tiles; the follower's checks are the same for both.
+public protocol CTLogSource: Sendable {
+    /// The log's address, in messages.
+    var display: String { get }
+    /// The newest tree head, its signature checked with the log's key.
+    func treeHead() throws(CTLogFailure) -> SignedTreeHead
+    /// PROOF(first, D[second]) (RFC 6962 §2.1.2), `first` < `second` <= a size the log signed.
+    func consistency(first: UInt64, second: UInt64) throws(CTLogFailure) -> [[UInt8]]
+    /// Entries from `start` to `end` inclusive of the tree of `treeSize` entries the log signed: at
+    /// least one, never more than asked, in order.
+    func entries(from start: UInt64, to end: UInt64, treeSize: UInt64) throws(CTLogFailure) -> [RawLogEntry]
+}
+
+/// GETs of a log's resources, bounded in size and time, their failures sorted for the back-off.
+enum CTLogFetch {
+    static func get(_ base: URL, _ path: String, timeout: Double, maximumBody: Int,
+                    headers: [(name: String, value: String)] = []) throws(CTLogFailure) -> [UInt8] {
+        guard let url = URL(string: base.absoluteString + path) else { throw CTLogFailure(.malformed, "\(base)\(path) is not a URL") }
+        let fetched: (response: HTTPClient.Response, body: [UInt8])
+        do {
+            fetched = try HTTPClient.fetch("GET", url, headers: headers, timeout: timeout, maximumBody: maximumBody)
+        } catch {
+            throw CTLogFailure(error.tooLarge ? .malformed : .unreachable, error.description)
+        }
+        let response = fetched.response
+        switch response.status {
+        case 200: return fetched.body
+        case 429: throw CTLogFailure(.rateLimited, "\(url.absoluteString): 429 \(response.reason)", retryAfter: response.retryAfter)
+        default: throw CTLogFailure(.refused, "\(url.absoluteString): \(response.status) \(response.reason)", retryAfter: response.retryAfter)
+        }
+    }
+}
+
 /// A reader of one RFC 6962 log over HTTP(S): its tree head (signature checked), consistency
 /// proofs and entries. Every answer is bounded in size and time.
-public struct CTLogClient: Sendable {
+public struct CTLogClient: CTLogSource {
     /// The log's base URL, ending in `/` (`https://ct.example/2026h1/`).
     public let base: URL
     /// DER SubjectPublicKeyInfo of the log's key.
@@ -164,23 +199,17 @@ public struct CTLogClient: Sendable {
     }
 
     private func get<Answer: Decodable>(_ path: String) throws(CTLogFailure) -> Answer {
-        guard let url = URL(string: base.absoluteString + path) else { throw CTLogFailure(.malformed, "\(base)\(path) is not a URL") }
-        let fetched: (response: HTTPClient.Response, body: [UInt8])
+        let body = try CTLogFetch.get(base, path, timeout: timeout, maximumBody: maximumBody)
         do {
-            fetched = try HTTPClient.fetch("GET", url, timeout: timeout, maximumBody: maximumBody)
+            return try JSONDecoder().decode(Answer.self, from: Data(body))
         } catch {
-            throw CTLogFailure(error.tooLarge ? .malformed : .unreachable, error.description)
-        }
-        let response = fetched.response
-        switch response.status {
-        case 200: break
-        case 429: throw CTLogFailure(.rateLimited, "\(url.absoluteString): 429 \(response.reason)", retryAfter: response.retryAfter)
-        default: throw CTLogFailure(.refused, "\(url.absoluteString): \(response.status) \(response.reason)", retryAfter: response.retryAfter)
-        }
-        do {
-            return try JSONDecoder().decode(Answer.self, from: Data(fetched.body))
-        } catch {
-            throw CTLogFailure(.malformed, "\(url.absoluteString): not the JSON RFC 6962 defines (\(fetched.body.count) bytes)")
+            throw CTLogFailure(.malformed, "\(base)\(path): not the JSON RFC 6962 defines (\(body.count) bytes)")
         }
     }
+
+    public func entries(from start: UInt64, to end: UInt64, treeSize: UInt64) throws(CTLogFailure) -> [RawLogEntry] {
+        try entries(from: start, to: end)
+    }
+
+    public var display: String { base.absoluteString }
 }

@@ -116,7 +116,8 @@ public struct ParsedLogEntry: Sendable {
 /// Reads TLS presentation-language fields (RFC 8446 §3) with bounds checks: nil past the end.
 struct TLSReader {
     private let bytes: [UInt8]
-    private var offset = 0
+    /// Bytes read so far.
+    private(set) var offset = 0
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 

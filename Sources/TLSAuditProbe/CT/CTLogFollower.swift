@@ -59,11 +59,12 @@ public struct CTLogStep: Sendable {
     public var problem: CTLogProblem?
 }
 
-/// Follows one RFC 6962 log: verifies each new head against the last (consistency proof), reads
-/// the entries in bounded chunks and acts on none until their leaves are shown to be the signed
-/// tree's (each chunk's tree against the head by a consistency proof, the last by the root).
+/// Follows one log (RFC 6962 or static-ct-api, through its `CTLogSource`): verifies each new head
+/// against the last (consistency proof), reads the entries in bounded chunks and acts on none until
+/// their leaves are shown to be the signed tree's (each chunk's tree against the head by a
+/// consistency proof, the last by the root).
 public struct CTLogFollower: Sendable {
-    public let client: CTLogClient
+    public let client: any CTLogSource
     /// Entries read in one step at most (what is held in memory is this chunk's matches).
     public let chunk: UInt64
     /// Lowercase ASCII names a certificate must mention to be decoded (`ParsedLogEntry.mentions`).
@@ -73,7 +74,7 @@ public struct CTLogFollower: Sendable {
     /// (the entries up to there are verified and kept, the rest read in the next step).
     public let matchBytes: Int
 
-    public init(client: CTLogClient, chunk: UInt64 = 1_000, needles: [[UInt8]], matchBytes: Int = 32 << 20) {
+    public init(client: any CTLogSource, chunk: UInt64 = 1_000, needles: [[UInt8]], matchBytes: Int = 32 << 20) {
         self.client = client
         self.chunk = max(1, chunk)
         self.needles = needles.map { $0.map(ParsedLogEntry.lower) }
@@ -145,7 +146,7 @@ public struct CTLogFollower: Sendable {
         var matched = 0, malformed = 0
         var index = first
         pages: while index < end {
-            let page = try client.entries(from: index, to: end - 1)
+            let page = try client.entries(from: index, to: end - 1, treeSize: head.treeSize)
             for raw in page {
                 frontier.append(leafHash: raw.leafHash)
                 do {

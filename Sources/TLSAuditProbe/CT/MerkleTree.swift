@@ -30,18 +30,30 @@ public enum MerkleTree {
 
     /// PROOF(m, D[n]) of RFC 6962 §2.1.2: what a log answers to get-sth-consistency.
     public static func consistencyProof(from m: Int, leaves: ArraySlice<[UInt8]>) -> [[UInt8]] {
-        guard m > 0, m < leaves.count else { return [] }
-        return subproof(m, leaves, complete: true)
+        let start = leaves.startIndex
+        return consistencyProof(from: UInt64(m), size: UInt64(leaves.count)) { (first, end) -> [UInt8] in
+            root(leaves[(start + Int(first))..<(start + Int(end))])
+        }
     }
 
-    private static func subproof(_ m: Int, _ leaves: ArraySlice<[UInt8]>, complete: Bool) -> [[UInt8]] {
-        let n = leaves.count, start = leaves.startIndex
-        if m == n { return complete ? [] : [root(leaves)] }
-        let k = split(n)
+    /// PROOF(m, D[n]) made from the roots of parts of the tree: `rangeRoot(start, end)` is
+    /// MTH(D[start:end]), asked only for ranges that start at a multiple of the largest power of
+    /// two not above their length (what a tiled log's hashes give).
+    public static func consistencyProof<Failure: Error>(from m: UInt64, size n: UInt64,
+                                                        rangeRoot: (UInt64, UInt64) throws(Failure) -> [UInt8]) throws(Failure) -> [[UInt8]] {
+        guard m > 0, m < n else { return [] }
+        return try subproof(m, start: 0, end: n, complete: true, rangeRoot)
+    }
+
+    private static func subproof<Failure: Error>(_ m: UInt64, start: UInt64, end: UInt64, complete: Bool,
+                                                 _ rangeRoot: (UInt64, UInt64) throws(Failure) -> [UInt8]) throws(Failure) -> [[UInt8]] {
+        let n = end - start
+        if m == n { return complete ? [] : [try rangeRoot(start, end)] }
+        let k = UInt64(split(Int(n)))
         if m <= k {
-            return subproof(m, leaves[start..<start + k], complete: complete) + [root(leaves[(start + k)...])]
+            return try subproof(m, start: start, end: start + k, complete: complete, rangeRoot) + [try rangeRoot(start + k, end)]
         }
-        return subproof(m - k, leaves[(start + k)...], complete: false) + [root(leaves[start..<start + k])]
+        return try subproof(m - k, start: start + k, end: end, complete: false, rangeRoot) + [try rangeRoot(start, start + k)]
     }
 
     /// Checks a consistency proof between the tree heads of sizes `first` < `second` (RFC 9162

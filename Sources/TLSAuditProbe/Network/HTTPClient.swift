@@ -90,6 +90,8 @@ public enum HTTPClient {
         public var reason: String
         /// Retry-After in seconds (at most a day), when the answer gave it so (a 429 or 503 asking for a pause).
         public var retryAfter: Double? = nil
+        /// Content-Encoding, lowercase, when the answer named one (`fetch` inflates `gzip`).
+        public var contentEncoding: String? = nil
     }
 
     /// POSTs `body` to `url` (http or https) and returns the answer's status, everything done
@@ -103,12 +105,24 @@ public enum HTTPClient {
 
     /// Sends a request and reads the whole answer, its body at most `maximumBody` bytes (longer
     /// is an error, not a truncation), everything within `timeout` seconds. For revocation data
-    /// (OCSP responses, CRLs); the answer's status is the caller's to judge.
+    /// (OCSP responses, CRLs) and CT logs; the answer's status is the caller's to judge. A gzip
+    /// answer (`Content-Encoding: gzip`, which static-ct-api logs may send unasked) is inflated,
+    /// to at most `maximumBody` bytes too.
     static func fetch(_ method: String, _ url: URL, body: [UInt8] = [], headers: [(name: String, value: String)] = [],
                       timeout: Double, maximumBody: Int,
                       proxies: HTTPProxySettings = .fromEnvironment()) throws(HTTPRequestFailure) -> (response: Response, body: [UInt8]) {
-        try exchange(method, url, body: body, headers: headers, timeout: timeout, caFile: nil, proxies: proxies,
-                     maximumBody: maximumBody)
+        var answer = try exchange(method, url, body: body, headers: headers, timeout: timeout, caFile: nil, proxies: proxies,
+                                  maximumBody: maximumBody)
+        if answer.response.contentEncoding == "gzip" {
+            let inflated = Gzip.inflate(answer.body, maximum: maximumBody)
+            guard let bytes = inflated.bytes else {
+                throw inflated.tooLarge ? HTTPRequestFailure("\(url.absoluteString) inflates to more than \(maximumBody) bytes", tooLarge: true)
+                    : HTTPRequestFailure("\(url.absoluteString) sent a gzip answer that does not inflate")
+            }
+            answer.body = bytes
+            answer.response.contentEncoding = nil
+        }
+        return answer
     }
 
     /// One request; the answer's body is read when `maximumBody` is given, else only its status line.
@@ -263,6 +277,8 @@ public enum HTTPClient {
         // Seconds only (an HTTP date is ignored), finite, at most a day.
         response.retryAfter = field("retry-after").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) }
             .flatMap { $0.isFinite && $0 >= 0 ? min($0, 86_400) : nil }
+        response.contentEncoding = field("content-encoding").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .flatMap { $0.isEmpty || $0 == "identity" ? nil : $0 }
         var body = Array(received[headerEnd...])
         func tooLarge() -> HTTPRequestFailure { HTTPRequestFailure("\(display) sent more than \(maximumBody) bytes", tooLarge: true) }
         if field("transfer-encoding")?.lowercased().contains("chunked") == true {
