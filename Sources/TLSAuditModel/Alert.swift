@@ -25,6 +25,8 @@ public enum AlertKind: String, Codable, Sendable, CaseIterable {
     case pinForecastBreak = "pin.forecast-break"
     /// A CT log signed a head that forks or rewinds its history, or served entries its tree does not hold.
     case ctLogInconsistent = "ct.log-inconsistent"
+    /// A certificate in a CT log for a watched domain from a CA its `ct: watch` entry does not allow.
+    case ctUnexpectedIssuer = "ct.unexpected-issuer"
 
     /// A pin event (`pin.mismatch`, `pin.restored`): what a report's pin section lists.
     public var isPinEvent: Bool { self == .pinMismatch || self == .pinRestored }

@@ -136,6 +136,28 @@ public struct NameConstraints: Hashable, Codable, Sendable {
     }
 }
 
+/// Distinguished names as `CertificateSummary` writes them (RFC 2253: `CN=a,O=b`).
+public enum DistinguishedName {
+    /// The first value of `name` in a distinguished name written `CN=a, O=b` (RFC 4514 escapes kept as written).
+    public static func attribute(_ name: String, of distinguishedName: String) -> String? {
+        var parts: [String] = []
+        var current = ""
+        var escaped = false
+        for character in distinguishedName {
+            if escaped { current.append(character); escaped = false; continue }
+            if character == "\\" { escaped = true; current.append(character); continue }
+            if character == "," { parts.append(current); current = ""; continue }
+            current.append(character)
+        }
+        parts.append(current)
+        for part in parts {
+            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            if trimmed.uppercased().hasPrefix(name + "=") { return String(trimmed.dropFirst(name.count + 1)) }
+        }
+        return nil
+    }
+}
+
 /// Everything tlsaudit reads from one X.509 certificate, with the DER kept.
 public struct CertificateSummary: Hashable, Codable, Sendable {
     /// RFC 2253 distinguished names.

@@ -203,32 +203,13 @@ public final class ScanMetrics: Sendable {
         func framed(_ values: [String]) -> String { values.isEmpty ? "" : "," + values.joined(separator: ",") + "," }
         return [
             ("serial_no", Self.decimal(hex: certificate.serial)),
-            ("issuer_cn", Self.attribute("CN", of: certificate.issuer) ?? ""),
+            ("issuer_cn", DistinguishedName.attribute("CN", of: certificate.issuer) ?? ""),
             ("cn", certificate.commonName ?? ""),
             ("dnsnames", framed(certificate.subjectAlternativeNames.dns)),
             ("ips", framed(certificate.subjectAlternativeNames.ip)),
             ("emails", framed(certificate.subjectAlternativeNames.email)),
-            ("ou", Self.attribute("OU", of: certificate.subject) ?? ""),
+            ("ou", DistinguishedName.attribute("OU", of: certificate.subject) ?? ""),
         ]
-    }
-
-    /// The first value of `name` in a distinguished name written `CN=a, O=b` (RFC 4514 escapes kept as written).
-    static func attribute(_ name: String, of distinguishedName: String) -> String? {
-        var parts: [String] = []
-        var current = ""
-        var escaped = false
-        for character in distinguishedName {
-            if escaped { current.append(character); escaped = false; continue }
-            if character == "\\" { escaped = true; current.append(character); continue }
-            if character == "," { parts.append(current); current = ""; continue }
-            current.append(character)
-        }
-        parts.append(current)
-        for part in parts {
-            let trimmed = part.trimmingCharacters(in: .whitespaces)
-            if trimmed.uppercased().hasPrefix(name + "=") { return String(trimmed.dropFirst(name.count + 1)) }
-        }
-        return nil
     }
 
     /// A hexadecimal serial number as a decimal string (as Go's big.Int prints it for ssl_exporter).

@@ -132,6 +132,7 @@ enum PostgresMigrations {
         (StoreMigration.checkReports, StoreSchema.checkReportsColumn),
         // Where the CT follower stands in each log.
         (StoreMigration.ctLogs, StoreSchema.postgres.ctLogTable),
+        (StoreMigration.ctSightings, StoreSchema.postgres.ctSightingTable),
     ] as [(StoreMigration, String?)])
 
     /// Brings the database to this version's schema, once however many nodes start together (an

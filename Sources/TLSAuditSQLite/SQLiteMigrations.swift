@@ -55,6 +55,7 @@ package enum SQLiteMigrations {
             (.observationOrder, { db in try db.execute(sql: StoreSchema.sqlite.observationOrder) }),
             (.checkReports, { db in try db.execute(sql: StoreSchema.checkReportsColumn) }),
             (.ctLogs, { db in try db.execute(sql: StoreSchema.sqlite.ctLogTable) }),
+            (.ctSightings, { db in try db.execute(sql: StoreSchema.sqlite.ctSightingTable) }),
         ])
     }
 

@@ -101,6 +101,7 @@ struct AlertmanagerSink: AlertSink {
         case .certificateChanged: .event(finding: "certificate")
         case .pinForecastBreak: .event(finding: "pin-forecast")
         case .ctLogInconsistent: .event(finding: "ct-log")
+        case .ctUnexpectedIssuer: .event(finding: "ct-issuer")
         }
     }
 

@@ -32,6 +32,7 @@ final class CTWatcher: @unchecked Sendable {
     static let stepsPerRound = 50
     /// Whether "nothing pinned" was said (once, not every round).
     private var saidNothingPinned = false
+    private let judge: CTForecastJudge
 
     init(settings: CTFollowSettings, writer: ResultWriter, scanner: TLSScanner, targets: @escaping @Sendable () -> [ScanTarget],
          logger: Logger) {
@@ -40,6 +41,8 @@ final class CTWatcher: @unchecked Sendable {
         self.scanner = scanner
         self.targets = targets
         self.logger = logger
+        judge = CTForecastJudge(trustStore: { scanner.options.trustStore }, raiseAlert: { try writer.raise($0) },
+                                recordSighting: { sighting in try writer.perform { try $0.recordCTSighting(sighting) } }, logger: logger)
     }
 
     func start() {
@@ -95,14 +98,16 @@ final class CTWatcher: @unchecked Sendable {
 
     /// One round over the logs.
     private func round() {
-        let names = PinForecast.pinnedNames(targets())
-        guard !names.isEmpty else {
-            if !saidNothingPinned { logger.notice("CT follower: no configured target pins anything; no log is read") }
+        let targets = targets()
+        let names = PinForecast.pinnedNames(targets)
+        let watched = WatchedDomain.all(settings.watch, targets: targets)
+        guard !names.isEmpty || !watched.isEmpty else {
+            if !saidNothingPinned { logger.notice("CT follower: nothing is pinned or watched; no log is read") }
             saidNothingPinned = true
             return
         }
         saidNothingPinned = false
-        let needles = PinForecast.needles(names)
+        let needles = PinForecast.needles(names, watched: watched)
         let states: [CTLogState]
         do { states = try writer.perform { try $0.ctLogStates() } } catch {
             logger.error("CT follower: cannot read the logs' positions: \(error); trying again next round")
@@ -111,11 +116,12 @@ final class CTWatcher: @unchecked Sendable {
         for log in Self.followed(scanner.ctLogs) {
             if isStopped { return }
             if let retry = retries[log.id], retry.at > Date() { continue }
-            follow(log, names: names, needles: needles, stored: states.first { $0.logID == log.id })
+            follow(log, names: names, watched: watched, needles: needles, stored: states.first { $0.logID == log.id })
         }
     }
 
-    private func follow(_ log: CTLogList.Log, names: [PinForecast.PinnedName], needles: [[UInt8]], stored: CTLogState?) {
+    private func follow(_ log: CTLogList.Log, names: [PinForecast.PinnedName], watched: [WatchedDomain], needles: [[UInt8]],
+                        stored: CTLogState?) {
         guard let url = log.url, let client = Self.source(of: log) else { return }
         let follower = CTLogFollower(client: client, needles: needles)
         do {
@@ -144,7 +150,9 @@ final class CTWatcher: @unchecked Sendable {
                     return
                 }
                 var stored = true
-                for match in step.matches where !judge(match.entry, index: match.index, log: log, names: names) { stored = false }
+                for match in step.matches where !judge.judge(match.entry, index: match.index, log: log, names: names, watched: watched) {
+                    stored = false
+                }
                 guard stored else {
                     logger.error("CT follower: \(log.description): an alert could not be stored; its entries are read again next round")
                     return
@@ -168,50 +176,6 @@ final class CTWatcher: @unchecked Sendable {
     private func save(_ position: CTLogPosition, of log: CTLogList.Log, problem: String?) throws {
         let json = String(decoding: try JSONEncoder().encode(position), as: UTF8.self)
         try writer.perform { try $0.saveCTLogState(CTLogState(logID: log.id, position: json, problem: problem, updatedAt: Date())) }
-    }
-
-    /// The pin forecast of one logged certificate, for each pinned name it reaches; false when an
-    /// alert it raised could not be stored.
-    private func judge(_ entry: ParsedLogEntry, index: UInt64, log: CTLogList.Log, names: [PinForecast.PinnedName]) -> Bool {
-        let chain: LoggedChain
-        do {
-            chain = try LoggedChain(entry, store: scanner.options.trustStore, at: Date())
-        } catch {
-            logger.warning("CT follower: entry \(index) of \(log.description) names a pinned name but cannot be judged: \(error)")
-            return true
-        }
-        // A certificate already expired is never deployed again.
-        guard let leaf = chain.presented.first, leaf.notAfter > Date() else { return true }
-        var stored = true
-        for name in names {
-            guard let host = name.reaches(chain.names) else { continue }
-            let evaluation = PinForecast.judge(name, host: host, presented: chain.presented, building: chain.building, now: Date(),
-                                               buildWithPinnedAnchors: chain.buildWithPinnedAnchors)
-            guard evaluation.state == .mismatch else {
-                logger.info("CT follower: a certificate for \(host) (\(log.description) #\(index)) is covered by the pins of \(name.pinnedBy)")
-                continue
-            }
-            let identity = Digest.sha256Hex(Array("\(leaf.serial)|\(leaf.issuer)|\(leaf.spkiSHA256)|\(name.target)|\(name.pinnedBy)".utf8))
-            let alert = Alert(
-                id: "pin.forecast-break-" + identity.prefix(32), kind: .pinForecastBreak, severity: .critical, target: name.target,
-                host: host, port: name.port, address: "ct:\(log.description)#\(index)", createdAt: Date(),
-                summary: "a certificate for \(host) logged in \(log.description) would be refused by the pins of \(name.pinnedBy) "
-                    + "(\(evaluation.message)); deployed, pinned clients fail (NSURLErrorCancelled -999 under AFNetworking, "
-                    + "NSURLErrorServerCertificateUntrusted -1202 under NSPinnedDomains): add its key as a backup pin before it is deployed, or reissue it with a pinned key",
-                changes: ["serial": leaf.serial, "issuer": leaf.issuer, "spki": "sha256/\(leaf.spkiSHA256)",
-                          "not_before": Timestamp.format(leaf.notBefore), "log": log.description, "index": "\(index)",
-                          "precertificate": entry.precertificate ? "true" : "false", "pinned_by": name.pinnedBy,
-                          "afnetworking_error": "-999", "ns_pinned_domains_error": "-1202"])
-            do {
-                if try writer.raise(alert) {
-                    logger.notice("CT follower: pin forecast break for \(host): \(log.description) #\(index), pinned by \(name.pinnedBy)")
-                }
-            } catch {
-                logger.error("CT follower: cannot store the pin forecast alert for \(host): \(error)")
-                stored = false
-            }
-        }
-        return stored
     }
 
     /// One alert per log and known head: a log that keeps growing a forked history is one event.

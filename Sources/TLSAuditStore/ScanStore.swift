@@ -423,6 +423,64 @@ public protocol CTLogLedger: Sendable {
     func ctLogStates() throws -> [CTLogState]
     /// Keeps `state` (replacing the log's earlier one).
     func saveCTLogState(_ state: CTLogState) throws
+    /// Records what the follower judged of a logged certificate; a sighting already recorded (its
+    /// id: the certificate's precertificate, or another log's copy) is left as it was.
+    func recordCTSighting(_ sighting: CTSighting) throws
+    /// Sightings of certificates valid from `since` on (all when nil), newest notBefore first, at most `limit`.
+    func ctSightings(validFrom since: Date?, limit: Int) throws -> [CTSighting]
+}
+
+/// A certificate the CT follower saw logged for a pinned or watched name, and what it made of it.
+public struct CTSighting: Hashable, Sendable, Codable {
+    /// What the follower made of it.
+    public enum Verdict: String, Sendable, Codable, CaseIterable {
+        /// The pins of `judgedBy` refuse it: `pin.forecast-break`.
+        case pinBreak = "break"
+        /// The pins of `judgedBy` accept it.
+        case covered
+        /// Issued by a CA the `ct: watch` entry does not allow: `ct.unexpected-issuer`.
+        case unexpectedIssuer = "unexpected-issuer"
+        /// Watched, no pin and no issuer rule against it.
+        case seen
+    }
+
+    /// Stable: the certificate (serial, issuer) and who judged it for which host.
+    public var id: String
+    public var seenAt: Date
+    /// The log's description and the entry's index in it.
+    public var log: String
+    public var index: UInt64
+    public var precertificate: Bool
+    /// The host reached, and the configured target or watch entry whose rule judged it.
+    public var host: String
+    public var target: String
+    /// Who pins or watches, in words (`target api`, `app com.example (AFSecurityPolicy)`, `ct: watch`).
+    public var judgedBy: String
+    public var verdict: Verdict
+    public var serial: String
+    public var issuer: String
+    /// The certificate's SPKI pin (base64 SHA-256).
+    public var spki: String
+    public var notBefore: Date
+    public var notAfter: Date
+
+    public init(id: String, seenAt: Date, log: String, index: UInt64, precertificate: Bool, host: String, target: String, judgedBy: String,
+                verdict: Verdict, serial: String, issuer: String, spki: String, notBefore: Date, notAfter: Date) {
+        self.id = id
+        self.seenAt = seenAt
+        self.log = log
+        self.index = index
+        self.precertificate = precertificate
+        self.host = host
+        self.target = target
+        self.judgedBy = judgedBy
+        self.verdict = verdict
+        self.serial = serial
+        self.issuer = issuer
+        self.spki = spki
+        self.notBefore = notBefore
+        self.notAfter = notAfter
+    }
 }
 
 /// One log's state: the follower's position (its own JSON, read back as it wrote it) and what

@@ -25,6 +25,7 @@ package enum StoreMigration: String, CaseIterable, Sendable {
     case observationOrder = "v19-observation-order"
     case checkReports = "v20-check-reports"
     case ctLogs = "v21-ct-logs"
+    case ctSightings = "v22-ct-sightings"
 
     /// A backend's steps in the history's order, checked: every step spelled once, in order.
     package static func spelled<Step>(_ steps: [(StoreMigration, Step)]) -> [(migration: StoreMigration, step: Step)] {

@@ -332,6 +332,17 @@ extension StoreSchema {
         "CREATE TABLE ct_log (log_id TEXT PRIMARY KEY, position TEXT NOT NULL, problem TEXT, updated_at \(real) NOT NULL);"
     }
 
+    /// What the CT follower judged of each certificate logged for a pinned or watched name: one
+    /// row per certificate and judging rule (its precertificate and itself are one).
+    package var ctSightingTable: String {
+        """
+        CREATE TABLE ct_sighting (id TEXT PRIMARY KEY, seen_at \(real) NOT NULL, log TEXT NOT NULL, entry_index \(bigint) NOT NULL,
+            precertificate INTEGER NOT NULL, host TEXT NOT NULL, target TEXT NOT NULL, judged_by TEXT NOT NULL, verdict TEXT NOT NULL,
+            serial TEXT NOT NULL, issuer TEXT NOT NULL, spki TEXT NOT NULL, not_before \(real) NOT NULL, not_after \(real) NOT NULL);
+        CREATE INDEX ct_sighting_valid ON ct_sighting(not_before);
+        """
+    }
+
     /// The reports of the opt-in checks without a column of their own (JSON [String: CheckReport],
     /// NULL when none ran). The same script on every backend.
     package static let checkReportsColumn = "ALTER TABLE observation ADD COLUMN check_reports TEXT;"

@@ -15,7 +15,7 @@ struct TLSAuditCommand: AsyncParsableCommand {
         abstract: "TLS handshake inspector and certificate auditor: what each handshake really shows, judged against App Transport Security.",
         version: version,
         subcommands: [ScanCommand.self, ATSCommand.self, VerifyCommand.self, ServeCommand.self, CheckConfigCommand.self, StatusCommand.self,
-                      HistoryCommand.self, ReportCommand.self, AlertsCommand.self, PinCommand.self, PinsCommand.self, FleetCommand.self, StoreCommand.self,
+                      HistoryCommand.self, ReportCommand.self, AlertsCommand.self, CTCommand.self, PinCommand.self, PinsCommand.self, FleetCommand.self, StoreCommand.self,
                       AppCommand.self, TrustCommand.self, DemoCommand.self]
     )
 

@@ -21,7 +21,7 @@ struct CTForecastServiceTests {
     /// The log list of `logs` and `tiledLogs`, and a configuration following them for one target
     /// pinning `pinning`'s key: the database's path and the configuration's.
     func files(_ workspace: URL, logs: [[String: Any]], tiledLogs: [[String: Any]] = [], host: String, port: Int,
-               pinning: LabCertificate) throws -> (database: String, config: String) {
+               pinning: LabCertificate, watch: String = "[]") throws -> (database: String, config: String) {
         let listFile = workspace.appendingPathComponent("logs.json")
         let list: [String: Any] = ["version": "lab", "log_list_timestamp": "2026-11-01T00:00:00Z",
                                    "operators": [["name": "lab", "email": ["ct@lab.test"], "logs": logs, "tiled_logs": tiledLogs]]]
@@ -31,7 +31,7 @@ struct CTForecastServiceTests {
         try """
             database: \(database)
             log_level: info
-            ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s}
+            ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s, watch: \(watch)}
             defaults: {interval: 30s, timeout: 3s, sni: \(host), addresses: [127.0.0.1], trust: {ca_file: \(lab.rootFile)}}
             targets:
               - {host: \(host), port: \(port), name: pinned, pins: {leaf_identities: [\(spki(pinning))]}}
@@ -138,5 +138,57 @@ struct CTForecastServiceTests {
         #expect(busy.requests(to: "get-sth") == 1, "not asked again before its Retry-After, over four rounds of a second")
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
+    }
+
+    @Test("ct: watch with allowed issuers: a certificate from another CA for a name under the domain is ct.unexpected-issuer once (its precertificate and itself are one); the allowed CA's is seen; every judgement is a sighting (break, covered, seen, unexpected issuer) that ct status lists")
+    func unexpectedIssuer() throws {
+        let host = ServiceLab.hostname
+        let current = try lab.intermediate.issue(.server([host]))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [current, lab.intermediate]))
+        defer { server.stop() }
+        let ctLog = try LabCTLog("Lab Log watch", operator: "lab")
+        let log = try LabCTLogServer(ctLog)
+        defer { log.stop() }
+        let workspace = try lab.workspace("ct-watch")
+        let (database, config) = try files(workspace, logs: [ctLog.listEntry(url: log.url)], host: host, port: server.port, pinning: current,
+                                           watch: #"[{domain: tlsaudit.test, issuers: ["Service Test Intermediate"]}]"#)
+        let rogue = try lab.root.issue(.authority("rogue intermediate"))
+        let misissued = try rogue.issue(.server(["shop.tlsaudit.test"]))
+        try log.addPrecertificate(misissued, issuer: rogue, chain: [rogue])
+        log.add(misissued, chain: [rogue])
+        log.add(try lab.intermediate.issue(.server(["www.tlsaudit.test"])), chain: [lab.intermediate])
+        log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
+        var renewal = LabCertificateRequest.server([host])
+        renewal.existingKey = current.key
+        log.add(try lab.intermediate.issue(renewal), chain: [lab.intermediate])
+        log.add(try lab.intermediate.issue(.server(["elsewhere.example"])), chain: [lab.intermediate])
+        log.publish()
+
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("the log read to its end") {
+            let states = (try? SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates()) ?? []
+            return states.first.flatMap { try? JSONDecoder().decode(CTLogPosition.self, from: Data($0.position.utf8)) }?.nextIndex == 6
+        }
+        let unexpected = try alerts(database, .ctUnexpectedIssuer)
+        #expect(unexpected.count == 1, "the precertificate and its certificate are one event")
+        let alert = try #require(unexpected.first?.alert)
+        #expect(alert.host == "shop.tlsaudit.test" && alert.changes["index"] == "0" && alert.changes["allowed"] == "Service Test Intermediate")
+        #expect(alert.target == "ct-watch:tlsaudit.test" && alert.severity == .error)
+        #expect(try alerts(database, .pinForecastBreak).count == 1, "the new key for the pinned host")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+
+        let sightings = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctSightings(validFrom: nil, limit: 50)
+        let verdicts = Dictionary(grouping: sightings, by: \.verdict).mapValues { $0.map(\.host).sorted() }
+        #expect(verdicts[.unexpectedIssuer] == ["shop.tlsaudit.test"])
+        #expect(verdicts[.pinBreak] == [host] && verdicts[.covered] == [host], "\(verdicts)")
+        // Seen: www under the watched domain, and the pinned host's two certificates (the domain covers it too).
+        #expect(verdicts[.seen] == [host, host, "www.tlsaudit.test"])
+        #expect(!sightings.contains { $0.host.contains("elsewhere") })
+
+        let status = try Binary.run(["ct", "status", "--config", config])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("Lab Log watch") && status.stdout.contains("unexpected-issuer") && status.stdout.contains("shop.tlsaudit.test"),
+                "\(status.stdout)\(status.stderr)")
     }
 }

@@ -372,7 +372,7 @@ public struct StoreConformance: Sendable {
     }
 
     /// CT logs' positions: none at first, kept per log, replaced, read back in log id order, and
-    /// still there when the store is opened again.
+    /// still there when the store is opened again; the follower's sightings, each recorded once.
     public func ctLogStates() throws {
         let location = try newLocation()
         let store = try open(location)
@@ -389,6 +389,25 @@ public struct StoreConformance: Sendable {
         try store.saveCTLogState(moved)
         let reopened = try open(location)
         #expect(try reopened.ctLogStates() == [first, moved])
+
+        // Sightings: the first record of an id stays (a certificate after its precertificate, another
+        // log's copy); read newest notBefore first, from a date, bounded.
+        let sighting = CTSighting(id: "a1", seenAt: now, log: "Lab Log", index: 1 << 40, precertificate: true, host: "api.test", target: "api",
+                                  judgedBy: "target api", verdict: .pinBreak, serial: "0A", issuer: "CN=CA", spki: "c3BraQ==",
+                                  notBefore: now.addingTimeInterval(86_400), notAfter: now.addingTimeInterval(90 * 86_400))
+        try reopened.recordCTSighting(sighting)
+        var again = sighting
+        again.precertificate = false
+        again.index = 7
+        try reopened.recordCTSighting(again)
+        var older = sighting
+        older.id = "b2"
+        older.verdict = .covered
+        older.notBefore = now.addingTimeInterval(-40 * 86_400)
+        try reopened.recordCTSighting(older)
+        #expect(try reopened.ctSightings(validFrom: nil, limit: 10) == [sighting, older])
+        #expect(try reopened.ctSightings(validFrom: now.addingTimeInterval(-30 * 86_400), limit: 10) == [sighting])
+        #expect(try reopened.ctSightings(validFrom: nil, limit: 1) == [sighting])
     }
 
     public func retention() throws {

@@ -32,15 +32,22 @@ public enum PinForecast {
         /// wildcard covers one label); with `includeSubdomains`, the first name under it (a
         /// wildcard's base name standing for the names it covers). Nil when it serves none.
         public func reaches(_ names: [String]) -> String? {
-            let valid = names.map(HostnameMatcher.normalize).filter { HostnameMatcher.isValidDNSName($0) }
-            if valid.contains(where: { HostnameMatcher.dnsNameMatches(pattern: $0, hostname: domain) }) { return domain }
-            guard includeSubdomains else { return nil }
-            for name in valid {
-                let bare = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
-                if bare == domain || bare.hasSuffix("." + domain) { return bare }
-            }
-            return nil
+            PinForecast.reach(domain, includeSubdomains: includeSubdomains, names: names)
         }
+    }
+
+    /// The host a certificate serving `names` (DNS SANs) is met as under `domain`: `domain` itself
+    /// when a name covers it (a wildcard covers one label); with `includeSubdomains`, the first
+    /// name under it (a wildcard's base name standing for the names it covers). Nil when none.
+    public static func reach(_ domain: String, includeSubdomains: Bool, names: [String]) -> String? {
+        let valid = names.map(HostnameMatcher.normalize).filter { HostnameMatcher.isValidDNSName($0) }
+        if valid.contains(where: { HostnameMatcher.dnsNameMatches(pattern: $0, hostname: domain) }) { return domain }
+        guard includeSubdomains else { return nil }
+        for name in valid {
+            let bare = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
+            if bare == domain || bare.hasSuffix("." + domain) { return bare }
+        }
+        return nil
     }
 
     /// The names pinned by `targets`: each target's `pins:` for the name it connects as, and the
@@ -66,14 +73,15 @@ public enum PinForecast {
     }
 
     /// What a follower's prefilter looks for (`CTLogFollower.needles`) so that no certificate a
-    /// pinned name would meet is passed over: each name as ASCII (IDNs as A-labels), lowercase;
-    /// for a single host, its parent domain, which the wildcards that cover it name (never a bare
-    /// public suffix's one label). Each needle once.
-    public static func needles(_ names: [PinnedName]) -> [[UInt8]] {
+    /// pinned or watched name would meet is passed over: each name as ASCII (IDNs as A-labels),
+    /// lowercase; for a single host, its parent domain, which the wildcards that cover it name
+    /// (never a bare public suffix's one label). Each needle once.
+    public static func needles(_ names: [PinnedName], watched: [WatchedDomain] = []) -> [[UInt8]] {
         var needles: [String] = []
-        for name in names {
-            let labels = name.domain.split(separator: ".")
-            let needle = !name.includeSubdomains && labels.count >= 3 ? labels.dropFirst().joined(separator: ".") : name.domain
+        let domains = names.map { ($0.domain, $0.includeSubdomains) } + watched.map { ($0.domain, $0.includeSubdomains) }
+        for (domain, includeSubdomains) in domains {
+            let labels = domain.split(separator: ".")
+            let needle = !includeSubdomains && labels.count >= 3 ? labels.dropFirst().joined(separator: ".") : domain
             if !needles.contains(needle) { needles.append(needle) }
         }
         return needles.map { Array($0.utf8) }

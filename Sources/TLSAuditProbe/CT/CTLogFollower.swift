@@ -89,6 +89,43 @@ public struct CTLogFollower: Sendable {
             : CTLogPosition(head: head, read: head.treeSize == 0 ? MerkleFrontier() : nil, startedAt: head.treeSize)
     }
 
+    /// Where a follower that reads from entry `index` on starts (a backfill): the frontier of the
+    /// entries before it comes from a consistency proof to the log's head, and the first chunk
+    /// read checks it. An index that is a power of two starts one entry earlier (the frontier of a
+    /// perfect tree is not in a proof); past the head, at the head.
+    public func start(at index: UInt64) throws(CTLogFailure) -> CTLogPosition {
+        let head = try client.treeHead()
+        var first = min(index, head.treeSize)
+        if first > 0, first & (first - 1) == 0 { first -= 1 }
+        if first == 1 { first = 0 }
+        guard first > 0, first < head.treeSize else {
+            return first == 0 ? CTLogPosition(head: head, read: MerkleFrontier(), startedAt: 0)
+                : CTLogPosition(head: head, read: head.treeSize == 0 ? MerkleFrontier() : nil, startedAt: head.treeSize)
+        }
+        let proof = try client.consistency(first: first, second: head.treeSize)
+        guard let frontier = MerkleTree.frontier(carriedBy: proof, first: first, second: head.treeSize) else {
+            throw CTLogFailure(.malformed, "\(client.display): the consistency proof from \(first) to \(head.treeSize) is malformed")
+        }
+        return CTLogPosition(head: head, read: frontier, startedAt: first)
+    }
+
+    /// The first index whose entry the log took at `date` or later, by bisection over the tree of
+    /// `treeSize` entries (a log's timestamps rise with its indexes, give or take its merge delay):
+    /// some 40 single-entry reads for a log of billions. `treeSize` when none is.
+    public func firstIndex(loggedAtOrAfter date: Date, treeSize: UInt64) throws(CTLogFailure) -> UInt64 {
+        let wanted = UInt64(max(0, date.timeIntervalSince1970 * 1000))
+        var low: UInt64 = 0, high = treeSize
+        while low < high {
+            let middle = low + (high - low) / 2
+            guard let entry = try client.entries(from: middle, to: middle, treeSize: treeSize).first else {
+                throw CTLogFailure(.malformed, "\(client.display): no entry \(middle) in a tree of \(treeSize)")
+            }
+            let timestamp = try ParsedLogEntry.parse(entry).timestampMs
+            if timestamp < wanted { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+
     /// Reads the newest head and then at most `chunk` entries; the position advances only over
     /// what was verified.
     public func step(_ position: CTLogPosition) throws(CTLogFailure) -> CTLogStep {

@@ -62,11 +62,31 @@ public enum MerkleTree {
     /// the first.
     public static func verifyConsistency(first: UInt64, second: UInt64, firstRoot: [UInt8], secondRoot: [UInt8],
                                          proof: [[UInt8]]) -> MerkleFrontier? {
-        guard first > 0, first < second, !proof.isEmpty, proof.count <= 130, proof.allSatisfy({ $0.count == 32 }),
-              firstRoot.count == 32, secondRoot.count == 32 else { return nil }
+        guard firstRoot.count == 32, secondRoot.count == 32,
+              let walked = walk(first: first, second: second, firstRoot: firstRoot, proof: proof),
+              walked.firstRoot == firstRoot, walked.secondRoot == secondRoot else { return nil }
+        return walked.frontier
+    }
+
+    /// The first tree's frontier a consistency proof carries, taken on trust: for a follower that
+    /// starts inside a log (`CTLogFollower.start(at:)`), whose first chunk then checks it (the
+    /// entries read after it must make a tree the signed head extends). Nil when the first tree is
+    /// a perfect tree (its frontier, its own root, is not in the proof) or the proof is malformed.
+    public static func frontier(carriedBy proof: [[UInt8]], first: UInt64, second: UInt64) -> MerkleFrontier? {
+        guard first & (first - 1) != 0 else { return nil }
+        return walk(first: first, second: second, firstRoot: nil, proof: proof)?.frontier
+    }
+
+    /// RFC 9162 §2.1.4.2's walk over a consistency proof: the two roots it computes and the first tree's frontier.
+    private static func walk(first: UInt64, second: UInt64, firstRoot: [UInt8]?,
+                             proof: [[UInt8]]) -> (firstRoot: [UInt8], secondRoot: [UInt8], frontier: MerkleFrontier?)? {
+        guard first > 0, first < second, !proof.isEmpty, proof.count <= 130, proof.allSatisfy({ $0.count == 32 }) else { return nil }
         var path = proof[...]
         // A first tree that is a perfect tree is its own first node.
-        if first & (first - 1) == 0 { path = ([firstRoot] + proof)[...] }
+        if first & (first - 1) == 0 {
+            guard let firstRoot else { return nil }
+            path = ([firstRoot] + proof)[...]
+        }
         var fn = first - 1, sn = second - 1
         while fn & 1 == 1 { fn >>= 1; sn >>= 1 }
         var fr = path[path.startIndex], sr = fr
@@ -84,8 +104,8 @@ public enum MerkleTree {
             fn >>= 1
             sn >>= 1
         }
-        guard sn == 0, fr == firstRoot, sr == secondRoot else { return nil }
-        return MerkleFrontier(size: first, hashes: leftNodes.reversed() + [path[path.startIndex]])
+        guard sn == 0 else { return nil }
+        return (fr, sr, MerkleFrontier(size: first, hashes: leftNodes.reversed() + [path[path.startIndex]]))
     }
 }
 

@@ -72,13 +72,16 @@ public struct CTFollowSettings: Sendable, Hashable {
     public var fromBeginning = false
     /// Seconds between rounds over the logs.
     public var poll: Double = 60
+    /// `watch:`: domains whose issuance is recorded, each with the CAs allowed to issue for it.
+    public var watch: [WatchedDomain] = []
 
     public init() {}
 }
 
 /// `ct:`, `distrust:` and `apple_roots:`.
 extension ConfigurationParser {
-    static let ctKeys = ["log_list", "last_known_good", "refresh", "max_age", "signature", "public_key", "follow", "start", "poll"]
+    static let ctKeys = ["log_list", "last_known_good", "refresh", "max_age", "signature", "public_key", "follow", "start", "poll",
+                         "watch"]
     static let distrustKeys = ["list", "vendor", "last_known_good", "refresh", "max_age"]
     static let appleRootsKeys = ["source", "last_known_good", "refresh", "max_age"]
 
@@ -113,8 +116,8 @@ extension ConfigurationParser {
     /// for the pin forecast; nil when `follow` is not true.
     mutating func certificateTransparencyFollowing(_ node: Node) -> CTFollowSettings? {
         guard case .mapping(let mapping) = node, let follow = mapping["follow"], boolean(follow) == true else {
-            if case .mapping(let mapping) = node, mapping["follow"] == nil, let key = mapping["start"] ?? mapping["poll"] {
-                report(key, "ct: 'start' and 'poll' are settings of 'follow: true'")
+            if case .mapping(let mapping) = node, mapping["follow"] == nil, let key = mapping["start"] ?? mapping["poll"] ?? mapping["watch"] {
+                report(key, "ct: 'start', 'poll' and 'watch' are settings of 'follow: true'")
             }
             return nil
         }
@@ -127,7 +130,53 @@ extension ConfigurationParser {
             }
         }
         if let node = mapping["poll"], let seconds = duration(node, minimum: 1) { settings.poll = seconds }
+        if let node = mapping["watch"] { settings.watch = watchedDomains(node) }
         return settings
+    }
+
+    /// `watch: [example.com, {domain: shop.example, include_subdomains: false, issuers: ["Let's Encrypt", sha256/...]}]`.
+    mutating func watchedDomains(_ node: Node) -> [WatchedDomain] {
+        guard case .sequence(let sequence) = node else {
+            report(node, "ct: watch must be a list of domains, or of {domain:, include_subdomains:, issuers: [CA names or sha256/ key pins]}")
+            return []
+        }
+        var watched: [WatchedDomain] = []
+        for entry in sequence {
+            var domainNode = entry
+            var rule = WatchedDomain(domain: "", watchedBy: "ct: watch")
+            if case .mapping(let mapping) = entry {
+                checkKeys(mapping, allowed: ["domain", "include_subdomains", "issuers"], in: "a ct: watch entry")
+                guard let node = mapping["domain"] else {
+                    report(entry, "a ct: watch entry needs 'domain'")
+                    continue
+                }
+                domainNode = node
+                if let value = mapping["include_subdomains"], let include = boolean(value) { rule.includeSubdomains = include }
+                if let list = mapping["issuers"] {
+                    guard case .sequence(let issuers) = list, !issuers.isEmpty else {
+                        report(list, "ct: watch issuers must be a non-empty list of CA names (organization or common name) or sha256/ key pins")
+                        continue
+                    }
+                    for issuer in issuers {
+                        guard let text = string(issuer, "a CA name or a sha256/ key pin"), let allowed = AllowedIssuer(text) else {
+                            report(issuer, "ct: watch issuers: a CA's organization or common name, or 'sha256/' and 44 characters of base64")
+                            continue
+                        }
+                        rule.issuers.append(allowed)
+                    }
+                }
+            }
+            guard let text = string(domainNode, "a domain") else { continue }
+            // As clients compare it: A-labels, lower case (`WatchedDomain.init`).
+            let domain = WatchedDomain(domain: text.hasPrefix("*.") ? String(text.dropFirst(2)) : text, watchedBy: "").domain
+            guard HostnameMatcher.isValidDNSName(domain), domain.contains(".") else {
+                report(domainNode, "ct: watch: '\(text)' is not a domain name with at least two labels")
+                continue
+            }
+            rule.domain = domain
+            watched.append(rule)
+        }
+        return watched
     }
 
     /// `distrust: {list: FILE|URL, vendor: apple|mozilla|chrome, last_known_good:, refresh:, max_age:}`:

@@ -19,4 +19,33 @@ extension StoreEngine {
                 """, [.text(state.logID), .text(state.position), .of(state.problem), .time(state.updatedAt)])
         }
     }
+
+    func recordCTSighting(_ sighting: CTSighting) throws {
+        try database.write(doing: "recording a CT sighting") { sql in
+            try sql.execute("""
+                INSERT INTO ct_sighting (id, seen_at, log, entry_index, precertificate, host, target, judged_by, verdict, serial, issuer,
+                                         spki, not_before, not_after)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+                """, [.text(sighting.id), .time(sighting.seenAt), .text(sighting.log), .int(Int64(clamping: sighting.index)),
+                      .int(sighting.precertificate ? 1 : 0), .text(sighting.host), .text(sighting.target), .text(sighting.judgedBy),
+                      .text(sighting.verdict.rawValue), .text(sighting.serial), .text(sighting.issuer), .text(sighting.spki),
+                      .time(sighting.notBefore), .time(sighting.notAfter)])
+        }
+    }
+
+    func ctSightings(validFrom since: Date?, limit: Int) throws -> [CTSighting] {
+        try database.read(doing: "reading the CT sightings", snapshot: false) { sql in
+            try sql.rows("""
+                SELECT id, seen_at, log, entry_index, precertificate, host, target, judged_by, verdict, serial, issuer, spki, not_before, not_after
+                FROM ct_sighting WHERE not_before >= ? ORDER BY not_before DESC, id LIMIT ?
+                """, [.time(since ?? Date(timeIntervalSince1970: 0)), .int(Int64(max(0, limit)))]) { row in
+                CTSighting(id: row.text(0) ?? "", seenAt: Date(timeIntervalSince1970: row.double(1) ?? 0), log: row.text(2) ?? "",
+                           index: UInt64(max(0, row.int(3) ?? 0)), precertificate: row.int(4) == 1, host: row.text(5) ?? "",
+                           target: row.text(6) ?? "", judgedBy: row.text(7) ?? "",
+                           verdict: CTSighting.Verdict(rawValue: row.text(8) ?? "") ?? .seen, serial: row.text(9) ?? "",
+                           issuer: row.text(10) ?? "", spki: row.text(11) ?? "",
+                           notBefore: Date(timeIntervalSince1970: row.double(12) ?? 0), notAfter: Date(timeIntervalSince1970: row.double(13) ?? 0))
+            }
+        }
+    }
 }

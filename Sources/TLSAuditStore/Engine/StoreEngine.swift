@@ -126,6 +126,8 @@ extension EngineBackedStore {
 
     public func ctLogStates() throws -> [CTLogState] { try engine.ctLogStates() }
     public func saveCTLogState(_ state: CTLogState) throws { try engine.saveCTLogState(state) }
+    public func recordCTSighting(_ sighting: CTSighting) throws { try engine.recordCTSighting(sighting) }
+    public func ctSightings(validFrom since: Date?, limit: Int) throws -> [CTSighting] { try engine.ctSightings(validFrom: since, limit: limit) }
 
     public func revocationAnswer(for key: String, at time: Date) throws -> (body: [UInt8], expires: Date)? {
         try engine.revocationAnswer(for: key, at: time)
