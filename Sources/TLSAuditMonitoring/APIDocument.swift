@@ -1,5 +1,6 @@
 public import Foundation
 import TLSAuditModel
+import TLSAuditStore
 
 /// The OpenAPI 3.1 document of the HTTP API (`/api/v1/openapi.json`). Its schemas describe the
 /// documents `status`, `history` and `alerts --format json` print, which the API returns unchanged;
@@ -48,6 +49,22 @@ public enum APIDocument {
                                                     "last_refresh_at": ["type": "string", "format": "date-time"], "last_error": ["type": "string"],
                                                     "consecutive_failures": ["type": "integer"],
                                                 ]]]]]),
+                "/api/v1/ct/sightings": get("ctSightings", "The certificates the CT follower saw logged for pinned or watched names and what it made of each (`break`: the name's pins refuse it, `covered`, `unexpected-issuer`, `seen`), valid from `days` ago on, newest first (as the sightings of `tlsaudit ct status --format json`).",
+                                            parameters: [["name": "days", "in": "query", "required": false,
+                                                          "description": "Certificates valid from this many days ago on (0 to 3650).",
+                                                          "schema": ["type": "integer", "default": 30, "minimum": 0, "maximum": 3_650]], limit(100)],
+                                            response: ["type": "object", "required": ["sightings"], "properties": ["sightings": ["type": "array", "items": [
+                                                "type": "object",
+                                                "required": ["id", "seen_at", "log", "index", "precertificate", "host", "target", "judged_by", "verdict", "serial",
+                                                             "issuer", "spki", "not_before", "not_after"],
+                                                "properties": [
+                                                    "id": ["type": "string"], "seen_at": ["type": "string", "format": "date-time"], "log": ["type": "string"],
+                                                    "index": ["type": "integer"], "precertificate": ["type": "boolean"], "host": ["type": "string"],
+                                                    "target": ["type": "string"], "judged_by": ["type": "string"],
+                                                    "verdict": enumeration(CTSighting.Verdict.allCases.map(\.rawValue)),
+                                                    "serial": ["type": "string"], "issuer": ["type": "string"], "spki": ["type": "string"],
+                                                    "not_before": ["type": "string", "format": "date-time"], "not_after": ["type": "string", "format": "date-time"],
+                                                ]]]]], badRequest: true),
                 "/api/v1/openapi.json": get("openapi", "This document.", response: ["type": "object"]),
             ],
             "components": [

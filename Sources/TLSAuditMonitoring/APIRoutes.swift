@@ -113,6 +113,16 @@ public final class APIRoutes: Sendable {
                 return .ok(data)
             }
         }
+        router.get("api/v1/ct/sightings") { [self] request, _ in
+            // `?days=30`: certificates valid from that many days ago on, newest first (as `tlsaudit ct status --format json`'s sightings).
+            guard let limit = Self.limit(request, default: 100) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }
+            let daysText = request.uri.queryParameters.get("days") ?? "30"
+            guard let days = Int(daysText), (0...3_650).contains(days) else { return Self.error(.badRequest, "days must be 0 to 3650") }
+            let since = Date().addingTimeInterval(-Double(days) * 86_400)
+            return await read { store in
+                try .ok(JSONDocumentEncoder.tlsaudit.encode(["sightings": store.ctSightings(validFrom: since, limit: limit)]))
+            }
+        }
         router.get("api/v1/alerts") { [self] request, _ in
             guard let limit = Self.limit(request, default: 50) else { return Self.error(.badRequest, "limit must be 1 to \(Self.maximumLimit)") }
             return await read { store in try .ok(JSONDocumentEncoder.tlsaudit.encode(store.alerts(limit: limit))) }

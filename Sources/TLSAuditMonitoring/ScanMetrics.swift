@@ -135,6 +135,42 @@ public final class ScanMetrics: Sendable {
                              labels: [("direction", seconds < 0 ? "back" : "forward")]).increment()
     }
 
+    /// Where the CT follower stands in a log after a step: the size of the newest verified head,
+    /// its time, the next entry to read, how long it has been behind (0 when caught up), whether
+    /// the log is held for a problem (a fork, a rewind, entries not the tree's).
+    public func recordCTLog(_ log: String, treeSize: UInt64, headTimestamp: Double?, nextIndex: UInt64, lagSeconds: Double,
+                            read: Int, matched: Int, problem: Bool) {
+        let labels = [("log", log)]
+        registry.makeGauge(descriptor: Self.named("tlsaudit_ct_log_tree_size", "Entries in the CT log's newest verified tree head."), labels: labels)
+            .set(Double(treeSize))
+        if let headTimestamp {
+            registry.makeGauge(descriptor: Self.named("tlsaudit_ct_log_head_timestamp_seconds", "When the log signed its newest verified tree head."),
+                               labels: labels).set(headTimestamp)
+        }
+        registry.makeGauge(descriptor: Self.named("tlsaudit_ct_log_position", "The next entry of the log the follower reads."), labels: labels)
+            .set(Double(nextIndex))
+        registry.makeGauge(descriptor: Self.named("tlsaudit_ct_log_lag_entries", "Entries of the newest verified head not read yet."), labels: labels)
+            .set(Double(treeSize - min(treeSize, nextIndex)))
+        registry.makeGauge(descriptor: Self.named("tlsaudit_ct_log_lag_seconds", "How long the follower has been behind the log's head (0 when caught up)."),
+                           labels: labels).set(lagSeconds)
+        registry.makeGauge(descriptor: Self.named("tlsaudit_ct_log_inconsistent", "1 while the log is held for a fork, a rewind or entries that are not its tree's."),
+                           labels: labels).set(problem ? 1.0 : 0.0)
+        if read > 0 {
+            registry.makeCounter(descriptor: Self.named("tlsaudit_ct_log_entries_read_total", "Entries read and verified."), labels: labels)
+                .increment(by: Int64(read))
+        }
+        if matched > 0 {
+            registry.makeCounter(descriptor: Self.named("tlsaudit_ct_log_entries_matched_total", "Entries read that named a pinned or watched name."),
+                                 labels: labels).increment(by: Int64(matched))
+        }
+    }
+
+    /// A CT log request that failed, by kind (`unreachable`, `rate-limited`, `refused`, `malformed`, `bad-signature`).
+    public func recordCTLogFailure(_ log: String, kind: String) {
+        registry.makeCounter(descriptor: Self.named("tlsaudit_ct_log_fetch_errors_total", "CT log requests that failed, by kind; the log is retried later."),
+                             labels: [("log", log), ("kind", kind)]).increment()
+    }
+
     /// A batch committed to the store (or refused) after `seconds`.
     public func recordStoreWrite(seconds: Double, succeeded: Bool) {
         storeWrite.record(seconds)

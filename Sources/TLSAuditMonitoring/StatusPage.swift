@@ -37,6 +37,14 @@ enum StatusPage {
         <tbody></tbody>
         </table>
         <p><button type="button" id="more" hidden>Show all</button></p>
+        <section id="ct" aria-labelledby="ct-title" hidden>
+        <h2 id="ct-title">Certificates logged in CT for pinned or watched names</h2>
+        <p class="muted">Valid from the last 30 days on, newest first: a <strong>break</strong> is refused by the name's pins (deployed, pinned apps fail: add its key as a backup pin first); an <strong>unexpected issuer</strong> is a CA the watch entry does not allow.</p>
+        <table id="ct-sightings" class="cards">
+        <thead><tr><th scope="col">Valid from</th><th scope="col">Verdict</th><th scope="col">Host</th><th scope="col">Judged by</th><th scope="col">Issuer</th><th scope="col">Key (SPKI)</th><th scope="col">Logged</th></tr></thead>
+        <tbody></tbody>
+        </table>
+        </section>
         """, script: "/status.js")
 
     static let script = #"""
@@ -283,6 +291,23 @@ enum StatusPage {
             box.hidden = true; // a build or route without trust inputs
           }
         }
+        /// The certificates the CT follower saw for pinned or watched names: breaks and unexpected issuers first.
+        async function refreshSightings() {
+          const section = document.getElementById("ct");
+          try {
+            const answer = await getJSON("/api/v1/ct/sightings?days=30&limit=200");
+            const rank = {"break": 0, "unexpected-issuer": 1, "covered": 2, "seen": 3};
+            const sightings = answer.sightings.slice().sort((a, b) => (rank[a.verdict] - rank[b.verdict]) || b.not_before.localeCompare(a.not_before));
+            const labels = ["Valid from", "Verdict", "Host", "Judged by", "Issuer", "Key (SPKI)", "Logged"];
+            replace(document.querySelector("#ct-sightings tbody"), sightings.map(s => el("tr", {"data-verdict": s.verdict, class: s.verdict === "break" || s.verdict === "unexpected-issuer" ? "warning" : null},
+              [when(s.not_before), s.verdict, s.host, s.judged_by, s.issuer, "sha256/" + s.spki, s.log + " #" + s.index + (s.precertificate ? " (precertificate)" : "")]
+                .map((text, index) => el("td", {"data-label": labels[index]}, text)))));
+            section.hidden = sightings.length === 0;
+            document.documentElement.dataset.sightingsLoaded = String(performance.now());
+          } catch (error) {
+            section.hidden = true;
+          }
+        }
         /// The charts follow the tag filter (an app's hosts, say): the summary of the targets carrying that tag.
         async function refreshSummary() {
           const tag = control("tag").value;
@@ -325,6 +350,8 @@ enum StatusPage {
         refreshStatus();
         refreshSummary();
         refreshTrustInputs();
+        refreshSightings();
+        setInterval(refreshSightings, 60000);
         setInterval(refreshStatus, 10000);
         setInterval(refreshSummary, 60000);
         setInterval(refreshTrustInputs, 60000);

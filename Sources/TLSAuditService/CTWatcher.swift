@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import TLSAuditCore
+import TLSAuditMonitoring
 import TLSAuditProbe
 import TLSAuditStore
 import TLSAuditSupport
@@ -33,9 +34,13 @@ final class CTWatcher: @unchecked Sendable {
     /// Whether "nothing pinned" was said (once, not every round).
     private var saidNothingPinned = false
     private let judge: CTForecastJudge
+    private let metrics: ScanMetrics?
+    /// Per log id: since when the follower has been behind the log's head (none when caught up).
+    private var behindSince: [String: Date] = [:]
 
     init(settings: CTFollowSettings, writer: ResultWriter, scanner: TLSScanner, targets: @escaping @Sendable () -> [ScanTarget],
-         logger: Logger) {
+         metrics: ScanMetrics? = nil, logger: Logger) {
+        self.metrics = metrics
         self.settings = settings
         self.writer = writer
         self.scanner = scanner
@@ -146,6 +151,7 @@ final class CTWatcher: @unchecked Sendable {
                 if let problem = step.problem {
                     raiseProblem(problem, log: log, url: url, known: position.head)
                     try save(position, of: log, problem: problem.description)
+                    measure(log, position, read: 0, matched: 0, problem: true)
                     retries[log.id] = (Date().addingTimeInterval(max(settings.poll, 3_600)), 0)
                     return
                 }
@@ -160,6 +166,7 @@ final class CTWatcher: @unchecked Sendable {
                 if step.malformed > 0 { logger.warning("CT follower: \(step.malformed) entries of \(log.description) do not decode; skipped") }
                 position = step.position
                 try save(position, of: log, problem: nil)
+                measure(log, position, read: step.read, matched: step.matches.count, problem: false)
                 if position.backlog == 0 { break }
             }
             retries[log.id] = nil
@@ -167,10 +174,21 @@ final class CTWatcher: @unchecked Sendable {
             let failures = (retries[log.id]?.failures ?? 0) + 1
             let delay = min(3_600, max(settings.poll, failure.retryAfter ?? settings.poll * pow(2, Double(min(failures, 12)))))
             retries[log.id] = (Date().addingTimeInterval(delay), failures)
+            metrics?.recordCTLogFailure(log.description, kind: failure.kind.rawValue)
             logger.warning("CT follower: \(log.description): \(failure) (\(failure.kind.rawValue)); trying again in \(Int(delay.rounded())) s")
         } catch {
             logger.error("CT follower: cannot keep \(log.description)'s position: \(error); it is read again from the stored one")
         }
+    }
+
+    /// The log's gauges and counters after a step.
+    private func measure(_ log: CTLogList.Log, _ position: CTLogPosition, read: Int, matched: Int, problem: Bool) {
+        guard let metrics else { return }
+        let now = Date()
+        if position.backlog == 0 { behindSince[log.id] = nil } else if behindSince[log.id] == nil { behindSince[log.id] = now }
+        metrics.recordCTLog(log.description, treeSize: position.head?.treeSize ?? 0, headTimestamp: position.head?.timestamp.timeIntervalSince1970,
+                            nextIndex: position.nextIndex, lagSeconds: behindSince[log.id].map { now.timeIntervalSince($0) } ?? 0,
+                            read: read, matched: matched, problem: problem)
     }
 
     private func save(_ position: CTLogPosition, of log: CTLogList.Log, problem: String?) throws {

@@ -206,7 +206,7 @@ public final class ScanService: Service, @unchecked Sendable {
             CTWatcher(settings: settings, writer: writer, scanner: scanner, targets: { [weak self] in
                 guard let self else { return [] }
                 return control.sync { configuration.targets.map(\.scanTarget) }
-            }, logger: logger)
+            }, metrics: metrics, logger: logger)
         }
         ctWatcher?.start()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")

@@ -150,7 +150,7 @@ struct CTBackfillCommand: ParsableCommand {
             throw ValidationError("ct backfill needs the configuration (--config): its targets' pins and ct: watch name what is judged")
         }
         let configuration = try loadConfiguration(path)
-        let store = try databaseOptions.openStore()
+        let store = try databaseOptions.openStore(create: true)
         var backfill = CTBackfill(configuration: configuration, logs: CTCommand.logList(configuration), store: store,
                                   logger: Logger(label: "tlsaudit.ct"))
         backfill.rate = rate

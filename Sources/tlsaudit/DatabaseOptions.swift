@@ -19,11 +19,12 @@ struct DatabaseOptions: ParsableArguments {
         config ?? (FileManager.default.fileExists(atPath: ServiceConfiguration.installedPath) ? ServiceConfiguration.installedPath : nil)
     }
 
-    func openStore() throws -> any ScanStore {
+    /// Opens the store; `create`: a database that does not exist yet is made (else exit 2).
+    func openStore(create: Bool = false) throws -> any ScanStore {
         var path = database
         if path == nil, let file = configurationPath { path = try loadConfiguration(file).database }
         do {
-            return try StoreBackends.location(path ?? ServiceConfiguration.defaultDatabase).open(create: false)
+            return try StoreBackends.location(path ?? ServiceConfiguration.defaultDatabase).open(create: create)
         } catch {
             StandardStream.error.write("tlsaudit: \(error)\n")
             throw ExitCode(2)

@@ -31,6 +31,7 @@ struct CTForecastServiceTests {
         try """
             database: \(database)
             log_level: info
+            http: {listen: "127.0.0.1:0"}
             ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s, watch: \(watch)}
             defaults: {interval: 30s, timeout: 3s, sni: \(host), addresses: [127.0.0.1], trust: {ca_file: \(lab.rootFile)}}
             targets:
@@ -136,6 +137,10 @@ struct CTForecastServiceTests {
         #expect(!service.lines(containing: "trying again in 7 s").isEmpty, "the log's Retry-After, not the poll interval")
         Thread.sleep(forTimeInterval: 4)
         #expect(busy.requests(to: "get-sth") == 1, "not asked again before its Retry-After, over four rounds of a second")
+        let listener = try #require(ServiceHTTP.listening(service).first)
+        let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics").body
+        #expect(metrics.contains(#"tlsaudit_ct_log_fetch_errors_total{log="Lab Log busy",kind="rate-limited"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("ct_log") })")
+        #expect(metrics.contains(#"tlsaudit_ct_log_tree_size{log="Lab Log tiled"} 301"#) && metrics.contains(#"tlsaudit_ct_log_position{log="Lab Log tiled"} 301"#))
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
     }
@@ -175,6 +180,15 @@ struct CTForecastServiceTests {
         #expect(alert.host == "shop.tlsaudit.test" && alert.changes["index"] == "0" && alert.changes["allowed"] == "Service Test Intermediate")
         #expect(alert.target == "ct-watch:tlsaudit.test" && alert.severity == .error)
         #expect(try alerts(database, .pinForecastBreak).count == 1, "the new key for the pinned host")
+        let listener = try #require(ServiceHTTP.listening(service).first)
+        let api = try ServiceHTTP.fetch("http://\(listener)/api/v1/ct/sightings?days=30")
+        let document = try JSONSerialization.jsonObject(with: Data(api.body.utf8)) as? [String: Any]
+        let listed = try #require(document?["sightings"] as? [[String: Any]])
+        #expect(api.status == 200 && listed.count == 6 && listed.contains { $0["verdict"] as? String == "break" && $0["judged_by"] as? String == "target pinned" })
+        #expect(try ServiceHTTP.fetch("http://\(listener)/api/v1/ct/sightings?days=-1").status == 400)
+        let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics").body
+        #expect(metrics.contains(#"tlsaudit_ct_log_tree_size{log="Lab Log watch"} 6"#) && metrics.contains(#"tlsaudit_ct_log_lag_entries{log="Lab Log watch"} 0"#))
+        #expect(metrics.contains(#"tlsaudit_ct_log_entries_matched_total{log="Lab Log watch"} 5"#), "all but elsewhere.example")
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
 
@@ -190,5 +204,51 @@ struct CTForecastServiceTests {
         #expect(status.status == 0)
         #expect(status.stdout.contains("Lab Log watch") && status.stdout.contains("unexpected-issuer") && status.stdout.contains("shop.tlsaudit.test"),
                 "\(status.stdout)\(status.stderr)")
+    }
+
+    @Test("ct backfill --since reads each log from its first entry logged that day, judges as serve does (pin.forecast-break), at most --rate entries a second; run again it adds nothing; --index reads from an index; bad options are usage errors")
+    func backfill() throws {
+        let host = ServiceLab.hostname
+        let current = try lab.intermediate.issue(.server([host]))
+        let ctLog = try LabCTLog("Lab Log backfill", operator: "lab")
+        let log = try LabCTLogServer(ctLog)
+        defer { log.stop() }
+        let workspace = try lab.workspace("ct-backfill")
+        let (database, config) = try files(workspace, logs: [ctLog.listEntry(url: log.url)], host: host, port: 9, pinning: current)
+        let january = Date(timeIntervalSince1970: 1_767_225_600), june = Date(timeIntervalSince1970: 1_780_272_000)
+        let other = try lab.intermediate.issue(.server(["elsewhere.tlsaudit.example"]))
+        for index in 0..<20 {
+            let time = (index < 10 ? january : june).addingTimeInterval(Double(index))
+            if index == 3 || index == 15 {
+                log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate], at: time)
+            } else {
+                log.add(other, chain: [lab.intermediate], at: time)
+            }
+        }
+        log.publish()
+
+        let first = try Binary.run(["ct", "backfill", "--config", config, "--since", "2026-03-01", "--rate", "10", "--format", "json"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any]
+        let result = try #require((document?["logs"] as? [[String: Any]])?.first)
+        #expect(result["from"] as? Int == 10 && result["to"] as? Int == 20 && result["read"] as? Int == 10 && result["matched"] as? Int == 1)
+        #expect(first.seconds >= 0.9, "ten entries at ten a second")
+        #expect(try alerts(database, .pinForecastBreak).map { $0.alert.changes["index"] } == ["15"])
+
+        let again = try Binary.run(["ct", "backfill", "--config", config, "--since", "2026-03-01"])
+        #expect(again.status == 0 && again.stderr.contains("10 entries read, 1 naming a watched name"))
+        #expect(try alerts(database, .pinForecastBreak).count == 1, "judged again, nothing added")
+
+        let fromZero = try Binary.run(["ct", "backfill", "--config", config, "--log", "Lab Log backfill", "--index", "0"])
+        #expect(fromZero.status == 0)
+        #expect(try alerts(database, .pinForecastBreak).compactMap { $0.alert.changes["index"] }.sorted() == ["15", "3"])
+        #expect(try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates().isEmpty, "serve's positions are left alone")
+
+        #expect(try Binary.run(["ct", "backfill", "--config", config, "--index", "4"]).status == 64, "an index is a log's own")
+        #expect(try Binary.run(["ct", "backfill", "--config", config, "--since", "last tuesday"]).status == 64)
+        #expect(try Binary.run(["ct", "backfill", "--config", config, "--since", "2026-03-01", "--log", "No Such Log"]).status == 64)
+        log.set(.unavailable)
+        let failing = try Binary.run(["ct", "backfill", "--config", config, "--since", "2026-03-01"])
+        #expect(failing.status == 1 && failing.stderr.contains("stopped"))
     }
 }
