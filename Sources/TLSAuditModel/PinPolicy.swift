@@ -41,6 +41,19 @@ public enum PinValue: Hashable, Codable, Sendable, CustomStringConvertible {
 }
 
 /// A target's pinning, in either of the two forms users bring:
+/// The NSPinnedDomains key a `PinPolicy`'s identities were declared under, and its NSIncludesSubdomains.
+public struct PinnedDomainScope: Hashable, Codable, Sendable {
+    /// The key, lower case.
+    public var domain: String
+    /// NSIncludesSubdomains: the names one label below `domain` are pinned too.
+    public var includesSubdomains: Bool
+
+    public init(domain: String, includesSubdomains: Bool) {
+        self.domain = domain.lowercased()
+        self.includesSubdomains = includesSubdomains
+    }
+}
+
 /// AFNetworking's AFSecurityPolicy (mode + pins + flags), or Apple's NSPinnedDomains
 /// (leaf and CA SPKI identities). See docs/apple-rules.md section 4.
 public struct PinPolicy: Hashable, Codable, Sendable {
@@ -57,6 +70,10 @@ public struct PinPolicy: Hashable, Codable, Sendable {
     /// Certificate mode: the DER of the pinned certificates when they were given as files (as an
     /// app bundles them), so that they anchor the chain even when the server does not send them.
     public var pinnedCertificates: [Data] = []
+    /// The NSPinnedDomains entry these identities come from (`pins: {domain:, include_subdomains:}`,
+    /// as `pins import` and `app import` write them): with NSIncludesSubdomains the pins hold for
+    /// the names one label below the domain too, which the CT pin forecast watches.
+    public var pinnedDomain: PinnedDomainScope?
 
     public init(mode: PinMode = .none, pins: [PinValue] = [], leafIdentities: [String] = [], caIdentities: [String] = [],
                 allowInvalidCertificates: Bool = false, validatesDomainName: Bool = true) {

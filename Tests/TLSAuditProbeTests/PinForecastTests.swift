@@ -30,7 +30,7 @@ struct PinForecastTests {
         Data(Digest.sha256(certificate.spkiDER)).base64EncodedString()
     }
 
-    @Test("names: an exact pin reaches its host and a wildcard over it; includeSubdomains reaches names and wildcards beneath; other names are ignored")
+    @Test("names: an exact pin reaches its host and a wildcard over it; NSIncludesSubdomains reaches the names and wildcards one label below (Apple's reach), a watch entry every depth; other names are ignored")
     func reach() {
         let pins = PinPolicy(leafIdentities: [String(repeating: "A", count: 43) + "="])
         let exact = PinForecast.PinnedName(domain: "api.shop.test", pins: pins, pinnedBy: "target api")
@@ -40,12 +40,31 @@ struct PinForecastTests {
         #expect(exact.reaches(["shop.test", "www.shop.test", "api.other.test"]) == nil)
         #expect(exact.reaches(["*.api.shop.test"]) == nil, "a wildcard does not cover its own base name")
         let domain = PinForecast.PinnedName(domain: "shop.test", includeSubdomains: true, pins: pins, pinnedBy: "app")
-        #expect(domain.reaches(["shop.test"]) != nil && domain.reaches(["deep.api.shop.test"]) != nil)
-        #expect(domain.reaches(["*.api.shop.test"]) == "api.shop.test" && domain.reaches(["*.shop.test"]) == "shop.test")
+        #expect(domain.reaches(["shop.test"]) == "shop.test" && domain.reaches(["api.shop.test"]) == "api.shop.test")
+        #expect(domain.reaches(["deep.api.shop.test"]) == nil && domain.reaches(["*.api.shop.test"]) == nil, "two labels below: out of Apple's reach")
+        #expect(domain.reaches(["*.shop.test"]) == "*.shop.test", "the names one label below, as the wildcard")
         #expect(domain.reaches(["bad..name.shop.test"]) == nil, "not a DNS name")
         #expect(domain.reaches(["notshop.test", "shop.test.evil"]) == nil)
         let noSubdomains = PinForecast.PinnedName(domain: "shop.test", pins: pins, pinnedBy: "app")
-        #expect(noSubdomains.reaches(["deep.api.shop.test"]) == nil)
+        #expect(noSubdomains.reaches(["api.shop.test"]) == nil)
+        let watched = WatchedDomain(domain: "Shop.Test", watchedBy: "ct: watch")
+        #expect(watched.reaches(["deep.api.shop.test"]) == "deep.api.shop.test" && watched.reaches(["*.api.shop.test"]) == "*.api.shop.test")
+        #expect(watched.reaches(["shop.test.evil"]) == nil)
+        #expect(WatchedDomain(domain: "shop.test", includeSubdomains: false, watchedBy: "target").reaches(["api.shop.test"]) == nil)
+    }
+
+    @Test("allowed issuers: a CA by organization or common name without case, or by its key (sha256/), matching any CA of the chain; no rule allows any CA; a malformed key rule is refused")
+    func allowedIssuers() throws {
+        let chain = [try X509Certificate(der: pki.intermediate.der).summary(), try X509Certificate(der: pki.root.der).summary()]
+        let commonName = try #require(DistinguishedName.attribute("CN", of: chain[0].subject))
+        #expect(WatchedDomain(domain: "a.test", issuers: [try #require(AllowedIssuer(commonName.uppercased()))], watchedBy: "w").allows(chain))
+        let rootKey = try #require(AllowedIssuer("sha256/" + spki(pki.root)))
+        #expect(WatchedDomain(domain: "a.test", issuers: [rootKey], watchedBy: "w").allows(chain), "a root's key covers its intermediates")
+        #expect(!WatchedDomain(domain: "a.test", issuers: [rootKey], watchedBy: "w").allows(Array(chain.prefix(1))) , "not in the chain")
+        #expect(!WatchedDomain(domain: "a.test", issuers: [try #require(AllowedIssuer("Let's Encrypt"))], watchedBy: "w").allows(chain))
+        #expect(WatchedDomain(domain: "a.test", watchedBy: "w").allows(chain))
+        #expect(AllowedIssuer("sha256/not-a-key") == nil && AllowedIssuer("  ") == nil)
+        #expect(AllowedIssuer("sha256/" + spki(pki.root)) == .key(spki(pki.root)))
     }
 
     @Test("a renewal with a new key breaks leaf pins (NSPinnedLeafIdentities, AFNetworking public-key and certificate modes) and is covered by CA pins; the same key renewed is covered")
@@ -108,5 +127,19 @@ struct PinForecastTests {
         #expect(PinForecast.needles([PinForecast.PinnedName(domain: "shop.test", includeSubdomains: true, pins: leafPin, pinnedBy: "app")])
             .map { String(decoding: $0, as: UTF8.self) } == ["shop.test"])
         #expect(names[2].reaches(["xn--bcher-kva.example.test"]) == "xn--bcher-kva.example.test")
+
+        // Pins from an NSPinnedDomains entry with NSIncludesSubdomains (as pins import writes them): one pinned name for
+        // the entry, whichever of its targets carries them; an entry that does not cover the host pins the host.
+        var entryPins = leafPin
+        entryPins.pinnedDomain = PinnedDomainScope(domain: "Shop.Test", includesSubdomains: true)
+        var first = ScanTarget(original: "shop-api", host: "api.shop.test", port: 443, sni: nil)
+        first.pins = entryPins
+        var second = ScanTarget(original: "shop-www", host: "www.shop.test", port: 443, sni: nil)
+        second.pins = entryPins
+        var elsewhere = ScanTarget(original: "other", host: "api.other.test", port: 443, sni: nil)
+        elsewhere.pins = entryPins
+        let scoped = PinForecast.pinnedNames([first, second, elsewhere])
+        #expect(scoped.map(\.domain) == ["shop.test", "api.other.test"] && scoped.first?.includeSubdomains == true)
+        #expect(scoped.first?.reaches(["cdn.shop.test"]) == "cdn.shop.test", "a name no target names, in the app's reach")
     }
 }

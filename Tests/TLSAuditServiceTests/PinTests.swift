@@ -96,6 +96,11 @@ struct PinTests {
         #expect(byHost["www.example.com"]?.pins?.caIdentities.count == 2)
         #expect(byHost["www.example.com"]?.group == "pinned:example.com")
         #expect(byHost["static.example.net"]?.pins?.caIdentities == ["C5+lpZ7tcVwmwQIMcRtPbsQtWLABXhQzejna0wHFr8M="])
+        // The entry the pins come from, for the CT pin forecast: NSIncludesSubdomains reaches names no target names.
+        #expect(byHost["www.example.com"]?.pins?.pinnedDomain == PinnedDomainScope(domain: "example.com", includesSubdomains: true))
+        #expect(byHost["static.example.net"]?.pins?.pinnedDomain == PinnedDomainScope(domain: "static.example.net", includesSubdomains: false))
+        let names = PinForecast.pinnedNames(configuration.targets.map(\.scanTarget))
+        #expect(names.contains { $0.domain == "example.com" && $0.includeSubdomains && $0.reaches(["cdn.example.com"]) == "cdn.example.com" })
     }
 
     @Test("pins import: a bare NSAppTransportSecurity dictionary works; an empty identity array is refused")

@@ -62,6 +62,8 @@ public enum AppImport {
             if let pins = effective.pins {
                 out += "        # \(effective.pinReason)\n"
                 out += "        pins:\n"
+                out += "          domain: \(quotedYAML(pins.domain))\n"
+                if pins.includesSubdomains { out += "          include_subdomains: true\n" }
                 if !pins.leafIdentities.isEmpty {
                     out += "          leaf_identities: [\(pins.leafIdentities.map(quotedYAML).joined(separator: ", "))]\n"
                 }

@@ -46,6 +46,8 @@ public enum PinsImport {
             out += "    # NSIncludesSubdomains: \(domain.includesSubdomains)"
             out += domain.includesSubdomains ? " (add the names one label below it to this group's targets)\n" : " (the exact name only)\n"
             out += "    pins:\n"
+            out += "      domain: \(AppImport.quotedYAML(domain.domain))\n"
+            if domain.includesSubdomains { out += "      include_subdomains: true\n" }
             if !domain.leafIdentities.isEmpty {
                 out += "      leaf_identities:\n" + domain.leafIdentities.map { "        - \(AppImport.quotedYAML($0))\n" }.joined()
             }

@@ -9,7 +9,7 @@ public enum PinForecast {
     public struct PinnedName: Hashable, Sendable {
         /// The host (`api.example.com`) or, with `includeSubdomains`, the domain.
         public var domain: String
-        /// NSIncludesSubdomains (or a target's `pins:` for a wildcard host): the pins hold for every name under `domain` too.
+        /// NSIncludesSubdomains: the pins hold for the names one label below `domain` too (Apple's reach).
         public var includeSubdomains: Bool
         public var pins: PinPolicy
         /// Who pins, in words: `target api`, `app com.example.shop (AFSecurityPolicy)`.
@@ -32,20 +32,31 @@ public enum PinForecast {
         /// wildcard covers one label); with `includeSubdomains`, the first name under it (a
         /// wildcard's base name standing for the names it covers). Nil when it serves none.
         public func reaches(_ names: [String]) -> String? {
-            PinForecast.reach(domain, includeSubdomains: includeSubdomains, names: names)
+            PinForecast.reach(domain, subdomains: includeSubdomains ? .oneLabel : .none, names: names)
         }
     }
 
+    /// How far below a domain a rule reaches.
+    public enum SubdomainReach: Sendable, Hashable {
+        /// The domain itself.
+        case none
+        /// The names one label below it (Apple's NSIncludesSubdomains).
+        case oneLabel
+        /// Every name under it (a `ct: watch` entry, as CAA covers a domain's tree).
+        case anyDepth
+    }
+
     /// The host a certificate serving `names` (DNS SANs) is met as under `domain`: `domain` itself
-    /// when a name covers it (a wildcard covers one label); with `includeSubdomains`, the first
-    /// name under it (a wildcard's base name standing for the names it covers). Nil when none.
-    public static func reach(_ domain: String, includeSubdomains: Bool, names: [String]) -> String? {
+    /// when a name covers it (a wildcard covers one label); else, as far as `subdomains` reaches,
+    /// the first name under it (a wildcard as it is: `*.domain` stands for the names one label below). Nil when none.
+    public static func reach(_ domain: String, subdomains: SubdomainReach, names: [String]) -> String? {
         let valid = names.map(HostnameMatcher.normalize).filter { HostnameMatcher.isValidDNSName($0) }
         if valid.contains(where: { HostnameMatcher.dnsNameMatches(pattern: $0, hostname: domain) }) { return domain }
-        guard includeSubdomains else { return nil }
-        for name in valid {
-            let bare = name.hasPrefix("*.") ? String(name.dropFirst(2)) : name
-            if bare == domain || bare.hasSuffix("." + domain) { return bare }
+        guard subdomains != .none else { return nil }
+        for name in valid where name.hasSuffix("." + domain) {
+            // `*.domain` covers the names one label below: the rule meets it as any of them.
+            let labelsBelow = name.dropLast(domain.count + 1).split(separator: ".", omittingEmptySubsequences: false)
+            if subdomains == .anyDepth || labelsBelow.count == 1 { return name }
         }
         return nil
     }
@@ -60,8 +71,19 @@ public enum PinForecast {
             let host = target.sni ?? target.host
             var candidates: [PinnedName] = []
             if let pins = target.pins, pins.pinsSomething {
-                candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "target \(target.original)", target: target.original,
-                                             port: target.port))
+                // Pins from an NSPinnedDomains entry (`domain:`) hold for its key and, with NSIncludesSubdomains,
+                // the names one label below: when the entry covers the target's host, the entry is the pinned name.
+                let scope = pins.pinnedDomain.map { PinnedName(domain: $0.domain, includeSubdomains: $0.includesSubdomains, pins: pins,
+                                                               pinnedBy: "target \(target.original)", target: target.original, port: target.port) }
+                if let scope, scope.reaches([host]) != nil {
+                    // One pinned name per entry, however many of its targets carry the pins.
+                    if !names.contains(where: { $0.domain == scope.domain && $0.includeSubdomains == scope.includeSubdomains && $0.pins == pins }) {
+                        candidates.append(scope)
+                    }
+                } else {
+                    candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "target \(target.original)", target: target.original,
+                                                 port: target.port))
+                }
             }
             if let app = target.app, let pins = app.afnetworking, pins.pinsSomething {
                 candidates.append(PinnedName(domain: host, pins: pins, pinnedBy: "app \(app.bundle) (AFSecurityPolicy)",
@@ -94,7 +116,9 @@ public enum PinForecast {
     public static func judge(_ pinned: PinnedName, host: String, presented: [CertificateSummary], building: PathBuildingResult,
                              now: Date, buildWithPinnedAnchors: (([Data]) -> PathBuildingResult?)?) -> PinEvaluation {
         let validFrom = presented.first.map { $0.notBefore.addingTimeInterval(1) } ?? now
-        let context = TrustContext(hostname: host, time: max(now, validFrom), publicTrust: true)
+        // A wildcard reached is judged as one name it covers (AFNetworking's validatesDomainName checks the name).
+        let hostname = host.hasPrefix("*.") ? "wildcard" + host.dropFirst() : host
+        let context = TrustContext(hostname: hostname, time: max(now, validFrom), publicTrust: true)
         return AddressAssessment.pinEvaluation(pinned.pins, presented: presented, path: building.path, trustErrors: [],
                                                context: context, buildWithPinnedAnchors: buildWithPinnedAnchors)
     }

@@ -23,7 +23,7 @@ public struct WatchedDomain: Hashable, Sendable {
 
     /// The host a certificate for `names` (its DNS SANs) is met as under this domain, or nil.
     public func reaches(_ names: [String]) -> String? {
-        PinForecast.reach(domain, includeSubdomains: includeSubdomains, names: names)
+        PinForecast.reach(domain, subdomains: includeSubdomains ? .anyDepth : .none, names: names)
     }
 
     /// Whether a CA of `chain` (the certificates above the first, as logged or as built) is one

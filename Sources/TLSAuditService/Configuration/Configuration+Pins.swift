@@ -5,7 +5,8 @@ import Yams
 
 /// `pins:`, in AFNetworking's form or NSPinnedDomains'.
 extension ConfigurationParser {
-    static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities"]
+    static let pinKeys = ["mode", "pins", "allow_invalid_certificates", "validates_domain_name", "leaf_identities", "ca_identities",
+                          "domain", "include_subdomains"]
 
     /// AFNetworking 2.x's `validatesCertificateChain`, refused with what became of it (AFNetworking's
     /// CHANGELOG, 2.6.0: "Full Certificate Chain Validation has been removed from AFSecurityPolicy", #2856).
@@ -47,6 +48,16 @@ extension ConfigurationParser {
                 }
                 return value
             }
+        }
+        if let domainNode = mapping["domain"] {
+            if let domain = string(domainNode, "the NSPinnedDomains key"), HostnameMatcher.isValidDNSName(domain.lowercased()) {
+                let includes = mapping["include_subdomains"].flatMap { boolean($0) } ?? false
+                policy.pinnedDomain = PinnedDomainScope(domain: domain, includesSubdomains: includes)
+            } else {
+                report(domainNode, "pins: domain must be the NSPinnedDomains key the identities come from (a DNS name)")
+            }
+        } else if let flag = mapping["include_subdomains"] {
+            report(flag, "pins: include_subdomains goes with domain: the NSPinnedDomains key whose subdomains it reaches")
         }
         for problem in policy.problems { report(node, "pins: \(problem)") }
         for warning in policy.warnings { warnings.append(ConfigurationError(file: file, line: node.mark?.line, message: "pins: \(warning)")) }
