@@ -37,19 +37,25 @@ struct CTForecastJudge: Sendable {
         let changes = ["serial": leaf.serial, "issuer": leaf.issuer, "spki": "sha256/\(leaf.spkiSHA256)",
                        "not_before": Timestamp.format(leaf.notBefore), "log": log.description, "index": "\(index)",
                        "precertificate": entry.precertificate ? "true" : "false"]
+        // The pin verdict and the issuance verdict of one host are two rows (`role`), never one in place of the other.
         func sighting(host: String, target: String, judgedBy: String, verdict: CTSighting.Verdict) -> CTSighting {
-            CTSighting(id: Digest.sha256Hex(Array("\(leaf.serial)|\(leaf.issuer)|\(host)|\(judgedBy)".utf8)).prefix(32).description,
+            let role = verdict == .pinBreak || verdict == .covered ? "pins" : "issuance"
+            return CTSighting(id: Digest.sha256Hex(Array("\(leaf.serial)|\(leaf.issuer)|\(host)|\(judgedBy)|\(role)".utf8)).prefix(32).description,
                        seenAt: Date(), log: log.description, index: index, precertificate: entry.precertificate, host: host, target: target,
                        judgedBy: judgedBy, verdict: verdict, serial: leaf.serial, issuer: leaf.issuer, spki: leaf.spkiSHA256,
                        notBefore: leaf.notBefore, notAfter: leaf.notAfter)
         }
         var stored = true
         let issuers = Array(chain.presented.dropFirst()) + chain.building.path.dropFirst().map(\.certificate)
+        let pinnedHosts = Set(names.compactMap { $0.reaches(chain.names) })
         for watch in watched {
             guard let host = watch.reaches(chain.names) else { continue }
             let allowed = watch.allows(issuers)
-            stored = record(sighting(host: host, target: "ct-watch:\(watch.domain)", judgedBy: watch.watchedBy,
-                                     verdict: allowed ? .seen : .unexpectedIssuer)) && stored
+            // A pinned host's certificate is listed with its pin verdict; "seen" would say less of it.
+            if !(allowed && pinnedHosts.contains(host)) {
+                stored = record(sighting(host: host, target: "ct-watch:\(watch.domain)", judgedBy: watch.watchedBy,
+                                         verdict: allowed ? .seen : .unexpectedIssuer)) && stored
+            }
             guard !allowed else { continue }
             let allowedNames = watch.issuers.map(\.description).joined(separator: ", ")
             let alert = Alert(

@@ -184,7 +184,7 @@ struct CTForecastServiceTests {
         let api = try ServiceHTTP.fetch("http://\(listener)/api/v1/ct/sightings?days=30")
         let document = try JSONSerialization.jsonObject(with: Data(api.body.utf8)) as? [String: Any]
         let listed = try #require(document?["sightings"] as? [[String: Any]])
-        #expect(api.status == 200 && listed.count == 6 && listed.contains { $0["verdict"] as? String == "break" && $0["judged_by"] as? String == "target pinned" })
+        #expect(api.status == 200 && listed.count == 4 && listed.contains { $0["verdict"] as? String == "break" && $0["judged_by"] as? String == "target pinned" })
         #expect(try ServiceHTTP.fetch("http://\(listener)/api/v1/ct/sightings?days=-1").status == 400)
         let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics").body
         #expect(metrics.contains(#"tlsaudit_ct_log_tree_size{log="Lab Log watch"} 6"#) && metrics.contains(#"tlsaudit_ct_log_lag_entries{log="Lab Log watch"} 0"#))
@@ -196,8 +196,8 @@ struct CTForecastServiceTests {
         let verdicts = Dictionary(grouping: sightings, by: \.verdict).mapValues { $0.map(\.host).sorted() }
         #expect(verdicts[.unexpectedIssuer] == ["shop.tlsaudit.test"])
         #expect(verdicts[.pinBreak] == [host] && verdicts[.covered] == [host], "\(verdicts)")
-        // Seen: www under the watched domain, and the pinned host's two certificates (the domain covers it too).
-        #expect(verdicts[.seen] == [host, host, "www.tlsaudit.test"])
+        // Seen: www under the watched domain; the pinned host's certificates are listed with their pin verdicts instead.
+        #expect(verdicts[.seen] == ["www.tlsaudit.test"])
         #expect(!sightings.contains { $0.host.contains("elsewhere") })
 
         let status = try Binary.run(["ct", "status", "--config", config])
@@ -250,5 +250,51 @@ struct CTForecastServiceTests {
         log.set(.unavailable)
         let failing = try Binary.run(["ct", "backfill", "--config", config, "--since", "2026-03-01"])
         #expect(failing.status == 1 && failing.stderr.contains("stopped"))
+    }
+
+    @Test("faults: a store that refuses the sightings leaves the position where it was and the entries are judged again once it accepts them (one alert, nothing skipped); a stored position that cannot be read is left as it is, the log not followed, and said")
+    func storeFaults() throws {
+        let host = ServiceLab.hostname
+        let current = try lab.intermediate.issue(.server([host]))
+        let ctLog = try LabCTLog("Lab Log faults", operator: "lab")
+        let log = try LabCTLogServer(ctLog)
+        defer { log.stop() }
+        let workspace = try lab.workspace("ct-faults")
+        let (database, config) = try files(workspace, logs: [ctLog.listEntry(url: log.url)], host: host, port: 9, pinning: current)
+        log.add(try lab.intermediate.issue(.server(["elsewhere.tlsaudit.example"])), chain: [lab.intermediate])
+        log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
+        log.publish()
+        // The store as a full disk would leave it for these rows: every insert refused.
+        _ = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex)
+        let sqlite3 = try LabPrerequisite.program(["/usr/bin/sqlite3"], package: "sqlite3")
+        #expect(try Binary.run([database, "CREATE TRIGGER refuse BEFORE INSERT ON ct_sighting BEGIN SELECT RAISE(ABORT, 'disk full'); END;"],
+                               program: sqlite3).status == 0)
+        func position() -> CTLogPosition? {
+            let states = (try? SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates()) ?? []
+            return states.first.flatMap { try? JSONDecoder().decode(CTLogPosition.self, from: Data($0.position.utf8)) }
+        }
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a refused sighting") { !service.lines(containing: "cannot record the certificate").isEmpty }
+        service.wait("another round") { service.lines(containing: "cannot record the certificate").count >= 2 }
+        #expect(position()?.nextIndex == 0, "the position stays before the entry whose judgement was not stored")
+        #expect(try Binary.run([database, "DROP TRIGGER refuse;"], program: sqlite3).status == 0)
+        service.wait("the position past the entries") { position()?.nextIndex == 2 }
+        #expect(try alerts(database, .pinForecastBreak).count == 1, "raised at the first round, not again when judged again")
+        #expect(try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctSightings(validFrom: nil, limit: 10).map(\.verdict) == [.pinBreak],
+                "the pinned host's certificate listed with its pin verdict")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 20) == 0)
+
+        // A position damaged on disk: not overwritten (starting again would skip or reread), the log left alone, said.
+        #expect(try Binary.run([database, "UPDATE ct_log SET position = '{\"read\": 12}';"], program: sqlite3).status == 0)
+        log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
+        log.publish()
+        let restarted = try ServiceProcess(config: config, workspace: workspace)
+        restarted.wait("the damaged position said") { !restarted.lines(containing: "cannot be read").isEmpty }
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctLogStates().first?.position == #"{"read": 12}"#)
+        #expect(try alerts(database, .pinForecastBreak).count == 1, "nothing read from the log meanwhile")
+        restarted.signal(SIGTERM)
+        #expect(restarted.waitForExit(timeout: 20) == 0)
     }
 }
