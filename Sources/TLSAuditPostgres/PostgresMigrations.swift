@@ -132,7 +132,9 @@ enum PostgresMigrations {
         (StoreMigration.checkReports, StoreSchema.checkReportsColumn),
         // Where the CT follower stands in each log.
         (StoreMigration.ctLogs, StoreSchema.postgres.ctLogTable),
+        // What the follower judged, and (a fleet) which node follows each log.
         (StoreMigration.ctSightings, StoreSchema.postgres.ctSightingTable),
+        (StoreMigration.ctLogLease, StoreSchema.postgres.ctLogLease),
     ] as [(StoreMigration, String?)])
 
     /// Brings the database to this version's schema, once however many nodes start together (an

@@ -56,6 +56,7 @@ package enum SQLiteMigrations {
             (.checkReports, { db in try db.execute(sql: StoreSchema.checkReportsColumn) }),
             (.ctLogs, { db in try db.execute(sql: StoreSchema.sqlite.ctLogTable) }),
             (.ctSightings, { db in try db.execute(sql: StoreSchema.sqlite.ctSightingTable) }),
+            (.ctLogLease, { db in try db.execute(sql: StoreSchema.sqlite.ctLogLease) }),
         ])
     }
 

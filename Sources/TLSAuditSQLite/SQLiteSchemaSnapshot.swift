@@ -27,6 +27,7 @@ package enum SQLiteSchemaSnapshot {
         "v20-check-reports",
         "v21-ct-logs",
         "v22-ct-sightings",
+        "v23-ct-log-lease",
     ]
 
     package static let statements = [
@@ -57,7 +58,7 @@ package enum SQLiteSchemaSnapshot {
         "CREATE TABLE run_scan (\n    observation_id INTEGER NOT NULL REFERENCES observation(id) ON DELETE CASCADE,\n    started_at REAL NOT NULL,\n    duration_ms INTEGER NOT NULL,\n    node TEXT,\n    PRIMARY KEY (observation_id, started_at)\n) WITHOUT ROWID",
         "CREATE VIEW scan AS\n    SELECT o.id AS observation_id, o.target, o.address, o.started_at, o.duration_ms, o.node, o.vantage, o.status\n    FROM observation o\n    UNION ALL\n    SELECT s.observation_id, o.target, o.address, s.started_at, s.duration_ms, s.node, o.vantage, o.status\n    FROM run_scan s JOIN observation o ON o.id = s.observation_id",
         "CREATE INDEX alert_target_time ON alert(target, created_at)",
-        "CREATE TABLE ct_log (log_id TEXT PRIMARY KEY, position TEXT NOT NULL, problem TEXT, updated_at REAL NOT NULL)",
+        "CREATE TABLE ct_log (log_id TEXT PRIMARY KEY, position TEXT NOT NULL, problem TEXT, updated_at REAL NOT NULL, owner TEXT, lease_until REAL, epoch INTEGER NOT NULL DEFAULT 0)",
         "CREATE TABLE ct_sighting (id TEXT PRIMARY KEY, seen_at REAL NOT NULL, log TEXT NOT NULL, entry_index INTEGER NOT NULL,\n    precertificate INTEGER NOT NULL, host TEXT NOT NULL, target TEXT NOT NULL, judged_by TEXT NOT NULL, verdict TEXT NOT NULL,\n    serial TEXT NOT NULL, issuer TEXT NOT NULL, spki TEXT NOT NULL, not_before REAL NOT NULL, not_after REAL NOT NULL)",
         "CREATE INDEX ct_sighting_valid ON ct_sighting(not_before)",
     ]

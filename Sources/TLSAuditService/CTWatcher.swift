@@ -18,7 +18,8 @@ import TLSAuditSupport
 /// was: the entries are read again next round. Certificates already expired are not judged.
 final class CTWatcher: @unchecked Sendable {
     // @unchecked: `stopped` and `retries` are read and written under `wake`'s lock or on the watcher's thread only.
-    private let settings: CTFollowSettings
+    /// The `ct: follow` settings in force (a reload's, SIGHUP); nil when following is off.
+    private let currentSettings: @Sendable () -> CTFollowSettings?
     private let writer: ResultWriter
     private let scanner: TLSScanner
     private let targets: @Sendable () -> [ScanTarget]
@@ -33,15 +34,22 @@ final class CTWatcher: @unchecked Sendable {
     static let stepsPerRound = 50
     /// Whether "nothing pinned" was said (once, not every round).
     private var saidNothingPinned = false
+    /// Whether "following is off" was said.
+    private var saidOff = false
+    /// In a fleet, this node's name (it follows the logs it claims); nil on a single node.
+    private let owner: String?
+    /// The claims this node holds, by log id (to say a change once).
+    private var heldEpochs: [String: Int64] = [:]
     private let judge: CTForecastJudge
     private let metrics: ScanMetrics?
     /// Per log id: since when the follower has been behind the log's head (none when caught up).
     private var behindSince: [String: Date] = [:]
 
-    init(settings: CTFollowSettings, writer: ResultWriter, scanner: TLSScanner, targets: @escaping @Sendable () -> [ScanTarget],
-         metrics: ScanMetrics? = nil, logger: Logger) {
+    init(settings: @escaping @Sendable () -> CTFollowSettings?, writer: ResultWriter, scanner: TLSScanner,
+         targets: @escaping @Sendable () -> [ScanTarget], owner: String? = nil, metrics: ScanMetrics? = nil, logger: Logger) {
         self.metrics = metrics
-        self.settings = settings
+        self.owner = owner
+        currentSettings = settings
         self.writer = writer
         self.scanner = scanner
         self.targets = targets
@@ -52,11 +60,21 @@ final class CTWatcher: @unchecked Sendable {
 
     func start() {
         started = true
+        // Off from the start is not news; off after a reload is.
+        saidOff = currentSettings() == nil
         let thread = Thread { [self] in
             while !isStopped {
-                round()
+                let settings = currentSettings()
+                if let settings {
+                    if saidOff { logger.notice("CT follower: ct: follow is on again") }
+                    saidOff = false
+                    round(settings)
+                } else if !saidOff {
+                    logger.notice("CT follower: ct: follow is off since the configuration was reloaded; no log is read")
+                    saidOff = true
+                }
                 wake.lock()
-                if !stopped { _ = wake.wait(until: Date().addingTimeInterval(settings.poll)) }
+                if !stopped { _ = wake.wait(until: Date().addingTimeInterval(settings?.poll ?? 60)) }
                 wake.unlock()
             }
             finished.signal()
@@ -102,7 +120,7 @@ final class CTWatcher: @unchecked Sendable {
     }
 
     /// One round over the logs.
-    private func round() {
+    private func round(_ settings: CTFollowSettings) {
         let targets = targets()
         let names = PinForecast.pinnedNames(targets)
         let watched = WatchedDomain.all(settings.watch, targets: targets)
@@ -121,15 +139,37 @@ final class CTWatcher: @unchecked Sendable {
         for log in Self.followed(scanner.ctLogs) {
             if isStopped { return }
             if let retry = retries[log.id], retry.at > Date() { continue }
-            follow(log, names: names, watched: watched, needles: needles, stored: states.first { $0.logID == log.id })
+            follow(log, settings: settings, names: names, watched: watched, needles: needles, stored: states.first { $0.logID == log.id })
         }
     }
 
-    private func follow(_ log: CTLogList.Log, names: [PinForecast.PinnedName], watched: [WatchedDomain], needles: [[UInt8]],
-                        stored: CTLogState?) {
+    /// A fleet node's claim on a log lapsed or went to another node: it stops acting on the log.
+    private struct LostLease: Error {}
+
+    /// In a fleet: claims (or renews) the log for this node; nil while another node follows it.
+    private func claim(_ log: CTLogList.Log, settings: CTFollowSettings) throws -> (owner: String, epoch: Int64)? {
+        guard let owner else { return nil }
+        // Renewed at every step: a node that stops renewing hands the log over after this.
+        let lease = max(10, 5 * settings.poll)
+        guard let epoch = try writer.perform({ try $0.claimCTLog(log.id, owner: owner, lease: lease) }) else { throw LostLease() }
+        if heldEpochs[log.id] != epoch {
+            logger.notice("CT follower: this node follows \(log.description) (claim \(epoch), lease \(Int(lease)) s)")
+            heldEpochs[log.id] = epoch
+        }
+        return (owner, epoch)
+    }
+
+    private func follow(_ log: CTLogList.Log, settings: CTFollowSettings, names: [PinForecast.PinnedName], watched: [WatchedDomain],
+                        needles: [[UInt8]], stored: CTLogState?) {
         guard let url = log.url, let client = Self.source(of: log) else { return }
         let follower = CTLogFollower(client: client, needles: needles)
         do {
+            var claim = try self.claim(log, settings: settings)
+            var stored = stored
+            // Claimed: the position as the last holder left it (another node may have moved it since the round began).
+            if claim != nil { stored = try writer.perform { try $0.ctLogStates() }.first { $0.logID == log.id } }
+            // A claimed log nobody has followed yet holds no position.
+            if stored?.position.isEmpty == true { stored = nil }
             var position: CTLogPosition
             if let stored {
                 do {
@@ -142,15 +182,16 @@ final class CTWatcher: @unchecked Sendable {
                 }
             } else {
                 position = try follower.start(fromBeginning: settings.fromBeginning)
-                try save(position, of: log, problem: nil)
+                try save(position, of: log, problem: nil, claim: claim)
                 logger.notice("CT follower: following \(log.description) from entry \(position.nextIndex) (its head: \(position.head?.treeSize ?? 0))")
             }
             for _ in 0..<Self.stepsPerRound {
                 if isStopped { return }
+                claim = try self.claim(log, settings: settings)
                 let step = try follower.step(position)
                 if let problem = step.problem {
                     raiseProblem(problem, log: log, url: url, known: position.head)
-                    try save(position, of: log, problem: problem.description)
+                    try save(position, of: log, problem: problem.description, claim: claim)
                     measure(log, position, read: 0, matched: 0, problem: true)
                     retries[log.id] = (Date().addingTimeInterval(max(settings.poll, 3_600)), 0)
                     return
@@ -165,11 +206,15 @@ final class CTWatcher: @unchecked Sendable {
                 }
                 if step.malformed > 0 { logger.warning("CT follower: \(step.malformed) entries of \(log.description) do not decode; skipped") }
                 position = step.position
-                try save(position, of: log, problem: nil)
+                try save(position, of: log, problem: nil, claim: claim)
                 measure(log, position, read: step.read, matched: step.matches.count, problem: false)
                 if position.backlog == 0 { break }
             }
             retries[log.id] = nil
+        } catch is LostLease {
+            if heldEpochs.removeValue(forKey: log.id) != nil {
+                logger.notice("CT follower: another node follows \(log.description) now; this one stops acting on it")
+            }
         } catch let failure as CTLogFailure {
             let failures = (retries[log.id]?.failures ?? 0) + 1
             let delay = min(3_600, max(settings.poll, failure.retryAfter ?? settings.poll * pow(2, Double(min(failures, 12)))))
@@ -191,9 +236,15 @@ final class CTWatcher: @unchecked Sendable {
                             read: read, matched: matched, problem: problem)
     }
 
-    private func save(_ position: CTLogPosition, of log: CTLogList.Log, problem: String?) throws {
+    /// Keeps the position (in a fleet, only under this node's claim: else `LostLease`).
+    private func save(_ position: CTLogPosition, of log: CTLogList.Log, problem: String?, claim: (owner: String, epoch: Int64)?) throws {
         let json = String(decoding: try JSONEncoder().encode(position), as: UTF8.self)
-        try writer.perform { try $0.saveCTLogState(CTLogState(logID: log.id, position: json, problem: problem, updatedAt: Date())) }
+        let state = CTLogState(logID: log.id, position: json, problem: problem, updatedAt: Date())
+        guard let claim else {
+            try writer.perform { try $0.saveCTLogState(state) }
+            return
+        }
+        guard try writer.perform({ try $0.saveCTLogState(state, claim: claim) }) else { throw LostLease() }
     }
 
     /// One alert per log and known head: a log that keeps growing a forked history is one event.

@@ -197,18 +197,17 @@ public final class ScanService: Service, @unchecked Sendable {
         dispatcher.start(singleNode: fleet == nil)
         reports.start()
         startHousekeeping()
-        // The pin forecast: the CT logs followed for certificates the configured pins would refuse
-        // (one node: in fleet mode the logs are not leased to nodes yet).
-        if configuration.ctFollow != nil, fleet != nil {
-            logger.warning("ct: follow is not run in fleet mode yet (logs are not leased to nodes); no log is followed")
-        }
-        let ctWatcher = (fleet == nil ? configuration.ctFollow : nil).map { settings in
-            CTWatcher(settings: settings, writer: writer, scanner: scanner, targets: { [weak self] in
-                guard let self else { return [] }
-                return control.sync { configuration.targets.map(\.scanTarget) }
-            }, metrics: metrics, logger: logger)
-        }
-        ctWatcher?.start()
+        // The pin forecast: the CT logs followed for certificates the configured pins would refuse.
+        // Its settings and the names it watches are read each round: a reload (SIGHUP) or a fleet's
+        // applied configuration applies them. In a fleet each log is followed by the node that claims it.
+        let ctWatcher = CTWatcher(settings: { [weak self] in
+            guard let self else { return nil }
+            return control.sync { configuration.ctFollow }
+        }, writer: writer, scanner: scanner, targets: { [weak self] in
+            guard let self else { return [] }
+            return control.sync { configuration.targets.map(\.scanTarget) }
+        }, owner: fleet == nil ? nil : configuration.node.name, metrics: metrics, logger: logger)
+        ctWatcher.start()
         notifier.ready(status: "scanning \(configuration.targets.count) targets")
 
         var listenerFailure: (any Error)?
@@ -261,12 +260,12 @@ public final class ScanService: Service, @unchecked Sendable {
         dispatcher.beginStopping()
         stopHousekeeping()
         reports.stop()
-        ctWatcher?.beginStopping()
+        ctWatcher.beginStopping()
         fleetStopping.store(true, ordering: .relaxed)
         let abandoned = await Self.onThread { [scheduler] in scheduler.stop(deadline: deadline) }
         if let fleet { await Self.onThread { fleet.stop() } }
         // The CT follower's step in progress ends within the same deadline, before the writer finishes.
-        await Self.onThread { ctWatcher?.finish(by: max(deadline, Date().addingTimeInterval(1))) }
+        await Self.onThread { ctWatcher.finish(by: max(deadline, Date().addingTimeInterval(1))) }
         let spill = configuration.spillLocations
         let finish = await Self.onThread { [writer] in writer.finish(spill: spill, deadline: deadline) }
         // A delivery that just began gets a moment even when the scans used the whole grace.

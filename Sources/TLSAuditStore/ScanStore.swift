@@ -423,6 +423,13 @@ public protocol CTLogLedger: Sendable {
     func ctLogStates() throws -> [CTLogState]
     /// Keeps `state` (replacing the log's earlier one).
     func saveCTLogState(_ state: CTLogState) throws
+    /// In a fleet, asks to follow the log `logID` as `owner` for `lease` seconds (on the database's
+    /// clock): the claim's epoch when `owner` holds it (renewed; a new epoch when it was another's
+    /// or had lapsed), nil while another node's lease runs. One follower per log.
+    func claimCTLog(_ logID: String, owner: String, lease: Double) throws -> Int64?
+    /// Keeps `state` only while `claim` is the log's current claim under a running lease; false
+    /// when it is not (another node took the log over: this one must stop acting on it).
+    func saveCTLogState(_ state: CTLogState, claim: (owner: String, epoch: Int64)) throws -> Bool
     /// Records what the follower judged of a logged certificate; a sighting already recorded (its
     /// id: the certificate's precertificate, or another log's copy) is left as it was.
     func recordCTSighting(_ sighting: CTSighting) throws
@@ -492,6 +499,9 @@ public struct CTLogState: Hashable, Sendable {
     /// A fork, a rewind, entries that are not the tree's: why the follower stopped acting on the log.
     public var problem: String?
     public var updatedAt: Date
+    /// In a fleet, the node that follows the log and until when (its lease); nil on a single node.
+    public var owner: String? = nil
+    public var leaseUntil: Date? = nil
 
     public init(logID: String, position: String, problem: String? = nil, updatedAt: Date) {
         self.logID = logID

@@ -332,6 +332,12 @@ extension StoreSchema {
         "CREATE TABLE ct_log (log_id TEXT PRIMARY KEY, position TEXT NOT NULL, problem TEXT, updated_at \(real) NOT NULL);"
     }
 
+    /// In a fleet, which node follows each CT log and until when (its lease, on the database's clock), and the claim's epoch.
+    package var ctLogLease: String {
+        "ALTER TABLE ct_log ADD COLUMN owner TEXT; ALTER TABLE ct_log ADD COLUMN lease_until \(real); "
+            + "ALTER TABLE ct_log ADD COLUMN epoch \(bigint) NOT NULL DEFAULT 0;"
+    }
+
     /// What the CT follower judged of each certificate logged for a pinned or watched name: one
     /// row per certificate and judging rule (its precertificate and itself are one).
     package var ctSightingTable: String {

@@ -60,6 +60,9 @@ struct CTStatusCommand: ParsableCommand {
         var backlog: UInt64?
         var problem: String?
         var updatedAt: Date
+        /// In a fleet, the node that follows the log and until when.
+        var owner: String?
+        var leaseUntil: Date?
     }
 
     func run() throws {
@@ -72,7 +75,8 @@ struct CTStatusCommand: ParsableCommand {
             let known = list.logs.first { $0.id == state.logID }
             return LogDocument(logID: state.logID, log: known?.description, tiled: known?.tiled, headSize: position?.head?.treeSize,
                                headTime: position?.head?.timestamp, nextIndex: position?.nextIndex, backlog: position?.backlog,
-                               problem: state.problem ?? (position == nil ? "the stored position cannot be read" : nil), updatedAt: state.updatedAt)
+                               problem: state.problem ?? (position == nil && !state.position.isEmpty ? "the stored position cannot be read" : nil),
+                               updatedAt: state.updatedAt, owner: state.owner, leaseUntil: state.leaseUntil)
         }
         let sightings = try store.ctSightings(validFrom: now.addingTimeInterval(-Double(max(0, days)) * 86_400), limit: limit)
         switch format {
@@ -86,10 +90,10 @@ struct CTStatusCommand: ParsableCommand {
             let logRows = logs.map { log -> [String] in
                 [log.log ?? log.logID, log.tiled == true ? "static" : log.tiled == false ? "rfc6962" : "?",
                  log.headSize.map(String.init) ?? "-", log.headTime.map(Timestamp.format) ?? "-", log.nextIndex.map(String.init) ?? "-",
-                 log.backlog.map(String.init) ?? "-", Timestamp.format(log.updatedAt), log.problem ?? ""]
+                 log.backlog.map(String.init) ?? "-", Timestamp.format(log.updatedAt), log.owner ?? "-", log.problem ?? ""]
             }
             StandardStream.output.write(logs.isEmpty ? "no CT log followed yet (serve with ct: {follow: true})\n"
-                : TextTable.render(header: ["LOG", "API", "HEAD", "HEAD TIME", "NEXT", "BACKLOG", "UPDATED", "PROBLEM"], rows: logRows))
+                : TextTable.render(header: ["LOG", "API", "HEAD", "HEAD TIME", "NEXT", "BACKLOG", "UPDATED", "NODE", "PROBLEM"], rows: logRows))
             let rows = sightings.map { sighting -> [String] in
                 [Timestamp.format(sighting.notBefore), sighting.verdict.rawValue, sighting.host, sighting.judgedBy,
                  DistinguishedName.attribute("CN", of: sighting.issuer) ?? sighting.issuer, "sha256/\(sighting.spki)",

@@ -189,12 +189,22 @@ struct CTForecastServiceTests {
         let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics").body
         #expect(metrics.contains(#"tlsaudit_ct_log_tree_size{log="Lab Log watch"} 6"#) && metrics.contains(#"tlsaudit_ct_log_lag_entries{log="Lab Log watch"} 0"#))
         #expect(metrics.contains(#"tlsaudit_ct_log_entries_matched_total{log="Lab Log watch"} 5"#), "all but elsewhere.example")
+
+        // A reload (SIGHUP) with other allowed issuers applies to what is logged next.
+        _ = try files(workspace, logs: [ctLog.listEntry(url: log.url)], host: host, port: server.port, pinning: current,
+                      watch: #"[{domain: tlsaudit.test, issuers: ["rogue intermediate"]}]"#)
+        service.signal(SIGHUP)
+        service.wait("the reload") { !service.lines(containing: "configuration reloaded").isEmpty }
+        log.add(try lab.intermediate.issue(.server(["new.tlsaudit.test"])), chain: [lab.intermediate])
+        log.publish()
+        service.wait("the alert under the reloaded rule") { (try? alerts(database, .ctUnexpectedIssuer).count) == 2 }
+        #expect(try alerts(database, .ctUnexpectedIssuer).contains { $0.alert.host == "new.tlsaudit.test" && $0.alert.changes["allowed"] == "rogue intermediate" })
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 20) == 0)
 
         let sightings = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex).ctSightings(validFrom: nil, limit: 50)
         let verdicts = Dictionary(grouping: sightings, by: \.verdict).mapValues { $0.map(\.host).sorted() }
-        #expect(verdicts[.unexpectedIssuer] == ["shop.tlsaudit.test"])
+        #expect(verdicts[.unexpectedIssuer] == ["new.tlsaudit.test", "shop.tlsaudit.test"])
         #expect(verdicts[.pinBreak] == [host] && verdicts[.covered] == [host], "\(verdicts)")
         // Seen: www under the watched domain; the pinned host's certificates are listed with their pin verdicts instead.
         #expect(verdicts[.seen] == ["www.tlsaudit.test"])

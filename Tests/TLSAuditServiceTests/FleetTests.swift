@@ -520,6 +520,60 @@ struct FleetTests {
     }
 }
 
+/// The CT follower in a fleet: each log followed by one node.
+extension FleetTests {
+    @Test("ct: follow in a fleet: each log is followed by the one node that claims it (one alert per certificate, never two); the node killed with SIGKILL hands its logs over when its lease lapses, and the other goes on from the stored position")
+    func ctLogsLeased() throws {
+        let fleet = try Fleet("fleet-ct")
+        defer { fleet.postgres.stop() }
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let logs = try ["Lab Log fleet A", "Lab Log fleet B"].map { name in try LabCTLogServer(try LabCTLog(name, operator: "lab")) }
+        defer { for log in logs { log.stop() } }
+        let listFile = fleet.workspace.appendingPathComponent("logs.json")
+        let list: [String: Any] = ["version": "lab", "log_list_timestamp": "2026-11-01T00:00:00Z",
+                                   "operators": [["name": "lab", "email": ["ct@lab.test"], "logs": logs.map { $0.log.listEntry(url: $0.url) }]]]
+        try JSONSerialization.data(withJSONObject: list).write(to: listFile)
+        // Every certificate for a name under tlsaudit.test is unexpected: one alert each, whichever node reads it.
+        for (index, log) in logs.enumerated() {
+            log.add(try lab.intermediate.issue(.server(["first-\(index).tlsaudit.test"])), chain: [lab.intermediate])
+            log.publish()
+        }
+        let settings = "{lease: 5s, poll: 500ms}"
+        let file = try fleet.fleetFile(targets: [("good", good.port)], interval: "5s", extra: """
+            fleet: \(settings)
+            ct: {log_list: \(listFile.path), follow: true, start: beginning, poll: 1s, watch: [{domain: tlsaudit.test, issuers: [nobody]}]}
+            """)
+        #expect(try Binary.run(["fleet", "apply", file]).status == 0)
+        let nodes = try ["node-a", "node-b"].map { try fleet.node($0, fleet: settings, extra: "ct: {log_list: \(listFile.path)}") }
+        func alertCount() -> Int {
+            Int((try? fleet.query("SELECT count(*) FROM alert WHERE kind = 'ct.unexpected-issuer'"))?.first?.first ?? "") ?? 0
+        }
+        nodes[0].wait("both logs read", timeout: 30) { alertCount() == 2 }
+        let owners = try fleet.query("SELECT log_id, owner FROM ct_log ORDER BY log_id")
+        #expect(owners.count == 2 && owners.allSatisfy { $0.count == 2 && ["node-a", "node-b"].contains($0[1]) }, "\(owners)")
+        for log in logs {
+            let followers = nodes.filter { !$0.lines(containing: "this node follows \(log.log.description)").isEmpty }
+            #expect(followers.count == 1, "\(log.log.description): one follower")
+        }
+        Thread.sleep(forTimeInterval: 2)
+        #expect(alertCount() == 2, "never two alerts for one certificate")
+
+        // The holder of log A dies; what log A takes next is read by the other node after the lease (10 s: five polls).
+        let ownerA = try #require(owners.first { $0[0] == logs[0].log.id }?[1])
+        let dying = ownerA == "node-a" ? nodes[0] : nodes[1]
+        let survivor = ownerA == "node-a" ? nodes[1] : nodes[0]
+        kill(dying.pid, SIGKILL)
+        _ = dying.waitForExit(timeout: 10)
+        logs[0].add(try lab.intermediate.issue(.server(["after-kill.tlsaudit.test"])), chain: [lab.intermediate])
+        logs[0].publish()
+        survivor.wait("log A taken over", timeout: 40) { alertCount() == 3 }
+        #expect(!survivor.lines(containing: "this node follows \(logs[0].log.description)").isEmpty)
+        #expect(try fleet.query("SELECT owner FROM ct_log WHERE log_id = '\(logs[0].log.id)'").first?.first == (ownerA == "node-a" ? "node-b" : "node-a"))
+        Self.stop([survivor])
+    }
+}
+
 /// A node's identity and a node paused past its leases.
 extension FleetTests {
     @Test("a second node under a live node's name is refused (exit 2, naming the other's host and start); --replace-node takes the name over and the other stops; a node restarted after a crash on the same host starts")

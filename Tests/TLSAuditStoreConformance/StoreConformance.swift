@@ -408,6 +408,23 @@ public struct StoreConformance: Sendable {
         #expect(try reopened.ctSightings(validFrom: nil, limit: 10) == [sighting, older])
         #expect(try reopened.ctSightings(validFrom: now.addingTimeInterval(-30 * 86_400), limit: 10) == [sighting])
         #expect(try reopened.ctSightings(validFrom: nil, limit: 1) == [sighting])
+
+        // Fleet leases: one follower per log; a renewal keeps the epoch, a lapsed lease goes to the next node
+        // with a new one, and a save under an old claim is refused.
+        #expect(try reopened.claimCTLog("bmV3", owner: "node-a", lease: 60) == 1)
+        #expect(try reopened.ctLogStates().first { $0.logID == "bmV3" }.map { ($0.position, $0.owner) } ?? ("?", nil) == ("", "node-a"))
+        #expect(try reopened.claimCTLog("bmV3", owner: "node-b", lease: 60) == nil, "node-a's lease runs")
+        #expect(try reopened.claimCTLog("bmV3", owner: "node-a", lease: 60) == 1, "renewed")
+        var leased = CTLogState(logID: "bmV3", position: #"{"startedAt":3}"#, updatedAt: now)
+        #expect(try reopened.saveCTLogState(leased, claim: ("node-a", 1)))
+        #expect(try !reopened.saveCTLogState(leased, claim: ("node-b", 1)))
+        #expect(try reopened.claimCTLog("bmV3", owner: "node-a", lease: -10) == 1, "renewed into the past: lapsed")
+        #expect(try reopened.claimCTLog("bmV3", owner: "node-b", lease: 60) == 2)
+        leased.position = #"{"startedAt":4}"#
+        #expect(try !reopened.saveCTLogState(leased, claim: ("node-a", 1)), "node-a lost the log")
+        #expect(try reopened.saveCTLogState(leased, claim: ("node-b", 2)))
+        let held = try #require(try reopened.ctLogStates().first { $0.logID == "bmV3" })
+        #expect(held.position == #"{"startedAt":4}"# && held.owner == "node-b" && (held.leaseUntil ?? .distantPast) > Date())
     }
 
     public func retention() throws {

@@ -4,9 +4,12 @@ import Foundation
 extension StoreEngine {
     func ctLogStates() throws -> [CTLogState] {
         try database.read(doing: "reading the CT logs' positions", snapshot: false) { sql in
-            try sql.rows("SELECT log_id, position, problem, updated_at FROM ct_log ORDER BY log_id", []) { row in
-                CTLogState(logID: row.text(0) ?? "", position: row.text(1) ?? "", problem: row.text(2),
-                           updatedAt: Date(timeIntervalSince1970: row.double(3) ?? 0))
+            try sql.rows("SELECT log_id, position, problem, updated_at, owner, \(sql.dialect.clock("lease_until")) FROM ct_log ORDER BY log_id", []) { row in
+                var state = CTLogState(logID: row.text(0) ?? "", position: row.text(1) ?? "", problem: row.text(2),
+                                       updatedAt: Date(timeIntervalSince1970: row.double(3) ?? 0))
+                state.owner = row.text(4)
+                state.leaseUntil = row.double(5).map(Date.init(timeIntervalSince1970:))
+                return state
             }
         }
     }
@@ -17,6 +20,32 @@ extension StoreEngine {
                 INSERT INTO ct_log (log_id, position, problem, updated_at) VALUES (?, ?, ?, ?)
                 ON CONFLICT (log_id) DO UPDATE SET position = excluded.position, problem = excluded.problem, updated_at = excluded.updated_at
                 """, [.text(state.logID), .text(state.position), .of(state.problem), .time(state.updatedAt)])
+        }
+    }
+
+    func claimCTLog(_ logID: String, owner: String, lease: Double) throws -> Int64? {
+        try database.write(doing: "claiming the CT log \(logID)") { sql in
+            let now = Date()
+            let claim: SQLFragment = """
+                INSERT INTO ct_log (log_id, position, problem, updated_at, owner, lease_until, epoch)
+                VALUES (\(.text(logID)), '', NULL, \(.time(now)), \(.text(owner)), \(sql.dialect.clock(now + lease)), 1)
+                ON CONFLICT (log_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,
+                    epoch = CASE WHEN ct_log.owner = excluded.owner AND ct_log.lease_until >= \(sql.dialect.clock(now))
+                                 THEN ct_log.epoch ELSE ct_log.epoch + 1 END
+                WHERE ct_log.owner IS NULL OR ct_log.owner = excluded.owner OR ct_log.lease_until < \(sql.dialect.clock(now))
+                RETURNING epoch
+                """
+            return try sql.first(claim) { $0.int(0) ?? 0 }
+        }
+    }
+
+    func saveCTLogState(_ state: CTLogState, claim: (owner: String, epoch: Int64)) throws -> Bool {
+        try database.write(doing: "storing a CT log's position") { sql in
+            try sql.execute("""
+                UPDATE ct_log SET position = \(.text(state.position)), problem = \(.of(state.problem)), updated_at = \(.time(state.updatedAt))
+                WHERE log_id = \(.text(state.logID)) AND owner = \(.text(claim.owner)) AND epoch = \(.int(claim.epoch))
+                  AND lease_until >= \(sql.dialect.clock(Date()))
+                """ as SQLFragment) > 0
         }
     }
 

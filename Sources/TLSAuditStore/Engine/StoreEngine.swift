@@ -126,6 +126,12 @@ extension EngineBackedStore {
 
     public func ctLogStates() throws -> [CTLogState] { try engine.ctLogStates() }
     public func saveCTLogState(_ state: CTLogState) throws { try engine.saveCTLogState(state) }
+    public func claimCTLog(_ logID: String, owner: String, lease: Double) throws -> Int64? {
+        try engine.claimCTLog(logID, owner: owner, lease: lease)
+    }
+    public func saveCTLogState(_ state: CTLogState, claim: (owner: String, epoch: Int64)) throws -> Bool {
+        try engine.saveCTLogState(state, claim: claim)
+    }
     public func recordCTSighting(_ sighting: CTSighting) throws { try engine.recordCTSighting(sighting) }
     public func ctSightings(validFrom since: Date?, limit: Int) throws -> [CTSighting] { try engine.ctSightings(validFrom: since, limit: limit) }
 
