@@ -99,10 +99,15 @@ public final class LabStaticCTLog: Sendable {
         }
     }
 
-    /// Writes `path` under the served directory (a test's garbage checkpoint, a missing tile).
+    /// Writes `path` under the served directory (a test's garbage checkpoint, a missing tile), or removes it.
     public func replace(_ path: String, with bytes: [UInt8]?) throws {
         let file = URL(fileURLWithPath: nginx.root).appendingPathComponent(path)
-        if let bytes { try Data(bytes).write(to: file) } else { try FileManager.default.removeItem(at: file) }
+        if let bytes { try put(path, bytes) } else { try FileManager.default.removeItem(at: file) }
+    }
+
+    /// The bytes served at `path` now.
+    public func served(_ path: String) throws -> [UInt8] {
+        Array(try Data(contentsOf: URL(fileURLWithPath: nginx.root).appendingPathComponent(path)))
     }
 
     /// Requests nginx logged for paths starting with `prefix` (`checkpoint`, `tile/data/`, `issuer/`).
@@ -120,7 +125,8 @@ public final class LabStaticCTLog: Sendable {
 }
 
 /// nginx serving a directory of static files on a free loopback port (gzip for every type, as a
-/// CDN in front of a tiled log may), run by `LabDaemon`; its access log counts the requests.
+/// CDN in front of a tiled log may; a `NAME.gz` beside a file is sent as it is, gzip_static, which
+/// lets a test send a damaged gzip), run by `LabDaemon`; its access log counts the requests.
 final class LabNginx: Sendable {
     let port: Int
     private let daemon: LabDaemon
@@ -147,6 +153,7 @@ final class LabNginx: Sendable {
                 scgi_temp_path \(daemon.path("scgi"));
                 default_type application/octet-stream;
                 gzip on;
+                gzip_static on;
                 gzip_types *;
                 gzip_min_length 1;
                 server {

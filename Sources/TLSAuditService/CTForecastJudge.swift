@@ -46,7 +46,8 @@ struct CTForecastJudge: Sendable {
                        notBefore: leaf.notBefore, notAfter: leaf.notAfter)
         }
         var stored = true
-        let issuers = Array(chain.presented.dropFirst()) + chain.building.path.dropFirst().map(\.certificate)
+        // The CAs of the path whose signatures were checked: the chain a log serves beside an entry is not in its tree.
+        let issuers = chain.building.path.dropFirst().map(\.certificate)
         let pinnedHosts = Set(names.compactMap { $0.reaches(chain.names) })
         for watch in watched {
             guard let host = watch.reaches(chain.names) else { continue }

@@ -113,6 +113,17 @@ final class CTWatcher: @unchecked Sendable {
         }
     }
 
+    /// Each log's reader, kept across rounds (a tiled log's issuers stay cached), with what it was made for.
+    private var sources: [String: (url: String, key: [UInt8], source: any CTLogSource)] = [:]
+
+    /// The reader of `log`, made once while its URL and key stay.
+    private func reader(of log: CTLogList.Log) -> (any CTLogSource)? {
+        if let kept = sources[log.id], kept.url == log.url, kept.key == log.key { return kept.source }
+        guard let url = log.url, let source = Self.source(of: log) else { return nil }
+        sources[log.id] = (url, log.key, source)
+        return source
+    }
+
     /// The reader of `log`: its tiles for a static-ct-api log, its RFC 6962 API otherwise.
     static func source(of log: CTLogList.Log) -> (any CTLogSource)? {
         guard let url = log.url else { return nil }
@@ -146,11 +157,17 @@ final class CTWatcher: @unchecked Sendable {
     /// A fleet node's claim on a log lapsed or went to another node: it stops acting on the log.
     private struct LostLease: Error {}
 
+    private func lostLease(_ log: CTLogList.Log) {
+        if heldEpochs.removeValue(forKey: log.id) != nil {
+            logger.notice("CT follower: this node's claim on \(log.description) lapsed or went to another node; it stops acting on the log")
+        }
+    }
+
     /// In a fleet: claims (or renews) the log for this node; nil while another node follows it.
     private func claim(_ log: CTLogList.Log, settings: CTFollowSettings) throws -> (owner: String, epoch: Int64)? {
         guard let owner else { return nil }
-        // Renewed at every step: a node that stops renewing hands the log over after this.
-        let lease = max(10, 5 * settings.poll)
+        // Renewed before every page (a request is bounded by 10 s): a node that stops renewing hands the log over after this.
+        let lease = max(25, 5 * settings.poll)
         guard let epoch = try writer.perform({ try $0.claimCTLog(log.id, owner: owner, lease: lease) }) else { throw LostLease() }
         if heldEpochs[log.id] != epoch {
             logger.notice("CT follower: this node follows \(log.description) (claim \(epoch), lease \(Int(lease)) s)")
@@ -161,8 +178,10 @@ final class CTWatcher: @unchecked Sendable {
 
     private func follow(_ log: CTLogList.Log, settings: CTFollowSettings, names: [PinForecast.PinnedName], watched: [WatchedDomain],
                         needles: [[UInt8]], stored: CTLogState?) {
-        guard let url = log.url, let client = Self.source(of: log) else { return }
-        let follower = CTLogFollower(client: client, needles: needles)
+        guard let url = log.url, let client = reader(of: log) else { return }
+        var follower = CTLogFollower(client: client, needles: needles)
+        // In a fleet the claim is renewed before each page: a long step does not outlive it.
+        if owner != nil { follower.keepGoing = { [self] in (try? self.claim(log, settings: settings)) != nil } }
         do {
             var claim = try self.claim(log, settings: settings)
             var stored = stored
@@ -211,10 +230,10 @@ final class CTWatcher: @unchecked Sendable {
                 if position.backlog == 0 { break }
             }
             retries[log.id] = nil
+        } catch let failure as CTLogFailure where failure.kind == .abandoned {
+            lostLease(log)
         } catch is LostLease {
-            if heldEpochs.removeValue(forKey: log.id) != nil {
-                logger.notice("CT follower: another node follows \(log.description) now; this one stops acting on it")
-            }
+            lostLease(log)
         } catch let failure as CTLogFailure {
             let failures = (retries[log.id]?.failures ?? 0) + 1
             let delay = min(3_600, max(settings.poll, failure.retryAfter ?? settings.poll * pow(2, Double(min(failures, 12)))))

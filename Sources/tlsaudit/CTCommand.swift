@@ -70,7 +70,15 @@ struct CTStatusCommand: ParsableCommand {
         let configuration = try databaseOptions.configurationPath.map(loadConfiguration)
         let list = CTCommand.logList(configuration)
         let now = Date()
-        let logs = try store.ctLogStates().map { state -> LogDocument in
+        let states: [CTLogState], sightings: [CTSighting]
+        do {
+            states = try store.ctLogStates()
+            sightings = try store.ctSightings(validFrom: now.addingTimeInterval(-Double(max(0, days)) * 86_400), limit: limit)
+        } catch {
+            StandardStream.error.write("tlsaudit: cannot read the CT follower's state: \(error)\n")
+            throw ExitCode(2)
+        }
+        let logs = states.map { state -> LogDocument in
             let position = try? JSONDecoder().decode(CTLogPosition.self, from: Data(state.position.utf8))
             let known = list.logs.first { $0.id == state.logID }
             return LogDocument(logID: state.logID, log: known?.description, tiled: known?.tiled, headSize: position?.head?.treeSize,
@@ -78,7 +86,6 @@ struct CTStatusCommand: ParsableCommand {
                                problem: state.problem ?? (position == nil && !state.position.isEmpty ? "the stored position cannot be read" : nil),
                                updatedAt: state.updatedAt, owner: state.owner, leaseUntil: state.leaseUntil)
         }
-        let sightings = try store.ctSightings(validFrom: now.addingTimeInterval(-Double(max(0, days)) * 86_400), limit: limit)
         switch format {
         case .json:
             struct Document: Encodable {
@@ -90,7 +97,8 @@ struct CTStatusCommand: ParsableCommand {
             let logRows = logs.map { log -> [String] in
                 [log.log ?? log.logID, log.tiled == true ? "static" : log.tiled == false ? "rfc6962" : "?",
                  log.headSize.map(String.init) ?? "-", log.headTime.map(Timestamp.format) ?? "-", log.nextIndex.map(String.init) ?? "-",
-                 log.backlog.map(String.init) ?? "-", Timestamp.format(log.updatedAt), log.owner ?? "-", log.problem ?? ""]
+                 log.backlog.map(String.init) ?? "-", Timestamp.format(log.updatedAt),
+                 log.owner.map { owner in (log.leaseUntil ?? .distantPast) < now ? owner + " (lease lapsed)" : owner } ?? "-", log.problem ?? ""]
             }
             StandardStream.output.write(logs.isEmpty ? "no CT log followed yet (serve with ct: {follow: true})\n"
                 : TextTable.render(header: ["LOG", "API", "HEAD", "HEAD TIME", "NEXT", "BACKLOG", "UPDATED", "NODE", "PROBLEM"], rows: logRows))

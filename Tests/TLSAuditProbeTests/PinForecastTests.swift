@@ -127,6 +127,10 @@ struct PinForecastTests {
         #expect(PinForecast.needles([PinForecast.PinnedName(domain: "shop.test", includeSubdomains: true, pins: leafPin, pinnedBy: "app")])
             .map { String(decoding: $0, as: UTF8.self) } == ["shop.test"])
         #expect(names[2].reaches(["xn--bcher-kva.example.test"]) == "xn--bcher-kva.example.test")
+        // With subdomains too, a name of three labels is looked for by its parent: the wildcard over the name names only that.
+        let parentNeedles = PinForecast.needles([PinForecast.PinnedName(domain: "api.shop.test", includeSubdomains: true, pins: leafPin, pinnedBy: "app")],
+                                         watched: [WatchedDomain(domain: "a.b.example.test", watchedBy: "w")])
+        #expect(parentNeedles.map { String(decoding: $0, as: UTF8.self) } == ["shop.test", "b.example.test"])
 
         // Pins from an NSPinnedDomains entry with NSIncludesSubdomains (as pins import writes them): one pinned name for
         // the entry, whichever of its targets carries them; an entry that does not cover the host pins the host.

@@ -167,11 +167,57 @@ struct StaticCTLogTests {
         #expect(kind { _ = try client.entries(from: 0, to: 11, treeSize: 12) } == .malformed)
         try tiled.replace("tile/data/000.p/12", with: nil)
         #expect(kind { _ = try client.entries(from: 0, to: 11, treeSize: 12) } == .refused)
-        // A fresh client (no cache): an issuer file that is another certificate.
+        // A fresh client (no cache): chains are fetched only for the entries that matter; an issuer file that is
+        // another certificate, or none, is noted on the entry (judged without its chain), not a failure of the page.
         try tiled.publish()
         let fresh = try #require(CTTileClient(url: tiled.url, key: server.log.publicKey, timeout: 5))
+        let issuersBefore = tiled.requests(to: "issuer/")
+        let page = try fresh.entries(from: 0, to: 3, treeSize: 12)
+        #expect(page.count == 4 && page.allSatisfy { $0.pendingChain?.fingerprints.count == 2 } && tiled.requests(to: "issuer/") == issuersBefore)
         try tiled.replace("issuer/" + Digest.sha256(pki.root.der).hex, with: pki.intermediate.der)
-        #expect(kind { _ = try fresh.entries(from: 0, to: 3, treeSize: 12) } == .malformed)
+        let wrongIssuer = try fresh.resolveChain(page[0])
+        #expect(wrongIssuer.chainProblem?.contains("does not hash to its fingerprint") == true && wrongIssuer.extraData.isEmpty)
+        #expect(try ParsedLogEntry.parse(wrongIssuer).extraDataProblem == wrongIssuer.chainProblem)
+        try tiled.replace("issuer/" + Digest.sha256(pki.root.der).hex, with: pki.root.der)
+        let resolved = try fresh.resolveChain(page[1])
+        let resolvedChain = try ParsedLogEntry.parse(resolved).chain
+        #expect(resolved.chainProblem == nil && resolvedChain.count == 2)
+    }
+
+    @Test("gzip answers: a member padded with zeros inflates; a truncated member, bytes that are not gzip, or an empty gzip body are malformed, not unreachable")
+    func gzipAnswers() throws {
+        let (server, tiled) = try Self.staticLog()
+        defer { tiled.stop(); server.stop() }
+        server.add(try pki.intermediate.issue(.server(["a.ct.test"])), chain: [pki.intermediate, pki.root])
+        try tiled.publish()
+        let client = try #require(CTTileClient(url: tiled.url, key: server.log.publicKey, timeout: 5))
+        let plain = try client.treeHead()
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        gzip.arguments = ["-c", "-n"]
+        let input = Pipe(), output = Pipe()
+        gzip.standardInput = input
+        gzip.standardOutput = output
+        try gzip.run()
+        input.fileHandleForWriting.write(Data(try tiled.served("checkpoint")))
+        try input.fileHandleForWriting.close()
+        let compressed = Array(output.fileHandleForReading.readDataToEndOfFile())
+        gzip.waitUntilExit()
+        func kind(_ body: () throws -> Void) -> CTLogFailure.Kind? {
+            do { try body() } catch let failure as CTLogFailure { return failure.kind } catch { return nil }
+            return nil
+        }
+        // nginx's gzip_static sends checkpoint.gz as it is, Content-Encoding: gzip.
+        try tiled.replace("checkpoint.gz", with: compressed + [UInt8](repeating: 0, count: 64))
+        #expect(try client.treeHead() == plain, "zero padding after the member is ignored")
+        try tiled.replace("checkpoint.gz", with: compressed + compressed)
+        #expect(kind { _ = try client.treeHead() } == .malformed, "two members: the checkpoint twice, not a checkpoint")
+        try tiled.replace("checkpoint.gz", with: Array(compressed.prefix(compressed.count / 2)))
+        #expect(kind { _ = try client.treeHead() } == .malformed)
+        try tiled.replace("checkpoint.gz", with: Array("not gzip at all".utf8))
+        #expect(kind { _ = try client.treeHead() } == .malformed)
+        try tiled.replace("checkpoint.gz", with: [])
+        #expect(kind { _ = try client.treeHead() } == .malformed)
     }
 
     static func staticLog() throws -> (LabCTLogServer, LabStaticCTLog) {

@@ -160,7 +160,8 @@ struct CTForecastServiceTests {
         let rogue = try lab.root.issue(.authority("rogue intermediate"))
         let misissued = try rogue.issue(.server(["shop.tlsaudit.test"]))
         try log.addPrecertificate(misissued, issuer: rogue, chain: [rogue])
-        log.add(misissued, chain: [rogue])
+        // An allowed CA's certificate served beside it (extra_data is not in the tree): not its issuer, not counted.
+        log.add(misissued, chain: [rogue, lab.intermediate])
         log.add(try lab.intermediate.issue(.server(["www.tlsaudit.test"])), chain: [lab.intermediate])
         log.add(try lab.intermediate.issue(.server([host])), chain: [lab.intermediate])
         var renewal = LabCertificateRequest.server([host])

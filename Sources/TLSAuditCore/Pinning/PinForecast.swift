@@ -96,14 +96,14 @@ public enum PinForecast {
 
     /// What a follower's prefilter looks for (`CTLogFollower.needles`) so that no certificate a
     /// pinned or watched name would meet is passed over: each name as ASCII (IDNs as A-labels),
-    /// lowercase; for a single host, its parent domain, which the wildcards that cover it name
-    /// (never a bare public suffix's one label). Each needle once.
+    /// lowercase; for a name of three labels or more, its parent domain, which every name a rule
+    /// reaches holds (the wildcard over the name itself, `*.parent`, too; never a bare public
+    /// suffix's one label). Each needle once.
     public static func needles(_ names: [PinnedName], watched: [WatchedDomain] = []) -> [[UInt8]] {
         var needles: [String] = []
-        let domains = names.map { ($0.domain, $0.includeSubdomains) } + watched.map { ($0.domain, $0.includeSubdomains) }
-        for (domain, includeSubdomains) in domains {
+        for domain in names.map(\.domain) + watched.map(\.domain) {
             let labels = domain.split(separator: ".")
-            let needle = !includeSubdomains && labels.count >= 3 ? labels.dropFirst().joined(separator: ".") : domain
+            let needle = labels.count >= 3 ? labels.dropFirst().joined(separator: ".") : domain
             if !needles.contains(needle) { needles.append(needle) }
         }
         return needles.map { Array($0.utf8) }

@@ -39,6 +39,8 @@ public struct CTLogFailure: Error, CustomStringConvertible, Sendable {
         case malformed
         /// A tree head whose signature does not verify with the log's key.
         case badSignature = "bad-signature"
+        /// The follower was told to stop (`CTLogFollower.keepGoing`): no fault of the log's.
+        case abandoned
     }
 
     public var kind: Kind
@@ -57,6 +59,19 @@ public struct CTLogFailure: Error, CustomStringConvertible, Sendable {
 public struct RawLogEntry: Sendable {
     public var leafInput: [UInt8]
     public var extraData: [UInt8]
+    /// A tiled log's entry names its chain by fingerprints: `CTLogSource.resolveChain` fetches it
+    /// (only for an entry that names a watched name) into `extraData`.
+    public var pendingChain: PendingChain?
+    /// Why the chain could not be had (an issuer the log does not serve, or serves wrong).
+    public var chainProblem: String?
+
+    /// The submitted chain of a tiled log's entry, not fetched yet.
+    public struct PendingChain: Sendable {
+        /// A precertificate entry's precertificate as submitted.
+        public var precertificate: [UInt8]?
+        /// SHA-256 of each issuer, the issuer first.
+        public var fingerprints: [[UInt8]]
+    }
 
     public init(leafInput: [UInt8], extraData: [UInt8]) {
         self.leafInput = leafInput
@@ -80,6 +95,13 @@ public protocol CTLogSource: Sendable {
     /// Entries from `start` to `end` inclusive of the tree of `treeSize` entries the log signed: at
     /// least one, never more than asked, in order.
     func entries(from start: UInt64, to end: UInt64, treeSize: UInt64) throws(CTLogFailure) -> [RawLogEntry]
+    /// `entry` with its chain in `extraData` when it came without (`pendingChain`); a chain the log
+    /// does not serve as it should is noted (`chainProblem`), a log that does not answer is thrown.
+    func resolveChain(_ entry: RawLogEntry) throws(CTLogFailure) -> RawLogEntry
+}
+
+extension CTLogSource {
+    public func resolveChain(_ entry: RawLogEntry) throws(CTLogFailure) -> RawLogEntry { entry }
 }
 
 /// GETs of a log's resources, bounded in size and time, their failures sorted for the back-off.
@@ -91,7 +113,7 @@ enum CTLogFetch {
         do {
             fetched = try HTTPClient.fetch("GET", url, headers: headers, timeout: timeout, maximumBody: maximumBody)
         } catch {
-            throw CTLogFailure(error.tooLarge ? .malformed : .unreachable, error.description)
+            throw CTLogFailure(error.tooLarge || error.malformed ? .malformed : .unreachable, error.description)
         }
         let response = fetched.response
         switch response.status {

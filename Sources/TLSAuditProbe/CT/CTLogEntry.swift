@@ -48,7 +48,7 @@ public struct ParsedLogEntry: Sendable {
             if let chain = extra.vector(3).flatMap(Self.certificates), extra.isAtEnd {
                 parsed.chain = chain
             } else {
-                parsed.extraDataProblem = "the certificate chain in extra_data does not decode"
+                parsed.extraDataProblem = entry.chainProblem ?? "the certificate chain in extra_data does not decode"
             }
             return parsed
         case 1:
@@ -63,7 +63,7 @@ public struct ParsedLogEntry: Sendable {
                 parsed.certificate = precertificate
                 parsed.chain = chain
             } else {
-                parsed.extraDataProblem = "the precertificate and its chain in extra_data do not decode"
+                parsed.extraDataProblem = entry.chainProblem ?? "the precertificate and its chain in extra_data do not decode"
             }
             return parsed
         default:

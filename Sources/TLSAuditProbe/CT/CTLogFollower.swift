@@ -73,6 +73,9 @@ public struct CTLogFollower: Sendable {
     /// Bytes of matching entries one step holds at most: a chunk ends early when they pass it
     /// (the entries up to there are verified and kept, the rest read in the next step).
     public let matchBytes: Int
+    /// Asked before each page read: false stops the step (`CTLogFailure.Kind.abandoned`). A fleet
+    /// node renews its claim on the log here, so that a long step does not outlive it.
+    public var keepGoing: (@Sendable () -> Bool)?
 
     public init(client: any CTLogSource, chunk: UInt64 = 1_000, needles: [[UInt8]], matchBytes: Int = 32 << 20) {
         self.client = client
@@ -183,16 +186,18 @@ public struct CTLogFollower: Sendable {
         var matched = 0, malformed = 0
         var index = first
         pages: while index < end {
+            if let keepGoing, !keepGoing() { throw CTLogFailure(.abandoned, "\(client.display): the follower was told to stop (its claim on the log lapsed)") }
             let page = try client.entries(from: index, to: end - 1, treeSize: head.treeSize)
             for raw in page {
                 frontier.append(leafHash: raw.leafHash)
-                do {
-                    let entry = try ParsedLogEntry.parse(raw)
+                if let entry = try? ParsedLogEntry.parse(raw) {
                     if entry.mentions(any: needles) {
-                        matches.append((index, entry))
-                        matched += raw.leafInput.count + raw.extraData.count
+                        // A tiled log's chain is fetched for the entries that matter only.
+                        let full = raw.pendingChain == nil ? raw : try client.resolveChain(raw)
+                        matches.append((index, (try? ParsedLogEntry.parse(full)) ?? entry))
+                        matched += full.leafInput.count + full.extraData.count
                     }
-                } catch {
+                } else {
                     malformed += 1
                 }
                 index += 1

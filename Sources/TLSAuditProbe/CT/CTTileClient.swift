@@ -44,7 +44,7 @@ public struct CTTileClient: CTLogSource {
     /// The checkpoint as a signed tree head: its note signature by the log's key (key name the
     /// origin line, key ID from the log id, type 0x05) checked as RFC 6962 checks a tree head.
     public func treeHead() throws(CTLogFailure) -> SignedTreeHead {
-        let body = try CTLogFetch.get(base, "checkpoint", timeout: timeout, maximumBody: Self.maximumCheckpoint)
+        let body = try CTLogFetch.get(base, "checkpoint", timeout: timeout, maximumBody: Self.maximumCheckpoint, headers: Self.accept)
         return try Self.parseCheckpoint(body, key: key, from: display + "checkpoint")
     }
 
@@ -63,7 +63,13 @@ public struct CTTileClient: CTLogSource {
         let origin = String(lines[0])
         let logID = Digest.sha256(key)
         let keyID = Array(Digest.sha256(Array(origin.utf8) + [0x0A, 0x05] + logID).prefix(4))
-        for line in text[split.upperBound...].split(separator: "\n") {
+        // A signed note ends with a newline, and every line after the blank one is a signature line.
+        let signatureLines = text[split.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+        guard text.hasSuffix("\n"), signatureLines.dropLast().allSatisfy({ $0.hasPrefix("\u{2014} ") && $0.split(separator: " ").count == 3 }),
+              signatureLines.count > 1 else {
+            throw malformed("the lines after the checkpoint are not all signature lines (\u{2014} name base64)")
+        }
+        for line in signatureLines.dropLast() {
             // "— <key name> <base64(key ID || signature)>"
             let fields = line.split(separator: " ", omittingEmptySubsequences: false)
             guard fields.count == 3, fields[0] == "\u{2014}", fields[1] == origin,
@@ -147,6 +153,7 @@ public struct CTTileClient: CTLogSource {
         return bytes
     }
 
+    /// What the spec asks clients to accept (data tiles may come gzip unasked; the rest may too, behind a CDN).
     static let accept = [(name: "Accept-Encoding", value: "gzip, identity")]
 
     /// A tile index as path elements of three digits, all but the last prefixed `x` (1234067: `x001/x234/067`).
@@ -162,8 +169,9 @@ public struct CTTileClient: CTLogSource {
 
     // MARK: - Entries
 
-    /// The entries of the data tile that holds `start`, from `start` to at most `end`, as RFC 6962's
-    /// get-entries would serve them (leaf_input, and extra_data rebuilt from the issuers).
+    /// The entries of the data tile that holds `start`, from `start` to at most `end`: their leaves
+    /// as RFC 6962's get-entries would serve them, their chains by fingerprint (`resolveChain`
+    /// fetches one when the entry matters).
     public func entries(from start: UInt64, to end: UInt64, treeSize: UInt64) throws(CTLogFailure) -> [RawLogEntry] {
         guard start <= end, start < treeSize else { throw CTLogFailure(.malformed, "entries \(start) to \(end) of a tree of \(treeSize)") }
         let tile = start / 256
@@ -181,10 +189,9 @@ public struct CTTileClient: CTLogSource {
             // A full tile read for a partial width: the entries past the tree are not this tree's.
             guard index >= start else { continue }
             guard index <= last else { break }
-            let chain = try leaf.chain.map { (fingerprint) throws(CTLogFailure) -> [UInt8] in try issuer(fingerprint) }
-            let chainList = CTLogFetch.vector(chain.flatMap { CTLogFetch.vector($0, 3) }, 3)
-            let extra = leaf.precertificate.map { CTLogFetch.vector($0, 3) + chainList } ?? chainList
-            entries.append(RawLogEntry(leafInput: [0, 0] + leaf.timestampedEntry, extraData: extra))
+            var entry = RawLogEntry(leafInput: [0, 0] + leaf.timestampedEntry, extraData: [])
+            entry.pendingChain = RawLogEntry.PendingChain(precertificate: leaf.precertificate, fingerprints: leaf.chain)
+            entries.append(entry)
         }
         return entries
     }
@@ -217,11 +224,30 @@ public struct CTTileClient: CTLogSource {
         return (entry, precertificate, chain)
     }
 
+    /// The entry's chain from the issuers (each fetched once, checked against its fingerprint), as
+    /// RFC 6962's extra_data holds it. An issuer the log refuses or serves wrong is noted on the
+    /// entry (judged without its chain); one it does not answer for is thrown (read again later).
+    public func resolveChain(_ entry: RawLogEntry) throws(CTLogFailure) -> RawLogEntry {
+        guard let pending = entry.pendingChain else { return entry }
+        var resolved = entry
+        resolved.pendingChain = nil
+        var chain: [[UInt8]] = []
+        do {
+            for fingerprint in pending.fingerprints { chain.append(try issuer(fingerprint)) }
+        } catch where error.kind == .refused || error.kind == .malformed {
+            resolved.chainProblem = "the log's issuer bundle: \(error.description)"
+            return resolved
+        }
+        let chainList = CTLogFetch.vector(chain.flatMap { CTLogFetch.vector($0, 3) }, 3)
+        resolved.extraData = pending.precertificate.map { CTLogFetch.vector($0, 3) + chainList } ?? chainList
+        return resolved
+    }
+
     /// An issuer by its fingerprint, checked to hash to it.
     private func issuer(_ fingerprint: [UInt8]) throws(CTLogFailure) -> [UInt8] {
         if let cached = cache.issuers.withLock({ $0[fingerprint] }) { return cached }
         let path = "issuer/" + fingerprint.hex
-        let der = try CTLogFetch.get(base, path, timeout: timeout, maximumBody: Self.maximumIssuer)
+        let der = try CTLogFetch.get(base, path, timeout: timeout, maximumBody: Self.maximumIssuer, headers: Self.accept)
         guard Digest.sha256(der) == fingerprint else {
             throw CTLogFailure(.malformed, "\(display)\(path): the certificate served does not hash to its fingerprint")
         }

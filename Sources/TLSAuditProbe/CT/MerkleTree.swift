@@ -73,7 +73,7 @@ public enum MerkleTree {
     /// entries read after it must make a tree the signed head extends). Nil when the first tree is
     /// a perfect tree (its frontier, its own root, is not in the proof) or the proof is malformed.
     public static func frontier(carriedBy proof: [[UInt8]], first: UInt64, second: UInt64) -> MerkleFrontier? {
-        guard first & (first - 1) != 0 else { return nil }
+        guard first > 0, first & (first - 1) != 0 else { return nil }
         return walk(first: first, second: second, firstRoot: nil, proof: proof)?.frontier
     }
 

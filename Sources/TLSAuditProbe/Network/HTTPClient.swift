@@ -10,9 +10,12 @@ public struct HTTPRequestFailure: Error, CustomStringConvertible, Sendable {
     public var description: String
     /// The answer was larger than the caller allows (it was not read to its end).
     public var tooLarge = false
-    init(_ description: String, tooLarge: Bool = false) {
+    /// The answer came but cannot be read as sent (a body that does not inflate, an encoding not read).
+    public var malformed = false
+    init(_ description: String, tooLarge: Bool = false, malformed: Bool = false) {
         self.description = description
         self.tooLarge = tooLarge
+        self.malformed = malformed
     }
 }
 
@@ -113,14 +116,20 @@ public enum HTTPClient {
                       proxies: HTTPProxySettings = .fromEnvironment()) throws(HTTPRequestFailure) -> (response: Response, body: [UInt8]) {
         var answer = try exchange(method, url, body: body, headers: headers, timeout: timeout, caFile: nil, proxies: proxies,
                                   maximumBody: maximumBody)
-        if answer.response.contentEncoding == "gzip" {
+        switch answer.response.contentEncoding {
+        case nil:
+            break
+        case "gzip", "x-gzip":
             let inflated = Gzip.inflate(answer.body, maximum: maximumBody)
             guard let bytes = inflated.bytes else {
                 throw inflated.tooLarge ? HTTPRequestFailure("\(url.absoluteString) inflates to more than \(maximumBody) bytes", tooLarge: true)
-                    : HTTPRequestFailure("\(url.absoluteString) sent a gzip answer that does not inflate")
+                    : HTTPRequestFailure("\(url.absoluteString) sent a gzip answer that does not inflate", malformed: true)
             }
             answer.body = bytes
             answer.response.contentEncoding = nil
+        case let other?:
+            throw HTTPRequestFailure("\(url.absoluteString) sent Content-Encoding: \(other), which tlsaudit does not read (it asks for gzip or identity)",
+                                     malformed: true)
         }
         return answer
     }

@@ -4,11 +4,15 @@ import Foundation
 extension StoreEngine {
     func ctLogStates() throws -> [CTLogState] {
         try database.read(doing: "reading the CT logs' positions", snapshot: false) { sql in
-            try sql.rows("SELECT log_id, position, problem, updated_at, owner, \(sql.dialect.clock("lease_until")) FROM ct_log ORDER BY log_id", []) { row in
+            // The lease as time left on the database's clock, then on this one's.
+            let now = Date()
+            return try sql.rows("""
+                SELECT log_id, position, problem, updated_at, owner, lease_until - \(sql.dialect.clock(now)) FROM ct_log ORDER BY log_id
+                """ as SQLFragment) { row in
                 var state = CTLogState(logID: row.text(0) ?? "", position: row.text(1) ?? "", problem: row.text(2),
                                        updatedAt: Date(timeIntervalSince1970: row.double(3) ?? 0))
                 state.owner = row.text(4)
-                state.leaseUntil = row.double(5).map(Date.init(timeIntervalSince1970:))
+                state.leaseUntil = row.double(5).map { now.addingTimeInterval($0) }
                 return state
             }
         }
