@@ -403,6 +403,34 @@ struct ConfigurationTests {
         #expect(try problems("missing.pem").map(\.message) == ["ca_file \(directory.path)/missing.pem cannot be read"])
     }
 
+    @Test("ct: {follow: true, watch:}: domains (A-labels, lower case, subdomains unless told), allowed issuers by name or key; a bad domain, issuer or key is an error with its line; pins: {domain:, include_subdomains:}")
+    func ctWatchAndPinnedDomain() throws {
+        let configuration = try parse("""
+            ct: {follow: true, poll: 30s, watch: [Bücher.Example, {domain: "*.shop.example", include_subdomains: false, issuers: ["Let's Encrypt", "sha256/\(String(repeating: "A", count: 43))="]}]}
+            targets:
+              - {host: api.example.com, pins: {domain: Example.com, include_subdomains: true, leaf_identities: ["\(String(repeating: "B", count: 43))="]}}
+            """)
+        let watch = try #require(configuration.ctFollow?.watch)
+        #expect(watch.map(\.domain) == ["xn--bcher-kva.example", "shop.example"] && watch.map(\.includeSubdomains) == [true, false])
+        #expect(watch[1].issuers == [.name("Let's Encrypt"), .key(String(repeating: "A", count: 43) + "=")])
+        #expect(configuration.ctFollow?.poll == 30)
+        #expect(configuration.targets.first?.pins?.pinnedDomain == PinnedDomainScope(domain: "example.com", includesSubdomains: true))
+        let problems = errors("""
+            ct: {follow: true, watch: [com, {issuers: [x]}, {domain: a.example, issuers: []}, {domain: b.example, issuers: ["sha256/short"]}, {domain: c.example, colour: red}]}
+            targets:
+              - {host: a.example, pins: {include_subdomains: true, leaf_identities: ["\(String(repeating: "B", count: 43))="]}}
+            """)
+        let messages = problems.map(\.message).joined(separator: "\n")
+        #expect(messages.contains("'com' is not a domain name with at least two labels"))
+        #expect(messages.contains("needs 'domain'"))
+        #expect(messages.contains("issuers must be a non-empty list"))
+        #expect(messages.contains("44 characters of base64"))
+        #expect(messages.contains("colour"))
+        #expect(messages.contains("include_subdomains goes with domain"))
+        #expect(problems.allSatisfy { $0.line != nil })
+        #expect(errors("ct: {watch: [a.example]}\ntargets: [a.example]").first?.message.contains("settings of 'follow: true'") == true)
+    }
+
     @Test("trust: named stores (apple, system, {store:}, {ca_file:}) per target, group or defaults; unset, the policy's; ct: {log_list:} read at check time")
     func trustStoresAndLogList() throws {
         let directory = try ServiceLab.shared.workspace("trust-stores")
