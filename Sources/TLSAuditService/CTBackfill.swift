@@ -1,7 +1,6 @@
 public import Foundation
 public import Logging
-import TLSAuditCore
-public import TLSAuditModel
+public import TLSAuditCore
 public import TLSAuditProbe
 public import TLSAuditStore
 

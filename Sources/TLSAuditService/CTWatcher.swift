@@ -60,9 +60,10 @@ final class CTWatcher: @unchecked Sendable {
 
     func start() {
         started = true
-        // Off from the start is not news; off after a reload is.
-        saidOff = currentSettings() == nil
         let thread = Thread { [self] in
+            // Off from the start is not news; off after a reload is. (Read here, on the watcher's
+            // thread: the settings live on the service's control queue, which start-up may hold.)
+            var firstRound = true
             while !isStopped {
                 let settings = currentSettings()
                 if let settings {
@@ -70,9 +71,10 @@ final class CTWatcher: @unchecked Sendable {
                     saidOff = false
                     round(settings)
                 } else if !saidOff {
-                    logger.notice("CT follower: ct: follow is off since the configuration was reloaded; no log is read")
+                    if !firstRound { logger.notice("CT follower: ct: follow is off since the configuration was reloaded; no log is read") }
                     saidOff = true
                 }
+                firstRound = false
                 wake.lock()
                 if !stopped { _ = wake.wait(until: Date().addingTimeInterval(settings?.poll ?? 60)) }
                 wake.unlock()

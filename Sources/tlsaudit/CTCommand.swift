@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import TLSAuditModel
+import TLSAuditCore
 import TLSAuditOutput
 import TLSAuditProbe
 import TLSAuditService

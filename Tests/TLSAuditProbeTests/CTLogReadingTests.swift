@@ -141,7 +141,7 @@ struct CTLogReadingTests {
         #expect(rewound.treeSize == 3 && rewound.treeSize < grown.treeSize)
     }
 
-    @Test("429, 503, garbage and an answer over the size bound are failures of their kind, each within the timeout")
+    @Test("429, 503, garbage, an answer over the size bound and a log that never answers are failures of their kind, each within the timeout")
     func badAnswers() throws {
         let ctLog = try LabCTLog("Lab Log faults", operator: "lab")
         let server = try LabCTLogServer(ctLog, pageSize: 1_000)
@@ -165,6 +165,16 @@ struct CTLogReadingTests {
         #expect(try client.entries(from: 0, to: 49).count == 50)
         // Indexes past the tree: the log says no.
         #expect(kind { _ = try client.entries(from: 60, to: 61) } == .refused)
+
+        // A log that accepts the connection and never answers: unreachable within the request's bound, for both readers.
+        let tarpit = try LabHTTPServer(tarpit: true)
+        defer { tarpit.stop() }
+        let silent = try #require(CTLogClient(url: tarpit.url("/"), key: ctLog.publicKey, timeout: 1))
+        let silentTiles = try #require(CTTileClient(url: tarpit.url("/"), key: ctLog.publicKey, timeout: 1))
+        let began = Date()
+        #expect(kind { _ = try silent.treeHead() } == .unreachable)
+        #expect(kind { _ = try silentTiles.treeHead() } == .unreachable)
+        #expect(Date().timeIntervalSince(began) < 5, "two requests of a second each, not a hang")
     }
 
     @Test("malformed entries: every truncation of a leaf fails as malformed, of its extra_data is noted, and a thousand random corruptions decode or fail, never crash")

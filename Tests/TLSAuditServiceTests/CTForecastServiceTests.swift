@@ -128,6 +128,7 @@ struct CTForecastServiceTests {
         tiledLog.add(newKey, chain: [lab.intermediate])
         try tiled.publish()
 
+        let started = Date()
         let service = try ServiceProcess(config: config, workspace: workspace)
         service.wait("the forecast alert from the tiled log") { (try? alerts(database, .pinForecastBreak).count) == 1 }
         let alert = try #require(try alerts(database, .pinForecastBreak).first?.alert)
@@ -136,7 +137,9 @@ struct CTForecastServiceTests {
         service.wait("the busy log's 429") { !service.lines(containing: "rate-limited").isEmpty }
         #expect(!service.lines(containing: "trying again in 7 s").isEmpty, "the log's Retry-After, not the poll interval")
         Thread.sleep(forTimeInterval: 4)
-        #expect(busy.requests(to: "get-sth") == 1, "not asked again before its Retry-After, over four rounds of a second")
+        // Rounds every second; the busy log asked again only each 7 s (a loaded machine may have let 7 s pass).
+        let elapsed = Date().timeIntervalSince(started)
+        #expect((1...(1 + Int(elapsed / 7))).contains(busy.requests(to: "get-sth")), "\(busy.requests(to: "get-sth")) asks in \(elapsed) s")
         let listener = try #require(ServiceHTTP.listening(service).first)
         let metrics = try ServiceHTTP.fetch("http://\(listener)/metrics").body
         #expect(metrics.contains(#"tlsaudit_ct_log_fetch_errors_total{log="Lab Log busy",kind="rate-limited"} 1"#), "\(metrics.split(separator: "\n").filter { $0.contains("ct_log") })")
