@@ -144,15 +144,10 @@ final class CTWatcher: @unchecked Sendable {
         }
         saidNothingPinned = false
         let needles = PinForecast.needles(names, watched: watched)
-        let states: [CTLogState]
-        do { states = try writer.perform { try $0.ctLogStates() } } catch {
-            logger.error("CT follower: cannot read the logs' positions: \(error); trying again next round")
-            return
-        }
         for log in Self.followed(scanner.ctLogs) {
             if isStopped { return }
             if let retry = retries[log.id], retry.at > Date() { continue }
-            follow(log, settings: settings, names: names, watched: watched, needles: needles, stored: states.first { $0.logID == log.id })
+            follow(log, settings: settings, names: names, watched: watched, needles: needles)
         }
     }
 
@@ -179,18 +174,21 @@ final class CTWatcher: @unchecked Sendable {
     }
 
     private func follow(_ log: CTLogList.Log, settings: CTFollowSettings, names: [PinForecast.PinnedName], watched: [WatchedDomain],
-                        needles: [[UInt8]], stored: CTLogState?) {
+                        needles: [[UInt8]]) {
         guard let url = log.url, let client = reader(of: log) else { return }
         var follower = CTLogFollower(client: client, needles: needles)
         // In a fleet the claim is renewed before each page: a long step does not outlive it.
         if owner != nil { follower.keepGoing = { [self] in (try? self.claim(log, settings: settings)) != nil } }
         do {
             var claim = try self.claim(log, settings: settings)
-            var stored = stored
-            // Claimed: the position as the last holder left it (another node may have moved it since the round began).
-            if claim != nil { stored = try writer.perform { try $0.ctLogStates() }.first { $0.logID == log.id } }
-            // A claimed log nobody has followed yet holds no position.
-            if stored?.position.isEmpty == true { stored = nil }
+            // Read after the claim: the position as the last holder left it. A claimed log nobody has followed yet holds none.
+            let stored: CTLogState?
+            do {
+                stored = try writer.perform { try $0.ctLogStates() }.first { $0.logID == log.id && !$0.position.isEmpty }
+            } catch {
+                logger.error("CT follower: cannot read \(log.description)'s stored position: \(error); trying again next round")
+                return
+            }
             var position: CTLogPosition
             if let stored {
                 do {

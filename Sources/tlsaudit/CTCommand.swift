@@ -19,11 +19,9 @@ struct CTCommand: ParsableCommand {
     /// The log list a service with `configuration` follows: its `ct: log_list` file, or the last
     /// known good copy of its URL (serve keeps it), else the shipped snapshot.
     static func logList(_ configuration: ServiceConfiguration?) -> CTLogList {
-        guard let setting = configuration?.trustInputs[.ctLogList], let source = setting.source else { return .shipped }
-        if setting.isURL {
-            return setting.lastKnownGood.flatMap(TrustInputSource.keptCopy(CTLogList.self)) ?? .shipped
-        }
-        return (try? TrustInputSource.load(CTLogList.self, from: source, lastKnownGood: nil).input) ?? .shipped
+        guard let setting = configuration?.trustInputs[.ctLogList],
+              let (list, _) = try? TrustStatusCommand.input(CTLogList.self, setting, option: nil) else { return .shipped }
+        return list ?? .shipped
     }
 }
 

@@ -77,24 +77,32 @@ struct TrustStatusCommand: ParsableCommand {
     /// The input a service with `setting` (or a command with `option`) judges with, and a note on where it comes from.
     static func inForce<Input: VerifiableTrustInput>(_ type: Input.Type, _ setting: TrustInputSetting, option: String?,
                                                      shipped: TrustInputVersion) throws -> (TrustInputVersion, String?) {
+        let (input, note) = try input(Input.self, setting, option: option)
+        return (input?.version ?? shipped, note)
+    }
+
+    /// The input itself a service with `setting` (or a command with `option`) judges with (nil: the
+    /// shipped snapshot), and a note on where it comes from.
+    static func input<Input: VerifiableTrustInput>(_ type: Input.Type, _ setting: TrustInputSetting,
+                                                   option: String?) throws -> (Input?, String?) {
         if let source = setting.source {
             if setting.isURL {
                 guard let kept = setting.lastKnownGood, let input = TrustInputSource.keptCopy(Input.self)(kept) else {
-                    return (shipped, "\(source) not fetched yet: serve fetches it when it starts; the shipped snapshot until then")
+                    return (nil, "\(source) not fetched yet: serve fetches it when it starts; the shipped snapshot until then")
                 }
-                return (input.version, "last known good copy \(kept) of \(source), refreshed every \(Int(setting.refresh / 3_600)) h by serve")
+                return (input, "last known good copy \(kept) of \(source), refreshed every \(Int(setting.refresh / 3_600)) h by serve")
             }
-            return (try TrustInputSource.load(Input.self, from: source, lastKnownGood: nil).input.version, nil)
+            return (try TrustInputSource.load(Input.self, from: source, lastKnownGood: nil).input, nil)
         }
         if let option {
             do {
                 return (try TrustInputSource.load(Input.self, from: option, signature: Input.kind == .ctLogList ? .google(for: option) : nil,
-                                                  lastKnownGood: nil).input.version, nil)
+                                                  lastKnownGood: nil).input, nil)
             } catch {
                 throw ValidationError("\(option): \(error)")
             }
         }
-        return (shipped, "shipped with tlsaudit")
+        return (nil, "shipped with tlsaudit")
     }
 }
 

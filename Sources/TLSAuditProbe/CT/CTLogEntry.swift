@@ -131,6 +131,9 @@ struct TLSReader {
         return Array(bytes[offset..<offset + count])
     }
 
+    /// The bytes read from `start` (an earlier `offset`) to here.
+    func bytes(since start: Int) -> [UInt8] { Array(bytes[start..<offset]) }
+
     /// A big-endian unsigned integer of `width` bytes.
     mutating func integer(_ width: Int) -> UInt64? {
         bytes(width)?.reduce(0) { $0 << 8 | UInt64($1) }

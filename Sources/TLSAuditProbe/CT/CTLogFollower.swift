@@ -87,8 +87,12 @@ public struct CTLogFollower: Sendable {
     /// Where a follower starts: at the log's current head (`fromBeginning == false`: what is
     /// logged from now on), or before its first entry.
     public func start(fromBeginning: Bool) throws(CTLogFailure) -> CTLogPosition {
-        let head = try client.treeHead()
-        return fromBeginning ? CTLogPosition(head: head, read: MerkleFrontier(), startedAt: 0)
+        Self.position(at: try client.treeHead(), fromBeginning: fromBeginning)
+    }
+
+    /// Before `head`'s first entry, or at its end (the frontier of what is before comes with the next consistency proof).
+    private static func position(at head: SignedTreeHead, fromBeginning: Bool) -> CTLogPosition {
+        fromBeginning ? CTLogPosition(head: head, read: MerkleFrontier(), startedAt: 0)
             : CTLogPosition(head: head, read: head.treeSize == 0 ? MerkleFrontier() : nil, startedAt: head.treeSize)
     }
 
@@ -101,10 +105,7 @@ public struct CTLogFollower: Sendable {
         var first = min(index, head.treeSize)
         if first > 0, first & (first - 1) == 0 { first -= 1 }
         if first == 1 { first = 0 }
-        guard first > 0, first < head.treeSize else {
-            return first == 0 ? CTLogPosition(head: head, read: MerkleFrontier(), startedAt: 0)
-                : CTLogPosition(head: head, read: head.treeSize == 0 ? MerkleFrontier() : nil, startedAt: head.treeSize)
-        }
+        guard first > 0, first < head.treeSize else { return Self.position(at: head, fromBeginning: first == 0) }
         let proof = try client.consistency(first: first, second: head.treeSize)
         guard let frontier = MerkleTree.frontier(carriedBy: proof, first: first, second: head.treeSize) else {
             throw CTLogFailure(.malformed, "\(client.display): the consistency proof from \(first) to \(head.treeSize) is malformed")

@@ -112,11 +112,8 @@ public struct CTTileClient: CTLogSource {
         let tile = first / 256, offset = Int(first % 256)
         let width = Int(min(256, (treeSize >> UInt64(8 * level)) - tile * 256))
         let bytes = try hashTile(level: level, index: tile, width: width)
-        var hashes = (0..<count).map { Array(bytes[(offset + $0) * 32..<(offset + $0 + 1) * 32]) }
-        while hashes.count > 1 {
-            hashes = stride(from: 0, to: hashes.count, by: 2).map { MerkleTree.nodeHash(hashes[$0], hashes[$0 + 1]) }
-        }
-        return hashes[0]
+        let hashes = (0..<count).map { Array(bytes[(offset + $0) * 32..<(offset + $0 + 1) * 32]) }
+        return MerkleTree.root(hashes[...])
     }
 
     /// A hash tile of `width` hashes: the partial tile, or else the full one's first `width`.
@@ -199,21 +196,19 @@ public struct CTTileClient: CTLogSource {
     /// One TileLeaf: the TimestampedEntry as the tree hashes it, the precertificate as submitted,
     /// the fingerprints of the submitted chain.
     static func tileLeaf(_ reader: inout TLSReader) -> (timestampedEntry: [UInt8], precertificate: [UInt8]?, chain: [[UInt8]])? {
-        var entry: [UInt8] = []
-        guard let timestamp = reader.bytes(8), let type = reader.integer(2) else { return nil }
-        entry += timestamp + SCTVerifier.bigEndian(type).suffix(2)
+        let start = reader.offset
+        guard reader.bytes(8) != nil, let type = reader.integer(2) else { return nil }
         switch type {
         case 0:
             guard let certificate = reader.vector(3), !certificate.isEmpty else { return nil }
-            entry += CTLogFetch.vector(certificate, 3)
         case 1:
-            guard let keyHash = reader.bytes(32), let tbs = reader.vector(3), !tbs.isEmpty else { return nil }
-            entry += keyHash + CTLogFetch.vector(tbs, 3)
+            guard reader.bytes(32) != nil, let tbs = reader.vector(3), !tbs.isEmpty else { return nil }
         default:
             return nil
         }
-        guard let extensions = reader.vector(2) else { return nil }
-        entry += CTLogFetch.vector(extensions, 2)
+        guard reader.vector(2) != nil else { return nil }
+        // The TimestampedEntry as the tile holds it, which is as the tree hashes it.
+        let entry = reader.bytes(since: start)
         var precertificate: [UInt8]?
         if type == 1 {
             guard let submitted = reader.vector(3), !submitted.isEmpty else { return nil }
@@ -238,8 +233,8 @@ public struct CTTileClient: CTLogSource {
             resolved.chainProblem = "the log's issuer bundle: \(error.description)"
             return resolved
         }
-        let chainList = CTLogFetch.vector(chain.flatMap { CTLogFetch.vector($0, 3) }, 3)
-        resolved.extraData = pending.precertificate.map { CTLogFetch.vector($0, 3) + chainList } ?? chainList
+        let chainList = SCTVerifier.lengthPrefixed(chain.flatMap { SCTVerifier.lengthPrefixed($0, bytes: 3) }, bytes: 3)
+        resolved.extraData = pending.precertificate.map { SCTVerifier.lengthPrefixed($0, bytes: 3) + chainList } ?? chainList
         return resolved
     }
 
@@ -257,9 +252,4 @@ public struct CTTileClient: CTLogSource {
         }
         return der
     }
-}
-
-extension CTLogFetch {
-    /// `bytes` after their length in `width` bytes.
-    static func vector(_ bytes: [UInt8], _ width: Int) -> [UInt8] { SCTVerifier.lengthPrefixed(bytes, bytes: width) }
 }

@@ -168,12 +168,12 @@ extension ConfigurationParser {
             }
             guard let text = string(domainNode, "a domain") else { continue }
             // As clients compare it: A-labels, lower case (`WatchedDomain.init`).
-            let domain = WatchedDomain(domain: text.hasPrefix("*.") ? String(text.dropFirst(2)) : text, watchedBy: "").domain
-            guard HostnameMatcher.isValidDNSName(domain), domain.contains(".") else {
+            rule = WatchedDomain(domain: text.hasPrefix("*.") ? String(text.dropFirst(2)) : text, includeSubdomains: rule.includeSubdomains,
+                                 issuers: rule.issuers, watchedBy: rule.watchedBy)
+            guard HostnameMatcher.isValidDNSName(rule.domain), rule.domain.contains(".") else {
                 report(domainNode, "ct: watch: '\(text)' is not a domain name with at least two labels")
                 continue
             }
-            rule.domain = domain
             watched.append(rule)
         }
         return watched
