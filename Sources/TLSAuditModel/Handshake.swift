@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// A TLS protocol version as negotiated on the wire.
 public enum TLSVersion: String, Codable, Sendable, Comparable, CaseIterable {
@@ -21,7 +22,7 @@ public enum TLSVersion: String, Codable, Sendable, Comparable, CaseIterable {
 
     /// The version's name (`TLSv1.2`) for a wire value, or the value (`0x7F1C`) when it is none of them.
     public static func name(wireValue: UInt16) -> String {
-        TLSVersion(wireValue: Int(wireValue))?.rawValue ?? String(format: "0x%04X", wireValue)
+        TLSVersion(wireValue: Int(wireValue))?.rawValue ?? "0x" + wireValue.hex(width: 4, uppercase: true)
     }
 
     public init?(wireValue: Int) {

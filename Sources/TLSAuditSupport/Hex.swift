@@ -11,3 +11,13 @@ extension Array where Element == UInt8 {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+extension BinaryInteger {
+    /// The value in hex, zero-padded to `width` digits: `String(format: "%04X")` without
+    /// String(format:), whose CVarArg boxing asks the runtime about protocols at first use (a scan of
+    /// every conformance record of the binary) and costs microseconds a call.
+    public func hex(width: Int, uppercase: Bool = false) -> String {
+        let digits = String(self, radix: 16, uppercase: uppercase)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+}

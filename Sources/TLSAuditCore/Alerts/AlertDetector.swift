@@ -165,7 +165,7 @@ public enum AlertDetector {
 
     /// A stable, unique alert id (hex FNV-1a over the identifying fields, twice for 128 bits).
     static func stableID(_ text: String) -> String {
-        String(format: "%016llx%016llx", StableHash.fnv1a(text), StableHash.fnv1a(text, seed: 0x8422_2325_cbf2_9ce4))
+        StableHash.fnv1a(text).hex(width: 16) + StableHash.fnv1a(text, seed: 0x8422_2325_cbf2_9ce4).hex(width: 16)
     }
 }
 

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// Whether a fleet's vantage points see one target alike, and how bad it is when they do not
 /// (`split-view`). The service keeps the windows and reads the states (`SplitViewDetector`); what
@@ -68,8 +69,8 @@ public enum SplitViewRule {
         }.joined(separator: "\u{0}")
         let first = states.sorted { $0.target < $1.target }[0]
         let addresses = Set(states.map(\.address)).sorted().joined(separator: ",")
-        return Alert(id: String(format: "%016llx%016llx", StableHash.fnv1a("split-view\u{0}\(key)\u{0}" + identity),
-                                StableHash.fnv1a(identity, seed: 0x9e37_79b9_7f4a_7c15)),
+        return Alert(id: StableHash.fnv1a("split-view\u{0}\(key)\u{0}" + identity).hex(width: 16)
+                         + StableHash.fnv1a(identity, seed: 0x9e37_79b9_7f4a_7c15).hex(width: 16),
                      kind: .splitView, severity: severity, target: key, host: first.host, port: first.port, address: addresses,
                      createdAt: time, summary: "vantage points see \(what): " + seen.joined(separator: "; "), changes: changes)
     }

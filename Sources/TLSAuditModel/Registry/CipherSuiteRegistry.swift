@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 /// One IANA cipher suite as the registry describes it (`CipherSuiteRegistry`): its code point,
 /// names, the protocol that introduced it and its parts, so suites this libssl cannot offer
@@ -97,7 +98,7 @@ public enum CipherSuiteRegistry {
     public static func suite(_ code: UInt16) -> CipherSuiteInfo? { byCode[code] }
 
     /// The suite's name (`CipherSuiteInfo.name`), or its code (`0x1234`) when the registry lacks it.
-    public static func name(_ code: UInt16) -> String { suite(code)?.name ?? String(format: "0x%04X", code) }
+    public static func name(_ code: UInt16) -> String { suite(code)?.name ?? "0x" + code.hex(width: 4, uppercase: true) }
 
     /// TLS_EMPTY_RENEGOTIATION_INFO_SCSV (RFC 5746).
     public static let renegotiationSCSV: UInt16 = 0x00FF

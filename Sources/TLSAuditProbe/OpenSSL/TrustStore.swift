@@ -199,7 +199,7 @@ public enum PublicRoots {
     /// The certificates the default directories hold under `certificate`'s subject hash
     /// (`HASH.0`, `HASH.1`, ... up to the first missing, as OpenSSL looks them up).
     private static func directoryCertificates(named certificate: X509Certificate) -> [X509Certificate] {
-        let hash = String(format: "%08lx", X509_subject_name_hash(certificate.pointer))
+        let hash = X509_subject_name_hash(certificate.pointer).hex(width: 8)
         var found: [X509Certificate] = []
         for directory in systemPaths.directories {
             for index in 0..<16 {

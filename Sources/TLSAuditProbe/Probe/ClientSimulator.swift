@@ -1,5 +1,6 @@
 import Foundation
 public import TLSAuditModel
+import TLSAuditSupport
 
 extension Enumerator {
     /// Client simulation (`checks: [clients]`): each client's recorded ClientHello is sent as that
@@ -126,7 +127,7 @@ enum ClientSimulation {
     }
 
     static func range(_ versions: ClosedRange<UInt16>) -> String {
-        func name(_ value: UInt16) -> String { TLSVersion(wireValue: Int(value))?.displayName ?? String(format: "0x%04X", value) }
+        func name(_ value: UInt16) -> String { TLSVersion(wireValue: Int(value))?.displayName ?? "0x" + value.hex(width: 4, uppercase: true) }
         return versions.lowerBound == versions.upperBound ? name(versions.lowerBound) : "\(name(versions.lowerBound)) to \(name(versions.upperBound))"
     }
 

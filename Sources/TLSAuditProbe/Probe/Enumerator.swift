@@ -138,6 +138,14 @@ public final class Enumerator: Sendable {
             var forwardSecrecy: Bool
             var judgesTrust: Bool = true
             var diagnostic: Bool = false
+            /// What the client sends: configurations that differ only in what the app does with
+            /// the answer (its own trust evaluation, an exception that relaxes nothing this
+            /// ClientHello carries) send the same hello and get the same answer.
+            var hello: String {
+                [override.minVersion?.rawValue ?? "-", override.maxVersion?.rawValue ?? "-", override.cipherList ?? "-",
+                 override.tls13Suites ?? "-", override.groups ?? "-", override.signatureAlgorithms ?? "-",
+                 override.alpn.joined(separator: ","), "\(override.requestOCSP)", profile.rawValue].joined(separator: "|")
+            }
         }
         let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
         func make(_ name: String, _ exception: [String: String], min: TLSVersion, nonFS: Bool = false,
@@ -181,9 +189,18 @@ public final class Enumerator: Sendable {
         let configurations = matrix.filter { only?.contains($0.name) ?? true }
         let probes = ProbeCounter()
         let time = Date()
-        let attempts = WorkerPool.map(configurations, concurrency: perHostConcurrency) { configuration in
+        // One handshake per distinct ClientHello (16 configurations send 9), its answer judged
+        // under each configuration that sends it.
+        var helloSlots: [String: Int] = [:]
+        var distinctHellos: [Configuration] = []
+        for configuration in configurations where helloSlots[configuration.hello] == nil {
+            helloSlots[configuration.hello] = distinctHellos.count
+            distinctHellos.append(configuration)
+        }
+        let answers = WorkerPool.map(distinctHellos, concurrency: perHostConcurrency) { configuration in
             self.handshake(address, target: target, probes: probes, override: configuration.override, profile: configuration.profile)
         }
+        let attempts = configurations.map { answers[helloSlots[$0.hello]!] }
         // Each distinct chain's path is built once.
         var built: [[UInt8]: ProbedChainPath] = [:]
         func chain(of attempt: HandshakeAttempt) -> ProbedChainPath? {

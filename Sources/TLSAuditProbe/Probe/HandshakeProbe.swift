@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 #endif
 import TLSAuditModel
+import TLSAuditSupport
 
 /// What the server sent during one handshake, as seen by OpenSSL's message callback.
 /// Passed to the C callback through `SSL_set_msg_callback_arg`; lives as long as the `SSL`.
@@ -205,7 +206,7 @@ enum HandshakeProbe {
         return CipherSuiteDescription(
             iana: SSL_CIPHER_standard_name(cipher).map { String(cString: $0) } ?? "unknown",
             openssl: String(cString: SSL_CIPHER_get_name(cipher)),
-            code: String(format: "0x%04X", code),
+            code: "0x" + code.hex(width: 4, uppercase: true),
             keyExchange: nidName(SSL_CIPHER_get_kx_nid(cipher), droppingPrefix: "Kx"),
             authentication: nidName(SSL_CIPHER_get_auth_nid(cipher), droppingPrefix: "Auth"),
             isAEAD: SSL_CIPHER_is_aead(cipher) == 1,

@@ -1,5 +1,6 @@
 import COpenSSL
 import TLSAuditModel
+import TLSAuditSupport
 
 /// SSLv3 to TLS 1.2 suites found on the wire: hand-built ClientHellos offering every suite of the
 /// IANA registry a server can pick without a pre-shared key (RC4, 3DES, export, NULL, anonymous,
@@ -184,7 +185,7 @@ extension Enumerator {
             if let cipher = SSL_CIPHER_find(ssl, bytes) { return HandshakeProbe.cipherDescription(of: cipher) }
         }
         if let suite = CipherSuiteRegistry.suite(code) { return suite.description }
-        let text = String(format: "0x%04X", code)
+        let text = "0x" + code.hex(width: 4, uppercase: true)
         return CipherSuiteDescription(iana: text, openssl: text, code: text, keyExchange: "unknown", authentication: "unknown",
                                       isAEAD: false, strengthBits: 0)
     }
