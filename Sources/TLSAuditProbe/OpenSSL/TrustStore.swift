@@ -303,7 +303,9 @@ public enum CertificateFile {
     }
 
     static func parse(_ bytes: [UInt8], name: String) throws -> [X509Certificate] {
-        if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN") {
+        // UTF-8 text holding a PEM header (checked in the standard library: Foundation's
+        // String(bytes:encoding:) and contains showed in the start-up profile of `verify`).
+        if PublicRoots.find(Array("-----BEGIN".utf8), in: bytes) != nil, String(validating: bytes, as: UTF8.self) != nil {
             guard let bio = BIO_new_mem_buf(bytes, Int32(bytes.count)) else { throw OpenSSLFailure("out of memory") }
             defer { BIO_free(bio) }
             var certificates: [X509Certificate] = []

@@ -261,7 +261,15 @@ package final class X509Certificate: @unchecked Sendable {
         guard X509_get_signature_info(pointer, &digestNID, &keyNID, &bits, &flags) == 1, digestNID != NID_undef else {
             return (algorithm, Self.hashFromAlgorithmName(algorithm))
         }
-        return (algorithm, String(cString: OBJ_nid2sn(digestNID)).uppercased().replacingOccurrences(of: "-", with: ""))
+        return (algorithm, Self.hashName(nid: digestNID) ?? Self.hashFromAlgorithmName(algorithm))
+    }
+
+    /// A digest's OpenSSL short name as tlsaudit writes hashes (`SHA256`; `SHA3-256` becomes
+    /// `SHA3256`), in the standard library: Foundation's `replacingOccurrences` goes through
+    /// NSString and CFString's search, which showed in the profile of every summary.
+    static func hashName(nid: Int32) -> String? {
+        guard let name = OBJ_nid2sn(nid) else { return nil }
+        return String(String(cString: name).uppercased().filter { $0 != "-" })
     }
 
     /// Fallback for algorithms OpenSSL cannot describe (e.g. signed with a digest compiled out).

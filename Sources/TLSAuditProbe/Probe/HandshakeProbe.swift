@@ -242,8 +242,8 @@ enum HandshakeProbe {
 
     static func serverSignatureHash(_ ssl: OpaquePointer) -> String? {
         var nid: Int32 = NID_undef
-        guard tlsaudit_SSL_get_peer_signature_nid(ssl, &nid) == 1, nid != NID_undef, let name = OBJ_nid2sn(nid) else { return nil }
-        return String(cString: name).uppercased().replacingOccurrences(of: "-", with: "")
+        guard tlsaudit_SSL_get_peer_signature_nid(ssl, &nid) == 1, nid != NID_undef else { return nil }
+        return X509Certificate.hashName(nid: nid)
     }
 
     /// The stapled OCSP response's bytes.
