@@ -95,7 +95,7 @@ public enum AppBundleReader {
         let certificateEntries = archive.entries.filter { entry in
             guard entry.name.hasPrefix(prefix), !entry.isDirectory else { return false }
             let name = entry.name.dropFirst(prefix.count)
-            return !name.contains("/") && isCertificateName(String(name))
+            return !name.contains("/" as Character) && isCertificateName(String(name))
         }.sorted { $0.name < $1.name }
         // Refused on the declared sizes before anything is inflated: each entry's, then all together.
         try archive.checkDeclaredSize(of: infoEntry, limit: AppBundleLimits.infoPlistBytes, what: "an Info.plist")

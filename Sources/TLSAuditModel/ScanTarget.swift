@@ -93,7 +93,7 @@ public struct ScanTarget: Hashable, Sendable {
 
     /// `example.com:443`, `[::1]:443`.
     public var displayName: String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        host.contains(":" as Character) ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment; each target with
@@ -133,7 +133,7 @@ public struct ConnectAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let shownHost = host.contains(":") && port != nil ? "[\(host)]" : host
+        let shownHost = host.contains(":" as Character) && port != nil ? "[\(host)]" : host
         return port.map { "\(shownHost):\($0)" } ?? shownHost
     }
 }

@@ -148,7 +148,7 @@ public struct HTTPListener: Sendable {
 
     static func describe(_ address: SocketAddress) -> String {
         let host = address.ipAddress ?? "?"
-        return host.contains(":") ? "[\(host)]:\(address.port ?? 0)" : "\(host):\(address.port ?? 0)"
+        return host.contains(":" as Character) ? "[\(host)]:\(address.port ?? 0)" : "\(host):\(address.port ?? 0)"
     }
 
     /// Hummingbird logs every request at info: the service's log keeps warnings and above from it.

@@ -21,7 +21,7 @@ public struct HTTPSettings: Sendable, Hashable {
                 host = text[text.index(after: text.startIndex)..<close]
                 port = text[text.index(close, offsetBy: 2)...]
             } else {
-                guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") else { return nil }
+                guard let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":" as Character) else { return nil }
                 host = text[..<colon].isEmpty ? "0.0.0.0" : text[..<colon]
                 port = text[text.index(after: colon)...]
             }
@@ -29,7 +29,7 @@ public struct HTTPSettings: Sendable, Hashable {
             return Listen(host: String(host), port: number)
         }
 
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        public var description: String { host.contains(":" as Character) ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
     /// Addresses to listen on; empty: no listener.

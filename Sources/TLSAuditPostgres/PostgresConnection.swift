@@ -28,7 +28,7 @@ public struct PostgresSettings: Sendable, Hashable {
         }
 
         /// `host:port`, `[v6]:port`.
-        public var display: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
+        public var display: String { (host.contains(":" as Character) ? "[\(host)]" : host) + ":\(port)" }
     }
 
     /// The target_session_attrs values libpq 14 and later take.
@@ -122,7 +122,7 @@ public struct PostgresSettings: Sendable, Hashable {
         let at = authority.lastIndex(of: "@")
         let userInfo = at.map { authority[...$0] } ?? ""
         let list = at.map { authority[authority.index(after: $0)...] } ?? authority
-        guard list.contains(",") else { return (text, []) }
+        guard list.contains("," as Character) else { return (text, []) }
         var servers: [Server] = []
         for entry in list.split(separator: ",", omittingEmptySubsequences: false) {
             var host = Substring(entry), port = 5432

@@ -173,8 +173,8 @@ struct AppHostOptions: ParsableArguments {
             throw ValidationError("\(error)")
         }
         let domains = policy.exceptionDomains.map(\.domain) + policy.pinnedDomains.map(\.domain)
-        for domain in domains where !domain.contains("/") && !named.contains(domain.lowercased()) && !list.contains(domain) {
-            list.append(domain.contains(":") ? "[\(domain)]" : domain)
+        for domain in domains where !domain.contains("/" as Character) && !named.contains(domain.lowercased()) && !list.contains(domain) {
+            list.append(domain.contains(":" as Character) ? "[\(domain)]" : domain)
         }
         guard !list.isEmpty else {
             throw ValidationError("\(path): the app names no exception or pinned domain: give the hosts it calls with --host or --hosts-file.")

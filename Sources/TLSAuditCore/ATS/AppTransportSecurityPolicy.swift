@@ -260,10 +260,10 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
             if key != key.lowercased() {
                 reader.diagnostics.append(Diagnostic(path, .warning, "not lower case: Apple asks for lower-case keys, and tlsaudit matches the key as written, so no host matches it"))
             }
-            if key.contains("*") {
+            if key.contains("*" as Character) {
                 reader.diagnostics.append(Diagnostic(path, .warning, "wildcards are not read: use the parent name with NSIncludesSubdomains; no host matches this key"))
             }
-            if key.contains(":") {
+            if key.contains(":" as Character) {
                 reader.diagnostics.append(Diagnostic(path, .warning, "a port is not part of a domain key; no host matches this key"))
             }
         }
@@ -278,7 +278,7 @@ enum HostKind: Equatable {
     case range(valid: Bool)
 
     init(key: String) {
-        if key.contains("/") {
+        if key.contains("/" as Character) {
             let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
             let bytes = parts.first.flatMap(IPAddress.bytes)
             let prefix = parts.count == 2 ? Int(parts[1]) : nil

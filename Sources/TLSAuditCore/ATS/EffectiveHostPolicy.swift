@@ -97,7 +97,7 @@ extension AppTransportSecurityPolicy {
     static func localKind(_ host: String) -> String? {
         if IPAddress.canonical(host) != nil { return "an IP address" }
         let name = host.hasSuffix(".") ? String(host.dropLast()) : host
-        if !name.contains(".") { return "an unqualified name" }
+        if !name.contains("." as Character) { return "an unqualified name" }
         if name.hasSuffix(".local") { return "a .local name" }
         return nil
     }
@@ -140,7 +140,7 @@ extension AppTransportSecurityPolicy {
     public static func isChild(_ host: String, of key: String) -> Bool {
         guard HostKind(key: key) == .name, host.hasSuffix("." + key) else { return false }
         let label = host.dropLast(key.count + 1)
-        return !label.isEmpty && !label.contains(".")
+        return !label.isEmpty && !label.contains("." as Character)
     }
 
     /// Entries that look as if they were meant for `host` but do not cover it, for the reason.

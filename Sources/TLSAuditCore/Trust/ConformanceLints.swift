@@ -91,7 +91,7 @@ public enum ConformanceLints {
         }
         // BR 7.1.4.2.1 / RFC 5280 4.2.1.6: preferred name syntax; no wildcard over a public suffix.
         for name in names.dns {
-            if name.contains("_") {
+            if name.contains("_" as Character) {
                 add(.lintDNSNameUnderscore, "the SAN \(RecordBudget.clamp(name, to: 200)) contains an underscore (BR 7.1.4.2.1).")
             }
             if name.hasPrefix(".") {

@@ -21,11 +21,11 @@ public enum HostnameMatcher {
     public static func dnsNameMatches(pattern rawPattern: String, hostname: String) -> Bool {
         let pattern = normalize(rawPattern)
         guard !pattern.isEmpty, !hostname.isEmpty else { return false }
-        guard pattern.contains("*") else { return pattern == hostname }
+        guard pattern.contains("*" as Character) else { return pattern == hostname }
         let patternLabels = pattern.split(separator: ".", omittingEmptySubsequences: false)
         let hostLabels = hostname.split(separator: ".", omittingEmptySubsequences: false)
         // Only `*` as the entire left-most label, and no other `*` anywhere.
-        guard patternLabels.first == "*", !patternLabels.dropFirst().contains(where: { $0.contains("*") }) else { return false }
+        guard patternLabels.first == "*", !patternLabels.dropFirst().contains(where: { $0.contains("*" as Character) }) else { return false }
         // `*.com` or `*.co.uk` would cover a whole public suffix: never honoured.
         guard patternLabels.count >= 3, hostLabels.count == patternLabels.count else { return false }
         guard !PublicSuffixList.isPublicSuffix(patternLabels.dropFirst().joined(separator: ".")) else { return false }

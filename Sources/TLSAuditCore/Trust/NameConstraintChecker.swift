@@ -86,7 +86,7 @@ struct NameConstraintChecker {
             return found
         }
         for address in names.ip {
-            let sameFamily = { (cidr: String) in cidr.contains(":") == address.contains(":") }
+            let sameFamily = { (cidr: String) in cidr.contains(":" as Character) == address.contains(":" as Character) }
             // Any permitted IP range constrains every address: one of the other family matches none.
             let permitted = constraints.permittedIP
             if !permitted.isEmpty, !permitted.contains(where: { IPAddress.ip(address, within: $0) }) {

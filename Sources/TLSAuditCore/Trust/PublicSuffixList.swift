@@ -71,6 +71,6 @@ public enum PublicSuffixList {
         if let answer = icann.isSuffix(name) { return answer }
         if includingPrivate, privateDomains.isSuffix(name) == true { return true }
         // The implicit "*" rule: every top-level label is a public suffix.
-        return !name.contains(".")
+        return !name.contains("." as Character)
     }
 }

@@ -68,7 +68,7 @@ public struct CipherSuiteInfo: Sendable, Hashable {
     /// Export DH: 512-bit (or 1024-bit) ephemeral DH (LOGJAM).
     public var isExportDH: Bool { isExport && keyExchangeField.hasPrefix("DH") }
     /// Finite-field ephemeral DH (DHE, anonymous DH included), whose prime LOGJAM's checks read.
-    public var isFiniteFieldDH: Bool { keyExchangeField.hasPrefix("DH") && !keyExchangeField.contains("/") && keyExchangeField != "DHEPSK" }
+    public var isFiniteFieldDH: Bool { keyExchangeField.hasPrefix("DH") && !keyExchangeField.contains("/" as Character) && keyExchangeField != "DHEPSK" }
     /// Ephemeral elliptic-curve DH (ECDHE, anonymous included).
     public var isEllipticCurveDH: Bool { keyExchangeField == "ECDH" }
     /// Needs a pre-shared key, SRP password or Kerberos: never negotiated with an unauthenticated scanner.

@@ -58,7 +58,7 @@ public struct HTTPProxySettings: Sendable, Equatable {
             if let address {
                 // An IP address matches the same address or a range, never by suffix.
                 let unbracketed = entry.replacingOccurrences(of: "[", with: "").replacingOccurrences(of: "]", with: "")
-                let matches = unbracketed.contains("/")
+                let matches = unbracketed.contains("/" as Character)
                     ? IPAddress.ip(address, within: unbracketed)
                     : IPAddress.canonical(unbracketed) == address
                 if matches { return nil }
@@ -372,7 +372,7 @@ private struct Endpoint {
     var requestTarget: String
     var basicAuthorization: String?
 
-    var isIPv6: Bool { host.contains(":") }
+    var isIPv6: Bool { host.contains(":" as Character) }
     var authority: String { "\(isIPv6 ? "[\(host)]" : host):\(port)" }
     var hostHeader: String { port == (scheme == "https" ? 443 : 80) ? (isIPv6 ? "[\(host)]" : host) : authority }
     var absoluteForm: String { "\(scheme)://\(hostHeader)\(requestTarget)" }

@@ -27,7 +27,7 @@ extension ConfigurationParser {
         }
         var components = URLComponents()
         components.scheme = "postgres"
-        components.host = host.contains(":") ? "[\(host)]" : host
+        components.host = host.contains(":" as Character) ? "[\(host)]" : host
         if let value = mapping["port"], let port = integer(value, in: SettingBounds.port.range) { components.port = port }
         if let value = mapping["user"], let user = string(value, "a user name") { components.user = user }
         components.path = "/" + database

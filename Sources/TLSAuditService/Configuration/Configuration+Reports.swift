@@ -32,7 +32,7 @@ extension ConfigurationParser {
                 continue
             }
             let name = mapping["name"].flatMap { string($0, "a report name") } ?? frequency.rawValue
-            if name.contains("/") || name.hasPrefix(".") {
+            if name.contains("/" as Character) || name.hasPrefix(".") {
                 report(mapping["name"] ?? entry, "a report name names files: no '/' and no leading '.'")
                 continue
             }

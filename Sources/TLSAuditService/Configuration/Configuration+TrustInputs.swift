@@ -170,7 +170,7 @@ extension ConfigurationParser {
             // As clients compare it: A-labels, lower case (`WatchedDomain.init`).
             rule = WatchedDomain(domain: text.hasPrefix("*.") ? String(text.dropFirst(2)) : text, includeSubdomains: rule.includeSubdomains,
                                  issuers: rule.issuers, watchedBy: rule.watchedBy)
-            guard HostnameMatcher.isValidDNSName(rule.domain), rule.domain.contains(".") else {
+            guard HostnameMatcher.isValidDNSName(rule.domain), rule.domain.contains("." as Character) else {
                 report(domainNode, "ct: watch: '\(text)' is not a domain name with at least two labels")
                 continue
             }

@@ -19,7 +19,7 @@ public struct ProbeModule: Sendable, Hashable {
         guard !text.isEmpty, text.utf8.count <= 260 else { throw ScanTarget.ParseError(description: "a target is HOST[:PORT], up to 260 characters") }
         // Port 0 stands for "not given": the module's port applies.
         let (host, port) = try ScanTarget.splitHostPort(text, defaultPort: 0)
-        guard !host.isEmpty, !host.contains("*") else { throw ScanTarget.ParseError(description: "\(text): not a host name or address") }
+        guard !host.isEmpty, !host.contains("*" as Character) else { throw ScanTarget.ParseError(description: "\(text): not a host name or address") }
         var own = ConfigurationParser.Settings()
         if port != 0 { own.port = port }
         return ConfigurationParser.resolve(host: host, name: nil, settings: settings.overridden(by: own), group: name)
