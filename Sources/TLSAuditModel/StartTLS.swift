@@ -30,24 +30,17 @@ public enum STARTTLSProtocol: String, Codable, Sendable, CaseIterable, Hashable 
         }
     }
 
-    /// The protocol a well-known plaintext port speaks, when it upgrades with STARTTLS (587 is
-    /// SMTP submission). Other ports are never guessed.
+    /// The protocol a well-known plaintext port speaks, when it upgrades with STARTTLS: each
+    /// protocol's default port, and 587 (SMTP submission). Other ports are never guessed.
     public static func wellKnown(port: Int) -> STARTTLSProtocol? {
-        switch port {
-        case 25, 587: .smtp
-        case 143: .imap
-        case 110: .pop3
-        case 21: .ftp
-        case 5222: .xmpp
-        case 5269: .xmppServer
-        case 389: .ldap
-        case 5432: .postgres
-        case 3306: .mysql
-        case 4190: .sieve
-        case 119: .nntp
-        default: nil
-        }
+        port == submissionPort ? .smtp : allCases.first { $0.defaultPort == port }
     }
+
+    /// The ports `wellKnown(port:)` answers for, ascending (the help lists them).
+    public static let wellKnownPorts: [Int] = (allCases.map(\.defaultPort) + [submissionPort]).sorted()
+
+    /// SMTP submission (RFC 6409), the one well-known port that is no protocol's default.
+    private static let submissionPort = 587
 
     /// The service that speaks TLS from the first byte on a well-known port (`465`: `smtps`), for
     /// saying so in the output.

@@ -34,7 +34,7 @@ enum HelpLists {
     }()
 
     /// The ports `--starttls auto` infers a protocol from, in ascending order (`STARTTLSProtocol.wellKnown(port:)`).
-    static let starttlsPorts = (1...65535).filter { STARTTLSProtocol.wellKnown(port: $0) != nil }.map(String.init).joined(separator: ", ")
+    static let starttlsPorts = STARTTLSProtocol.wellKnownPorts.map(String.init).joined(separator: ", ")
 
     /// `--checks`' list: each opt-in check with what it does and costs.
     static let checks = AddressChecks.shipped.map { "\($0.name.rawValue) (\($0.summary))" }.joined(separator: ", ")
