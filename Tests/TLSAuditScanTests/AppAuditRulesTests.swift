@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import TLSAuditCore
 import TLSAuditLab
@@ -255,5 +256,34 @@ extension AppAuditTests {
                     "\(host): \(alone) vs \(whole)")
             #expect(whole.reasons == reasons && whole.connects == reasons.isEmpty, "\(host): \(whole)")
         }
+    }
+
+    @Test("the ATS matrix makes one handshake per distinct ClientHello (16 configurations, 9 hellos) plus one connection per simulated iOS client, and each configuration keeps its own verdict")
+    func oneHandshakePerDistinctHello() throws {
+        let connections = Synchronization.Mutex(0)
+        let leaf = try pki.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
+        var configuration = LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2)
+        configuration.plaintextDialogue = { _ in
+            connections.withLock { $0 += 1 }
+            return true
+        }
+        let lab = try LabTLSServer(configuration)
+        defer { lab.stop() }
+        let store = try TrustStore(caFile: pki.rootFile)
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: store), judge: AddressAssessment.judge)
+        let host = Self.names[0]
+        let target = ScanTarget(original: host, host: host, port: lab.port, sni: host, connectTo: [try ConnectAddress.parse("127.0.0.1")])
+        let address = try #require(try scanner.addresses(for: target).get().first)
+        let probes = Enumerator(scanner: scanner).atsProbes(address, target: target, trustStore: store)
+        #expect(probes.configurations.count == 16)
+        #expect(connections.withLock { $0 } == 9 + SimulatedClientRegistry.iOSClients.count, "\(connections.withLock { $0 }) connections")
+        let byName = Dictionary(uniqueKeysWithValues: probes.configurations.map { ($0.name, $0) })
+        // The same hello, the same answer: judged apart (the app's own trust evaluation or not).
+        let shared = [ATSConfigurationName.defaultATS, ATSConfigurationName.tls12, ATSConfigurationName.insecureHTTPLoads].map { byName[$0] }
+        #expect(shared.allSatisfy { $0?.handshake?.protocolVersion == .tls1_2 }, "\(shared.map { $0?.handshake?.protocolVersion })")
+        #expect(byName[ATSConfigurationName.defaultATS]?.judgesTrust == true && byName[ATSConfigurationName.insecureHTTPLoads]?.judgesTrust == false)
+        // A different hello (TLS 1.3 only) against a TLS 1.2 server: its own handshake, refused.
+        #expect(byName[ATSConfigurationName.tls13]?.handshake == nil && byName[ATSConfigurationName.tls13]?.failure != nil,
+                "\(String(describing: byName[ATSConfigurationName.tls13]))")
     }
 }
