@@ -8,8 +8,8 @@ import PackageDescription
 /// asks the runtime for a generic type such as `Option<Format>` or a Codable container by its
 /// mangled name, and the runtime then demangles it and checks each generic requirement by
 /// scanning every protocol conformance record of the binary (10,000 in the static build, about
-/// 35 us a scan): a one-target `scan` made 122 such scans, now 83, and every command starts about
-/// a tenth faster (README, "Performance"). The cost is a slightly larger binary; an unsafe flag, so
+/// 35 us a scan): a one-target `scan` made 122 such scans, 83 with this flag, and starts about a
+/// tenth faster (README, "Performance"). The cost is a slightly larger binary; an unsafe flag, so
 /// this package cannot be a remote dependency of another (it is an application).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),

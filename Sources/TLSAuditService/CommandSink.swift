@@ -29,7 +29,7 @@ struct CommandSink: AlertSink {
         // blocked signals, whatever this process ignores (SIGPIPE, SIGHUP) or the delivering thread
         // blocks (Dispatch threads block SIGTERM): a command that inherited those could not be
         // stopped by SIGTERM, nor could anything it starts, and would not die of a closed pipe.
-        if let env = Self.signalResettingEnv, !executable.contains("=" as Character) {
+        if let env = Self.signalResettingEnv, !executable.utf8.contains(UInt8(ascii: "=")) {
             process.executableURL = URL(fileURLWithPath: env)
             process.arguments = ["--default-signal", executable] + argv.dropFirst()
         } else {
@@ -85,7 +85,7 @@ struct CommandSink: AlertSink {
 
     /// An absolute path, or the first match on PATH.
     static func resolve(_ program: String) -> String? {
-        if program.contains("/" as Character) { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
+        if program.utf8.contains(UInt8(ascii: "/")) { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         return path.split(separator: ":").map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }

@@ -12,7 +12,7 @@ extension Array where Element == UInt8 {
     }
 }
 
-extension BinaryInteger {
+extension UnsignedInteger {
     /// The value in hex, zero-padded to `width` digits: `String(format: "%04X")` without
     /// String(format:), whose CVarArg boxing asks the runtime about protocols at first use (a scan of
     /// every conformance record of the binary) and costs microseconds a call.

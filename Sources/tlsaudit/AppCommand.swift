@@ -23,7 +23,7 @@ struct AppAuditCommand: ParsableCommand {
         discussion: """
             PATH: an Info.plist (XML or binary), an .app directory or an .ipa. Hosts: every domain the \
             plist names exactly (port 443), and --host / --hosts-file for the hosts the app really calls. \
-            Each host is probed once per ATS configuration (as `tlsaudit ats` does) and judged on the \
+            Each host is probed under every ATS configuration (as `tlsaudit ats` does) and judged on the \
             configuration that stands for the app's rules for it; a key is unneeded when the probe \
             without it gives every covered host the same outcome. The global keys are judged the same \
             way over every audited host (NSAllowsArbitraryLoadsForMedia and ...InWebContent are not \

@@ -261,8 +261,9 @@ extension AppAuditTests {
     @Test("the ATS matrix makes one handshake per distinct ClientHello (16 configurations, 9 hellos) plus one connection per simulated iOS client, and each configuration keeps its own verdict")
     func oneHandshakePerDistinctHello() throws {
         let connections = Synchronization.Mutex(0)
-        let leaf = try pki.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
-        var configuration = LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2)
+        // A chain the store does not trust: the configurations that share a hello part on trust.
+        let leaf = try pki.otherIntermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
+        var configuration = LabServerConfiguration(chain: [leaf, pki.otherIntermediate], maxVersion: .tls1_2)
         configuration.plaintextDialogue = { _ in
             connections.withLock { $0 += 1 }
             return true
@@ -281,7 +282,11 @@ extension AppAuditTests {
         // The same hello, the same answer: judged apart (the app's own trust evaluation or not).
         let shared = [ATSConfigurationName.defaultATS, ATSConfigurationName.tls12, ATSConfigurationName.insecureHTTPLoads].map { byName[$0] }
         #expect(shared.allSatisfy { $0?.handshake?.protocolVersion == .tls1_2 }, "\(shared.map { $0?.handshake?.protocolVersion })")
-        #expect(byName[ATSConfigurationName.defaultATS]?.judgesTrust == true && byName[ATSConfigurationName.insecureHTTPLoads]?.judgesTrust == false)
+        let verdicts = Dictionary(uniqueKeysWithValues: ATSDiagnostics.judge(probes).configurations.map { ($0.name, $0) })
+        // `default` and `TLSv1.2` judge the untrusted chain; `insecure-http-loads` leaves trust to the app.
+        #expect(verdicts[ATSConfigurationName.defaultATS]?.pass == false && verdicts[ATSConfigurationName.tls12]?.pass == false,
+                "\(String(describing: verdicts[ATSConfigurationName.defaultATS]))")
+        #expect(verdicts[ATSConfigurationName.insecureHTTPLoads]?.pass == true, "\(String(describing: verdicts[ATSConfigurationName.insecureHTTPLoads]))")
         // A different hello (TLS 1.3 only) against a TLS 1.2 server: its own handshake, refused.
         #expect(byName[ATSConfigurationName.tls13]?.handshake == nil && byName[ATSConfigurationName.tls13]?.failure != nil,
                 "\(String(describing: byName[ATSConfigurationName.tls13]))")

@@ -1,6 +1,7 @@
 import COpenSSL
 import Synchronization
 import Foundation
+import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -118,7 +119,8 @@ public final class Enumerator: Sendable {
     /// The static-RSA suites `NSExceptionRequiresForwardSecrecy = NO` adds (docs/apple-rules.md section 1).
     static let staticRSASuites = "AES256-GCM-SHA384:AES128-GCM-SHA256:AES256-SHA:AES128-SHA"
 
-    /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does, each offering what a
+    /// One probe per ATS configuration, as `nscurl --ats-diagnostics` does (one handshake per distinct
+    /// ClientHello, its answer judged under every configuration that sends it), each offering what a
     /// current Apple client offers under that configuration (never a suite it does not send: no
     /// exception unlocks DHE or CBC-SHA256/SHA384), plus the documented list and a permissive
     /// OpenSSL client as diagnostics. What each showed goes to the caller, who draws the conclusion
@@ -144,7 +146,8 @@ public final class Enumerator: Sendable {
             var hello: String {
                 [override.minVersion?.rawValue ?? "-", override.maxVersion?.rawValue ?? "-", override.cipherList ?? "-",
                  override.tls13Suites ?? "-", override.groups ?? "-", override.signatureAlgorithms ?? "-",
-                 override.alpn.joined(separator: ","), "\(override.requestOCSP)", profile.rawValue].joined(separator: "|")
+                 override.alpn.joined(separator: ","), "\(override.requestOCSP)", "\(override.noTicket)", "\(override.fallbackSCSV)",
+                 override.session.map { "\($0)" } ?? "-", override.earlyData.map(\.hex) ?? "-", profile.rawValue].joined(separator: "|")
             }
         }
         let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
