@@ -1,7 +1,6 @@
 import COpenSSL
 import Synchronization
 import Foundation
-import TLSAuditSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -143,12 +142,11 @@ public final class Enumerator: Sendable {
             /// What the client sends: configurations that differ only in what the app does with
             /// the answer (its own trust evaluation, an exception that relaxes nothing this
             /// ClientHello carries) send the same hello and get the same answer.
-            var hello: String {
-                [override.minVersion?.rawValue ?? "-", override.maxVersion?.rawValue ?? "-", override.cipherList ?? "-",
-                 override.tls13Suites ?? "-", override.groups ?? "-", override.signatureAlgorithms ?? "-",
-                 override.alpn.joined(separator: ","), "\(override.requestOCSP)", "\(override.noTicket)", "\(override.fallbackSCSV)",
-                 override.session.map { "\($0)" } ?? "-", override.earlyData.map(\.hex) ?? "-", profile.rawValue].joined(separator: "|")
-            }
+            var hello: Hello { Hello(override: override, profile: profile) }
+        }
+        struct Hello: Hashable {
+            var override: ClientHelloOverride
+            var profile: ClientProfile
         }
         let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
         func make(_ name: String, _ exception: [String: String], min: TLSVersion, nonFS: Bool = false,
@@ -194,7 +192,7 @@ public final class Enumerator: Sendable {
         let time = Date()
         // One handshake per distinct ClientHello (16 configurations send 9), its answer judged
         // under each configuration that sends it.
-        var helloSlots: [String: Int] = [:]
+        var helloSlots: [Hello: Int] = [:]
         var distinctHellos: [Configuration] = []
         for configuration in configurations where helloSlots[configuration.hello] == nil {
             helloSlots[configuration.hello] = distinctHellos.count

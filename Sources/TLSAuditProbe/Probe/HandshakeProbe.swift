@@ -36,7 +36,7 @@ struct HandshakeAttempt {
 
 /// Changes to a context's ClientHello for one connection (enumeration, the ATS matrix, the inventory).
 /// `@unchecked Sendable`: `session` is only read while its owner waits for the handshake.
-struct ClientHelloOverride: @unchecked Sendable {
+struct ClientHelloOverride: Hashable, @unchecked Sendable {
     var minVersion: TLSVersion?
     var maxVersion: TLSVersion?
     /// TLS 1.2-and-below suites, OpenSSL syntax.
