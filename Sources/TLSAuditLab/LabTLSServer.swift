@@ -5,6 +5,7 @@ import TLSAuditProbe
 import Glibc
 #endif
 public import TLSAuditModel
+import TLSAuditSupport
 
 /// How a lab server treats client certificates.
 public enum LabClientCertificateMode: Sendable {
@@ -84,7 +85,7 @@ public final class LabTLSServer: Sendable {
     }
 
     /// `127.0.0.1:PORT` / `[::1]:PORT`.
-    public var endpoint: String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
+    public var endpoint: String { HostText.withPort(address, port) }
 
     public func stop() { listener.stop() }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 /// A target as the user names it: `example.com`, `example.com:8443`, `[2001:db8::1]:443`,
 /// a bare IPv6 literal, or an `https://` URL (scheme and path are ignored).
@@ -93,7 +94,7 @@ public struct ScanTarget: Hashable, Sendable {
 
     /// `example.com:443`, `[::1]:443`.
     public var displayName: String {
-        host.contains(":" as Character) ? "[\(host)]:\(port)" : "\(host):\(port)"
+        HostText.withPort(host, port)
     }
 
     /// Lines of a targets file: one `host[:port]` per line, `#` starts a comment; each target with
@@ -133,7 +134,6 @@ public struct ConnectAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let shownHost = host.contains(":" as Character) && port != nil ? "[\(host)]" : host
-        return port.map { "\(shownHost):\($0)" } ?? shownHost
+        port.map { HostText.withPort(host, $0) } ?? host
     }
 }

@@ -6,6 +6,7 @@ public import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
+import TLSAuditSupport
 
 /// Whether the service can do its job, as `/readyz` reports it.
 public struct Readiness: Sendable {
@@ -148,7 +149,7 @@ public struct HTTPListener: Sendable {
 
     static func describe(_ address: SocketAddress) -> String {
         let host = address.ipAddress ?? "?"
-        return host.contains(":" as Character) ? "[\(host)]:\(address.port ?? 0)" : "\(host):\(address.port ?? 0)"
+        return HostText.withPort(host, address.port ?? 0)
     }
 
     /// Hummingbird logs every request at info: the service's log keeps warnings and above from it.

@@ -1,5 +1,6 @@
 import Foundation
 import TLSAuditModel
+import TLSAuditSupport
 
 /// The service's HTTP listener (`http:` in the configuration): off unless `listen` names an address.
 public struct HTTPSettings: Sendable, Hashable {
@@ -29,7 +30,7 @@ public struct HTTPSettings: Sendable, Hashable {
             return Listen(host: String(host), port: number)
         }
 
-        public var description: String { host.contains(":" as Character) ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        public var description: String { HostText.withPort(host, port) }
     }
 
     /// Addresses to listen on; empty: no listener.

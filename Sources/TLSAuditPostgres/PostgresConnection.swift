@@ -28,7 +28,7 @@ public struct PostgresSettings: Sendable, Hashable {
         }
 
         /// `host:port`, `[v6]:port`.
-        public var display: String { (host.contains(":" as Character) ? "[\(host)]" : host) + ":\(port)" }
+        public var display: String { HostText.withPort(host, port) }
     }
 
     /// The target_session_attrs values libpq 14 and later take.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditSupport
 
 /// `tlsaudit ats`: nscurl --ats-diagnostics for Linux, with the exception an app would need.
 struct ATSCommand: ParsableCommand {
@@ -130,7 +131,7 @@ struct ATSCommand: ParsableCommand {
         let name = target.sni ?? target.host
         var out = "tlsaudit: no TLS server at \(target.displayName) (\(address)): \(failure.description); no ATS setting helps with that\n"
         if let plainHTTPStatus {
-            let host = name.contains(":" as Character) ? "[\(name)]" : name
+            let host = HostText.bracketed(name)
             out += "tlsaudit: the server speaks plain HTTP (GET / answered \(plainHTTPStatus)): an app would connect to "
                 + "http://\(host):\(target.port)/ with NSExceptionAllowsInsecureHTTPLoads = YES for \(name), without TLS: "
                 + "anyone on the network path can read and change the traffic\n"

@@ -3,6 +3,7 @@ import Foundation
 import TLSAuditApp
 import TLSAuditCore
 import TLSAuditProbe
+import TLSAuditSupport
 
 /// `tlsaudit app import PATH`: the app's hosts as service targets judged by the app's own rules.
 struct AppImportCommand: ParsableCommand {
@@ -174,7 +175,7 @@ struct AppHostOptions: ParsableArguments {
         }
         let domains = policy.exceptionDomains.map(\.domain) + policy.pinnedDomains.map(\.domain)
         for domain in domains where !domain.contains("/" as Character) && !named.contains(domain.lowercased()) && !list.contains(domain) {
-            list.append(domain.contains(":" as Character) ? "[\(domain)]" : domain)
+            list.append(HostText.bracketed(domain))
         }
         guard !list.isEmpty else {
             throw ValidationError("\(path): the app names no exception or pinned domain: give the hosts it calls with --host or --hosts-file.")

@@ -4,6 +4,7 @@ public import Foundation
 import Glibc
 #endif
 import TLSAuditModel
+import TLSAuditSupport
 
 /// Why an HTTP request did not get an answer (the reason, ready for a log line or a delivery row).
 public struct HTTPRequestFailure: Error, CustomStringConvertible, Sendable {
@@ -372,9 +373,8 @@ private struct Endpoint {
     var requestTarget: String
     var basicAuthorization: String?
 
-    var isIPv6: Bool { host.contains(":" as Character) }
-    var authority: String { "\(isIPv6 ? "[\(host)]" : host):\(port)" }
-    var hostHeader: String { port == (scheme == "https" ? 443 : 80) ? (isIPv6 ? "[\(host)]" : host) : authority }
+    var authority: String { HostText.withPort(host, port) }
+    var hostHeader: String { port == (scheme == "https" ? 443 : 80) ? HostText.bracketed(host) : authority }
     var absoluteForm: String { "\(scheme)://\(hostHeader)\(requestTarget)" }
     var display: String { "\(scheme)://\(hostHeader)" }
 

@@ -269,7 +269,7 @@ package final class X509Certificate: @unchecked Sendable {
     /// NSString and CFString's search, which showed in the profile of every summary.
     static func hashName(nid: Int32) -> String? {
         guard let name = OBJ_nid2sn(nid) else { return nil }
-        return String(String(cString: name).uppercased().filter { $0 != "-" })
+        return String(cString: name).uppercased().filter { $0 != "-" }
     }
 
     /// Fallback for algorithms OpenSSL cannot describe (e.g. signed with a digest compiled out).

@@ -2,6 +2,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditStore
 import Yams
+import TLSAuditSupport
 
 /// `database: {postgres: ...}`.
 extension ConfigurationParser {
@@ -27,7 +28,7 @@ extension ConfigurationParser {
         }
         var components = URLComponents()
         components.scheme = "postgres"
-        components.host = host.contains(":" as Character) ? "[\(host)]" : host
+        components.host = HostText.bracketed(host)
         if let value = mapping["port"], let port = integer(value, in: SettingBounds.port.range) { components.port = port }
         if let value = mapping["user"], let user = string(value, "a user name") { components.user = user }
         components.path = "/" + database

@@ -1,6 +1,7 @@
 public import TLSAuditCore
 import TLSAuditProbe
 import Yams
+import TLSAuditSupport
 
 /// Which addresses of a target to probe.
 public enum AddressSetting: Sendable, Hashable {
@@ -253,7 +254,7 @@ extension ConfigurationParser {
         let starttls = starttlsSetting.use(port: port)
         // `defaults:` name a policy for HTTPS targets: a STARTTLS target takes its own default unless it or its group names one.
         let policy = resolved.policy.flatMap { starttls != nil && resolved.policyFromDefaults ? nil : $0 } ?? CompliancePolicy.default(starttls: starttls)
-        let shownHost = host.contains(":" as Character) ? "[\(host)]" : host
+        let shownHost = HostText.bracketed(host)
         let sni = resolved.sni ?? (IPAddress.canonical(host) == nil ? host : nil)
         var configured = TargetConfiguration(key: name ?? "\(shownHost):\(port)", host: host, port: port, sni: sni,
                                    addresses: resolved.addresses ?? .all, interval: resolved.interval ?? SettingBounds.interval.defaultValue,
