@@ -75,7 +75,7 @@ let package = Package(
         .target(name: "CProcess"),
         // What any module may need and no domain knows: the JSON document encoder (Foundation's
         // bytes, faster), ISO 8601 timestamps, a lock whose waiters sleep, whole writes to a
-        // descriptor, hex. Pure Swift.
+        // descriptor, hex, a host written before :port. Pure Swift.
         .target(
             name: "TLSAuditSupport",
             swiftSettings: swiftSettings
