@@ -19,11 +19,59 @@ struct TLSAuditCommand: AsyncParsableCommand {
                       AppCommand.self, TrustCommand.self, DemoCommand.self]
     )
 
-    /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command.
+    /// Prepares the standard streams (`StandardStream.prepare`), then parses and runs the command:
+    /// straight from the subcommand the arguments name when they parse as it (`DirectRoute`), else
+    /// through ArgumentParser's root parse, which answers help, versions, completions and errors.
     static func main() async {
         StandardStream.prepare()
         StoreBackends.registerShipped()
+        if var command = await DirectRoute.parse(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
+            do {
+                if var asyncCommand = command as? AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
+            } catch {
+                exit(withError: error) // As ArgumentParser's own main reports a run's error.
+            }
+            return
+        }
         await runParsed(Self.self)
+    }
+}
+
+/// A way past ArgumentParser's root parse for the commands people run by hand and time. Parsing
+/// `tlsaudit verify ...` from the root reflects the subcommand's arguments (Mirror, every option
+/// group) six times over: half of a `verify`'s instructions before its first line ran. When the
+/// arguments start with subcommand names down to a leaf command and the rest parses as that leaf,
+/// the leaf is parsed once on its own. Anything else (help, `--version`, completions, a parse or
+/// validation error) returns nil, and the root parse runs as before, with its messages.
+enum DirectRoute {
+    /// The leaf command parsed from `arguments`, or nil when the root parse must answer.
+    static func parse(_ arguments: [String], root: any ParsableCommand.Type) async -> (any ParsableCommand)? {
+        guard let (leaf, rest) = leaf(of: root, in: arguments[...]) else { return nil }
+        let parsed: (any ParsableCommand)?
+        if let asyncLeaf = leaf as? any AsyncParsableCommand.Type {
+            parsed = try? await asyncLeaf.asyncParseAsRoot(Array(rest))
+        } else {
+            parsed = try? leaf.parseAsRoot(Array(rest))
+        }
+        // Help requests parse as ArgumentParser's own help command (its usage would name the leaf
+        // alone): only the leaf itself is taken.
+        guard let parsed, type(of: parsed) == leaf else { return nil }
+        return parsed
+    }
+
+    /// The command the leading arguments name (subcommand names and aliases, down to a command
+    /// without subcommands) and the arguments after them; nil when they name none.
+    static func leaf(of root: any ParsableCommand.Type, in arguments: ArraySlice<String>) -> (any ParsableCommand.Type, ArraySlice<String>)? {
+        var command = root
+        var rest = arguments
+        while !command.configuration.subcommands.isEmpty {
+            guard let name = rest.first,
+                  let next = command.configuration.subcommands.first(where: { $0._commandName == name || $0.configuration.aliases.contains(name) })
+            else { return nil }
+            command = next
+            rest = rest.dropFirst()
+        }
+        return command == root ? nil : (command, rest)
     }
 }
 

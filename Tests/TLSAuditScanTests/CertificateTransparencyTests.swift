@@ -236,6 +236,22 @@ struct CertificateTransparencyTests {
         #expect(lab.report.chain.anchorIn == [])
     }
 
+    @Test("a certificate's subject and key found by walking its DER (no parse) are the ones OpenSSL's parse gives; damaged DER gives none")
+    func certificateFieldsWalk() throws {
+        let apple = try CertificateFile.summaries(path: try file("apple-fields.pem", Data(TrustStore.appleSnapshotPEM.utf8)))
+        let lab = [pki.root.summary, pki.intermediate.summary, try pki.leaf().summary]
+        for summary in apple + lab {
+            let fields = try #require(CertificateFields(der: Array(summary.der)), "\(summary.subject)")
+            #expect(Data(Digest.sha256(Array(fields.subjectPublicKeyInfo))).base64EncodedString() == summary.spkiSHA256, "\(summary.subject)")
+            #expect(fields.subject.first == 0x30 && fields.subjectPublicKeyInfo.first == 0x30)
+        }
+        let der = Array(pki.root.summary.der)
+        #expect(CertificateFields(der: Array(der.prefix(der.count / 2))) == nil, "truncated")
+        #expect(CertificateFields(der: []) == nil)
+        #expect(CertificateFields(der: [0x30, 0x84, 0xFF, 0xFF, 0xFF, 0xFF, 0x30]) == nil, "a length past the end")
+        #expect(CertificateFields(der: Array("-----BEGIN CERTIFICATE-----".utf8)) == nil, "not DER")
+    }
+
     @Test("anchor_in's system store: SSL_CERT_FILE naming the default bundle is answered by the hashed directory; another bundle is searched")
     func systemStoreWithCertFile() throws {
         let snapshot = TrustStore.appleSnapshotPEM

@@ -32,6 +32,33 @@ struct VerifyTests {
         #expect(report.chain.path.last?.source == .trustStore)
     }
 
+    @Test("a command parsed straight from its subcommand names keeps the root parse's messages: help, bad options, validation and run errors")
+    func directRouteMessages() throws {
+        // Help of a nested command names the whole command, as the root parse writes it.
+        let help = try CLI.run(["app", "audit", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("USAGE: tlsaudit app audit"), "\(help.stdout.prefix(300))")
+        // An unknown option: the root parse's error and usage, exit 64.
+        let unknown = try CLI.run(["verify", "--chain", pki.rootFile, "--no-such-option"])
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("Unknown option '--no-such-option'") && unknown.stderr.contains("tlsaudit verify"), "\(unknown.stderr)")
+        // A value the command's validation refuses: its message under the whole command's usage.
+        let invalid = try CLI.run(["verify", "--chain", pki.rootFile, "--at", "yesterday"])
+        #expect(invalid.status == 64)
+        #expect(invalid.stderr.contains("--at: 'yesterday'") && invalid.stderr.contains("tlsaudit verify"), "\(invalid.stderr)")
+        // An error of the run itself (a chain file that does not exist): reported as before, exit 1.
+        let missing = try CLI.run(["verify", "--chain", "/nonexistent/chain.pem", "--roots", pki.rootFile])
+        #expect(missing.status != 0 && missing.status != 64)
+        #expect(missing.stderr.contains("/nonexistent/chain.pem"), "\(missing.stderr)")
+        // The parsed command runs: the same verdict as through the root (the chain verifies).
+        let leaf = try pki.leaf()
+        let (status, report) = try verify([leaf, pki.intermediate])
+        #expect(status == 0 && report.valid)
+        // Not a subcommand name: the root parse answers (its help).
+        let root = try CLI.run(["help", "verify"])
+        #expect(root.stdout.contains("USAGE: tlsaudit verify"), "\(root.stdout.prefix(300))")
+    }
+
     @Test("a lone leaf, offline: the missing intermediate is described as missing from the input, not from a server")
     func loneLeaf() throws {
         let (status, report) = try verify([try pki.leaf()])

@@ -188,24 +188,58 @@ public enum PublicRoots {
     private static let systemAnswers = SleepingLock<[String: Bool]>([:])
 
     private static func systemLookup(_ anchor: CertificateSummary, key: String) -> Bool {
-        guard let certificate = try? X509Certificate(der: Array(anchor.der)) else { return false }
-        if identities(directoryCertificates(named: certificate)).contains(key) { return true }
+        guard let fields = CertificateFields(der: Array(anchor.der)) else { return false }
+        if directoryCertificates(subject: fields.subject).contains(where: { holds($0, identity: key) }) { return true }
         guard !systemFileCoveredByDirectory else { return false }
-        let spki = certificate.spkiDER()
-        let candidates = systemFileCertificates.filter { find(spki, in: $0) != nil }
-        return identities(candidates.compactMap { try? X509Certificate(der: $0) }).contains(key)
+        let spki = Array(fields.subjectPublicKeyInfo)
+        return systemFileCertificates.contains { find(spki, in: $0) != nil && holds($0, identity: key) }
     }
 
-    /// The certificates the default directories hold under `certificate`'s subject hash
-    /// (`HASH.0`, `HASH.1`, ... up to the first missing, as OpenSSL looks them up).
-    private static func directoryCertificates(named certificate: X509Certificate) -> [X509Certificate] {
-        let hash = X509_subject_name_hash(certificate.pointer).hex(width: 8)
-        var found: [X509Certificate] = []
+    /// Whether the certificate `der` has the identity `key` (subject and key), read from its DER's
+    /// fields; parsed only when the subject matches and the key's bytes do not (a key encoded other
+    /// than as OpenSSL writes it back, which the identities hash).
+    private static func holds(_ der: [UInt8], identity key: String) -> Bool {
+        guard let fields = CertificateFields(der: der), let subject = rfc2253(fields.subject) else { return false }
+        if identity(subject: subject, spki: Digest.sha256(Array(fields.subjectPublicKeyInfo)).base64) == key { return true }
+        guard key.hasSuffix(" " + subject), let certificate = try? X509Certificate(der: der) else { return false }
+        return identities([certificate]).contains(key)
+    }
+
+    /// A DER Name in RFC 2253 form (as summaries write subjects), or nil when it does not decode.
+    private static func rfc2253(_ name: ArraySlice<UInt8>) -> String? {
+        Array(name).withUnsafeBufferPointer { buffer in
+            var cursor = buffer.baseAddress
+            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else { return nil }
+            defer { X509_NAME_free(decoded) }
+            return X509Certificate.rfc2253(decoded)
+        }
+    }
+
+    /// OpenSSL's hash of a DER Name (`X509_subject_name_hash`), in the form of the store's links.
+    private static func subjectHash(_ name: ArraySlice<UInt8>) -> String? {
+        Array(name).withUnsafeBufferPointer { buffer in
+            var cursor = buffer.baseAddress
+            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else { return nil }
+            defer { X509_NAME_free(decoded) }
+            var ok: Int32 = 0
+            let hash = X509_NAME_hash_ex(decoded, nil, nil, &ok)
+            return ok == 1 ? hash.hex(width: 8) : nil
+        }
+    }
+
+    /// The DER of the certificates the default directories hold under the subject hash of `subject`
+    /// (`HASH.0`, `HASH.1`, ... up to the first missing, PEM, as OpenSSL looks them up), decoded
+    /// from their PEM, not parsed.
+    private static func directoryCertificates(subject: ArraySlice<UInt8>) -> [[UInt8]] {
+        guard let hash = subjectHash(subject) else { return [] }
+        var found: [[UInt8]] = []
         for directory in systemPaths.directories {
             for index in 0..<16 {
                 let path = "\(directory)/\(hash).\(index)"
                 guard FileManager.default.fileExists(atPath: path) else { break }
-                found += (try? CertificateFile.load(path: path)) ?? []
+                if let bytes = try? InputLimits.read(path, limit: InputLimits.certificateFileBytes, what: "certificate file") {
+                    found += pemCertificates(bytes, limit: InputLimits.certificatesPerFile)
+                }
             }
         }
         return found
@@ -221,8 +255,8 @@ public enum PublicRoots {
         // one-target scan half a millisecond).
         guard isDefaultFile(systemPaths.file),
               let bytes = FileHandle(forReadingAtPath: systemPaths.file).flatMap({ try? $0.read(upToCount: 32 << 10) }).map(Array.init),
-              let first = firstPEMCertificate(bytes), let certificate = try? X509Certificate(der: first) else { return false }
-        return directoryCertificates(named: certificate).contains { $0.der == certificate.der }
+              let first = firstPEMCertificate(bytes), let fields = CertificateFields(der: first) else { return false }
+        return directoryCertificates(subject: fields.subject).contains(first)
     }()
 
     /// Whether `path` is OpenSSL's default CA file (`SSL_CERT_FILE` is often set to the very file

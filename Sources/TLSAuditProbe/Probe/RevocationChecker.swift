@@ -65,7 +65,8 @@ struct RevocationChecker {
             if let index = element.presentedIndex, presented.indices.contains(index) { return presented[index] }
             return try? X509Certificate(der: Array(element.certificate.der))
         }
-        let sources = elements.map { element in RevocationSources.of(element.certificate) { parsed(element) } }
+        // The anchor's own sources are never asked (it is not checked): not parsed for them.
+        let sources = elements.prefix(max(1, elements.count - 1)).map { element in RevocationSources.of(element.certificate) { parsed(element) } }
         let mustStaple = sources.first?.mustStaple ?? presented.first?.requiresStapling ?? false
         var report = RevocationReport(mode: mode, checks: [], mustStaple: mustStaple, stapled: handshake ? stapled != nil : nil)
         guard elements.count > 1 else { return report }

@@ -1,0 +1,67 @@
+/// The fields that name a DER certificate (its subject Name and its SubjectPublicKeyInfo, each as
+/// encoded, tag and length included), found by walking the DER without parsing the certificate:
+/// OpenSSL 3's parse decodes the public key through its provider decoders, a tenth of a
+/// millisecond a certificate, which a question about names and keys need not pay.
+public struct CertificateFields: Sendable {
+    /// The subject Name's encoding.
+    public let subject: ArraySlice<UInt8>
+    /// The SubjectPublicKeyInfo's encoding.
+    public let subjectPublicKeyInfo: ArraySlice<UInt8>
+
+    /// The fields of `der`, or nil when it is not a certificate's DER (as far as the walk sees:
+    /// Certificate and TBSCertificate SEQUENCEs, then the optional [0] version, serial, signature
+    /// algorithm, issuer, validity, subject and key).
+    public init?(der: [UInt8]) {
+        var reader = DERReader(der[...])
+        guard var certificate = reader.enter(tag: 0x30), var tbs = certificate.enter(tag: 0x30) else { return nil }
+        if tbs.peekTag == 0xA0 { guard tbs.skip() else { return nil } } // [0] EXPLICIT version
+        guard tbs.skip(tag: 0x02), tbs.skip(tag: 0x30), tbs.skip(tag: 0x30), tbs.skip(tag: 0x30), // serial, signature, issuer, validity
+              let subject = tbs.element(tag: 0x30), let key = tbs.element(tag: 0x30) else { return nil }
+        self.subject = subject
+        subjectPublicKeyInfo = key
+    }
+}
+
+/// A forward reader of DER elements with one-byte tags and definite lengths (up to four length octets).
+struct DERReader {
+    private var bytes: ArraySlice<UInt8>
+
+    init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+    var peekTag: UInt8? { bytes.first }
+
+    /// The next element whole (tag, length and contents) when its tag is `tag`, and moves past it.
+    mutating func element(tag: UInt8? = nil) -> ArraySlice<UInt8>? {
+        guard let (whole, _) = next(tag: tag) else { return nil }
+        return whole
+    }
+
+    /// A reader of the next element's contents when its tag is `tag`, and moves past it.
+    mutating func enter(tag: UInt8) -> DERReader? {
+        guard let (_, contents) = next(tag: tag) else { return nil }
+        return DERReader(contents)
+    }
+
+    /// Moves past the next element (of tag `tag` when given); false when there is none.
+    mutating func skip(tag: UInt8? = nil) -> Bool { next(tag: tag) != nil }
+
+    private mutating func next(tag: UInt8?) -> (whole: ArraySlice<UInt8>, contents: ArraySlice<UInt8>)? {
+        let start = bytes.startIndex
+        guard bytes.count >= 2, tag == nil || bytes[start] == tag, bytes[start] & 0x1F != 0x1F else { return nil }
+        let first = bytes[start + 1]
+        var length = 0
+        var header = 2
+        if first < 0x80 {
+            length = Int(first)
+        } else {
+            let octets = Int(first & 0x7F)
+            guard (1...4).contains(octets), bytes.count >= 2 + octets else { return nil }
+            for index in 0..<octets { length = length << 8 | Int(bytes[start + 2 + index]) }
+            header += octets
+        }
+        guard length <= bytes.count - header else { return nil }
+        let end = start + header + length
+        defer { bytes = bytes[end...] }
+        return (bytes[start..<end], bytes[(start + header)..<end])
+    }
+}
