@@ -57,9 +57,14 @@ public struct SimulatedClient: Sendable, Hashable {
     /// The iOS version in its name (`Safari 9 iOS 9` is 9, `Safari 12.1 (iOS 12.2)` 12.2), as
     /// numbers; nil for a client that is not iOS's.
     public var iOSVersion: [Int]? {
-        guard let range = name.range(of: "iOS ") else { return nil }
-        let digits = name[range.upperBound...].prefix { $0.isNumber || $0 == "." }
-        let parts = digits.split(separator: ".").compactMap { Int($0) }
+        // On the name's UTF-8 (Foundation's `range(of:)` here cost `ats` 2.9M instructions: it is
+        // asked on every comparison of a sort).
+        let bytes = Array(name.utf8), marker = Array("iOS ".utf8)
+        guard bytes.count >= marker.count,
+              let start = (0...(bytes.count - marker.count)).first(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) })
+        else { return nil }
+        let digits = bytes[(start + marker.count)...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") }
+        let parts = digits.split(separator: UInt8(ascii: ".")).compactMap { Int(String(decoding: $0, as: UTF8.self)) }
         return parts.isEmpty ? nil : parts
     }
 

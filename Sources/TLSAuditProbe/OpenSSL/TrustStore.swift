@@ -365,6 +365,6 @@ public enum CertificateFile {
     /// The summary of one DER certificate (what an app's bundled `.cer` holds: AFNetworking reads
     /// DER only). Throws when the bytes are not one.
     public static func summary(der: [UInt8]) throws -> CertificateSummary {
-        try X509Certificate(der: der).summary()
+        try X509Certificate.summary(der: der)
     }
 }

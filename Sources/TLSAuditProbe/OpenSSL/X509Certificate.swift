@@ -63,6 +63,13 @@ package final class X509Certificate: @unchecked Sendable {
         return summary
     }
 
+    /// The summary of the certificate `der`: a summary already made of these bytes without parsing
+    /// them again (a parse decodes the key through OpenSSL 3's provider decoders), else parsed.
+    package static func summary(der: [UInt8]) throws -> CertificateSummary {
+        if der.count <= 16_384, let known = summaries.withLock({ $0[der] }) { return known }
+        return try X509Certificate(der: der).summary()
+    }
+
     private func summarize(_ derBytes: [UInt8]) -> CertificateSummary {
         let (signatureAlgorithm, signatureHash) = signature()
         let notBefore = Self.time(X509_get0_notBefore(pointer)), notAfter = Self.time(X509_get0_notAfter(pointer))

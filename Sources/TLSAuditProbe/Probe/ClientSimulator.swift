@@ -102,7 +102,7 @@ enum ClientSimulation {
             group = "RSA key exchange"
         }
         // TLS 1.3 encrypts the Certificate: the scan's leaf stands for it.
-        let leaf = hello.version >= 0x0304 ? scanLeaf : answer.certificates.first.flatMap { try? X509Certificate(der: $0).summary() }
+        let leaf = hello.version >= 0x0304 ? scanLeaf : answer.certificates.first.flatMap { try? X509Certificate.summary(der: $0) }
         if let leaf, let why = leafRefusal(leaf, client: client) { return fails(why) }
         return ClientSimulationResult(client: client, connects: true, protocolVersion: version, suite: suite, group: group,
                                       serverKey: leaf?.publicKey.summary)

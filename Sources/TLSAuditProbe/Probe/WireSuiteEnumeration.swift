@@ -179,7 +179,7 @@ extension Enumerator {
     /// The suite as OpenSSL describes it when this libssl knows it (the same words as a completed
     /// handshake's), else from the registry.
     func describeSuite(_ code: UInt16) -> CipherSuiteDescription {
-        if let context = contexts[.permissive], let ssl = SSL_new(context.pointer) {
+        if let context = try? scanner.sharedContext(.permissive), let ssl = SSL_new(context.pointer) {
             defer { SSL_free(ssl) }
             let bytes = [UInt8(code >> 8), UInt8(code & 0xFF)]
             if let cipher = SSL_CIPHER_find(ssl, bytes) { return HandshakeProbe.cipherDescription(of: cipher) }
