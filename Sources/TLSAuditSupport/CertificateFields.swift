@@ -59,7 +59,8 @@ struct DERReader {
             for index in 0..<octets { length = length << 8 | Int(bytes[start + 2 + index]) }
             header += octets
         }
-        guard length <= bytes.count - header else { return nil }
+        // Four length octets cannot overflow a 64-bit Int; on a 32-bit one they may turn negative.
+        guard length >= 0, length <= bytes.count - header else { return nil }
         let end = start + header + length
         defer { bytes = bytes[end...] }
         return (bytes[start..<end], bytes[(start + header)..<end])

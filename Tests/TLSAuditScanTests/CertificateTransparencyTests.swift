@@ -240,6 +240,8 @@ struct CertificateTransparencyTests {
     func certificateFieldsWalk() throws {
         let apple = try CertificateFile.summaries(path: try file("apple-fields.pem", Data(TrustStore.appleSnapshotPEM.utf8)))
         let lab = [pki.root.summary, pki.intermediate.summary, try pki.leaf().summary]
+        // Every one of these certificates is DER as OpenSSL writes it back, so the key's bytes as found
+        // hash to the summary's digest (of OpenSSL's re-encoding); `PublicRoots` parses when they differ.
         for summary in apple + lab {
             let fields = try #require(CertificateFields(der: Array(summary.der)), "\(summary.subject)")
             #expect(Data(Digest.sha256(Array(fields.subjectPublicKeyInfo))).base64EncodedString() == summary.spkiSHA256, "\(summary.subject)")
@@ -271,5 +273,20 @@ struct CertificateTransparencyTests {
                                  environment: ["SSL_CERT_FILE": bundle])
         let report = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(output.stdout.utf8))
         #expect(report.chain.anchorIn == ["system"], "\(String(describing: report.chain.anchorIn))")
+        // A directory of its own (SSL_CERT_DIR), the root under its subject hash as OpenSSL names it,
+        // labelled `X509 CERTIFICATE` (which OpenSSL reads as a certificate too), and no bundle.
+        let hash = try LabCommand.run(["x509", "-hash", "-noout", "-in", pki.rootFile], program: "/usr/bin/openssl")
+        let name = hash.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(hash.status == 0 && name.count == 8, "\(hash.stderr)")
+        let directory = pki.directory.appendingPathComponent("certs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let relabelled = pki.root.pem.replacingOccurrences(of: "BEGIN CERTIFICATE", with: "BEGIN X509 CERTIFICATE")
+            .replacingOccurrences(of: "END CERTIFICATE", with: "END X509 CERTIFICATE")
+        try Data(relabelled.utf8).write(to: directory.appendingPathComponent("\(name).0"))
+        let hashed = try CLI.run(["verify", "--chain", chain, "--roots", pki.rootFile, "--host", TestPKI.hostname, "--format", "json"],
+                                 environment: ["SSL_CERT_DIR": directory.path, "SSL_CERT_FILE": directory.appendingPathComponent("none.pem").path])
+        let hashedReport = try JSONDecoder.tlsaudit.decode(VerifyReport.self, from: Data(hashed.stdout.utf8))
+        #expect(hashedReport.chain.anchorIn == ["system"], "\(String(describing: hashedReport.chain.anchorIn)) \(hashed.stderr)")
     }
 }

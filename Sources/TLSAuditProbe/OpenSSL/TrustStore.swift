@@ -209,7 +209,10 @@ public enum PublicRoots {
     private static func rfc2253(_ name: ArraySlice<UInt8>) -> String? {
         Array(name).withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
-            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else { return nil }
+            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else {
+                OpenSSLErrors.clear()
+                return nil
+            }
             defer { X509_NAME_free(decoded) }
             return X509Certificate.rfc2253(decoded)
         }
@@ -219,7 +222,10 @@ public enum PublicRoots {
     private static func subjectHash(_ name: ArraySlice<UInt8>) -> String? {
         Array(name).withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
-            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else { return nil }
+            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else {
+                OpenSSLErrors.clear()
+                return nil
+            }
             defer { X509_NAME_free(decoded) }
             var ok: Int32 = 0
             let hash = X509_NAME_hash_ex(decoded, nil, nil, &ok)
@@ -290,14 +296,22 @@ public enum PublicRoots {
         return pemCertificates(bytes, limit: .max)
     }()
 
-    /// The DER of the PEM certificates in `bytes`, at most `limit` (decoded, not parsed).
+    /// The DER of the PEM certificates in `bytes`, at most `limit` (decoded, not parsed): the labels
+    /// OpenSSL reads a certificate under (`CERTIFICATE`, `X509 CERTIFICATE`, `TRUSTED CERTIFICATE`,
+    /// whose trust settings follow the certificate's DER and are ignored by `CertificateFields`).
     private static func pemCertificates(_ bytes: [UInt8], limit: Int) -> [[UInt8]] {
-        let begin = Array("-----BEGIN CERTIFICATE-----".utf8), end = Array("-----END CERTIFICATE-----".utf8)
+        let begin = Array("-----BEGIN ".utf8), dashes = Array("-----".utf8)
+        let labels: Set<[UInt8]> = [Array("CERTIFICATE".utf8), Array("X509 CERTIFICATE".utf8), Array("TRUSTED CERTIFICATE".utf8)]
         var certificates: [[UInt8]] = []
         var position = 0
         while certificates.count < limit, let start = find(begin, in: bytes, from: position),
-              let stop = find(end, in: bytes, from: start + begin.count) {
-            let base64 = bytes[(start + begin.count)..<stop].filter { $0 != 0x0A && $0 != 0x0D && $0 != 0x20 }
+              let labelEnd = find(dashes, in: bytes, from: start + begin.count) {
+            let label = Array(bytes[(start + begin.count)..<labelEnd])
+            position = labelEnd + dashes.count
+            guard labels.contains(label) else { continue }
+            let end = Array("-----END ".utf8) + label + dashes
+            guard let stop = find(end, in: bytes, from: position) else { break }
+            let base64 = bytes[position..<stop].filter { $0 != 0x0A && $0 != 0x0D && $0 != 0x20 }
             if let der = Data(base64Encoded: Data(base64)) { certificates.append(Array(der)) }
             position = stop + end.count
         }

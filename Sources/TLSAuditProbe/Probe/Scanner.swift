@@ -294,6 +294,12 @@ public final class TLSScanner: Sendable {
                     attempt = HandshakeAttempt(observation: nil, failure: combined,
                                                presented: permissive.presented.isEmpty ? attempt.presented : permissive.presented)
                 }
+            } catch where error.category == .internalError {
+                // This tlsaudit could not send the permissive hello (its client context did not
+                // configure): said, not taken for the server going away.
+                var combined = error
+                combined.message += " (an ATS-shaped ClientHello failed: \(failure.description))"
+                attempt = HandshakeAttempt(observation: nil, failure: combined, presented: attempt.presented)
             } catch {
                 // The server went away between attempts: report the first failure.
             }
