@@ -207,19 +207,20 @@ public enum PublicRoots {
 
     /// A DER Name in RFC 2253 form (as summaries write subjects), or nil when it does not decode.
     private static func rfc2253(_ name: ArraySlice<UInt8>) -> String? {
-        Array(name).withUnsafeBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else {
-                OpenSSLErrors.clear()
-                return nil
-            }
-            defer { X509_NAME_free(decoded) }
-            return X509Certificate.rfc2253(decoded)
-        }
+        withDecodedName(name) { X509Certificate.rfc2253($0) }
     }
 
     /// OpenSSL's hash of a DER Name (`X509_subject_name_hash`), in the form of the store's links.
     private static func subjectHash(_ name: ArraySlice<UInt8>) -> String? {
+        withDecodedName(name) { decoded in
+            var ok: Int32 = 0
+            let hash = X509_NAME_hash_ex(decoded, nil, nil, &ok)
+            return ok == 1 ? hash.hex(width: 8) : nil
+        }
+    }
+
+    /// `body` of the X509_NAME decoded from a DER Name, freed after; nil when it does not decode.
+    private static func withDecodedName<Result>(_ name: ArraySlice<UInt8>, _ body: (OpaquePointer) -> Result?) -> Result? {
         Array(name).withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
             guard let decoded = d2i_X509_NAME(nil, &cursor, buffer.count) else {
@@ -227,9 +228,7 @@ public enum PublicRoots {
                 return nil
             }
             defer { X509_NAME_free(decoded) }
-            var ok: Int32 = 0
-            let hash = X509_NAME_hash_ex(decoded, nil, nil, &ok)
-            return ok == 1 ? hash.hex(width: 8) : nil
+            return body(decoded)
         }
     }
 

@@ -18,7 +18,6 @@ public final class Enumerator: Sendable {
         self.perHostConcurrency = perHostConcurrency
     }
 
-
     static let tls13Suites = ["TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256",
                               "TLS_AES_128_CCM_SHA256", "TLS_AES_128_CCM_8_SHA256"]
 

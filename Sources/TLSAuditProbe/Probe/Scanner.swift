@@ -68,11 +68,18 @@ public final class TLSScanner: Sendable {
     /// The caller's judge, applied to each address as it is probed (so that results can be stored
     /// while the rest are scanned); the probe itself judges nothing.
     let judge: AddressJudge
-    /// One configured client context per ClientHello profile (the enumerator uses them too), made
-    /// on first use: `SSL_CTX_new` costs OpenSSL 3 some 2.7 million instructions, and a scan of a
-    /// server that takes the default policy's hello uses one profile of the three. The default
-    /// policy's is made at init, so that a client identity that does not load fails the scanner.
-    private let profileContexts: Mutex<[ClientProfile: ClientContext]>
+    /// Configured client contexts by client identity and ClientHello profile (the enumerator uses
+    /// them too), made on first use: `SSL_CTX_new` costs OpenSSL 3 some 2.7 million instructions,
+    /// and a scan of a server that takes the default policy's hello uses one profile of the three.
+    /// The scan's own identity's (none, or `options.clientCredentials`) with the default policy's
+    /// profile is made at init, so that an identity that does not load fails the scanner; a
+    /// target's own identity (`ScanTarget.clientCredentials`) loads at its first probe.
+    private let contexts: Mutex<[ContextKey: ClientContext]>
+
+    private struct ContextKey: Hashable {
+        var credentials: ClientCredentials?
+        var profile: ClientProfile
+    }
     /// A CT log list that replaced `options.ctLogs` while the process runs (the service's refresh).
     private let refreshedCTLogs = Mutex<CTLogList?>(nil)
 
@@ -112,44 +119,38 @@ public final class TLSScanner: Sendable {
         return setting
     }
 
-    /// Contexts for targets with a client identity of their own (`ScanTarget.clientCredentials`),
-    /// made on first use.
-    private let identityContexts = Mutex<[ClientCredentials: [ClientProfile: ClientContext]]>([:])
-
     public init(options: ScanOptions, judge: @escaping AddressJudge) throws {
         ignoreSIGPIPE
         self.options = options
         self.judge = judge
-        let first = ClientProfile.atsRuntime
-        profileContexts = Mutex([first: try ClientContext(profile: first, credentials: options.clientCredentials)])
+        let first = ContextKey(credentials: options.clientCredentials, profile: .atsRuntime)
+        contexts = Mutex([first: try ClientContext(profile: first.profile, credentials: first.credentials)])
     }
 
-    /// The scan's context for `profile` (presenting the scan's client identity, if any), made on first use.
+    /// The scan's context for `profile` (presenting the scan's client identity, if any).
     func sharedContext(_ profile: ClientProfile) throws(ProbeFailure) -> ClientContext {
-        let made: Result<ClientContext, ProbeFailure> = profileContexts.withLock { contexts in
-            if let known = contexts[profile] { return .success(known) }
-            do {
-                let context = try ClientContext(profile: profile, credentials: options.clientCredentials)
-                contexts[profile] = context
-                return .success(context)
-            } catch {
-                return .failure(ProbeFailure(.internalError, "cannot make the \(profile.rawValue) client context: \(error)"))
-            }
-        }
-        return try made.get()
+        try context(profile, credentials: options.clientCredentials)
     }
 
     /// The context for `profile` that presents `target`'s client identity (the scan's when it has none).
     func context(_ profile: ClientProfile, for target: ScanTarget) throws(ProbeFailure) -> ClientContext {
-        guard let credentials = target.clientCredentials, credentials != options.clientCredentials else { return try sharedContext(profile) }
-        let made: Result<ClientContext, ProbeFailure> = identityContexts.withLock { cache in
-            if let known = cache[credentials]?[profile] { return .success(known) }
+        try context(profile, credentials: target.clientCredentials ?? options.clientCredentials)
+    }
+
+    /// The context for `profile` presenting `credentials`, made on first use.
+    private func context(_ profile: ClientProfile, credentials: ClientCredentials?) throws(ProbeFailure) -> ClientContext {
+        let key = ContextKey(credentials: credentials, profile: profile)
+        let made: Result<ClientContext, ProbeFailure> = contexts.withLock { contexts in
+            if let known = contexts[key] { return .success(known) }
             do {
                 let context = try ClientContext(profile: profile, credentials: credentials)
-                cache[credentials, default: [:]][profile] = context
+                contexts[key] = context
                 return .success(context)
             } catch {
-                return .failure(ProbeFailure(.internalError, "cannot load the client identity \(credentials.label): \(error)"))
+                if let credentials, credentials != options.clientCredentials {
+                    return .failure(ProbeFailure(.internalError, "cannot load the client identity \(credentials.label): \(error)"))
+                }
+                return .failure(ProbeFailure(.internalError, "cannot make the \(profile.rawValue) client context: \(error)"))
             }
         }
         return try made.get()
