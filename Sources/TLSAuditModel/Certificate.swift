@@ -264,5 +264,16 @@ public struct CertificateSummary: Hashable, Codable, Sendable {
     }
 }
 
+extension CertificateSummary {
+    /// Hashes the fingerprint and `daysLeft` only; `==` still compares every field. Every other
+    /// field is read from the DER the fingerprint digests, so equal fingerprints are the common case
+    /// of equal values, and hashing all 22 fields (the DER byte by byte) was a tenth of a scan
+    /// document's encoding, which looks each chain's certificates up by value.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(sha256Fingerprint)
+        hasher.combine(daysLeft)
+    }
+}
+
 // A certificate met again in one document is encoded once (declared in `JSONDocumentEncoder.domain`).
 extension CertificateSummary: RepeatedlyEncodable {}
