@@ -413,6 +413,24 @@ struct ScanTests {
         #expect(!output.stdout.contains("key exchange ANY"))
     }
 
+    @Test("servers that keep every worker waiting get the concurrency asked for: 16 silent targets, --concurrency 16, --timeout 1 end together, not four at a time")
+    func waitingWorkersGrow() throws {
+        let tarpit = try LabHostileServer(.tarpit)
+        defer { tarpit.stop() }
+        let file = pki.directory.appendingPathComponent("tarpits-\(tarpit.port).txt")
+        try (1...16).map { "silent\($0).test:\(tarpit.port)" }.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        let start = ContinuousClock.now
+        let output = try CLI.run(["scan", "--targets-file", file.path, "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "--concurrency", "16", "--timeout", "1"])
+        let elapsed = ContinuousClock.now - start
+        #expect(output.status == 2, "\(output.stderr)")
+        #expect(output.stdout.contains("16 target(s), 16 address(es): 0 ATS compliant, 0 not compliant, 16 could not be scanned"), "\(output.stdout)")
+        #expect(tarpit.totalConnections == 16)
+        // The pool starts with twice the cores (4 here) and grows while they all wait: with four
+        // threads the 16 timeouts would take 4 s.
+        #expect(elapsed < .seconds(3), "took \(elapsed)")
+    }
+
     @Test("a name is resolved through the system resolver")
     func systemResolver() throws {
         let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf("localhost"), pki.intermediate]))

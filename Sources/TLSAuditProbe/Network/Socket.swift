@@ -85,7 +85,7 @@ public enum Resolver {
             done.signal()
         }
         thread.start()
-        guard done.wait(timeout: .now() + timeout) == .success else {
+        guard BlockingWait.around({ done.wait(timeout: .now() + timeout) }) == .success else {
             throw ProbeFailure(.dnsFailure, "resolving \(host) took longer than \(formatSeconds(timeout))")
         }
         return try result.get().get()
@@ -261,7 +261,7 @@ final class TCPSocket {
     func wait(for events: Int16, until deadline: Deadline) -> WaitOutcome {
         while true {
             var entry = pollfd(fd: descriptor, events: events, revents: 0)
-            let status = poll(&entry, 1, deadline.remainingMilliseconds)
+            let status = BlockingWait.around { poll(&entry, 1, deadline.remainingMilliseconds) }
             if status > 0 { return .ready } // POLLERR / POLLHUP also wake us: the next read or write tells.
             if status == 0 { return .timedOut }
             if errno != EINTR { return .failed(errno) }

@@ -179,7 +179,7 @@ enum HandshakeProbe {
     static func wait(_ ssl: OpaquePointer, for error: Int32, until deadline: Deadline) -> Bool {
         guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
         var entry = pollfd(fd: SSL_get_fd(ssl), events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
-        return poll(&entry, 1, deadline.remainingMilliseconds) > 0
+        return BlockingWait.around { poll(&entry, 1, deadline.remainingMilliseconds) } > 0
     }
 
     // MARK: - Reading the handshake
