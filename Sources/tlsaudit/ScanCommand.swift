@@ -57,7 +57,7 @@ struct ScanCommand: ParsableCommand {
     @Option(help: ArgumentHelp(starttlsHelp, valueName: "protocol"))
     var starttls: STARTTLSSetting = .auto
 
-    @Option(help: "Addresses probed at once.")
+    @Option(help: "Addresses probed at once, at most (threads are added while all wait on the network).")
     var concurrency: Int = SettingBounds.concurrency.defaultValue
 
     @Option(help: "Which resolved addresses to probe: all, ipv4 or ipv6.")

@@ -619,7 +619,8 @@ extension TCPSocket {
                 try dialogue.run()
                 return socket
             } catch where dialogue.serverBusy && !pauses.isEmpty {
-                Thread.sleep(forTimeInterval: pauses.removeFirst())
+                let pause = pauses.removeFirst()
+                BlockingWait.around { Thread.sleep(forTimeInterval: pause) }
             }
         }
     }
