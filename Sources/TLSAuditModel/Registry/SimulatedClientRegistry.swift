@@ -1,3 +1,5 @@
+import TLSAuditSupport
+
 /// One client whose recorded ClientHello `--checks clients` replays (`SimulatedClientRegistry`),
 /// with the limits that client applies to the server's answer.
 public struct SimulatedClient: Sendable, Hashable {
@@ -60,9 +62,7 @@ public struct SimulatedClient: Sendable, Hashable {
         // On the name's UTF-8 (Foundation's `range(of:)` here cost `ats` 2.9M instructions: it is
         // asked on every comparison of a sort).
         let bytes = Array(name.utf8), marker = Array("iOS ".utf8)
-        guard bytes.count >= marker.count,
-              let start = (0...(bytes.count - marker.count)).first(where: { bytes[$0..<($0 + marker.count)].elementsEqual(marker) })
-        else { return nil }
+        guard let start = bytes.firstOffset(of: marker) else { return nil }
         let digits = bytes[(start + marker.count)...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".") }
         let parts = digits.split(separator: UInt8(ascii: ".")).compactMap { Int(String(decoding: $0, as: UTF8.self)) }
         return parts.isEmpty ? nil : parts

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import TLSAuditModel
+import TLSAuditSupport
 
 /// The plaintext dialogue that comes before the TLS handshake on a STARTTLS port: greeting,
 /// capabilities, the upgrade command and its answer, as each protocol's RFC (or, for PostgreSQL
@@ -378,7 +379,7 @@ struct STARTTLSDialogue {
     /// Reads until one of `markers` appears; returns everything read up to the end of that marker.
     private mutating func xml(until markers: [String], expecting what: String) throws(ProbeFailure) -> String {
         while true {
-            let ends = markers.compactMap { marker in Self.find(Array(marker.utf8), in: pending).map { $0 + marker.utf8.count } }
+            let ends = markers.compactMap { marker in pending.firstOffset(of: Array(marker.utf8)).map { $0 + marker.utf8.count } }
             if let end = ends.min() {
                 let consumed = String(decoding: pending[..<end], as: UTF8.self)
                 pending.removeFirst(end)
@@ -386,14 +387,6 @@ struct STARTTLSDialogue {
                 return consumed
             }
             try receive(expecting: what)
-        }
-    }
-
-    /// Where `needle` starts in `haystack`.
-    private static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
-        return (0...(haystack.count - needle.count)).first { start in
-            haystack[start] == needle[0] && haystack[start..<(start + needle.count)].elementsEqual(needle)
         }
     }
 

@@ -192,7 +192,7 @@ public enum PublicRoots {
         if directoryCertificates(subject: fields.subject).contains(where: { holds($0, identity: key) }) { return true }
         guard !systemFileCoveredByDirectory else { return false }
         let spki = Array(fields.subjectPublicKeyInfo)
-        return systemFileCertificates.contains { find(spki, in: $0) != nil && holds($0, identity: key) }
+        return systemFileCertificates.contains { $0.firstOffset(of: spki) != nil && holds($0, identity: key) }
     }
 
     /// Whether the certificate `der` has the identity `key` (subject and key), read from its DER's
@@ -303,37 +303,18 @@ public enum PublicRoots {
         let labels: Set<[UInt8]> = [Array("CERTIFICATE".utf8), Array("X509 CERTIFICATE".utf8), Array("TRUSTED CERTIFICATE".utf8)]
         var certificates: [[UInt8]] = []
         var position = 0
-        while certificates.count < limit, let start = find(begin, in: bytes, from: position),
-              let labelEnd = find(dashes, in: bytes, from: start + begin.count) {
+        while certificates.count < limit, let start = bytes.firstOffset(of: begin, from: position),
+              let labelEnd = bytes.firstOffset(of: dashes, from: start + begin.count) {
             let label = Array(bytes[(start + begin.count)..<labelEnd])
             position = labelEnd + dashes.count
             guard labels.contains(label) else { continue }
             let end = Array("-----END ".utf8) + label + dashes
-            guard let stop = find(end, in: bytes, from: position) else { break }
+            guard let stop = bytes.firstOffset(of: end, from: position) else { break }
             let base64 = bytes[position..<stop].filter { $0 != 0x0A && $0 != 0x0D && $0 != 0x20 }
             if let der = Data(base64Encoded: Data(base64)) { certificates.append(Array(der)) }
             position = stop + end.count
         }
         return certificates
-    }
-
-    /// Where `needle` first occurs in `haystack` at or after `from` (memchr for its first byte, then memcmp).
-    static func find(_ needle: [UInt8], in haystack: [UInt8], from: Int = 0) -> Int? {
-        guard let first = needle.first, from <= haystack.count - needle.count else { return nil }
-        return haystack.withUnsafeBufferPointer { hay in
-            needle.withUnsafeBufferPointer { pin in
-                guard let base = hay.baseAddress, let pinBase = pin.baseAddress else { return nil }
-                var offset = from
-                let last = hay.count - pin.count
-                while offset <= last {
-                    guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return nil }
-                    let index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                    if memcmp(base + index, pinBase, pin.count) == 0 { return index }
-                    offset = index + 1
-                }
-                return nil
-            }
-        }
     }
 }
 
@@ -352,7 +333,7 @@ public enum CertificateFile {
     static func parse(_ bytes: [UInt8], name: String) throws -> [X509Certificate] {
         // UTF-8 text holding a PEM header (checked in the standard library: Foundation's
         // String(bytes:encoding:) and contains showed in the start-up profile of `verify`).
-        if PublicRoots.find(Array("-----BEGIN".utf8), in: bytes) != nil, String(validating: bytes, as: UTF8.self) != nil {
+        if bytes.firstOffset(of: Array("-----BEGIN".utf8)) != nil, String(validating: bytes, as: UTF8.self) != nil {
             guard let bio = BIO_new_mem_buf(bytes, Int32(bytes.count)) else { throw OpenSSLFailure("out of memory") }
             defer { BIO_free(bio) }
             var certificates: [X509Certificate] = []

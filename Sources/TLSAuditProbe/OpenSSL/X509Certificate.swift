@@ -48,14 +48,20 @@ package final class X509Certificate: @unchecked Sendable {
     /// (some 1.5 MB with their DER), forgotten all at once when full.
     private static let summaries = SleepingLock<[[UInt8]: CertificateSummary]>([:])
     private static let summariesKept = 256
+    /// Certificates over 16 KB (a hostile server's) are not kept: the cache stays within a few MB.
+    private static let summaryBytesKept = 16_384
+
+    /// The summary already made of `der`, if any.
+    private static func knownSummary(_ der: [UInt8]) -> CertificateSummary? {
+        der.count <= summaryBytesKept ? summaries.withLock { $0[der] } : nil
+    }
 
     /// Everything tlsaudit records about this certificate.
     package func summary() -> CertificateSummary {
         let derBytes = der
-        // Certificates over 16 KB (a hostile server's) are not kept: the cache stays within a few MB.
-        guard derBytes.count <= 16_384 else { return summarize(derBytes) }
-        if let known = Self.summaries.withLock({ $0[derBytes] }) { return known }
+        if let known = Self.knownSummary(derBytes) { return known }
         let summary = summarize(derBytes)
+        guard derBytes.count <= Self.summaryBytesKept else { return summary }
         Self.summaries.withLock { summaries in
             if summaries.count >= Self.summariesKept { summaries.removeAll(keepingCapacity: true) }
             summaries[derBytes] = summary
@@ -66,7 +72,7 @@ package final class X509Certificate: @unchecked Sendable {
     /// The summary of the certificate `der`: a summary already made of these bytes without parsing
     /// them again (a parse decodes the key through OpenSSL 3's provider decoders), else parsed.
     package static func summary(der: [UInt8]) throws -> CertificateSummary {
-        if der.count <= 16_384, let known = summaries.withLock({ $0[der] }) { return known }
+        if let known = knownSummary(der) { return known }
         return try X509Certificate(der: der).summary()
     }
 

@@ -1,0 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Array where Element == UInt8 {
+    /// Where `needle` first occurs in these bytes at or after `from` (memchr for its first byte, then
+    /// memcmp); nil for an empty needle.
+    public func firstOffset(of needle: [UInt8], from: Int = 0) -> Int? {
+        guard let first = needle.first, from <= count - needle.count else { return nil }
+        return withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pin in
+                guard let base = hay.baseAddress, let pinBase = pin.baseAddress else { return nil }
+                var offset = from
+                let last = hay.count - pin.count
+                while offset <= last {
+                    guard let hit = memchr(base + offset, Int32(first), last - offset + 1) else { return nil }
+                    let index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    if memcmp(base + index, pinBase, pin.count) == 0 { return index }
+                    offset = index + 1
+                }
+                return nil
+            }
+        }
+    }
+}
