@@ -227,6 +227,10 @@ public final class PostgresFleet: Sendable {
     public let instance = UUID().uuidString
 
     /// This machine's name, as `fleet status` and a refused twin show it.
+    /// How many of a work row's lapsed claims (`lost_epochs`) are remembered: a claim that lapsed
+    /// so many takeovers ago has its late result stored by its time, as an expired claim's is.
+    static let lostEpochsKept = 16
+
     static let hostName: String = {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "?" }
@@ -315,7 +319,9 @@ public final class PostgresFleet: Sendable {
     /// does not hold the others back, and the cost does not grow with the backlog) are locked
     /// first (`FOR UPDATE SKIP LOCKED`: a host another node is claiming right now is skipped, not
     /// waited for; a host at its cap is not picked); the leases are counted again after the locks
-    /// are held, in a new snapshot, so no concurrent claim can push a host past its cap.
+    /// are held, in a new snapshot, so no concurrent claim can push a host past its cap. A row
+    /// still held under a lapsed lease (its scan never completed) is taken over, and the lapsed
+    /// claim's epoch is remembered as lost: its result is refused once a newer one is stored.
     /// A claim of fewer than `limit` also says whether due work stayed unclaimed (`dueLeft`: held
     /// back by its host's cap, or by another node's claim of the moment).
     public func claim(limit: Int, perHostCap: Int, lease: Double) throws -> FleetClaims {
@@ -366,7 +372,9 @@ public final class PostgresFleet: Sendable {
             ), chosen AS (
                 SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
             )
-            UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = nextval('fleet_lease_epoch')
+            UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = nextval('fleet_lease_epoch'),
+                lost_epochs = CASE WHEN w.lease_owner IS NULL THEN w.lost_epochs
+                                   ELSE (w.lost_epochs || w.lease_epoch)[greatest(1, cardinality(w.lost_epochs) - \(Self.lostEpochsKept - 2)):] END
             FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
             RETURNING w.target, w.vantage, w.consecutive_failures, w.lease_epoch
             """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])

@@ -33,10 +33,12 @@ public final class PostgresScanStore: EngineBackedStore, Sendable {
     }
 
     /// What each fence's claim is now (`StoreEngine.FenceStanding`): current when it is the work
-    /// row's newest claim, or the claim whose completion was written (its result may reach the
-    /// store after that); superseded when a later claim took the row and a result of the target
-    /// newer than the fence's scans is stored; else expired (its result is stored by its time: a
-    /// writer that retried through an outage, a one-node fleet, loses nothing). The rows are locked
+    /// row's newest claim, or the claim whose completion was written last (its result may reach
+    /// the store after that); superseded when it lapsed unfinished and another claim took the row
+    /// over (`lost_epochs`), and a result of the target newer than the fence's scans is stored;
+    /// else expired, its result stored by its time: a writer that retried through an outage, a
+    /// one-node fleet, or a claim completed under its lease whose writer came after the next
+    /// claim's (two nodes' writers are not ordered) loses nothing. The rows are locked
     /// (`FOR SHARE`, in the fleet's one lock order) until the transaction ends, so no claim slips in
     /// between the check and the write. A fence whose row is gone (the target left the fleet, or
     /// its vantages changed) is superseded: its result would bring back a target no longer scanned.
@@ -46,7 +48,7 @@ public final class PostgresScanStore: EngineBackedStore, Sendable {
         try sql.query("""
             SELECT c.target, c.vantage, c.epoch,
                 (w.lease_epoch = c.epoch OR w.done_epoch = c.epoch) AS current,
-                (coalesce(w.lease_epoch, 0) > c.epoch OR coalesce(w.done_epoch, 0) > c.epoch)
+                c.epoch = ANY(w.lost_epochs)
                     AND EXISTS (SELECT 1 FROM target_state s WHERE s.target = c.target AND s.last_scan_at > c.newest) AS superseded
             FROM fleet_work w
             JOIN unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS float8[])) AS c(target, vantage, epoch, newest)

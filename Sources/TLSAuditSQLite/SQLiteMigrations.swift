@@ -57,6 +57,8 @@ package enum SQLiteMigrations {
             (.ctLogs, { db in try db.execute(sql: StoreSchema.sqlite.ctLogTable) }),
             (.ctSightings, { db in try db.execute(sql: StoreSchema.sqlite.ctSightingTable) }),
             (.ctLogLease, { db in try db.execute(sql: StoreSchema.sqlite.ctLogLease) }),
+            // PostgreSQL's fleet_work.lost_epochs: SQLite has no fleet table.
+            (.lostLeases, nil),
         ])
     }
 

@@ -28,6 +28,7 @@ package enum SQLiteSchemaSnapshot {
         "v21-ct-logs",
         "v22-ct-sightings",
         "v23-ct-log-lease",
+        "v24-lost-leases",
     ]
 
     package static let statements = [

@@ -27,6 +27,7 @@ package enum StoreMigration: String, CaseIterable, Sendable {
     case ctLogs = "v21-ct-logs"
     case ctSightings = "v22-ct-sightings"
     case ctLogLease = "v23-ct-log-lease"
+    case lostLeases = "v24-lost-leases"
 
     /// A backend's steps in the history's order, checked: every step spelled once, in order.
     package static func spelled<Step>(_ steps: [(StoreMigration, Step)]) -> [(migration: StoreMigration, step: Step)] {

@@ -93,6 +93,55 @@ struct FleetQueueTests {
         #expect(next.first?.consecutiveFailures == 3, "\(next)")
     }
 
+    @Test("two writers out of order: a claim completed under its lease keeps its result though the next claim's newer result was stored first (history, the state not moved back); a claim that lapsed unfinished and was taken over has its result refused")
+    func completedClaimsKeepTheirResults() throws {
+        let (url, nodes) = try fleet(nodes: 2)
+        let store = try PostgresScanStore(url: url, sha256: Digest.sha256Hex)
+        _ = try nodes[0].apply(document: "-", sha256: "-",
+                               targets: [FleetTarget(key: "t", host: "t.example", interval: 60, vantages: .any)], appliedBy: "test")
+        let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 100).rounded())
+        func scan(at seconds: Double, under claim: FleetClaim) -> StoredScan {
+            var result = StoreConformance.samples[0]
+            result.startedAt = start.addingTimeInterval(seconds)
+            return StoredScan(target: "t", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result, fence: claim.fence)
+        }
+        func claimDue(_ node: PostgresFleet, lease: Double = 30) throws -> FleetClaim {
+            _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
+            return try #require(try node.claim(limit: 1, perHostCap: 1, lease: lease).claims.first)
+        }
+        func complete(_ node: PostgresFleet, _ claim: FleetClaim) throws {
+            try node.complete([FleetCompletion(claim: claim, consecutiveFailures: 0, delay: 0, endedAt: ProcessInfo.processInfo.systemUptime)])
+        }
+        let decide = AlertSettings.decision(nil)
+        func scansStored() throws -> Int { try store.history(target: "t", limit: 10).map { $0.run?.scans ?? 1 }.reduce(0, +) }
+
+        // node-0 scans and completes; its writer is slow (PostgreSQL just came back). node-1 claims
+        // the target due again, scans, and its writer stores first.
+        let first = try claimDue(nodes[0])
+        try complete(nodes[0], first)
+        let second = try claimDue(nodes[1])
+        #expect(try store.record([scan(at: 10, under: second)], decide: decide).leaseLost.isEmpty)
+        try complete(nodes[1], second)
+        let late = try store.record([scan(at: 0, under: first)], decide: decide)
+        #expect(late.leaseLost.isEmpty, "a completed claim's result is not refused: \(late.leaseLost.map(\.fence))")
+        #expect(try scansStored() == 2, "both scans are in the history")
+        let state = try store.status(of: "t").first?.lastScanAt
+        #expect(state == start.addingTimeInterval(10), "the state is the newer scan's: \(String(describing: state)), started \(start)")
+
+        // node-0's claim lapses while its scan is in flight (paused past the lease); node-1 takes the
+        // target over and stores a newer scan: node-0's result is refused.
+        let lapsed = try claimDue(nodes[0], lease: 0.5)
+        Thread.sleep(forTimeInterval: 0.8)
+        let takeover = try claimDue(nodes[1])
+        #expect(takeover.epoch != lapsed.epoch, "the lapsed lease is taken over")
+        #expect(try store.record([scan(at: 30, under: takeover)], decide: decide).leaseLost.isEmpty)
+        try complete(nodes[0], lapsed) // too late: the row is node-1's
+        let refused = try store.record([scan(at: 20, under: lapsed)], decide: decide)
+        #expect(refused.leaseLost.count == 1, "the lapsed claim's result is refused")
+        #expect(try scansStored() == 3, "the refused result is not")
+        #expect(try store.status(of: "t").first?.lastScanAt == start.addingTimeInterval(30))
+    }
+
     @Test("vantage rows: 'any' is one row, 'all' one per vantage (a new vantage adds its own), a list one per named vantage; a removed target's rows go")
     func vantageRows() throws {
         let (url, nodes) = try fleet(nodes: 2, vantage: { $0 == 0 ? "eu" : "us" })

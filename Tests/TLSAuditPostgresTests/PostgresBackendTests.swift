@@ -65,7 +65,7 @@ struct PostgresBackendTests {
     func migrations() throws {
         let location = try suite.newLocation()
         let store = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server", "v19-observation-order", "v20-check-reports", "v21-ct-logs", "v22-ct-sightings", "v23-ct-log-lease"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server", "v19-observation-order", "v20-check-reports", "v21-ct-logs", "v22-ct-sightings", "v23-ct-log-lease", "v24-lost-leases"])
         try Self.server.psql("INSERT INTO tlsaudit_migration (name, applied_at) VALUES ('v99-from-the-future', 1)", database: location)
         #expect {
             _ = try PostgresScanStore(url: Self.server.url(database: location), sha256: Digest.sha256Hex)

@@ -56,7 +56,7 @@ struct PostgresServiceTests {
         #expect(stored >= 4)
 
         let after = try Binary.run(["check-config", config, "--test-connection"])
-        #expect(after.stdout.contains("schema at v23-ct-log-lease (23 migration(s))"), "\(after.stdout)")
+        #expect(after.stdout.contains("schema at v24-lost-leases (24 migration(s))"), "\(after.stdout)")
 
         // A password in the URL is refused with its line; a server that is not there is a clear error, exit 2.
         let withPassword = workspace.appendingPathComponent("password.yaml").path

@@ -391,7 +391,7 @@ struct ServiceTests {
         #expect(output.stdout.contains("legacy"))
         #expect(output.stdout.contains("UNREACHABLE (connect-timeout, 3x)"))
         let store = try SQLiteScanStore(path: path, create: false, sha256: Digest.sha256Hex)
-        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server", "v19-observation-order", "v20-check-reports", "v21-ct-logs", "v22-ct-sightings", "v23-ct-log-lease"])
+        #expect(try store.appliedMigrations() == ["v1-initial", "v2-pin-state", "v3-alerts", "v4-reports", "v5-pin-counts", "v6-revocation", "v7-fleet", "v8-inventory", "v9-vulnerabilities", "v10-fencing", "v11-anchor-in", "v12-tags-app", "v13-report-claim", "v14-runs", "v15-clients", "v16-alert-target", "v17-judged-with", "v18-node-server", "v19-observation-order", "v20-check-reports", "v21-ct-logs", "v22-ct-sightings", "v23-ct-log-lease", "v24-lost-leases"])
         // v4 fills in each observation's own policy from the verdict it was stored with.
         let backfilled = try DatabaseQueue(path: path).read { try String.fetchOne($0, sql: "SELECT policy FROM observation WHERE id = 1") }
         #expect(backfilled == "ats")

@@ -24,12 +24,13 @@ public final class StoreEngine: Sendable {
         /// The claim is the work row's newest, or the one whose completion was written: its results
         /// come after every other and become the current state.
         case current
-        /// The claim expired (a writer retrying through an outage, a paused node), but no newer
-        /// result of its target is stored: its results are stored as any unfenced scan is, as the
-        /// current state when newest, else as history.
+        /// The claim is no longer the row's, but its results stand: it completed under its lease
+        /// (another node's writer stored the next claim's result first), or it lapsed with no
+        /// newer result of its target stored (a writer retrying through an outage, a paused node).
+        /// Stored as any unfenced scan is, as the current state when newest, else as history.
         case expired
-        /// Another claim took the target since and a newer result of it is stored, or the target
-        /// left the fleet: not stored.
+        /// The claim lapsed before its scan completed, another claim took the target over and a
+        /// newer result of it is stored, or the target left the fleet: not stored.
         case superseded
     }
 
