@@ -226,11 +226,16 @@ public final class PostgresFleet: Sendable {
     /// This process's claim on its node name (a new one each start).
     public let instance = UUID().uuidString
 
-    /// This machine's name, as `fleet status` and a refused twin show it.
     /// How many of a work row's lapsed claims (`lost_epochs`) are remembered: a claim that lapsed
     /// so many takeovers ago has its late result stored by its time, as an expired claim's is.
     static let lostEpochsKept = 16
 
+    /// `lost_epochs` with the row's claim of the moment (`w.lease_epoch`, lapsed) added, the
+    /// newest `lostEpochsKept` kept.
+    static let lostEpochsWithLapsedClaim =
+        "(w.lost_epochs || w.lease_epoch)[greatest(1, cardinality(w.lost_epochs) - \(lostEpochsKept - 2)):]"
+
+    /// This machine's name, as `fleet status` and a refused twin show it.
     static let hostName: String = {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "?" }
@@ -373,8 +378,7 @@ public final class PostgresFleet: Sendable {
                 SELECT target, vantage FROM ranked WHERE slot <= $3 ORDER BY next_due LIMIT $4
             )
             UPDATE fleet_work w SET lease_owner = $5, lease_until = extract(epoch FROM now()) + $6, lease_epoch = nextval('fleet_lease_epoch'),
-                lost_epochs = CASE WHEN w.lease_owner IS NULL THEN w.lost_epochs
-                                   ELSE (w.lost_epochs || w.lease_epoch)[greatest(1, cardinality(w.lost_epochs) - \(Self.lostEpochsKept - 2)):] END
+                lost_epochs = CASE WHEN w.lease_owner IS NULL THEN w.lost_epochs ELSE \(Self.lostEpochsWithLapsedClaim) END
             FROM chosen WHERE w.target = chosen.target AND w.vantage = chosen.vantage
             RETURNING w.target, w.vantage, w.consecutive_failures, w.lease_epoch
             """, [.texts(locked), .text(vantage), .int(Int64(perHostCap)), .int(Int64(limit)), .text(node), .double(lease)])
@@ -388,37 +392,48 @@ public final class PostgresFleet: Sendable {
     /// Writes finished scans back: lease released, failures in a row (the fleet's shared backoff)
     /// and the next due time. A row claimed again since this node's claim (its lease epoch moved
     /// on: this node was paused past its lease) is left to its new holder; a scan made without a
-    /// claim (PostgreSQL was down) is written only while nobody holds the row.
+    /// claim (PostgreSQL was down) is written only while nobody holds the row, after the claims'
+    /// completions (an outage may have queued both for one row, the claim's first). Such a scan
+    /// that ends another node's lapsed lease records that claim as lost, as a claim taking it
+    /// over would.
     public func complete(_ completions: [FleetCompletion]) throws {
         guard !completions.isEmpty else { return }
         let now = ProcessInfo.processInfo.systemUptime
-        // The last completion of each row (an outage may have queued several), in one statement.
-        var latest: [FleetRowKey: FleetCompletion] = [:]
-        for completion in completions { latest[FleetRowKey(target: completion.claim.target, vantage: completion.claim.vantage)] = completion }
-        let rows = Array(latest.values)
-        // Written late (PostgreSQL was down): the delay counts from the scan's end.
-        let ages = rows.map { max(0, now - $0.endedAt) }
+        // The last completion of each row (an outage may have queued several), of claims and of
+        // scans without a claim apart: one statement each.
+        var claimed: [FleetRowKey: FleetCompletion] = [:]
+        var unclaimed: [FleetRowKey: FleetCompletion] = [:]
+        for completion in completions {
+            let key = FleetRowKey(target: completion.claim.target, vantage: completion.claim.vantage)
+            if completion.claim.epoch == nil { unclaimed[key] = completion } else { claimed[key] = completion }
+        }
         _ = try pool.withConnection { connection in
-            // The rows are locked in key order first: two nodes writing overlapping rows after an
-            // outage lock them in one order.
-            try connection.execute(prepared: """
-                WITH done AS (
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[], $5::float8[], $6::bigint[])
-                        AS u(target, vantage, failures, delay, age, epoch)
-                ), locked AS (
-                    SELECT w.target, w.vantage FROM fleet_work w JOIN done d ON d.target = w.target AND d.vantage = w.vantage
-                    ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR UPDATE OF w
-                )
-                UPDATE fleet_work w SET lease_owner = NULL, lease_until = NULL, consecutive_failures = d.failures,
-                    updated_at = extract(epoch FROM clock_timestamp()),
-                    next_due = extract(epoch FROM now()) + d.delay, last_node = $7, last_done_at = extract(epoch FROM now()) - d.age,
-                    done_epoch = coalesce(nullif(d.epoch, -1), w.done_epoch)
-                FROM done d
-                WHERE w.target = d.target AND w.vantage = d.vantage AND (w.target, w.vantage) IN (SELECT target, vantage FROM locked)
-                  AND CASE WHEN d.epoch <> -1 THEN w.lease_epoch = d.epoch
-                           ELSE w.lease_owner IS NULL OR w.lease_until < extract(epoch FROM now()) END
-                """, [.texts(rows.map(\.claim.target)), .texts(rows.map(\.claim.vantage)), .ints(rows.map { Int64($0.consecutiveFailures) }),
-                      .doubles(zip(rows, ages).map { $0.delay - $1 }), .doubles(ages), .ints(rows.map { $0.claim.epoch ?? -1 }), .text(node)])
+            for rows in [Array(claimed.values), Array(unclaimed.values)] where !rows.isEmpty {
+                // Written late (PostgreSQL was down): the delay counts from the scan's end.
+                let ages = rows.map { max(0, now - $0.endedAt) }
+                // The rows are locked in key order first: two nodes writing overlapping rows after
+                // an outage lock them in one order.
+                try connection.execute(prepared: """
+                    WITH done AS (
+                        SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::float8[], $5::float8[], $6::bigint[])
+                            AS u(target, vantage, failures, delay, age, epoch)
+                    ), locked AS (
+                        SELECT w.target, w.vantage FROM fleet_work w JOIN done d ON d.target = w.target AND d.vantage = w.vantage
+                        ORDER BY w.target COLLATE "C", w.vantage COLLATE "C" FOR UPDATE OF w
+                    )
+                    UPDATE fleet_work w SET lease_owner = NULL, lease_until = NULL, consecutive_failures = d.failures,
+                        updated_at = extract(epoch FROM clock_timestamp()),
+                        next_due = extract(epoch FROM now()) + d.delay, last_node = $7, last_done_at = extract(epoch FROM now()) - d.age,
+                        done_epoch = coalesce(nullif(d.epoch, -1), w.done_epoch),
+                        lost_epochs = CASE WHEN d.epoch = -1 AND w.lease_owner <> $7 THEN \(Self.lostEpochsWithLapsedClaim)
+                                           ELSE w.lost_epochs END
+                    FROM done d
+                    WHERE w.target = d.target AND w.vantage = d.vantage AND (w.target, w.vantage) IN (SELECT target, vantage FROM locked)
+                      AND CASE WHEN d.epoch <> -1 THEN w.lease_epoch = d.epoch
+                               ELSE w.lease_owner IS NULL OR w.lease_until < extract(epoch FROM now()) END
+                    """, [.texts(rows.map(\.claim.target)), .texts(rows.map(\.claim.vantage)), .ints(rows.map { Int64($0.consecutiveFailures) }),
+                          .doubles(zip(rows, ages).map { $0.delay - $1 }), .doubles(ages), .ints(rows.map { $0.claim.epoch ?? -1 }), .text(node)])
+            }
         }
     }
 

@@ -135,9 +135,10 @@ enum PostgresMigrations {
         // What the follower judged, and (a fleet) which node follows each log.
         (StoreMigration.ctSightings, StoreSchema.postgres.ctSightingTable),
         (StoreMigration.ctLogLease, StoreSchema.postgres.ctLogLease),
-        // The last claims of each work row that lapsed unfinished and were taken over (a node paused
-        // or cut off past its lease): only their results are refused once a newer one is stored; a
-        // claim completed under its lease keeps its result however late its writer brings it.
+        // The last claims of each work row whose lease lapsed before their completion was written,
+        // and that something took over (a node paused or cut off past its lease): only their
+        // results are refused once a newer one is stored; a claim completed under its lease keeps
+        // its result, stored by its time however late its writer brings it.
         (StoreMigration.lostLeases, "ALTER TABLE fleet_work ADD COLUMN lost_epochs BIGINT[] NOT NULL DEFAULT '{}';"),
     ] as [(StoreMigration, String?)])
 

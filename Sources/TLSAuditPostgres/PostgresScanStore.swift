@@ -33,12 +33,15 @@ public final class PostgresScanStore: EngineBackedStore, Sendable {
     }
 
     /// What each fence's claim is now (`StoreEngine.FenceStanding`): current when it is the work
-    /// row's newest claim, or the claim whose completion was written last (its result may reach
-    /// the store after that); superseded when it lapsed unfinished and another claim took the row
-    /// over (`lost_epochs`), and a result of the target newer than the fence's scans is stored;
-    /// else expired, its result stored by its time: a writer that retried through an outage, a
-    /// one-node fleet, or a claim completed under its lease whose writer came after the next
-    /// claim's (two nodes' writers are not ordered) loses nothing. The rows are locked
+    /// row's newest claim (its result may reach the store after its completion: the next claim
+    /// changes the epoch); superseded when its completion was not written before the lease lapsed
+    /// and something took the row over (`lost_epochs`: another node's claim, or its scan made
+    /// while PostgreSQL was down), and a result of the target newer than the fence's scans is
+    /// stored; else expired, its results stored by their time, never over a newer state: a
+    /// writer that retried through an outage, a one-node fleet, or a claim completed under its
+    /// lease whose writer came after the next claim's (two nodes' writers are not ordered) loses
+    /// nothing. (`done_epoch`, the claim completed last, is still written for nodes of an older
+    /// version in the same fleet, which count it as current.) The rows are locked
     /// (`FOR SHARE`, in the fleet's one lock order) until the transaction ends, so no claim slips in
     /// between the check and the write. A fence whose row is gone (the target left the fleet, or
     /// its vantages changed) is superseded: its result would bring back a target no longer scanned.
@@ -47,7 +50,7 @@ public final class PostgresScanStore: EngineBackedStore, Sendable {
         var answers: [ScanFence: StoreEngine.FenceStanding] = [:]
         try sql.query("""
             SELECT c.target, c.vantage, c.epoch,
-                (w.lease_epoch = c.epoch OR w.done_epoch = c.epoch) AS current,
+                w.lease_epoch = c.epoch AND NOT c.epoch = ANY(w.lost_epochs) AS current,
                 c.epoch = ANY(w.lost_epochs)
                     AND EXISTS (SELECT 1 FROM target_state s WHERE s.target = c.target AND s.last_scan_at > c.newest) AS superseded
             FROM fleet_work w

@@ -93,17 +93,18 @@ struct FleetQueueTests {
         #expect(next.first?.consecutiveFailures == 3, "\(next)")
     }
 
-    @Test("two writers out of order: a claim completed under its lease keeps its result though the next claim's newer result was stored first (history, the state not moved back); a claim that lapsed unfinished and was taken over has its result refused")
+    @Test("two writers out of order: a claim completed under its lease keeps its result though the next claim's newer result was stored first (history only: the state stays the newer scan's); a claim that lapsed unfinished and was taken over, by a claim or by a scan made while PostgreSQL was down, has its result refused; the last 16 lapsed claims are remembered")
     func completedClaimsKeepTheirResults() throws {
         let (url, nodes) = try fleet(nodes: 2)
         let store = try PostgresScanStore(url: url, sha256: Digest.sha256Hex)
         _ = try nodes[0].apply(document: "-", sha256: "-",
                                targets: [FleetTarget(key: "t", host: "t.example", interval: 60, vantages: .any)], appliedBy: "test")
         let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 100).rounded())
-        func scan(at seconds: Double, under claim: FleetClaim) -> StoredScan {
-            var result = StoreConformance.samples[0]
+        /// A scan of `t` at `seconds` past `start`: a good one, or (`refused`) a refused connection.
+        func scan(at seconds: Double, under claim: FleetClaim?, refused: Bool = false) -> StoredScan {
+            var result = StoreConformance.samples[refused ? 1 : 0]
             result.startedAt = start.addingTimeInterval(seconds)
-            return StoredScan(target: "t", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result, fence: claim.fence)
+            return StoredScan(target: "t", host: "conformance.tlsaudit.test", port: 443, sni: nil, result: result, fence: claim?.fence)
         }
         func claimDue(_ node: PostgresFleet, lease: Double = 30) throws -> FleetClaim {
             _ = try psql(url, "UPDATE fleet_work SET next_due = 0")
@@ -114,32 +115,58 @@ struct FleetQueueTests {
         }
         let decide = AlertSettings.decision(nil)
         func scansStored() throws -> Int { try store.history(target: "t", limit: 10).map { $0.run?.scans ?? 1 }.reduce(0, +) }
+        func state() throws -> (at: Double, status: AddressScanResult.Status)? {
+            try store.status(of: "t").first.map { ($0.lastScanAt.timeIntervalSince(start), $0.status) }
+        }
 
-        // node-0 scans and completes; its writer is slow (PostgreSQL just came back). node-1 claims
-        // the target due again, scans, and its writer stores first.
+        // node-0 scans (the connection refused) and completes; its writer is slow (PostgreSQL just
+        // came back). node-1 claims the target due again, scans (a good handshake), and its writer
+        // stores first; node-0's result arrives before node-1's completion is written.
         let first = try claimDue(nodes[0])
         try complete(nodes[0], first)
         let second = try claimDue(nodes[1])
         #expect(try store.record([scan(at: 10, under: second)], decide: decide).leaseLost.isEmpty)
-        try complete(nodes[1], second)
-        let late = try store.record([scan(at: 0, under: first)], decide: decide)
+        let late = try store.record([scan(at: 0, under: first, refused: true)], decide: decide)
         #expect(late.leaseLost.isEmpty, "a completed claim's result is not refused: \(late.leaseLost.map(\.fence))")
+        try complete(nodes[1], second)
         #expect(try scansStored() == 2, "both scans are in the history")
-        let state = try store.status(of: "t").first?.lastScanAt
-        #expect(state == start.addingTimeInterval(10), "the state is the newer scan's: \(String(describing: state)), started \(start)")
+        var now = try state()
+        #expect(now?.at == 10 && now?.status == .completed, "the state is the newer scan's, not the late one's: \(String(describing: now))")
 
         // node-0's claim lapses while its scan is in flight (paused past the lease); node-1 takes the
         // target over and stores a newer scan: node-0's result is refused.
-        let lapsed = try claimDue(nodes[0], lease: 0.5)
-        Thread.sleep(forTimeInterval: 0.8)
+        let lapsed = try claimDue(nodes[0], lease: 0.3)
+        Thread.sleep(forTimeInterval: 0.5)
         let takeover = try claimDue(nodes[1])
         #expect(takeover.epoch != lapsed.epoch, "the lapsed lease is taken over")
         #expect(try store.record([scan(at: 30, under: takeover)], decide: decide).leaseLost.isEmpty)
         try complete(nodes[0], lapsed) // too late: the row is node-1's
-        let refused = try store.record([scan(at: 20, under: lapsed)], decide: decide)
-        #expect(refused.leaseLost.count == 1, "the lapsed claim's result is refused")
-        #expect(try scansStored() == 3, "the refused result is not")
-        #expect(try store.status(of: "t").first?.lastScanAt == start.addingTimeInterval(30))
+        #expect(try store.record([scan(at: 20, under: lapsed, refused: true)], decide: decide).leaseLost.count == 1,
+                "the lapsed claim's result is refused")
+        try complete(nodes[1], takeover)
+        #expect(try scansStored() == 3, "the refused result is not stored")
+
+        // node-0's claim lapses while PostgreSQL is down for node-1, which scans the target as its
+        // share and writes that scan (no claim) when it answers again: node-0's result is refused.
+        let lapsedInOutage = try claimDue(nodes[0], lease: 0.3)
+        Thread.sleep(forTimeInterval: 0.5)
+        let share = FleetClaim(target: "t", vantage: lapsedInOutage.vantage, consecutiveFailures: 0)
+        try complete(nodes[1], share)
+        #expect(try store.record([scan(at: 50, under: nil)], decide: decide).leaseLost.isEmpty)
+        #expect(try store.record([scan(at: 40, under: lapsedInOutage, refused: true)], decide: decide).leaseLost.count == 1,
+                "a claim ended by a scan made without one is lost too")
+        now = try state()
+        #expect(now?.at == 50 && now?.status == .completed, "\(String(describing: now))")
+
+        // Seventeen claims lapse and are taken over in turn: the newest 16 are remembered.
+        var epochs: [Int64] = []
+        for index in 0..<17 {
+            epochs.append(try #require(try claimDue(nodes[index % 2], lease: 0.05).epoch))
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        _ = try claimDue(nodes[0])
+        #expect(try psql(url, "SELECT array_to_string(lost_epochs, ',') FROM fleet_work")
+                == epochs.suffix(16).map(String.init).joined(separator: ","))
     }
 
     @Test("vantage rows: 'any' is one row, 'all' one per vantage (a new vantage adds its own), a list one per named vantage; a removed target's rows go")

@@ -21,8 +21,8 @@ public final class StoreEngine: Sendable {
 
     /// What a claim's results are when they reach the store.
     public enum FenceStanding: Sendable {
-        /// The claim is the work row's newest, or the one whose completion was written: its results
-        /// come after every other and become the current state.
+        /// The claim is the work row's newest: its results come after every other and become the
+        /// current state.
         case current
         /// The claim is no longer the row's, but its results stand: it completed under its lease
         /// (another node's writer stored the next claim's result first), or it lapsed with no
