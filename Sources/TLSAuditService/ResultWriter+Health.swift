@@ -42,6 +42,10 @@ extension ResultWriter {
                 case .failure(let error):
                     logger.error("\(what) could not run: \(error)")
                 }
+                if let spill = replayAfterCheck {
+                    replayAfterCheck = nil
+                    replayNow(spill)
+                }
                 flushNow()
             }
         }.start()

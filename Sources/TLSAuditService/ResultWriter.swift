@@ -50,6 +50,8 @@ public final class ResultWriter: @unchecked Sendable {
     var spilledWhileDamaged = 0
     /// Set while the start's integrity check runs: nothing is committed until it passed.
     var awaitingCheck = false
+    /// Spill files asked to be replayed while the integrity check ran: replayed once it passed.
+    var replayAfterCheck: SpillLocations?
     /// Where results go while the database is damaged, and at a stop with results unstored; set by the service.
     public var spill: SpillLocations?
     /// Called (on `queue`) with a store failure no retry can cure that is not damage (a schema this
@@ -247,6 +249,9 @@ public final class ResultWriter: @unchecked Sendable {
     /// Replaces the alert settings (reload).
     public func apply(_ settings: AlertSettings) { alerting.withLock { $0 = settings } }
 
+    /// Where results go from now on while the database is damaged (a reload's `spill_directory`).
+    public func apply(spill: SpillLocations) { queue.async { self.spill = spill } }
+
     // MARK: - Results kept across a restart
 
     /// What `finish` did with the results still unstored at shutdown.
@@ -345,20 +350,29 @@ public final class ResultWriter: @unchecked Sendable {
 
     /// At start: stores the results earlier runs could not store, file by file in batches, and
     /// removes each file once all of it is stored in the file at the database path. A file that
-    /// cannot be stored now stays for the next start.
+    /// cannot be stored now stays for the next start. While the start's integrity check runs, the
+    /// files wait for it: a damaged database takes nothing (the files wait for the one that
+    /// replaces it), and a file stored into one before the check found it would be removed.
     public func replaySpills(_ spill: SpillLocations) {
         queue.async {
-            // A damaged database takes nothing: the files wait for the one that replaces it.
-            guard self.damaged == nil else { return }
-            for path in spill.waiting() {
-                do {
-                    let store = try self.currentStore()
-                    let alerts = try SpillFiles.replay(path, into: store, decide: AlertSettings.decision(self.alerting.withLock { $0 }),
-                                                       logger: self.logger)
-                    if !alerts.isEmpty { self.onAlerts?(alerts) }
-                } catch {
-                    self.logger.error("cannot store the scan results kept from an earlier run: \(error); they stay in \(path) for the next start")
-                }
+            if self.awaitingCheck {
+                self.replayAfterCheck = spill
+            } else {
+                self.replayNow(spill)
+            }
+        }
+    }
+
+    /// `replaySpills`' work, on `queue`.
+    func replayNow(_ spill: SpillLocations) {
+        guard damaged == nil else { return }
+        for path in spill.waiting() {
+            do {
+                let store = try currentStore()
+                let alerts = try SpillFiles.replay(path, into: store, decide: AlertSettings.decision(alerting.withLock { $0 }), logger: logger)
+                if !alerts.isEmpty { onAlerts?(alerts) }
+            } catch {
+                logger.error("cannot store the scan results kept from an earlier run: \(error); they stay in \(path) for the next start")
             }
         }
     }

@@ -377,6 +377,14 @@ public final class ScanService: Service, @unchecked Sendable {
             }
             var applied = candidate
             applied.database = configuration.database
+            // Results that cannot be stored go from now on where the next start (reading this
+            // configuration) looks; files already waiting where it will not look are named.
+            let stranded = Set(configuration.spillLocations.waiting()).subtracting(applied.spillLocations.waiting())
+            writer.apply(spill: applied.spillLocations)
+            if !stranded.isEmpty {
+                logger.warning("results kept from earlier runs wait in files the new spill_directory no longer covers; the next start will not read them: move them to \(applied.spillFallbackDirectory ?? "the state directory")",
+                               metadata: ["files": "\(stranded.sorted().joined(separator: ", "))"])
+            }
             install(applied, trustStores: stores)
             logger.notice("configuration reloaded", metadata: ["targets": "\(applied.targets.count)"])
         }

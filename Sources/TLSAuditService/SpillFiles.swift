@@ -108,8 +108,11 @@ enum SpillFiles {
     /// the file once all of it is stored (in the file at the database's path: checked before each
     /// batch and after the last); the alerts the results raised. Throws, leaving the file for the
     /// next start, when any of it cannot be stored.
+    /// A scan taken after a clock step back is stored by its time here, not in arrival order:
+    /// newer scans of its address may have been stored since it was kept.
     static func replay(_ path: String, into store: any ScanStore, decide: AlertDecision, logger: Logger) throws -> [Alert] {
-        let (scans, cutBytes) = try read(path)
+        var (scans, cutBytes) = try read(path)
+        for index in scans.indices { scans[index].afterClockStepBack = false }
         if cutBytes > 0 {
             logger.warning("\(path) ends in an incomplete line (\(cutBytes) bytes, cut by a crash); it is skipped")
         }

@@ -246,6 +246,38 @@ struct ServiceTests {
         #expect(service.waitForExit(timeout: 10) == 0)
     }
 
+    @Test("SIGHUP with a new spill_directory: results kept in the old one, which the next start will not read, are named in a warning")
+    func reloadedSpillDirectory() throws {
+        let good = try lab.goodServer()
+        defer { good.stop() }
+        let workspace = try lab.workspace("reload-spill")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let config = workspace.appendingPathComponent("tlsaudit.yaml").path
+        let (old, new) = (workspace.appendingPathComponent("spill-a"), workspace.appendingPathComponent("spill-b"))
+        for directory in [old, new] { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+        func configure(_ directory: URL) throws {
+            try lab.configuration(database: database, targets: [("good", good.port)], extra: "spill_directory: \(directory.path)")
+                .write(toFile: config, atomically: true, encoding: .utf8)
+        }
+        try configure(old)
+        let service = try ServiceProcess(config: config, workspace: workspace)
+        service.wait("a first scan") { !service.storedScans.isEmpty }
+        // A file an earlier run kept in spill_directory, which this start could not store (here: put
+        // there after the start's replay), named as the service names them there.
+        let path = URL(fileURLWithPath: database).standardizedFileURL.path
+        let name = "db.sqlite-" + String(StableHash.fnv1a(path) & 0xFFFF_FFFF, radix: 16) + ".unstored-1.jsonl"
+        let kept = old.appendingPathComponent(name).path
+        try Data().write(to: URL(fileURLWithPath: kept))
+        #expect(SpillLocations(base: database, fallbacks: [old.path]).waiting() == [kept], "the file is where this run looks")
+        try configure(new)
+        service.signal(SIGHUP)
+        service.wait("the reload") { !service.lines(containing: "configuration reloaded").isEmpty }
+        let warnings = service.lines(containing: "the new spill_directory no longer covers")
+        #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains(kept) && $0.contains(new.path) }, "\(service.log.suffix(1500))")
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+    }
+
     @Test("SIGHUP applies a valid configuration and refuses an invalid one, which keeps the old running")
     func reload() throws {
         let good = try lab.goodServer()

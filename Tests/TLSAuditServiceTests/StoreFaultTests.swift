@@ -128,6 +128,21 @@ extension DurabilityTests {
         return database
     }
 
+    /// `damagedDatabase`'s damage: every page of index `index` overwritten with a table leaf's
+    /// header and garbage (`quick_check` finds the wrong page type).
+    static func overwritingPages(of index: String) -> String {
+        """
+        connection = sqlite3.connect(path)
+        pages = [row[0] for row in connection.execute("SELECT pageno FROM dbstat WHERE name = '\(index)'")]
+        connection.close()
+        assert pages, 'no pages for the index'
+        with open(path, 'r+b') as f:
+            for page in pages:
+                f.seek((page - 1) * page_size)
+                f.write(bytes([0x0d]) + bytes(range(256)) * (page_size // 256 - 1) + bytes(255))
+        """
+    }
+
     @Test("page 1 damaged: serve refuses at once with the path and what to do (exit 2), not 'cannot open' forever")
     func damagedFirstPage() throws {
         let server = try lab.goodServer()
@@ -150,20 +165,73 @@ extension DurabilityTests {
         let server = try lab.goodServer()
         defer { server.stop() }
         let workspace = try lab.workspace("index-page")
-        let database = try damagedDatabase(workspace, damage: """
-            connection = sqlite3.connect(path)
-            pages = [row[0] for row in connection.execute("SELECT pageno FROM dbstat WHERE name = 'observation_time_status'")]
-            connection.close()
-            assert pages, 'no pages for the index'
-            with open(path, 'r+b') as f:
-                for page in pages:
-                    f.seek((page - 1) * page_size)
-                    f.write(bytes([0x0d]) + bytes(range(256)) * (page_size // 256 - 1) + bytes(255))
-            """)
+        let database = try damagedDatabase(workspace, damage: Self.overwritingPages(of: "observation_time_status"))
         let service = try ServiceProcess(config: try writeConfig(workspace, database: database, servers: [server]), workspace: workspace)
         #expect(service.waitForExit(timeout: 20) == 2, "\(service.log.suffix(2000))")
         #expect(service.storedScans.isEmpty)
         #expect(service.lines(containing: "quick_check").contains { $0.contains(database) }, "\(service.log.suffix(2000))")
+    }
+
+    /// A real scan of `server` (or, `refused`, of a port nobody listens on), as `target`, at `time`.
+    func keptScan(_ server: LabTLSServer, target: String, at time: Date, refused: Bool = false) throws -> StoredScan {
+        let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: lab.rootFile)), judge: AddressAssessment.judge)
+        let port = refused ? try LabPorts.unusedPort() : server.port
+        var result = scanner.scan(ScanTarget(original: target, host: ServiceLab.hostname, port: port, sni: ServiceLab.hostname,
+                                             connectTo: [ConnectAddress(host: "127.0.0.1")])).addresses[0]
+        result.startedAt = time
+        return StoredScan(target: target, host: ServiceLab.hostname, port: port, sni: ServiceLab.hostname, result: result)
+    }
+
+    /// A spill file as a stopped run leaves it beside `database` (one JSON line per result).
+    func writeKept(_ scans: [StoredScan], beside database: String) throws -> String {
+        let path = database + ".unstored-1.jsonl"
+        var lines = Data()
+        for scan in scans { lines += try JSONEncoder().encode(scan) + Data("\n".utf8) }
+        try lines.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test("results kept from an earlier run wait for the start's quick_check: a database it finds damaged gets none of them (exit 2, the file stays)")
+    func keptResultsWaitForTheCheck() throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let workspace = try lab.workspace("kept-check")
+        // An index no write of known certificates' scans touches: quick_check finds the damage, a
+        // commit of the kept results would not.
+        let database = try damagedDatabase(workspace, damage: Self.overwritingPages(of: "certificate_not_after"))
+        let now = Date()
+        let kept = try writeKept(try (0..<5).map { try keptScan(server, target: "t\($0)", at: now.addingTimeInterval(Double($0))) }, beside: database)
+        let service = try ServiceProcess(config: try writeConfig(workspace, database: database, servers: [server]), workspace: workspace)
+        #expect(service.waitForExit(timeout: 20) == 2, "\(service.log.suffix(2000))")
+        #expect(service.lines(containing: "quick_check").contains { $0.contains(database) }, "\(service.log.suffix(2000))")
+        #expect(service.lines(containing: "stored the scan results an earlier run could not store").isEmpty,
+                "nothing kept is stored into the damaged file")
+        #expect(FileManager.default.fileExists(atPath: kept), "the kept results stay in their file for a repaired database")
+    }
+
+    @Test("a kept result taken after a clock step back is stored by its time when a later start replays it: the newer state stored since stays")
+    func replayedStepBackScanKeepsTheNewerState() throws {
+        let server = try lab.goodServer()
+        defer { server.stop() }
+        let workspace = try lab.workspace("kept-step-back")
+        let database = workspace.appendingPathComponent("db.sqlite").path
+        let newest = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 60).rounded())
+        do {
+            let store = try SQLiteScanStore(path: database, sha256: Digest.sha256Hex)
+            _ = try store.record([try keptScan(server, target: "kept", at: newest)], decide: AlertSettings.decision(nil))
+        }
+        // Kept by a run whose clock had stepped back, before the newer scan was stored.
+        var stepped = try keptScan(server, target: "kept", at: newest.addingTimeInterval(-100), refused: true)
+        stepped.afterClockStepBack = true
+        _ = try writeKept([stepped], beside: database)
+        let service = try ServiceProcess(config: try writeConfig(workspace, database: database, servers: [server]), workspace: workspace)
+        service.wait("the kept result stored") { !service.lines(containing: "stored the scan results an earlier run could not store").isEmpty }
+        service.signal(SIGTERM)
+        #expect(service.waitForExit(timeout: 15) == 0)
+        let store = try SQLiteScanStore(path: database, create: false, sha256: Digest.sha256Hex)
+        let state = try #require(try store.status(of: "kept").first)
+        #expect(state.status == .completed && state.lastScanAt == newest, "the newer scan's state: \(state.status) at \(state.lastScanAt)")
+        #expect(try store.history(target: "kept", limit: 10).count == 2, "the kept result is in the history")
     }
 
     @Test("damage found while running: storing stops, results go to the spill file, exit 75; a repaired database stores them at the next start")
