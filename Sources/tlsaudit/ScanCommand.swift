@@ -164,17 +164,27 @@ struct ScanCommand: ParsableCommand {
         }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
-        if let database, let failure = writer?.finish(spill: SpillLocations(base: database)).stoppedBy {
-            StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
+        let storeFailure = database.flatMap { writer?.finish(spill: SpillLocations(base: $0)).stoppedBy }
+        // A database that failed does not take the results with it: the report is printed, then
+        // the failure exits 2.
+        func exitIfNotStored() throws {
+            guard let storeFailure else { return }
+            StandardStream.error.write("tlsaudit: cannot store the results: \(storeFailure)\n")
             throw ExitCode(2)
         }
         let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-        try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: targetLines), commandExit: report.exitCode, format: format,
-                        json: { try jsonStyle.encoder.encodeLine(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
-                        fromJSON: { data in
-                            try GateOptions.decode(ScanReport.self, data, schema: ScanReport.schemaVersion)
-                                .map { GateReports.scan($0, targetsFile: nil, lines: [:]) }
-                        })
+        do {
+            try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: targetLines), commandExit: report.exitCode, format: format,
+                            json: { try jsonStyle.encoder.encodeLine(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
+                            fromJSON: { data in
+                                try GateOptions.decode(ScanReport.self, data, schema: ScanReport.schemaVersion)
+                                    .map { GateReports.scan($0, targetsFile: nil, lines: [:]) }
+                            })
+        } catch {
+            try exitIfNotStored()
+            throw error
+        }
+        try exitIfNotStored()
     }
 
     /// `--checks` split on commas: the checks named, and the words that name none.
