@@ -50,7 +50,8 @@ public final class ResultWriter: @unchecked Sendable {
     var spilledWhileDamaged = 0
     /// Set while the start's integrity check runs: nothing is committed until it passed.
     var awaitingCheck = false
-    /// Spill files asked to be replayed while the integrity check ran: replayed once it passed.
+    /// Spill files asked to be replayed while the integrity check ran: replayed once it ended,
+    /// unless it found the database damaged or the service is stopping.
     var replayAfterCheck: SpillLocations?
     /// Where results go while the database is damaged, and at a stop with results unstored; set by the service.
     public var spill: SpillLocations?
@@ -249,8 +250,14 @@ public final class ResultWriter: @unchecked Sendable {
     /// Replaces the alert settings (reload).
     public func apply(_ settings: AlertSettings) { alerting.withLock { $0 = settings } }
 
-    /// Where results go from now on while the database is damaged (a reload's `spill_directory`).
-    public func apply(spill: SpillLocations) { queue.async { self.spill = spill } }
+    /// Where results go from now on while the database is damaged (a reload's `spill_directory`):
+    /// a file this run was appending to where the next start will not look is left for a new one.
+    public func apply(spill: SpillLocations) {
+        queue.async {
+            self.spill = spill
+            if let file = self.damagedSpill, !spill.waiting().contains(file) { self.damagedSpill = nil }
+        }
+    }
 
     // MARK: - Results kept across a restart
 
@@ -281,6 +288,7 @@ public final class ResultWriter: @unchecked Sendable {
     public func finish(spill: SpillLocations, deadline: Date = .distantPast) -> Finish {
         queue.sync {
             closed = true
+            replayAfterCheck = nil // the stop keeps the files for the next start
             flushNow()
             let keptFirst = storeAgainAfterLostConnection(until: deadline, spill: spill)
             // A command's writer closes the database (SQLite folds its write-ahead log into the file);
@@ -365,7 +373,7 @@ public final class ResultWriter: @unchecked Sendable {
 
     /// `replaySpills`' work, on `queue`.
     func replayNow(_ spill: SpillLocations) {
-        guard damaged == nil else { return }
+        guard damaged == nil, !closed else { return }
         for path in spill.waiting() {
             do {
                 let store = try currentStore()

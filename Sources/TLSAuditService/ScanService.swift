@@ -382,8 +382,9 @@ public final class ScanService: Service, @unchecked Sendable {
             let stranded = Set(configuration.spillLocations.waiting()).subtracting(applied.spillLocations.waiting())
             writer.apply(spill: applied.spillLocations)
             if !stranded.isEmpty {
-                logger.warning("results kept from earlier runs wait in files the new spill_directory no longer covers; the next start will not read them: move them to \(applied.spillFallbackDirectory ?? "the state directory")",
-                               metadata: ["files": "\(stranded.sorted().joined(separator: ", "))"])
+                let moves = stranded.sorted().map { "\($0) -> \(applied.spillLocations.besideDatabase($0))" }
+                logger.warning("results kept from earlier runs wait in files the new spill_directory no longer covers; the next start will not read them: move each beside the database",
+                               metadata: ["files": "\(moves.joined(separator: ", "))"])
             }
             install(applied, trustStores: stores)
             logger.notice("configuration reloaded", metadata: ["targets": "\(applied.targets.count)"])

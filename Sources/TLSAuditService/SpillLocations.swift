@@ -31,6 +31,12 @@ public struct SpillLocations: Sendable, Equatable {
         return [base + ".unstored-" + stamp] + fallbacks.map { URL(fileURLWithPath: $0).appendingPathComponent(fallbackPrefix + stamp).path }
     }
 
+    /// Where the next start reads `file` (a spill file of this database from any location): beside
+    /// the database, under its stamp.
+    public func besideDatabase(_ file: String) -> String {
+        base + ".unstored-" + (file.components(separatedBy: ".unstored-").last ?? "0.jsonl")
+    }
+
     /// Every spill file waiting, in every location, oldest first by its stamp.
     public func waiting() -> [String] {
         let own = URL(fileURLWithPath: base)

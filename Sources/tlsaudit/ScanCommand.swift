@@ -165,12 +165,11 @@ struct ScanCommand: ParsableCommand {
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
         let storeFailure = database.flatMap { writer?.finish(spill: SpillLocations(base: $0)).stoppedBy }
-        // A database that failed does not take the results with it: the report is printed, then
-        // the failure exits 2.
+        // A database that failed does not take the results with it: the failure is told first (a
+        // closed output must not swallow it), the report printed, then the command exits 2.
+        if let storeFailure { StandardStream.error.write("tlsaudit: cannot store the results: \(storeFailure)\n") }
         func exitIfNotStored() throws {
-            guard let storeFailure else { return }
-            StandardStream.error.write("tlsaudit: cannot store the results: \(storeFailure)\n")
-            throw ExitCode(2)
+            if storeFailure != nil { throw ExitCode(2) }
         }
         let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
         do {

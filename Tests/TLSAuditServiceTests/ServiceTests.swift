@@ -273,7 +273,8 @@ struct ServiceTests {
         service.signal(SIGHUP)
         service.wait("the reload") { !service.lines(containing: "configuration reloaded").isEmpty }
         let warnings = service.lines(containing: "the new spill_directory no longer covers")
-        #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains(kept) && $0.contains(new.path) }, "\(service.log.suffix(1500))")
+        // Where to move it: beside the database, as the next start reads it there.
+        #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains("\(kept) -> \(database).unstored-1.jsonl") }, "\(service.log.suffix(1500))")
         service.signal(SIGTERM)
         #expect(service.waitForExit(timeout: 15) == 0)
     }
