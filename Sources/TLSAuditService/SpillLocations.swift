@@ -28,22 +28,27 @@ public struct SpillLocations: Sendable, Equatable {
     /// Where a new spill goes, in order of preference (one name per location, stamped now).
     func newFiles() -> [String] {
         let stamp = "\(Int(Date().timeIntervalSince1970 * 1000)).jsonl"
-        return [base + ".unstored-" + stamp] + fallbacks.map { URL(fileURLWithPath: $0).appendingPathComponent(fallbackPrefix + stamp).path }
+        return [besideDatabase(stamped: stamp)] + fallbacks.map { URL(fileURLWithPath: $0).appendingPathComponent(fallbackPrefix + stamp).path }
     }
 
     /// Where the next start reads `file` (a spill file of this database from any location): beside
     /// the database, under its stamp.
     public func besideDatabase(_ file: String) -> String {
-        base + ".unstored-" + (file.components(separatedBy: ".unstored-").last ?? "0.jsonl")
+        besideDatabase(stamped: Self.stamp(of: file))
     }
+
+    /// The file beside the database with the stamp `stamp` (`MILLISECONDS.jsonl`).
+    private func besideDatabase(stamped stamp: String) -> String { base + ".unstored-" + stamp }
+
+    /// A spill file's stamp (`MILLISECONDS.jsonl`), whichever location it is in.
+    private static func stamp(of file: String) -> String { file.components(separatedBy: ".unstored-").last ?? file }
 
     /// Every spill file waiting, in every location, oldest first by its stamp.
     public func waiting() -> [String] {
         let own = URL(fileURLWithPath: base)
         var files = Self.files(in: own.deletingLastPathComponent().path, prefix: own.lastPathComponent + ".unstored-")
         for directory in fallbacks { files += Self.files(in: directory, prefix: fallbackPrefix) }
-        func stamp(_ path: String) -> String { path.components(separatedBy: ".unstored-").last ?? path }
-        return files.sorted { (stamp($0), $0) < (stamp($1), $1) }
+        return files.sorted { (Self.stamp(of: $0), $0) < (Self.stamp(of: $1), $1) }
     }
 
     private static func files(in directory: String, prefix: String) -> [String] {

@@ -168,22 +168,17 @@ struct ScanCommand: ParsableCommand {
         // A database that failed does not take the results with it: the failure is told first (a
         // closed output must not swallow it), the report printed, then the command exits 2.
         if let storeFailure { StandardStream.error.write("tlsaudit: cannot store the results: \(storeFailure)\n") }
-        func exitIfNotStored() throws {
-            if storeFailure != nil { throw ExitCode(2) }
-        }
         let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
-        do {
+        let printed = Result {
             try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: targetLines), commandExit: report.exitCode, format: format,
                             json: { try jsonStyle.encoder.encodeLine(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
                             fromJSON: { data in
                                 try GateOptions.decode(ScanReport.self, data, schema: ScanReport.schemaVersion)
                                     .map { GateReports.scan($0, targetsFile: nil, lines: [:]) }
                             })
-        } catch {
-            try exitIfNotStored()
-            throw error
         }
-        try exitIfNotStored()
+        if storeFailure != nil { throw ExitCode(2) }
+        try printed.get()
     }
 
     /// `--checks` split on commas: the checks named, and the words that name none.
