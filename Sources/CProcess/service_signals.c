@@ -37,6 +37,29 @@ void tlsaudit_signals_install(void) {
     sigprocmask(SIG_UNBLOCK, &ours, 0);
 }
 
+// The termination signals tlsaudit_signals_install_termination caught (a bit per signal).
+static atomic_int caught_termination;
+
+void tlsaudit_signals_install_termination(void) {
+    struct sigaction action, previous;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = record;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    const int signals[] = {SIGTERM, SIGINT};
+    for (unsigned i = 0; i < sizeof signals / sizeof *signals; i++) {
+        // A signal ignored when the process started stays ignored (`cmd &` in a script, nohup).
+        if (sigaction(signals[i], 0, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
+        if (sigaction(signals[i], &action, 0) == 0) atomic_fetch_or(&caught_termination, 1 << i);
+    }
+}
+
+void tlsaudit_signals_default_termination(void) {
+    int caught = atomic_exchange(&caught_termination, 0);
+    if (caught & 1) signal(SIGTERM, SIG_DFL);
+    if (caught & 2) signal(SIGINT, SIG_DFL);
+}
+
 int tlsaudit_signals_take_hangups(void) { return atomic_exchange(&hangups, 0); }
 
 int tlsaudit_signals_terminations(void) { return atomic_load(&terminations); }

@@ -13,5 +13,13 @@ public enum ServiceSignals {
     static func takeHangup() -> Bool { tlsaudit_signals_take_hangups() > 0 }
 
     /// A SIGTERM or SIGINT was received by this handler (ServiceLifecycle may receive them too).
-    static var terminationRequested: Bool { tlsaudit_signals_terminations() > 0 }
+    public static var terminationRequested: Bool { tlsaudit_signals_terminations() > 0 }
+
+    /// Catches SIGTERM and SIGINT only, counting them, for a command that stops gracefully (`scan
+    /// --database`); `terminationRequested` tells when one came. A signal the process was started
+    /// ignoring (`tlsaudit scan ... &` in a script, nohup) stays ignored.
+    public static func catchTermination() { tlsaudit_signals_install_termination() }
+
+    /// SIGTERM and SIGINT end the process again (a second interruption is not waited for).
+    public static func restoreTerminationDefaults() { tlsaudit_signals_default_termination() }
 }

@@ -17,7 +17,9 @@ struct ScanCommand: ParsableCommand {
         abstract: "Handshake with every address of each target and judge what it shows against ATS.",
         discussion: """
             Exit status: 0 every address is ATS compliant, 1 some address is not, 2 some address \
-            or name could not be scanned (2 wins over 1), 64 usage error. \
+            or name could not be scanned (2 wins over 1), 64 usage error, 130 interrupted with --database \
+            (Ctrl-C or SIGTERM: no further address is begun, the probes in flight finish, every target done is stored; \
+            a second interruption ends it at once). \
             With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an address or name could not be scanned or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
     )
@@ -145,23 +147,40 @@ struct ScanCommand: ParsableCommand {
         if let writer, storeWhileScanning {
             storeEach = { index, result in writer.submit(StoredScan.all(of: result, target: parsedTargets[index])) }
         }
-        var results = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
-                                   completed: storeEach)
+        // With a database, an interruption stores what is done instead of losing it (ScanInterruption).
+        let interruption = database == nil ? nil : ScanInterruption(timeout: timeout, clearLine: progress.enabled)
+        var interrupted: (@Sendable () -> Bool)?
+        if let interruption { interrupted = { interruption.requested } }
+        // A target is nil when the interruption came before all of its addresses were probed.
+        var scanned = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
+                                   completed: storeEach, until: interrupted)
         progress.finish()
         if enumerate {
             let enumerator = Enumerator(scanner: scanner)
-            for targetIndex in results.indices {
-                for addressIndex in results[targetIndex].addresses.indices {
-                    let result = results[targetIndex].addresses[addressIndex]
+            for targetIndex in scanned.indices {
+                guard var target = scanned[targetIndex] else { continue }
+                guard interrupted?() != true else {
+                    scanned[targetIndex] = nil
+                    continue
+                }
+                for addressIndex in target.addresses.indices {
+                    let result = target.addresses[addressIndex]
                     // A Mozilla policy has enumerated already.
                     guard result.enumeration == nil, let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
-                    results[targetIndex].addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
+                    target.addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
                 }
+                scanned[targetIndex] = target
             }
         }
         if !storeWhileScanning {
-            writer?.submit(zip(parsedTargets, results).flatMap { target, result in StoredScan.all(of: result, target: target) })
+            writer?.submit(zip(parsedTargets, scanned).flatMap { target, result in result.map { StoredScan.all(of: $0, target: target) } ?? [] })
         }
+        if let database, let writer, let interruption, scanned.contains(where: { $0 == nil }) {
+            try Self.endInterrupted(writer: writer, interruption: interruption, database: database,
+                                    stored: scanned.count { $0 != nil }, of: scanned.count)
+        }
+        interruption?.end()
+        let results = scanned.map { $0! }
         let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
                                 trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
         let storeFailure = database.flatMap { writer?.finish(spill: SpillLocations(base: $0)).stoppedBy }
@@ -179,6 +198,22 @@ struct ScanCommand: ParsableCommand {
         }
         if storeFailure != nil { throw ExitCode(2) }
         try printed.get()
+    }
+
+    /// An interrupted `scan --database`: the targets done are stored, the report is not printed (it
+    /// would look whole to a script), and the command exits 130, as a shell reports SIGINT.
+    private static func endInterrupted(writer: ResultWriter, interruption: ScanInterruption, database: String,
+                                       stored: Int, of total: Int) throws -> Never {
+        let failure = writer.finish(spill: SpillLocations(base: database)).stoppedBy
+        interruption.end()
+        if let failure {
+            StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
+            throw ExitCode(2)
+        }
+        StandardStream.error.write("tlsaudit: interrupted: the results of \(stored) of \(total) targets are stored in \(database) "
+            + "(tlsaudit status --database \(database) lists them); the other \(total - stored) were not scanned or not finished. "
+            + "No report is printed.\n")
+        throw ExitCode(130)
     }
 
     /// `--checks` split on commas: the checks named, and the words that name none.

@@ -59,7 +59,8 @@ enum StandardStream {
 
 /// A single self-overwriting progress line on stderr, shown only on a terminal.
 final class ProgressLine: Sendable {
-    private let enabled: Bool
+    /// Whether the line is drawn (stderr is a terminal and there is more than one target).
+    let enabled: Bool
     private let lastDrawn = Mutex<ContinuousClock.Instant?>(nil)
 
     init(enabled: Bool) { self.enabled = enabled }

@@ -564,6 +564,71 @@ struct ScanTests {
         #expect(closed.stderr.contains("cannot write the output: Bad file descriptor"), "\(closed.stderr)")
     }
 
+    @Test("scan --database interrupted: the probes in flight finish, every target done is stored, no report, exit 130; a second signal ends it at once")
+    func interruptedScanKeepsWhatIsDone() throws {
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        defer { good.stop() }
+        let tarpit = try LabHostileServer(.tarpit)
+        defer { tarpit.stop() }
+        // Two workers: the six good targets are done at once, then two silent servers hold both
+        // workers until the timeout (6 s); the interruption comes while they do.
+        let goodNames = (0..<6).map { "g\($0).\(TestPKI.hostname):\(good.port)" }
+        let silentNames = (0..<12).map { "s\($0).\(TestPKI.hostname):\(tarpit.port)" }
+        let list = pki.directory.appendingPathComponent("interrupted-\(UUID().uuidString.prefix(6)).txt")
+        try (goodNames + silentNames).joined(separator: "\n").write(to: list, atomically: true, encoding: .utf8)
+
+        func storedTargets(_ database: String) -> Set<String> {
+            // Exit 2 also means an unreachable address; no database yet prints no JSON.
+            guard let status = try? CLI.run(["status", "--database", database, "--format", "json"]) else { return [] }
+            struct Row: Decodable { var target: String }
+            struct Rows: Decodable { var targets: [Row] }
+            return Set((try? JSONDecoder.tlsaudit.decode(Rows.self, from: Data(status.stdout.utf8)))?.targets.map(\.target) ?? [])
+        }
+        /// Starts the scan, waits until the good targets are stored, sends `signals` (0.3 s apart);
+        /// its stderr, stdout, the seconds from the first signal to its end, and the process.
+        func interrupt(with signals: [Int32]) throws -> (stderr: String, stdout: String, seconds: Double, process: Process) {
+            let name = "interrupted-\(UUID().uuidString.prefix(6))"
+            let database = pki.directory.appendingPathComponent("\(name).sqlite").path
+            let errors = pki.directory.appendingPathComponent("\(name).err")
+            let output = pki.directory.appendingPathComponent("\(name).out")
+            FileManager.default.createFile(atPath: errors.path, contents: nil)
+            FileManager.default.createFile(atPath: output.path, contents: nil)
+            let scan = Process()
+            scan.executableURL = URL(fileURLWithPath: CLI.binary)
+            scan.arguments = ["scan", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--targets-file", list.path,
+                              "--concurrency", "2", "--timeout", "6", "--database", database]
+            scan.standardOutput = try FileHandle(forWritingTo: output)
+            scan.standardError = try FileHandle(forWritingTo: errors)
+            try scan.run()
+            let deadline = Date().addingTimeInterval(60)
+            while scan.isRunning, Date() < deadline, !storedTargets(database).isSuperset(of: goodNames) { usleep(100_000) }
+            #expect(scan.isRunning, "still waiting for the silent servers when interrupted")
+            let interrupted = ContinuousClock.now
+            for (index, signal) in signals.enumerated() {
+                if index > 0 { usleep(300_000) }
+                kill(scan.processIdentifier, signal)
+            }
+            scan.waitUntilExit()
+            let waited = ContinuousClock.now - interrupted
+            #expect(storedTargets(database).isSuperset(of: goodNames), "the targets done before the interruption are kept")
+            return (try String(contentsOf: errors, encoding: .utf8), try String(contentsOf: output, encoding: .utf8),
+                    Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18, scan)
+        }
+
+        // One SIGINT: the two probes in flight end (handshake-timeout) and are stored with the six.
+        let once = try interrupt(with: [SIGINT])
+        #expect(once.process.terminationReason == .exit && once.process.terminationStatus == 130, "\(once.stderr)")
+        #expect(once.stderr.contains("tlsaudit: interrupted: no further address is begun"), "\(once.stderr)")
+        #expect(once.stderr.contains("the results of 8 of 18 targets are stored in "), "\(once.stderr)")
+        #expect(once.stdout.isEmpty, "no report: it would look whole")
+        #expect(once.seconds < 12, "the probes in flight end within their timeout: \(once.seconds) s")
+
+        // SIGINT then SIGTERM: the second ends the process at once (its default action).
+        let twice = try interrupt(with: [SIGINT, SIGTERM])
+        #expect(twice.process.terminationReason == .uncaughtSignal && twice.process.terminationStatus == SIGTERM, "\(twice.stderr)")
+        #expect(twice.seconds < 3, "not waiting for the silent servers: \(twice.seconds) s")
+    }
+
     /// Runs a bash command line, killed after two minutes; its exit status and what it printed.
     private func bash(_ command: String) throws -> (status: Int32, stdout: String, stderr: String) {
         let shell = Process()

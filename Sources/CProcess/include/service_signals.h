@@ -10,5 +10,11 @@ void tlsaudit_signals_install(void);
 int tlsaudit_signals_take_hangups(void);
 /// SIGTERMs and SIGINTs received so far.
 int tlsaudit_signals_terminations(void);
+/// Installs the counting handler for SIGTERM and SIGINT only (a command that stops gracefully),
+/// except for one that was ignored when the process started.
+void tlsaudit_signals_install_termination(void);
+/// Gives the signals the call above caught their default action again (the next one ends the
+/// process at once).
+void tlsaudit_signals_default_termination(void);
 
 #endif

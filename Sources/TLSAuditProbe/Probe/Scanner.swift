@@ -162,12 +162,25 @@ public final class TLSScanner: Sendable {
     /// target's index), so that callers can store results while the rest are still being scanned.
     public func scan(_ targets: [ScanTarget], progress: (@Sendable (Int, Int) -> Void)? = nil,
                      completed: (@Sendable (Int, TargetScanResult) -> Void)? = nil) -> [TargetScanResult] {
+        scan(targets, progress: progress, completed: completed, until: nil).map { $0! }
+    }
+
+    /// `scan`, except that no address is begun once `stopped` returns true (an interrupted run): a
+    /// target is nil unless every one of its addresses was probed (`completed` is called for those
+    /// only). Probes begun before the stop are finished, each within its timeout.
+    public func scan(_ targets: [ScanTarget], progress: (@Sendable (Int, Int) -> Void)? = nil,
+                     completed: (@Sendable (Int, TargetScanResult) -> Void)? = nil,
+                     until stopped: (@Sendable () -> Bool)?) -> [TargetScanResult?] {
         // Phase 1: resolve every target (bounded by the timeout each); literal addresses need no thread.
         let needsResolver = targets.contains { target in
             Self.destinations(of: target).contains { Resolver.numericAddress($0.host, port: $0.port) == nil }
         }
-        let resolutions = needsResolver ? WorkerPool.map(targets, concurrency: options.concurrency) { self.addresses(for: $0) }
+        let resolved: [Result<[SocketAddress], ProbeFailure>?] = needsResolver
+            ? WorkerPool.map(targets, concurrency: options.concurrency, until: stopped) { self.addresses(for: $0) }
             : targets.map { self.addresses(for: $0) }
+        // A target not resolved before the stop is not scanned.
+        var unfinished = Set(resolved.indices.filter { resolved[$0] == nil })
+        let resolutions = resolved.map { $0 ?? .success([]) }
         var results: [TargetScanResult] = targets.enumerated().map { index, target in
             let failure: ProbeFailure? = if case .failure(let error) = resolutions[index] { error } else { nil }
             var result = TargetScanResult(target: target.original, host: target.host, port: target.port, sni: target.sni,
@@ -190,7 +203,7 @@ public final class TLSScanner: Sendable {
         let slots = SleepingLock(resolutions.map { resolution in
             [AddressScanResult?](repeating: nil, count: (try? resolution.get())?.count ?? 0)
         })
-        let probed = WorkerPool.map(jobs, concurrency: options.concurrency) { job in
+        let probed = WorkerPool.map(jobs, concurrency: options.concurrency, until: stopped) { job in
             let result = self.probe(job.address, target: targets[job.target])
             let count = done.add(1, ordering: .relaxed).newValue
             progress?(count, total)
@@ -209,10 +222,14 @@ public final class TLSScanner: Sendable {
             return result
         }
         for (job, result) in zip(jobs, probed) {
+            guard let result else {
+                unfinished.insert(job.target)
+                continue
+            }
             results[job.target].addresses.append(result)
         }
         for index in results.indices { results[index].addresses = AddressScanResult.sharingSSLv2Keys(results[index].addresses) }
-        return results
+        return results.indices.map { unfinished.contains($0) ? nil : results[$0] }
     }
 
     /// Scans one target.
@@ -390,6 +407,13 @@ enum WorkerPool {
 
     static func map<Input: Sendable, Output: Sendable>(_ inputs: [Input], concurrency: Int,
                                                         _ body: @escaping @Sendable (Input) -> Output) -> [Output] {
+        map(inputs, concurrency: concurrency, until: nil, body).map { $0! }
+    }
+
+    /// `map`, except that no input is begun once `stopped` returns true: those inputs' outputs are nil
+    /// (inputs begun before are finished).
+    static func map<Input: Sendable, Output: Sendable>(_ inputs: [Input], concurrency: Int, until stopped: (@Sendable () -> Bool)?,
+                                                        _ body: @escaping @Sendable (Input) -> Output) -> [Output?] {
         guard !inputs.isEmpty else { return [] }
         let results = SleepingLock<[Output?]>(Array(repeating: nil, count: inputs.count))
         let next = Atomic<Int>(0)
@@ -400,6 +424,7 @@ enum WorkerPool {
             let thread = Thread {
                 BlockingWait.enter(pool)
                 while true {
+                    if let stopped, stopped() { break }
                     let index = next.add(1, ordering: .relaxed).oldValue
                     guard index < inputs.count else { break }
                     let output = body(inputs[index])
@@ -429,7 +454,7 @@ enum WorkerPool {
                 outer.add(allBlocked ? 1 : -1)
                 countedInOuter = allBlocked
             }
-            guard started < limit, next.load(ordering: .relaxed) < inputs.count else { continue }
+            guard started < limit, next.load(ordering: .relaxed) < inputs.count, !(stopped?() ?? false) else { continue }
             allBlockedChecks = allBlocked ? allBlockedChecks + 1 : 0
             guard allBlockedChecks >= 4 else { continue }
             let more = min(started, limit - started)
@@ -438,7 +463,7 @@ enum WorkerPool {
             allBlockedChecks = 0
         }
         if countedInOuter { outer?.add(-1) }
-        return results.withLock { $0.map { $0! } }
+        return results.withLock { $0 }
     }
 }
 
