@@ -7,13 +7,31 @@
 // Lock-free atomics: safe in a handler running on any thread, and read-and-reset without a race.
 static atomic_int hangups;
 static atomic_int terminations;
+static atomic_int first_termination; // the signal number of the first SIGTERM or SIGINT
 static atomic_int installed;
+// The termination signals tlsaudit_signals_install_termination caught (bit 0 SIGTERM, bit 1
+// SIGINT): the first of them gives both their default action back, in the handler itself.
+static atomic_int caught_termination;
+
+static void default_termination(void) {
+    int caught = atomic_exchange(&caught_termination, 0);
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    // sigaction is async-signal-safe: this runs in the handler too.
+    if (caught & 1) sigaction(SIGTERM, &action, 0);
+    if (caught & 2) sigaction(SIGINT, &action, 0);
+}
 
 static void record(int signal_number) {
     if (signal_number == SIGHUP) {
         atomic_fetch_add(&hangups, 1);
     } else {
+        int none = 0;
+        atomic_compare_exchange_strong(&first_termination, &none, signal_number);
         atomic_fetch_add(&terminations, 1);
+        default_termination();
     }
 }
 
@@ -37,9 +55,6 @@ void tlsaudit_signals_install(void) {
     sigprocmask(SIG_UNBLOCK, &ours, 0);
 }
 
-// The termination signals tlsaudit_signals_install_termination caught (a bit per signal).
-static atomic_int caught_termination;
-
 void tlsaudit_signals_install_termination(void) {
     struct sigaction action, previous;
     memset(&action, 0, sizeof action);
@@ -48,17 +63,17 @@ void tlsaudit_signals_install_termination(void) {
     action.sa_flags = SA_RESTART;
     const int signals[] = {SIGTERM, SIGINT};
     for (unsigned i = 0; i < sizeof signals / sizeof *signals; i++) {
-        // A signal ignored when the process started stays ignored (`cmd &` in a script, nohup).
+        // A signal ignored when the process started stays ignored (`cmd &` in a non-interactive
+        // shell ignores SIGINT).
         if (sigaction(signals[i], 0, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
-        if (sigaction(signals[i], &action, 0) == 0) atomic_fetch_or(&caught_termination, 1 << i);
+        atomic_fetch_or(&caught_termination, 1 << i);
+        if (sigaction(signals[i], &action, 0) != 0) atomic_fetch_and(&caught_termination, ~(1 << i));
     }
 }
 
-void tlsaudit_signals_default_termination(void) {
-    int caught = atomic_exchange(&caught_termination, 0);
-    if (caught & 1) signal(SIGTERM, SIG_DFL);
-    if (caught & 2) signal(SIGINT, SIG_DFL);
-}
+void tlsaudit_signals_default_termination(void) { default_termination(); }
+
+int tlsaudit_signals_first_termination(void) { return atomic_load(&first_termination); }
 
 int tlsaudit_signals_take_hangups(void) { return atomic_exchange(&hangups, 0); }
 

@@ -16,10 +16,17 @@ public enum ServiceSignals {
     public static var terminationRequested: Bool { tlsaudit_signals_terminations() > 0 }
 
     /// Catches SIGTERM and SIGINT only, counting them, for a command that stops gracefully (`scan
-    /// --database`); `terminationRequested` tells when one came. A signal the process was started
-    /// ignoring (`tlsaudit scan ... &` in a script, nohup) stays ignored.
+    /// --database`); `terminationRequested` tells when one came. The first one gives both their
+    /// default action back at once (in the handler), so a second one ends the process. A signal the
+    /// process was started ignoring (SIGINT under `tlsaudit scan ... &` in a script) stays ignored.
     public static func catchTermination() { tlsaudit_signals_install_termination() }
 
-    /// SIGTERM and SIGINT end the process again (a second interruption is not waited for).
+    /// SIGTERM and SIGINT end the process again, as before `catchTermination`.
     public static func restoreTerminationDefaults() { tlsaudit_signals_default_termination() }
+
+    /// The first SIGTERM or SIGINT received, or nil.
+    public static var firstTermination: Int32? {
+        let signal = tlsaudit_signals_first_termination()
+        return signal == 0 ? nil : signal
+    }
 }

@@ -17,9 +17,9 @@ struct ScanCommand: ParsableCommand {
         abstract: "Handshake with every address of each target and judge what it shows against ATS.",
         discussion: """
             Exit status: 0 every address is ATS compliant, 1 some address is not, 2 some address \
-            or name could not be scanned (2 wins over 1), 64 usage error, 130 interrupted with --database \
-            (Ctrl-C or SIGTERM: no further address is begun, the probes in flight finish, every target done is stored; \
-            a second interruption ends it at once). \
+            or name could not be scanned (2 wins over 1), 64 usage error. Interrupted with --database \
+            (Ctrl-C or SIGTERM), no further address is begun, the probes in flight finish, every target done is stored, \
+            and the command ends by that signal (130, 143); a second interruption ends it at once. \
             With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an address or name could not be scanned or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
     )
@@ -155,38 +155,51 @@ struct ScanCommand: ParsableCommand {
         var scanned = scanner.scan(parsedTargets, progress: { done, total in progress.update(done: done, total: total) },
                                    completed: storeEach, until: interrupted)
         progress.finish()
+        // Addresses stored without their enumeration: the interruption came before it.
+        var unenumerated = 0
         if enumerate {
             let enumerator = Enumerator(scanner: scanner)
             for targetIndex in scanned.indices {
                 guard var target = scanned[targetIndex] else { continue }
-                guard interrupted?() != true else {
-                    scanned[targetIndex] = nil
-                    continue
-                }
                 for addressIndex in target.addresses.indices {
                     let result = target.addresses[addressIndex]
                     // A Mozilla policy has enumerated already.
                     guard result.enumeration == nil, let address = Resolver.numericAddress(result.address, port: result.port) else { continue }
+                    guard interrupted?() != true else {
+                        unenumerated += 1
+                        continue
+                    }
                     target.addresses[addressIndex].enumeration = enumerator.enumerate(address, target: parsedTargets[targetIndex]).judged()
                 }
                 scanned[targetIndex] = target
             }
         }
+        // Stored at the end: each name whose every occurrence was scanned (one batch is a name's
+        // whole current address set).
+        let unfinishedNames = Set(zip(parsedTargets, scanned).filter { $0.1 == nil }.map(\.0.original))
         if !storeWhileScanning {
-            writer?.submit(zip(parsedTargets, scanned).flatMap { target, result in result.map { StoredScan.all(of: $0, target: target) } ?? [] })
+            writer?.submit(zip(parsedTargets, scanned).flatMap { target, result in
+                guard let result, !unfinishedNames.contains(target.original) else { return [StoredScan]() }
+                return StoredScan.all(of: result, target: target)
+            })
         }
-        if let database, let writer, let interruption, scanned.contains(where: { $0 == nil }) {
-            try Self.endInterrupted(writer: writer, interruption: interruption, database: database,
-                                    stored: scanned.count { $0 != nil }, of: scanned.count)
-        }
-        interruption?.end()
-        let results = scanned.map { $0! }
-        let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
-                                trustStore: trustStore.label, timeoutSeconds: timeout, targets: results)
+        // The handler keeps counting while the last results are committed: a signal now loses nothing.
         let storeFailure = database.flatMap { writer?.finish(spill: SpillLocations(base: $0)).stoppedBy }
         // A database that failed does not take the results with it: the failure is told first (a
         // closed output must not swallow it), the report printed, then the command exits 2.
         if let storeFailure { StandardStream.error.write("tlsaudit: cannot store the results: \(storeFailure)\n") }
+        if let interruption, let database, interruption.requested, !unfinishedNames.isEmpty || unenumerated > 0 {
+            if storeFailure != nil { throw ExitCode(2) }
+            let stored = zip(parsedTargets, scanned).count { target, result in
+                result.map { !$0.addresses.isEmpty && !unfinishedNames.contains(target.original) } ?? false
+            }
+            Self.tellInterrupted(stored: stored, of: scanned.count, unenumerated: unenumerated, database: database)
+            interruption.endBySignal()
+        }
+        // An interruption after the last address began changes nothing: the report is whole.
+        interruption?.end()
+        let report = ScanReport(toolVersion: TLSAuditCommand.version, generatedAt: options.evaluationTime ?? started,
+                                trustStore: trustStore.label, timeoutSeconds: timeout, targets: scanned.map { $0! })
         let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
         let printed = Result {
             try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: targetLines), commandExit: report.exitCode, format: format,
@@ -200,20 +213,14 @@ struct ScanCommand: ParsableCommand {
         try printed.get()
     }
 
-    /// An interrupted `scan --database`: the targets done are stored, the report is not printed (it
-    /// would look whole to a script), and the command exits 130, as a shell reports SIGINT.
-    private static func endInterrupted(writer: ResultWriter, interruption: ScanInterruption, database: String,
-                                       stored: Int, of total: Int) throws -> Never {
-        let failure = writer.finish(spill: SpillLocations(base: database)).stoppedBy
-        interruption.end()
-        if let failure {
-            StandardStream.error.write("tlsaudit: cannot store the results: \(failure)\n")
-            throw ExitCode(2)
-        }
-        StandardStream.error.write("tlsaudit: interrupted: the results of \(stored) of \(total) targets are stored in \(database) "
-            + "(tlsaudit status --database \(database) lists them); the other \(total - stored) were not scanned or not finished. "
-            + "No report is printed.\n")
-        throw ExitCode(130)
+    /// What an interrupted `scan --database` stored, on stderr. No report is printed: it would look
+    /// whole to a script.
+    private static func tellInterrupted(stored: Int, of total: Int, unenumerated: Int, database: String) {
+        var text = "tlsaudit: interrupted: the results of \(stored) of \(total) targets are stored in \(database) "
+            + "(tlsaudit status --database \(database) lists them)"
+        if stored < total { text += "; the other \(total - stored) were not scanned, not finished or had no address" }
+        if unenumerated > 0 { text += "; \(unenumerated) address(es) were stored without their enumeration" }
+        StandardStream.error.write(text + ". No report is printed.\n")
     }
 
     /// `--checks` split on commas: the checks named, and the words that name none.
