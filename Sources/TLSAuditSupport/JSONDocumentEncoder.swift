@@ -552,15 +552,34 @@ struct SingleValueNodeContainer: SingleValueEncodingContainer {
 /// `aURLValue` -> `a_url_value`, `myHTTPServer` -> `my_http_server`, `ABC` -> `a_bc`.
 enum SnakeCase {
     static func convert(_ key: String) -> String {
+        let bytes = Array(key.utf8)
+        if bytes.allSatisfy({ $0 < 0x80 }) {
+            // ASCII, as every key of tlsaudit's types: A-Z is the general category Lu and a-z Ll,
+            // so bytes answer what the Unicode tables would (those cost 0.7M instructions a run).
+            guard bytes.count > 1 else { return key.lowercased() }
+            let isUpper = { (index: Int) in (0x41...0x5A).contains(bytes[index]) }
+            let words = wordRanges(count: bytes.count, isUpper: isUpper, isLower: { (0x61...0x7A).contains(bytes[$0]) })
+            return words.map { range in
+                String(decoding: range.map { isUpper($0) ? bytes[$0] + 0x20 : bytes[$0] }, as: UTF8.self)
+            }.joined(separator: "_")
+        }
         let characters = Array(key)
         guard characters.count > 1 else { return key.lowercased() }
+        let words = wordRanges(count: characters.count, isUpper: { characters[$0].isUppercaseLetter },
+                               isLower: { characters[$0].isLowercaseLetter })
+        return words.map { String(characters[$0]).lowercased() }.joined(separator: "_")
+    }
+
+    /// JSONEncoder's split of a key into words: a word starts at an uppercase letter, and a run of
+    /// uppercase letters followed by a lowercase one ends before its last letter ("myHTTPServer":
+    /// my, HTTP, Server).
+    private static func wordRanges(count end: Int, isUpper: (Int) -> Bool, isLower: (Int) -> Bool) -> [Range<Int>] {
         var words: [Range<Int>] = []
         var wordStart = 0
         var searchStart = 1
-        let end = characters.count
-        while let upper = (searchStart..<end).first(where: { characters[$0].isUppercaseLetter }) {
+        while let upper = (searchStart..<end).first(where: isUpper) {
             words.append(wordStart..<upper)
-            guard let lower = (upper..<end).first(where: { characters[$0].isLowercaseLetter }) else {
+            guard let lower = (upper..<end).first(where: isLower) else {
                 wordStart = upper
                 break
             }
@@ -573,7 +592,7 @@ enum SnakeCase {
             searchStart = lower + 1
         }
         words.append(wordStart..<end)
-        return words.map { String(characters[$0]).lowercased() }.joined(separator: "_")
+        return words
     }
 }
 
