@@ -188,7 +188,8 @@ struct ScanCommand: ParsableCommand {
         // A database that failed does not take the results with it: the failure is told first (a
         // closed output must not swallow it), the report printed, then the command exits 2.
         if let storeFailure { StandardStream.error.write("tlsaudit: cannot store the results: \(storeFailure)\n") }
-        if let interruption, let database, interruption.requested, !unfinishedNames.isEmpty || unenumerated > 0 {
+        // A target left unscanned or unenumerated means the interruption came (nothing else stops them).
+        if let interruption, let database, !unfinishedNames.isEmpty || unenumerated > 0 {
             if storeFailure != nil { throw ExitCode(2) }
             let stored = zip(parsedTargets, scanned).count { target, result in
                 result.map { !$0.addresses.isEmpty && !unfinishedNames.contains(target.original) } ?? false

@@ -53,8 +53,8 @@ final class ScanInterruption: @unchecked Sendable {
     /// shell running the command in a loop then stops too; the status is 128 + the signal).
     func endBySignal() -> Never {
         end()
+        // Its default action is back already: the handler restored it when the signal came.
         let signal = ServiceSignals.firstTermination ?? SIGINT
-        Glibc.signal(signal, SIG_DFL)
         // Commands run on a dispatch thread, which blocks asynchronous signals: unblocked here, the
         // signal raised is delivered before raise returns.
         var only = sigset_t()

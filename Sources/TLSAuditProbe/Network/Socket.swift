@@ -259,6 +259,12 @@ final class TCPSocket {
 
     /// Waits for `events` (POLLIN / POLLOUT) until the deadline; retries on EINTR.
     func wait(for events: Int16, until deadline: Deadline) -> WaitOutcome {
+        Self.wait(descriptor, for: events, until: deadline)
+    }
+
+    /// `wait` on any descriptor (a socket OpenSSL reads and writes): a signal caught meanwhile
+    /// (`serve`'s, `scan --database`'s) does not end the wait.
+    static func wait(_ descriptor: Int32, for events: Int16, until deadline: Deadline) -> WaitOutcome {
         while true {
             var entry = pollfd(fd: descriptor, events: events, revents: 0)
             let status = BlockingWait.around { poll(&entry, 1, deadline.remainingMilliseconds) }

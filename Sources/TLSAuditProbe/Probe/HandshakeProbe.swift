@@ -175,15 +175,11 @@ enum HandshakeProbe {
     }
 
     /// Waits until the socket under `ssl` is ready for what `error` (SSL_ERROR_WANT_READ or
-    /// _WRITE) asks; false for any other error or when the deadline passes. A signal caught
-    /// meanwhile (`serve`'s, `scan --database`'s) does not end the wait.
+    /// _WRITE) asks; false for any other error or when the deadline passes (`TCPSocket.wait`).
     static func wait(_ ssl: OpaquePointer, for error: Int32, until deadline: Deadline) -> Bool {
         guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
-        while true {
-            var entry = pollfd(fd: SSL_get_fd(ssl), events: Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), revents: 0)
-            let status = BlockingWait.around { poll(&entry, 1, deadline.remainingMilliseconds) }
-            if status >= 0 || errno != EINTR { return status > 0 }
-        }
+        let events = Int16(error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)
+        return TCPSocket.wait(SSL_get_fd(ssl), for: events, until: deadline) == .ready
     }
 
     // MARK: - Reading the handshake
