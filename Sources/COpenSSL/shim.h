@@ -38,6 +38,7 @@ static inline int tlsaudit_SSL_set1_sigalgs_list(SSL *ssl, const char *list) { r
 static inline int tlsaudit_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_min_proto_version(ctx, v); }
 static inline int tlsaudit_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_max_proto_version(ctx, v); }
 static inline int tlsaudit_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }
+static inline int tlsaudit_SSL_CTX_set1_sigalgs_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_sigalgs_list(ctx, list); }
 static inline long tlsaudit_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 static inline long tlsaudit_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
 static inline int tlsaudit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
@@ -68,6 +69,15 @@ static inline void tlsaudit_OPENSSL_free(void *p) { OPENSSL_free(p); }
 static inline EVP_PKEY *tlsaudit_generate_rsa(unsigned int bits) { return EVP_RSA_gen(bits); }
 static inline EVP_PKEY *tlsaudit_generate_ec(const char *curve) { return EVP_EC_gen(curve); }
 static inline EVP_PKEY *tlsaudit_generate_ed25519(void) { return EVP_PKEY_Q_keygen(NULL, NULL, "ED25519"); }
+/* An RSASSA-PSS key (SPKI algorithm id-RSASSA-PSS): usable only with the rsa_pss_pss_* TLS signature schemes. */
+static inline EVP_PKEY *tlsaudit_generate_rsa_pss(int bits) {
+    EVP_PKEY *key = NULL;
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA-PSS", NULL);
+    if (ctx == NULL || EVP_PKEY_keygen_init(ctx) <= 0 || EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) <= 0
+        || EVP_PKEY_keygen(ctx, &key) <= 0) key = NULL;
+    EVP_PKEY_CTX_free(ctx);
+    return key;
+}
 /* DSA needs domain parameters first: generate them, then a key (lab use only). */
 static inline EVP_PKEY *tlsaudit_generate_dsa(int bits) {
     EVP_PKEY *params = NULL, *key = NULL;

@@ -9,6 +9,8 @@ public enum LabKeyType: Sendable, Hashable {
     /// OpenSSL curve name: `P-256`, `P-384`, `P-521`, `secp224r1`, ...
     case ec(curve: String)
     case ed25519
+    /// An RSASSA-PSS key (SPKI id-RSASSA-PSS), signing only with RSA-PSS.
+    case rsaPSS(bits: Int)
     /// For testing that DSA keys are refused.
     case dsa(bits: Int)
 }
@@ -29,6 +31,7 @@ public final class LabPrivateKey: @unchecked Sendable {
         case .rsa(let bits): tlsaudit_generate_rsa(UInt32(bits))
         case .ec(let curve): tlsaudit_generate_ec(curve)
         case .ed25519: tlsaudit_generate_ed25519()
+        case .rsaPSS(let bits): tlsaudit_generate_rsa_pss(Int32(bits))
         case .dsa(let bits): tlsaudit_generate_dsa(Int32(bits))
         }
         guard let key else { throw OpenSSLFailure("cannot generate a \(type) key") }

@@ -35,6 +35,8 @@ public struct LabServerConfiguration: Sendable {
     /// TLS 1.3 suites in OpenSSL syntax.
     public var tls13Suites: String?
     public var groups: String?
+    /// Signature algorithms the server signs with, OpenSSL syntax (`RSA+SHA1`).
+    public var signatureAlgorithms: String?
     public var dhGroup: LabDHGroup?
     public var clientCertificates: LabClientCertificateMode
     /// Prefer the server's cipher order over the client's.
@@ -49,7 +51,7 @@ public struct LabServerConfiguration: Sendable {
 
     public init(chain: [LabCertificate], minVersion: TLSVersion? = nil, maxVersion: TLSVersion? = nil,
                 cipherList: String? = nil, tls13Suites: String? = nil, groups: String? = nil,
-                dhGroup: LabDHGroup? = nil, clientCertificates: LabClientCertificateMode = .none,
+                signatureAlgorithms: String? = nil, dhGroup: LabDHGroup? = nil, clientCertificates: LabClientCertificateMode = .none,
                 serverPreference: Bool = true, bindAddress: String = "127.0.0.1", port: Int = 0) {
         self.chain = chain
         self.minVersion = minVersion
@@ -57,6 +59,7 @@ public struct LabServerConfiguration: Sendable {
         self.cipherList = cipherList
         self.tls13Suites = tls13Suites
         self.groups = groups
+        self.signatureAlgorithms = signatureAlgorithms
         self.dhGroup = dhGroup
         self.clientCertificates = clientCertificates
         self.serverPreference = serverPreference
@@ -141,6 +144,9 @@ final class ServerContext: @unchecked Sendable {
         }
         if let groups = configuration.groups, tlsaudit_SSL_CTX_set1_groups_list(context, groups) != 1 {
             throw OpenSSLFailure("bad groups \(groups)")
+        }
+        if let signatures = configuration.signatureAlgorithms, tlsaudit_SSL_CTX_set1_sigalgs_list(context, signatures) != 1 {
+            throw OpenSSLFailure("bad signature algorithms \(signatures)")
         }
         guard SSL_CTX_use_certificate(context, leaf.certificate.pointer) == 1,
               SSL_CTX_use_PrivateKey(context, leaf.key.pointer) == 1 else {

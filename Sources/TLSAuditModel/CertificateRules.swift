@@ -13,17 +13,30 @@ public enum CertificateRules {
         return !acceptedHashes.contains(hash)
     }
 
+    /// The curves (OpenSSL's names and aliases) of the ECC keys Apple's clients take: the NIST curves
+    /// SecKey knows and the TLS groups they offer. Any other curve fails at any size.
+    public static let acceptedCurves: Set<String> = ["prime256v1", "secp256r1", "P-256", "secp384r1", "P-384", "secp521r1", "P-521"]
+
     /// What is wrong with the certificate's key under ATS (RSA at least 2048 bits, ECDSA at least
-    /// 256, no other type), as a phrase for a message; nil when the key is accepted. EdDSA keys
-    /// (Ed25519, Ed448) fail: Apple's TLS clients offer no EdDSA signature scheme (the modelled
-    /// current client's hello has none), and trustd's key-size check knows RSA and EC keys only.
-    public static func keyProblem(_ certificate: CertificateSummary) -> String? {
+    /// 256 on P-256, P-384 or P-521, no other type), as a phrase for a message; nil when the key is
+    /// accepted. `signsHandshake` is true for the leaf, whose key must also sign a TLS handshake
+    /// with a scheme Apple's clients offer (`ClientContext.appleSignatureAlgorithms`): an RSA-PSS
+    /// key (id-RSASSA-PSS) cannot, and EdDSA keys (Ed25519, Ed448) fail everywhere, as trustd's
+    /// key-size check knows RSA and EC keys only.
+    public static func keyProblem(_ certificate: CertificateSummary, signsHandshake: Bool) -> String? {
         let key = certificate.publicKey
+        if key.type == "RSA-PSS", signsHandshake {
+            return "an RSA-PSS key (id-RSASSA-PSS), which signs a TLS handshake only with the rsa_pss_pss schemes; Apple's clients offer none, so they cannot connect"
+        }
         if key.isRSA {
             return key.bits < 2048 ? "an RSA key of \(key.bits) bits; ATS requires at least 2048" : nil
         }
         if key.isEC {
-            return key.bits < 256 ? "an ECC key of \(key.bits) bits; ATS requires at least 256" : nil
+            if key.bits < 256 { return "an ECC key of \(key.bits) bits; ATS requires at least 256" }
+            guard let curve = key.curve else {
+                return "an ECC key with explicit curve parameters (no named curve); Apple's clients take P-256, P-384 and P-521 keys only"
+            }
+            return acceptedCurves.contains(curve) ? nil : "an ECC key on \(curve); Apple's clients take P-256, P-384 and P-521 keys only"
         }
         if key.type.uppercased().hasPrefix("ED") {
             return "an \(key.type) key; Apple's clients offer no EdDSA signature in TLS, and ATS accepts RSA (2048+) and ECDSA (256+) keys only"
@@ -70,7 +83,7 @@ public enum CertificateRules {
         guard !path.isEmpty else { return 0 }
         let judged = signatureJudged(path: path, anchored: anchored)
         var count = judged.count { hasWeakSignature(path[$0]) }
-        count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
+        count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0], signsHandshake: $0 == 0) != nil }
         count += extendedKeyUsageJudged(path: path, anchored: anchored).count { excludesServerAuth(path[$0]) }
         count += path.count { emptySubjectProblem($0) != nil }
         return count

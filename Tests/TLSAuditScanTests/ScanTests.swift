@@ -89,6 +89,52 @@ struct ScanTests {
         #expect(result.ats.compliant)
     }
 
+    // MARK: Apple's signature algorithms
+
+    @Test("P-521 leaf: TLS 1.3 fails ats.handshake (Apple's clients offer no ecdsa_secp521r1_sha512); TLS 1.2 passes")
+    func p521Leaf() throws {
+        let leaf = try pki.leaf(key: .ec(curve: "P-521"))
+        let (tls13, refused) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(tls13.status == 1)
+        #expect(refused.errorIDs == ["ats.handshake"], "\(refused.findings)")
+        #expect(refused.finding("ats.handshake")?.message.contains("signature algorithms") == true)
+        #expect(refused.handshake?.clientProfile == .permissive && refused.handshake?.protocolVersion == .tls1_3)
+        #expect(refused.chain?.presented.first?.publicKey.curve == "secp521r1")
+        // In TLS 1.2 an ECDSA scheme does not name the curve: ECDSA with SHA-256 serves, as on an iPhone.
+        let (tls12, passed) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2))
+        #expect(tls12.status == 0, "\(passed.findings)")
+        #expect(passed.ats.compliant && passed.handshake?.clientProfile == .atsRuntime)
+    }
+
+    @Test("RSA-PSS leaf key (id-RSASSA-PSS): ats.key-size and ats.handshake, the Apple hello has no rsa_pss_pss scheme")
+    func rsaPSSLeaf() throws {
+        let leaf = try pki.leaf(key: .rsaPSS(bits: 2048))
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        #expect(output.status == 1)
+        #expect(result.chain?.presented.first?.publicKey.type == "RSA-PSS")
+        #expect(result.errorIDs == ["ats.key-size", "ats.handshake"], "\(result.findings)")
+        #expect(result.finding("ats.key-size")?.message.contains("rsa_pss_pss") == true)
+        #expect(result.handshake?.clientProfile == .permissive)
+    }
+
+    @Test("a TLS 1.2 server that signs with SHA-1 only: Apple's clients offer rsa_pkcs1_sha1 last, so they connect")
+    func sha1HandshakeSignature() throws {
+        let leaf = try pki.leaf()
+        let (output, result) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                               cipherList: "ECDHE-RSA-AES128-GCM-SHA256", signatureAlgorithms: "RSA+SHA1"))
+        #expect(output.status == 0, "\(result.findings)")
+        #expect(result.ats.compliant && result.handshake?.clientProfile == .atsRuntime)
+        // With only PSS schemes, which need TLS 1.2 and an rsaEncryption key, the Apple hello still connects.
+        let (pss, pssResult) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                               cipherList: "ECDHE-RSA-AES128-GCM-SHA256", signatureAlgorithms: "rsa_pss_rsae_sha512"))
+        #expect(pss.status == 0 && pssResult.ats.compliant, "\(pssResult.findings)")
+        // A server that signs only with SHA-224, which no Apple client offers, refuses it.
+        let (sha224, refused) = try scan(LabServerConfiguration(chain: [leaf, pki.intermediate], maxVersion: .tls1_2,
+                                                                cipherList: "ECDHE-RSA-AES128-GCM-SHA256", signatureAlgorithms: "RSA+SHA224"))
+        #expect(sha224.status == 1)
+        #expect(refused.errorIDs == ["ats.handshake"], "\(refused.findings)")
+    }
+
     // MARK: Weak keys, digests, protocols
 
     @Test("RSA-1024 leaf: ats.key-size at depth 0")

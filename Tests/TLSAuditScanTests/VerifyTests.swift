@@ -102,6 +102,8 @@ struct VerifyTests {
         ("RSA-1024 intermediate", "ats.key-size", 1), ("P-224 leaf", "ats.key-size", 0),
         ("SHA-1 intermediate", "ats.signature-hash", 1), ("MD5 leaf", "ats.signature-hash", 0),
         ("DSA leaf", "ats.key-size", 0), ("Ed25519 leaf", "ats.key-size", 0),
+        ("brainpoolP256r1 leaf", "ats.key-size", 0), ("secp256k1 intermediate", "ats.key-size", 1),
+        ("brainpoolP512r1 leaf", "ats.key-size", 0), ("RSA-PSS leaf", "ats.key-size", 0),
     ])
     func weakBelowRoot(name: String, finding: String, depth: Int) throws {
         var chain: [LabCertificate]
@@ -116,6 +118,15 @@ struct VerifyTests {
             chain = [try weak.issue(.server([TestPKI.hostname])), weak]
         case "DSA leaf":
             chain = [try pki.leaf(key: .dsa(bits: 1024)), pki.intermediate]
+        case "brainpoolP256r1 leaf", "brainpoolP512r1 leaf":
+            // Apple's clients take ECC keys on P-256, P-384 and P-521 only, whatever the size.
+            chain = [try pki.leaf(key: .ec(curve: String(name.prefix { $0 != " " }))), pki.intermediate]
+        case "secp256k1 intermediate":
+            let other = try pki.root.issue(.authority("secp256k1 intermediate", key: .ec(curve: "secp256k1")))
+            chain = [try other.issue(.server([TestPKI.hostname])), other]
+        case "RSA-PSS leaf":
+            // It signs a handshake only with the rsa_pss_pss schemes, which Apple's clients do not offer.
+            chain = [try pki.leaf(key: .rsaPSS(bits: 2048)), pki.intermediate]
         case "Ed25519 leaf":
             // Apple's clients offer no EdDSA signature scheme: a server with this key cannot serve them.
             chain = [try pki.leaf(key: .ed25519), pki.intermediate]

@@ -62,10 +62,12 @@ extension ATSDiagnostics {
     }
 
     /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and
-    /// arbitrary-loads exceptions lift), not Apple's trust rule on RSA keys or a refused key type (DSA).
+    /// arbitrary-loads exceptions lift): an ECC key under 256 bits. Not Apple's trust rule on RSA
+    /// keys, a refused key type (DSA, EdDSA, RSA-PSS on the leaf) or a curve Apple's clients do not take.
     static func isLiftableKey(at depth: Int?, in path: [CertificateSummary]) -> Bool {
         guard let depth, path.indices.contains(depth) else { return false }
-        return path[depth].publicKey.isEC
+        let key = path[depth].publicKey
+        return key.isEC && key.bits < 256
     }
 
     /// Whether a current Apple client under one configuration accepts the handshake: it completed,

@@ -58,7 +58,7 @@ public enum ATSRequirements {
     }
 
     static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding], role: String? = nil) {
-        guard let problem = CertificateRules.keyProblem(certificate) else { return }
+        guard let problem = CertificateRules.keyProblem(certificate, signsHandshake: depth == 0) else { return }
         let role = role ?? (depth == 0 ? "The leaf" : "The CA certificate")
         findings.appendUnique(Finding(.atsKeySize, .error, depth: depth, "\(role) \(certificate.displayName) has \(problem)."))
     }

@@ -11,13 +11,13 @@ public struct AppleATSJudge: PolicyJudge {
     /// Apple's documented list (`ats`, `apple-trust`).
     public static let documented = AppleATSJudge(
         tls12Suites: ATSRequirements.documentedTLS12Suites,
-        refusedHello: { "The server refused a ClientHello like an iOS app's (TLS 1.2-1.3, Apple's documented ATS suites): \($0). The values below come from a permissive client." },
+        refusedHello: { "The server refused a ClientHello like an iOS app's (TLS 1.2-1.3, Apple's documented ATS suites, the groups and signature algorithms Apple clients offer): \($0). The values below come from a permissive client." },
         unlistedSuite: { "\($0) is forward secret but not on Apple's documented ATS suite list." })
 
     /// What current Apple clients offer (`ats-runtime`).
     public static let runtime = AppleATSJudge(
         tls12Suites: ATSRequirements.runtimeTLS12Suites,
-        refusedHello: { "Current Apple clients cannot connect: the server refused a ClientHello like theirs (TLS 1.2-1.3 with the suites iOS and macOS offer today): \($0). The values below come from a permissive client." },
+        refusedHello: { "Current Apple clients cannot connect: the server refused a ClientHello like theirs (TLS 1.2-1.3 with the suites, groups and signature algorithms iOS and macOS offer today): \($0). The values below come from a permissive client." },
         unlistedSuite: { suite in
             ATSRequirements.documentedTLS12Suites.contains(suite)
                 ? "\(suite) is on Apple's documented ATS list, but current iOS and macOS clients no longer offer it: they cannot connect (the `ats` policy, the documented list alone, passes it)."

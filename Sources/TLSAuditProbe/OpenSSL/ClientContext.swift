@@ -28,6 +28,19 @@ final class ClientContext: @unchecked Sendable {
         "ECDHE-ECDSA-AES128-SHA", "ECDHE-RSA-AES128-SHA",
     ].joined(separator: ":")
 
+    /// The signature algorithms current Apple clients offer, in their order (the signature_algorithms
+    /// extension of Safari 17 and URLSession on iOS 17 and macOS 14; OpenSSL names): ECDSA on P-256
+    /// and P-384, RSA-PSS with an rsaEncryption key, PKCS #1, and SHA-1 last for TLS 1.2 servers that
+    /// sign with nothing else. None for P-521 in TLS 1.3 (ecdsa_secp521r1_sha512), for RSA-PSS keys
+    /// (rsa_pss_pss_*) or for EdDSA: a server that can only sign with one of those cannot serve them.
+    static let appleSignatureAlgorithms = [
+        "ECDSA+SHA256", "rsa_pss_rsae_sha256", "RSA+SHA256", "ECDSA+SHA384", "ECDSA+SHA1",
+        "rsa_pss_rsae_sha384", "RSA+SHA384", "rsa_pss_rsae_sha512", "RSA+SHA512", "RSA+SHA1",
+    ].joined(separator: ":")
+
+    /// The key-exchange groups current Apple clients offer, in their order.
+    static let appleGroups = "X25519:P-256:P-384:P-521"
+
     init(profile: ClientProfile, credentials: ClientCredentials?) throws {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLFailure("cannot create a TLS client context") }
         pointer = context
@@ -49,7 +62,8 @@ final class ClientContext: @unchecked Sendable {
             ok = tlsaudit_SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) == 1
                 && SSL_CTX_set_cipher_list(context, suites + ":@SECLEVEL=0") == 1
                 && SSL_CTX_set_ciphersuites(context, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1
-                && tlsaudit_SSL_CTX_set1_groups_list(context, "X25519:P-256:P-384:P-521") == 1
+                && tlsaudit_SSL_CTX_set1_groups_list(context, Self.appleGroups) == 1
+                && tlsaudit_SSL_CTX_set1_sigalgs_list(context, Self.appleSignatureAlgorithms) == 1
         case .permissive:
             SSL_CTX_set_options(context, tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT)
             ok = tlsaudit_SSL_CTX_set_min_proto_version(context, TLS1_VERSION) == 1

@@ -150,7 +150,10 @@ public final class Enumerator: Sendable {
                   ciphers: String? = nil, ownTrust: Bool = false, diagnostic: Bool = false) -> Configuration {
             Configuration(name: name, exception: exception,
                           override: ClientHelloOverride(minVersion: min, maxVersion: .tls1_3, cipherList: ciphers ?? (nonFS ? currentNonFS : current),
-                                                        tls13Suites: suites13),
+                                                        tls13Suites: suites13,
+                                                        // The permissive context (TLS 1.0/1.1 allowed) offers more: an Apple client does not.
+                                                        groups: min < .tls1_2 ? ClientContext.appleGroups : nil,
+                                                        signatureAlgorithms: min < .tls1_2 ? ClientContext.appleSignatureAlgorithms : nil),
                           profile: min < .tls1_2 ? .permissive : .atsRuntime, forwardSecrecy: !nonFS,
                           judgesTrust: !ownTrust, diagnostic: diagnostic)
         }
