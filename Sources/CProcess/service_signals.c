@@ -7,11 +7,13 @@
 // Lock-free atomics: safe in a handler running on any thread, and read-and-reset without a race.
 static atomic_int hangups;
 static atomic_int terminations;
-static atomic_int first_termination; // the signal number of the first SIGTERM or SIGINT
+static atomic_int first_termination; // the signal number of the first termination signal
 static atomic_int installed;
 // The termination signals tlsaudit_signals_install_termination caught (bit 0 SIGTERM, bit 1
-// SIGINT): the first of them gives both their default action back, in the handler itself.
+// SIGINT, bit 2 SIGHUP): the first of them gives them all their default action back, in the
+// handler itself.
 static atomic_int caught_termination;
+static const int termination_signals[] = {SIGTERM, SIGINT, SIGHUP};
 
 static void default_termination(void) {
     int caught = atomic_exchange(&caught_termination, 0);
@@ -20,18 +22,25 @@ static void default_termination(void) {
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);
     // sigaction is async-signal-safe: this runs in the handler too.
-    if (caught & 1) sigaction(SIGTERM, &action, 0);
-    if (caught & 2) sigaction(SIGINT, &action, 0);
+    for (unsigned i = 0; i < sizeof termination_signals / sizeof *termination_signals; i++) {
+        if (caught & (1 << i)) sigaction(termination_signals[i], &action, 0);
+    }
 }
 
+/// A termination: counted, the first one's number kept, the caught signals' default action back.
+static void record_termination(int signal_number) {
+    int none = 0;
+    atomic_compare_exchange_strong(&first_termination, &none, signal_number);
+    atomic_fetch_add(&terminations, 1);
+    default_termination();
+}
+
+/// The service's handler: SIGHUP asks for a reload, SIGTERM and SIGINT for the end.
 static void record(int signal_number) {
     if (signal_number == SIGHUP) {
         atomic_fetch_add(&hangups, 1);
     } else {
-        int none = 0;
-        atomic_compare_exchange_strong(&first_termination, &none, signal_number);
-        atomic_fetch_add(&terminations, 1);
-        default_termination();
+        record_termination(signal_number);
     }
 }
 
@@ -58,16 +67,16 @@ void tlsaudit_signals_install(void) {
 void tlsaudit_signals_install_termination(void) {
     struct sigaction action, previous;
     memset(&action, 0, sizeof action);
-    action.sa_handler = record;
+    // SIGHUP too: a closed terminal or a dropped ssh session ends a run as Ctrl-C does.
+    action.sa_handler = record_termination;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESTART;
-    const int signals[] = {SIGTERM, SIGINT};
-    for (unsigned i = 0; i < sizeof signals / sizeof *signals; i++) {
+    for (unsigned i = 0; i < sizeof termination_signals / sizeof *termination_signals; i++) {
         // A signal ignored when the process started stays ignored (`cmd &` in a non-interactive
-        // shell ignores SIGINT).
-        if (sigaction(signals[i], 0, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
+        // shell ignores SIGINT, `nohup` SIGHUP).
+        if (sigaction(termination_signals[i], 0, &previous) == 0 && previous.sa_handler == SIG_IGN) continue;
         atomic_fetch_or(&caught_termination, 1 << i);
-        if (sigaction(signals[i], &action, 0) != 0) atomic_fetch_and(&caught_termination, ~(1 << i));
+        if (sigaction(termination_signals[i], &action, 0) != 0) atomic_fetch_and(&caught_termination, ~(1 << i));
     }
 }
 

@@ -12,19 +12,20 @@ public enum ServiceSignals {
     /// True once, for any number of SIGHUPs received since the last call.
     static func takeHangup() -> Bool { tlsaudit_signals_take_hangups() > 0 }
 
-    /// A SIGTERM or SIGINT was received by this handler (ServiceLifecycle may receive them too).
+    /// A termination signal was received by this handler (ServiceLifecycle may receive them too).
     public static var terminationRequested: Bool { tlsaudit_signals_terminations() > 0 }
 
-    /// Catches SIGTERM and SIGINT only, counting them, for a command that stops gracefully (`scan
-    /// --database`); `terminationRequested` tells when one came. The first one gives both their
-    /// default action back at once (in the handler), so a second one ends the process. A signal the
-    /// process was started ignoring (SIGINT under `tlsaudit scan ... &` in a script) stays ignored.
+    /// Catches SIGTERM, SIGINT and SIGHUP (a closed terminal), counting them as terminations, for a
+    /// command that stops gracefully (`scan --database`); `terminationRequested` tells when one
+    /// came. The first one gives them all their default action back at once (in the handler), so a
+    /// second one ends the process. A signal the process was started ignoring (SIGINT under
+    /// `tlsaudit scan ... &` in a script, SIGHUP under `nohup`) stays ignored.
     public static func catchTermination() { tlsaudit_signals_install_termination() }
 
-    /// SIGTERM and SIGINT end the process again, as before `catchTermination`.
+    /// SIGTERM, SIGINT and SIGHUP end the process again, as before `catchTermination`.
     public static func restoreTerminationDefaults() { tlsaudit_signals_default_termination() }
 
-    /// The first SIGTERM or SIGINT received, or nil.
+    /// The first termination signal received, or nil.
     public static var firstTermination: Int32? {
         let signal = tlsaudit_signals_first_termination()
         return signal == 0 ? nil : signal

@@ -5,7 +5,8 @@ import Dispatch
 import TLSAuditService
 import TLSAuditSupport
 
-/// Ctrl-C (SIGINT) and SIGTERM during `scan --database`: the first stops the scan from beginning
+/// Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal closed, an ssh session dropped) during `scan
+/// --database`: the first stops the scan from beginning
 /// another address, lets the probes in flight finish (each connection within the timeout) and has
 /// every target done stored, then the process ends by that signal; the second ends it at once,
 /// as the default action would. Without it, an interrupted scan lost the results finished since
@@ -18,7 +19,7 @@ final class ScanInterruption: @unchecked Sendable {
     /// Set by `end()`: a check already running says nothing after it.
     private let ended = SleepingLock(false)
 
-    /// Starts catching SIGINT and SIGTERM. `timeout` is the probes' (said in the message);
+    /// Starts catching SIGINT, SIGTERM and SIGHUP. `timeout` is the probes' (said in the message);
     /// `clearLine` when a progress line is drawn on stderr.
     init(timeout: Double, clearLine: Bool) {
         ServiceSignals.catchTermination()
@@ -42,7 +43,7 @@ final class ScanInterruption: @unchecked Sendable {
     /// Whether the scan was interrupted (asked before each address).
     var requested: Bool { ServiceSignals.terminationRequested }
 
-    /// Stops watching; SIGINT and SIGTERM end the process again, as they did before.
+    /// Stops watching; the three signals end the process again, as they did before.
     func end() {
         ended.withLock { $0 = true }
         watcher.cancel()

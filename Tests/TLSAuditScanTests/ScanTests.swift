@@ -670,9 +670,11 @@ struct ScanTests {
         #expect(once.stdout.isEmpty, "no report: it would look whole")
         #expect(once.seconds < 12, "the probes in flight end within their timeout: \(once.seconds) s")
 
-        // SIGINT then SIGTERM: the second ends the process at once (its default action).
-        let twice = try interrupt(with: [SIGINT, SIGTERM])
+        // SIGHUP (the terminal closed) then SIGTERM: the first interrupts as Ctrl-C does, the second
+        // ends the process at once (its default action).
+        let twice = try interrupt(with: [SIGHUP, SIGTERM])
         #expect(twice.process.terminationReason == .uncaughtSignal && twice.process.terminationStatus == SIGTERM, "\(twice.stderr)")
+        #expect(twice.stderr.contains("tlsaudit: interrupted: no further address is begun"), "\(twice.stderr)")
         #expect(twice.seconds < 3, "not waiting for the silent servers: \(twice.seconds) s")
     }
 

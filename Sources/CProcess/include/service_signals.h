@@ -8,15 +8,16 @@
 void tlsaudit_signals_install(void);
 /// SIGHUPs received since the last call (reset to zero).
 int tlsaudit_signals_take_hangups(void);
-/// SIGTERMs and SIGINTs received so far.
+/// Termination signals received so far.
 int tlsaudit_signals_terminations(void);
-/// Installs the counting handler for SIGTERM and SIGINT only (a command that stops gracefully),
-/// except for one that was ignored when the process started. The first of them received gives
-/// both their default action back (from the handler), so that the next one ends the process.
+/// Installs the counting handler for SIGTERM, SIGINT and SIGHUP as terminations (a command that
+/// stops gracefully), except for one that was ignored when the process started. The first of them
+/// received gives them all their default action back (from the handler), so that the next one
+/// ends the process.
 void tlsaudit_signals_install_termination(void);
 /// Gives the signals the call above caught their default action again.
 void tlsaudit_signals_default_termination(void);
-/// The first SIGTERM or SIGINT received (its number), or 0.
+/// The first termination signal received (its number), or 0.
 int tlsaudit_signals_first_termination(void);
 
 #endif
