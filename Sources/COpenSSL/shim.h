@@ -39,6 +39,7 @@ static inline int tlsaudit_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { 
 static inline int tlsaudit_SSL_CTX_set_max_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_max_proto_version(ctx, v); }
 static inline int tlsaudit_SSL_CTX_set1_groups_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_groups_list(ctx, list); }
 static inline int tlsaudit_SSL_CTX_set1_sigalgs_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_sigalgs_list(ctx, list); }
+static inline int tlsaudit_SSL_CTX_set1_client_sigalgs_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_client_sigalgs_list(ctx, list); }
 static inline long tlsaudit_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 static inline long tlsaudit_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
 static inline int tlsaudit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }

@@ -18,6 +18,7 @@ public enum LabKeyType: Sendable, Hashable {
 /// Digests the lab can sign with (SHA-1 and MD5 exist to make bad certificates).
 public enum LabDigest: String, Sendable {
     case sha1, sha256, sha384, sha512, md5
+    case sha3_256 = "sha3-256"
 }
 
 /// A private key generated in the lab. Immutable after init.
@@ -219,6 +220,7 @@ public enum LabCertificateAuthority {
             case .sha384: EVP_sha384()
             case .sha512: EVP_sha512()
             case .md5: EVP_md5()
+            case .sha3_256: EVP_sha3_256()
             }
         }
         guard X509_sign(x509, signingKey.pointer, digest) > 0 else { throw OpenSSLFailure("cannot sign \(request.commonName)") }

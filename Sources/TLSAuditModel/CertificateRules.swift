@@ -2,8 +2,19 @@
 /// judge (`ATSRequirements.evaluateChain`, `TrustEvaluator` in TLSAuditCore) and by the choice among
 /// candidate paths (`PathCandidates.judged(at:)`), so that the path chosen is the one the judge passes.
 public enum CertificateRules {
-    /// Signature digests ATS accepts ("SHA-256 or stronger").
-    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512", "SHA3-256", "SHA3-384", "SHA3-512"]
+    /// Signature digests ATS accepts ("SHA-256 or stronger"), as certificate summaries write them:
+    /// SHA-2 of 256 bits or more. SHA-3 (`SHA3256`, ...) fails: Apple's Security framework has no
+    /// SecKeyAlgorithm for it, so trustd cannot verify such a signature (nor may a public CA make one).
+    public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512"]
+
+    /// Why `hash` (a summary's `signatureHash`) fails, for a message: "ATS requires SHA-256 or stronger",
+    /// or what is wrong with a SHA-3 digest, which is not weaker.
+    public static func weakHashReason(_ hash: String?) -> String {
+        if let hash, hash.hasPrefix("SHA3") {
+            return "Apple's clients verify certificate signatures made with SHA-2 only (SHA-256, SHA-384, SHA-512), not SHA-3"
+        }
+        return "ATS requires SHA-256 or stronger"
+    }
 
     /// The certificate is signed with a digest ATS refuses (SHA-1, MD5, unknown). Ed25519 and Ed448
     /// carry no separate digest and are not weak.
@@ -19,14 +30,14 @@ public enum CertificateRules {
 
     /// What is wrong with the certificate's key under ATS (RSA at least 2048 bits, ECDSA at least
     /// 256 on P-256, P-384 or P-521, no other type), as a phrase for a message; nil when the key is
-    /// accepted. `signsHandshake` is true for the leaf, whose key must also sign a TLS handshake
-    /// with a scheme Apple's clients offer (`ClientContext.appleSignatureAlgorithms`): an RSA-PSS
-    /// key (id-RSASSA-PSS) cannot, and EdDSA keys (Ed25519, Ed448) fail everywhere, as trustd's
-    /// key-size check knows RSA and EC keys only.
-    public static func keyProblem(_ certificate: CertificateSummary, signsHandshake: Bool) -> String? {
+    /// accepted. Apple's Security framework makes keys of rsaEncryption and of the three NIST curves
+    /// only (`SecKeyCreatePublicFromDER`, `SecECNamedCurve`), so an RSA-PSS key (id-RSASSA-PSS) fails
+    /// wherever it is (a leaf's could sign a handshake only with rsa_pss_pss schemes, which Apple's
+    /// clients do not offer), and so do EdDSA keys (Ed25519, Ed448), for which they offer no scheme either.
+    public static func keyProblem(_ certificate: CertificateSummary) -> String? {
         let key = certificate.publicKey
-        if key.type == "RSA-PSS", signsHandshake {
-            return "an RSA-PSS key (id-RSASSA-PSS), which signs a TLS handshake only with the rsa_pss_pss schemes; Apple's clients offer none, so they cannot connect"
+        if key.type == "RSA-PSS" {
+            return "an RSA-PSS key (id-RSASSA-PSS); Apple's clients take RSA keys encoded as rsaEncryption only, and offer no rsa_pss_pss signature scheme in TLS"
         }
         if key.isRSA {
             return key.bits < 2048 ? "an RSA key of \(key.bits) bits; ATS requires at least 2048" : nil
@@ -34,7 +45,7 @@ public enum CertificateRules {
         if key.isEC {
             if key.bits < 256 { return "an ECC key of \(key.bits) bits; ATS requires at least 256" }
             guard let curve = key.curve else {
-                return "an ECC key with explicit curve parameters (no named curve); Apple's clients take P-256, P-384 and P-521 keys only"
+                return "an ECC key on no named curve; Apple's clients take P-256, P-384 and P-521 keys only"
             }
             return acceptedCurves.contains(curve) ? nil : "an ECC key on \(curve); Apple's clients take P-256, P-384 and P-521 keys only"
         }
@@ -83,7 +94,7 @@ public enum CertificateRules {
         guard !path.isEmpty else { return 0 }
         let judged = signatureJudged(path: path, anchored: anchored)
         var count = judged.count { hasWeakSignature(path[$0]) }
-        count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0], signsHandshake: $0 == 0) != nil }
+        count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
         count += extendedKeyUsageJudged(path: path, anchored: anchored).count { excludesServerAuth(path[$0]) }
         count += path.count { emptySubjectProblem($0) != nil }
         return count

@@ -135,6 +135,18 @@ struct ScanTests {
         #expect(refused.errorIDs == ["ats.handshake"], "\(refused.findings)")
     }
 
+    @Test("a TLS 1.2 server without secure renegotiation (RFC 5746, gnutls-serv): Apple's clients connect, so the ATS hello does")
+    func noSecureRenegotiation() throws {
+        let leaf = try pki.leaf()
+        let server = try LabGnuTLSServer(certificatePEM: leaf.pem + pki.intermediate.pem, keyPEM: leaf.key.pem,
+                                         priority: "NORMAL:-VERS-TLS1.3:%DISABLE_SAFE_RENEGOTIATION")
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port)
+        let result = try output.report().single
+        #expect(output.status == 0, "\(output.stdout) \(output.stderr)")
+        #expect(result.ats.compliant && result.handshake?.clientProfile == .atsRuntime && result.handshake?.protocolVersion == .tls1_2)
+    }
+
     // MARK: Weak keys, digests, protocols
 
     @Test("RSA-1024 leaf: ats.key-size at depth 0")
@@ -416,6 +428,25 @@ struct ScanTests {
         #expect(withCertificate.status == 0, "\(withCertificate.stdout)")
         #expect(completed.status == .completed)
         #expect(completed.handshake?.clientCertificateRequested == true)
+    }
+
+    @Test("a P-521 client identity under TLS 1.3: signs with ecdsa_secp521r1_sha512, which the Apple server-side list leaves out")
+    func p521ClientIdentity() throws {
+        var request = LabCertificateRequest(commonName: "P-521 test client")
+        request.extendedKeyUsage = "clientAuth"
+        request.key = .ec(curve: "P-521")
+        let client = try pki.clientAuthority.issue(request)
+        let certificateFile = pki.directory.appendingPathComponent("client-p521-\(UUID().uuidString.prefix(6)).pem")
+        let keyFile = pki.directory.appendingPathComponent("client-p521-key-\(UUID().uuidString.prefix(6)).pem")
+        try client.pem.write(to: certificateFile, atomically: true, encoding: .utf8)
+        try client.key.pem.write(to: keyFile, atomically: true, encoding: .utf8)
+        let server = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate], minVersion: .tls1_3,
+                                                             clientCertificates: .required(trusting: pki.clientAuthority)))
+        defer { server.stop() }
+        let output = try CLI.scan(port: server.port, extra: ["--client-cert", certificateFile.path, "--client-key", keyFile.path])
+        let result = try output.report().single
+        #expect(output.status == 0, "\(output.stdout) \(output.stderr)")
+        #expect(result.handshake?.clientProfile == .atsRuntime && result.handshake?.clientCertificateRequested == true)
     }
 
     // MARK: IPv6 and several targets

@@ -104,6 +104,7 @@ struct VerifyTests {
         ("DSA leaf", "ats.key-size", 0), ("Ed25519 leaf", "ats.key-size", 0),
         ("brainpoolP256r1 leaf", "ats.key-size", 0), ("secp256k1 intermediate", "ats.key-size", 1),
         ("brainpoolP512r1 leaf", "ats.key-size", 0), ("RSA-PSS leaf", "ats.key-size", 0),
+        ("RSA-PSS intermediate", "ats.key-size", 1), ("SHA3-256 leaf", "ats.signature-hash", 0),
     ])
     func weakBelowRoot(name: String, finding: String, depth: Int) throws {
         var chain: [LabCertificate]
@@ -124,6 +125,13 @@ struct VerifyTests {
         case "secp256k1 intermediate":
             let other = try pki.root.issue(.authority("secp256k1 intermediate", key: .ec(curve: "secp256k1")))
             chain = [try other.issue(.server([TestPKI.hostname])), other]
+        case "RSA-PSS intermediate":
+            // Apple's Security framework makes RSA keys from rsaEncryption only: the CA's key cannot be made to verify.
+            let other = try pki.root.issue(.authority("RSA-PSS intermediate", key: .rsaPSS(bits: 2048)))
+            chain = [try other.issue(.server([TestPKI.hostname])), other]
+        case "SHA3-256 leaf":
+            // Apple's clients have no SecKeyAlgorithm for SHA-3 signatures.
+            chain = [try pki.leaf(digest: .sha3_256), pki.intermediate]
         case "RSA-PSS leaf":
             // It signs a handshake only with the rsa_pss_pss schemes, which Apple's clients do not offer.
             chain = [try pki.leaf(key: .rsaPSS(bits: 2048)), pki.intermediate]

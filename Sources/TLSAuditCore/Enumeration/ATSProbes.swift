@@ -63,7 +63,7 @@ extension ATSDiagnostics {
 
     /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and
     /// arbitrary-loads exceptions lift): an ECC key under 256 bits. Not Apple's trust rule on RSA
-    /// keys, a refused key type (DSA, EdDSA, RSA-PSS on the leaf) or a curve Apple's clients do not take.
+    /// keys, a refused key type (DSA, EdDSA, RSA-PSS) or a curve Apple's clients do not take.
     static func isLiftableKey(at depth: Int?, in path: [CertificateSummary]) -> Bool {
         guard let depth, path.indices.contains(depth) else { return false }
         let key = path[depth].publicKey

@@ -54,11 +54,11 @@ public enum ATSRequirements {
         guard CertificateRules.hasWeakSignature(certificate) else { return }
         let role = depth == 0 ? "The leaf" : "The CA certificate"
         findings.appendUnique(Finding(.atsSignatureHash, .error, depth: depth,
-            "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); ATS requires SHA-256 or stronger."))
+            "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); \(CertificateRules.weakHashReason(certificate.signatureHash))."))
     }
 
     static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding], role: String? = nil) {
-        guard let problem = CertificateRules.keyProblem(certificate, signsHandshake: depth == 0) else { return }
+        guard let problem = CertificateRules.keyProblem(certificate) else { return }
         let role = role ?? (depth == 0 ? "The leaf" : "The CA certificate")
         findings.appendUnique(Finding(.atsKeySize, .error, depth: depth, "\(role) \(certificate.displayName) has \(problem)."))
     }

@@ -69,7 +69,10 @@ public struct SimulatedClient: Sendable, Hashable {
     }
 
     /// An iOS client: a recorded one with its iOS version, or the modelled current Apple ATS.
-    public var isIOS: Bool { iOSVersion != nil || (modelled && short.hasPrefix("apple_ats")) }
+    public var isIOS: Bool { iOSVersion != nil || isModelledAppleATS }
+
+    /// The modelled current Apple ATS client, whose certificate rules are ATS's own (`CertificateRules`).
+    public var isModelledAppleATS: Bool { modelled && short.hasPrefix("apple_ats") }
 }
 
 /// The clients `--checks clients` simulates (162 of testssl.sh's client-simulation.txt, the real

@@ -38,6 +38,16 @@ final class ClientContext: @unchecked Sendable {
         "rsa_pss_rsae_sha384", "RSA+SHA384", "rsa_pss_rsae_sha512", "RSA+SHA512", "RSA+SHA1",
     ].joined(separator: ":")
 
+    /// What a client identity may sign its CertificateVerify with: every scheme this libssl has, as
+    /// before the Apple list above was set (OpenSSL would otherwise sign only with that list, and a
+    /// P-521, RSA-PSS or EdDSA client key would find no scheme). What an iPhone signs with is not
+    /// modelled.
+    static let clientAuthenticationSignatureAlgorithms = [
+        "ECDSA+SHA256", "ECDSA+SHA384", "ECDSA+SHA512", "ed25519", "ed448",
+        "rsa_pss_pss_sha256", "rsa_pss_pss_sha384", "rsa_pss_pss_sha512", "rsa_pss_rsae_sha256", "rsa_pss_rsae_sha384",
+        "rsa_pss_rsae_sha512", "RSA+SHA256", "RSA+SHA384", "RSA+SHA512", "ECDSA+SHA224", "RSA+SHA224", "ECDSA+SHA1", "RSA+SHA1",
+    ].joined(separator: ":")
+
     /// The key-exchange groups current Apple clients offer, in their order.
     static let appleGroups = "X25519:P-256:P-384:P-521"
 
@@ -55,6 +65,9 @@ final class ClientContext: @unchecked Sendable {
         SSL_CTX_set_cert_verify_callback(context, { _, _ in 1 }, nil)
         _ = tlsaudit_SSL_CTX_set_session_cache_mode(context, Int(SSL_SESS_CACHE_OFF))
         _ = tlsaudit_SSL_CTX_set_max_proto_version(context, TLS1_3_VERSION)
+        // A server without secure renegotiation (RFC 5746) is connected to, as Apple's clients
+        // (BoringSSL's) and every browser do; OpenSSL 3 alone refuses it.
+        SSL_CTX_set_options(context, tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT)
         let ok: Bool
         switch profile {
         case .ats, .atsRuntime:
@@ -64,8 +77,8 @@ final class ClientContext: @unchecked Sendable {
                 && SSL_CTX_set_ciphersuites(context, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1
                 && tlsaudit_SSL_CTX_set1_groups_list(context, Self.appleGroups) == 1
                 && tlsaudit_SSL_CTX_set1_sigalgs_list(context, Self.appleSignatureAlgorithms) == 1
+                && tlsaudit_SSL_CTX_set1_client_sigalgs_list(context, Self.clientAuthenticationSignatureAlgorithms) == 1
         case .permissive:
-            SSL_CTX_set_options(context, tlsaudit_SSL_OP_LEGACY_SERVER_CONNECT)
             ok = tlsaudit_SSL_CTX_set_min_proto_version(context, TLS1_VERSION) == 1
                 && SSL_CTX_set_cipher_list(context, "ALL:COMPLEMENTOFALL:@SECLEVEL=0") == 1
                 && tlsaudit_SSL_CTX_set1_groups_list(context, "X25519:P-256:P-384:P-521:X448:ffdhe2048:ffdhe3072:ffdhe4096") == 1

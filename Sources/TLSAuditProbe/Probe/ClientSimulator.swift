@@ -110,6 +110,10 @@ enum ClientSimulation {
 
     /// Why `client` refuses the leaf's key or signature, or nil.
     static func leafRefusal(_ leaf: CertificateSummary, client: SimulatedClient) -> String? {
+        // The modelled current Apple client refuses what ATS refuses (one rule for scan, verify and this table).
+        if client.isModelledAppleATS, let problem = CertificateRules.keyProblem(leaf) {
+            return "the server's certificate has \(problem)."
+        }
         let key = leaf.publicKey
         if key.isRSA, let minimum = client.minRSABits, key.bits < minimum {
             return "the server's RSA key has \(key.bits) bits, below the client's minimum of \(minimum)."
