@@ -17,6 +17,8 @@ struct ATSCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
+    @OptionGroup var deviceChain: DeviceChainOptions
+
     @OptionGroup var identity: ClientIdentityOptions
 
     @Option(help: ArgumentHelp(GateOptions.formatHelp))
@@ -33,6 +35,7 @@ struct ATSCommand: ParsableCommand {
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
         try connection.trust.apply(to: &options)
         options.clientCredentials = try identity.credentials()
+        options.aiaFetch = !deviceChain.noAIAFetch
         let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)
         guard case .success(let addresses) = scanner.addresses(for: parsed), let address = addresses.first else {

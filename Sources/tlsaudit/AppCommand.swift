@@ -76,6 +76,8 @@ struct AppAuditCommand: ParsableCommand {
 
     @OptionGroup var connection: ConnectionOptions
 
+    @OptionGroup var deviceChain: DeviceChainOptions
+
     @OptionGroup var identity: ClientIdentityOptions
 
     @Option(help: ArgumentHelp(GateOptions.formatHelp))
@@ -109,6 +111,7 @@ struct AppAuditCommand: ParsableCommand {
         var options = ScanOptions(timeout: connection.timeout, trustStore: store)
         try connection.trust.apply(to: &options)
         options.clientCredentials = try identity.credentials()
+        options.aiaFetch = !deviceChain.noAIAFetch
         let scanner = try makeScanner(options)
         let enumerator = Enumerator(scanner: scanner)
 

@@ -126,6 +126,26 @@ struct AppAuditTests {
         #expect(!host.connects && host.pin == "mismatch" && host.reasons == ["pin.mismatch"], "\(host)")
     }
 
+    @Test("a server without its intermediate: the app connects (trustd fetches it from the AIA), unless --no-aia-fetch; an error the app logs then")
+    func missingIntermediate() throws {
+        let http = try LabHTTPServer()
+        defer { http.stop() }
+        http.serve(pki.intermediate.der, at: "/int.cer")
+        var request = LabCertificateRequest.server(Self.names, key: .rsa(bits: 2048))
+        request.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/int.cer"))")]
+        let leaf = try pki.intermediate.issue(request)
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf]))
+        defer { server.stop() }
+        let file = try plist("")
+        let device = try audit(file, hosts: ["modern.app.test:\(server.port)"])
+        #expect(device.status == 0, "\(device.text)")
+        #expect(device.report.hosts.first?.connects == true, "\(device.report.hosts)")
+        let offline = try audit(file, hosts: ["modern.app.test:\(server.port)"], extra: ["--no-aia-fetch"])
+        #expect(offline.status == 1)
+        let host = try #require(offline.report.hosts.first)
+        #expect(!host.connects && host.reasons.contains("trust.incomplete-chain"), "\(host)")
+    }
+
     @Test("an .ipa with a binary Info.plist: the same answers as its XML plist; a hostile archive exits 2 naming the entry")
     func ipaWithBinaryPlist() throws {
         let leaf = try pki.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))

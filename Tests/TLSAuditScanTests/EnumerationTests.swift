@@ -210,10 +210,10 @@ struct OCSPStaplingTests {
 struct ATSConclusionTests {
     let pki = TestPKI.shared
 
-    func ats(_ configuration: LabServerConfiguration) throws -> (Int32, ATSDiagnostics, String) {
+    func ats(_ configuration: LabServerConfiguration, extra: [String] = []) throws -> (Int32, ATSDiagnostics, String) {
         let server = try LabTLSServer(configuration)
         defer { server.stop() }
-        let arguments = ["ats", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(server.port)"]
+        let arguments = ["ats", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(server.port)"] + extra
         let json = try CLI.run(arguments + ["--format", "json"])
         let text = try CLI.run(arguments)
         #expect(text.status == json.status)
@@ -240,6 +240,24 @@ struct ATSConclusionTests {
         #expect(status == 1)
         #expect(diagnostics.serverFixes.first?.contains("static-RSA key exchange") == true, "\(diagnostics.serverFixes)")
         #expect(diagnostics.exception == ["NSExceptionRequiresForwardSecrecy": "NO"])
+    }
+
+    @Test("a server that does not send its intermediate: an Apple client fetches it from the AIA and connects, the server is told to send it; --no-aia-fetch judges without")
+    func missingIntermediateFetched() throws {
+        let http = try LabHTTPServer()
+        defer { http.stop() }
+        http.serve(pki.intermediate.der, at: "/int.cer")
+        let leaf = try pki.leaf { $0.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/int.cer"))")] }
+        let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: [leaf]))
+        #expect(status == 0, "\(diagnostics.trustProblems) \(diagnostics.serverFixes)")
+        #expect(diagnostics.runtime.pass && diagnostics.exception.isEmpty)
+        #expect(diagnostics.serverFixes.contains { $0.hasPrefix("send the intermediate CA certificate with the leaf") }, "\(diagnostics.serverFixes)")
+        #expect(text.contains("send the intermediate CA certificate with the leaf"), "\(text)")
+        #expect(http.requests(to: "/int.cer") >= 1)
+        let (offline, judged, _) = try ats(LabServerConfiguration(chain: [leaf]), extra: ["--no-aia-fetch"])
+        #expect(offline == 1)
+        #expect(judged.trustProblems.contains { $0.contains("issuer") || $0.contains("intermediate") }, "\(judged.trustProblems)")
+        #expect(!judged.runtime.pass)
     }
 
     @Test("a DHE-only server: no exception helps; enable ECDHE")

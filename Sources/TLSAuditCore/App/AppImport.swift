@@ -34,6 +34,8 @@ public enum AppImport {
         out += "  - name: \(quotedYAML("app " + bundle))\n"
         out += "    tags: [\(quotedYAML(AppHostRules.tagPrefix + bundle))]\n"
         out += "    policy: ats-runtime\n"
+        // As on the device (and in `app audit`): trustd fetches a missing intermediate from the AIA.
+        out += "    aia_fetch: true\n"
         if let trust { out += "    trust: \(trust)\n" }
         if let timeout { out += "    timeout: \(DurationText.text(timeout))\n" }
         if let clientIdentity { out += "    client_identity: \(clientIdentity)\n" }

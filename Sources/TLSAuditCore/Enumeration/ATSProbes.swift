@@ -35,6 +35,13 @@ extension ATSDiagnostics {
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
                                          trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
         diagnostics.trustStore = probes.trustStore
+        // A chain completed from a caIssuers URL: Apple's clients connect, most others do not.
+        let conclusionPath = (probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first)?.building.path ?? []
+        let fetched = conclusionPath.filter { $0.source == .aiaFetched }.map(\.certificate.displayName)
+        if !fetched.isEmpty {
+            diagnostics.serverFixes.append("send the intermediate CA certificate with the leaf (\(fetched.joined(separator: ", "))): an Apple client "
+                + "fetches it from the caIssuers URL in the AIA and connects, but Android, Firefox and Java clients refuse the chain (chain.aia-fetched)")
+        }
         diagnostics.iosClients = probes.iOSClients?.clients
         diagnostics.oldestConnectingIos = probes.iOSClients?.oldestConnectingIOS
         diagnostics.adviseApp(probes)

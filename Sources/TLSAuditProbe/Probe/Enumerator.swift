@@ -202,14 +202,17 @@ public final class Enumerator: Sendable {
             self.handshake(address, target: target, probes: probes, override: configuration.override, profile: configuration.profile)
         }
         let attempts = configurations.map { answers[helloSlots[$0.hello]!] }
-        // Each distinct chain's path is built once.
+        // Each distinct chain's path is built once; a missing intermediate is fetched from the
+        // caIssuers URL when the target or scan asks (`ats` and `app audit` do by default, as trustd does).
+        let fetchMissing = (target.aiaFetch ?? scanner.options.aiaFetch) ? Deadline(after: target.timeout ?? scanner.options.timeout) : nil
         var built: [[UInt8]: ProbedChainPath] = [:]
         func chain(of attempt: HandshakeAttempt) -> ProbedChainPath? {
             guard !attempt.presented.isEmpty else { return nil }
             let key = attempt.presented.flatMap { Digest.sha256($0.der) }
             if let known = built[key] { return known }
             let presented = attempt.presented.map { $0.summary() }
-            let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented).judged(at: time)
+            let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented,
+                                             fetchMissing: fetchMissing).judged(at: time)
             let chain = ProbedChainPath(presented: presented, building: building)
             built[key] = chain
             return chain
