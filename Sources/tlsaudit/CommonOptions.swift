@@ -187,14 +187,14 @@ func makeScanner(_ options: ScanOptions) throws -> TLSScanner {
     }
 }
 
-/// `--connect-to`, `--ca-file` and `--timeout` for commands that reach one server.
 /// `ats` and `app audit`: whether a chain the server sends without its intermediate is completed
 /// from the caIssuers URL in the AIA, as an iPhone's trust evaluation (trustd) does.
 struct DeviceChainOptions: ParsableArguments {
-    @Flag(name: .customLong("no-aia-fetch"), help: "Do not fetch a missing intermediate from the caIssuers URL in the AIA. By default it is fetched, as an iPhone's trust evaluation does (the server is then told to send it: Android, Firefox and Java clients do not fetch).")
+    @Flag(name: .customLong("no-aia-fetch"), help: "Do not fetch a missing intermediate from the caIssuers URL in the AIA. By default it is fetched (within --timeout), as an iPhone's trust evaluation does; ats then tells the server to send it, since Android, Firefox and Java clients do not fetch.")
     var noAIAFetch = false
 }
 
+/// `--connect-to`, `--ca-file` and `--timeout` for commands that reach one server.
 struct ConnectionOptions: ParsableArguments {
     @Option(name: .customLong("connect-to"), help: "Connect to this ADDRESS[:PORT] instead of resolving the host.")
     var connectTo: String?

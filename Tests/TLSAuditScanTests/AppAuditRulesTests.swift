@@ -172,6 +172,30 @@ extension AppAuditTests {
         #expect(none.status == 0 && none.report.hosts.first?.connects == true, "\(none.text)")
     }
 
+    @Test("a server that sends only its leaf (SCTs embedded): the intermediate fetched from the AIA verifies the SCTs, so CT is met; AFNetworking's root pin reaches it too")
+    func fetchedIntermediateVerifiesSCTs() throws {
+        let http = try LabHTTPServer()
+        defer { http.stop() }
+        http.serve(pki.intermediate.der, at: "/int.cer")
+        let logs = try [("lab log A", "Lab One"), ("lab log B", "Lab Two"), ("lab log C", "Lab Three")].map { try LabCTLog($0.0, operator: $0.1) }
+        var request = LabCertificateRequest.server(["ct.app.test"], key: .rsa(bits: 2048))
+        request.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/int.cer"))")]
+        let leaf = try pki.intermediate.issue(request, embedding: logs.map { log in { log.sct(precertificateEntry: $0, at: Date().addingTimeInterval(-600)) } })
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf]))
+        defer { server.stop() }
+        let list = pki.directory.appendingPathComponent("app-ct-aia-\(UUID().uuidString.prefix(8)).json")
+        try LabCTLog.listFile(logs.map { ($0, "usable", Date(timeIntervalSince1970: 1_600_000_000)) }).write(to: list)
+        let file = try plist("<key>NSExceptionDomains</key><dict><key>ct.app.test</key><dict><key>NSRequiresCertificateTransparency</key><true/></dict></dict>")
+        let fetched = try audit(file, hosts: ["ct.app.test:\(server.port)"], extra: ["--ct-log-list", list.path])
+        #expect(fetched.report.hosts.first?.connects == true, "the fetched intermediate is the SCTs' issuer: \(fetched.text)")
+        // AFNetworking's certificate mode with the root bundled: its own build reaches the root through the fetched intermediate.
+        let bundle = try app("", certificates: [("root.cer", pki.root)])
+        let pinned = try audit(bundle, hosts: ["ct.app.test:\(server.port)"], extra: ["--afnetworking", "certificate"])
+        let host = try #require(pinned.report.hosts.first)
+        #expect(host.connects && host.afnetworking?.state == .match, "\(host)")
+        #expect(host.afnetworking?.matched == pki.root.summary.sha256Fingerprint)
+    }
+
     @Test("an SCT from a log the list does not know, made after the list was published, is log-newer-than-list and not counted against the chain; made before, it is unknown-log and the chain fails")
     func logNewerThanList() throws {
         let logs = try [("lab log A", "Lab One"), ("lab log B", "Lab Two"), ("lab log C", "Lab Three")].map { try LabCTLog($0.0, operator: $0.1) }

@@ -258,6 +258,20 @@ struct ATSConclusionTests {
         #expect(offline == 1)
         #expect(judged.trustProblems.contains { $0.contains("issuer") || $0.contains("intermediate") }, "\(judged.trustProblems)")
         #expect(!judged.runtime.pass)
+
+        // A private chain sent whole, judged without its root: the root fetched from the
+        // intermediate's AIA anchors nothing, and is no certificate to tell the server to send.
+        http.serve(pki.root.der, at: "/root.cer")
+        var authority = LabCertificateRequest.authority("aia test intermediate")
+        authority.extraExtensions = [.init(name: "authorityInfoAccess", value: "caIssuers;URI:\(http.url("/root.cer"))")]
+        let intermediate = try pki.root.issue(authority)
+        let privateServer = try LabTLSServer(LabServerConfiguration(chain: [try intermediate.issue(.server([TestPKI.hostname])), intermediate]))
+        defer { privateServer.stop() }
+        let output = try CLI.run(["ats", "--format", "json", "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(privateServer.port)"])
+        let untrusted = try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(output.stdout.utf8))
+        #expect(output.status == 1)
+        #expect(http.requests(to: "/root.cer") >= 1, "the root was fetched")
+        #expect(!untrusted.serverFixes.contains { $0.hasPrefix("send the intermediate") }, "\(untrusted.serverFixes)")
     }
 
     @Test("a DHE-only server: no exception helps; enable ECDHE")

@@ -35,9 +35,11 @@ extension ATSDiagnostics {
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
                                          trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
         diagnostics.trustStore = probes.trustStore
-        // A chain completed from a caIssuers URL: Apple's clients connect, most others do not.
-        let conclusionPath = (probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first)?.building.path ?? []
-        let fetched = conclusionPath.filter { $0.source == .aiaFetched }.map(\.certificate.displayName)
+        // A chain completed from a caIssuers URL up to a trusted root: Apple's clients connect, most others do not.
+        let conclusionBuilding = (probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first)?.building
+        let fetched = conclusionBuilding.map { building in
+            building.anchored ? building.path.filter { $0.source == .aiaFetched && !$0.certificate.isSelfSigned }.map(\.certificate.displayName) : []
+        } ?? []
         if !fetched.isEmpty {
             diagnostics.serverFixes.append("send the intermediate CA certificate with the leaf (\(fetched.joined(separator: ", "))): an Apple client "
                 + "fetches it from the caIssuers URL in the AIA and connects, but Android, Firefox and Java clients refuse the chain (chain.aia-fetched)")

@@ -193,10 +193,14 @@ package enum SCTVerifier {
         (0..<width).reversed().map { UInt8(truncatingIfNeeded: bytes.count >> (8 * $0)) } + bytes
     }
 
-    /// The certificate that issued the path's leaf: the path's second certificate when it was sent
-    /// (its signature is checked already), else one of `presented` or the store that signed it.
+    /// The certificate that issued the path's leaf: the path's second certificate when it was sent or
+    /// fetched from a caIssuers URL (its signature is checked already), else one of `presented` or
+    /// the store that signed it.
     static func issuer(ofLeafOf path: [PathElement], presented: [X509Certificate], leaf: X509Certificate, store: TrustStore) -> X509Certificate? {
         if path.count > 1, let index = path[1].presentedIndex, presented.indices.contains(index) { return presented[index] }
+        if path.count > 1, path[1].source == .aiaFetched, let fetched = try? X509Certificate(der: Array(path[1].certificate.der)) {
+            return fetched
+        }
         return issuer(of: leaf, among: presented, store: store)
     }
 

@@ -236,7 +236,10 @@ public final class Enumerator: Sendable {
                                                   diagnostic: configuration.diagnostic, handshake: attempt.observation,
                                                   failure: attempt.failure, chain: chain)
                 probe.scts = scts(of: attempt, chain: chain)
-                if chain != nil { probe.buildWithPinnedAnchors = PathBuilder.pinnedAnchorBuilder(presented: attempt.presented, at: time) }
+                if let chain {
+                    probe.buildWithPinnedAnchors = PathBuilder.pinnedAnchorBuilder(
+                        presented: attempt.presented + PathBuilder.fetchedIssuers(of: chain.building), at: time)
+                }
                 return probe
             })
         judged.trustStore = trustStore.label

@@ -377,7 +377,7 @@ public final class TLSScanner: Sendable {
             address: address.host, family: address.family.rawValue, port: address.port, startedAt: started, durationMs: durationMs,
             handshake: attempt.observation, atsClientRefusal: atsRefusal, failure: attempt.failure, presented: presented,
             building: building, chain: chain, time: time, publicTrust: chain?.publicTrust ?? false,
-            buildWithPinnedAnchors: PathBuilder.pinnedAnchorBuilder(presented: sent, at: time))
+            buildWithPinnedAnchors: PathBuilder.pinnedAnchorBuilder(presented: sent + PathBuilder.fetchedIssuers(of: building), at: time))
         let ctLogs = self.ctLogs
         probed.ctLogs = ctLogs
         probed.distrust = distrust
