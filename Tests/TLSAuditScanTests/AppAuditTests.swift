@@ -140,6 +140,9 @@ struct AppAuditTests {
         let device = try audit(file, hosts: ["modern.app.test:\(server.port)"])
         #expect(device.status == 0, "\(device.text)")
         #expect(device.report.hosts.first?.connects == true, "\(device.report.hosts)")
+        #expect(device.report.hosts.first?.serverFixes.first?.hasPrefix("send the intermediate CA certificate with the leaf") == true,
+                "the device fetches it, other clients do not: \(device.report.hosts)")
+        #expect(device.text.contains("server fix: send the intermediate CA certificate"), "\(device.text)")
         let offline = try audit(file, hosts: ["modern.app.test:\(server.port)"], extra: ["--no-aia-fetch"])
         #expect(offline.status == 1)
         let host = try #require(offline.report.hosts.first)

@@ -121,7 +121,9 @@ public enum AppAudit {
                 host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects, reachable: true,
                 entry: effective.entry, rule: effective.reason, probe: outcome.probe, reasons: outcome.reasons, detail: outcome.detail,
                 pin: outcome.pin.map { $0.state == .mismatch ? "mismatch" : "match" }, pinMessage: outcome.pin?.message,
-                serverFixes: outcome.connects || outcome.reasons.contains(where: { $0.hasPrefix("tls.client-certificate-") }) ? [] : diagnostic.serverFixes,
+                // A host that connects keeps only the advice to send an intermediate the device fetched.
+                serverFixes: outcome.connects ? diagnostic.serverFixes.filter { $0.hasPrefix(ATSDiagnostics.sendIntermediateFix) }
+                    : outcome.reasons.contains(where: { $0.hasPrefix("tls.client-certificate-") }) ? [] : diagnostic.serverFixes,
                 exceptionNeeded: needed ?? [:])
             host.error = outcome.error
             host.requested = probed.requested

@@ -1,6 +1,10 @@
 import Foundation
 
 extension ATSDiagnostics {
+    /// How the server fix for a chain completed from a caIssuers URL begins: the one fix a host
+    /// that connects still carries (`app audit`).
+    public static let sendIntermediateFix = "send the intermediate CA certificate with the leaf"
+
     /// Judges each configuration as a current Apple client would, and draws the conclusion.
     public static func judge(_ probes: ATSProbes) -> ATSDiagnostics {
         let context = probes.trustContext(hostname: probes.domain)
@@ -41,7 +45,7 @@ extension ATSDiagnostics {
             building.anchored ? building.path.filter { $0.source == .aiaFetched && !$0.certificate.isSelfSigned }.map(\.certificate.displayName) : []
         } ?? []
         if !fetched.isEmpty {
-            diagnostics.serverFixes.append("send the intermediate CA certificate with the leaf (\(fetched.joined(separator: ", "))): an Apple client "
+            diagnostics.serverFixes.append(ATSDiagnostics.sendIntermediateFix + " (\(fetched.joined(separator: ", "))): an Apple client "
                 + "fetches it from the caIssuers URL in the AIA and connects, but Android, Firefox and Java clients refuse the chain (chain.aia-fetched)")
         }
         diagnostics.iosClients = probes.iOSClients?.clients
