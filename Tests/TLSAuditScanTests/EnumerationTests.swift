@@ -274,6 +274,23 @@ struct ATSConclusionTests {
         #expect(!untrusted.serverFixes.contains { $0.hasPrefix("send the intermediate") }, "\(untrusted.serverFixes)")
     }
 
+    @Test("a server whose key signs only with schemes Apple's clients do not offer: the fix is the certificate's key, not the suite",
+          arguments: ["P-521", "Ed25519", "RSA-PSS"])
+    func unofferedSignature(key: String) throws {
+        let leaf: LabCertificate = switch key {
+        case "P-521": try pki.leaf(key: .ec(curve: "P-521"))
+        case "Ed25519": try pki.leaf(key: .ed25519)
+        default: try pki.leaf(key: .rsaPSS(bits: 2048))
+        }
+        let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: chain(leaf)))
+        #expect(status == 1)
+        #expect(!diagnostics.runtime.pass)
+        let fix = try #require(diagnostics.serverFixes.first, "\(text)")
+        #expect(fix.hasPrefix("serve a certificate with an RSA key of 2048 bits or more or an ECDSA P-256 or P-384 key"), "\(fix)")
+        #expect(!fix.contains("which current Apple clients do not offer"), "the suite is one they offer: \(fix)")
+        #expect(diagnostics.appSide.hasPrefix("no exception makes current Apple clients connect"), "\(diagnostics.appSide)")
+    }
+
     @Test("a DHE-only server: no exception helps; enable ECDHE")
     func dheOnly() throws {
         let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,

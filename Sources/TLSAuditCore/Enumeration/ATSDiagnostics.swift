@@ -123,8 +123,11 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     /// - `trustFailures`: the chain's failures of Apple's trust rules (SHA-2, RSA >= 2048, a trusted
     ///   chain with the name in a SAN, EKU, lifetime), from any handshake that got a chain.
     /// - `privateAnchors`: the chain was judged against the operator's own CA (`--ca-file`).
+    /// - `offerGroup`, `leafKey`: the key-exchange group of the permissive handshake and the leaf's
+    ///   key, which say why a server that accepts a suite Apple's clients offer still refused them.
     public init(target: String, address: String, configurations: [ATSConfigurationResult], serverOffer: ServerOffer?,
-                trustFailures: [Finding], privateAnchors: Bool, domain: String) {
+                trustFailures: [Finding], privateAnchors: Bool, domain: String, offerGroup: String? = nil,
+                leafKey: PublicKeyDescription? = nil) {
         self.target = target
         self.address = address
         self.configurations = configurations
@@ -135,7 +138,7 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         self.serverOffer = serverOffer
         trustProblems = trustFailures.map(\.message)
         let fixes = Self.serverFixes(defaultRow: defaultRow, offer: serverOffer, trustFailures: trustFailures,
-                                     privateAnchors: privateAnchors)
+                                     privateAnchors: privateAnchors, offerGroup: offerGroup, leafKey: leafKey)
         serverFixes = fixes
         let documentedOnly = !defaultRow.pass && row(ATSConfigurationName.documentedList)?.pass == true
 
@@ -184,10 +187,13 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         exception.keys.sorted().map { "\($0) = \(exception[$0]!)" }.joined(separator: ", ")
     }
 
+    /// The key-exchange groups current Apple clients offer, as OpenSSL names a negotiated one.
+    static let appleGroups: Set<String> = ["x25519", "X25519", "secp256r1", "prime256v1", "P-256", "secp384r1", "P-384", "secp521r1", "P-521"]
+
     /// What to change on the server: the handshake first (nothing else matters until current
     /// clients can connect), then the certificate.
     static func serverFixes(defaultRow: ATSConfigurationResult, offer: ServerOffer?, trustFailures: [Finding],
-                            privateAnchors: Bool) -> [String] {
+                            privateAnchors: Bool, offerGroup: String? = nil, leafKey: PublicKeyDescription? = nil) -> [String] {
         var fixes: [String] = []
         if defaultRow.failure == .handshake || defaultRow.failure == .forwardSecrecy {
             let suites = "ECDHE with AES-GCM or CHACHA20-POLY1305 (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), or TLS 1.3"
@@ -201,6 +207,16 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
                     fixes.append("enable \(suites): the server chose \(suite), static-RSA key exchange without forward secrecy")
                 } else if suite.hasSuffix("_CBC_SHA256") || suite.hasSuffix("_CBC_SHA384") {
                     fixes.append("enable \(suites): the server chose \(suite), a CBC-SHA256/SHA384 suite that current Apple clients no longer offer")
+                } else if offer.protocolVersion == .tls1_3 || ATSRequirements.runtimeTLS12Suites.contains(suite) {
+                    // Apple's clients offer this suite: what they could not agree on is the group or the signature.
+                    if let group = offerGroup, !Self.appleGroups.contains(group) {
+                        fixes.append("enable X25519 or P-256 for key exchange: the server chose \(suite), which current Apple clients offer, with the group \(group), which they do not (they offer X25519, P-256, P-384 and P-521)")
+                    } else {
+                        let key = leafKey.map { " (\($0.summary))" } ?? ""
+                        fixes.append("serve a certificate with an RSA key of 2048 bits or more or an ECDSA P-256 or P-384 key: the server accepts \(suite), which current Apple clients offer, "
+                            + "but its certificate's key\(key) can sign \(offer.protocolVersion.displayName) only with a signature algorithm they do not offer "
+                            + "(ECDSA P-256/P-384, RSA-PSS and PKCS #1 with SHA-2; none for P-521 in TLS 1.3, RSA-PSS keys or EdDSA)")
+                    }
                 } else {
                     fixes.append("enable TLS 1.2 or 1.3 with \(suites): the server chose \(offer.protocolVersion.displayName) with \(suite), which current Apple clients do not offer")
                 }

@@ -37,7 +37,9 @@ extension ATSDiagnostics {
             !(failure.id == .atsKeySize && isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
         }
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
-                                         trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain)
+                                         trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain,
+                                         offerGroup: probes.configurations.last?.handshake?.keyExchange.group,
+                                         leafKey: probes.configurations.last?.chain?.presented.first?.publicKey)
         diagnostics.trustStore = probes.trustStore
         // A chain completed from a caIssuers URL up to a trusted root: Apple's clients connect, most others do not.
         let conclusionBuilding = (probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first)?.building
