@@ -291,6 +291,14 @@ struct ATSConclusionTests {
         #expect(diagnostics.appSide.hasPrefix("no exception makes current Apple clients connect"), "\(diagnostics.appSide)")
     }
 
+    @Test("a server whose only key-exchange group is X448: the fix is the group")
+    func unofferedGroup() throws {
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf()), groups: "X448"))
+        #expect(status == 1)
+        #expect(diagnostics.serverFixes.first?.hasPrefix("enable X25519 or P-256 for key exchange") == true, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.serverFixes.first?.contains("x448") == true, "\(diagnostics.serverFixes)")
+    }
+
     @Test("a DHE-only server: no exception helps; enable ECDHE")
     func dheOnly() throws {
         let (status, diagnostics, text) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .rsa(bits: 2048))), maxVersion: .tls1_2,
