@@ -14,16 +14,30 @@ static atomic_int installed;
 // handler itself.
 static atomic_int caught_termination;
 static const int termination_signals[] = {SIGTERM, SIGINT, SIGHUP};
+// Set when the first termination left SIGHUP ignored (a closing session sends it more than once:
+// the shell passes it on, then the kernel sends it to the old foreground group); restored by
+// tlsaudit_signals_default_termination.
+static atomic_int hangup_ignored;
 
+/// SIGTERM and SIGINT get their default action back; SIGHUP is ignored from then on, so that only
+/// a second Ctrl-C or SIGTERM ends the process at once. Runs in the handler too (sigaction is
+/// async-signal-safe).
 static void default_termination(void) {
     int caught = atomic_exchange(&caught_termination, 0);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);
-    // sigaction is async-signal-safe: this runs in the handler too.
     for (unsigned i = 0; i < sizeof termination_signals / sizeof *termination_signals; i++) {
-        if (caught & (1 << i)) sigaction(termination_signals[i], &action, 0);
+        if (!(caught & (1 << i))) continue;
+        if (termination_signals[i] == SIGHUP) {
+            struct sigaction ignore = action;
+            ignore.sa_handler = SIG_IGN;
+            sigaction(SIGHUP, &ignore, 0);
+            atomic_store(&hangup_ignored, 1);
+        } else {
+            sigaction(termination_signals[i], &action, 0);
+        }
     }
 }
 
@@ -80,7 +94,16 @@ void tlsaudit_signals_install_termination(void) {
     }
 }
 
-void tlsaudit_signals_default_termination(void) { default_termination(); }
+void tlsaudit_signals_default_termination(void) {
+    default_termination();
+    if (atomic_exchange(&hangup_ignored, 0)) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = SIG_DFL;
+        sigemptyset(&action.sa_mask);
+        sigaction(SIGHUP, &action, 0);
+    }
+}
 
 int tlsaudit_signals_first_termination(void) { return atomic_load(&first_termination); }
 

@@ -17,8 +17,9 @@ public enum ServiceSignals {
 
     /// Catches SIGTERM, SIGINT and SIGHUP (a closed terminal), counting them as terminations, for a
     /// command that stops gracefully (`scan --database`); `terminationRequested` tells when one
-    /// came. The first one gives them all their default action back at once (in the handler), so a
-    /// second one ends the process. A signal the process was started ignoring (SIGINT under
+    /// came. The first one gives SIGTERM and SIGINT their default action back at once (in the
+    /// handler), so a second one ends the process; further SIGHUPs are ignored (a closing ssh
+    /// session sends more than one). A signal the process was started ignoring (SIGINT under
     /// `tlsaudit scan ... &` in a script, SIGHUP under `nohup`) stays ignored.
     public static func catchTermination() { tlsaudit_signals_install_termination() }
 

@@ -16,7 +16,8 @@ struct AppImportCommand: ParsableCommand {
             One group is written, tagged app:BUNDLE_ID; each target carries `app:` (the app's effective ATS \
             rules for its host, so a server the app's exception covers is compliant for that app and the \
             status says which exception it relies on) and, where NSPinnedDomains covers the host, `pins:`. \
-            --connect-to becomes each target's `addresses:`, --ca-file / --trust-store its `trust:`. \
+            --connect-to becomes each target's `addresses:`, --ca-file / --trust-store its `trust:`; the group \
+            has `aia_fetch: true` (a missing intermediate is fetched from the AIA, as on the device and in `app audit`). \
             Serve the file as it is (`tlsaudit serve --config FILE`) or paste the group into tlsaudit.yaml; \
             `tlsaudit status --tag app:BUNDLE_ID` then shows the app's servers.
             Exit status: 0 written, 64 usage error or unreadable app.

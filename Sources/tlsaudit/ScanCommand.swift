@@ -19,7 +19,7 @@ struct ScanCommand: ParsableCommand {
             Exit status: 0 every address is ATS compliant, 1 some address is not, 2 some address \
             or name could not be scanned (2 wins over 1), 64 usage error. Interrupted with --database \
             (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes), no further address is begun, the probes in flight finish, \
-            every target done is stored, and the command ends by that signal (130, 143, 129); a second interruption ends it at once. \
+            every target done is stored, and the command ends by that signal (130, 143, 129); a second Ctrl-C or SIGTERM ends it at once (further SIGHUPs are ignored). \
             With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an address or name could not be scanned or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
     )

@@ -54,7 +54,8 @@ final class ScanInterruption: @unchecked Sendable {
     /// shell running the command in a loop then stops too; the status is 128 + the signal).
     func endBySignal() -> Never {
         end()
-        // Its default action is back already: the handler restored it when the signal came.
+        // Its default action is back already (`end()` restored SIGHUP's, which stayed ignored while
+        // the scan finished).
         let signal = ServiceSignals.firstTermination ?? SIGINT
         // Commands run on a dispatch thread, which blocks asynchronous signals: unblocked here, the
         // signal raised is delivered before raise returns.

@@ -291,6 +291,15 @@ struct ATSConclusionTests {
         #expect(diagnostics.appSide.hasPrefix("no exception makes current Apple clients connect"), "\(diagnostics.appSide)")
     }
 
+    @Test("a server that signs only with SHA-224 (its key is fine): no advice to change the key")
+    func unofferedSignatureSetting() throws {
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf()), maxVersion: .tls1_2,
+                                                                      cipherList: "ECDHE-RSA-AES128-GCM-SHA256", signatureAlgorithms: "RSA+SHA224"))
+        #expect(status == 1)
+        let fix = try #require(diagnostics.serverFixes.first)
+        #expect(fix.hasPrefix("make the server complete a handshake with a current client") && fix.contains("signature algorithms"), "\(fix)")
+    }
+
     @Test("a server whose only key-exchange group is X448: the fix is the group")
     func unofferedGroup() throws {
         let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf()), groups: "X448"))

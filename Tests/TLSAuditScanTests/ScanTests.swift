@@ -447,6 +447,13 @@ struct ScanTests {
         let result = try output.report().single
         #expect(output.status == 0, "\(output.stdout) \(output.stderr)")
         #expect(result.handshake?.clientProfile == .atsRuntime && result.handshake?.clientCertificateRequested == true)
+        // app audit's exception probes (TLS 1.0 allowed: the permissive context with Apple's list set per connection) sign too.
+        let ats = try CLI.run(["ats", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--client-cert", certificateFile.path,
+                               "--client-key", keyFile.path, "\(TestPKI.hostname):\(server.port)"])
+        let diagnostics = try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(ats.stdout.utf8))
+        for name in ["default", "TLSv1.0", "arbitrary-loads"] {
+            #expect(diagnostics.configurations.first { $0.name == name }?.pass == true, "\(name): \(diagnostics.configurations)")
+        }
     }
 
     // MARK: IPv6 and several targets
@@ -706,6 +713,12 @@ struct ScanTests {
         let twice = try interrupt(with: [SIGHUP, SIGTERM])
         #expect(twice.process.terminationReason == .uncaughtSignal && twice.process.terminationStatus == SIGTERM, "\(twice.stderr)")
         #expect(twice.stderr.contains("tlsaudit: interrupted: no further address is begun"), "\(twice.stderr)")
+
+        // A closing ssh session sends SIGHUP twice (the shell, then the kernel): the second changes
+        // nothing, and the probes in flight still finish and are stored.
+        let hangups = try interrupt(with: [SIGHUP, SIGHUP])
+        #expect(hangups.process.terminationReason == .uncaughtSignal && hangups.process.terminationStatus == SIGHUP, "\(hangups.stderr)")
+        #expect(hangups.stderr.contains("the results of 8 of 18 targets are stored in "), "\(hangups.stderr)")
         #expect(twice.seconds < 3, "not waiting for the silent servers: \(twice.seconds) s")
     }
 

@@ -190,6 +190,13 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     /// The key-exchange groups current Apple clients offer, as OpenSSL names a negotiated one.
     static let appleGroups: Set<String> = ["x25519", "X25519", "secp256r1", "prime256v1", "P-256", "secp384r1", "P-384", "secp521r1", "P-521"]
 
+    /// The leaf key can sign a `version` handshake only with schemes Apple's clients do not offer:
+    /// EdDSA, RSA-PSS (id-RSASSA-PSS), and P-521 in TLS 1.3 (`ClientContext.appleSignatureAlgorithms`).
+    static func keySignsNothingAppleOffers(_ key: PublicKeyDescription, version: TLSVersion) -> Bool {
+        if key.type == "RSA-PSS" || key.type.uppercased().hasPrefix("ED") { return true }
+        return key.isEC && version == .tls1_3 && ["secp521r1", "P-521"].contains(key.curve ?? "")
+    }
+
     /// What to change on the server: the handshake first (nothing else matters until current
     /// clients can connect), then the certificate.
     static func serverFixes(defaultRow: ATSConfigurationResult, offer: ServerOffer?, trustFailures: [Finding],
@@ -211,11 +218,15 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
                     // Apple's clients offer this suite: what they could not agree on is the group or the signature.
                     if let group = offerGroup, !Self.appleGroups.contains(group) {
                         fixes.append("enable X25519 or P-256 for key exchange: the server chose \(suite), which current Apple clients offer, with the group \(group), which they do not (they offer X25519, P-256, P-384 and P-521)")
-                    } else {
-                        let key = leafKey.map { " (\($0.summary))" } ?? ""
+                    } else if let key = leafKey, Self.keySignsNothingAppleOffers(key, version: offer.protocolVersion) {
                         fixes.append("serve a certificate with an RSA key of 2048 bits or more or an ECDSA P-256 or P-384 key: the server accepts \(suite), which current Apple clients offer, "
-                            + "but its certificate's key\(key) can sign \(offer.protocolVersion.displayName) only with a signature algorithm they do not offer "
-                            + "(ECDSA P-256/P-384, RSA-PSS and PKCS #1 with SHA-2; none for P-521 in TLS 1.3, RSA-PSS keys or EdDSA)")
+                            + "but its certificate's key (\(key.summary)) can sign \(offer.protocolVersion.displayName) only with a signature algorithm they do not offer "
+                            + "(they offer ECDSA P-256/P-384, RSA-PSS and PKCS #1; none for P-521 in TLS 1.3, RSA-PSS keys or EdDSA)")
+                    } else {
+                        // Neither the suite, the group nor the key: the server's own signature-algorithm
+                        // setting, or a failure that was not a refusal.
+                        fixes.append("make the server complete a handshake with a current client (\(defaultRow.detail)): it accepts \(suite) from a permissive client, "
+                            + "so compare its signature algorithms and groups with what Apple's clients offer (docs/apple-rules.md section 5)")
                     }
                 } else {
                     fixes.append("enable TLS 1.2 or 1.3 with \(suites): the server chose \(offer.protocolVersion.displayName) with \(suite), which current Apple clients do not offer")

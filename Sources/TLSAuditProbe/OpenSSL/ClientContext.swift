@@ -30,7 +30,7 @@ final class ClientContext: @unchecked Sendable {
 
     /// The signature algorithms current Apple clients offer, in their order (the signature_algorithms
     /// extension of Safari 17 and URLSession on iOS 17 and macOS 14; OpenSSL names): ECDSA on P-256
-    /// and P-384, RSA-PSS with an rsaEncryption key, PKCS #1, and SHA-1 last for TLS 1.2 servers that
+    /// and P-384, RSA-PSS with an rsaEncryption key, PKCS #1, and SHA-1 (below the SHA-2 forms) for TLS 1.2 servers that
     /// sign with nothing else. None for P-521 in TLS 1.3 (ecdsa_secp521r1_sha512), for RSA-PSS keys
     /// (rsa_pss_pss_*) or for EdDSA: a server that can only sign with one of those cannot serve them.
     static let appleSignatureAlgorithms = [
@@ -77,14 +77,15 @@ final class ClientContext: @unchecked Sendable {
                 && SSL_CTX_set_ciphersuites(context, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") == 1
                 && tlsaudit_SSL_CTX_set1_groups_list(context, Self.appleGroups) == 1
                 && tlsaudit_SSL_CTX_set1_sigalgs_list(context, Self.appleSignatureAlgorithms) == 1
-                && tlsaudit_SSL_CTX_set1_client_sigalgs_list(context, Self.clientAuthenticationSignatureAlgorithms) == 1
         case .permissive:
             ok = tlsaudit_SSL_CTX_set_min_proto_version(context, TLS1_VERSION) == 1
                 && SSL_CTX_set_cipher_list(context, "ALL:COMPLEMENTOFALL:@SECLEVEL=0") == 1
                 && tlsaudit_SSL_CTX_set1_groups_list(context, "X25519:P-256:P-384:P-521:X448:ffdhe2048:ffdhe3072:ffdhe4096") == 1
         }
         // Every stored property is set: a throw from here on runs deinit, which frees the context.
-        guard ok else { throw OpenSSLFailure("cannot configure the \(profile.rawValue) client profile") }
+        // The client identity signs with any scheme, whatever signature_algorithms the hello sends
+        // (the Apple list here, or set per connection on the permissive context by app audit's probes).
+        guard ok, tlsaudit_SSL_CTX_set1_client_sigalgs_list(context, Self.clientAuthenticationSignatureAlgorithms) == 1 else { throw OpenSSLFailure("cannot configure the \(profile.rawValue) client profile") }
         // Ask for a stapled OCSP response and for SCTs (as Apple clients do); permissive CT
         // validation only collects them, it never fails a handshake.
         _ = SSL_CTX_enable_ct(context, Int32(SSL_CT_VALIDATION_PERMISSIVE))

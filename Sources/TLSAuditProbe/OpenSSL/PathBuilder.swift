@@ -18,15 +18,15 @@ enum PathBuilder {
         static let signatureChecks = 64
     }
 
-    /// A builder of `presented`'s path with only the given certificates (DER) as anchors, partial
-    /// chains allowed (a pinned leaf is its own anchor), judged at `time`: AFNetworking's certificate
-    /// mode (`ProbedAddress.buildWithPinnedAnchors`, `ATSConfigurationProbe.buildWithPinnedAnchors`).
     /// The certificates of `building`'s path that were fetched from caIssuers URLs (`aia_fetch`),
     /// as candidates for a second build (AFNetworking's certificate mode: the device fetches them too).
     static func fetchedIssuers(of building: PathBuildingResult) -> [X509Certificate] {
         building.path.filter { $0.source == .aiaFetched }.compactMap { try? X509Certificate(der: Array($0.certificate.der)) }
     }
 
+    /// A builder of `presented`'s path with only the given certificates (DER) as anchors, partial
+    /// chains allowed (a pinned leaf is its own anchor), judged at `time`: AFNetworking's certificate
+    /// mode (`ProbedAddress.buildWithPinnedAnchors`, `ATSConfigurationProbe.buildWithPinnedAnchors`).
     static func pinnedAnchorBuilder(presented: [X509Certificate], at time: Date) -> @Sendable ([Data]) -> PathBuildingResult? {
         { pinned in
             let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
