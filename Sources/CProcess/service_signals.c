@@ -10,8 +10,8 @@ static atomic_int terminations;
 static atomic_int first_termination; // the signal number of the first termination signal
 static atomic_int installed;
 // The termination signals tlsaudit_signals_install_termination caught (bit 0 SIGTERM, bit 1
-// SIGINT, bit 2 SIGHUP): the first of them gives them all their default action back, in the
-// handler itself.
+// SIGINT, bit 2 SIGHUP): the first of them changes their disposition in the handler itself
+// (default_termination).
 static atomic_int caught_termination;
 static const int termination_signals[] = {SIGTERM, SIGINT, SIGHUP};
 // Set when the first termination left SIGHUP ignored (a closing session sends it more than once:
@@ -19,29 +19,32 @@ static const int termination_signals[] = {SIGTERM, SIGINT, SIGHUP};
 // tlsaudit_signals_default_termination.
 static atomic_int hangup_ignored;
 
-/// SIGTERM and SIGINT get their default action back; SIGHUP is ignored from then on, so that only
-/// a second Ctrl-C or SIGTERM ends the process at once. Runs in the handler too (sigaction is
-/// async-signal-safe).
-static void default_termination(void) {
-    int caught = atomic_exchange(&caught_termination, 0);
+/// Sets `signal_number`'s disposition (SIG_DFL or SIG_IGN). sigaction is async-signal-safe:
+/// this runs in the handler too.
+static void set_disposition(int signal_number, void (*disposition)(int)) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_handler = SIG_DFL;
+    action.sa_handler = disposition;
     sigemptyset(&action.sa_mask);
+    sigaction(signal_number, &action, 0);
+}
+
+/// SIGTERM and SIGINT get their default action back; SIGHUP is ignored from then on, so that only
+/// a second Ctrl-C or SIGTERM ends the process at once. Runs in the handler too.
+static void default_termination(void) {
+    int caught = atomic_exchange(&caught_termination, 0);
     for (unsigned i = 0; i < sizeof termination_signals / sizeof *termination_signals; i++) {
         if (!(caught & (1 << i))) continue;
         if (termination_signals[i] == SIGHUP) {
-            struct sigaction ignore = action;
-            ignore.sa_handler = SIG_IGN;
-            sigaction(SIGHUP, &ignore, 0);
+            set_disposition(SIGHUP, SIG_IGN);
             atomic_store(&hangup_ignored, 1);
         } else {
-            sigaction(termination_signals[i], &action, 0);
+            set_disposition(termination_signals[i], SIG_DFL);
         }
     }
 }
 
-/// A termination: counted, the first one's number kept, the caught signals' default action back.
+/// A termination: counted, the first one's number kept, the caught signals' dispositions changed.
 static void record_termination(int signal_number) {
     int none = 0;
     atomic_compare_exchange_strong(&first_termination, &none, signal_number);
@@ -96,13 +99,7 @@ void tlsaudit_signals_install_termination(void) {
 
 void tlsaudit_signals_default_termination(void) {
     default_termination();
-    if (atomic_exchange(&hangup_ignored, 0)) {
-        struct sigaction action;
-        memset(&action, 0, sizeof action);
-        action.sa_handler = SIG_DFL;
-        sigemptyset(&action.sa_mask);
-        sigaction(SIGHUP, &action, 0);
-    }
+    if (atomic_exchange(&hangup_ignored, 0)) set_disposition(SIGHUP, SIG_DFL);
 }
 
 int tlsaudit_signals_first_termination(void) { return atomic_load(&first_termination); }

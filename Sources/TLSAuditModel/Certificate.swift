@@ -16,8 +16,12 @@ public struct PublicKeyDescription: Hashable, Codable, Sendable {
         self.curve = curve
     }
 
-    public var isRSA: Bool { type == "RSA" || type == "RSA-PSS" }
+    public var isRSA: Bool { type == "RSA" || isRSAPSS }
+    /// An RSASSA-PSS key (SPKI id-RSASSA-PSS), which signs with RSA-PSS only.
+    public var isRSAPSS: Bool { type == "RSA-PSS" }
     public var isEC: Bool { type == "EC" }
+    /// Ed25519 or Ed448.
+    public var isEdDSA: Bool { type.uppercased().hasPrefix("ED") }
 
     /// `RSA 2048`, `EC 256 (prime256v1)`.
     public var summary: String {

@@ -36,7 +36,7 @@ public enum CertificateRules {
     /// clients do not offer), and so do EdDSA keys (Ed25519, Ed448), for which they offer no scheme either.
     public static func keyProblem(_ certificate: CertificateSummary) -> String? {
         let key = certificate.publicKey
-        if key.type == "RSA-PSS" {
+        if key.isRSAPSS {
             return "an RSA-PSS key (id-RSASSA-PSS); Apple's clients take RSA keys encoded as rsaEncryption only, and offer no rsa_pss_pss signature scheme in TLS"
         }
         if key.isRSA {
@@ -49,7 +49,7 @@ public enum CertificateRules {
             }
             return acceptedCurves.contains(curve) ? nil : "an ECC key on \(curve); Apple's clients take P-256, P-384 and P-521 keys only"
         }
-        if key.type.uppercased().hasPrefix("ED") {
+        if key.isEdDSA {
             return "an \(key.type) key; Apple's clients offer no EdDSA signature in TLS, and ATS accepts RSA (2048+) and ECDSA (256+) keys only"
         }
         return "a \(key.type) key; ATS accepts RSA (2048+) and ECC (256+) keys only"

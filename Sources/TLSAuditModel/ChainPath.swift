@@ -78,6 +78,12 @@ public struct PathBuildingResult: Hashable, Codable, Sendable {
         self.issues = issues
     }
 
+    /// The certificates the server should have sent: intermediates of a trusted path that were
+    /// fetched from caIssuers URLs (a fetched root, or a path that reaches no anchor, is no fix).
+    public var fetchedIntermediatesToSend: [PathElement] {
+        anchored ? path.filter { $0.source == .aiaFetched && !$0.certificate.isSelfSigned } : []
+    }
+
     /// This result with every path certificate's `daysLeft` set for `date` (a built path is shared
     /// across scans and carries none).
     public func judged(at date: Date) -> PathBuildingResult {

@@ -187,13 +187,14 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         exception.keys.sorted().map { "\($0) = \(exception[$0]!)" }.joined(separator: ", ")
     }
 
-    /// The key-exchange groups current Apple clients offer, as OpenSSL names a negotiated one.
-    static let appleGroups: Set<String> = ["x25519", "X25519", "secp256r1", "prime256v1", "P-256", "secp384r1", "P-384", "secp521r1", "P-521"]
+    /// The key-exchange groups current Apple clients offer, as OpenSSL names a negotiated one: X25519
+    /// and the curves of the keys they take.
+    static let appleGroups = CertificateRules.acceptedCurves.union(["x25519", "X25519"])
 
     /// The leaf key can sign a `version` handshake only with schemes Apple's clients do not offer:
     /// EdDSA, RSA-PSS (id-RSASSA-PSS), and P-521 in TLS 1.3 (`ClientContext.appleSignatureAlgorithms`).
     static func keySignsNothingAppleOffers(_ key: PublicKeyDescription, version: TLSVersion) -> Bool {
-        if key.type == "RSA-PSS" || key.type.uppercased().hasPrefix("ED") { return true }
+        if key.isRSAPSS || key.isEdDSA { return true }
         return key.isEC && version == .tls1_3 && ["secp521r1", "P-521"].contains(key.curve ?? "")
     }
 

@@ -27,25 +27,25 @@ extension ATSDiagnostics {
                                                   detail: detail, failure: failure, diagnostic: configuration.diagnostic,
                                                   ownTrustEvaluation: !configuration.judgesTrust && !configuration.diagnostic))
         }
-        let offer = probes.configurations.last?.handshake.map {
+        // What the server offers a permissive client (the last probe): its suite, group and leaf key.
+        let permissive = probes.configurations.last
+        let offer = permissive?.handshake.map {
             ServerOffer(protocolVersion: $0.protocolVersion, cipher: $0.cipher, forwardSecrecy: $0.keyExchange.forwardSecrecy)
         }
         // The conclusion speaks of the chain a current client gets (the default row's), else the first one seen.
-        let conclusionChain = judged(probes.configurations.first?.chain) ?? probes.configurations.lazy.compactMap { judged($0.chain) }.first
+        let conclusionSource = probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first
+        let conclusionChain = judged(conclusionSource)
         let trustFailures = (conclusionChain?.findings ?? []).filter { failure in
             // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
             !(failure.id == .atsKeySize && isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
         }
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
                                          trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain,
-                                         offerGroup: probes.configurations.last?.handshake?.keyExchange.group,
-                                         leafKey: probes.configurations.last?.chain?.presented.first?.publicKey)
+                                         offerGroup: permissive?.handshake?.keyExchange.group,
+                                         leafKey: permissive?.chain?.presented.first?.publicKey)
         diagnostics.trustStore = probes.trustStore
         // A chain completed from a caIssuers URL up to a trusted root: Apple's clients connect, most others do not.
-        let conclusionBuilding = (probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first)?.building
-        let fetched = conclusionBuilding.map { building in
-            building.anchored ? building.path.filter { $0.source == .aiaFetched && !$0.certificate.isSelfSigned }.map(\.certificate.displayName) : []
-        } ?? []
+        let fetched = (conclusionSource?.building.fetchedIntermediatesToSend ?? []).map(\.certificate.displayName)
         if !fetched.isEmpty {
             diagnostics.serverFixes.append(ATSDiagnostics.sendIntermediateFix + " (\(fetched.joined(separator: ", "))): an Apple client "
                 + "fetches it from the caIssuers URL in the AIA and connects, but Android, Firefox and Java clients refuse the chain (chain.aia-fetched)")

@@ -250,9 +250,9 @@ public enum TrustEvaluator {
             findings.append(Finding(.chainExtraCertificates, .info,
                 "The server sends certificates that are not part of the path: \(names)."))
         }
+        let toSend = building.fetchedIntermediatesToSend
         for (depth, element) in building.path.enumerated() where element.source == .aiaFetched {
-            // Advice to send it only when it is an intermediate of a trusted path (a fetched root is no fix).
-            let advice = building.anchored && !element.certificate.isSelfSigned ? "; send it with the leaf" : ""
+            let advice = toSend.contains(element) ? "; send it with the leaf" : ""
             findings.append(Finding(.chainAIAFetched, .warning, depth: depth,
                 "\(element.certificate.displayName) was not sent and was fetched from the caIssuers URL of the certificate below it: Apple's clients do the same, but Android, Firefox, curl and most other clients refuse the chain\(advice)."))
         }

@@ -148,14 +148,16 @@ public final class Enumerator: Sendable {
         let suites13 = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
         func make(_ name: String, _ exception: [String: String], min: TLSVersion, nonFS: Bool = false,
                   ciphers: String? = nil, ownTrust: Bool = false, diagnostic: Bool = false) -> Configuration {
-            Configuration(name: name, exception: exception,
-                          override: ClientHelloOverride(minVersion: min, maxVersion: .tls1_3, cipherList: ciphers ?? (nonFS ? currentNonFS : current),
-                                                        tls13Suites: suites13,
-                                                        // The permissive context (TLS 1.0/1.1 allowed) offers more: an Apple client does not.
-                                                        groups: min < .tls1_2 ? ClientContext.appleGroups : nil,
-                                                        signatureAlgorithms: min < .tls1_2 ? ClientContext.appleSignatureAlgorithms : nil),
-                          profile: min < .tls1_2 ? .permissive : .atsRuntime, forwardSecrecy: !nonFS,
-                          judgesTrust: !ownTrust, diagnostic: diagnostic)
+            // Below TLS 1.2 the permissive context sends the hello; it offers more groups and
+            // signature algorithms than an Apple client, so Apple's are set on each connection.
+            let legacy = min < .tls1_2
+            return Configuration(name: name, exception: exception,
+                                 override: ClientHelloOverride(minVersion: min, maxVersion: .tls1_3,
+                                                               cipherList: ciphers ?? (nonFS ? currentNonFS : current), tls13Suites: suites13,
+                                                               groups: legacy ? ClientContext.appleGroups : nil,
+                                                               signatureAlgorithms: legacy ? ClientContext.appleSignatureAlgorithms : nil),
+                                 profile: legacy ? .permissive : .atsRuntime, forwardSecrecy: !nonFS,
+                                 judgesTrust: !ownTrust, diagnostic: diagnostic)
         }
         let noFS = ["NSExceptionRequiresForwardSecrecy": "NO"]
         let insecure = ["NSExceptionAllowsInsecureHTTPLoads": "YES"]
