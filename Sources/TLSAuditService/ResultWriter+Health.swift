@@ -66,6 +66,7 @@ extension ResultWriter {
         switch SpillFiles.writeToFirst(of: (damagedSpill.map { [$0] } ?? []) + spill.newFiles(), { try SpillFiles.appendDurably(try SpillFiles.encodeLines(pending), to: $0) }) {
         case .success(let path):
             damagedSpill = path
+            if !damagedSpills.contains(path) { damagedSpills.append(path) }
             spilledWhileDamaged += pending.count
             logger.error("not stored (the database is damaged); kept in \(path)", metadata: ["results": "\(pending.count)"])
             pending.removeAll()

@@ -48,6 +48,9 @@ public final class ResultWriter: @unchecked Sendable {
     var damaged: StoreError?
     var damagedSpill: String?
     var spilledWhileDamaged = 0
+    /// Every file this run's results went to while the database was damaged, in order: more than
+    /// one when a file stopped taking them (full) or a reload moved the spill directory.
+    var damagedSpills: [String] = []
     /// Set while the start's integrity check runs: nothing is committed until it passed.
     var awaitingCheck = false
     /// Spill files asked to be replayed while the integrity check ran: replayed once it ended,
@@ -255,7 +258,7 @@ public final class ResultWriter: @unchecked Sendable {
     public func apply(spill: SpillLocations) {
         queue.async {
             self.spill = spill
-            if let file = self.damagedSpill, !spill.waiting().contains(file) { self.damagedSpill = nil }
+            if let file = self.damagedSpill, !spill.holds(file) { self.damagedSpill = nil }
         }
     }
 
@@ -263,13 +266,15 @@ public final class ResultWriter: @unchecked Sendable {
 
     /// What `finish` did with the results still unstored at shutdown.
     public struct Finish: Sendable {
-        /// Results that could not be stored (now in `file` when it is set).
+        /// Results that could not be stored (now in `files`, less `lost`).
         public var unstored: Int
         /// Of those, the results no file could take: lost when the process exits.
         public var lost = 0
         /// Results dropped earlier because the in-memory queue was full.
         public var dropped: Int
-        public var file: String?
+        /// The files holding them: those written while the database was damaged, then the one
+        /// written at the stop.
+        public var files: [String] = []
         /// Why the file could not be written (the results are lost).
         public var error: String?
         /// With `.stop`: the failure that stopped storing (the results from then on were not stored).
@@ -294,20 +299,20 @@ public final class ResultWriter: @unchecked Sendable {
             // A command's writer closes the database (SQLite folds its write-ahead log into the file);
             // the service's stays open: sinks still read it until the process ends.
             defer { if failureHandling == .stop { store = nil } }
-            var outcome = Finish(unstored: pending.count + spilledWhileDamaged, dropped: dropped, file: damagedSpill, error: nil,
+            var outcome = Finish(unstored: pending.count + spilledWhileDamaged, dropped: dropped, files: damagedSpills, error: nil,
                                  stoppedBy: stoppedBy.map { "\($0)" }, damaged: damaged.map { "\($0)" })
             guard failureHandling == .retry else { return outcome }
             var waited = false
             var spilled = 0
             if let keptFirst, !pending.isEmpty {
-                outcome.file = keptFirst
+                outcome.files.append(keptFirst)
                 spilled = pending.count
                 pending.removeAll()
             }
             while !pending.isEmpty {
                 switch spillPending(to: spill) {
                 case .success(let path):
-                    outcome.file = path
+                    outcome.files.append(path)
                     outcome.error = nil
                     spilled = pending.count
                     pending.removeAll()

@@ -312,15 +312,22 @@ public final class ScanService: Service, @unchecked Sendable {
             logger.critical("scan results were dropped while the store was failing (the in-memory queue was full)",
                             metadata: ["dropped": "\(finish.dropped)"])
         }
-        if let file = finish.file {
+        let locations = configuration.spillLocations
+        let kept = finish.files.filter(locations.holds)
+        if !kept.isEmpty {
             logger.error("stopped with scan results that could not be stored; they are kept for the next start",
-                         metadata: ["unstored": "\(finish.unstored)", "file": "\(file)"])
+                         metadata: ["unstored": "\(finish.unstored)", "file": "\(kept.joined(separator: ", "))"])
+        }
+        for file in finish.files where !locations.holds(file) {
+            // Written before a reload moved spill_directory: the next start looks only in the new one.
+            logger.critical("scan results that could not be stored are kept in \(file), where the next start does not look: move the file into the spill directory")
         }
         if finish.lost > 0 {
             logger.critical("stopped with scan results that could not be stored, and they cannot be kept: \(finish.error ?? "no location")",
                             metadata: ["unstored": "\(finish.unstored)", "lost": "\(finish.lost)"])
         }
-        let waiting = configuration.spillLocations.waiting().filter { $0 != finish.file }
+        let ours = Set(finish.files.map(SpillLocations.absolute))
+        let waiting = locations.waiting().filter { !ours.contains(SpillLocations.absolute($0)) }
         if !waiting.isEmpty {
             logger.error("results kept from an earlier run are still not stored", metadata: ["files": "\(waiting.count)"])
         }

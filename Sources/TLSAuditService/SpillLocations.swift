@@ -51,6 +51,16 @@ public struct SpillLocations: Sendable, Equatable {
         return files.sorted { (Self.stamp(of: $0), $0) < (Self.stamp(of: $1), $1) }
     }
 
+    /// Whether `file` is one of `waiting()`'s (compared as absolute paths: a database named by a
+    /// relative path writes its spill files by a relative one).
+    public func holds(_ file: String) -> Bool {
+        let path = Self.absolute(file)
+        return waiting().contains { Self.absolute($0) == path }
+    }
+
+    /// `path` as an absolute, standardized path (how spill files are compared).
+    public static func absolute(_ path: String) -> String { URL(fileURLWithPath: path).standardizedFileURL.path }
+
     private static func files(in directory: String, prefix: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".jsonl") }.sorted()

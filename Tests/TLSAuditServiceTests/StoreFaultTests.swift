@@ -282,6 +282,10 @@ extension DurabilityTests {
         #expect(spills.count == 1)
         let kept = try String(contentsOfFile: try #require(spills.first), encoding: .utf8).split(separator: "\n").count
         #expect(kept >= 3)
+        // The stop names the file as this run's, not as one an earlier run left.
+        let keptLines = service.lines(containing: "kept for the next start")
+        #expect(keptLines.count == 1 && keptLines.first?.contains((spills[0] as NSString).lastPathComponent) == true, "\(keptLines)")
+        #expect(service.lines(containing: "kept from an earlier run are still not stored").isEmpty)
 
         // Repaired (here: the damaged file moved away, a new one made): the next start stores what was kept.
         for suffix in ["", "-wal", "-shm"] { rename(database + suffix, database + ".damaged" + suffix) }
