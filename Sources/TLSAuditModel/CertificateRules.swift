@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Apple's rules that need one certificate of a path and nothing else: one definition, read by the
 /// judge (`ATSRequirements.evaluateChain`, `TrustEvaluator` in TLSAuditCore) and by the choice among
 /// candidate paths (`PathCandidates.judged(at:)`), so that the path chosen is the one the judge passes.
@@ -55,11 +57,57 @@ public enum CertificateRules {
         return "a \(key.type) key; ATS accepts RSA (2048+) and ECC (256+) keys only"
     }
 
-    /// The certificate restricts extendedKeyUsage to purposes without serverAuth (nor anyExtendedKeyUsage).
-    public static func excludesServerAuth(_ certificate: CertificateSummary) -> Bool {
-        guard let usages = certificate.extendedKeyUsage else { return false }
+    /// trustd's extendedKeyUsage check of every TLS server leaf (Security's `set_ssl_ekus`): no
+    /// extendedKeyUsage at all, or one holding serverAuth, anyExtendedKeyUsage or a Server Gated
+    /// Crypto usage (Microsoft's or Netscape's).
+    public static func leafUsageAllowsServer(_ leaf: CertificateSummary) -> Bool {
+        guard let usages = leaf.extendedKeyUsage else { return true }
+        return usages.contains { ["serverAuth", "anyExtendedKeyUsage", "msSGC", "nsSGC"].contains($0) }
+    }
+
+    /// trustd's stricter check (`SecPolicyCheckServerAuthEKU`): the leaf's extendedKeyUsage holds
+    /// serverAuth itself (anyExtendedKeyUsage or no extendedKeyUsage is not enough). Enforced on
+    /// every chain to Apple's root store, and on chains to an app's own anchors
+    /// (`SecTrustSetAnchorCertificates`) for leaves issued after 2019-07-01; a root installed by a
+    /// configuration profile is exempt.
+    public static func hasServerAuth(_ certificate: CertificateSummary) -> Bool {
+        certificate.extendedKeyUsage?.contains("serverAuth") == true
+    }
+
+    /// Under Apple's root store, an intermediate with a non-empty extendedKeyUsage must hold
+    /// serverAuth or anyExtendedKeyUsage (`SecPolicyCheckServerAuthEKU`); under an operator's own
+    /// anchors trustd does not enforce it (it only counts it).
+    public static func intermediateUsageExcludesServer(_ certificate: CertificateSummary) -> Bool {
+        guard let usages = certificate.extendedKeyUsage, !usages.isEmpty else { return false }
         return !usages.contains("serverAuth") && !usages.contains("anyExtendedKeyUsage")
     }
+
+    /// The longest validity (notAfter - notBefore, in seconds) Apple accepts for a TLS server leaf
+    /// issued at `notBefore` (trustd's `SecPolicyCheckValidityPeriodMaximums`), or nil when none
+    /// applies. Under Apple's root store: 60 months before 2016-07-01, 39 months before 2018-03-01,
+    /// 825 days before 2020-09-01 (each with an hour's slip), then 398 days (no slip). Under an
+    /// operator's own anchors: 825 days and an hour for leaves issued after 2019-07-01.
+    public static func maximumValidity(notBefore: Date, publicTrust: Bool) -> (seconds: TimeInterval, rule: String)? {
+        let day: TimeInterval = 86_400
+        let hour: TimeInterval = 3_600
+        guard publicTrust else {
+            return notBefore > july2019 ? (825 * day + hour, "825 days (and an hour) for certificates issued after 2019-07-01") : nil
+        }
+        if notBefore < Date(timeIntervalSince1970: 1_467_331_200) { // 2016-07-01
+            return (Double(365 * 5 + 2) * day + hour, "60 months for publicly trusted certificates issued before 2016-07-01")
+        }
+        if notBefore < Date(timeIntervalSince1970: 1_519_862_400) { // 2018-03-01
+            return (Double(365 * 3 + 2 * 31 + 30 + 1) * day + hour, "39 months for publicly trusted certificates issued before 2018-03-01")
+        }
+        if notBefore < Date(timeIntervalSince1970: 1_598_918_400) { // 2020-09-01
+            return (825 * day + hour, "825 days (and an hour) for publicly trusted certificates issued before 2020-09-01")
+        }
+        return (398 * day, "398 days for publicly trusted certificates issued since 2020-09-01")
+    }
+
+    /// 2019-07-01T00:00:00Z: Apple's rules for certificates under an operator's own anchors apply
+    /// to leaves issued after it.
+    public static let july2019 = Date(timeIntervalSince1970: 1_561_939_200)
 
     /// Apple's non-empty-subject check (trustd's `SecPolicyCheckCertNonEmptySubject`, part of the SSL
     /// policy), on every certificate of the path: a CA with an empty subject fails; any other
@@ -95,7 +143,9 @@ public enum CertificateRules {
         let judged = signatureJudged(path: path, anchored: anchored)
         var count = judged.count { hasWeakSignature(path[$0]) }
         count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
-        count += extendedKeyUsageJudged(path: path, anchored: anchored).count { excludesServerAuth(path[$0]) }
+        count += extendedKeyUsageJudged(path: path, anchored: anchored).count {
+            $0 == 0 ? !leafUsageAllowsServer(path[0]) : intermediateUsageExcludesServer(path[$0])
+        }
         count += path.count { emptySubjectProblem($0) != nil }
         return count
     }

@@ -21,12 +21,12 @@ struct TrustEvaluatorTests {
     }
 
     /// The trust.* findings (the helper presents the root too, which chain.root-sent notes).
-    static func evaluate(_ path: [CertificateSummary], at time: Date = now) -> [Finding] {
+    static func evaluate(_ path: [CertificateSummary], at time: Date = now, publicTrust: Bool = false) -> [Finding] {
         let building = PathBuildingResult(path: path.enumerated().map {
             PathElement(certificate: $0.element, source: .presented, presentedIndex: $0.offset)
         }, anchored: true, issues: [])
         return TrustEvaluator.evaluate(presented: path, building: building,
-                                       context: TrustContext(hostname: "host.test", time: time))
+                                       context: TrustContext(hostname: "host.test", time: time, publicTrust: publicTrust))
             .filter { $0.id.rawValue.hasPrefix("trust.") }
     }
 
@@ -72,12 +72,12 @@ struct TrustEvaluatorTests {
         #expect(!Self.evaluate(selfIssuedBelow).contains { $0.id == .trustPathLengthExceeded })
     }
 
-    @Test("Apple's leaf rules since 2019-07-01: serverAuth EKU present, 825 days, 398 when publicly trusted")
-    func appleLeafRules() {
-        func leaf(days: Double, eku: [String]? = ["serverAuth"]) -> CertificateSummary {
+    @Test("Apple's validity limits: 825 days and an hour under own anchors, 398 days (no slip) under Apple's root store")
+    func appleValidityLimits() {
+        func leaf(seconds: Double, eku: [String]? = ["serverAuth"]) -> CertificateSummary {
             var certificate = Self.certificate("leaf", issuer: "leaf", ca: nil, eku: eku)
             certificate.notBefore = Self.now.addingTimeInterval(-86_400)
-            certificate.notAfter = certificate.notBefore.addingTimeInterval(days * 86_400)
+            certificate.notAfter = certificate.notBefore.addingTimeInterval(seconds)
             return certificate
         }
         func ids(_ certificate: CertificateSummary, publicTrust: Bool) -> [FindingID] {
@@ -86,21 +86,63 @@ struct TrustEvaluatorTests {
             return TrustEvaluator.evaluate(presented: [certificate], building: building,
                                            context: TrustContext(hostname: "host.test", time: Self.now, publicTrust: publicTrust)).map(\.id)
         }
-        #expect(ids(leaf(days: 825), publicTrust: false).isEmpty)
-        #expect(ids(leaf(days: 826), publicTrust: false) == [.trustLifetime])
-        #expect(ids(leaf(days: 398), publicTrust: true).isEmpty)
-        #expect(ids(leaf(days: 399), publicTrust: true) == [.trustLifetime])
-        #expect(ids(leaf(days: 399), publicTrust: false).isEmpty, "398 days is for publicly trusted certificates only")
-        #expect(ids(leaf(days: 90, eku: nil), publicTrust: false) == [.trustEKU])
+        let day = 86_400.0
+        #expect(ids(leaf(seconds: 825 * day), publicTrust: false).isEmpty)
+        #expect(ids(leaf(seconds: 825 * day + 1_800), publicTrust: false).isEmpty, "trustd allows an hour past 825 days")
+        #expect(ids(leaf(seconds: 825 * day + 3_601), publicTrust: false) == [.trustLifetime])
+        #expect(ids(leaf(seconds: 398 * day), publicTrust: true).isEmpty)
+        #expect(ids(leaf(seconds: 398 * day + 1), publicTrust: true) == [.trustLifetime], "no slip for 398 days")
+        #expect(ids(leaf(seconds: 399 * day), publicTrust: false).isEmpty, "398 days is for publicly trusted certificates only")
     }
 
-    @Test("EKU: serverAuth or anyExtendedKeyUsage pass; clientAuth only or empty fail", arguments: [
-        (["serverAuth"], true), (["anyExtendedKeyUsage"], true), (["clientAuth"], false), ([], false),
+    @Test("the lifetime message gives the period to the minute")
+    func lifetimeMessage() {
+        var certificate = Self.certificate("leaf", issuer: "leaf", ca: nil)
+        certificate.notBefore = Self.now.addingTimeInterval(-86_400)
+        certificate.notAfter = certificate.notBefore.addingTimeInterval(900 * 86_400 + 5_400)
+        let building = PathBuildingResult(path: [PathElement(certificate: certificate, source: .presented, presentedIndex: 0)],
+                                          anchored: true, issues: [])
+        let message = TrustEvaluator.evaluate(presented: [certificate], building: building,
+                                              context: TrustContext(hostname: "host.test", time: Self.now)).first { $0.id == .trustLifetime }?.message
+        #expect(message?.contains("valid for 900 days 1 h 30 min") == true, "\(message ?? "none")")
+        #expect(message?.contains("configuration profile") == true, "a leaf that is its own anchor: a profile-installed one is exempt")
+    }
+
+    @Test("serverAuth by anchor kind: Apple's store wants serverAuth itself; own anchors want it after 2019-07-01; clientAuth only fails everywhere", arguments: [
+        // (leaf EKU, passes under own anchors, passes under Apple's root store)
+        (["serverAuth"] as [String]?, true, true), (["anyExtendedKeyUsage"], false, false), (nil, false, false),
+        (["clientAuth"], false, false), ([], false, false), (["msSGC"], false, false), (["serverAuth", "clientAuth"], true, true),
     ])
-    func extendedKeyUsage(usages: [String], passes: Bool) {
+    func leafServerAuth(usages: [String]?, passesOwn: Bool, passesApple: Bool) {
         let path = [Self.certificate("leaf", issuer: "root", ca: false, eku: usages),
                     Self.certificate("root", issuer: "root", ca: true)]
-        #expect(Self.evaluate(path).contains { $0.id == .trustEKU } == !passes)
+        #expect(Self.evaluate(path).contains { $0.id == .trustEKU } == !passesOwn)
+        #expect(Self.evaluate(path, publicTrust: true).contains { $0.id == .trustEKU } == !passesApple)
+    }
+
+    @Test("a leaf issued before 2019-07-01 under own anchors needs no serverAuth, but a restricting EKU must allow a server")
+    func leafBeforeJuly2019() {
+        func leaf(_ usages: [String]?) -> [CertificateSummary] {
+            var certificate = Self.certificate("leaf", issuer: "root", ca: false, eku: usages)
+            certificate.notBefore = Date(timeIntervalSince1970: 1_561_939_200) // exactly 2019-07-01T00:00Z: not after it
+            return [certificate, Self.certificate("root", issuer: "root", ca: true)]
+        }
+        #expect(!Self.evaluate(leaf(nil), at: Date(timeIntervalSince1970: 1_561_939_300)).contains { $0.id == .trustEKU })
+        #expect(!Self.evaluate(leaf(["anyExtendedKeyUsage"]), at: Date(timeIntervalSince1970: 1_561_939_300)).contains { $0.id == .trustEKU })
+        #expect(Self.evaluate(leaf(["clientAuth"]), at: Date(timeIntervalSince1970: 1_561_939_300)).contains { $0.id == .trustEKU })
+    }
+
+    @Test("an intermediate restricted to clientAuth: refused under Apple's root store, not under own anchors (trustd only counts it)")
+    func intermediateUsage() {
+        let path = [Self.certificate("leaf", issuer: "int", ca: false),
+                    Self.certificate("int", issuer: "root", ca: true, eku: ["clientAuth"]),
+                    Self.certificate("root", issuer: "root", ca: true)]
+        #expect(Self.evaluate(path, publicTrust: true).contains { $0.id == .trustEKU && $0.depth == 1 && $0.severity == .error })
+        let own = Self.evaluate(path).filter { $0.id == .trustEKU }
+        #expect(own.map(\.severity) == [.warning], "other clients refuse it: said, without failing the chain")
+        let empty = [path[0], Self.certificate("int", issuer: "root", ca: true, eku: []), path[2]]
+        #expect(!Self.evaluate(empty, publicTrust: true).contains { $0.id == .trustEKU }, "an empty list restricts nothing trustd reads")
+        #expect(!Self.evaluate(empty).contains { $0.id == .trustEKU })
     }
 }
 

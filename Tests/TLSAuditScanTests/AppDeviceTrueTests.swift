@@ -133,7 +133,7 @@ extension AppAuditTests {
                 "\(badPassword.stderr)")
     }
 
-    @Test("anchors said plainly: a chain judged against --ca-file says it holds only on devices that trust that root; a SHA-1 self-signed anchor is not judged on its own signature")
+    @Test("anchors said plainly: a chain judged against --ca-file says it is judged as an app's own anchors, and what a profile-installed root changes; a SHA-1 self-signed anchor is not judged on its own signature")
     func anchorsSaidPlainly() throws {
         let root = try LabCertificateAuthority.selfSigned(.authority("sha1 private root", key: .rsa(bits: 2048), digest: .sha1))
         let leaf = try root.issue(.server(Self.deviceNames, key: .rsa(bits: 2048)))
@@ -146,7 +146,8 @@ extension AppAuditTests {
                                 "--timeout", "3", "--format", "json"])
         let report = try JSONDecoder.tlsaudit.decode(AppAuditReport.self, from: Data(json.stdout.utf8))
         #expect(json.status == 0 && report.hosts.first?.connects == true, "the anchor's own SHA-1 signature is not judged: \(json.stdout)")
-        #expect(report.anchors?.contains("hold only on devices that trust that root") == true, "\(String(describing: report.anchors))")
+        #expect(report.anchors?.contains("as an app's own anchors (SecTrustSetAnchorCertificates)") == true, "\(String(describing: report.anchors))")
+        #expect(report.anchors?.contains("configuration profile") == true, "\(String(describing: report.anchors))")
         let ats = try CLI.run(["ats", target, "--connect-to", "127.0.0.1", "--ca-file", anchors, "--timeout", "3"])
         #expect(ats.status == 0 && ats.stdout.contains("anchors: chains were judged against the anchors of --ca-file"), "\(ats.stdout)")
     }
@@ -162,6 +163,20 @@ extension AppAuditTests {
                 "\(ats.stdout)")
         let run = try audit(try plist(""), hosts: ["device.app.test:\(server.port)"])
         #expect(run.report.hosts.first?.oldestConnectingIos == nil, "\(run.report.hosts)")
+    }
+
+    @Test("an RSA-1024 issuing CA under a good leaf: iOS before 13 connects (issuing CAs are judged from iOS 13, HT210176), not every iOS with ATS")
+    func rsa1024IntermediateOldestIOS() throws {
+        let weak = try pki.root.issue(.authority("device weak intermediate", key: .rsa(bits: 1024)))
+        let leaf = try weak.issue(.server(Self.deviceNames, key: .rsa(bits: 2048)))
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, weak]))
+        defer { server.stop() }
+        let ats = try CLI.run(["ats", "device.app.test:\(server.port)", "--connect-to", "127.0.0.1", "--ca-file", pki.rootFile, "--timeout", "3"])
+        #expect(ats.status == 1, "current clients refuse the 1024-bit CA: \(ats.stdout)")
+        #expect(!ats.stdout.contains("which every iOS with ATS applies"), "\(ats.stdout)")
+        let line = ats.stdout.split(separator: "\n").first { $0.hasPrefix("oldest iOS that connects: ") }.map(String.init) ?? ""
+        let version = line.firstMatch(of: /iOS (\d+)/).flatMap { Int($0.1) }
+        #expect(version.map { $0 >= 9 && $0 < 13 } == true, "an iOS from 9 to 12 connects: \(line)")
     }
 
     @Test("http:// hosts are plain HTTP loads: allowed by NSAllowsArbitraryLoads, -1022 without; ats takes an http:// URL the same way")

@@ -69,7 +69,7 @@ struct PathBuildingTests {
         #expect(scanned.ats.compliant, "\(scanned.findings)")
     }
 
-    @Test("a cross-sign that fails a policy rule (EKU without serverAuth, SHA-1) sent before a good one: the good path counts, as trustd keeps looking",
+    @Test("a cross-sign that fails a policy rule (EKU without serverAuth, SHA-1) sent before a good one: the good path counts, as trustd keeps looking; alone, its EKU is only warned of under own anchors",
           arguments: ["eku", "sha1", "both"])
     func policyFailingCrossSignFirst(rule: String) throws {
         let pki = try crossSigned()
@@ -86,11 +86,15 @@ struct PathBuildingTests {
         #expect(scanned.chain?.path.map(\.presentedIndex) == [0, 1, 3, nil])
         #expect(scanned.ats.compliant, "\(scanned.findings)")
 
-        // Only the bad cross-sign: every path fails, and the failure of the one built is reported.
+        // Only the bad cross-sign: a SHA-1 one fails every path, and that failure is reported. An
+        // intermediate's EKU is not enforced under an operator's own anchors (trustd counts it only
+        // under its root store): the chain holds, with the warning that other clients refuse it.
         let alone = try CLI.verify([leaf, pki.intermediate, badCrossSign], roots: roots).report
-        #expect(!alone.valid)
+        #expect(alone.valid == (rule == "eku"), "\(alone.findings)")
         let failures = Set(alone.findings.filter { $0.severity == .error }.map(\.id.rawValue))
-        #expect(failures.contains("trust.eku") == (rule != "sha1"), "\(failures)")
+        let warnings = Set(alone.findings.filter { $0.severity == .warning }.map(\.id.rawValue))
+        #expect(!failures.contains("trust.eku"), "\(failures)")
+        #expect(warnings.contains("trust.eku") == (rule != "sha1"), "\(warnings)")
         #expect(failures.contains("ats.signature-hash") == (rule != "eku"), "\(failures)")
     }
 

@@ -159,10 +159,16 @@ struct VerifyTests {
         #expect(try verify([fine, pki.intermediate], host: "shop.example.co.uk").0 == 0)
     }
 
-    @Test("serverAuth EKU: anyExtendedKeyUsage passes, an empty EKU fails")
+    @Test("serverAuth EKU under own anchors: anyExtendedKeyUsage alone fails (serverAuth itself, as trustd wants it), an empty EKU fails")
     func extendedKeyUsage() throws {
         let any = try pki.leaf { $0.extendedKeyUsage = "anyExtendedKeyUsage" }
-        #expect(try verify([any, pki.intermediate]).0 == 0)
+        let (anyStatus, anyReport) = try verify([any, pki.intermediate])
+        #expect(anyStatus == 1)
+        #expect(errors(anyReport) == ["trust.eku", "ats.trust"])
+        let message = anyReport.findings.first { $0.id == .trustEKU }?.message ?? ""
+        #expect(message.contains("SecTrustSetAnchorCertificates") && message.contains("configuration profile"), "\(message)")
+        let both = try pki.leaf { $0.extendedKeyUsage = "serverAuth,anyExtendedKeyUsage" }
+        #expect(try verify([both, pki.intermediate]).0 == 0)
         let empty = try pki.leaf { request in
             request.extendedKeyUsage = nil
             request.extraExtensions = [.init(name: "extendedKeyUsage", value: "DER:30:00")]

@@ -104,7 +104,7 @@ public enum AddressAssessment {
     public static func ctApplicability(leaf: CertificateSummary, building: PathBuildingResult, publicTrust: Bool) -> AppleCTPolicy.Applicability {
         if !building.anchored { return .notRequired("the chain is not trusted (its trust finding says why), so CT is not evaluated for it") }
         if !publicTrust { return .notRequired("the chain anchors in the operator's own anchors, not a public root store: Apple's CT policy covers publicly trusted certificates only") }
-        if leaf.notBefore < AppleCTPolicy.enforcedFrom { return .notRequired("the certificate was issued before 2018-10-15, when Apple began to require CT") }
+        if leaf.notBefore < AppleCTPolicy.enforcedFrom { return .notRequired("the certificate was issued before 2018-10-16, when Apple began to require CT") }
         return .required
     }
 

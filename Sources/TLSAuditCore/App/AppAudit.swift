@@ -223,7 +223,7 @@ public enum AppAudit {
     }
 
     /// What `anchors` says when the operator's own roots judged the chains.
-    public static let privateAnchorsNote = "chains were judged against the anchors of --ca-file: these verdicts hold only on devices that trust that root (installed by a configuration profile or MDM), or for an app that sets it as its own anchor with SecTrustSetAnchorCertificates; elsewhere the chain is untrusted (-1202)"
+    public static let privateAnchorsNote = "chains were judged against the anchors of --ca-file as an app's own anchors (SecTrustSetAnchorCertificates): these verdicts hold for such an app, and on devices that trust that root through a configuration profile (MDM), which also accept a leaf without serverAuth (trust.eku says when); elsewhere the chain is untrusted (-1202)"
 
     /// A delegate that accepts everything is a hazard wherever ATS leaves trust to it.
     static func evaluationFindings(_ evaluation: AppTrustEvaluation, hosts: [AppAuditReport.Host]) -> [Finding] {

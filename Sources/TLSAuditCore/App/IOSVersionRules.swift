@@ -16,9 +16,12 @@ public enum IOSVersionRules {
     /// ATS arrived with iOS 9: the rules an app with ATS on applies from then on.
     public static let atsSince = [9]
 
+    /// The same rules on issuing CAs began with iOS 13 (Apple support HT210176).
+    public static let issuingCASince = [13]
+
     public static let rules: [Rule] = [
         Rule(findings: [.atsSignatureHash, .atsKeySize], since: atsSince,
-             source: "App Transport Security (iOS 9): SHA-256 or better, RSA 2048 / ECC 256 bits or more (NSAppTransportSecurity)"),
+             source: "App Transport Security (iOS 9): SHA-256 or better, RSA 2048 / ECC 256 bits or more (NSAppTransportSecurity); on issuing CAs from iOS 13 (HT210176)"),
         Rule(findings: [.trustCertificateTransparency], since: [12, 1, 1],
              source: "Apple's Certificate Transparency policy, enforced from iOS 12.1.1 (Apple support HT205280)"),
         Rule(findings: [.trustEKU, .trustLifetime], since: [13],
@@ -28,6 +31,15 @@ public enum IOSVersionRules {
     /// The version a client stands for: its iOS version, or the current one for the modelled client.
     static func version(of client: ClientSimulationResult) -> [Int]? {
         SimulatedClientRegistry.client(short: client.short).flatMap { $0.iOSVersion ?? ($0.isIOS ? [Int.max] : nil) }
+    }
+
+    /// The first iOS version that applies the rule `finding` fails: ATS's key and digest rules on
+    /// the leaf from iOS 9, on issuing CAs from iOS 13; nil for a finding no rule dates.
+    static func since(_ finding: Finding) -> [Int]? {
+        if finding.id == .atsSignatureHash || finding.id == .atsKeySize {
+            return (finding.depth ?? 0) == 0 ? atsSince : issuingCASince
+        }
+        return rules.first { $0.findings.contains(finding.id) }?.since
     }
 
     /// The oldest iOS with ATS whose client connects to the server under the app's rules, or why none does.
@@ -47,13 +59,12 @@ public enum IOSVersionRules {
             .sorted { version(of: $0)!.lexicographicallyPrecedes(version(of: $1)!) }
         for client in ordered where client.connects {
             let clientVersion = version(of: client)!
-            let applying = rules.filter { !clientVersion.lexicographicallyPrecedes($0.since) }.flatMap(\.findings)
-            guard !chainFailures.contains(where: { applying.contains($0.id) }) else { continue }
+            guard !chainFailures.contains(where: { since($0).map { !clientVersion.lexicographicallyPrecedes($0) } ?? false }) else { continue }
             guard let negotiated = client.protocolVersion.flatMap(TLSVersion.init(rawValue:)), negotiated >= minimumTLSVersion else { continue }
             if forwardSecrecy, client.group?.hasPrefix("RSA") == true { continue }
             return (client, nil)
         }
-        if chainFailures.contains(where: { $0.id == .atsSignatureHash || $0.id == .atsKeySize }) {
+        if chainFailures.contains(where: { ($0.id == .atsSignatureHash || $0.id == .atsKeySize) && ($0.depth ?? 0) == 0 }) {
             return (nil, "the chain fails ATS's certificate rules, which every iOS with ATS applies (iOS 9 and later)")
         }
         return (nil, ordered.isEmpty ? "no iOS client with ATS was simulated" : "no iOS client with ATS (iOS 9 and later) connects under the app's rules")

@@ -5,7 +5,7 @@ import TLSAuditSupport
 /// words): each SCT judged against the log list at the time of check, then the count rules.
 public enum AppleCTPolicy {
     /// Apple requires CT for publicly trusted certificates issued from this day.
-    public static let enforcedFrom = Date(timeIntervalSince1970: 1_539_561_600) // 2018-10-15T00:00:00Z
+    public static let enforcedFrom = Date(timeIntervalSince1970: 1_539_648_000) // 2018-10-16T00:00:00Z: trustd requires CT of leaves with notBefore from then on ("after October 15, 2018")
     /// Certificates issued from this day follow the table with per-operator caps; earlier ones the month table.
     public static let operatorCapsFrom = Date(timeIntervalSince1970: 1_618_963_200) // 2021-04-21T00:00:00Z
 

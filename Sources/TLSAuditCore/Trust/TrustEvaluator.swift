@@ -51,7 +51,7 @@ public enum TrustEvaluator {
         }
         checkIssuers(path, into: &findings)
         checkSubjects(path, into: &findings)
-        checkExtendedKeyUsage(path, anchored: building.anchored, into: &findings)
+        checkExtendedKeyUsage(path, anchored: building.anchored, publicTrust: context.publicTrust, into: &findings)
         if let hostname = context.hostname {
             checkHostname(hostname, leaf: leaf, into: &findings)
         }
@@ -59,7 +59,7 @@ public enum TrustEvaluator {
             findings.appendUnique(Finding(.trustUnknownCriticalExtension, .error, depth: depth,
                 "\(certificate.displayName) has critical extensions no client understands: \(RecordBudget.list(certificate.unhandledCriticalExtensions))."))
         }
-        checkAppleLeafRules(leaf, publicTrust: context.publicTrust, into: &findings)
+        checkAppleLeafRules(leaf, publicTrust: context.publicTrust, leafIsAnchor: building.anchored && path.count == 1, into: &findings)
         if !building.anchored, !findings.contains(where: { $0.severity == .error }) {
             findings.append(Finding(.trustInvalid, .error, depth: 0, "The chain could not be verified to a trust anchor."))
         }
@@ -67,24 +67,38 @@ public enum TrustEvaluator {
         return findings
     }
 
-    /// Apple's rules for server certificates issued since 2019-07-01 (iOS 13): serverAuth EKU
-    /// present, validity at most 825 days; publicly trusted ones since 2020-09-01: at most 398.
-    static func checkAppleLeafRules(_ leaf: CertificateSummary, publicTrust: Bool, into findings: inout [Finding]) {
-        let july2019 = Date(timeIntervalSince1970: 1_561_939_200)     // 2019-07-01T00:00:00Z
-        let september2020 = Date(timeIntervalSince1970: 1_598_918_400) // 2020-09-01T00:00:00Z
-        guard leaf.notBefore >= july2019, !leaf.isCA || !leaf.isSelfSigned else { return }
-        if leaf.extendedKeyUsage == nil {
+    /// Apple's rules for TLS server leaves (trustd's `SecPolicyCheckServerAuthEKU` and
+    /// `SecPolicyCheckValidityPeriodMaximums`, iOS 13 and later). Under Apple's root store the leaf
+    /// holds serverAuth itself and is valid at most 398 days (825, 39 or 60 months when issued
+    /// earlier). Under an operator's own anchors the verdict is that of an app that sets them with
+    /// `SecTrustSetAnchorCertificates` (as AFNetworking's pinning does): serverAuth and at most 825
+    /// days for leaves issued after 2019-07-01; the message says when a root installed by a
+    /// configuration profile (MDM) is exempt, as trustd exempts it.
+    static func checkAppleLeafRules(_ leaf: CertificateSummary, publicTrust: Bool, leafIsAnchor: Bool, into findings: inout [Finding]) {
+        let usages = leaf.extendedKeyUsage.map { $0.isEmpty ? "an empty extendedKeyUsage" : "extendedKeyUsage \(RecordBudget.list($0))" } ?? "no extendedKeyUsage"
+        if publicTrust, !CertificateRules.hasServerAuth(leaf) {
             findings.appendUnique(Finding(.trustEKU, .error, depth: 0,
-                "\(leaf.displayName) has no extendedKeyUsage; Apple requires serverAuth on certificates issued since 2019-07-01."))
+                "\(leaf.displayName) has \(usages); Apple requires serverAuth itself in the leaf of a chain to its root store (anyExtendedKeyUsage is not enough)."))
+        } else if !publicTrust, leaf.notBefore > CertificateRules.july2019, !CertificateRules.hasServerAuth(leaf) {
+            findings.appendUnique(Finding(.trustEKU, .error, depth: 0,
+                "\(leaf.displayName) has \(usages); Apple requires serverAuth itself in certificates issued after 2019-07-01 under an app's own anchors (SecTrustSetAnchorCertificates, as certificate pinning does). A device that trusts the root through a configuration profile (MDM) does not require it."))
         }
-        let days = Int((leaf.notAfter.timeIntervalSince(leaf.notBefore) / 86_400).rounded(.up))
-        if days > 825 {
-            findings.appendUnique(Finding(.trustLifetime, .error, depth: 0,
-                "\(leaf.displayName) is valid for \(days) days; Apple accepts at most 825 for certificates issued since 2019-07-01."))
-        } else if publicTrust, leaf.notBefore >= september2020, days > 398 {
-            findings.appendUnique(Finding(.trustLifetime, .error, depth: 0,
-                "\(leaf.displayName) is valid for \(days) days; Apple accepts at most 398 for publicly trusted certificates issued since 2020-09-01."))
-        }
+        guard let maximum = CertificateRules.maximumValidity(notBefore: leaf.notBefore, publicTrust: publicTrust) else { return }
+        let validity = leaf.notAfter.timeIntervalSince(leaf.notBefore)
+        guard validity > maximum.seconds else { return }
+        let exemption = !publicTrust && leafIsAnchor
+            ? " A device that trusts this certificate itself through a configuration profile (MDM) does not apply the limit." : ""
+        findings.appendUnique(Finding(.trustLifetime, .error, depth: 0,
+            "\(leaf.displayName) is valid for \(Self.duration(validity)); Apple accepts at most \(maximum.rule).\(exemption)"))
+    }
+
+    /// A validity period as days, and the hours and minutes past the last whole day.
+    static func duration(_ seconds: TimeInterval) -> String {
+        let total = Int(seconds.rounded(.down))
+        let days = total / 86_400
+        let minutes = (total % 86_400) / 60
+        let rest = minutes == 0 ? "" : minutes % 60 == 0 ? " \(minutes / 60) h" : " \(minutes / 60) h \(minutes % 60) min"
+        return "\(days) days\(rest)"
     }
 
     static func finding(for issue: PathBuildingIssue, path: [CertificateSummary], fromFiles: Bool = false) -> Finding {
@@ -117,8 +131,10 @@ public enum TrustEvaluator {
             return Finding(.trustNameConstraints, .error, depth: issue.depth,
                            "A name in the chain violates a CA's name constraints: \(issue.detail).")
         case .unknownCriticalExtension:
-            return Finding(.trustUnknownCriticalExtension, .error, depth: issue.depth,
-                           "\(name) has a critical extension no client understands.")
+            let unknown = issue.depth < path.count ? path[issue.depth].unhandledCriticalExtensions : []
+            return Finding(.trustUnknownCriticalExtension, .error, depth: issue.depth, unknown.isEmpty
+                ? "\(name) has a critical extension no client understands."
+                : "\(name) has critical extensions no client understands: \(RecordBudget.list(unknown)).")
         case .keyUsage:
             return Finding(.trustKeyUsage, .error, depth: issue.depth,
                            "\(name) may not sign certificates (keyUsage lacks keyCertSign).")
@@ -209,15 +225,26 @@ public enum TrustEvaluator {
         }
     }
 
-    /// serverAuth on the leaf, and on every intermediate that restricts its EKU.
-    static func checkExtendedKeyUsage(_ path: [CertificateSummary], anchored: Bool, into findings: inout [Finding]) {
-        // A trust anchor's own EKU is not enforced (it is trusted by configuration).
-        for depth in CertificateRules.extendedKeyUsageJudged(path: path, anchored: anchored) where CertificateRules.excludesServerAuth(path[depth]) {
+    /// trustd's extendedKeyUsage checks beside the leaf rules: the leaf's extendedKeyUsage, when it
+    /// has one, allows a TLS server (`CertificateRules.leafUsageAllowsServer`); under Apple's root
+    /// store, an intermediate that restricts its usage keeps serverAuth or anyExtendedKeyUsage. A
+    /// trust anchor's own is not judged, nor intermediates under an operator's own anchors (trustd
+    /// does not enforce it there).
+    static func checkExtendedKeyUsage(_ path: [CertificateSummary], anchored: Bool, publicTrust: Bool, into findings: inout [Finding]) {
+        for depth in CertificateRules.extendedKeyUsageJudged(path: path, anchored: anchored) {
             let certificate = path[depth]
+            let refused = depth == 0 ? !CertificateRules.leafUsageAllowsServer(certificate)
+                : CertificateRules.intermediateUsageExcludesServer(certificate)
+            guard refused else { continue }
             let usages = certificate.extendedKeyUsage ?? []
             let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
-            findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
-                "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
+            if depth > 0, !publicTrust {
+                findings.appendUnique(Finding(.trustEKU, .warning, depth: depth,
+                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth: Apple's clients accept it under your own anchors (trustd enforces an intermediate's EKU only under its root store), but Chrome, Firefox, Android and OpenSSL-based clients refuse the chain."))
+            } else {
+                findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
+                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
+            }
         }
     }
 
@@ -230,8 +257,11 @@ public enum TrustEvaluator {
             return
         }
         guard !HostnameMatcher.matches(host: hostname, names: names) else { return }
+        // An IP address written as a DNS name: clients compare an address with iPAddress entries only.
+        let addressAsName = IPAddress.canonical(hostname) != nil && names.dns.contains { $0.caseInsensitiveCompare(hostname) == .orderedSame }
+            ? "; \(hostname) is there as a DNS name, and an address matches only an iPAddress entry (subjectAltName IP:\(hostname))" : ""
         findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
-            "\(hostname) does not match the leaf's subjectAltNames (\(RecordBudget.list(names.dns + names.ip, limit: 10)))."))
+            "\(hostname) does not match the leaf's subjectAltNames (\(RecordBudget.list(names.dns + names.ip, limit: 10)))\(addressAsName)."))
     }
 
     /// How the server presents its chain: order, extras, a root sent along.
