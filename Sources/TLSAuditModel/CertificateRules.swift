@@ -105,9 +105,10 @@ public enum CertificateRules {
         return (398 * day, "398 days for publicly trusted certificates issued since 2020-09-01")
     }
 
-    /// 2019-07-01T00:00:00Z: Apple's rules for certificates under an operator's own anchors apply
-    /// to leaves issued after it.
-    public static let july2019 = Date(timeIntervalSince1970: 1_561_939_200)
+    /// The moment after which Apple's rules for leaves under an operator's own anchors apply:
+    /// trustd's `jul2019`, 583628400 seconds after 2001-01-01, commented "1 July 2019 00:00:00 UTC"
+    /// but in fact 2019-06-30T23:00:00Z; the value is what devices compare with.
+    public static let july2019 = Date(timeIntervalSince1970: 1_561_935_600)
 
     /// Apple's non-empty-subject check (trustd's `SecPolicyCheckCertNonEmptySubject`, part of the SSL
     /// policy), on every certificate of the path: a CA with an empty subject fails; any other
@@ -135,6 +136,13 @@ public enum CertificateRules {
         anchored && path.count > 1 ? 0..<(path.count - 1) : path.indices
     }
 
+    /// How many intermediates of `path` restrict their extendedKeyUsage without serverAuth: a
+    /// failure under Apple's root store, only a warning under an operator's own anchors, so path
+    /// choice ranks it below every rule `failures` counts.
+    public static func intermediateUsageFailures(path: [CertificateSummary], anchored: Bool) -> Int {
+        extendedKeyUsageJudged(path: path, anchored: anchored).count { $0 > 0 && intermediateUsageExcludesServer(path[$0]) }
+    }
+
     /// How many of Apple's certificate rules `path` fails, beyond what path building reports: each
     /// certificate with a weak signature, a weak key, an extendedKeyUsage without serverAuth (the
     /// anchor's own exempt) or an empty subject trustd refuses counts one.
@@ -143,9 +151,7 @@ public enum CertificateRules {
         let judged = signatureJudged(path: path, anchored: anchored)
         var count = judged.count { hasWeakSignature(path[$0]) }
         count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
-        count += extendedKeyUsageJudged(path: path, anchored: anchored).count {
-            $0 == 0 ? !leafUsageAllowsServer(path[0]) : intermediateUsageExcludesServer(path[$0])
-        }
+        count += extendedKeyUsageJudged(path: path, anchored: anchored).count { $0 == 0 && !leafUsageAllowsServer(path[0]) }
         count += path.count { emptySubjectProblem($0) != nil }
         return count
     }

@@ -128,12 +128,15 @@ public struct PathCandidates: Hashable, Sendable {
 
 extension PathBuildingResult {
     /// How far this path is from valid at `date`, for choosing among candidates as trustd does
-    /// (it keeps looking when a path fails a policy check): not anchored outweighs everything; each
-    /// path-building issue, certificate out of its validity period and certificate failing one of
-    /// Apple's certificate rules (`CertificateRules.failures`) counts one.
+    /// (it keeps looking when a path fails a policy check): not anchored outweighs everything; then
+    /// each path-building issue, certificate out of its validity period and certificate failing one
+    /// of Apple's certificate rules (`CertificateRules.failures`); last, intermediates restricted
+    /// without serverAuth (`CertificateRules.intermediateUsageFailures`), which fail only under
+    /// Apple's root store.
     func problems(at date: Date) -> Int {
         let certificates = path.map(\.certificate)
         let outOfDate = certificates.count { date < $0.notBefore || date > $0.notAfter }
-        return (anchored ? 0 : 1_000) + issues.count + outOfDate + CertificateRules.failures(path: certificates, anchored: anchored)
+        let failures = issues.count + outOfDate + CertificateRules.failures(path: certificates, anchored: anchored)
+        return (anchored ? 0 : 1_000_000) + 1_000 * failures + CertificateRules.intermediateUsageFailures(path: certificates, anchored: anchored)
     }
 }

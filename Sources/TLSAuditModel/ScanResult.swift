@@ -43,6 +43,12 @@ public struct ChainReport: Hashable, Codable, Sendable {
     /// `anchorIn` was kept, when the store that judged is a public one.
     public var publicTrust: Bool { anchored && (anchorIn.map { !$0.isEmpty } ?? Self.publicStores.contains(trustStore)) }
 
+    /// Which of Apple's leaf rules judge the chain (serverAuth itself and 398 days under its root
+    /// store, or those of an app's own anchors): the anchor's kind (`publicTrust`), or, for a path
+    /// that anchors nowhere, the kind of store that judged it (the rules that apply once the chain
+    /// is completed), as `ats` decides.
+    public var judgedAsPublic: Bool { anchored ? publicTrust : Self.publicStores.contains(trustStore) }
+
     /// The path building result this report was made from.
     public var building: PathBuildingResult { PathBuildingResult(path: path, anchored: anchored, issues: issues) }
 }

@@ -120,16 +120,56 @@ struct TrustEvaluatorTests {
         #expect(Self.evaluate(path, publicTrust: true).contains { $0.id == .trustEKU } == !passesApple)
     }
 
-    @Test("a leaf issued before 2019-07-01 under own anchors needs no serverAuth, but a restricting EKU must allow a server")
-    func leafBeforeJuly2019() {
-        func leaf(_ usages: [String]?) -> [CertificateSummary] {
+    @Test("own anchors: trustd's cutoff is 2019-06-30T23:00Z (its 'jul2019'), strictly after; before it only a server usage is asked")
+    func ownAnchorCutoff() {
+        let cutoff = 1_561_935_600.0 // 2019-06-30T23:00:00Z
+        func findings(_ usages: [String]?, notBefore: Double, days: Double = 90) -> [FindingID] {
             var certificate = Self.certificate("leaf", issuer: "root", ca: false, eku: usages)
-            certificate.notBefore = Date(timeIntervalSince1970: 1_561_939_200) // exactly 2019-07-01T00:00Z: not after it
-            return [certificate, Self.certificate("root", issuer: "root", ca: true)]
+            certificate.notBefore = Date(timeIntervalSince1970: notBefore)
+            certificate.notAfter = certificate.notBefore.addingTimeInterval(days * 86_400)
+            return Self.evaluate([certificate, Self.certificate("root", issuer: "root", ca: true)], at: Date(timeIntervalSince1970: notBefore + 60))
+                .map(\.id)
         }
-        #expect(!Self.evaluate(leaf(nil), at: Date(timeIntervalSince1970: 1_561_939_300)).contains { $0.id == .trustEKU })
-        #expect(!Self.evaluate(leaf(["anyExtendedKeyUsage"]), at: Date(timeIntervalSince1970: 1_561_939_300)).contains { $0.id == .trustEKU })
-        #expect(Self.evaluate(leaf(["clientAuth"]), at: Date(timeIntervalSince1970: 1_561_939_300)).contains { $0.id == .trustEKU })
+        #expect(!findings(nil, notBefore: cutoff).contains(.trustEKU), "at the cutoff itself: not after it")
+        #expect(findings(nil, notBefore: cutoff + 1).contains(.trustEKU))
+        #expect(findings(nil, notBefore: 1_561_939_200).contains(.trustEKU), "2019-07-01T00:00Z is after trustd's cutoff")
+        #expect(!findings(["anyExtendedKeyUsage"], notBefore: cutoff).contains(.trustEKU))
+        #expect(!findings(["msSGC"], notBefore: cutoff).contains(.trustEKU), "a Server Gated Crypto usage passes the check every chain gets")
+        #expect(findings(["clientAuth"], notBefore: cutoff).contains(.trustEKU))
+        #expect(!findings(["serverAuth"], notBefore: cutoff, days: 900).contains(.trustLifetime), "no limit before the cutoff")
+        #expect(findings(["serverAuth"], notBefore: cutoff + 1, days: 900).contains(.trustLifetime))
+    }
+
+    static let publicLimitCases: [(Double, Double, Bool)] = [
+        // (notBefore, validity in days, passes)
+        (1_467_331_199, Double(365 * 5 + 2) + 1.0 / 48, true), (1_467_331_199, Double(365 * 5 + 2) + 0.05, false), // before 2016-07-01: 60 months
+        (1_467_331_200, Double(365 * 3 + 2 * 31 + 30 + 1) + 1.0 / 48, true), (1_467_331_200, Double(365 * 5 + 2), false), // then 39 months
+        (1_519_862_400, 825 + 1.0 / 48, true), (1_519_862_400, 825.05, false),       // from 2018-03-01: 825 days
+        (1_598_918_399, 825 + 1.0 / 48, true), (1_598_918_400, 398 + 1.0 / 86_400, false), (1_598_918_400, 398, true), // from 2020-09-01: 398
+    ]
+
+    @Test("Apple's root store: the older limits by notBefore, each with an hour's slip but 398 days", arguments: publicLimitCases)
+    func publicLimits(notBefore: Double, days: Double, passes: Bool) {
+        var certificate = Self.certificate("leaf", issuer: "root", ca: false)
+        certificate.notBefore = Date(timeIntervalSince1970: notBefore)
+        certificate.notAfter = certificate.notBefore.addingTimeInterval((days * 86_400).rounded())
+        let found = Self.evaluate([certificate, Self.certificate("root", issuer: "root", ca: true)],
+                                  at: certificate.notBefore.addingTimeInterval(60), publicTrust: true).map(\.id)
+        #expect(found.contains(.trustLifetime) == !passes, "\(found)")
+    }
+
+    @Test("a chain that anchors nowhere is judged by the rules of the store that judged it (as ats does)")
+    func unanchoredRuleModel() {
+        func report(store: String, anchored: Bool, anchorIn: [String]?) -> ChainReport {
+            var chain = ChainReport(presented: [], path: [], anchored: anchored, trustStore: store, issues: [])
+            chain.anchorIn = anchorIn
+            return chain
+        }
+        #expect(report(store: "apple", anchored: false, anchorIn: nil).judgedAsPublic)
+        #expect(!report(store: "apple", anchored: false, anchorIn: nil).publicTrust, "CT and the like still need an anchor")
+        #expect(!report(store: "ca-file:root.pem", anchored: false, anchorIn: nil).judgedAsPublic)
+        #expect(report(store: "ca-file:root.pem", anchored: true, anchorIn: ["apple"]).judgedAsPublic, "an Apple root given as --ca-file")
+        #expect(!report(store: "apple", anchored: true, anchorIn: []).judgedAsPublic)
     }
 
     @Test("an intermediate restricted to clientAuth: refused under Apple's root store, not under own anchors (trustd only counts it)")

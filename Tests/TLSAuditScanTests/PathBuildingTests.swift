@@ -98,6 +98,23 @@ struct PathBuildingTests {
         #expect(failures.contains("ats.signature-hash") == (rule != "eku"), "\(failures)")
     }
 
+    @Test("own anchors: a SHA-1 cross-sign sent before one restricted to emailProtection: the second path is taken (its EKU fails only under Apple's root store)")
+    func restrictedCrossSignBeatsSHA1() throws {
+        let pki = try crossSigned()
+        var restricted = LabCertificateRequest.authority("path new root")
+        restricted.existingKey = pki.newRoot.key
+        restricted.extendedKeyUsage = "emailProtection"
+        var sha1 = LabCertificateRequest.authority("path new root")
+        sha1.existingKey = pki.newRoot.key
+        sha1.digest = .sha1
+        let leaf = try pki.intermediate.issue(.server([TestPKI.hostname]))
+        let report = try CLI.verify([leaf, pki.intermediate, try pki.oldRoot.issue(sha1), try pki.oldRoot.issue(restricted)],
+                                    roots: try rootsFile([pki.oldRoot])).report
+        #expect(report.valid, "\(report.findings)")
+        #expect(report.chain.path.map(\.presentedIndex) == [0, 1, 3, nil])
+        #expect(report.findings.contains { $0.id == .trustEKU && $0.severity == .warning && $0.depth == 2 }, "\(report.findings)")
+    }
+
     @Test("only the expired cross-sign: the path through it is reported expired")
     func onlyExpiredCrossSign() throws {
         let pki = try crossSigned()

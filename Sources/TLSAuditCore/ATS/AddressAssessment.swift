@@ -53,7 +53,7 @@ public enum AddressAssessment {
                                at time: Date) -> (findings: [Finding], verdict: PolicyVerdict) {
         // Public-trust rules (CT, certificate lifetime) follow the anchor, as in a scan; results stored
         // without it follow the store (a public store's anchors are public).
-        let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.publicTrust ?? false)
+        let context = TrustContext(hostname: hostname, time: time, publicTrust: result.chain?.judgedAsPublic ?? false)
         let presented = result.chain?.presented ?? []
         let building = result.chain?.building ?? PathBuildingResult(path: [], anchored: false, issues: [])
         var (findings, verdict) = result.handshake.flatMap { handshake in

@@ -6,7 +6,7 @@ extension AddressAssessment {
     /// policy's rules, lints, the pins (AFNetworking's order), the verdict; the result kept within
     /// the record budget.
     public static func judge(_ probed: ProbedAddress, target: ScanTarget) -> AddressScanResult {
-        var context = TrustContext(hostname: target.sni ?? target.host, time: probed.time, publicTrust: probed.publicTrust)
+        var context = TrustContext(hostname: target.sni ?? target.host, time: probed.time, publicTrust: probed.chain?.judgedAsPublic ?? probed.publicTrust)
         context.distrust = DistrustCheck.make(probed.distrust, policy: target.policy, publicTrust: probed.publicTrust, scts: probed.scts)
         let presented = probed.presented, building = probed.building
         var findings: [Finding]
@@ -103,7 +103,7 @@ extension AddressAssessment {
     /// Judges a chain read from files as a scan judges a server's (Apple's trust rules, revocation,
     /// lints), but for what only a server can show (presentation order, the handshake).
     public static func judge(_ probed: ProbedChain, toolVersion: String) -> VerifyReport {
-        var context = TrustContext(hostname: probed.host, time: probed.time, publicTrust: probed.publicTrust, fromFiles: true)
+        var context = TrustContext(hostname: probed.host, time: probed.time, publicTrust: probed.chain.judgedAsPublic, fromFiles: true)
         context.distrust = DistrustCheck.make(probed.distrust, policy: .default, publicTrust: probed.publicTrust, scts: probed.scts)
         // Trust judges the chain in path order, with the leaf first.
         var ordered = probed.presented

@@ -34,11 +34,14 @@ public enum IOSVersionRules {
     }
 
     /// The first iOS version that applies the rule `finding` fails: ATS's key and digest rules on
-    /// the leaf from iOS 9, on issuing CAs from iOS 13; nil for a finding no rule dates.
+    /// the leaf from iOS 9, on issuing CAs from iOS 13; nil for a failure every version applies
+    /// (no rule dates it, or an extendedKeyUsage without any server usage).
     static func since(_ finding: Finding) -> [Int]? {
         if finding.id == .atsSignatureHash || finding.id == .atsKeySize {
             return (finding.depth ?? 0) == 0 ? atsSince : issuingCASince
         }
+        // An extendedKeyUsage without any server usage was refused before iOS 13's serverAuth rule.
+        if finding.id == .trustEKU, finding.message.contains(TrustEvaluator.restrictsUsage) { return nil }
         return rules.first { $0.findings.contains(finding.id) }?.since
     }
 
@@ -50,8 +53,7 @@ public enum IOSVersionRules {
     ///   - minimumTLSVersion, forwardSecrecy: the app's ATS rules for the host.
     public static func oldest(_ clients: [ClientSimulationResult], chainFailures: [Finding], minimumTLSVersion: TLSVersion,
                               forwardSecrecy: Bool) -> (client: ClientSimulationResult?, reason: String?) {
-        let gated = Set(rules.flatMap(\.findings))
-        let permanent = chainFailures.filter { !gated.contains($0.id) }
+        let permanent = chainFailures.filter { since($0) == nil }
         if let first = permanent.first {
             return (nil, "the chain fails a trust rule every iOS applies (\(first.id))")
         }

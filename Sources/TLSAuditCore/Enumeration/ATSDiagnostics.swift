@@ -144,7 +144,7 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
 
         if defaultRow.pass {
             recommendation = privateAnchors
-                ? "no exception needed on devices that trust the private root (installed by a configuration profile or MDM); elsewhere the chain is untrusted"
+                ? "no exception needed for an app that makes the private root its own anchor, nor on devices that trust it through a configuration profile or MDM; elsewhere the chain is untrusted"
                 : "no exception needed: a current iPhone or Mac with default ATS connects"
             appSide = "none needed"
             currentClients = recommendation

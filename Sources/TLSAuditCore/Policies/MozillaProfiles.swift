@@ -162,6 +162,9 @@ extension MozillaProfile: PolicyJudge {
     public func findings(under policy: CompliancePolicy, observation: HandshakeObservation, presented: [CertificateSummary],
                          building: PathBuildingResult, trustFindings: [Finding], atsClientRefusal: String?,
                          evidence: ConfigurationEvidence) -> [Finding] {
-        evaluate(leaf: presented.first, trustErrors: trustFindings.filter(\.isTrustError), evidence: evidence)
+        // An intermediate restricted without serverAuth is only a warning where Apple's clients accept
+        // it (an operator's own anchors); Firefox refuses the chain, so the profile counts it.
+        evaluate(leaf: presented.first, trustErrors: trustFindings.filter { $0.isTrustError || ($0.id == .trustEKU && ($0.depth ?? 0) > 0) },
+                 evidence: evidence)
     }
 }

@@ -225,6 +225,10 @@ public enum TrustEvaluator {
         }
     }
 
+    /// How a message of the check every client applies (an extendedKeyUsage without any server
+    /// usage) reads; `IOSVersionRules` dates those apart from the iOS 13 serverAuth rule.
+    public static let restrictsUsage = "restricts extendedKeyUsage to"
+
     /// trustd's extendedKeyUsage checks beside the leaf rules: the leaf's extendedKeyUsage, when it
     /// has one, allows a TLS server (`CertificateRules.leafUsageAllowsServer`); under Apple's root
     /// store, an intermediate that restricts its usage keeps serverAuth or anyExtendedKeyUsage. A
@@ -240,10 +244,10 @@ public enum TrustEvaluator {
             let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
             if depth > 0, !publicTrust {
                 findings.appendUnique(Finding(.trustEKU, .warning, depth: depth,
-                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth: Apple's clients accept it under your own anchors (trustd enforces an intermediate's EKU only under its root store), but Chrome, Firefox, Android and OpenSSL-based clients refuse the chain."))
+                    "\(certificate.displayName) \(Self.restrictsUsage) \(listed), without serverAuth: Apple's clients accept it under your own anchors (trustd enforces an intermediate's EKU only under its root store), but Chrome, Firefox, Android and OpenSSL-based clients refuse the chain."))
             } else {
                 findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
-                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
+                    "\(certificate.displayName) \(Self.restrictsUsage) \(listed), without serverAuth."))
             }
         }
     }
