@@ -155,7 +155,7 @@ public enum DistinguishedName {
         }
         parts.append(current)
         for part in parts {
-            let trimmed = part.trimmingCharacters(in: .whitespaces)
+            let trimmed = part.trimmingWhitespace()
             if trimmed.uppercased().hasPrefix(name + "=") { return String(trimmed.dropFirst(name.count + 1)) }
         }
         return nil

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditSupport
 
 /// AFNetworking's AFSSLPinningMode.
 public enum PinMode: String, Codable, Sendable, CaseIterable {
@@ -27,7 +28,7 @@ public enum PinValue: Hashable, Codable, Sendable, CustomStringConvertible {
     /// Parses `sha256/BASE64=`, a bare 44-character base64 SPKI pin, or a SHA-256 hex
     /// fingerprint with or without colons. Returns nil for anything else.
     public static func parse(_ text: String) -> PinValue? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingWhitespace()
         let base64 = trimmed.hasPrefix("sha256/") ? String(trimmed.dropFirst(7)) : trimmed
         if base64.count == 44, base64.hasSuffix("="), Data(base64Encoded: base64)?.count == 32 {
             return .spki(base64)

@@ -50,7 +50,7 @@ public struct ScanTarget: Hashable, Sendable {
 
     /// Parses `host[:port]`.
     public static func parse(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError) -> ScanTarget {
-        var rest = text.trimmingCharacters(in: .whitespaces)
+        var rest = text.trimmingWhitespace()
         if let scheme = rest.range(of: "://") { rest = String(rest[scheme.upperBound...]) }
         if let slash = rest.firstIndex(of: "/") { rest = String(rest[..<slash]) }
         guard !rest.isEmpty else { throw ParseError(description: "empty target") }
@@ -104,7 +104,7 @@ public struct ScanTarget: Hashable, Sendable {
         var targets: [(line: Int, target: ScanTarget)] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first
-                .map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+                .map(String.init)?.trimmingWhitespace() ?? ""
             guard !line.isEmpty else { continue }
             do {
                 targets.append((number + 1, try parse(line, defaultPort: defaultPort)))

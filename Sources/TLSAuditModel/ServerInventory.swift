@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 /// One answer of the configuration inventory: yes, no, or not tested (with why), each with the
 /// evidence in a sentence.
@@ -154,7 +155,7 @@ public struct HSTSPolicy: Hashable, Codable, Sendable {
         var maxAge: Int?
         var includeSubDomains = false, preload = false
         for directive in header.split(separator: ";") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingWhitespace() }
             switch parts[0].lowercased() {
             case "max-age" where parts.count == 2:
                 maxAge = Int(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\"")))

@@ -190,9 +190,9 @@ final class EncodingContext {
     /// that resolve them (an element's own arrays are built in place).
     var pendingArrays: [JSONArrayNode]?
 
-    /// The nodes of the `RepeatedlyEncodable` values met so far: built once, written wherever an
-    /// equal value appears (nodes are never changed once built).
-    private var repeatedNodes: [AnyHashable: JSONNode] = [:]
+    /// The nodes of the `RepeatedlyEncodable` values met so far, one table per type: built once,
+    /// written wherever an equal value appears (nodes are never changed once built).
+    private var repeatedNodes: [ObjectIdentifier: RepeatedNodes] = [:]
 
     /// How each type met is encoded, found once per process: asking the runtime whether a type
     /// conforms to a protocol it does not conform to walks every conformance record of the binary
@@ -203,7 +203,7 @@ final class EncodingContext {
     private var newKinds: [ObjectIdentifier: ValueKind] = [:]
     private static let sharedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([:])
     /// The `RepeatedlyEncodable` and `ConcurrentlyEncodable` types given to `JSONDocumentEncoder.register`.
-    static let listedKinds = SleepingLock<[ObjectIdentifier: ValueKind]>([:])
+    static let listed = SleepingLock<[ObjectIdentifier: ListedType]>([:])
 
     init(_ options: JSONDocumentEncoder, defersElements: Bool = true) {
         self.options = options
@@ -218,7 +218,7 @@ final class EncodingContext {
         if let known = kinds[id] { return known }
         // `[String: V]` by its name: a dictionary whose keys are strings is the only such type.
         // (`_typeName`, not `String(reflecting:)`: the latter asks the runtime about protocols too.)
-        let kind = Self.listedKinds.withLock { $0[id] } ?? (_typeName(type, qualified: true).hasPrefix("Swift.Dictionary<Swift.String, ") ? .stringKeyedDictionary : .plain)
+        let kind = Self.listed.withLock { $0[id]?.kind } ?? (_typeName(type, qualified: true).hasPrefix("Swift.Dictionary<Swift.String, ") ? .stringKeyedDictionary : .plain)
         kinds[id] = kind
         newKinds[id] = kind
         return kind
@@ -287,14 +287,27 @@ final class EncodingContext {
         if T.self == URL.self { return .string((value as! URL).absoluteString) }
         if T.self == Decimal.self { return .number((value as! Decimal).description) }
         let kind = kind(of: T.self)
-        if kind == .repeated, let repeated = value as? any RepeatedlyEncodable {
-            let identity = AnyHashable(repeated)
-            if let node = repeatedNodes[identity] { return node }
+        if kind == .repeated, let nodes = repeatedNodes(of: T.self) {
+            if let node = nodes.node(for: value) { return node }
             let node = JSONNode.repeated(RepeatedNode(try encodedNode(for: value, kind: kind, parent: parent, key: key, topLevel: topLevel)))
-            repeatedNodes[identity] = node
+            nodes.remember(node, for: value)
             return node
         }
         return try encodedNode(for: value, kind: kind, parent: parent, key: key, topLevel: topLevel)
+    }
+
+    /// This encoding's table of `T`'s repeated nodes, made by the type's registration.
+    private func repeatedNodes<T>(of type: T.Type) -> RepeatedNodes? {
+        let id = ObjectIdentifier(type)
+        if let nodes = repeatedNodes[id] { return nodes }
+        guard let nodes = Self.listed.withLock({ $0[id]?.makeRepeatedNodes })?() else { return nil }
+        repeatedNodes[id] = nodes
+        return nodes
+    }
+
+    /// A `ConcurrentlyEncodable` value as such, by its type's registration.
+    static func concurrentElement<T>(_ value: T) -> (any ConcurrentlyEncodable)? {
+        listed.withLock { $0[ObjectIdentifier(T.self)]?.asConcurrent }?(value)
     }
 
     /// The node of a value by its own `encode(to:)`.
@@ -490,7 +503,7 @@ struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt64) throws { array.items.append(.uint(value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         if encoder.context.pendingArrays != nil, encoder.context.kind(of: T.self) == .concurrent,
-           let element = value as? any ConcurrentlyEncodable {
+           let element = EncodingContext.concurrentElement(value) {
             if !array.concurrent {
                 array.concurrent = true
                 encoder.context.pendingArrays?.append(array)
@@ -975,11 +988,40 @@ extension JSONDocumentEncoder {
     /// Declares a `RepeatedlyEncodable` type: only declared types are encoded once per distinct
     /// value (the encoder never asks the runtime whether a type conforms: see `EncodingContext.kind`).
     public static func register<T: RepeatedlyEncodable>(repeated type: T.Type) {
-        EncodingContext.listedKinds.withLock { $0[ObjectIdentifier(type)] = .repeated }
+        let listed = ListedType(kind: .repeated, makeRepeatedNodes: { TypedRepeatedNodes<T>() }, asConcurrent: nil)
+        EncodingContext.listed.withLock { $0[ObjectIdentifier(type)] = listed }
     }
 
     /// Declares a `ConcurrentlyEncodable` type: only declared types are encoded on all cores.
     public static func register<T: ConcurrentlyEncodable>(concurrent type: T.Type) {
-        EncodingContext.listedKinds.withLock { $0[ObjectIdentifier(type)] = .concurrent }
+        let listed = ListedType(kind: .concurrent, makeRepeatedNodes: nil, asConcurrent: { ($0 as? T).map { $0 as any ConcurrentlyEncodable } })
+        EncodingContext.listed.withLock { $0[ObjectIdentifier(type)] = listed }
+    }
+}
+
+/// What registering a type told the encoder, with closures made where the type's conformance is
+/// known: the encoder then never asks the runtime whether a value conforms (each first question
+/// of a type walks every conformance record of the binary) nor wraps a value in `AnyHashable`
+/// (which asks one).
+struct ListedType: Sendable {
+    let kind: EncodingContext.ValueKind
+    /// A new table of the type's repeated nodes (`RepeatedlyEncodable`).
+    let makeRepeatedNodes: (@Sendable () -> RepeatedNodes)?
+    /// The value as a `ConcurrentlyEncodable` (`ConcurrentlyEncodable`).
+    let asConcurrent: (@Sendable (Any) -> (any ConcurrentlyEncodable)?)?
+}
+
+/// One encoding's nodes of one `RepeatedlyEncodable` type, by value.
+class RepeatedNodes {
+    func node(for value: Any) -> JSONNode? { nil }
+    func remember(_ node: JSONNode, for value: Any) {}
+}
+
+final class TypedRepeatedNodes<T: Hashable>: RepeatedNodes {
+    private var nodes: [T: JSONNode] = [:]
+    // `as?` to the concrete type: a type comparison, no conformance look-up.
+    override func node(for value: Any) -> JSONNode? { (value as? T).flatMap { nodes[$0] } }
+    override func remember(_ node: JSONNode, for value: Any) {
+        if let value = value as? T { nodes[value] = node }
     }
 }

@@ -120,6 +120,15 @@ let starttlsHelp = "Upgrade a plaintext connection first: \(HelpLists.values(of:
 extension STARTTLSSetting: ExpressibleByArgument {
     public init?(argument: String) { self.init(argument) }
     public static var allValueStrings: [String] { names }
+    /// The word for the value (ArgumentParser's default prints it by reflection, asking the runtime
+    /// about four protocols at every start).
+    public var defaultValueDescription: String {
+        switch self {
+        case .auto: "auto"
+        case .none: "none"
+        case .named(let named): named.rawValue
+        }
+    }
 
     /// The port of a target that names none: the named protocol's, else HTTPS's.
     var defaultPort: Int {

@@ -5,7 +5,7 @@ import TLSAuditOutput
 
 /// `--format` of the commands a CI pipeline gates on (`app audit`, `scan`, `ats`, `verify`): their
 /// text and JSON, JUnit XML for test views, SARIF 2.1.0 for code-scanning views.
-enum GateOutputFormat: String, ExpressibleByArgument, CaseIterable {
+enum GateOutputFormat: String, NamedArgumentValue {
     case text
     case json
     case junit

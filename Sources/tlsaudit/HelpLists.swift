@@ -8,34 +8,45 @@ enum HelpLists {
     /// "a, b or c".
     static func alternatives(_ names: [String]) -> String {
         guard let last = names.last else { return "" }
-        return names.count == 1 ? last : names.dropLast().joined(separator: ", ") + " or " + last
+        return names.count == 1 ? last : join(Array(names.dropLast()), separator: ", ") + " or " + last
     }
 
     /// Every value of a `CaseIterable` option, "a, b or c".
     static func values<Value: CaseIterable & RawRepresentable>(of _: Value.Type) -> String where Value.RawValue == String {
-        alternatives(Value.allCases.map(\.rawValue))
+        alternatives(Value.allCases.map { $0.rawValue })
     }
 
     /// `--format`'s help for the commands that print text or JSON.
     static let outputFormat = "Output format: \(values(of: OutputFormat.self))."
 
     /// `--policy`'s list: every registered policy with its summary.
-    static let policies = CompliancePolicy.registered.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: ", ")
+    static let policies = join(CompliancePolicy.registered.map { "\($0.rawValue) (\($0.summary))" }, separator: ", ")
 
     /// `--trust-store`'s values: the public root stores by name, or a PEM file.
-    static let trustStores = "\(ChainReport.publicStoreNames.joined(separator: ", ")) or a PEM FILE"
+    static let trustStores = "\(join(ChainReport.publicStoreNames, separator: ", ")) or a PEM FILE"
 
     /// Which policies default to which public store (`--trust-store`'s discussion).
     static let trustStoreDefaults: String = {
-        let apple = CompliancePolicy.registered.filter(\.trustsAppleRoots).map(\.rawValue)
-        let system = CompliancePolicy.registered.filter { !$0.trustsAppleRoots }.map(\.rawValue)
+        let apple = CompliancePolicy.registered.filter { $0.trustsAppleRoots }.map { $0.rawValue }
+        let system = CompliancePolicy.registered.filter { !$0.trustsAppleRoots }.map { $0.rawValue }
         return "apple: the snapshot of Apple's root store shipped with tlsaudit (the default of the \(alternatives(apple)) policies); "
             + "system: Debian's /etc/ssl/certs, which is Mozilla's (the default of the \(alternatives(system)) policies); FILE: a PEM bundle."
     }()
 
     /// The ports `--starttls auto` infers a protocol from, in ascending order (`STARTTLSProtocol.wellKnown(port:)`).
-    static let starttlsPorts = STARTTLSProtocol.wellKnownPorts.map(String.init).joined(separator: ", ")
+    static let starttlsPorts = join(STARTTLSProtocol.wellKnownPorts.map { String($0) }, separator: ", ")
 
     /// `--checks`' list: each opt-in check with what it does and costs.
-    static let checks = AddressChecks.shipped.map { "\($0.name.rawValue) (\($0.summary))" }.joined(separator: ", ")
+    static let checks = join(AddressChecks.shipped.map { "\($0.name.rawValue) (\($0.summary))" }, separator: ", ")
+
+    /// `items` with `separator` between them. (`joined(separator:)` is not specialized here: its
+    /// first call makes the runtime look up collection conformances, at every command's start.)
+    static func join(_ items: [String], separator: String) -> String {
+        var text = ""
+        for (index, item) in items.enumerated() {
+            if index > 0 { text += separator }
+            text += item
+        }
+        return text
+    }
 }

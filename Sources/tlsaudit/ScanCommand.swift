@@ -305,18 +305,29 @@ struct ScanCommand: ParsableCommand {
     }
 }
 
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+enum OutputFormat: String, NamedArgumentValue {
     case text
     case json
 }
 
-extension AddressSelection: ExpressibleByArgument {}
-extension CompliancePolicy: ExpressibleByArgument {}
-extension LogFormat: ExpressibleByArgument {}
-extension RevocationMode: ExpressibleByArgument {}
-extension ReportFormat: ExpressibleByArgument {}
-extension AppTrustEvaluation: ExpressibleByArgument {}
-extension DistrustVendor: ExpressibleByArgument {}
+/// An option value named by its raw value, one of all its cases. Its value lists are built here with
+/// closures: ArgumentParser's defaults build them with a key path and a generic `reduce`, whose first
+/// use makes the runtime look up the type's conformances, at every command's start.
+protocol NamedArgumentValue: ExpressibleByArgument, CaseIterable, RawRepresentable where RawValue == String {}
+
+extension NamedArgumentValue {
+    static var allValueStrings: [String] { allCases.map { $0.rawValue } }
+    /// No value has a description apart from its name (ArgumentParser lists only those that do).
+    static var allValueDescriptions: [String: String] { [:] }
+}
+
+extension AddressSelection: NamedArgumentValue {}
+extension CompliancePolicy: NamedArgumentValue {}
+extension LogFormat: NamedArgumentValue {}
+extension RevocationMode: NamedArgumentValue {}
+extension ReportFormat: NamedArgumentValue {}
+extension AppTrustEvaluation: NamedArgumentValue {}
+extension DistrustVendor: NamedArgumentValue {}
 
 extension StoredScan {
     /// One stored scan per probed address of a target.

@@ -25,9 +25,9 @@ struct TLSAuditCommand: AsyncParsableCommand {
     static func main() async {
         StandardStream.prepare()
         StoreBackends.registerShipped()
-        if var command = await DirectRoute.parse(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
+        if let command = await DirectRoute.parse(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
             do {
-                if var asyncCommand = command as? AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
+                try await runLeaf(command)
             } catch {
                 exit(withError: error) // As ArgumentParser's own main reports a run's error.
             }
@@ -73,6 +73,14 @@ enum DirectRoute {
         }
         return command == root ? nil : (command, rest)
     }
+}
+
+/// Runs a parsed command, asynchronously when it is an async one. (Opened from the existential, so
+/// that the cast asks the runtime about the command's own type, which `DirectRoute` already asked
+/// about, and not about `any ParsableCommand`: a second walk of every conformance record.)
+private func runLeaf(_ command: some ParsableCommand) async throws {
+    var command = command
+    if var asyncCommand = command as? any AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
 }
 
 /// ArgumentParser's own `main` (a protocol extension method, so a generic call reaches it rather

@@ -189,4 +189,4 @@ struct TrustUpdateCommand: ParsableCommand {
     }
 }
 
-extension TrustInputKind: ExpressibleByArgument {}
+extension TrustInputKind: NamedArgumentValue {}

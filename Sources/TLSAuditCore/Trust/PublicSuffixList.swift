@@ -53,7 +53,7 @@ public enum PublicSuffixList {
         func isSuffix(_ name: String) -> Bool? {
             if contains("!" + name) { return false }
             if contains(name) { return true }
-            if let dot = name.firstIndex(of: "."), contains("*." + name[name.index(after: dot)...]) { return true }
+            if let dot = name.firstIndex(of: "."), contains("*." + String(name[name.index(after: dot)...])) { return true }
             return nil
         }
     }
