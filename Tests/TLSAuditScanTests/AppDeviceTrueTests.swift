@@ -179,6 +179,21 @@ extension AppAuditTests {
         #expect(version.map { $0 >= 9 && $0 < 13 } == true, "an iOS from 9 to 12 connects: \(line)")
     }
 
+    @Test("a leaf named only in its CN: current clients refuse it, iOS 12 and earlier matched the CN (HT210176), so one of them is the oldest that connects")
+    func commonNameOnlyOldestIOS() throws {
+        var request = LabCertificateRequest.server(Self.deviceNames, key: .rsa(bits: 2048))
+        request.dnsNames = []
+        let leaf = try pki.intermediate.issue(request)
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        defer { server.stop() }
+        let ats = try CLI.run(["ats", "device.app.test:\(server.port)", "--connect-to", "127.0.0.1", "--ca-file", pki.rootFile, "--timeout", "3"])
+        #expect(ats.status == 1, "\(ats.stdout)")
+        #expect(ats.stdout.contains("only iOS 12 and earlier match a name in the CN"), "\(ats.stdout)")
+        let line = ats.stdout.split(separator: "\n").first { $0.hasPrefix("oldest iOS that connects: ") }.map(String.init) ?? ""
+        let version = line.firstMatch(of: /iOS (\d+)/).flatMap { Int($0.1) }
+        #expect(version.map { $0 >= 9 && $0 < 13 } == true, "an iOS from 9 to 12 connects: \(line)")
+    }
+
     @Test("http:// hosts are plain HTTP loads: allowed by NSAllowsArbitraryLoads, -1022 without; ats takes an http:// URL the same way")
     func plainHTTPLoads() throws {
         let web = try LabHTTPServer(routes: ["/": Array("hello".utf8)])

@@ -40,6 +40,8 @@ public enum IOSVersionRules {
         if finding.id == .atsSignatureHash || finding.id == .atsKeySize {
             return (finding.depth ?? 0) == 0 ? atsSince : issuingCASince
         }
+        // A leaf named only in its CN: iOS 12 and earlier matched the CN (HT210176).
+        if finding.id == .trustHostnameMismatch { return finding.message.contains(TrustEvaluator.commonNameFallback) ? [13] : nil }
         // An extendedKeyUsage without any server usage was refused before iOS 13's serverAuth rule.
         if finding.id == .trustEKU, finding.message.contains(TrustEvaluator.restrictsUsage) { return nil }
         return rules.first { $0.findings.contains(finding.id) }?.since

@@ -225,6 +225,10 @@ public enum TrustEvaluator {
         }
     }
 
+    /// How a host-name message says that the subject CN names the host: iOS 12 and earlier matched
+    /// it, iOS 13 (Apple support HT210176) and every current client do not; `IOSVersionRules` dates it.
+    public static let commonNameFallback = "only iOS 12 and earlier match a name in the CN"
+
     /// How a message of the check every client applies (an extendedKeyUsage without any server
     /// usage) reads; `IOSVersionRules` dates those apart from the iOS 13 serverAuth rule.
     public static let restrictsUsage = "restricts extendedKeyUsage to"
@@ -255,7 +259,11 @@ public enum TrustEvaluator {
     static func checkHostname(_ hostname: String, leaf: CertificateSummary, into findings: inout [Finding]) {
         let names = leaf.subjectAlternativeNames
         if names.dns.isEmpty && names.ip.isEmpty {
-            let cn = leaf.commonName.map { " (the CN \"\($0)\" is not used for name matching)" } ?? ""
+            var cn = leaf.commonName.map { " (the CN \"\($0)\" is not used for name matching)" } ?? ""
+            if let commonName = leaf.commonName, IPAddress.canonical(hostname) == nil,
+               HostnameMatcher.dnsNameMatches(pattern: commonName, hostname: HostnameMatcher.normalize(hostname)) {
+                cn = " (the CN \"\(commonName)\" names \(hostname), but \(Self.commonNameFallback))"
+            }
             findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
                 "The leaf has no DNS or IP subjectAltName\(cn), so it matches no host name."))
             return
