@@ -39,6 +39,28 @@ extension AppAuditTests {
         #expect(mismatch.text.contains("FAILS (pin.mismatch)"), "\(mismatch.text)")
     }
 
+    @Test("--afnetworking certificate,allow-invalid-certificates pinning a root of Apple's store: trustd judges the leaf by that store's rules (398 days), a private pinned root by an app's own (825)")
+    func afnetworkingPinnedPublicRoot() throws {
+        var request = LabCertificateRequest.server(["modern.app.test"], key: .rsa(bits: 2048))
+        request.notAfter = Date().addingTimeInterval(500 * 86_400)
+        let leaf = try pki.intermediate.issue(request)
+        let server = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        defer { server.stop() }
+        let pinned = try app("""
+            <key>NSExceptionDomains</key><dict><key>modern.app.test</key><dict>
+              <key>NSExceptionAllowsInsecureHTTPLoads</key><true/></dict></dict>
+            """, certificates: [("root.cer", pki.root)])
+        let flags = ["--afnetworking", "certificate,allow-invalid-certificates"]
+        let privateRoot = try audit(pinned, hosts: ["modern.app.test:\(server.port)"], extra: flags)
+        #expect(privateRoot.report.hosts.first?.connects == true, "500 days is within an app's own anchors' 825: \(privateRoot.text)")
+        let bundle = pki.directory.appendingPathComponent("apple-roots-\(UUID().uuidString.prefix(6)).pem").path
+        try (pki.root.pem + TrustStore.appleSnapshotPEM).write(toFile: bundle, atomically: true, encoding: .utf8)
+        let publicRoot = try audit(pinned, hosts: ["modern.app.test:\(server.port)"], extra: flags + ["--apple-roots", bundle])
+        let host = try #require(publicRoot.report.hosts.first)
+        #expect(!host.connects, "a root of Apple's store brings its 398-day limit: \(publicRoot.text)")
+        #expect(publicRoot.text.contains("trust.lifetime"), "\(publicRoot.text)")
+    }
+
     @Test("--afnetworking public-key: the leaf's key bundled matches; another key does not")
     func afnetworkingPublicKeyMode() throws {
         let (modern, leaf) = try server()

@@ -87,7 +87,10 @@ extension AddressAssessment {
             guard let pinnedBuilding = buildWithPinnedAnchors?(pinned) else {
                 return PinnedAnchorEvaluation(path: [], errors: [Finding(.trustInvalid, .error, "the pinned certificates cannot be read")])
             }
-            let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time)
+            // trustd judges the leaf by the kind of anchor reached: a pinned root of Apple's store
+            // brings its rules (serverAuth itself, 398 days), any other pin an app's own anchor's.
+            let pinnedContext = TrustContext(hostname: pins.validatesDomainName ? context.hostname : nil, time: context.time,
+                                             publicTrust: pinnedBuilding.anchorIsPublic ?? false)
             var errors = TrustEvaluator.evaluate(presented: presented, building: pinnedBuilding, context: pinnedContext)
                 .filter { $0.severity == .error }
             if !pinnedBuilding.anchored, errors.isEmpty {

@@ -31,7 +31,9 @@ enum PathBuilder {
         { pinned in
             let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
             guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
-            return build(presented: presented, store: store).judged(at: time)
+            var result = build(presented: presented, store: store).judged(at: time)
+            result.anchorIsPublic = PublicRoots.anchorIn(result).map { !$0.isEmpty } ?? false
+            return result
         }
     }
 
