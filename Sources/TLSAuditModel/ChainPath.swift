@@ -72,8 +72,8 @@ public struct PathBuildingResult: Hashable, Codable, Sendable {
     public var anchored: Bool
     public var issues: [PathBuildingIssue]
     /// Set by the pinned-anchor builder (AFNetworking's certificate mode): whether the pinned
-    /// certificate the path reaches is one of a public root store's, whose rules trustd then
-    /// applies to the leaf (serverAuth itself, 398 days); nil elsewhere.
+    /// certificate the path reaches is one of Apple's roots, whose rules trustd then applies to the
+    /// leaf (serverAuth itself, 398 days); nil elsewhere.
     public var anchorIsPublic: Bool?
 
     public init(path: [PathElement], anchored: Bool, issues: [PathBuildingIssue]) {

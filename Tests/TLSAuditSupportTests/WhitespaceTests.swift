@@ -11,4 +11,17 @@ struct WhitespaceTests {
         #expect(text.trimmingWhitespace() == text.trimmingCharacters(in: .whitespaces))
         #expect(text[...].trimmingWhitespace() == text.trimmingCharacters(in: .whitespaces))
     }
+
+    @Test("every scalar of the planes that hold any whitespace (0-2) is whitespace for both or for neither")
+    func everyScalar() {
+        var differing: [String] = []
+        for value in 0...0x2FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let single = String(String.UnicodeScalarView([scalar]))
+            if single.trimmingWhitespace().isEmpty != single.trimmingCharacters(in: .whitespaces).isEmpty {
+                differing.append(String(value, radix: 16))
+            }
+        }
+        #expect(differing.isEmpty, "\(differing.prefix(20))")
+    }
 }

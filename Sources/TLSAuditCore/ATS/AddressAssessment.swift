@@ -11,7 +11,9 @@ public enum AddressAssessment {
                               evidence: ConfigurationEvidence? = nil,
                               checkFindings: [Finding] = []) -> (findings: [Finding], verdict: PolicyVerdict) {
         var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
-        if let finding = certificateTransparency(observation, leaf: presented.first, context: context) { trust.append(finding) }
+        if let finding = certificateTransparency(observation, leaf: presented.first, anchored: building.anchored, context: context) {
+            trust.append(finding)
+        }
         var findings = policy.evaluate(observation: observation, presented: presented, building: building,
                                        trustFindings: trust, atsClientRefusal: atsClientRefusal,
                                        evidence: evidence ?? .none)
@@ -82,15 +84,16 @@ public enum AddressAssessment {
 
     /// Apple's Certificate Transparency policy for publicly trusted chains, from the SCTs verified
     /// with the scan (`AppleCTPolicy`): the finding says which requirement failed.
-    static func certificateTransparency(_ observation: HandshakeObservation, leaf: CertificateSummary?,
+    static func certificateTransparency(_ observation: HandshakeObservation, leaf: CertificateSummary?, anchored: Bool,
                                         context: TrustContext) -> Finding? {
         if let report = observation.certificateTransparency {
             guard report.policy.required, !report.policy.satisfied else { return nil }
             return Finding(.trustCertificateTransparency, .error,
                            "Apple's Certificate Transparency policy is not met: \(report.policy.reason).")
         }
-        // Results stored before SCTs were verified: their counts, by the rule of the time.
-        guard context.publicTrust, let leaf, let scts = observation.signedCertificateTimestamps else { return nil }
+        // Results stored before SCTs were verified: their counts, by the rule of the time (a chain
+        // that anchors nowhere gets its trust finding and no CT finding on top).
+        guard anchored, context.publicTrust, let leaf, let scts = observation.signedCertificateTimestamps else { return nil }
         let lifetime = leaf.notAfter.timeIntervalSince(leaf.notBefore) / 86_400
         let embeddedNeeded = lifetime <= 180 ? 2 : 3
         if scts.embedded >= embeddedNeeded { return nil }

@@ -26,9 +26,11 @@ extension ATSDiagnostics {
             return
         }
         let context = probes.trustContext(hostname: domain)
-        let chainFailures = probes.configurations.lazy.compactMap(\.chain).first.map { Self.chainFailures($0, context: context).findings } ?? []
+        let firstChain = probes.configurations.lazy.compactMap(\.chain).first
+        let chainFailures = firstChain.map { Self.chainFailures($0, context: context).findings } ?? []
         if let clients = iosClients {
-            let oldest = IOSVersionRules.oldest(clients, chainFailures: chainFailures, minimumTLSVersion: .tls1_2, forwardSecrecy: true)
+            let oldest = IOSVersionRules.oldest(clients, chainFailures: chainFailures, leaf: firstChain?.presented.first, hostname: domain,
+                                                minimumTLSVersion: .tls1_2, forwardSecrecy: true)
             oldestConnectingIos = oldest.client
             oldestIosNote = oldest.reason
         }

@@ -33,18 +33,24 @@ public enum IOSVersionRules {
         SimulatedClientRegistry.client(short: client.short).flatMap { $0.iOSVersion ?? ($0.isIOS ? [Int.max] : nil) }
     }
 
-    /// The first iOS version that applies the rule `finding` fails: ATS's key and digest rules on
-    /// the leaf from iOS 9, on issuing CAs from iOS 13; nil for a failure every version applies
-    /// (no rule dates it, or an extendedKeyUsage without any server usage).
-    static func since(_ finding: Finding) -> [Int]? {
-        if finding.id == .atsSignatureHash || finding.id == .atsKeySize {
+    /// The first iOS version that applies the rule `finding` fails, read from the certificates (not
+    /// from the message, which quotes certificate text): ATS's key and digest rules on the leaf from
+    /// iOS 9, on issuing CAs from iOS 13; a host named only in the CN of a leaf without subjectAltNames
+    /// from iOS 13 (earlier versions matched the CN); serverAuth from iOS 13, except an extendedKeyUsage
+    /// without any server usage, which every version refused. Nil: a failure every version applies.
+    static func since(_ finding: Finding, leaf: CertificateSummary?, hostname: String?) -> [Int]? {
+        switch finding.id {
+        case .atsSignatureHash, .atsKeySize:
             return (finding.depth ?? 0) == 0 ? atsSince : issuingCASince
+        case .trustHostnameMismatch:
+            guard let leaf, let hostname else { return nil }
+            return HostnameMatcher.namedOnlyByCommonName(host: hostname, leaf: leaf) ? [13] : nil
+        case .trustEKU where (finding.depth ?? 0) == 0:
+            guard let leaf else { return [13] }
+            return CertificateRules.leafUsageAllowsServer(leaf) ? [13] : nil
+        default:
+            return rules.first { $0.findings.contains(finding.id) }?.since
         }
-        // A leaf named only in its CN: iOS 12 and earlier matched the CN (HT210176).
-        if finding.id == .trustHostnameMismatch { return finding.message.contains(TrustEvaluator.commonNameFallback) ? [13] : nil }
-        // An extendedKeyUsage without any server usage was refused before iOS 13's serverAuth rule.
-        if finding.id == .trustEKU, finding.message.contains(TrustEvaluator.restrictsUsage) { return nil }
-        return rules.first { $0.findings.contains(finding.id) }?.since
     }
 
     /// The oldest iOS with ATS whose client connects to the server under the app's rules, or why none does.
@@ -53,8 +59,11 @@ public enum IOSVersionRules {
     ///   - chainFailures: the chain's failures of Apple's trust rules under the current iOS (empty
     ///     when the app evaluates trust itself, or the chain passes).
     ///   - minimumTLSVersion, forwardSecrecy: the app's ATS rules for the host.
-    public static func oldest(_ clients: [ClientSimulationResult], chainFailures: [Finding], minimumTLSVersion: TLSVersion,
+    ///   - leaf, hostname: the chain's leaf and the name the app asks for (the dating of some failures reads them).
+    public static func oldest(_ clients: [ClientSimulationResult], chainFailures: [Finding], leaf: CertificateSummary? = nil,
+                              hostname: String? = nil, minimumTLSVersion: TLSVersion,
                               forwardSecrecy: Bool) -> (client: ClientSimulationResult?, reason: String?) {
+        let since = { (finding: Finding) in Self.since(finding, leaf: leaf, hostname: hostname) }
         let permanent = chainFailures.filter { since($0) == nil }
         if let first = permanent.first {
             return (nil, "the chain fails a trust rule every iOS applies (\(first.id))")

@@ -17,6 +17,14 @@ public enum HostnameMatcher {
         return names.dns.contains { isValidDNSName($0) && dnsNameMatches(pattern: $0, hostname: hostname) }
     }
 
+    /// A leaf without DNS or IP subjectAltNames whose subject CN names `host` (a DNS name): what iOS
+    /// 12 and earlier matched, and iOS 13 (Apple support HT210176) and current clients do not.
+    public static func namedOnlyByCommonName(host: String, leaf: CertificateSummary) -> Bool {
+        guard leaf.subjectAlternativeNames.dns.isEmpty, leaf.subjectAlternativeNames.ip.isEmpty,
+              let commonName = leaf.commonName, IPAddress.canonical(host) == nil else { return false }
+        return dnsNameMatches(pattern: commonName, hostname: normalize(host))
+    }
+
     /// Whether one SAN dNSName entry matches a normalized host name.
     public static func dnsNameMatches(pattern rawPattern: String, hostname: String) -> Bool {
         let pattern = normalize(rawPattern)

@@ -225,14 +225,6 @@ public enum TrustEvaluator {
         }
     }
 
-    /// How a host-name message says that the subject CN names the host: iOS 12 and earlier matched
-    /// it, iOS 13 (Apple support HT210176) and every current client do not; `IOSVersionRules` dates it.
-    public static let commonNameFallback = "only iOS 12 and earlier match a name in the CN"
-
-    /// How a message of the check every client applies (an extendedKeyUsage without any server
-    /// usage) reads; `IOSVersionRules` dates those apart from the iOS 13 serverAuth rule.
-    public static let restrictsUsage = "restricts extendedKeyUsage to"
-
     /// trustd's extendedKeyUsage checks beside the leaf rules: the leaf's extendedKeyUsage, when it
     /// has one, allows a TLS server (`CertificateRules.leafUsageAllowsServer`); under Apple's root
     /// store, an intermediate that restricts its usage keeps serverAuth or anyExtendedKeyUsage. A
@@ -248,10 +240,10 @@ public enum TrustEvaluator {
             let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
             if depth > 0, !publicTrust {
                 findings.appendUnique(Finding(.trustEKU, .warning, depth: depth,
-                    "\(certificate.displayName) \(Self.restrictsUsage) \(listed), without serverAuth: Apple's clients accept it under your own anchors (trustd enforces an intermediate's EKU only under its root store), but Chrome, Firefox, Android and OpenSSL-based clients refuse the chain."))
+                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth: Apple's clients accept it under your own anchors (trustd enforces an intermediate's EKU only under its root store), but Chrome, Firefox, Android and OpenSSL-based clients refuse the chain."))
             } else {
                 findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
-                    "\(certificate.displayName) \(Self.restrictsUsage) \(listed), without serverAuth."))
+                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
             }
         }
     }
@@ -260,9 +252,8 @@ public enum TrustEvaluator {
         let names = leaf.subjectAlternativeNames
         if names.dns.isEmpty && names.ip.isEmpty {
             var cn = leaf.commonName.map { " (the CN \"\($0)\" is not used for name matching)" } ?? ""
-            if let commonName = leaf.commonName, IPAddress.canonical(hostname) == nil,
-               HostnameMatcher.dnsNameMatches(pattern: commonName, hostname: HostnameMatcher.normalize(hostname)) {
-                cn = " (the CN \"\(commonName)\" names \(hostname), but \(Self.commonNameFallback))"
+            if HostnameMatcher.namedOnlyByCommonName(host: hostname, leaf: leaf), let commonName = leaf.commonName {
+                cn = " (the CN \"\(commonName)\" names \(hostname), but only iOS 12 and earlier match a name in the CN)"
             }
             findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
                 "The leaf has no DNS or IP subjectAltName\(cn), so it matches no host name."))

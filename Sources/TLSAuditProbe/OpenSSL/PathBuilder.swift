@@ -32,7 +32,8 @@ enum PathBuilder {
             let anchors = pinned.compactMap { try? X509Certificate(der: Array($0)) }
             guard !anchors.isEmpty, let store = try? TrustStore(pinnedAnchors: anchors) else { return nil }
             var result = build(presented: presented, store: store).judged(at: time)
-            result.anchorIsPublic = PublicRoots.anchorIn(result).map { !$0.isEmpty } ?? false
+            // On an iPhone the root-store rules come with Apple's roots only (trustd's system anchors).
+            result.anchorIsPublic = PublicRoots.anchorIn(result)?.contains("apple") ?? false
             return result
         }
     }
