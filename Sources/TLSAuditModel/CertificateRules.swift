@@ -74,6 +74,12 @@ public enum CertificateRules {
         certificate.extendedKeyUsage?.contains("serverAuth") == true
     }
 
+    /// Whether trustd asks a leaf issued at `notBefore` for serverAuth itself (`hasServerAuth`):
+    /// always under Apple's root store, after `july2019` under an operator's own anchors.
+    public static func requiresServerAuth(notBefore: Date, publicTrust: Bool) -> Bool {
+        publicTrust || notBefore > july2019
+    }
+
     /// Under Apple's root store, an intermediate with a non-empty extendedKeyUsage must hold
     /// serverAuth or anyExtendedKeyUsage (`SecPolicyCheckServerAuthEKU`); under an operator's own
     /// anchors trustd does not enforce it (it only counts it).
@@ -144,14 +150,14 @@ public enum CertificateRules {
     }
 
     /// How many of Apple's certificate rules `path` fails, beyond what path building reports: each
-    /// certificate with a weak signature, a weak key, an extendedKeyUsage without serverAuth (the
-    /// anchor's own exempt) or an empty subject trustd refuses counts one.
+    /// certificate with a weak signature, a weak key or an empty subject trustd refuses counts one,
+    /// and a leaf whose extendedKeyUsage allows no server (`leafUsageAllowsServer`).
     public static func failures(path: [CertificateSummary], anchored: Bool) -> Int {
         guard !path.isEmpty else { return 0 }
         let judged = signatureJudged(path: path, anchored: anchored)
         var count = judged.count { hasWeakSignature(path[$0]) }
         count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
-        count += extendedKeyUsageJudged(path: path, anchored: anchored).count { $0 == 0 && !leafUsageAllowsServer(path[0]) }
+        count += leafUsageAllowsServer(path[0]) ? 0 : 1
         count += path.count { emptySubjectProblem($0) != nil }
         return count
     }

@@ -10,6 +10,8 @@ public enum IOSVersionRules {
         public var findings: Set<FindingID>
         /// The first iOS version that applies it to an app's loads.
         public var since: [Int]
+        /// The first version that applies it to issuing CAs (the findings at depth 1 and up), when later.
+        public var issuingCAsSince: [Int]? = nil
         public var source: String
     }
 
@@ -20,7 +22,7 @@ public enum IOSVersionRules {
     public static let issuingCASince = [13]
 
     public static let rules: [Rule] = [
-        Rule(findings: [.atsSignatureHash, .atsKeySize], since: atsSince,
+        Rule(findings: [.atsSignatureHash, .atsKeySize], since: atsSince, issuingCAsSince: issuingCASince,
              source: "App Transport Security (iOS 9): SHA-256 or better, RSA 2048 / ECC 256 bits or more (NSAppTransportSecurity); on issuing CAs from iOS 13 (HT210176)"),
         Rule(findings: [.trustCertificateTransparency], since: [12, 1, 1],
              source: "Apple's Certificate Transparency policy, enforced from iOS 12.1.1 (Apple support HT205280)"),
@@ -40,8 +42,6 @@ public enum IOSVersionRules {
     /// without any server usage, which every version refused. Nil: a failure every version applies.
     static func since(_ finding: Finding, leaf: CertificateSummary?, hostname: String?) -> [Int]? {
         switch finding.id {
-        case .atsSignatureHash, .atsKeySize:
-            return (finding.depth ?? 0) == 0 ? atsSince : issuingCASince
         case .trustHostnameMismatch:
             guard let leaf, let hostname else { return nil }
             return HostnameMatcher.namedOnlyByCommonName(host: hostname, leaf: leaf) ? [13] : nil
@@ -49,7 +49,8 @@ public enum IOSVersionRules {
             guard let leaf else { return [13] }
             return CertificateRules.leafUsageAllowsServer(leaf) ? [13] : nil
         default:
-            return rules.first { $0.findings.contains(finding.id) }?.since
+            guard let rule = rules.first(where: { $0.findings.contains(finding.id) }) else { return nil }
+            return (finding.depth ?? 0) > 0 ? rule.issuingCAsSince ?? rule.since : rule.since
         }
     }
 

@@ -75,13 +75,12 @@ public enum TrustEvaluator {
     /// days for leaves issued after 2019-07-01; the message says when a root installed by a
     /// configuration profile (MDM) is exempt, as trustd exempts it.
     static func checkAppleLeafRules(_ leaf: CertificateSummary, publicTrust: Bool, leafIsAnchor: Bool, into findings: inout [Finding]) {
-        let usages = leaf.extendedKeyUsage.map { $0.isEmpty ? "an empty extendedKeyUsage" : "extendedKeyUsage \(RecordBudget.list($0))" } ?? "no extendedKeyUsage"
-        if publicTrust, !CertificateRules.hasServerAuth(leaf) {
-            findings.appendUnique(Finding(.trustEKU, .error, depth: 0,
-                "\(leaf.displayName) has \(usages); Apple requires serverAuth itself in the leaf of a chain to its root store (anyExtendedKeyUsage is not enough)."))
-        } else if !publicTrust, leaf.notBefore > CertificateRules.july2019, !CertificateRules.hasServerAuth(leaf) {
-            findings.appendUnique(Finding(.trustEKU, .error, depth: 0,
-                "\(leaf.displayName) has \(usages); Apple requires serverAuth itself in certificates issued after 2019-07-01 under an app's own anchors (SecTrustSetAnchorCertificates, as certificate pinning does). A device that trusts the root through a configuration profile (MDM) does not require it."))
+        if CertificateRules.requiresServerAuth(notBefore: leaf.notBefore, publicTrust: publicTrust), !CertificateRules.hasServerAuth(leaf) {
+            let usages = leaf.extendedKeyUsage.map { $0.isEmpty ? "an empty extendedKeyUsage" : "extendedKeyUsage \(RecordBudget.list($0))" } ?? "no extendedKeyUsage"
+            let rule = publicTrust
+                ? "Apple requires serverAuth itself in the leaf of a chain to its root store (anyExtendedKeyUsage is not enough)."
+                : "Apple requires serverAuth itself in certificates issued after 2019-07-01 under an app's own anchors (SecTrustSetAnchorCertificates, as certificate pinning does). A device that trusts the root through a configuration profile (MDM) does not require it."
+            findings.appendUnique(Finding(.trustEKU, .error, depth: 0, "\(leaf.displayName) has \(usages); \(rule)"))
         }
         guard let maximum = CertificateRules.maximumValidity(notBefore: leaf.notBefore, publicTrust: publicTrust) else { return }
         let validity = leaf.notAfter.timeIntervalSince(leaf.notBefore)
