@@ -312,13 +312,15 @@ public final class ScanService: Service, @unchecked Sendable {
             logger.critical("scan results were dropped while the store was failing (the in-memory queue was full)",
                             metadata: ["dropped": "\(finish.dropped)"])
         }
-        let locations = configuration.spillLocations
-        let kept = finish.files.filter(locations.holds)
+        // The spill directories are listed once: the next start reads what is there.
+        let waiting = configuration.spillLocations.waiting()
+        let readNextStart = Set(waiting.map(SpillLocations.absolute))
+        let kept = finish.files.filter { readNextStart.contains(SpillLocations.absolute($0)) }
         if !kept.isEmpty {
             logger.error("stopped with scan results that could not be stored; they are kept for the next start",
                          metadata: ["unstored": "\(finish.unstored)", "file": "\(kept.joined(separator: ", "))"])
         }
-        for file in finish.files where !locations.holds(file) {
+        for file in finish.files where !readNextStart.contains(SpillLocations.absolute(file)) {
             // Written before a reload moved spill_directory: the next start looks only in the new one.
             logger.critical("scan results that could not be stored are kept in \(file), where the next start does not look: move the file into the spill directory")
         }
@@ -327,11 +329,11 @@ public final class ScanService: Service, @unchecked Sendable {
                             metadata: ["unstored": "\(finish.unstored)", "lost": "\(finish.lost)"])
         }
         let ours = Set(finish.files.map(SpillLocations.absolute))
-        let waiting = locations.waiting().filter { !ours.contains(SpillLocations.absolute($0)) }
-        if !waiting.isEmpty {
-            logger.error("results kept from an earlier run are still not stored", metadata: ["files": "\(waiting.count)"])
+        let earlier = waiting.filter { !ours.contains(SpillLocations.absolute($0)) }
+        if !earlier.isEmpty {
+            logger.error("results kept from an earlier run are still not stored", metadata: ["files": "\(earlier.count)"])
         }
-        unstoredAtExit = finish.unstored + finish.dropped + waiting.count
+        unstoredAtExit = finish.unstored + finish.dropped + earlier.count
     }
 
     /// Runs blocking work off the cooperative pool.
