@@ -8,7 +8,9 @@ enum HelpLists {
     /// "a, b or c".
     static func alternatives(_ names: [String]) -> String {
         guard let last = names.last else { return "" }
-        return names.count == 1 ? last : join(Array(names.dropLast()), separator: ", ") + " or " + last
+        // An Array, not the ArraySlice `dropLast()` gives: `joined` is not specialized here, and its
+        // first use on a type makes the runtime look up that type's conformances.
+        return names.count == 1 ? last : Array(names.dropLast()).joined(separator: ", ") + " or " + last
     }
 
     /// Every value of a `CaseIterable` option, "a, b or c".
@@ -20,10 +22,10 @@ enum HelpLists {
     static let outputFormat = "Output format: \(values(of: OutputFormat.self))."
 
     /// `--policy`'s list: every registered policy with its summary.
-    static let policies = join(CompliancePolicy.registered.map { "\($0.rawValue) (\($0.summary))" }, separator: ", ")
+    static let policies = CompliancePolicy.registered.map { "\($0.rawValue) (\($0.summary))" }.joined(separator: ", ")
 
     /// `--trust-store`'s values: the public root stores by name, or a PEM file.
-    static let trustStores = "\(join(ChainReport.publicStoreNames, separator: ", ")) or a PEM FILE"
+    static let trustStores = "\(ChainReport.publicStoreNames.joined(separator: ", ")) or a PEM FILE"
 
     /// Which policies default to which public store (`--trust-store`'s discussion).
     static let trustStoreDefaults: String = {
@@ -34,19 +36,8 @@ enum HelpLists {
     }()
 
     /// The ports `--starttls auto` infers a protocol from, in ascending order (`STARTTLSProtocol.wellKnown(port:)`).
-    static let starttlsPorts = join(STARTTLSProtocol.wellKnownPorts.map { String($0) }, separator: ", ")
+    static let starttlsPorts = STARTTLSProtocol.wellKnownPorts.map { String($0) }.joined(separator: ", ")
 
     /// `--checks`' list: each opt-in check with what it does and costs.
-    static let checks = join(AddressChecks.shipped.map { "\($0.name.rawValue) (\($0.summary))" }, separator: ", ")
-
-    /// `items` with `separator` between them. (`joined(separator:)` is not specialized here: its
-    /// first call makes the runtime look up collection conformances, at every command's start.)
-    static func join(_ items: [String], separator: String) -> String {
-        var text = ""
-        for (index, item) in items.enumerated() {
-            if index > 0 { text += separator }
-            text += item
-        }
-        return text
-    }
+    static let checks = AddressChecks.shipped.map { "\($0.name.rawValue) (\($0.summary))" }.joined(separator: ", ")
 }
