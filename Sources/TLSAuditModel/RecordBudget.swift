@@ -63,11 +63,12 @@ public enum RecordBudget {
 
     /// The bytes `text` takes as a JSON string (quotes and escapes included).
     static func jsonBytes(_ text: String) -> Int {
-        text.unicodeScalars.reduce(2) { total, scalar in
-            switch scalar.value {
+        // By UTF-8 byte: a scalar's bytes beyond ASCII are all >= 0x80, each written as itself.
+        text.utf8.reduce(2) { total, byte in
+            switch byte {
             case 0..<0x20: total + 6
             case 0x22, 0x5C: total + 2
-            default: total + String(scalar).utf8.count
+            default: total + 1
             }
         }
     }

@@ -80,11 +80,10 @@ public enum Resolver {
     public static func resolve(host: String, port: Int, timeout: Double) throws(ProbeFailure) -> [SocketAddress] {
         let result = ResolutionBox()
         let done = DispatchSemaphore(value: 0)
-        let thread = Thread {
+        LookupThreads.shared.run {
             result.set(lookup(host: host, port: port))
             done.signal()
         }
-        thread.start()
         guard BlockingWait.around({ done.wait(timeout: .now() + timeout) }) == .success else {
             throw ProbeFailure(.dnsFailure, "resolving \(host) took longer than \(formatSeconds(timeout))")
         }

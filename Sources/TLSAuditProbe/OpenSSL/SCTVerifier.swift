@@ -77,18 +77,23 @@ package enum SCTVerifier {
     private static let checked = SleepingLock<[CheckKey: [SignedCertificateTimestamp]]>([:])
 
     private struct CheckKey: Hashable {
-        var leaf: [UInt8]
-        var issuerKey: [UInt8]?
-        var delivered: [[UInt8]]
+        var leaf: BytesKey
+        var issuerKey: BytesKey?
+        var delivered: [BytesKey]
         var logs: Int
     }
 
     /// Every SCT of the leaf, embedded and `delivered`, with its signature checked. `issuer` is the
-    /// certificate that signed the leaf (embedded SCTs name its key), nil when it is not known.
-    static func check(leaf: X509Certificate, issuer: X509Certificate?, delivered: [ReceivedSCT], logs: CTLogList) -> [SignedCertificateTimestamp] {
+    /// certificate that signed the leaf (embedded SCTs name its key), nil when it is not known; it is
+    /// found only when the leaf has embedded SCTs (finding it can cost a signature check).
+    static func check(leaf: X509Certificate, issuer findIssuer: @autoclosure () -> X509Certificate?, delivered: [ReceivedSCT],
+                      logs: CTLogList) -> [SignedCertificateTimestamp] {
+        let embedded = ReceivedSCT.embedded(in: leaf)
         // No SCT at all: nothing to check, and the list is not touched (the shipped one stays unparsed).
-        if delivered.isEmpty, ReceivedSCT.embedded(in: leaf).isEmpty { return [] }
-        let key = CheckKey(leaf: leaf.der, issuerKey: issuer?.spkiDER(), delivered: delivered.map(\.identity), logs: logs.keysIdentity)
+        if delivered.isEmpty, embedded.isEmpty { return [] }
+        let issuer = embedded.isEmpty ? nil : findIssuer()
+        let key = CheckKey(leaf: BytesKey(leaf.der), issuerKey: issuer.map { BytesKey($0.spkiDER()) }, delivered: delivered.map { BytesKey($0.identity) },
+                           logs: logs.keysIdentity)
         if let known = checked.withLock({ $0[key] }) { return known }
         let result = uncachedCheck(leaf: leaf, issuer: issuer, delivered: delivered, logs: logs)
         checked.withLock { checked in

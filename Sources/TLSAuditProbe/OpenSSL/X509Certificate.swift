@@ -46,14 +46,14 @@ package final class X509Certificate: @unchecked Sendable {
     /// Summaries by DER: a scan meets the same few certificates again and again (one leaf behind
     /// many names, one root in every path), and a summary depends on the bytes alone. At most 256
     /// (some 1.5 MB with their DER), forgotten all at once when full.
-    private static let summaries = SleepingLock<[[UInt8]: CertificateSummary]>([:])
+    private static let summaries = SleepingLock<[BytesKey: CertificateSummary]>([:])
     private static let summariesKept = 256
     /// Certificates over 16 KB (a hostile server's) are not kept: the cache stays within a few MB.
     private static let summaryBytesKept = 16_384
 
     /// The summary already made of `der`, if any.
     private static func knownSummary(_ der: [UInt8]) -> CertificateSummary? {
-        der.count <= summaryBytesKept ? summaries.withLock { $0[der] } : nil
+        der.count <= summaryBytesKept ? summaries.withLock { $0[BytesKey(der)] } : nil
     }
 
     /// Everything tlsaudit records about this certificate.
@@ -64,7 +64,7 @@ package final class X509Certificate: @unchecked Sendable {
         guard derBytes.count <= Self.summaryBytesKept else { return summary }
         Self.summaries.withLock { summaries in
             if summaries.count >= Self.summariesKept { summaries.removeAll(keepingCapacity: true) }
-            summaries[derBytes] = summary
+            summaries[BytesKey(derBytes)] = summary
         }
         return summary
     }

@@ -223,8 +223,8 @@ public final class Enumerator: Sendable {
         /// The leaf's SCTs as this handshake showed them, checked against the scan's log list (as `scan` does).
         func scts(of attempt: HandshakeAttempt, chain: ProbedChainPath?) -> [SignedCertificateTimestamp] {
             guard attempt.observation != nil, let leaf = attempt.presented.first, let chain else { return [] }
-            let issuer = SCTVerifier.issuer(ofLeafOf: chain.building.path, presented: attempt.presented, leaf: leaf, store: trustStore)
-            return SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: scanner.ctLogs)
+            return SCTVerifier.check(leaf: leaf, issuer: SCTVerifier.issuer(ofLeafOf: chain.building.path, presented: attempt.presented, leaf: leaf, store: trustStore),
+                                     delivered: attempt.deliveredSCTs, logs: scanner.ctLogs)
         }
         // The public-trust rules follow the anchor: the first anchored chain's, else the store's kind.
         let anchoredPublicly = chains.lazy.compactMap { $0.flatMap { PublicRoots.anchorIn($0.building) } }.first.map { !$0.isEmpty }

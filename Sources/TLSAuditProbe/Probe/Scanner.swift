@@ -382,8 +382,8 @@ public final class TLSScanner: Sendable {
         probed.ctLogs = ctLogs
         probed.distrust = distrust
         if attempt.observation != nil, let leaf = sent.first {
-            let issuer = SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore)
-            probed.scts = SCTVerifier.check(leaf: leaf, issuer: issuer, delivered: attempt.deliveredSCTs, logs: ctLogs)
+            probed.scts = SCTVerifier.check(leaf: leaf, issuer: SCTVerifier.issuer(ofLeafOf: building.path, presented: sent, leaf: leaf, store: trustStore),
+                                            delivered: attempt.deliveredSCTs, logs: ctLogs)
         }
         return probed
     }

@@ -1,0 +1,45 @@
+import Foundation
+import Synchronization
+import Testing
+import TLSAuditProbe
+
+/// The threads that run name lookups (`Resolver.resolve`): one that hangs holds up no other, and a
+/// thread that finished is used again instead of a new one.
+@Suite("Lookup threads")
+struct LookupThreadsTests {
+    /// The calling thread's identity as a number.
+    static func threadID() -> UInt { UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(Unmanaged.passUnretained(Thread.current).toOpaque()))) }
+
+    @Test("a lookup that blocks does not delay the next; a finished thread takes the next lookup")
+    func noHeadOfLineBlockingAndReuse() throws {
+        let threads = LookupThreads()
+        let release = DispatchSemaphore(value: 0)
+        let blockedStarted = DispatchSemaphore(value: 0)
+        threads.run {
+            blockedStarted.signal()
+            release.wait() // a lookup that hangs until the test lets it go
+        }
+        #expect(blockedStarted.wait(timeout: .now() + 5) == .success)
+        // While the first thread hangs, a second lookup runs and finishes.
+        let second = DispatchSemaphore(value: 0)
+        let secondThread = Mutex<UInt?>(nil)
+        threads.run {
+            secondThread.withLock { $0 = Self.threadID() }
+            second.signal()
+        }
+        #expect(second.wait(timeout: .now() + 5) == .success, "the second lookup waited for the hanging one")
+        // The second lookup's thread is idle now: the next lookups run on it, one after the other.
+        for _ in 0..<5 {
+            let done = DispatchSemaphore(value: 0)
+            let ranOn = Mutex<UInt?>(nil)
+            threads.run {
+                ranOn.withLock { $0 = Self.threadID() }
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            #expect(ranOn.withLock { $0 } == secondThread.withLock { $0 }, "a new thread was started though one was idle")
+            Thread.sleep(forTimeInterval: 0.01) // let it go idle again before the next
+        }
+        release.signal()
+    }
+}
