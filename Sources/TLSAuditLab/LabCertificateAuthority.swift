@@ -17,7 +17,7 @@ public enum LabKeyType: Sendable, Hashable {
 
 /// Digests the lab can sign with (SHA-1 and MD5 exist to make bad certificates).
 public enum LabDigest: String, Sendable {
-    case sha1, sha256, sha384, sha512, md5
+    case sha1, sha224, sha256, sha384, sha512, md5
     case sha3_256 = "sha3-256"
 }
 
@@ -216,6 +216,7 @@ public enum LabCertificateAuthority {
         let digest: OpaquePointer? = if case .ed25519 = signingKey.type { nil } else {
             switch request.digest {
             case .sha1: EVP_sha1()
+            case .sha224: EVP_sha224()
             case .sha256: EVP_sha256()
             case .sha384: EVP_sha384()
             case .sha512: EVP_sha512()

@@ -9,21 +9,34 @@ public enum CertificateRules {
     /// SecKeyAlgorithm for it, so trustd cannot verify such a signature (nor may a public CA make one).
     public static let acceptedHashes: Set<String> = ["SHA256", "SHA384", "SHA512"]
 
+    /// The digests trustd takes on every TLS server certificate, ATS or not: SHA-2 (its SSL policy
+    /// refuses MD2, MD4, MD5 and SHA-1, `SecPolicyRemoveWeakHashOptions`; SHA-3 it cannot verify).
+    /// SHA-224 passes here and fails ATS's "SHA-256 or stronger" (`acceptedHashes`).
+    public static let trustAcceptedHashes: Set<String> = acceptedHashes.union(["SHA224"])
+
     /// Why `hash` (a summary's `signatureHash`) fails, for a message: "ATS requires SHA-256 or stronger",
-    /// or what is wrong with a SHA-3 digest, which is not weaker.
-    public static func weakHashReason(_ hash: String?) -> String {
+    /// what is wrong with a SHA-3 digest, which is not weaker, or (`underATS` false) trustd's own rule.
+    public static func weakHashReason(_ hash: String?, underATS: Bool = true) -> String {
         if let hash, hash.hasPrefix("SHA3") {
             return "Apple's clients verify certificate signatures made with SHA-2 only (SHA-256, SHA-384, SHA-512), not SHA-3"
         }
-        return "ATS requires SHA-256 or stronger"
+        if underATS { return "ATS requires SHA-256 or stronger" }
+        return "Apple's clients refuse MD5 and SHA-1 certificate signatures for all TLS, with or without ATS"
     }
 
-    /// The certificate is signed with a digest ATS refuses (SHA-1, MD5, unknown). Ed25519 and Ed448
+    /// The certificate is signed with a digest ATS refuses (SHA-1, MD5, SHA-224, unknown), or with
+    /// `underATS` false, one trustd refuses on any TLS connection (SHA-224 passes). Ed25519 and Ed448
     /// carry no separate digest and are not weak.
-    public static func hasWeakSignature(_ certificate: CertificateSummary) -> Bool {
+    public static func hasWeakSignature(_ certificate: CertificateSummary, underATS: Bool = true) -> Bool {
         if certificate.signatureHash == nil, certificate.signatureAlgorithm.uppercased().hasPrefix("ED") { return false }
         guard let hash = certificate.signatureHash else { return true }
-        return !acceptedHashes.contains(hash)
+        return !(underATS ? acceptedHashes : trustAcceptedHashes).contains(hash)
+    }
+
+    /// The certificate's signature fails ATS's digest rule but not trustd's (SHA-224): an app that
+    /// turns ATS off for the host (NSAllowsArbitraryLoads) connects.
+    public static func hasATSOnlyWeakSignature(_ certificate: CertificateSummary) -> Bool {
+        hasWeakSignature(certificate) && !hasWeakSignature(certificate, underATS: false)
     }
 
     /// The curves (OpenSSL's names and aliases) of the ECC keys Apple's clients take: the NIST curves

@@ -102,7 +102,7 @@ public enum FindingCatalog {
         entry(.atsTLSVersion, .error, "Protocol older than TLS 1.2", .atsRules),
         entry(.atsForwardSecrecy, .error, "No forward secrecy", .atsRules),
         entry(.atsCipherSuite, .error, "Cipher suite outside the policy's list", .atsRules),
-        entry(.atsSignatureHash, .error, "Signed with less than SHA-256", .atsRules,
+        entry(.atsSignatureHash, .error, "Signed with less than SHA-256", .atsRules, also: [.warning],
               fix: FindingFix(detailed: "reissue {certificate} signed with SHA-256 or stronger")),
         entry(.atsKeySize, .error, "Key too small or of a type ATS refuses", .atsRules,
               fix: FindingFix(detailed: "reissue {certificate} with an RSA key of 2048 bits or more, or an ECDSA P-256 key")),

@@ -40,11 +40,13 @@ public struct ScanTarget: Hashable, Sendable {
         public init(description: String) { self.description = description }
     }
 
+    /// A Unicode host or server name is kept in its A-label form (`DomainNameForm.host`): what is
+    /// resolved, sent as SNI and matched against the certificate, as an Apple client does.
     public init(original: String, host: String, port: Int, sni: String?, connectTo: [ConnectAddress] = []) {
         self.original = original
-        self.host = host
+        self.host = DomainNameForm.host(host)
         self.port = port
-        self.sni = sni
+        self.sni = sni.map(DomainNameForm.host)
         self.connectTo = connectTo
     }
 

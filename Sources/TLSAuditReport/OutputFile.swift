@@ -12,7 +12,9 @@ public enum OutputFile {
         let url = URL(fileURLWithPath: path).resolvingSymlinksInPath()
         let type = (try? FileManager.default.attributesOfItem(atPath: url.path)[.type]) as? FileAttributeType
         if path.hasPrefix("/dev/") || path.hasPrefix("/proc/") || (type != nil && type != .typeRegular && type != .typeDirectory) {
-            let descriptor = open(path, O_WRONLY | O_APPEND)
+            var descriptor = open(path, O_WRONLY | O_APPEND)
+            // A container without /dev/stdout (or /dev/fd): the name still means the open descriptor.
+            if descriptor < 0, errno == ENOENT, let standard = standardDescriptor(path) { descriptor = dup(standard) }
             guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             try handle.write(contentsOf: Data(content.utf8))
@@ -20,5 +22,14 @@ public enum OutputFile {
         }
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try Data(content.utf8).write(to: url, options: .atomic)
+    }
+
+    /// The descriptor `/dev/stdout`, `/dev/stderr` or `/dev/fd/N` names; nil for any other path.
+    static func standardDescriptor(_ path: String) -> Int32? {
+        switch path {
+        case "/dev/stdout": 1
+        case "/dev/stderr": 2
+        default: path.hasPrefix("/dev/fd/") ? Int32(path.dropFirst("/dev/fd/".count)) : nil
+        }
     }
 }

@@ -31,6 +31,7 @@ struct PinCommand: ParsableCommand {
     func run() throws {
         var certificates: [(CertificateSummary, String)] = []
         var domain = "example.com"
+        var leafIndex: Int? = 0
         if let target {
             let parsed = try parseSingleTarget(target, connectTo: connection.connectTo, starttls: connection.starttls)
             domain = parsed.sni ?? parsed.host
@@ -57,16 +58,25 @@ struct PinCommand: ParsableCommand {
                     throw ValidationError("\(error)")
                 }
             }
-            domain = certificates.first?.0.subjectAlternativeNames.dns.first ?? domain
+            // The leaf is the certificate that issued none of the others (as `verify` picks it), in
+            // whatever order the files list them; a CA is never pinned as a leaf identity.
+            let chosen = ChainVerifier.chooseLeaf(certificates.map(\.0)) { _ in false }
+            leafIndex = certificates.indices.contains(chosen) && !certificates[chosen].0.isCA ? chosen : nil
+            if let leafIndex {
+                certificates[leafIndex].1 += " (leaf)"
+                domain = certificates[leafIndex].0.subjectAlternativeNames.dns.first ?? domain
+            }
         }
-        StandardStream.output.write(PinReport.render(certificates, domain: domain))
+        StandardStream.output.write(PinReport.render(certificates, leafIndex: leafIndex, domain: domain))
     }
 }
 
 /// The text of `tlsaudit pin`: every certificate's pins, what each choice protects against, and
 /// snippets that pin the leaf key with a slot for a backup key (the pins that alert on a new key).
 enum PinReport {
-    static func render(_ certificates: [(CertificateSummary, String)], domain: String) -> String {
+    /// `leafIndex` is nil when no certificate given is a leaf (every one is a CA): then only CA
+    /// pins are offered, never a CA key as an NSPinnedLeafIdentities entry.
+    static func render(_ certificates: [(CertificateSummary, String)], leafIndex: Int?, domain: String) -> String {
         var out = ""
         for (certificate, role) in certificates {
             out += "\(role): \(certificate.subject)\n"
@@ -75,8 +85,10 @@ enum PinReport {
             out += "  SPKI pin     sha256/\(certificate.spkiSHA256)\n"
             out += "  certificate  \(certificate.colonFingerprint)  (\(certificate.sha256Fingerprint))\n\n"
         }
-        guard let leaf = certificates.first?.0 else { return out }
-        let cas = certificates.dropFirst().map(\.0)
+        guard !certificates.isEmpty else { return out }
+        guard let leafIndex, certificates.indices.contains(leafIndex) else { return out + caOnly(certificates.map(\.0), domain: domain) }
+        let leaf = certificates[leafIndex].0
+        let cas = certificates.indices.filter { $0 != leafIndex }.map { certificates[$0].0 }
         out += """
             # What each pin protects against:
             #   the leaf's key (recommended, below): any certificate with another key fails the pin, so a
@@ -113,6 +125,29 @@ enum PinReport {
             for ca in cas { out += "     \(ca.spkiSHA256)  \(ca.displayName)\n" }
             out += "-->\n"
         }
+        return out
+    }
+
+    /// The snippets when every certificate given is a CA: its keys as CA pins.
+    static func caOnly(_ cas: [CertificateSummary], domain: String) -> String {
+        var out = """
+            # No leaf among these certificates (each is a CA): only a CA pin can be written. A CA pin
+            # accepts every certificate that CA issues for the name; to pin the server's own key, give
+            # its leaf certificate (or the server: tlsaudit pin HOST:PORT).
+
+            # tlsaudit configuration (AFNetworking public-key pinning of a CA key):
+                pins:
+                  mode: public-key
+                  pins:
+
+            """
+        for ca in cas { out += "        - \"sha256/\(ca.spkiSHA256)\"   # \(ca.displayName)\n" }
+        out += "\n<!-- Info.plist, NSAppTransportSecurity: pin these CA keys -->\n"
+        out += "<key>NSPinnedDomains</key>\n<dict>\n  <key>\(domain)</key>\n  <dict>\n"
+        out += "    <key>NSIncludesSubdomains</key>\n    <false/>\n"
+        out += "    <key>NSPinnedCAIdentities</key>\n    <array>\n"
+        for ca in cas { out += "      <dict><key>SPKI-SHA256-BASE64</key><string>\(ca.spkiSHA256)</string></dict>  <!-- \(ca.displayName) -->\n" }
+        out += "    </array>\n  </dict>\n</dict>\n"
         return out
     }
 }

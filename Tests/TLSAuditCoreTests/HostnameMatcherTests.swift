@@ -12,6 +12,22 @@ struct HostnameMatcherTests {
         #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
     }
 
+    @Test("a SAN written with a trailing dot never matches (trustd strips the host's dot, not the certificate's)", arguments: [
+        ("example.com", "example.com.", false), ("example.com.", "example.com.", false), ("a.example.com", "*.example.com.", false),
+        ("a.example.com.", "*.example.com", true),
+    ])
+    func trailingDotInSAN(host: String, san: String, matches: Bool) {
+        #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
+    }
+
+    @Test("a Unicode host is matched in its A-label form, as Apple's URL loading sends it", arguments: [
+        ("bücher.example.com", "xn--bcher-kva.example.com", true), ("BÜCHER.example.com", "xn--bcher-kva.example.com", true),
+        ("www.bücher.example.com", "*.xn--bcher-kva.example.com", true), ("bücher.example.com", "bucher.example.com", false),
+    ])
+    func unicodeHost(host: String, san: String, matches: Bool) {
+        #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
+    }
+
     @Test("a wildcard covers exactly one whole left-most label", arguments: [
         ("a.example.com", "*.example.com", true),
         ("example.com", "*.example.com", false),

@@ -54,3 +54,26 @@ struct IOSVersionDatingTests {
         #expect(AddressAssessment.certificateTransparency(observation, leaf: leaf, anchored: true, context: context)?.id == .trustCertificateTransparency)
     }
 }
+
+@Suite("the oldest-iOS line")
+struct OldestIOSLineTests {
+    @Test("when the newest simulated iOS does not connect, the line names the newest that does and why the newest fails")
+    func connectsOnlyUpToAVersion() throws {
+        let iOS = SimulatedClientRegistry.iOSClients
+        try #require(iOS.count >= 3)
+        // The older half connects, the newer half does not (a suite later clients dropped).
+        let results = iOS.enumerated().map { index, client in
+            index < iOS.count / 2 ? ClientSimulationResult(client: client, connects: true, protocolVersion: "TLSv1.2")
+                : ClientSimulationResult(client: client, connects: false, failure: "no suite in common")
+        }
+        let report = ClientSimulationReport(clients: results, connections: results.count, durationMs: 1)
+        let line = try #require(ATSDiagnostics.oldestIOSLine(results, oldest: report.oldestConnectingIOS))
+        #expect(line.hasPrefix("oldest iOS that connects: \(iOS[0].name)"), "\(line)")
+        #expect(line.contains("the newest that connects is \(iOS[iOS.count / 2 - 1].name)"), "\(line)")
+        #expect(line.contains("\(iOS[iOS.count - 1].name), the newest simulated, does not (no suite in common)"), "\(line)")
+        // Every version connects: the line says nothing of a newest.
+        let all = iOS.map { ClientSimulationResult(client: $0, connects: true, protocolVersion: "TLSv1.3") }
+        let allLine = try #require(ATSDiagnostics.oldestIOSLine(all, oldest: ClientSimulationReport(clients: all, connections: 1, durationMs: 1).oldestConnectingIOS))
+        #expect(!allLine.contains("newest"), "\(allLine)")
+    }
+}

@@ -55,5 +55,12 @@ struct RecordBudgetTests {
         invalid.subjectAlternativeNames = SubjectAlternativeNames(dns: ["a..example.com"])
         let everything = NameConstraintChecker(NameConstraints(permittedDNS: [""]))
         #expect(!everything.violations(in: invalid).isEmpty)
+        // A SAN with a trailing dot is inside no subtree written without one (trustd's suffix match).
+        var dotted = wildcard
+        dotted.subjectAlternativeNames = SubjectAlternativeNames(dns: ["www.example.com."])
+        #expect(!NameConstraintChecker(NameConstraints(permittedDNS: ["example.com"])).violations(in: dotted).isEmpty)
+        #expect(NameConstraintChecker(NameConstraints(excludedDNS: ["example.com"])).violations(in: dotted).isEmpty)
+        dotted.subjectAlternativeNames = SubjectAlternativeNames(dns: ["www.example.com"])
+        #expect(NameConstraintChecker(NameConstraints(permittedDNS: ["example.com"])).violations(in: dotted).isEmpty)
     }
 }

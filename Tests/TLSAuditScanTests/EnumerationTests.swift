@@ -345,6 +345,20 @@ struct ATSConclusionTests {
         #expect(diagnostics.configurations.first { $0.name == "insecure-http-loads" }?.pass == true)
     }
 
+    @Test("a SHA-224 leaf: ATS refuses it, trustd's rules for all TLS take it (SHA-2), so only ATS off (NSAllowsArbitraryLoads) connects")
+    func sha224Leaf() throws {
+        let (status, diagnostics, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(digest: .sha224))))
+        #expect(status == 1)
+        #expect(diagnostics.configurations.first { $0.name == "default" }?.pass == false, "ATS requires SHA-256 or stronger")
+        #expect(diagnostics.configurations.first { $0.name == "no-forward-secrecy" }?.pass == false, "no exception but ATS off lifts the digest rule")
+        let off = try #require(diagnostics.configurations.first { $0.name == "arbitrary-loads" })
+        #expect(off.pass, "\(off.detail)")
+        #expect(diagnostics.trustProblems.isEmpty, "a SHA-224 signature breaks no trust rule: \(diagnostics.trustProblems)")
+        // A SHA-1 leaf still fails with ATS off: trustd refuses SHA-1 for all TLS.
+        let (_, sha1, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(digest: .sha1))))
+        #expect(sha1.configurations.first { $0.name == "arbitrary-loads" }?.pass == false)
+    }
+
     @Test("a self-signed server: the row NSAllowsArbitraryLoads with the app's own trust evaluation passes; arbitrary loads alone do not")
     func arbitraryLoadsOwnTrust() throws {
         let leaf = try LabCertificateAuthority.selfSigned(.server([TestPKI.hostname]))

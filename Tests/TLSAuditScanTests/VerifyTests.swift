@@ -147,6 +147,20 @@ struct VerifyTests {
         #expect(report.findings.first { $0.id.rawValue == finding }?.depth == depth)
     }
 
+    @Test("SHA-224: trustd's rules for all TLS take it (verify's apple-trust verdict passes, with a warning); a SHA-224 intermediate too; SHA-1 still fails")
+    func sha224() throws {
+        let (status, report) = try verify([try pki.leaf(digest: .sha224), pki.intermediate])
+        #expect(status == 0)
+        let warning = try #require(report.findings.first { $0.id.rawValue == "ats.signature-hash" })
+        #expect(warning.severity == .warning && warning.depth == 0)
+        #expect(warning.message.contains("ATS requires SHA-256") && warning.message.contains("NSAllowsArbitraryLoads"), "\(warning.message)")
+        let intermediate = try pki.root.issue(.authority("sha224 intermediate", digest: .sha224))
+        let (caStatus, caReport) = try verify([try intermediate.issue(.server([TestPKI.hostname])), intermediate])
+        #expect(caStatus == 0)
+        #expect(caReport.findings.contains { $0.id.rawValue == "ats.signature-hash" && $0.severity == .warning && $0.depth == 1 })
+        #expect(try verify([try pki.leaf(digest: .sha1), pki.intermediate]).0 == 1)
+    }
+
     @Test("no CN fallback, with or without SANs; wildcards never over a public suffix")
     func names() throws {
         let cnOnly = try pki.leaf { $0.dnsNames = [] }

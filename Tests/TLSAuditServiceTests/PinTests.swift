@@ -190,6 +190,26 @@ struct PinTests {
         #expect(fromFile.status == 0)
         #expect(fromFile.stdout.contains("sha256/\(leaf.summary.spkiSHA256)"))
         #expect(fromFile.stdout.contains("NSPinnedLeafIdentities"))
+
+        // A bundle listing the intermediate first: the leaf is the certificate that issued none of
+        // the others, and only its key goes into NSPinnedLeafIdentities.
+        let bundle = file.deletingLastPathComponent().appendingPathComponent("bundle.pem")
+        try (lab.intermediate.pem + leaf.pem).write(to: bundle, atomically: true, encoding: .utf8)
+        let fromBundle = try Binary.run(["pin", "--cert", bundle.path])
+        #expect(fromBundle.status == 0, "\(fromBundle.stderr)")
+        let leafIdentities = try #require(fromBundle.stdout.components(separatedBy: "<key>NSPinnedLeafIdentities</key>").last?
+            .components(separatedBy: "</array>").first)
+        #expect(leafIdentities.contains(leaf.summary.spkiSHA256), "\(fromBundle.stdout)")
+        #expect(!leafIdentities.contains(lab.intermediate.summary.spkiSHA256), "a CA key pinned as the leaf: \(fromBundle.stdout)")
+        #expect(fromBundle.stdout.contains("<key>\(ServiceLab.hostname)</key>"))
+        // Only CA certificates: CA pins, never a leaf identity.
+        let caFile = file.deletingLastPathComponent().appendingPathComponent("ca.pem")
+        try lab.intermediate.pem.write(to: caFile, atomically: true, encoding: .utf8)
+        let caOnly = try Binary.run(["pin", "--cert", caFile.path])
+        #expect(caOnly.status == 0)
+        #expect(!caOnly.stdout.contains("NSPinnedLeafIdentities"), "\(caOnly.stdout)")
+        #expect(caOnly.stdout.contains("<key>NSPinnedCAIdentities</key>"))
+        #expect(caOnly.stdout.contains("- \"sha256/\(lab.intermediate.summary.spkiSHA256)\""))
     }
 
     @Test("scan --pin takes a bundled certificate file (PEM or DER .cer) as its SPKI pin; pin values still work")

@@ -121,7 +121,7 @@ extension AddressAssessment {
                 "The certificate's embedded SCTs do not meet Apple's Certificate Transparency policy (\(transparency.policy.reason)); a server must deliver more over the TLS extension or a stapled OCSP response."))
         }
         let policy = CompliancePolicy.appleTrust
-        var findings = sort(ATSRequirements.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust) + trust
+        var findings = sort(ATSRequirements.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust, underATS: false) + trust
                             + lints(presented: ordered, building: probed.building))
         let verdict = policy.verdict(from: findings)
         var chain: ChainReport? = probed.chain

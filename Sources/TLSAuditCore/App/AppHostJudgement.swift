@@ -97,13 +97,13 @@ extension AddressAssessment {
     }
 
     /// The rules of a generic Apple client that an app's exception lifts when that app's client
-    /// connects: the transport rules always; the ECC key-size rule with forward secrecy; trust too
+    /// connects: the transport rules always; ATS's digest rule (SHA-224) where ATS is off; trust too
     /// when the app evaluates it itself (insecure HTTP loads).
     static func liftedRules(configuration: String) -> Set<FindingID> {
         var lifted: Set<FindingID> = [.atsTLSVersion, .atsForwardSecrecy, .atsCipherSuite, .atsHandshake]
         // The configuration names say what they relax (`ATSConfigurationName`).
-        if configuration.contains("no-forward-secrecy") || configuration.hasPrefix(ATSConfigurationName.arbitraryLoads) {
-            lifted.insert(.atsKeySize)
+        if configuration.hasPrefix(ATSConfigurationName.arbitraryLoads) {
+            lifted.insert(.atsSignatureHash)
         }
         if configuration.hasPrefix(ATSConfigurationName.insecureHTTPLoads) || configuration == ATSConfigurationName.arbitraryLoadsOwnTrustEvaluation {
             lifted.formUnion([.atsTrust, .atsSignatureHash, .atsKeySize])

@@ -111,6 +111,14 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         if let reason { return "oldest iOS that connects: none (\(reason))" }
         let scope = "of \(clients.count) iOS clients simulated from their ClientHellos, with ATS's and each version's trust rules (iOS 9 and later), docs/apple-rules.md section 8"
         guard let oldest else { return "oldest iOS that connects: none (\(scope))" }
+        // Versions connect up to a point and no further (a suite or rule later clients dropped):
+        // say where it stops, or the line reads as "this version and every later one".
+        let order = SimulatedClientRegistry.iOSClients.map(\.short)
+        let simulated = clients.filter { order.contains($0.short) }.sorted { order.firstIndex(of: $0.short)! < order.firstIndex(of: $1.short)! }
+        if let newest = simulated.last, !newest.connects, let lastConnecting = simulated.last(where: { $0.connects }) {
+            return "oldest iOS that connects: \(oldest.client) (\(oldest.summary)); the newest that connects is \(lastConnecting.client): "
+                + "\(newest.client), the newest simulated, does not (\(newest.failure ?? "refused")); \(scope)"
+        }
         return "oldest iOS that connects: \(oldest.client) (\(oldest.summary); \(scope))"
     }
 

@@ -36,8 +36,8 @@ extension ATSDiagnostics {
         let conclusionSource = probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first
         let conclusionChain = judged(conclusionSource)
         let trustFailures = (conclusionChain?.findings ?? []).filter { failure in
-            // ECC keys under 256 bits break an ATS rule that exceptions lift, not a trust rule.
-            !(failure.id == .atsKeySize && isLiftableKey(at: failure.depth, in: conclusionChain?.path ?? []))
+            // A SHA-224 signature breaks an ATS rule that turning ATS off lifts, not a trust rule.
+            !isATSOnlyFailure(failure, in: conclusionChain?.path ?? [])
         }
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
                                          trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain,
@@ -76,19 +76,18 @@ extension ATSDiagnostics {
                                       failure: failure, diagnostic: configuration.diagnostic)
     }
 
-    /// Whether a key-size failure at `depth` is the ATS rule on ECC keys (which forward-secrecy and
-    /// arbitrary-loads exceptions lift): an ECC key under 256 bits. Not Apple's trust rule on RSA
-    /// keys, a refused key type (DSA, EdDSA, RSA-PSS) or a curve Apple's clients do not take.
-    static func isLiftableKey(at depth: Int?, in path: [CertificateSummary]) -> Bool {
-        guard let depth, path.indices.contains(depth) else { return false }
-        let key = path[depth].publicKey
-        return key.isEC && key.bits < 256
+    /// Whether a failure is an ATS certificate rule that trustd's rules for all TLS do not have, so
+    /// that turning ATS off for the host (NSAllowsArbitraryLoads) lifts it: a SHA-224 signature.
+    /// (Key sizes are not: trustd's SSL policy asks RSA >= 2048 and ECC >= 256 bits of every TLS
+    /// server chain, `SecPolicyAddStrongKeySizeOptions`, the same as ATS.)
+    static func isATSOnlyFailure(_ failure: Finding, in path: [CertificateSummary]) -> Bool {
+        guard failure.id == .atsSignatureHash, let depth = failure.depth, path.indices.contains(depth) else { return false }
+        return CertificateRules.hasATSOnlyWeakSignature(path[depth])
     }
 
     /// Whether a current Apple client under one configuration accepts the handshake: it completed,
     /// with forward secrecy when required, and the chain meets Apple's trust rules (unless the app
-    /// evaluates trust itself); ECC key sizes only where forward secrecy (and with it the ATS
-    /// key-size rule) is required.
+    /// evaluates trust itself); ATS's own certificate rules only where ATS is on.
     static func judge(_ probe: ATSConfigurationProbe, trustFailures: [Finding],
                       path: [CertificateSummary]) -> (Bool, String, ATSConfigurationResult.Failure?) {
         guard let observation = probe.handshake, probe.failure == nil else {
@@ -98,7 +97,8 @@ extension ATSDiagnostics {
         if probe.forwardSecrecy, !observation.keyExchange.forwardSecrecy {
             return (false, "negotiated \(negotiated) without forward secrecy", .forwardSecrecy)
         }
-        let failures = trustFailures.filter { probe.forwardSecrecy || $0.id != .atsKeySize || !isLiftableKey(at: $0.depth, in: path) }
+        let atsOff = probe.name.hasPrefix(ATSConfigurationName.arbitraryLoads)
+        let failures = trustFailures.filter { !(atsOff && isATSOnlyFailure($0, in: path)) }
         guard failures.isEmpty else {
             let reasons = failures.map { $0.message.hasPrefix("The ") ? "the" + $0.message.dropFirst(3) : $0.message }
             return (false, "negotiated \(negotiated), but " + RecordBudget.list(reasons, limit: 3, separator: " "), .trust)

@@ -21,13 +21,14 @@ public enum ATSRequirements {
     ]
 
     /// The rules that need only the chain: signature hashes and key sizes of the leaf and issuing
-    /// CAs (the anchor exempt), and trust. What `verify` judges offline.
+    /// CAs (the anchor exempt), and trust. What `verify` judges offline. With `underATS` false (the
+    /// `apple-trust` policy: trustd's rules for all TLS), a digest only ATS refuses (SHA-224) is a warning.
     public static func evaluateChain(presented: [CertificateSummary], building: PathBuildingResult,
-                              trustFindings: [Finding]) -> [Finding] {
+                                     trustFindings: [Finding], underATS: Bool = true) -> [Finding] {
         var findings: [Finding] = []
         let judged = certificatesToJudge(presented: presented, building: building)
         for (depth, certificate) in judged {
-            checkSignatureHash(certificate, depth: depth, into: &findings)
+            checkSignatureHash(certificate, depth: depth, underATS: underATS, into: &findings)
             checkKeySize(certificate, depth: depth, into: &findings)
         }
         // The anchor's own signature is not relied on, but its key signs what is below it: a weak
@@ -50,11 +51,16 @@ public enum ATSRequirements {
         return CertificateRules.signatureJudged(path: certificates, anchored: building.anchored).map { ($0, certificates[$0]) }
     }
 
-    static func checkSignatureHash(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding]) {
+    static func checkSignatureHash(_ certificate: CertificateSummary, depth: Int, underATS: Bool = true, into findings: inout [Finding]) {
         guard CertificateRules.hasWeakSignature(certificate) else { return }
         let role = depth == 0 ? "The leaf" : "The CA certificate"
+        if !underATS, !CertificateRules.hasWeakSignature(certificate, underATS: false) {
+            findings.appendUnique(Finding(.atsSignatureHash, .warning, depth: depth,
+                "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm): Apple's trust rules for all TLS take it (SHA-2), but ATS requires SHA-256 or stronger, so an app connects only where ATS is off for the host (NSAllowsArbitraryLoads)."))
+            return
+        }
         findings.appendUnique(Finding(.atsSignatureHash, .error, depth: depth,
-            "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); \(CertificateRules.weakHashReason(certificate.signatureHash))."))
+            "\(role) \(certificate.displayName) is signed with \(certificate.signatureAlgorithm); \(CertificateRules.weakHashReason(certificate.signatureHash, underATS: underATS))."))
     }
 
     static func checkKeySize(_ certificate: CertificateSummary, depth: Int, into findings: inout [Finding], role: String? = nil) {

@@ -41,7 +41,8 @@ public struct AppleATSJudge: PolicyJudge {
         } else if observation.protocolVersion != .tls1_3, !tls12Suites.contains(observation.cipher.iana) {
             findings.append(Finding(.atsCipherSuite, .error, unlistedSuite(observation.cipher.iana)))
         }
-        findings += ATSRequirements.evaluateChain(presented: presented, building: building, trustFindings: trustFindings)
+        findings += ATSRequirements.evaluateChain(presented: presented, building: building, trustFindings: trustFindings,
+                                                  underATS: policy.isAppTransportSecurity)
         let applicable = Set(policy.rules)
         return findings.filter { applicable.contains($0.id) }
     }

@@ -13,7 +13,7 @@ public enum HostnameMatcher {
         if let address = IPAddress.canonical(host) {
             return names.ip.contains { IPAddress.canonical($0) == address }
         }
-        let hostname = normalize(host)
+        let hostname = normalize(DomainNameForm.host(host))
         return names.dns.contains { isValidDNSName($0) && dnsNameMatches(pattern: $0, hostname: hostname) }
     }
 
@@ -22,13 +22,15 @@ public enum HostnameMatcher {
     public static func namedOnlyByCommonName(host: String, leaf: CertificateSummary) -> Bool {
         guard leaf.subjectAlternativeNames.dns.isEmpty, leaf.subjectAlternativeNames.ip.isEmpty,
               let commonName = leaf.commonName, IPAddress.canonical(host) == nil else { return false }
-        return dnsNameMatches(pattern: commonName, hostname: normalize(host))
+        return dnsNameMatches(pattern: commonName, hostname: normalize(DomainNameForm.host(host)))
     }
 
-    /// Whether one SAN dNSName entry matches a normalized host name.
+    /// Whether one SAN dNSName entry matches a normalized host name. Only the host loses a trailing
+    /// dot: a SAN written `www.example.com.` has one label more than any host and never matches, as
+    /// in trustd (`SecDNSMatch` strips the reference name's dot, not the certificate's).
     public static func dnsNameMatches(pattern rawPattern: String, hostname: String) -> Bool {
-        let pattern = normalize(rawPattern)
-        guard !pattern.isEmpty, !hostname.isEmpty else { return false }
+        let pattern = rawPattern.lowercased()
+        guard !pattern.isEmpty, !hostname.isEmpty, !pattern.hasSuffix(".") else { return false }
         guard pattern.contains("*" as Character) else { return pattern == hostname }
         let patternLabels = pattern.split(separator: ".", omittingEmptySubsequences: false)
         let hostLabels = hostname.split(separator: ".", omittingEmptySubsequences: false)

@@ -70,7 +70,9 @@ struct NameConstraintChecker {
         var found = Violations()
         let names = certificate.subjectAlternativeNames
         for name in names.dns {
-            let normalized = HostnameMatcher.normalize(name)
+            // Lower case only: a SAN with a trailing dot (`www.example.com.`) is inside no subtree
+            // written without one, permitted or excluded, as in trustd (`SecDNSNameConstraintsMatch`).
+            let normalized = name.lowercased()
             // A name that is not a valid DNS name is permitted by no subtree (webpki, Go).
             if !constraints.permittedDNS.isEmpty, !HostnameMatcher.isValidDNSName(name)
                 || (permittedAnyName == nil && Self.subtree(covering: normalized, withSelf: permittedWithSelf, below: permittedBelow) == nil) {

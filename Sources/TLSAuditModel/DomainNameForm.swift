@@ -3,9 +3,9 @@ import Foundation
 /// Domain names in the form clients compare them: each label in its ASCII form (IDNA A-label,
 /// Punycode of RFC 3492 behind `xn--`), lower case, without a trailing dot. A certificate may
 /// carry a name as Unicode in its CN and as an A-label in its SANs: the same name to a client.
-enum DomainNameForm {
+public enum DomainNameForm {
     /// `Bücher.Example.` -> `xn--bcher-kva.example`; ASCII names are only lower-cased.
-    static func ascii(_ name: String) -> String {
+    public static func ascii(_ name: String) -> String {
         var trimmed = name
         if trimmed.hasSuffix(".") { trimmed.removeLast() }
         guard !trimmed.unicodeScalars.allSatisfy(\.isASCII) else { return trimmed.lowercased() }
@@ -15,6 +15,14 @@ enum DomainNameForm {
                 label.unicodeScalars.allSatisfy(\.isASCII) ? String(label) : "xn--" + (punycode(String(label)) ?? String(label))
             }
             .joined(separator: ".")
+    }
+
+    /// A host name as a client sends and compares it: a Unicode (U-label) name in its A-label form,
+    /// as Foundation's URL loading converts it before it resolves, connects and evaluates trust
+    /// (`bücher.example` -> `xn--bcher-kva.example`, a trailing dot kept); an ASCII name unchanged.
+    public static func host(_ name: String) -> String {
+        guard !name.utf8.allSatisfy({ $0 < 0x80 }) else { return name }
+        return ascii(name) + (name.hasSuffix(".") ? "." : "")
     }
 
     /// RFC 3492 encoding of one label's code points; nil on overflow.
