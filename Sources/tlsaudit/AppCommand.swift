@@ -132,7 +132,7 @@ struct AppAuditCommand: ParsableCommand {
                     host = AppAudit.ProbedHost(host: name, port: target.port, address: address.host, probes: nil, failure: nil)
                     // Only a load ATS lets through reaches the server.
                     if policy.effectivePolicy(for: name).allowsInsecureHTTPLoads {
-                        host.plainHTTPStatus = enumerator.plainHTTPStatus(address, target: target)
+                        host.plainHTTPAnswer = enumerator.plainHTTPAnswer(address, target: target)
                     }
                 } else {
                     host = AppAudit.ProbedHost(host: name, port: target.port, address: address.host,

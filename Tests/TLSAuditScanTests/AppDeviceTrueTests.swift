@@ -211,6 +211,26 @@ extension AppAuditTests {
         #expect(ats.status == 1 && ats.stdout.contains("-1022") && ats.stdout.contains("NSExceptionAllowsInsecureHTTPLoads"), "\(ats.stdout)")
     }
 
+    @Test("a plain http:// load that gets no HTTP answer logs what URLSession would: a TLS server closes (-1005), garbage (-1017), a closed port (-1004)")
+    func plainHTTPWithoutAnswer() throws {
+        let file = try plist("<key>NSAllowsArbitraryLoads</key><true/>")
+        let leaf = try pki.intermediate.issue(.server(Self.deviceNames, key: .rsa(bits: 2048)))
+        let tls = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate]))
+        defer { tls.stop() }
+        let garbage = try LabHostileServer(.garbage)
+        defer { garbage.stop() }
+        let closedPort = try LabPorts.unusedPort()
+        let cases: [(port: Int, reason: String, code: Int)] = [
+            (tls.port, "http.no-answer", -1005), (garbage.port, "http.not-http", -1017), (closedPort, "failure.connection-refused", -1004),
+        ]
+        for (port, reason, code) in cases {
+            let audited = try audit(file, hosts: ["http://device.app.test:\(port)"])
+            let host = try #require(audited.report.hosts.first)
+            #expect(!host.connects && host.reasons == [reason], "\(port): \(host.reasons) \(host.detail)")
+            #expect(host.error?.code == code, "\(port): \(String(describing: host.error))")
+        }
+    }
+
     @Test("plist domains not given are listed as not probed, and probed ones never change the exit status")
     func plistDomainsNotProbed() throws {
         let leaf = try pki.intermediate.issue(.server(Self.deviceNames, key: .rsa(bits: 2048)))

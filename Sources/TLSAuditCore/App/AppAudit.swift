@@ -12,10 +12,10 @@ public enum AppAudit {
         public var address: String?
         public var probes: ATSProbes?
         public var failure: ProbeFailure?
-        /// The app loads this host over plain `http://`: no TLS is probed; `plainHTTPStatus` is what
-        /// `GET /` answered (nil: nothing answered, or not asked because ATS blocks the load).
+        /// The app loads this host over plain `http://`: no TLS is probed; `plainHTTPAnswer` is what
+        /// `GET /` got (nil: not asked, because ATS blocks the load).
         public var plainHTTP = false
-        public var plainHTTPStatus: Int?
+        public var plainHTTPAnswer: PlainHTTPAnswer?
         /// Given by the caller (`--host`); false for a plist domain probed only because the plist
         /// names it, which never changes the exit status.
         public var requested = true
@@ -32,16 +32,38 @@ public enum AppAudit {
     /// A plain `http://` load under `effective`: ATS blocks it (-1022) unless the host's rules allow
     /// insecure loads (NSAllowsArbitraryLoads, NSAllowsLocalNetworking or the entry's
     /// NSExceptionAllowsInsecureHTTPLoads); allowed, it connects when an HTTP server answered.
-    static func plainHTTPOutcome(_ effective: EffectiveHostPolicy, answered: Bool) -> Outcome {
+    static func plainHTTPOutcome(_ effective: EffectiveHostPolicy, answer: PlainHTTPAnswer?) -> Outcome {
         guard effective.allowsInsecureHTTPLoads else {
             return Outcome(connects: false, reasons: [FindingID.atsInsecureHTTPLoad.rawValue],
                            detail: "ATS blocks plain http:// loads from this host: no NSAllowsArbitraryLoads or NSExceptionAllowsInsecureHTTPLoads applies to it (the load never leaves the device)",
                            probe: "plain-http", pin: nil, afnetworking: nil)
         }
-        return Outcome(connects: answered, reasons: answered ? [] : ["failure.unreachable"],
-                       detail: answered ? "plain HTTP allowed by \(effective.entry.map { "NSExceptionDomains entry '\($0)'" } ?? "the global rules"): the app loads it without TLS, so anyone on the network path can read and change the traffic"
-                                        : "plain HTTP is allowed for this host, but no HTTP server answered",
-                       probe: "plain-http", pin: nil, afnetworking: nil)
+        let (reason, detail): (String?, String) = switch answer ?? .closed {
+        case .status:
+            (nil, "plain HTTP allowed by \(effective.entry.map { "NSExceptionDomains entry '\($0)'" } ?? "the global rules"): the app loads it without TLS, so anyone on the network path can read and change the traffic")
+        case .noConnection(let category, let message):
+            ("failure.\(category.rawValue)", "plain HTTP is allowed for this host, but no HTTP server answered: \(message)")
+        case .closed:
+            (Self.noHTTPAnswer, "plain HTTP is allowed for this host, but the server closed the connection without an HTTP answer (a TLS server given an HTTP request does that: is the URL meant to be https://?)")
+        case .notHTTP(let quoted):
+            (Self.notHTTP, "plain HTTP is allowed for this host, but the server answered with something that is not HTTP: \(quoted)")
+        }
+        return Outcome(connects: reason == nil, reasons: reason.map { [$0] } ?? [], detail: detail, probe: "plain-http", pin: nil, afnetworking: nil)
+    }
+
+    /// The reasons of a plain-HTTP load that reached a server but got no HTTP answer (docs/findings.md, `app audit`).
+    static let noHTTPAnswer = "http.no-answer"
+    static let notHTTP = "http.not-http"
+
+    /// The NSURLError a failed plain-HTTP load logs.
+    static func plainHTTPError(_ effective: EffectiveHostPolicy, answer: PlainHTTPAnswer?) -> AppleLoadError? {
+        guard effective.allowsInsecureHTTPLoads else { return AppleLoadErrors.insecureHTTP }
+        switch answer ?? .closed {
+        case .status: return nil
+        case .noConnection(let category, _): return AppleLoadErrors.error(for: category)
+        case .closed: return AppleLoadErrors.connectionLost
+        case .notHTTP: return AppleLoadErrors.cannotParseResponse
+        }
     }
 
     /// Whether a host connects under some rules, and why not: what "the outcome changes" compares.
@@ -86,7 +108,7 @@ public enum AppAudit {
         for (index, probed) in hosts.enumerated() {
             let effective = policy.effectivePolicy(for: probed.host)
             if probed.plainHTTP {
-                let outcome = plainHTTPOutcome(effective, answered: probed.plainHTTPStatus != nil)
+                let outcome = plainHTTPOutcome(effective, answer: probed.plainHTTPAnswer)
                 var host = AppAuditReport.Host(
                     host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects,
                     reachable: outcome.connects || !effective.allowsInsecureHTTPLoads, entry: effective.entry, rule: effective.reason,
@@ -94,9 +116,10 @@ public enum AppAudit {
                     exceptionNeeded: effective.allowsInsecureHTTPLoads ? [:] : ["NSExceptionAllowsInsecureHTTPLoads": "YES"])
                 host.scheme = "http"
                 host.requested = probed.requested
-                host.error = outcome.connects ? nil : effective.allowsInsecureHTTPLoads ? AppleLoadErrors.cannotConnect : AppleLoadErrors.insecureHTTP
+                host.error = plainHTTPError(effective, answer: probed.plainHTTPAnswer)
                 judged.append(host)
-                outcomes.append(outcome.reasons == ["failure.unreachable"] ? nil : outcome)
+                // A server that gave no HTTP answer proves nothing about the exception keys.
+                outcomes.append(outcome.connects || !effective.allowsInsecureHTTPLoads ? outcome : nil)
                 continue
             }
             guard let probes = probed.probes, let diagnostic = diagnostics[index], probes.noTLSServer == nil else {
@@ -148,7 +171,7 @@ public enum AppAudit {
             indices.filter { index in
                 guard let before = outcomes[index] else { return false }
                 if hosts[index].plainHTTP {
-                    let after = plainHTTPOutcome(altered.effectivePolicy(for: hosts[index].host), answered: hosts[index].plainHTTPStatus != nil)
+                    let after = plainHTTPOutcome(altered.effectivePolicy(for: hosts[index].host), answer: hosts[index].plainHTTPAnswer)
                     return after.connects != before.connects || after.reasons != before.reasons
                 }
                 guard let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return false }
@@ -200,7 +223,7 @@ public enum AppAudit {
             for index in indices where outcomes[index]?.connects == true {
                 let effective = altered.effectivePolicy(for: hosts[index].host)
                 if hosts[index].plainHTTP {
-                    if !plainHTTPOutcome(effective, answered: true).connects { entries[hosts[index].host] = ["NSExceptionAllowsInsecureHTTPLoads": "YES"] }
+                    if !plainHTTPOutcome(effective, answer: .status(200)).connects { entries[hosts[index].host] = ["NSExceptionAllowsInsecureHTTPLoads": "YES"] }
                     continue
                 }
                 guard let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return nil }

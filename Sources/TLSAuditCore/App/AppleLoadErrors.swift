@@ -11,6 +11,8 @@ public enum AppleLoadErrors {
     public static let cannotConnect = AppleLoadError(code: -1004, name: "NSURLErrorCannotConnectToHost", source: Source.cannotConnect)
     public static let timedOut = AppleLoadError(code: -1001, name: "NSURLErrorTimedOut", source: Source.header)
     public static let connectionLost = AppleLoadError(code: -1005, name: "NSURLErrorNetworkConnectionLost", source: Source.connectionLost)
+    /// A plain-HTTP load answered with bytes that are not an HTTP response.
+    public static let cannotParseResponse = AppleLoadError(code: -1017, name: "NSURLErrorCannotParseResponse", source: Source.header)
     public static let secureConnectionFailed = AppleLoadError(code: -1200, name: "NSURLErrorSecureConnectionFailed", sslCode: -9802,
                                                               sslName: "errSSLFatalAlert", source: Source.ats)
     public static let notTLS = AppleLoadError(code: -1200, name: "NSURLErrorSecureConnectionFailed", source: Source.notConfirmed)

@@ -68,9 +68,19 @@ extension Enumerator {
     /// The status a plain HTTP server at the target's own address and port gives to `GET /` (no
     /// TLS), or nil when no HTTP answer comes: what `tlsaudit ats` tells of a server that is not TLS.
     public func plainHTTPStatus(_ address: SocketAddress, target: ScanTarget) -> Int? {
+        if case .status(let status) = plainHTTPAnswer(address, target: target) { return status }
+        return nil
+    }
+
+    /// What `GET /` over plain TCP to the target's own address and port got: a status, or how it
+    /// failed (what an app's plain `http://` load would log).
+    public func plainHTTPAnswer(_ address: SocketAddress, target: ScanTarget) -> PlainHTTPAnswer {
         let name = target.sni ?? target.host
         let host = target.port == 80 ? name : "\(name):\(target.port)"
-        return try? plainGET(address, host: host, path: "/", timeout: target.timeout ?? scanner.options.timeout).get().status
+        switch plainGET(address, host: host, path: "/", timeout: target.timeout ?? scanner.options.timeout) {
+        case .success(let head): return .status(head.status)
+        case .failure(let failure): return failure.answer
+        }
     }
 
     /// One GET over plain TCP (no TLS) to `address`: the response head, or why none came.
@@ -79,11 +89,12 @@ extension Enumerator {
         do {
             socket = try TCPSocket.connect(to: address, deadline: Deadline(after: timeout), timeout: timeout)
         } catch {
-            return .failure(ExchangeFailure(reason: "does not answer (\(error.category.rawValue))"))
+            return .failure(ExchangeFailure(reason: "does not answer (\(error.category.rawValue))",
+                                            answer: .noConnection(error.category, error.description)))
         }
         let deadline = Deadline(after: timeout)
         guard socket.send(Self.getRequest(path: path, host: host), until: deadline) else {
-            return .failure(ExchangeFailure(reason: "closed the connection on the request"))
+            return .failure(ExchangeFailure(reason: "closed the connection on the request", answer: .closed))
         }
         var received: [UInt8] = []
         while HTTPResponseHead.end(of: received) == nil, received.count < Self.headLimit {
@@ -91,7 +102,9 @@ extension Enumerator {
             received += data
         }
         guard let head = HTTPResponseHead(received) else {
-            return .failure(ExchangeFailure(reason: "answered without an HTTP response head: \(STARTTLSDialogue.quote(received))"))
+            let quoted = STARTTLSDialogue.quote(received)
+            return .failure(ExchangeFailure(reason: "answered without an HTTP response head: \(quoted)",
+                                            answer: received.isEmpty ? .closed : .notHTTP(quoted)))
         }
         return .success(head)
     }
@@ -102,7 +115,11 @@ extension Enumerator {
         Array("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: tlsaudit\r\nAccept: */*\r\nAccept-Encoding: gzip,deflate\r\nConnection: close\r\n\r\n".utf8)
     }
 
-    struct ExchangeFailure: Error { var reason: String }
+    struct ExchangeFailure: Error {
+        var reason: String
+        /// The failure as a plain-HTTP load sees it (for `plainHTTPAnswer`).
+        var answer: PlainHTTPAnswer = .closed
+    }
 
     /// Writes `request` and reads the response head over an established TLS connection.
     static func exchange(_ ssl: OpaquePointer, request: [UInt8], deadline: Deadline) -> Result<HTTPResponseHead, ExchangeFailure> {
