@@ -21,7 +21,7 @@ public enum CertificateRules {
             return "Apple's clients verify certificate signatures made with SHA-2 only (SHA-256, SHA-384, SHA-512), not SHA-3"
         }
         if underATS { return "ATS requires SHA-256 or stronger" }
-        return "Apple's clients refuse MD5 and SHA-1 certificate signatures for all TLS, with or without ATS"
+        return "Apple's clients refuse certificate signatures made with MD2, MD4, MD5 or SHA-1, or with a digest they cannot verify, for all TLS, with or without ATS"
     }
 
     /// The certificate is signed with a digest ATS refuses (SHA-1, MD5, SHA-224, unknown), or with

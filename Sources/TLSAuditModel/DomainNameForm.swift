@@ -22,7 +22,9 @@ public enum DomainNameForm {
     /// (`bücher.example` -> `xn--bcher-kva.example`, a trailing dot kept); an ASCII name unchanged.
     public static func host(_ name: String) -> String {
         guard !name.utf8.allSatisfy({ $0 < 0x80 }) else { return name }
-        return ascii(name) + (name.hasSuffix(".") ? "." : "")
+        // UTS 46 maps the ideographic and fullwidth full stops to "." before anything else.
+        let dotted = String(name.map { "\u{3002}\u{FF0E}\u{FF61}".contains($0) ? "." : $0 })
+        return ascii(dotted) + (dotted.hasSuffix(".") ? "." : "")
     }
 
     /// RFC 3492 encoding of one label's code points; nil on overflow.

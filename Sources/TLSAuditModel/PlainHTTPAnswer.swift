@@ -5,9 +5,11 @@ public enum PlainHTTPAnswer: Sendable, Equatable {
     case status(Int)
     /// No TCP connection (refused, unreachable, timed out): the category and the probe's message.
     case noConnection(ProbeFailureCategory, String)
-    /// Connected, then closed (or silent) without an answer: a TLS server given an HTTP request
-    /// (OpenSSL closes without an alert).
+    /// Connected, then closed without an answer (or within the start of an HTTP response): a TLS
+    /// server given an HTTP request (OpenSSL closes without an alert).
     case closed
+    /// Connected, and nothing came before the timeout.
+    case timedOut
     /// Connected, and the answer is not HTTP: its first bytes, quoted (a TLS alert, garbage).
     case notHTTP(String)
 }

@@ -13,8 +13,9 @@ public enum OutputFile {
         let type = (try? FileManager.default.attributesOfItem(atPath: url.path)[.type]) as? FileAttributeType
         if path.hasPrefix("/dev/") || path.hasPrefix("/proc/") || (type != nil && type != .typeRegular && type != .typeDirectory) {
             var descriptor = open(path, O_WRONLY | O_APPEND)
-            // A container without /dev/stdout (or /dev/fd): the name still means the open descriptor.
-            if descriptor < 0, errno == ENOENT, let standard = standardDescriptor(path) { descriptor = dup(standard) }
+            // A container without /dev/stdout (ENOENT), or a descriptor that is a socket, which Linux
+            // does not reopen through /proc (ENXIO): the name still means the open descriptor.
+            if descriptor < 0, errno == ENOENT || errno == ENXIO, let standard = standardDescriptor(path) { descriptor = dup(standard) }
             guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             try handle.write(contentsOf: Data(content.utf8))

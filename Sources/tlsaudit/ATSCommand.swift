@@ -160,7 +160,8 @@ struct ATSCommand: ParsableCommand {
         if let anchors = diagnostics.anchors { out += "anchors: \(anchors)\n" }
         let noneReason = diagnostics.clientCertificateRequired ? "the server demands a client certificate the client simulation cannot present"
             : diagnostics.oldestIosNote
-        if let line = ATSDiagnostics.oldestIOSLine(diagnostics.iosClients, oldest: diagnostics.oldestConnectingIos, reason: noneReason) {
+        if let line = ATSDiagnostics.oldestIOSLine(diagnostics.iosClients, oldest: diagnostics.oldestConnectingIos, reason: noneReason,
+                                                   newestStop: diagnostics.newestIosStop) {
             out += line + "\n"
         }
         if !diagnostics.serverFixes.isEmpty {

@@ -58,10 +58,7 @@ struct PinCommand: ParsableCommand {
                     throw ValidationError("\(error)")
                 }
             }
-            // The leaf is the certificate that issued none of the others (as `verify` picks it), in
-            // whatever order the files list them; a CA is never pinned as a leaf identity.
-            let chosen = ChainVerifier.chooseLeaf(certificates.map(\.0)) { _ in false }
-            leafIndex = certificates.indices.contains(chosen) && !certificates[chosen].0.isCA ? chosen : nil
+            leafIndex = PinReport.leafIndex(certificates.map(\.0))
             if let leafIndex {
                 certificates[leafIndex].1 += " (leaf)"
                 domain = certificates[leafIndex].0.subjectAlternativeNames.dns.first ?? domain
@@ -74,6 +71,21 @@ struct PinCommand: ParsableCommand {
 /// The text of `tlsaudit pin`: every certificate's pins, what each choice protects against, and
 /// snippets that pin the leaf key with a slot for a backup key (the pins that alert on a new key).
 enum PinReport {
+    /// The leaf among certificate files, in whatever order they list them: a CA:FALSE certificate
+    /// that issued none of the others; else a lone certificate that names a server (a self-signed
+    /// server certificate is CA:TRUE when `openssl req -x509` made it; on a device its chain is that
+    /// one certificate, which only a leaf pin can match). Nil when every certificate is a CA.
+    static func leafIndex(_ certificates: [CertificateSummary]) -> Int? {
+        let issuers = Set(certificates.filter { !$0.isSelfSigned }.map(\.issuer))
+        if let leaf = certificates.indices.first(where: { !certificates[$0].isCA && !issuers.contains(certificates[$0].subject) })
+            ?? certificates.indices.first(where: { !certificates[$0].isCA }) {
+            return leaf
+        }
+        guard certificates.count == 1, let only = certificates.first else { return nil }
+        let names = only.subjectAlternativeNames
+        return names.dns.isEmpty && names.ip.isEmpty ? nil : 0
+    }
+
     /// `leafIndex` is nil when no certificate given is a leaf (every one is a CA): then only CA
     /// pins are offered, never a CA key as an NSPinnedLeafIdentities entry.
     static func render(_ certificates: [(CertificateSummary, String)], leafIndex: Int?, domain: String) -> String {
@@ -86,7 +98,9 @@ enum PinReport {
             out += "  certificate  \(certificate.colonFingerprint)  (\(certificate.sha256Fingerprint))\n\n"
         }
         guard !certificates.isEmpty else { return out }
-        guard let leafIndex, certificates.indices.contains(leafIndex) else { return out + caOnly(certificates.map(\.0), domain: domain) }
+        guard let leafIndex, certificates.indices.contains(leafIndex) else {
+            return out + caOnly(certificates.map(\.0).filter(\.isCA), domain: domain)
+        }
         let leaf = certificates[leafIndex].0
         let cas = certificates.indices.filter { $0 != leafIndex }.map { certificates[$0].0 }
         out += """

@@ -298,6 +298,11 @@ struct AppTransportSecurityPolicyTests {
         #expect(app.effectivePolicy(for: "example.net").pins == nil)
         #expect(app.effectivePolicy(for: "example.net").pinReason == "no NSPinnedDomains entry covers this host")
         #expect(ats([:]).effectivePolicy(for: "example.net").pinReason == "the app pins nothing")
+        // trustd's parseNSPinnedDomains: the host's trailing dot removed, the key compared ignoring case.
+        #expect(app.effectivePolicy(for: "api.example.com.").pins?.domain == "api.example.com")
+        let upper = ats(["NSPinnedDomains": domains(["Pinned.Example.com": ["NSPinnedLeafIdentities": .array([
+            .dictionary(["SPKI-SHA256-BASE64": .string(Self.pinA)]), .dictionary(["SPKI-SHA256-BASE64": .string(Self.pinB)])])]])])
+        #expect(upper.effectivePolicy(for: "pinned.example.com").pins != nil, "a pinned key matches whatever its case")
     }
 
     @Test("NSPinnedDomains refusals: no identities, an empty array, a malformed pin, a missing SPKI key; a single pin is a warning")

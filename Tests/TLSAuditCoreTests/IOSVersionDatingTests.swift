@@ -57,23 +57,34 @@ struct IOSVersionDatingTests {
 
 @Suite("the oldest-iOS line")
 struct OldestIOSLineTests {
-    @Test("when the newest simulated iOS does not connect, the line names the newest that does and why the newest fails")
+    static func line(_ results: [ClientSimulationResult], chainFailures: [Finding] = []) -> String? {
+        let oldest = IOSVersionRules.oldest(results, chainFailures: chainFailures, minimumTLSVersion: .tls1_2, forwardSecrecy: true).client
+        let stop = IOSVersionRules.newestStop(results, chainFailures: chainFailures, minimumTLSVersion: .tls1_2, forwardSecrecy: true)
+        return ATSDiagnostics.oldestIOSLine(results, oldest: oldest, newestStop: stop)
+    }
+
+    @Test("when the newest simulated iOS does not connect (a handshake, or a rule a later version began), the line names the newest that does and why")
     func connectsOnlyUpToAVersion() throws {
-        let iOS = SimulatedClientRegistry.iOSClients
+        // The iOS clients with ATS, oldest first, as the rules order them.
+        let all = SimulatedClientRegistry.iOSClients.map { ClientSimulationResult(client: $0, connects: true, protocolVersion: "TLSv1.2", group: "x25519") }
+        let iOS = IOSVersionRules.atsClients(all)
         try #require(iOS.count >= 3)
-        // The older half connects, the newer half does not (a suite later clients dropped).
-        let results = iOS.enumerated().map { index, client in
-            index < iOS.count / 2 ? ClientSimulationResult(client: client, connects: true, protocolVersion: "TLSv1.2")
-                : ClientSimulationResult(client: client, connects: false, failure: "no suite in common")
+        // The older half handshakes, the newer half does not (a suite later clients dropped).
+        let half = iOS.count / 2
+        let failing = Set(iOS.dropFirst(half).map(\.short))
+        let results = SimulatedClientRegistry.iOSClients.map { client in
+            failing.contains(client.short) ? ClientSimulationResult(client: client, connects: false, failure: "no suite in common")
+                : ClientSimulationResult(client: client, connects: true, protocolVersion: "TLSv1.2", group: "x25519")
         }
-        let report = ClientSimulationReport(clients: results, connections: results.count, durationMs: 1)
-        let line = try #require(ATSDiagnostics.oldestIOSLine(results, oldest: report.oldestConnectingIOS))
-        #expect(line.hasPrefix("oldest iOS that connects: \(iOS[0].name)"), "\(line)")
-        #expect(line.contains("the newest that connects is \(iOS[iOS.count / 2 - 1].name)"), "\(line)")
-        #expect(line.contains("\(iOS[iOS.count - 1].name), the newest simulated, does not (no suite in common)"), "\(line)")
+        let stopped = try #require(Self.line(results))
+        #expect(stopped.hasPrefix("oldest iOS that connects: \(iOS[0].client)"), "\(stopped)")
+        #expect(stopped.contains("the newest that connects is \(iOS[half - 1].client)"), "\(stopped)")
+        #expect(stopped.contains("\(iOS[iOS.count - 1].client), the newest simulated, does not (no suite in common)"), "\(stopped)")
+        // Every version handshakes, but a SHA-1 intermediate is refused from iOS 13: the stop is the rule's.
+        let sha1 = Finding(.atsSignatureHash, .error, depth: 1, "The CA certificate int is signed with sha1WithRSAEncryption.")
+        let ruled = try #require(Self.line(all, chainFailures: [sha1]))
+        #expect(ruled.contains("does not (ats.signature-hash, a rule since iOS 13)"), "\(ruled)")
         // Every version connects: the line says nothing of a newest.
-        let all = iOS.map { ClientSimulationResult(client: $0, connects: true, protocolVersion: "TLSv1.3") }
-        let allLine = try #require(ATSDiagnostics.oldestIOSLine(all, oldest: ClientSimulationReport(clients: all, connections: 1, durationMs: 1).oldestConnectingIOS))
-        #expect(!allLine.contains("newest"), "\(allLine)")
+        #expect(try #require(Self.line(all)).contains("newest") == false)
     }
 }

@@ -28,6 +28,8 @@ struct LookupThreadsTests {
             second.signal()
         }
         #expect(second.wait(timeout: .now() + 5) == .success, "the second lookup waited for the hanging one")
+        let idleBy = Date().addingTimeInterval(5)
+        while threads.idleCount == 0, Date() < idleBy { Thread.sleep(forTimeInterval: 0.001) }
         // The second lookup's thread is idle now: the next lookups run on it, one after the other.
         for _ in 0..<5 {
             let done = DispatchSemaphore(value: 0)
@@ -38,7 +40,9 @@ struct LookupThreadsTests {
             }
             #expect(done.wait(timeout: .now() + 5) == .success)
             #expect(ranOn.withLock { $0 } == secondThread.withLock { $0 }, "a new thread was started though one was idle")
-            Thread.sleep(forTimeInterval: 0.01) // let it go idle again before the next
+            // Let it go idle again before the next (its job signals before the thread returns to the pool).
+            let deadline = Date().addingTimeInterval(5)
+            while threads.idleCount == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
         }
         release.signal()
     }

@@ -219,15 +219,19 @@ extension AppAuditTests {
         defer { tls.stop() }
         let garbage = try LabHostileServer(.garbage)
         defer { garbage.stop() }
+        let tarpit = try LabHostileServer(.tarpit)
+        defer { tarpit.stop() }
         let closedPort = try LabPorts.unusedPort()
-        let cases: [(port: Int, reason: String, code: Int)] = [
-            (tls.port, "http.no-answer", -1005), (garbage.port, "http.not-http", -1017), (closedPort, "failure.connection-refused", -1004),
+        let cases: [(port: Int, reason: String, code: Int, reached: Bool)] = [
+            (tls.port, "http.no-answer", -1005, true), (garbage.port, "http.not-http", -1017, true), (tarpit.port, "http.timeout", -1001, true),
+            (closedPort, "failure.connection-refused", -1004, false),
         ]
-        for (port, reason, code) in cases {
-            let audited = try audit(file, hosts: ["http://device.app.test:\(port)"])
+        for (port, reason, code, reached) in cases {
+            let audited = try audit(file, hosts: ["http://device.app.test:\(port)"], extra: ["--timeout", "2"])
             let host = try #require(audited.report.hosts.first)
             #expect(!host.connects && host.reasons == [reason], "\(port): \(host.reasons) \(host.detail)")
             #expect(host.error?.code == code, "\(port): \(String(describing: host.error))")
+            #expect(host.reachable == reached, "\(port): a server that took the connection was reached")
         }
     }
 

@@ -354,6 +354,8 @@ struct ATSConclusionTests {
         let off = try #require(diagnostics.configurations.first { $0.name == "arbitrary-loads" })
         #expect(off.pass, "\(off.detail)")
         #expect(diagnostics.trustProblems.isEmpty, "a SHA-224 signature breaks no trust rule: \(diagnostics.trustProblems)")
+        #expect(diagnostics.serverFixes.contains { $0.contains("SHA-256") }, "the server still gets the fix: \(diagnostics.serverFixes)")
+        #expect(diagnostics.exception == ["NSAllowsArbitraryLoads": "YES"], "\(diagnostics.exception)")
         // A SHA-1 leaf still fails with ATS off: trustd refuses SHA-1 for all TLS.
         let (_, sha1, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(digest: .sha1))))
         #expect(sha1.configurations.first { $0.name == "arbitrary-loads" }?.pass == false)

@@ -210,6 +210,23 @@ struct PinTests {
         #expect(!caOnly.stdout.contains("NSPinnedLeafIdentities"), "\(caOnly.stdout)")
         #expect(caOnly.stdout.contains("<key>NSPinnedCAIdentities</key>"))
         #expect(caOnly.stdout.contains("- \"sha256/\(lab.intermediate.summary.spkiSHA256)\""))
+        // A root and the leaf, without the intermediate: the root issued nothing given, yet the
+        // CA:FALSE leaf is the leaf.
+        let rootAndLeaf = file.deletingLastPathComponent().appendingPathComponent("root-leaf.pem")
+        try (lab.root.pem + leaf.pem).write(to: rootAndLeaf, atomically: true, encoding: .utf8)
+        let split = try Binary.run(["pin", "--cert", rootAndLeaf.path])
+        let splitLeaf = try #require(split.stdout.components(separatedBy: "<key>NSPinnedLeafIdentities</key>").last?.components(separatedBy: "</array>").first,
+                                     "\(split.stdout)")
+        #expect(splitLeaf.contains(leaf.summary.spkiSHA256) && !splitLeaf.contains(lab.root.summary.spkiSHA256), "\(split.stdout)")
+        // A self-signed server certificate with CA:TRUE (openssl req -x509's default): on a device its
+        // chain is that one certificate, which only a leaf pin matches.
+        var request = LabCertificateRequest.server([ServiceLab.hostname])
+        request.isCA = true
+        let selfSigned = try LabCertificateAuthority.selfSigned(request)
+        let selfFile = file.deletingLastPathComponent().appendingPathComponent("self.pem")
+        try selfSigned.pem.write(to: selfFile, atomically: true, encoding: .utf8)
+        let alone = try Binary.run(["pin", "--cert", selfFile.path])
+        #expect(alone.stdout.contains("<key>NSPinnedLeafIdentities</key>") && alone.stdout.contains(selfSigned.summary.spkiSHA256), "\(alone.stdout)")
     }
 
     @Test("scan --pin takes a bundled certificate file (PEM or DER .cer) as its SPKI pin; pin values still work")

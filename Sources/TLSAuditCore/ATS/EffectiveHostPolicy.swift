@@ -48,7 +48,10 @@ extension AppTransportSecurityPolicy {
     public func effectivePolicy(for host: String) -> EffectiveHostPolicy {
         let host = Self.normalized(host)
         let exception = Self.mostSpecific(exceptionDomains.map { ($0.domain, $0.includesSubdomains, $0) }, for: host)
-        let pinned = Self.mostSpecific(pinnedDomains.map { ($0.domain, $0.includesSubdomains, $0) }, for: host)
+        // NSPinnedDomains is matched apart, as trustd's parseNSPinnedDomains does: without the host's
+        // trailing dot, and ignoring case (NSExceptionDomains keys match as written).
+        let pinnedHost = host.hasSuffix(".") ? String(host.dropLast()) : host
+        let pinned = Self.mostSpecific(pinnedDomains.map { ($0.domain.lowercased(), $0.includesSubdomains, $0) }, for: pinnedHost)
         var policy = EffectiveHostPolicy(host: host, minimumTLSVersion: .tls1_2, requiresForwardSecrecy: true,
                                          allowsInsecureHTTPLoads: false, arbitraryLoads: false,
                                          requiresCertificateTransparency: false, pins: pinned?.entry, source: .defaultATS,

@@ -45,6 +45,8 @@ public enum AppAudit {
             ("failure.\(category.rawValue)", "plain HTTP is allowed for this host, but no HTTP server answered: \(message)")
         case .closed:
             (Self.noHTTPAnswer, "plain HTTP is allowed for this host, but the server closed the connection without an HTTP answer (a TLS server given an HTTP request does that: is the URL meant to be https://?)")
+        case .timedOut:
+            (Self.httpTimeout, "plain HTTP is allowed for this host, but the server accepted the connection and sent nothing before the timeout")
         case .notHTTP(let quoted):
             (Self.notHTTP, "plain HTTP is allowed for this host, but the server answered with something that is not HTTP: \(quoted)")
         }
@@ -54,6 +56,15 @@ public enum AppAudit {
     /// The reasons of a plain-HTTP load that reached a server but got no HTTP answer (docs/findings.md, `app audit`).
     static let noHTTPAnswer = "http.no-answer"
     static let notHTTP = "http.not-http"
+    static let httpTimeout = "http.timeout"
+
+    /// A TCP connection was made (an answer came, or the server closed or stayed silent on it).
+    static func connected(_ answer: PlainHTTPAnswer?) -> Bool {
+        switch answer {
+        case .none, .noConnection: false
+        case .status, .closed, .timedOut, .notHTTP: true
+        }
+    }
 
     /// The NSURLError a failed plain-HTTP load logs.
     static func plainHTTPError(_ effective: EffectiveHostPolicy, answer: PlainHTTPAnswer?) -> AppleLoadError? {
@@ -62,6 +73,7 @@ public enum AppAudit {
         case .status: return nil
         case .noConnection(let category, _): return AppleLoadErrors.error(for: category)
         case .closed: return AppleLoadErrors.connectionLost
+        case .timedOut: return AppleLoadErrors.timedOut
         case .notHTTP: return AppleLoadErrors.cannotParseResponse
         }
     }
@@ -111,7 +123,8 @@ public enum AppAudit {
                 let outcome = plainHTTPOutcome(effective, answer: probed.plainHTTPAnswer)
                 var host = AppAuditReport.Host(
                     host: probed.host, port: probed.port, address: probed.address, connects: outcome.connects,
-                    reachable: outcome.connects || !effective.allowsInsecureHTTPLoads, entry: effective.entry, rule: effective.reason,
+                    reachable: outcome.connects || !effective.allowsInsecureHTTPLoads || Self.connected(probed.plainHTTPAnswer),
+                    entry: effective.entry, rule: effective.reason,
                     probe: outcome.probe, reasons: outcome.reasons, detail: outcome.detail, pin: nil, pinMessage: nil, serverFixes: [],
                     exceptionNeeded: effective.allowsInsecureHTTPLoads ? [:] : ["NSExceptionAllowsInsecureHTTPLoads": "YES"])
                 host.scheme = "http"
@@ -127,7 +140,7 @@ public enum AppAudit {
                 judged.append(AppAuditReport.Host(
                     host: probed.host, port: probed.port, address: probed.address, connects: false, reachable: false,
                     entry: effective.entry, rule: effective.reason, probe: effective.atsProbe(appEvaluatesTrust: afnetworking != nil).configuration,
-                    reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
+                    reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.internal-error"],
                     detail: failure?.description ?? "not reached", pin: nil, pinMessage: nil, serverFixes: [], exceptionNeeded: [:]))
                 judged[judged.count - 1].requested = probed.requested
                 judged[judged.count - 1].error = failure.map { AppleLoadErrors.error(for: $0.category) } ?? AppleLoadErrors.cannotConnect

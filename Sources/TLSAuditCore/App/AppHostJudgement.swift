@@ -84,7 +84,7 @@ extension AddressAssessment {
                                   failure: ProbeFailure?) -> (outcome: AppHostOutcome, afnetworking: PinEvaluation?) {
         guard let probes, failure == nil, probes.noTLSServer == nil else {
             let failure = failure ?? probes?.noTLSServer
-            var unreached = AppHostOutcome(rules, connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.unreachable"],
+            var unreached = AppHostOutcome(rules, connects: false, reasons: [failure.map { "failure.\($0.category.rawValue)" } ?? "failure.internal-error"],
                                            detail: failure?.description ?? "not reached")
             unreached.error = failure.map { AppleLoadErrors.error(for: $0.category) } ?? AppleLoadErrors.cannotConnect
             return (unreached, nil)

@@ -33,6 +33,8 @@ extension ATSDiagnostics {
                                                 minimumTLSVersion: .tls1_2, forwardSecrecy: true)
             oldestConnectingIos = oldest.client
             oldestIosNote = oldest.reason
+            newestIosStop = IOSVersionRules.newestStop(clients, chainFailures: chainFailures, leaf: firstChain?.presented.first, hostname: domain,
+                                                       minimumTLSVersion: .tls1_2, forwardSecrecy: true)
         }
         guard exitCode != 0 else { return }
         if let keys = AppAudit.smallestException(base, probes: probes, diagnostics: self, host: domain) {

@@ -69,18 +69,50 @@ public enum IOSVersionRules {
         if let first = permanent.first {
             return (nil, "the chain fails a trust rule every iOS applies (\(first.id))")
         }
-        let ordered = clients.filter { version(of: $0).map { !$0.lexicographicallyPrecedes(atsSince) } ?? false }
-            .sorted { version(of: $0)!.lexicographicallyPrecedes(version(of: $1)!) }
-        for client in ordered where client.connects {
-            let clientVersion = version(of: client)!
-            guard !chainFailures.contains(where: { since($0).map { !clientVersion.lexicographicallyPrecedes($0) } ?? false }) else { continue }
-            guard let negotiated = client.protocolVersion.flatMap(TLSVersion.init(rawValue:)), negotiated >= minimumTLSVersion else { continue }
-            if forwardSecrecy, client.group?.hasPrefix("RSA") == true { continue }
+        let ordered = atsClients(clients)
+        if let client = ordered.first(where: { refusal(of: $0, chainFailures: chainFailures, since: since, minimumTLSVersion: minimumTLSVersion,
+                                                       forwardSecrecy: forwardSecrecy) == nil }) {
             return (client, nil)
         }
         if chainFailures.contains(where: { ($0.id == .atsSignatureHash || $0.id == .atsKeySize) && ($0.depth ?? 0) == 0 }) {
             return (nil, "the chain fails ATS's certificate rules, which every iOS with ATS applies (iOS 9 and later)")
         }
         return (nil, ordered.isEmpty ? "no iOS client with ATS was simulated" : "no iOS client with ATS (iOS 9 and later) connects under the app's rules")
+    }
+
+    /// When older iOS versions connect and the newest simulated does not (a suite later clients
+    /// dropped, a rule a later version began): the newest that connects, and the newest simulated
+    /// with why it fails. Nil when the newest connects, or none does.
+    public static func newestStop(_ clients: [ClientSimulationResult], chainFailures: [Finding], leaf: CertificateSummary? = nil,
+                                  hostname: String? = nil, minimumTLSVersion: TLSVersion,
+                                  forwardSecrecy: Bool) -> (connecting: ClientSimulationResult, newest: ClientSimulationResult, reason: String)? {
+        let since = { (finding: Finding) in Self.since(finding, leaf: leaf, hostname: hostname) }
+        guard !chainFailures.contains(where: { since($0) == nil }) else { return nil }
+        let judged = atsClients(clients).map { client in
+            (client, refusal(of: client, chainFailures: chainFailures, since: since, minimumTLSVersion: minimumTLSVersion, forwardSecrecy: forwardSecrecy))
+        }
+        guard let newest = judged.last, let reason = newest.1, let connecting = judged.last(where: { $0.1 == nil })?.0 else { return nil }
+        return (connecting, newest.0, reason)
+    }
+
+    /// The table's iOS clients with ATS (iOS 9 and later), oldest first.
+    static func atsClients(_ clients: [ClientSimulationResult]) -> [ClientSimulationResult] {
+        clients.filter { version(of: $0).map { !$0.lexicographicallyPrecedes(atsSince) } ?? false }
+            .sorted { version(of: $0)!.lexicographicallyPrecedes(version(of: $1)!) }
+    }
+
+    /// Why `client` does not connect under the app's rules, or nil when it does.
+    static func refusal(of client: ClientSimulationResult, chainFailures: [Finding], since: (Finding) -> [Int]?,
+                        minimumTLSVersion: TLSVersion, forwardSecrecy: Bool) -> String? {
+        guard client.connects else { return client.failure ?? "no handshake" }
+        let clientVersion = version(of: client)!
+        if let failure = chainFailures.first(where: { since($0).map { !clientVersion.lexicographicallyPrecedes($0) } ?? false }) {
+            return "\(failure.id), a rule since iOS \(since(failure)!.map(String.init).joined(separator: "."))"
+        }
+        guard let negotiated = client.protocolVersion.flatMap(TLSVersion.init(rawValue:)), negotiated >= minimumTLSVersion else {
+            return "negotiates \(client.protocolVersion ?? "no version"), under the minimum \(minimumTLSVersion.displayName)"
+        }
+        if forwardSecrecy, client.group?.hasPrefix("RSA") == true { return "RSA key exchange, without forward secrecy" }
+        return nil
     }
 }

@@ -103,23 +103,44 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     public var anchors: String?
     /// Why no iOS connects, when `oldest_connecting_ios` is absent though the clients were simulated.
     public var oldestIosNote: String?
+    /// Set only when older iOS versions connect and the newest simulated does not: the newest that
+    /// connects, and the newest simulated (its short name) with why it fails.
+    public var newestConnectingIos: ClientSimulationResult?
+    public var newestIosRefusal: IOSRefusal?
+
+    /// One iOS client that does not connect, and why.
+    public struct IOSRefusal: Hashable, Codable, Sendable {
+        public var client: String
+        public var reason: String
+    }
 
     /// `oldest iOS that connects: Safari 9 iOS 9 (TLSv1.2 ...)`, or that none of them does; nil when
-    /// the iOS clients were not simulated.
-    public static func oldestIOSLine(_ clients: [ClientSimulationResult]?, oldest: ClientSimulationResult?, reason: String? = nil) -> String? {
+    /// the iOS clients were not simulated. `newestStop` (`IOSVersionRules.newestStop`): where
+    /// connecting stops, said so that the line does not read as "this version and every later one".
+    public static func oldestIOSLine(_ clients: [ClientSimulationResult]?, oldest: ClientSimulationResult?, reason: String? = nil,
+                                     newestStop: (connecting: ClientSimulationResult, newest: ClientSimulationResult, reason: String)? = nil) -> String? {
         guard let clients, !clients.isEmpty else { return nil }
         if let reason { return "oldest iOS that connects: none (\(reason))" }
         let scope = "of \(clients.count) iOS clients simulated from their ClientHellos, with ATS's and each version's trust rules (iOS 9 and later), docs/apple-rules.md section 8"
         guard let oldest else { return "oldest iOS that connects: none (\(scope))" }
-        // Versions connect up to a point and no further (a suite or rule later clients dropped):
-        // say where it stops, or the line reads as "this version and every later one".
-        let order = SimulatedClientRegistry.iOSClients.map(\.short)
-        let simulated = clients.filter { order.contains($0.short) }.sorted { order.firstIndex(of: $0.short)! < order.firstIndex(of: $1.short)! }
-        if let newest = simulated.last, !newest.connects, let lastConnecting = simulated.last(where: { $0.connects }) {
-            return "oldest iOS that connects: \(oldest.client) (\(oldest.summary)); the newest that connects is \(lastConnecting.client): "
-                + "\(newest.client), the newest simulated, does not (\(newest.failure ?? "refused")); \(scope)"
+        if let stop = newestStop {
+            return "oldest iOS that connects: \(oldest.client) (\(oldest.summary)); the newest that connects is \(stop.connecting.client): "
+                + "\(stop.newest.client), the newest simulated, does not (\(stop.reason)); \(scope)"
         }
         return "oldest iOS that connects: \(oldest.client) (\(oldest.summary); \(scope))"
+    }
+
+    /// Where connecting stops among the iOS versions (`IOSVersionRules.newestStop`), for `oldestIOSLine`.
+    public var newestIosStop: (connecting: ClientSimulationResult, newest: ClientSimulationResult, reason: String)? {
+        get {
+            guard let connecting = newestConnectingIos, let refusal = newestIosRefusal, let newest = iosClients?.last(where: { $0.short == refusal.client })
+            else { return nil }
+            return (connecting, newest, refusal.reason)
+        }
+        set {
+            newestConnectingIos = newValue?.connecting
+            newestIosRefusal = newValue.map { IOSRefusal(client: $0.newest.short, reason: $0.reason) }
+        }
     }
 
     /// The app-side rows, smallest relaxation first.
@@ -133,8 +154,10 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
     /// - `privateAnchors`: the chain was judged against the operator's own CA (`--ca-file`).
     /// - `offerGroup`, `leafKey`: the key-exchange group of the permissive handshake and the leaf's
     ///   key, which say why a server that accepts a suite Apple's clients offer still refused them.
+    /// - `atsOnlyFailures`: the chain's failures of ATS's own certificate rules that trustd's rules
+    ///   for all TLS do not have (a SHA-224 signature): they get a server fix, and turning ATS off lifts them.
     public init(target: String, address: String, configurations: [ATSConfigurationResult], serverOffer: ServerOffer?,
-                trustFailures: [Finding], privateAnchors: Bool, domain: String, offerGroup: String? = nil,
+                trustFailures: [Finding], atsOnlyFailures: [Finding] = [], privateAnchors: Bool, domain: String, offerGroup: String? = nil,
                 leafKey: PublicKeyDescription? = nil) {
         self.target = target
         self.address = address
@@ -145,7 +168,7 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
         runtime = defaultRow
         self.serverOffer = serverOffer
         trustProblems = trustFailures.map(\.message)
-        let fixes = Self.serverFixes(defaultRow: defaultRow, offer: serverOffer, trustFailures: trustFailures,
+        let fixes = Self.serverFixes(defaultRow: defaultRow, offer: serverOffer, trustFailures: trustFailures + atsOnlyFailures,
                                      privateAnchors: privateAnchors, offerGroup: offerGroup, leafKey: leafKey)
         serverFixes = fixes
         let documentedOnly = !defaultRow.pass && row(ATSConfigurationName.documentedList)?.pass == true

@@ -35,12 +35,12 @@ extension ATSDiagnostics {
         // The conclusion speaks of the chain a current client gets (the default row's), else the first one seen.
         let conclusionSource = probes.configurations.first?.chain ?? probes.configurations.lazy.compactMap(\.chain).first
         let conclusionChain = judged(conclusionSource)
-        let trustFailures = (conclusionChain?.findings ?? []).filter { failure in
-            // A SHA-224 signature breaks an ATS rule that turning ATS off lifts, not a trust rule.
-            !isATSOnlyFailure(failure, in: conclusionChain?.path ?? [])
+        // A SHA-224 signature breaks an ATS rule that turning ATS off lifts, not a trust rule.
+        let (atsOnly, trustFailures) = (conclusionChain?.findings ?? []).reduce(into: ([Finding](), [Finding]())) { split, failure in
+            if isATSOnlyFailure(failure, in: conclusionChain?.path ?? []) { split.0.append(failure) } else { split.1.append(failure) }
         }
         var diagnostics = ATSDiagnostics(target: probes.target, address: probes.address, configurations: results, serverOffer: offer,
-                                         trustFailures: trustFailures, privateAnchors: probes.privateAnchors, domain: probes.domain,
+                                         trustFailures: trustFailures, atsOnlyFailures: atsOnly, privateAnchors: probes.privateAnchors, domain: probes.domain,
                                          offerGroup: permissive?.handshake?.keyExchange.group,
                                          leafKey: permissive?.chain?.presented.first?.publicKey)
         diagnostics.trustStore = probes.trustStore

@@ -3,64 +3,85 @@ import TLSAuditSupport
 
 /// Threads kept for name lookups. getaddrinfo(3) has no deadline, so `Resolver.resolve` runs it on
 /// one of these and stops waiting when the timeout passes. A thread that finishes a lookup takes the
-/// next one queued, or waits idle for up to `idleLifetime` and then ends; a thread is started only
-/// when none is idle, so a lookup that hangs never holds up another. (A new thread per lookup cost a
-/// clone, a stack and often a malloc arena each: in a 200-target scan, 200 threads.)
+/// next one queued, or waits idle for up to `idleLifetime` and then ends; a lookup is handed to an
+/// idle thread when there is one, else a thread is started, so a lookup that hangs never holds up
+/// another. (A new thread per lookup cost a clone, a stack and often a malloc arena each: in a
+/// 200-target scan, 200 threads.)
 package final class LookupThreads: Sendable {
     package static let shared = LookupThreads()
 
     /// How long a thread with nothing to do waits for a lookup before it ends.
     static let idleLifetime: DispatchTimeInterval = .seconds(5)
 
+    /// An idle thread: a lookup is handed to it in `job`, then it is woken by its own semaphore
+    /// (no other thread can take its wake-up).
+    private final class IdleThread: @unchecked Sendable {
+        // @unchecked: `job` is written by a submitter under the pool's lock before `wakeup` is
+        // signalled, and read by the thread after `wakeup.wait()` returns.
+        let wakeup = DispatchSemaphore(value: 0)
+        var job: (@Sendable () -> Void)?
+    }
+
     private struct State {
         var queue: [@Sendable () -> Void] = []
-        /// Threads waiting on `wakeup` that no submitter has yet counted out.
-        var idle = 0
+        var idle: [IdleThread] = []
     }
 
     private let state = SleepingLock(State())
-    private let wakeup = DispatchSemaphore(value: 0)
 
     package init() {}
 
+    /// Threads waiting for a lookup (for tests).
+    package var idleCount: Int { state.withLock { $0.idle.count } }
+
     /// Runs `job` on a lookup thread (an idle one, else a new one); returns at once.
     package func run(_ job: @escaping @Sendable () -> Void) {
-        let wakesIdleThread = state.withLock { state in
-            state.queue.append(job)
-            guard state.idle > 0 else { return false }
-            state.idle -= 1
-            return true
+        let handedTo: IdleThread? = state.withLock { state in
+            guard let thread = state.idle.popLast() else {
+                state.queue.append(job)
+                return nil
+            }
+            thread.job = job
+            return thread
         }
-        if wakesIdleThread {
-            wakeup.signal()
+        if let handedTo {
+            handedTo.wakeup.signal()
         } else {
             Thread { self.work() }.start()
         }
     }
 
-    /// Every submission either wakes a counted-out idle thread or starts one, after its job is
-    /// queued, so each queued job has a thread that looks at the queue after it was added.
+    /// Takes queued lookups; with none, waits idle. A submitter that takes this thread off the idle
+    /// list has handed it a lookup and signals it, so after a timeout the thread either removes
+    /// itself from the list and ends, or finds itself taken and waits for that lookup.
     private func work() {
+        let me = IdleThread()
+        var next: (@Sendable () -> Void)? = nil
         while true {
-            let job: (@Sendable () -> Void)? = state.withLock { state in
+            if let job = next {
+                job()
+                next = nil
+            }
+            let queued: (@Sendable () -> Void)? = state.withLock { state in
                 if !state.queue.isEmpty { return state.queue.removeFirst() }
-                state.idle += 1
+                state.idle.append(me)
                 return nil
             }
-            if let job {
-                job()
+            if let queued {
+                next = queued
                 continue
             }
-            if wakeup.wait(timeout: .now() + Self.idleLifetime) == .success { continue }
-            // Timed out: end, unless a submitter has already counted this thread (or another idle
-            // one; they are alike) out of `idle`, in which case its signal is owed to a waiter.
-            let ends = state.withLock { state in
-                guard state.idle > 0 else { return false }
-                state.idle -= 1
-                return true
+            if me.wakeup.wait(timeout: .now() + Self.idleLifetime) == .timedOut {
+                let ends = state.withLock { state in
+                    guard let index = state.idle.firstIndex(where: { $0 === me }) else { return false }
+                    state.idle.remove(at: index)
+                    return true
+                }
+                if ends { return }
+                me.wakeup.wait() // taken just as it timed out: its lookup's signal is on its way
             }
-            if ends { return }
-            wakeup.wait()
+            next = state.withLock { _ in me.job }
+            me.job = nil
         }
     }
 }

@@ -44,7 +44,7 @@ public enum ChainVerifier {
 
     /// The leaf: a certificate that issued none of the others, preferring one that names the host,
     /// then the first such certificate in input order (leaf-first is the convention).
-    package static func chooseLeaf(_ certificates: [CertificateSummary], namesHost: (SubjectAlternativeNames) -> Bool) -> Int {
+    static func chooseLeaf(_ certificates: [CertificateSummary], namesHost: (SubjectAlternativeNames) -> Bool) -> Int {
         // A CA that issued another certificate of the input is not the leaf (a CA:FALSE
         // certificate that signed one still may be: the leaf-signed-leaf case).
         let issuers = Set(certificates.filter { !$0.isSelfSigned }.map(\.issuer))

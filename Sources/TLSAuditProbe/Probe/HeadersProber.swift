@@ -97,14 +97,23 @@ extension Enumerator {
             return .failure(ExchangeFailure(reason: "closed the connection on the request", answer: .closed))
         }
         var received: [UInt8] = []
+        var timedOut = false
         while HTTPResponseHead.end(of: received) == nil, received.count < Self.headLimit {
-            guard case .data(let data) = socket.receiveSome(until: deadline, maximum: Self.headLimit - received.count) else { break }
+            let outcome = socket.receiveSome(until: deadline, maximum: Self.headLimit - received.count)
+            guard case .data(let data) = outcome else {
+                timedOut = outcome == .timedOut
+                break
+            }
             received += data
         }
         guard let head = HTTPResponseHead(received) else {
             let quoted = STARTTLSDialogue.quote(received)
-            return .failure(ExchangeFailure(reason: "answered without an HTTP response head: \(quoted)",
-                                            answer: received.isEmpty ? .closed : .notHTTP(quoted)))
+            // What the app's load sees: no answer in time; the connection lost (nothing, or the start
+            // of an HTTP response); or an answer that is not HTTP.
+            let answer: PlainHTTPAnswer = if timedOut, received.isEmpty { .timedOut }
+                else if received.isEmpty || received.starts(with: Array("HTTP/".utf8)) { .closed }
+                else { .notHTTP(quoted) }
+            return .failure(ExchangeFailure(reason: "answered without an HTTP response head: \(quoted)", answer: answer))
         }
         return .success(head)
     }
