@@ -751,4 +751,25 @@ struct ScanTests {
         #expect(missing.status == 64)
         #expect(missing.stderr.contains("/nonexistent/anchors.pem"))
     }
+
+    @Test("a target with a trailing dot sends its name in SNI without the dot (RFC 6066), and its certificate matches")
+    func sniWithoutTrailingDot() throws {
+        // s_server gives the named certificate only to a ClientHello whose SNI is exactly the name.
+        let named = try pki.leaf()
+        let fallback = try pki.leaf("fallback.tlsaudit.test")
+        let tag = UUID().uuidString.prefix(6)
+        let namedFile = pki.directory.appendingPathComponent("sni-\(tag).pem"), keyFile = pki.directory.appendingPathComponent("sni-\(tag).key")
+        try (named.pem + pki.intermediate.pem).write(to: namedFile, atomically: true, encoding: .utf8)
+        try named.key.pem.write(to: keyFile, atomically: true, encoding: .utf8)
+        let server = try LabOpenSSLServer(certificatePEM: fallback.pem + pki.intermediate.pem, keyPEM: fallback.key.pem,
+                                          arguments: ["-servername", TestPKI.hostname, "-cert2", namedFile.path, "-key2", keyFile.path])
+        defer { server.stop() }
+        let output = try CLI.run(["scan", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1",
+                                  "\(TestPKI.hostname).:\(server.port)"])
+        let address = try #require(try output.report().targets.first?.addresses.first)
+        // (s_server's -cert2 sends no chain: the intermediate is missing, whatever the SNI.)
+        #expect(address.chain?.presented.first?.sha256Fingerprint == named.summary.sha256Fingerprint,
+                "the server chose its certificate by the SNI sent: \(address.chain?.presented.first?.subject ?? "none")")
+        #expect(!address.errorIDs.contains("trust.hostname-mismatch"), "\(address.errorIDs)")
+    }
 }

@@ -464,7 +464,8 @@ private final class TLSStream: ByteStream {
         if IPAddress.canonical(host) != nil {
             identity = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
         } else {
-            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, host)
+            // RFC 6066: the server name without a trailing dot.
+            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, host.hasSuffix(".") ? String(host.dropLast()) : host)
             identity = SSL_set1_host(ssl, host)
         }
         guard identity == 1 else {

@@ -105,8 +105,8 @@ enum HandshakeProbe {
         tlsaudit_SSL_set_msg_callback_arg(ssl, traceReference.toOpaque())
         _ = SSL_set_fd(ssl, socket.descriptor)
         if let sni, IPAddress.canonical(sni) == nil {
-            // RFC 6066: SNI carries DNS names only, never IP literals.
-            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, sni)
+            // RFC 6066: SNI carries DNS names only, never IP literals, and without a trailing dot.
+            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, sni.hasSuffix(".") ? String(sni.dropLast()) : sni)
         }
         SSL_set_connect_state(ssl)
 
