@@ -303,6 +303,10 @@ struct AppTransportSecurityPolicyTests {
         let upper = ats(["NSPinnedDomains": domains(["Pinned.Example.com": ["NSPinnedLeafIdentities": .array([
             .dictionary(["SPKI-SHA256-BASE64": .string(Self.pinA)]), .dictionary(["SPKI-SHA256-BASE64": .string(Self.pinB)])])]])])
         #expect(upper.effectivePolicy(for: "pinned.example.com").pins != nil, "a pinned key matches whatever its case")
+        #expect(!upper.diagnostics.contains { $0.message.hasPrefix("not lower case") }, "\(upper.diagnostics)")
+        let unicode = ats(["NSExceptionDomains": domains(["bücher.example": ["NSExceptionAllowsInsecureHTTPLoads": .bool(true)]])])
+        #expect(unicode.diagnostics.contains { $0.message.contains("write the key as xn--bcher-kva.example") }, "\(unicode.diagnostics)")
+        #expect(unicode.effectivePolicy(for: "bücher.example").entry == nil, "the host is looked up as its A-label")
     }
 
     @Test("NSPinnedDomains refusals: no identities, an empty array, a malformed pin, a missing SPKI key; a single pin is a warning")

@@ -214,7 +214,7 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
             reader.diagnostics.append(Diagnostic(path.path, .warning, "a single pinned identity and no backup: a new key on the server breaks the app"))
         }
         read.unknownKeys(entry, known: ["NSIncludesSubdomains", "NSPinnedLeafIdentities", "NSPinnedCAIdentities"], hint: [:])
-        checkDomainKey(key, includesSubdomains: domain.includesSubdomains, path: path.path, reader: &read)
+        checkDomainKey(key, includesSubdomains: domain.includesSubdomains, path: path.path, pinned: true, reader: &read)
         reader.diagnostics += read.diagnostics
         return domain
     }
@@ -246,9 +246,10 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
         return values
     }
 
-    /// Domain keys Apple's rules say never match as meant: upper case, a port, a wildcard, a
-    /// malformed CIDR range; NSIncludesSubdomains on an address.
-    private static func checkDomainKey(_ key: String, includesSubdomains: Bool, path: String, reader: inout PlistReader) {
+    /// Domain keys Apple's rules say never match as meant: upper case (NSExceptionDomains; trustd
+    /// compares NSPinnedDomains keys ignoring case), a Unicode name, a port, a wildcard, a malformed
+    /// CIDR range; NSIncludesSubdomains on an address.
+    private static func checkDomainKey(_ key: String, includesSubdomains: Bool, path: String, pinned: Bool = false, reader: inout PlistReader) {
         switch HostKind(key: key) {
         case .range(false), .address(false):
             reader.diagnostics.append(Diagnostic(path, .error, "not a valid IP address range; it matches no host"))
@@ -257,8 +258,11 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
                 reader.diagnostics.append(Diagnostic(path, .warning, "NSIncludesSubdomains has no effect on an IP address or range"))
             }
         case .name:
-            if key != key.lowercased() {
+            if key != key.lowercased(), !pinned {
                 reader.diagnostics.append(Diagnostic(path, .warning, "not lower case: Apple asks for lower-case keys, and tlsaudit matches the key as written, so no host matches it"))
+            }
+            if !key.utf8.allSatisfy({ $0 < 0x80 }) {
+                reader.diagnostics.append(Diagnostic(path, .warning, "a Unicode name: the app's URL loading asks for the host in its A-label form (\(DomainNameForm.host(key))), and the key is compared as written, so no host matches it; write the key as \(DomainNameForm.host(key))"))
             }
             if key.contains("*" as Character) {
                 reader.diagnostics.append(Diagnostic(path, .warning, "wildcards are not read: use the parent name with NSIncludesSubdomains; no host matches this key"))

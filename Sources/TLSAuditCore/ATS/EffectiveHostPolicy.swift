@@ -88,9 +88,10 @@ extension AppTransportSecurityPolicy {
         return policy
     }
 
-    /// Lower case, IPv6 brackets removed; a trailing dot is kept (Apple: "example.com." matches only "example.com.").
+    /// Lower case, IPv6 brackets removed, a Unicode name as its A-label (what the app's URL carries
+    /// to the system); a trailing dot is kept (Apple: "example.com." matches only "example.com.").
     static func normalized(_ host: String) -> String {
-        var host = host.lowercased()
+        var host = DomainNameForm.host(host).lowercased()
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return host
     }
