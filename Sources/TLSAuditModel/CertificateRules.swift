@@ -93,12 +93,15 @@ public enum CertificateRules {
         publicTrust || notBefore > july2019
     }
 
-    /// Under Apple's root store, an intermediate with a non-empty extendedKeyUsage must hold
-    /// serverAuth or anyExtendedKeyUsage (`SecPolicyCheckServerAuthEKU`); under an operator's own
-    /// anchors trustd does not enforce it (it only counts it).
-    public static func intermediateUsageExcludesServer(_ certificate: CertificateSummary) -> Bool {
+    /// An intermediate with a non-empty extendedKeyUsage that trustd refuses for a TLS server path.
+    /// Under any anchor it must hold anyExtendedKeyUsage or one of the SSL policy's usages
+    /// (serverAuth, Microsoft's or Netscape's Server Gated Crypto: `SecPolicyCheckExtendedKeyUsage`'s
+    /// sub-CA loop); under Apple's root store serverAuth or anyExtendedKeyUsage itself
+    /// (`SecPolicyCheckServerAuthEKU`).
+    public static func intermediateUsageExcludesServer(_ certificate: CertificateSummary, publicTrust: Bool = true) -> Bool {
         guard let usages = certificate.extendedKeyUsage, !usages.isEmpty else { return false }
-        return !usages.contains("serverAuth") && !usages.contains("anyExtendedKeyUsage")
+        if publicTrust { return !usages.contains("serverAuth") && !usages.contains("anyExtendedKeyUsage") }
+        return !leafUsageAllowsServer(certificate)
     }
 
     /// The longest validity (notAfter - notBefore, in seconds) Apple accepts for a TLS server leaf
@@ -155,9 +158,9 @@ public enum CertificateRules {
         anchored && path.count > 1 ? 0..<(path.count - 1) : path.indices
     }
 
-    /// How many intermediates of `path` restrict their extendedKeyUsage without serverAuth: a
-    /// failure under Apple's root store, only a warning under an operator's own anchors, so path
-    /// choice ranks it below every rule `failures` counts.
+    /// How many intermediates of `path` restrict their extendedKeyUsage without serverAuth or
+    /// anyExtendedKeyUsage (Apple's root store's rule; the Server Gated Crypto usages pass only
+    /// under own anchors): path choice ranks it after the rules `failures` counts.
     public static func intermediateUsageFailures(path: [CertificateSummary], anchored: Bool) -> Int {
         extendedKeyUsageJudged(path: path, anchored: anchored).count { $0 > 0 && intermediateUsageExcludesServer(path[$0]) }
     }
@@ -171,6 +174,7 @@ public enum CertificateRules {
         var count = judged.count { hasWeakSignature(path[$0]) }
         count += path.indices.count { (judged.contains($0) || anchored) && keyProblem(path[$0]) != nil }
         count += leafUsageAllowsServer(path[0]) ? 0 : 1
+        count += extendedKeyUsageJudged(path: path, anchored: anchored).count { $0 > 0 && intermediateUsageExcludesServer(path[$0], publicTrust: false) }
         count += path.count { emptySubjectProblem($0) != nil }
         return count
     }

@@ -130,7 +130,7 @@ public enum FindingCatalog {
                               detailed: "reissue the leaf with the host name in subjectAltName (the CN is not used)")),
         entry(.trustIssuerNotCA, .error, "Issuer is not a CA", .chainTrust),
         entry(.trustPathLengthExceeded, .error, "Path length constraint exceeded", .chainTrust),
-        entry(.trustEKU, .error, "No serverAuth extended key usage", .chainTrust, also: [.warning],
+        entry(.trustEKU, .error, "No serverAuth extended key usage", .chainTrust,
               fix: FindingFix(short: "reissue with extendedKeyUsage serverAuth",
                               detailed: "reissue {certificate} with extendedKeyUsage serverAuth")),
         entry(.trustCertificateTransparency, .error, "Certificate Transparency policy not met", .chainTrust, also: [.warning],

@@ -172,14 +172,17 @@ struct TrustEvaluatorTests {
         #expect(!report(store: "apple", anchored: true, anchorIn: []).judgedAsPublic)
     }
 
-    @Test("an intermediate restricted to clientAuth: refused under Apple's root store, not under own anchors (trustd only counts it)")
+    @Test("an intermediate restricted to clientAuth: refused under every anchor (SecPolicyCheckExtendedKeyUsage); msSGC passes only under own anchors")
     func intermediateUsage() {
         let path = [Self.certificate("leaf", issuer: "int", ca: false),
                     Self.certificate("int", issuer: "root", ca: true, eku: ["clientAuth"]),
                     Self.certificate("root", issuer: "root", ca: true)]
         #expect(Self.evaluate(path, publicTrust: true).contains { $0.id == .trustEKU && $0.depth == 1 && $0.severity == .error })
         let own = Self.evaluate(path).filter { $0.id == .trustEKU }
-        #expect(own.map(\.severity) == [.warning], "other clients refuse it: said, without failing the chain")
+        #expect(own.map(\.severity) == [.error] && own.first?.depth == 1, "\(own)")
+        let sgc = [path[0], Self.certificate("int", issuer: "root", ca: true, eku: ["msSGC"]), path[2]]
+        #expect(!Self.evaluate(sgc).contains { $0.id == .trustEKU }, "a Server Gated Crypto usage is one the SSL policy allows")
+        #expect(Self.evaluate(sgc, publicTrust: true).contains { $0.id == .trustEKU }, "Apple's root store wants serverAuth or anyEKU")
         let empty = [path[0], Self.certificate("int", issuer: "root", ca: true, eku: []), path[2]]
         #expect(!Self.evaluate(empty, publicTrust: true).contains { $0.id == .trustEKU }, "an empty list restricts nothing trustd reads")
         #expect(!Self.evaluate(empty).contains { $0.id == .trustEKU })

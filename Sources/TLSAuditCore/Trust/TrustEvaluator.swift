@@ -225,25 +225,20 @@ public enum TrustEvaluator {
     }
 
     /// trustd's extendedKeyUsage checks beside the leaf rules: the leaf's extendedKeyUsage, when it
-    /// has one, allows a TLS server (`CertificateRules.leafUsageAllowsServer`); under Apple's root
-    /// store, an intermediate that restricts its usage keeps serverAuth or anyExtendedKeyUsage. A
-    /// trust anchor's own is not judged, nor intermediates under an operator's own anchors (trustd
-    /// does not enforce it there).
+    /// has one, allows a TLS server (`CertificateRules.leafUsageAllowsServer`); an intermediate that
+    /// restricts its usage keeps one that allows it, under any anchor (`SecPolicyCheckExtendedKeyUsage`),
+    /// and under Apple's root store serverAuth or anyExtendedKeyUsage itself. A trust anchor's own
+    /// is not judged.
     static func checkExtendedKeyUsage(_ path: [CertificateSummary], anchored: Bool, publicTrust: Bool, into findings: inout [Finding]) {
         for depth in CertificateRules.extendedKeyUsageJudged(path: path, anchored: anchored) {
             let certificate = path[depth]
             let refused = depth == 0 ? !CertificateRules.leafUsageAllowsServer(certificate)
-                : CertificateRules.intermediateUsageExcludesServer(certificate)
+                : CertificateRules.intermediateUsageExcludesServer(certificate, publicTrust: publicTrust)
             guard refused else { continue }
             let usages = certificate.extendedKeyUsage ?? []
             let listed = usages.isEmpty ? "an empty list" : RecordBudget.list(usages)
-            if depth > 0, !publicTrust {
-                findings.appendUnique(Finding(.trustEKU, .warning, depth: depth,
-                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth: Apple's clients accept it under your own anchors (trustd enforces an intermediate's EKU only under its root store), but Chrome, Firefox, Android and OpenSSL-based clients refuse the chain."))
-            } else {
-                findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
-                    "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
-            }
+            findings.appendUnique(Finding(.trustEKU, .error, depth: depth,
+                "\(certificate.displayName) restricts extendedKeyUsage to \(listed), without serverAuth."))
         }
     }
 
