@@ -40,6 +40,9 @@ public struct ATSConfigurationProbe: Sendable {
 public struct ProbedChainPath: Sendable, Hashable {
     public var presented: [CertificateSummary]
     public var building: PathBuildingResult
+    /// What the stapled OCSP response says of the leaf, nothing fetched (trustd reads a staple
+    /// always, and fetches nothing for an ordinary certificate); nil when none was stapled.
+    public var stapledRevocation: RevocationReport?
 
     public init(presented: [CertificateSummary], building: PathBuildingResult) {
         self.presented = presented

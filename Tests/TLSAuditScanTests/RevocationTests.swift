@@ -239,6 +239,16 @@ struct RevocationTests {
         let scanned = try #require(result)
         #expect(scanned.chain?.revocation?.checks.first?.source == .stapledOCSP)
         #expect(finding(scanned, .trustRevoked) != nil, "\(scanned.findings)")
+        // ats (and app audit, the same judge): trustd reads a staple always, so no configuration connects.
+        let (atsServer, port) = try lab.stapledServer(leaf: revokedLeaf, staple: try lab.response(for: revokedLeaf), connections: nil)
+        defer { LabOCSPResponder.kill(atsServer) }
+        Thread.sleep(forTimeInterval: 0.3) // s_server's listener
+        let ats = try CLI.run(["ats", "--format", "json", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "\(TestPKI.hostname):\(port)"])
+        let diagnostics = try JSONDecoder.tlsaudit.decode(ATSDiagnostics.self, from: Data(ats.stdout.utf8))
+        #expect(ats.status == 1, "\(ats.stdout.prefix(800))")
+        #expect(diagnostics.configurations.first { $0.name == "default" }?.pass == false)
+        #expect(diagnostics.configurations.first { $0.name == "arbitrary-loads" }?.pass == false, "no exception lifts a revoked certificate")
+        #expect(diagnostics.trustProblems.contains { $0.contains("revoked") }, "\(diagnostics.trustProblems)")
 
         let (_, unstapled, _) = try scan(try leaf(mustStaple: true))
         #expect(unstapled.chain?.revocation?.mustStaple == true)

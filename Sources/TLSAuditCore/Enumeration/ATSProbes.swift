@@ -59,7 +59,9 @@ extension ATSDiagnostics {
     /// Apple's trust rules for all TLS on one chain: the errors (`trust.*` and the ATS certificate
     /// rules, without the summary `ats.trust`) and the path they were judged on.
     static func chainFailures(_ chain: ProbedChainPath, context: TrustContext) -> (findings: [Finding], path: [CertificateSummary]) {
-        let trust = TrustEvaluator.evaluate(presented: chain.presented, building: chain.building, context: context)
+        var trust = TrustEvaluator.evaluate(presented: chain.presented, building: chain.building, context: context)
+        // A stapled response that says "revoked" fails the chain (trustd reads staples always).
+        trust += (chain.stapledRevocation?.findings(names: chain.building.path.map(\.certificate.displayName)) ?? []).filter { $0.id == .trustRevoked }
         let rules = ATSRequirements.evaluateChain(presented: chain.presented, building: chain.building, trustFindings: trust)
         let failures = (rules + trust).filter { $0.severity == .error && $0.id != .atsTrust }
         return (failures, chain.building.path.isEmpty ? chain.presented : chain.building.path.map(\.certificate))

@@ -215,7 +215,11 @@ public final class Enumerator: Sendable {
             let presented = attempt.presented.map { $0.summary() }
             let building = PathBuilder.build(presented: attempt.presented, store: trustStore, summaries: presented,
                                              fetchMissing: fetchMissing).judged(at: time)
-            let chain = ProbedChainPath(presented: presented, building: building)
+            var chain = ProbedChainPath(presented: presented, building: building)
+            if let stapled = attempt.stapledResponse {
+                chain.stapledRevocation = RevocationChecker(mode: .soft, offline: .none)
+                    .check(path: building.path, presented: attempt.presented, stapled: stapled, handshake: true, time: time, deadline: Deadline(after: 1))
+            }
             built[key] = chain
             return chain
         }

@@ -9,6 +9,14 @@ public struct OfflineRevocationEvidence: Sendable {
     /// DER OCSP responses with the file each came from.
     let ocspResponses: [(origin: String, der: [UInt8])]
 
+    /// No evidence: with it, a check reads only what the handshake stapled and fetches nothing.
+    static let none = OfflineRevocationEvidence(crls: [], ocspResponses: [])
+
+    private init(crls: [RevocationList], ocspResponses: [(origin: String, der: [UInt8])]) {
+        self.crls = crls
+        self.ocspResponses = ocspResponses
+    }
+
     /// Reads CRL files (DER or PEM) and OCSP response files (DER), within the input limits.
     public init(crlFiles: [String], ocspResponseFiles: [String]) throws {
         func read(_ path: String, limit: Int, what: String) throws -> [UInt8] {
