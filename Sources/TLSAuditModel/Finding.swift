@@ -144,6 +144,7 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let lintSANNotCritical: FindingID = "lint.san-not-critical"
     public static let lintAIAMalformed: FindingID = "lint.aia-malformed"
     public static let lintEKUCritical: FindingID = "lint.eku-critical"
+    public static let lintExtensionCritical: FindingID = "lint.extension-critical"
     public static let lintValidityEncoding: FindingID = "lint.validity-encoding"
     public static let lintCommonNameNotExactlyInSAN: FindingID = "lint.cn-not-exactly-in-san"
     public static let lintEKUMissing: FindingID = "lint.eku-missing"

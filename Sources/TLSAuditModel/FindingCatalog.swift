@@ -283,6 +283,7 @@ public enum FindingCatalog {
         entry(.lintSANNotCritical, .warning, "subjectAltName not critical with an empty subject", .conformanceLints),
         entry(.lintAIAMalformed, .warning, "authorityInfoAccess malformed", .conformanceLints),
         entry(.lintEKUCritical, .warning, "extendedKeyUsage marked critical", .conformanceLints),
+        entry(.lintExtensionCritical, .warning, "A key identifier or access extension marked critical", .conformanceLints),
         entry(.lintValidityEncoding, .warning, "Validity time not in DER or RFC 5280 form", .conformanceLints),
         entry(.lintCommonNameNotExactlyInSAN, .warning, "CN not written as its subjectAltName", .conformanceLints),
         entry(.lintEKUMissing, .warning, "extendedKeyUsage missing in the leaf", .conformanceLints),

@@ -48,8 +48,10 @@ struct LimboSuiteTests {
         #expect(disagreements.subtracting(differences.keys).sorted() == [], "disagreements without a reason")
         #expect(Set(differences.keys).subtracting(disagreements).sorted() == [], "listed differences that agree now (or are not in the suite)")
         #expect(differences.values.allSatisfy { $0.count > 40 }, "each difference gives its reason")
-        // Agreement with limbo as measured when the suite came in: 99.46%. It only goes up.
-        #expect(outcomes.count - disagreements.count >= 9_717)
+        // Agreement with limbo as measured when the suite came in: 99.46%. It only goes up, except
+        // where a case moves to a listed Apple difference: 2026-11-30, a critical AKI and a critical
+        // AIA, which trustd parses and accepts (RFC 5280's profile rule is lint.extension-critical).
+        #expect(outcomes.count - disagreements.count >= 9_715)
     }
 
     @Test("path building keeps looking past a path that fails a policy rule; Apple's leaf and subject rules", arguments: [

@@ -330,6 +330,14 @@ struct VerifyTests {
         let (status, report) = try verify([leaf, pki.intermediate])
         #expect(status == 1)
         #expect(errors(report).contains("trust.unknown-critical-extension"))
+        // Extensions trustd parses pass when critical (OpenSSL's list lacks these); the TLS feature
+        // (must-staple), which trustd does not parse, fails.
+        let parsed = try pki.leaf { $0.extraExtensions = [.init(name: "issuerAltName", value: "critical,email:ca@tlsaudit.test"),
+                                                          .init(name: "authorityInfoAccess", value: "critical,caIssuers;URI:http://127.0.0.1:1/int.cer")] }
+        let (parsedStatus, parsedReport) = try verify([parsed, pki.intermediate])
+        #expect(parsedStatus == 0 && !errors(parsedReport).contains("trust.unknown-critical-extension"), "\(parsedReport.findings)")
+        let feature = try pki.leaf { $0.extraExtensions = [.init(name: "tlsfeature", value: "critical,status_request")] }
+        #expect(errors(try verify([feature, pki.intermediate]).1).contains("trust.unknown-critical-extension"))
     }
 
     @Test("unreadable input exits 2; no roots means Apple's store (apple-trust's), --trust-store system Debian's")

@@ -139,6 +139,13 @@ public enum ConformanceLints {
                     add(.lintEKUCritical, "extendedKeyUsage is marked critical (BR 7.1.2.7.6, 7.1.2.10.6).")
                 }
             }
+            // RFC 5280 4.2.1.1, 4.2.1.2, 4.2.2.1, 4.2.2.2: never critical. trustd parses them and accepts
+            // them critical; OpenSSL-based clients, Chrome and webpki refuse the chain.
+            let mustNotBeCritical = ["authorityKeyIdentifier", "subjectKeyIdentifier", "authorityInfoAccess", "subjectInfoAccess"]
+                .filter { profile.criticalExtensions.contains($0) }
+            if !mustNotBeCritical.isEmpty {
+                add(.lintExtensionCritical, "\(RecordBudget.list(mustNotBeCritical)) marked critical (RFC 5280 4.2.1.1, 4.2.1.2, 4.2.2.1, 4.2.2.2): Apple's clients accept it, OpenSSL-based clients and Chrome refuse the chain.")
+            }
             // X.690 11.7 and 11.8 (DER), RFC 5280 4.1.2.5: validity times in UTC with seconds, UTCTime through 2049.
             if let problems = profile.validityEncoding, !problems.isEmpty {
                 add(.lintValidityEncoding, "\(RecordBudget.list(problems, limit: 2)) (X.690 11.7-11.8, RFC 5280 4.1.2.5).")

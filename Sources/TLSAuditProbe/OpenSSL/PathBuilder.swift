@@ -299,7 +299,9 @@ enum PathBuilder {
         // Dates are checked by TrustEvaluator (inclusive notAfter, injectable time).
         // RFC 5280 policy processing (requireExplicitPolicy, policy mappings, inhibitAnyPolicy) with
         // anyPolicy as the initial policy set; OpenSSL needs the set given explicitly.
-        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | UInt(X509_V_FLAG_POLICY_CHECK)
+        // Critical extensions are judged by TrustEvaluator against the list trustd parses
+        // (`X509Certificate.appleParsedExtensions`), not OpenSSL's.
+        X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | UInt(X509_V_FLAG_POLICY_CHECK) | UInt(X509_V_FLAG_IGNORE_CRITICAL)
                                  | (partialChain ? UInt(X509_V_FLAG_PARTIAL_CHAIN) : 0))
         if let parameters = X509_STORE_CTX_get0_param(context), let anyPolicy = OBJ_txt2obj("2.5.29.32.0", 1) {
             X509_VERIFY_PARAM_add0_policy(parameters, anyPolicy) // takes ownership

@@ -360,14 +360,26 @@ package final class X509Certificate: @unchecked Sendable {
         return names
     }
 
-    /// Critical extensions OpenSSL does not know how to enforce.
+    /// The extensions trustd parses (Security's `SecCertificateInitializeExtensionParsers`): a
+    /// critical one of these does not fail a chain there, any other critical one does
+    /// (`kSecPolicyCheckCriticalExtensions`). OpenSSL's own list differs both ways: it lacks the key
+    /// identifiers, AIA, SIA, IssuerAltName and PrivateKeyUsagePeriod, and has RFC 3779, the TLS
+    /// feature and proxy certificates, which trustd refuses when critical.
+    static let appleParsedExtensions: Set<String> = [
+        "2.5.29.14", "2.5.29.15", "2.5.29.16", "2.5.29.17", "2.5.29.18", "2.5.29.19", "2.5.29.30", "2.5.29.31",
+        "2.5.29.32", "2.5.29.33", "2.5.29.35", "2.5.29.36", "2.5.29.37", "2.5.29.54",
+        "1.3.6.1.5.5.7.1.1", "1.3.6.1.5.5.7.1.11", "1.3.6.1.5.5.7.1.3", "1.3.6.1.5.5.7.48.1.5",
+        "2.16.840.1.113730.1.1", "1.2.840.113533.7.65.0",
+    ]
+
+    /// Critical extensions trustd does not parse (`appleParsedExtensions`): each fails the chain.
     private func unhandledCriticalExtensions() -> [String] {
         var oids: [String] = []
         for index in 0..<X509_get_ext_count(pointer) {
             guard let ext = X509_get_ext(pointer, index), X509_EXTENSION_get_critical(ext) == 1,
-                  X509_supported_extension(ext) == 0,
                   let object = X509_EXTENSION_get_object(ext) else { continue }
-            oids.append(ObjectIdentifier.dotted(object))
+            let oid = ObjectIdentifier.dotted(object)
+            if !Self.appleParsedExtensions.contains(oid) { oids.append(oid) }
         }
         return oids
     }
