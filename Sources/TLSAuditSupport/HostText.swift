@@ -5,6 +5,12 @@ public enum HostText {
         host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
     }
 
+    /// `host` without a trailing dot (`example.com.` -> `example.com`): the form a server name is
+    /// sent in (RFC 6066) and NSPinnedDomains compares.
+    public static func withoutTrailingDot(_ host: String) -> String {
+        host.hasSuffix(".") ? String(host.dropLast()) : host
+    }
+
     /// `host:port`, `[v6]:port`.
     public static func withPort(_ host: String, _ port: Int) -> String { "\(bracketed(host)):\(port)" }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditSupport
 
 /// The ATS rules one app gives one host (`AppTransportSecurityPolicy.effectivePolicy(for:)`):
 /// what an iPhone running the current iOS requires of a connection the app makes there, which
@@ -50,7 +51,7 @@ extension AppTransportSecurityPolicy {
         let exception = Self.mostSpecific(exceptionDomains.map { ($0.domain, $0.includesSubdomains, $0) }, for: host)
         // NSPinnedDomains is matched apart, as trustd's parseNSPinnedDomains does: without the host's
         // trailing dot, and ignoring case (NSExceptionDomains keys match as written).
-        let pinnedHost = host.hasSuffix(".") ? String(host.dropLast()) : host
+        let pinnedHost = HostText.withoutTrailingDot(host)
         let pinned = Self.mostSpecific(pinnedDomains.map { ($0.domain.lowercased(), $0.includesSubdomains, $0) }, for: pinnedHost)
         var policy = EffectiveHostPolicy(host: host, minimumTLSVersion: .tls1_2, requiresForwardSecrecy: true,
                                          allowsInsecureHTTPLoads: false, arbitraryLoads: false,

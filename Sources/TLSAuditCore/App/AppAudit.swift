@@ -53,7 +53,8 @@ public enum AppAudit {
         return Outcome(connects: reason == nil, reasons: reason.map { [$0] } ?? [], detail: detail, probe: "plain-http", pin: nil, afnetworking: nil)
     }
 
-    /// The reasons of a plain-HTTP load that reached a server but got no HTTP answer (docs/findings.md, `app audit`).
+    /// The reasons of a plain-HTTP load that reached a server but got no HTTP answer (docs/findings.md,
+    /// `app audit`); `AppleLoadErrors` maps them to the NSURLError the load logs.
     static let noHTTPAnswer = "http.no-answer"
     static let notHTTP = "http.not-http"
     static let httpTimeout = "http.timeout"
@@ -63,18 +64,6 @@ public enum AppAudit {
         switch answer {
         case .none, .noConnection: false
         case .status, .closed, .timedOut, .notHTTP: true
-        }
-    }
-
-    /// The NSURLError a failed plain-HTTP load logs.
-    static func plainHTTPError(_ effective: EffectiveHostPolicy, answer: PlainHTTPAnswer?) -> AppleLoadError? {
-        guard effective.allowsInsecureHTTPLoads else { return AppleLoadErrors.insecureHTTP }
-        switch answer ?? .closed {
-        case .status: return nil
-        case .noConnection(let category, _): return AppleLoadErrors.error(for: category)
-        case .closed: return AppleLoadErrors.connectionLost
-        case .timedOut: return AppleLoadErrors.timedOut
-        case .notHTTP: return AppleLoadErrors.cannotParseResponse
         }
     }
 
@@ -129,7 +118,7 @@ public enum AppAudit {
                     exceptionNeeded: effective.allowsInsecureHTTPLoads ? [:] : ["NSExceptionAllowsInsecureHTTPLoads": "YES"])
                 host.scheme = "http"
                 host.requested = probed.requested
-                host.error = plainHTTPError(effective, answer: probed.plainHTTPAnswer)
+                host.error = outcome.error
                 judged.append(host)
                 // A server that gave no HTTP answer proves nothing about the exception keys.
                 outcomes.append(outcome.connects || !effective.allowsInsecureHTTPLoads ? outcome : nil)

@@ -83,6 +83,10 @@ public enum AppleLoadErrors {
         guard !reasons.isEmpty else { return nil }
         let ids = Set(reasons)
         if let failure = reasons.lazy.compactMap(failureCategory).first { return error(for: failure) }
+        // A plain-HTTP load that reached a server without an HTTP answer (`AppAudit.plainHTTPOutcome`).
+        if ids.contains(AppAudit.noHTTPAnswer) { return connectionLost }
+        if ids.contains(AppAudit.httpTimeout) { return timedOut }
+        if ids.contains(AppAudit.notHTTP) { return cannotParseResponse }
         if ids.contains(FindingID.atsInsecureHTTPLoad.rawValue) { return insecureHTTP }
         if ids.contains(FindingID.tlsClientCertificateRequired.rawValue) { return clientCertificateRequired }
         if ids.contains(FindingID.tlsClientCertificateRejected.rawValue) { return clientCertificateRejected }

@@ -465,7 +465,7 @@ private final class TLSStream: ByteStream {
             identity = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
         } else {
             // RFC 6066: the server name without a trailing dot.
-            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, host.hasSuffix(".") ? String(host.dropLast()) : host)
+            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, HostText.withoutTrailingDot(host))
             identity = SSL_set1_host(ssl, host)
         }
         guard identity == 1 else {

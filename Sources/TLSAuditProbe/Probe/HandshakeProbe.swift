@@ -106,7 +106,7 @@ enum HandshakeProbe {
         _ = SSL_set_fd(ssl, socket.descriptor)
         if let sni, IPAddress.canonical(sni) == nil {
             // RFC 6066: SNI carries DNS names only, never IP literals, and without a trailing dot.
-            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, sni.hasSuffix(".") ? String(sni.dropLast()) : sni)
+            _ = tlsaudit_SSL_set_tlsext_host_name(ssl, HostText.withoutTrailingDot(sni))
         }
         SSL_set_connect_state(ssl)
 
