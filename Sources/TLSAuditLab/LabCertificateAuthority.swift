@@ -80,6 +80,8 @@ public struct LabCertificateRequest: Sendable {
     public var rawNotBefore: (text: String, generalized: Bool)?
     public var rawNotAfter: (text: String, generalized: Bool)?
     public var authorityKeyIdentifier: String? = "keyid:always"
+    /// The X.509 version (1, 2 or 3); a v1 or v2 certificate has no extensions.
+    public var version: Int = 3
 
     public struct ExtraExtension: Sendable {
         public var name: String
@@ -165,7 +167,7 @@ public enum LabCertificateAuthority {
         let key = try request.existingKey ?? LabPrivateKey(request.key)
         guard let x509 = X509_new() else { throw OpenSSLFailure("cannot allocate a certificate") }
         let certificate = X509Certificate(takingOwnershipOf: x509)
-        X509_set_version(x509, 2)
+        X509_set_version(x509, Int(request.version - 1))
         ASN1_INTEGER_set(X509_get_serialNumber(x509), Int.random(in: 1..<Int.max))
         if let serialHex = request.serialHex {
             var number: OpaquePointer?
@@ -204,7 +206,7 @@ public enum LabCertificateAuthority {
         if let ski = request.subjectKeyIdentifier { extensions.append(("subjectKeyIdentifier", ski)) }
         if let aki = request.authorityKeyIdentifier { extensions.append(("authorityKeyIdentifier", aki)) }
         extensions += request.extraExtensions.map { ($0.name, $0.value) }
-        for (extensionName, value) in extensions {
+        for (extensionName, value) in extensions where request.version >= 3 {
             guard let ext = X509V3_EXT_nconf(nil, &context, extensionName, value) else {
                 throw OpenSSLFailure("cannot build extension \(extensionName)=\(value)")
             }

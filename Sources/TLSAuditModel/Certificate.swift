@@ -88,6 +88,12 @@ public struct CertificateProfile: Hashable, Codable, Sendable {
     public var validityEncoding: [String]?
     /// notBefore or notAfter that is no time at all (`notBefore: ...`): such a certificate is never valid.
     public var unreadableValidity: [String]?
+    /// Why Apple's clients refuse the certificate itself, whatever the chain: what trustd cannot
+    /// parse (Security's `SecCertificateParse`: a validity form, a serial over 37 octets, an explicit
+    /// version other than v2 or v3, an empty extensions field, a critical flag not encoded 0xFF, a
+    /// critical extension it cannot decode) or its `DuplicateExtension` and `UnparseableExtension`
+    /// checks; nil when none.
+    public var appleRefusals: [String]?
     /// The authorityKeyIdentifier's fields besides keyIdentifier that are present
     /// (`authorityCertIssuer`, `authorityCertSerialNumber`); nil when not read.
     public var authorityKeyIdentifierExtras: [String]?
@@ -98,7 +104,7 @@ public struct CertificateProfile: Hashable, Codable, Sendable {
     // Raw values are what JSONDocumentEncoder.tlsaudit's snake_case conversion round-trips.
     enum CodingKeys: String, CodingKey {
         case authorityKeyIdentifier, authorityKeyIdentifierHasKeyID = "authorityKeyIdentifierHasKeyId", subjectKeyIdentifier
-        case criticalExtensions, extensions, malformedAccessDescriptions, emptySubject, validityEncoding, unreadableValidity
+        case criticalExtensions, extensions, malformedAccessDescriptions, emptySubject, validityEncoding, unreadableValidity, appleRefusals
         case authorityKeyIdentifierExtras, authorityKeyIDMatchesSubjectKeyID = "authorityKeyIdMatchesSubjectKeyId"
     }
 

@@ -152,6 +152,16 @@ public enum CertificateRules {
         return 0..<(path.count - 1)
     }
 
+    /// Whether `path[depth]` may issue the certificate below it as far as basicConstraints go, as
+    /// trustd decides (`SecPVCParentCertificateChecks`, anchors included): a v3 certificate needs
+    /// cA TRUE; a v1 or v2 one, which has no extensions to say so, may be the path's last
+    /// certificate (the anchor), and an intermediate only when that anchor is v1 or v2 as well.
+    public static func actsAsCA(path: [CertificateSummary], depth: Int) -> Bool {
+        let certificate = path[depth]
+        guard certificate.version < 3 else { return certificate.isCA }
+        return depth == path.count - 1 || path[path.count - 1].version < 3
+    }
+
     /// The positions of `path` whose extendedKeyUsage is enforced: all but a trust anchor's own
     /// (it is trusted by configuration).
     public static func extendedKeyUsageJudged(path: [CertificateSummary], anchored: Bool) -> Range<Int> {

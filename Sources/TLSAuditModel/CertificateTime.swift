@@ -9,10 +9,16 @@ public struct CertificateTime: Hashable, Sendable {
     public var date: Date?
     /// Why the encoding is not what DER and RFC 5280 require, when it is not.
     public var problem: String?
+    /// Why trustd cannot read the time, when X.680 can: Security's
+    /// `SecAbsoluteTimeFromDateContentWithError` reads only `YYMMDDhhmmZ`, `YYMMDDhhmmssZ` and
+    /// `YYMMDDhhmmss+hhmm` UTCTimes and `YYYYMMDDhhmmssZ` and `YYYYMMDDhhmmss+hhmm` GeneralizedTimes,
+    /// and a certificate with any other form is not created at all (Apple's clients refuse it).
+    public var appleProblem: String?
 
-    public init(date: Date?, problem: String?) {
+    public init(date: Date?, problem: String?, appleProblem: String? = nil) {
         self.date = date
         self.problem = problem
+        self.appleProblem = appleProblem
     }
 
     /// Reads `text` as a UTCTime (`generalized` false) or a GeneralizedTime.
@@ -38,14 +44,16 @@ public struct CertificateTime: Hashable, Sendable {
               let hour = number(2), let minute = number(2) else { return unreadable("the date and time are not all digits") }
         let year = generalized ? yearDigits : (yearDigits >= 50 ? 1900 + yearDigits : 2000 + yearDigits)
         var second = 0
-        if cursor < text.count, (48...57).contains(text[cursor]) {
+        let hasSeconds = cursor < text.count && (48...57).contains(text[cursor])
+        if hasSeconds {
             guard let value = number(2) else { return unreadable("the seconds are cut short") }
             second = value
         } else {
             notes.append("it has no seconds (DER requires them)")
         }
         var fraction = 0.0
-        if generalized, cursor < text.count, text[cursor] == UInt8(ascii: ".") || text[cursor] == UInt8(ascii: ",") {
+        let hasFraction = generalized && cursor < text.count && (text[cursor] == UInt8(ascii: ".") || text[cursor] == UInt8(ascii: ","))
+        if hasFraction {
             if text[cursor] == UInt8(ascii: ",") { notes.append("its fraction uses a comma (DER requires a full stop)") }
             cursor += 1
             let start = cursor
@@ -57,6 +65,7 @@ public struct CertificateTime: Hashable, Sendable {
             notes.append("it has a fraction of a second (RFC 5280 forbids it)")
         }
         var offset = 0
+        let hasOffset = cursor < text.count && (text[cursor] == UInt8(ascii: "+") || text[cursor] == UInt8(ascii: "-"))
         if cursor < text.count, text[cursor] == UInt8(ascii: "Z") {
             cursor += 1
         } else if cursor < text.count, text[cursor] == UInt8(ascii: "+") || text[cursor] == UInt8(ascii: "-") {
@@ -73,8 +82,8 @@ public struct CertificateTime: Hashable, Sendable {
             return unreadable("it does not end in Z or a UTC offset")
         }
         guard cursor == text.count else { return unreadable("characters follow the time") }
-        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour < 24, minute < 60,
-              second < 60 || (second == 60 && minute == 59) else {
+        // A leap second (60) is read in any minute, as trustd reads it.
+        guard (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year), hour < 24, minute < 60, second <= 60 else {
             return unreadable("\(year)-\(month)-\(day) \(hour):\(minute):\(second) is not a calendar date and time")
         }
         if generalized, year < 2050 {
@@ -82,8 +91,16 @@ public struct CertificateTime: Hashable, Sendable {
         }
         let days = daysSince1970(year: year, month: month, day: day)
         let seconds = Double(days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offset) + fraction
+        let appleProblem: String? = if hasFraction {
+            "\(shown) is a GeneralizedTime with a fraction of a second"
+        } else if !hasSeconds, generalized || hasOffset {
+            "\(shown) is a \(kind) \(hasOffset ? "with a UTC offset " : "")without seconds"
+        } else {
+            nil
+        }
         return CertificateTime(date: Date(timeIntervalSince1970: seconds),
-                               problem: notes.isEmpty ? nil : "\(shown): " + notes.joined(separator: "; "))
+                               problem: notes.isEmpty ? nil : "\(shown): " + notes.joined(separator: "; "),
+                               appleProblem: appleProblem.map { "\($0), a form trustd cannot read (it reads YYMMDDhhmm[ss]Z, YYMMDDhhmmss+hhmm, YYYYMMDDhhmmssZ and YYYYMMDDhhmmss+hhmm)" })
     }
 
     static func daysIn(month: Int, year: Int) -> Int {

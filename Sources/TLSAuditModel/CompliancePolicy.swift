@@ -45,16 +45,22 @@ public struct CompliancePolicy: Sendable, Hashable, RawRepresentable, Codable, C
     public let trustsAppleRoots: Bool
     /// What it judges, in a few words (the CLI's `--policy` help).
     public let summary: String
+    /// Whether the policy's clients fetch revocation (OCSP responders, CRLs) for an ordinary,
+    /// non-EV certificate. Apple's do not (trustd reads stapled responses and Apple's own revocation
+    /// data, and asks a responder only for EV certificates): a revocation tlsaudit fetched is then
+    /// reported without failing the chain's trust.
+    public let fetchesRevocation: Bool
 
     /// A policy's definition (see `Policies/`); it is known by name once listed in `registered`.
     public init(name: String, summary: String, rules: [FindingID], judgesWholeConfiguration: Bool = false, clientProfile: ClientProfile = .permissive,
-                isAppTransportSecurity: Bool = false, trustsAppleRoots: Bool = true) {
+                isAppTransportSecurity: Bool = false, trustsAppleRoots: Bool = true, fetchesRevocation: Bool = true) {
         self.rawValue = name
         self.rules = rules
         self.judgesWholeConfiguration = judgesWholeConfiguration
         self.clientProfile = clientProfile
         self.isAppTransportSecurity = isAppTransportSecurity
         self.trustsAppleRoots = trustsAppleRoots
+        self.fetchesRevocation = fetchesRevocation
         self.summary = summary
     }
 

@@ -153,6 +153,7 @@ public struct FindingID: RawRepresentable, Hashable, Codable, CodingKeyRepresent
     public static let lintAKIIssuerSerial: FindingID = "lint.aki-issuer-serial"
     public static let lintRootAKIKeyID: FindingID = "lint.root-aki-key-id"
     public static let lintSANCritical: FindingID = "lint.san-critical"
+    public static let lintLeafKeyUsageSigning: FindingID = "lint.leaf-key-usage-signing"
 
     /// The server's chain (or what it made tlsaudit find) exceeds the per-scan record budget.
     public static let chainOversized: FindingID = "chain.oversized"

@@ -148,7 +148,7 @@ public enum FindingCatalog {
         entry(.trustInvalid, .error, "Chain invalid", .chainTrust,
               fix: FindingFix(detailed: untrustedFix.detailed, detailedForPrivateAnchors: untrustedFix.detailedForPrivateAnchors)),
         entry(.trustNoCertificate, .error, "No certificate sent", .chainTrust),
-        entry(.trustRevoked, .error, "Certificate revoked", .chainTrust,
+        entry(.trustRevoked, .error, "Certificate revoked", .chainTrust, also: [.warning],
               fix: FindingFix(short: "replace the revoked certificate with one on a new key",
                               detailed: "replace {certificate} with a new certificate on a new key (no exception accepts a revoked one)")),
         entry(.trustDistrustedAfterDate, .error, "Root distrusted for certificates issued after a date", .chainTrust,
@@ -292,5 +292,6 @@ public enum FindingCatalog {
         entry(.lintAKIIssuerSerial, .warning, "authorityKeyIdentifier with issuer and serial", .conformanceLints),
         entry(.lintRootAKIKeyID, .warning, "Root's authorityKeyIdentifier is not its own key", .conformanceLints),
         entry(.lintSANCritical, .warning, "subjectAltName critical beside a subject", .conformanceLints),
+        entry(.lintLeafKeyUsageSigning, .warning, "Server key not allowed to sign", .conformanceLints),
     ]
 }

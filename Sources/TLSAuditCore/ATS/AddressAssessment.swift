@@ -10,7 +10,8 @@ public enum AddressAssessment {
                               policy: CompliancePolicy, atsClientRefusal: String?,
                               evidence: ConfigurationEvidence? = nil,
                               checkFindings: [Finding] = []) -> (findings: [Finding], verdict: PolicyVerdict) {
-        var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context)
+        var trust = trustFindings(presented: presented, building: building, revocation: revocation, context: context,
+                                  clientFetchesRevocation: policy.fetchesRevocation)
         if let finding = certificateTransparency(observation, leaf: presented.first, anchored: building.anchored, context: context) {
             trust.append(finding)
         }
@@ -35,12 +36,14 @@ public enum AddressAssessment {
             + lints(presented: presented, building: building))
     }
 
-    /// The trust findings of a chain: the path's (`TrustEvaluator`) and its revocation status's.
+    /// The trust findings of a chain: the path's (`TrustEvaluator`) and its revocation status's
+    /// (`clientFetchesRevocation`: see `RevocationReport.findings(names:clientFetches:)`).
     public static func trustFindings(presented: [CertificateSummary], building: PathBuildingResult,
-                                     revocation: RevocationReport?, context: TrustContext) -> [Finding] {
+                                     revocation: RevocationReport?, context: TrustContext,
+                                     clientFetchesRevocation: Bool = true) -> [Finding] {
         let names = building.path.isEmpty ? presented.map(\.displayName) : building.path.map(\.certificate.displayName)
         return TrustEvaluator.evaluate(presented: presented, building: building, context: context)
-            + (revocation?.findings(names: names) ?? [])
+            + (revocation?.findings(names: names, clientFetches: clientFetchesRevocation) ?? [])
     }
 
     /// Conformance lints of the path as built (else the chain as presented): the same in `scan` and `verify`.
@@ -87,9 +90,7 @@ public enum AddressAssessment {
     static func certificateTransparency(_ observation: HandshakeObservation, leaf: CertificateSummary?, anchored: Bool,
                                         context: TrustContext) -> Finding? {
         if let report = observation.certificateTransparency {
-            guard report.policy.required, !report.policy.satisfied else { return nil }
-            return Finding(.trustCertificateTransparency, .error,
-                           "Apple's Certificate Transparency policy is not met: \(report.policy.reason).")
+            return transparencyFinding(report.policy)
         }
         // Results stored before SCTs were verified: their counts, by the rule of the time (a chain
         // that anchors nowhere gets its trust finding and no CT finding on top).
@@ -100,6 +101,19 @@ public enum AddressAssessment {
         if scts.total >= 2, scts.tlsExtension + scts.ocsp >= 1 { return nil }
         return Finding(.trustCertificateTransparency, .error, depth: 0,
             "Not enough signed certificate timestamps for Apple's CT policy: \(scts.embedded) embedded, \(scts.tlsExtension) via TLS, \(scts.ocsp) via OCSP (needs \(embeddedNeeded) embedded, or 2 with one via TLS or OCSP).")
+    }
+
+    /// The finding for Apple's CT policy as judged: an error when it is not met; a warning when it
+    /// is met only by counting SCTs from logs newer than the log list, whose signatures could not
+    /// be checked (`AppleCTPolicy.countingLogsNewerThanList`): not a silent pass.
+    static func transparencyFinding(_ policy: CertificateTransparencyReport.Policy) -> Finding? {
+        guard policy.required else { return nil }
+        if !policy.satisfied {
+            return Finding(.trustCertificateTransparency, .error, "Apple's Certificate Transparency policy is not met: \(policy.reason).")
+        }
+        guard policy.listOutdated == true else { return nil }
+        return Finding(.trustCertificateTransparency, .warning,
+            "Apple's Certificate Transparency policy is only \(policy.reason). Those SCTs' signatures could not be checked: a device whose log list has no such log refuses the chain.")
     }
 
     /// Whether Apple's CT policy applies to a chain: anchored in a public root store, and issued

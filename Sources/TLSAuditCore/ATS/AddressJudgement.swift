@@ -111,7 +111,9 @@ extension AddressAssessment {
         // Trust judges the chain in path order, with the leaf first.
         var ordered = probed.presented
         ordered.swapAt(0, probed.leafIndex)
-        var trust = trustFindings(presented: ordered, building: probed.building, revocation: probed.chain.revocation, context: context)
+        let policy = CompliancePolicy.appleTrust
+        var trust = trustFindings(presented: ordered, building: probed.building, revocation: probed.chain.revocation, context: context,
+                                  clientFetchesRevocation: policy.fetchesRevocation)
             .filter { !$0.id.rawValue.hasPrefix("chain.") } // Presentation order is not a property of a file.
         let transparency = certificateTransparencyReport(probed.scts, leaf: ordered[0], building: probed.building,
                                                          publicTrust: probed.publicTrust, logs: probed.ctLogs, at: probed.time)
@@ -119,8 +121,9 @@ extension AddressAssessment {
             // A warning: a server may still deliver SCTs over the TLS extension or OCSP, which a file cannot show.
             trust.append(Finding(.trustCertificateTransparency, .warning,
                 "The certificate's embedded SCTs do not meet Apple's Certificate Transparency policy (\(transparency.policy.reason)); a server must deliver more over the TLS extension or a stapled OCSP response."))
+        } else if let provisional = transparencyFinding(transparency.policy) {
+            trust.append(provisional)
         }
-        let policy = CompliancePolicy.appleTrust
         var findings = sort(ATSRequirements.evaluateChain(presented: ordered, building: probed.building, trustFindings: trust, underATS: false) + trust
                             + lints(presented: ordered, building: probed.building))
         let verdict = policy.verdict(from: findings)

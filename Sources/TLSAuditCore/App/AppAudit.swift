@@ -373,9 +373,11 @@ public enum AppAudit {
         var transparencyErrors: [Finding] = []
         if reasons.isEmpty, let source, let chain, let transparency = Self.certificateTransparency(
             effective, chain: chain, scts: source.scts, judgesTrust: source.judgesTrust || !evaluation.replacesSystemEvaluation, probes: probes),
-           transparency.policy.required, !transparency.policy.satisfied {
-            transparencyErrors = [Finding(.trustCertificateTransparency, .error, "Apple's Certificate Transparency policy is not met: \(transparency.policy.reason).")]
-            reasons.append(FindingID.trustCertificateTransparency.rawValue)
+           let finding = AddressAssessment.transparencyFinding(transparency.policy) {
+            if finding.severity == .error {
+                transparencyErrors = [finding]
+                reasons.append(FindingID.trustCertificateTransparency.rawValue)
+            }
             detail += "; Certificate Transparency: \(transparency.policy.reason)"
         }
         func evaluate(_ policy: PinPolicy) -> PinEvaluation? {

@@ -54,6 +54,13 @@ public enum ConformanceLints {
                 add(.lintEKUAny, "extendedKeyUsage holds anyExtendedKeyUsage (BR 7.1.2.7.10).")
             }
         }
+        // RFC 8446 4.4.2.2, RFC 5480 3: a server key signs the handshake (TLS 1.3, ECDHE): digitalSignature.
+        if isLeaf, let usage = certificate.keyUsage, !usage.contains("digitalSignature"), certificate.publicKey.isEC || certificate.publicKey.isRSA {
+            let consequence = certificate.publicKey.isEC
+                ? "clients built on BoringSSL refuse an ECDSA server key without it"
+                : "it allows only RSA key exchange, which TLS 1.3 and every forward-secret suite lack"
+            add(.lintLeafKeyUsageSigning, "keyUsage \(RecordBudget.list(usage)) leaves out digitalSignature: \(consequence) (RFC 8446 4.4.2.2, RFC 5480 3).")
+        }
         // RFC 5280 4.1.2.2: a positive serial number of at most 20 octets.
         let serial = certificate.serial
         if serial.hasPrefix("-") {

@@ -45,6 +45,7 @@ public enum TrustEvaluator {
             findings.appendUnique(finding(for: issue, path: path, fromFiles: context.fromFiles))
         }
         checkNameConstraints(path, into: &findings)
+        checkAppleRefusals(path.isEmpty ? [leaf] : path, into: &findings)
         checkDates(path, at: context.time, into: &findings)
         if building.anchored, let check = context.distrust, let distrusted = DateBoundedDistrust.finding(path: path, check: check) {
             findings.append(distrusted)
@@ -121,8 +122,12 @@ public enum TrustEvaluator {
         case .badSignature:
             return Finding(.trustBadSignature, .error, depth: issue.depth,
                            "The signature on \(name) does not verify with its issuer's key.")
+        case .issuerNotCA where issue.depth < path.count && path[issue.depth].isCA:
+            // OpenSSL's X509_V_ERR_INVALID_CA for a CA whose keyUsage lacks keyCertSign.
+            return keyUsageWithoutCertSign(depth: issue.depth, name: name)
         case .issuerNotCA:
-            return issuerNotCA(depth: issue.depth, name: name)
+            return issue.depth < path.count ? issuerNotCA(path: path, depth: issue.depth)
+                : Finding(.trustIssuerNotCA, .error, depth: issue.depth, "\(name) issued the certificate below it but is not a CA.")
         case .pathLengthExceeded:
             return Finding(.trustPathLengthExceeded, .error, depth: issue.depth,
                            "\(name) has a pathLenConstraint that the certificates below it exceed.")
@@ -135,8 +140,7 @@ public enum TrustEvaluator {
                 ? "\(name) has a critical extension no client understands."
                 : "\(name) has critical extensions no client understands: \(RecordBudget.list(unknown)).")
         case .keyUsage:
-            return Finding(.trustKeyUsage, .error, depth: issue.depth,
-                           "\(name) may not sign certificates (keyUsage lacks keyCertSign).")
+            return keyUsageWithoutCertSign(depth: issue.depth, name: name)
         case .policy:
             return Finding(.trustPolicy, .error, depth: issue.depth,
                            "Certificate policy processing fails: \(issue.detail).")
@@ -153,9 +157,25 @@ public enum TrustEvaluator {
         }
     }
 
-    private static func issuerNotCA(depth: Int, name: String) -> Finding {
-        Finding(.trustIssuerNotCA, .error, depth: depth,
-                "\(name) issued the certificate below it but is not a CA (basicConstraints cA is not TRUE).")
+    private static func issuerNotCA(path: [CertificateSummary], depth: Int) -> Finding {
+        let certificate = path[depth]
+        let why = certificate.version >= 3 ? "basicConstraints cA is not TRUE"
+            : "an X.509 v\(certificate.version) certificate as an intermediate under a v3 anchor; trustd accepts a v1 or v2 CA only as the anchor or under a v1 or v2 one"
+        return Finding(.trustIssuerNotCA, .error, depth: depth, "\(certificate.displayName) issued the certificate below it but is not a CA (\(why)).")
+    }
+
+    private static func keyUsageWithoutCertSign(depth: Int, name: String) -> Finding {
+        Finding(.trustKeyUsage, .error, depth: depth, "\(name) may not sign certificates (keyUsage lacks keyCertSign).")
+    }
+
+    /// Certificates Apple's clients refuse whatever the chain (`CertificateProfile.appleRefusals`):
+    /// trustd cannot parse them, or they hold an extension twice or one that does not decode.
+    static func checkAppleRefusals(_ path: [CertificateSummary], into findings: inout [Finding]) {
+        for (depth, certificate) in path.enumerated() {
+            guard let refusals = certificate.profile?.appleRefusals, !refusals.isEmpty else { continue }
+            findings.appendUnique(Finding(.trustInvalid, .error, depth: depth,
+                "\(certificate.displayName) is refused by Apple's clients: \(RecordBudget.list(refusals, limit: 3, separator: "; "))."))
+        }
     }
 
     /// notBefore <= now <= notAfter for every certificate of the path (notAfter inclusive, RFC 5280).
@@ -182,12 +202,11 @@ public enum TrustEvaluator {
     static func checkIssuers(_ path: [CertificateSummary], into findings: inout [Finding]) {
         for depth in path.indices.dropFirst() {
             let issuer = path[depth]
-            if !issuer.isCA {
-                findings.appendUnique(issuerNotCA(depth: depth, name: issuer.displayName))
+            if !CertificateRules.actsAsCA(path: path, depth: depth) {
+                findings.appendUnique(issuerNotCA(path: path, depth: depth))
             }
             if let usage = issuer.keyUsage, !usage.contains("keyCertSign") {
-                findings.appendUnique(Finding(.trustKeyUsage, .error, depth: depth,
-                    "\(issuer.displayName) may not sign certificates (keyUsage lacks keyCertSign)."))
+                findings.appendUnique(keyUsageWithoutCertSign(depth: depth, name: issuer.displayName))
             }
             if let limit = issuer.basicConstraints?.pathLength {
                 // Intermediate CAs between this CA and the leaf, self-issued ones excepted.

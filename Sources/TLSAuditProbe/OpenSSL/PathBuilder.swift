@@ -276,6 +276,7 @@ enum PathBuilder {
                                labels: PathLabels) -> PathBuildingResult {
         guard let store = X509_STORE_new() else { return PathBuildingResult(path: [], anchored: false, issues: []) }
         defer { X509_STORE_free(store) }
+        linkIssuersAsTrustd(store)
         for anchor in anchors { X509_STORE_add_cert(store, anchor) }
         OpenSSLErrors.clear()
         return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: partialChain, labels: labels)
@@ -300,7 +301,7 @@ enum PathBuilder {
         // RFC 5280 policy processing (requireExplicitPolicy, policy mappings, inhibitAnyPolicy) with
         // anyPolicy as the initial policy set; OpenSSL needs the set given explicitly.
         // Critical extensions are judged by TrustEvaluator against the list trustd parses
-        // (`X509Certificate.appleParsedExtensions`), not OpenSSL's.
+        // (`AppleExtensionParsers.recognizes`), not OpenSSL's.
         X509_STORE_CTX_set_flags(context, UInt(X509_V_FLAG_NO_CHECK_TIME) | UInt(X509_V_FLAG_POLICY_CHECK) | UInt(X509_V_FLAG_IGNORE_CRITICAL)
                                  | (partialChain ? UInt(X509_V_FLAG_PARTIAL_CHAIN) : 0))
         if let parameters = X509_STORE_CTX_get0_param(context), let anyPolicy = OBJ_txt2obj("2.5.29.32.0", 1) {
@@ -318,13 +319,39 @@ enum PathBuilder {
             }
         }
         var issues: [PathBuildingIssue] = []
+        let certificates = path.map(\.certificate)
         for (code, depth) in collector.issues {
             let issue = PathBuildingIssue(kind: kind(of: code), depth: Int(depth), code: Int(code),
                                           detail: String(cString: X509_verify_cert_error_string(Int(code))))
+            // A v1 or v2 CA is judged by trustd's rule (`CertificateRules.actsAsCA`), not OpenSSL's.
+            if issue.kind == .issuerNotCA, certificates.indices.contains(issue.depth), certificates[issue.depth].version < 3,
+               CertificateRules.actsAsCA(path: certificates, depth: issue.depth) { continue }
             if !issues.contains(issue) { issues.append(issue) }
         }
         let anchored = verified && issues.allSatisfy { $0.kind != .untrustedRoot && $0.kind != .missingIssuer && $0.kind != .selfSignedLeaf }
         return PathBuildingResult(path: path, anchored: anchored && !path.isEmpty, issues: issues)
+    }
+
+    /// Whether `issuer` issued `subject` as trustd links them: the issuer's subject is the
+    /// subject's issuer name and, when both identifiers are present, the authorityKeyIdentifier's
+    /// keyIdentifier is the issuer's subjectKeyIdentifier (`SecPolicyCheckIdLinkage`). The
+    /// authorityKeyIdentifier's authorityCertIssuer and authorityCertSerialNumber, which OpenSSL also
+    /// compares (`X509_check_akid`), are never read by trustd: a leaf naming the serial of an
+    /// intermediate since reissued with the same key still chains to the new one. An issuer whose
+    /// keyUsage lacks keyCertSign is linked (as OpenSSL's own check_issued links it) and judged
+    /// for it afterwards (`trust.key-usage`).
+    static func issued(_ subject: OpaquePointer, by issuer: OpaquePointer) -> Bool {
+        let result = X509_check_issued(issuer, subject)
+        OpenSSLErrors.clear()
+        return [X509_V_OK, X509_V_ERR_AKID_ISSUER_SERIAL_MISMATCH, X509_V_ERR_KEYUSAGE_NO_CERTSIGN].contains(result)
+    }
+
+    /// Makes `store`'s verifications link certificates with `issued(_:by:)` (OpenSSL's check_issued).
+    static func linkIssuersAsTrustd(_ store: OpaquePointer) {
+        X509_STORE_set_check_issued(store) { _, subject, issuer in
+            guard let subject, let issuer else { return 0 }
+            return PathBuilder.issued(subject, by: issuer) ? 1 : 0
+        }
     }
 
     static func kind(of code: Int32) -> PathBuildingIssue.Kind {

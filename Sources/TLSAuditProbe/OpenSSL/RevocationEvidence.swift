@@ -308,6 +308,7 @@ enum CRLValidation {
     private static func run(path: [X509Certificate], others: [X509Certificate], crls: [RevocationList], time: Date) -> [Int: CRLOutcome]? {
         guard let store = X509_STORE_new() else { return nil }
         defer { X509_STORE_free(store) }
+        PathBuilder.linkIssuersAsTrustd(store)
         X509_STORE_add_cert(store, path[path.count - 1].pointer)
         guard let context = X509_STORE_CTX_new(), let untrusted = tlsaudit_sk_X509_new_null(),
               let stack = tlsaudit_sk_X509_CRL_new_null() else { return nil }

@@ -212,7 +212,7 @@ package enum SCTVerifier {
     /// The certificate among `candidates` (then the store) that issued `leaf`: its name and its key's signature.
     static func issuer(of leaf: X509Certificate, among candidates: [X509Certificate], store: TrustStore?) -> X509Certificate? {
         for candidate in candidates where candidate.pointer != leaf.pointer {
-            if X509_check_issued(candidate.pointer, leaf.pointer) == X509_V_OK, let key = X509_get0_pubkey(candidate.pointer),
+            if PathBuilder.issued(leaf.pointer, by: candidate.pointer), let key = X509_get0_pubkey(candidate.pointer),
                X509_verify(leaf.pointer, key) == 1 {
                 OpenSSLErrors.clear()
                 return candidate

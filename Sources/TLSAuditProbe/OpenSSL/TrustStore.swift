@@ -123,6 +123,7 @@ public final class TrustStore: @unchecked Sendable {
     }
 
     private init(pointer: OpaquePointer, label: String, partialChain: Bool, searchesAlternatives: Bool) {
+        PathBuilder.linkIssuersAsTrustd(pointer)
         self.pointer = pointer
         self.label = label
         self.partialChain = partialChain

@@ -106,7 +106,30 @@ package final class X509Certificate: @unchecked Sendable {
         let unreadable = times.compactMap { field, time in time.date == nil ? "\(field): \(time.problem ?? "unreadable")" : nil }
         summary.profile?.validityEncoding = encoding.isEmpty ? nil : encoding
         summary.profile?.unreadableValidity = unreadable.isEmpty ? nil : unreadable
+        let refusals = times.compactMap { field, time in time.appleProblem.map { "its \(field) \($0)" } }
+            + CertificateFields.appleParseProblems(der: derBytes) + extensionRefusals(summary.profile?.extensions ?? [])
+        summary.profile?.appleRefusals = refusals.isEmpty ? nil : refusals
         return summary
+    }
+
+    /// The extension problems for which trustd refuses a certificate: an extension that appears
+    /// twice (its `DuplicateExtension` check) and one whose value trustd's parser refuses
+    /// (`AppleExtensionParsers`; the `UnparseableExtension` check, and when critical the
+    /// certificate is not even created).
+    private func extensionRefusals(_ names: [String]) -> [String] {
+        var refusals: [String] = []
+        var seen = Set<String>()
+        for name in names where !seen.insert(name).inserted && !refusals.contains(where: { $0.contains(" \(name) ") }) {
+            refusals.append("it holds the \(name) extension twice (RFC 5280 4.2; trustd's DuplicateExtension check)")
+        }
+        for index in 0..<X509_get_ext_count(pointer) {
+            guard let ext = X509_get_ext(pointer, index), let object = X509_EXTENSION_get_object(ext),
+                  let oid = OBJ_get0_data(object), let value = X509_EXTENSION_get_data(ext) else { continue }
+            let oidBytes = Array(UnsafeBufferPointer(start: oid, count: Int(OBJ_length(object))))
+            guard let problem = AppleExtensionParsers.problem(oid: oidBytes, value: ASN1Text.bytes(UnsafePointer(value))) else { continue }
+            refusals.append("its \(ObjectIdentifier.name(object)) extension \(problem) (trustd's UnparseableExtension check)")
+        }
+        return refusals
     }
 
     /// Key identifiers, criticality and AIA locations, for the conformance lints.
@@ -360,26 +383,14 @@ package final class X509Certificate: @unchecked Sendable {
         return names
     }
 
-    /// The extensions trustd parses (Security's `SecCertificateInitializeExtensionParsers`): a
-    /// critical one of these does not fail a chain there, any other critical one does
-    /// (`kSecPolicyCheckCriticalExtensions`). OpenSSL's own list differs both ways: it lacks the key
-    /// identifiers, AIA, SIA, IssuerAltName and PrivateKeyUsagePeriod, and has RFC 3779, the TLS
-    /// feature and proxy certificates, which trustd refuses when critical.
-    static let appleParsedExtensions: Set<String> = [
-        "2.5.29.14", "2.5.29.15", "2.5.29.16", "2.5.29.17", "2.5.29.18", "2.5.29.19", "2.5.29.30", "2.5.29.31",
-        "2.5.29.32", "2.5.29.33", "2.5.29.35", "2.5.29.36", "2.5.29.37", "2.5.29.54",
-        "1.3.6.1.5.5.7.1.1", "1.3.6.1.5.5.7.1.11", "1.3.6.1.5.5.7.1.3", "1.3.6.1.5.5.7.48.1.5",
-        "2.16.840.1.113730.1.1", "1.2.840.113533.7.65.0",
-    ]
-
-    /// Critical extensions trustd does not parse (`appleParsedExtensions`): each fails the chain.
+    /// Critical extensions trustd does not know (`AppleExtensionParsers.recognizes`): each fails the chain.
     private func unhandledCriticalExtensions() -> [String] {
         var oids: [String] = []
         for index in 0..<X509_get_ext_count(pointer) {
             guard let ext = X509_get_ext(pointer, index), X509_EXTENSION_get_critical(ext) == 1,
-                  let object = X509_EXTENSION_get_object(ext) else { continue }
-            let oid = ObjectIdentifier.dotted(object)
-            if !Self.appleParsedExtensions.contains(oid) { oids.append(oid) }
+                  let object = X509_EXTENSION_get_object(ext), let data = OBJ_get0_data(object) else { continue }
+            let oid = Array(UnsafeBufferPointer(start: data, count: Int(OBJ_length(object))))
+            if !AppleExtensionParsers.recognizes(oid: oid) { oids.append(ObjectIdentifier.dotted(object)) }
         }
         return oids
     }
