@@ -74,6 +74,9 @@ public struct AppAuditReport: Codable, Sendable {
         public var declared: [String]
         /// Declared keys whose removal changes no covered host's outcome (found on the probes without the key).
         public var unneeded: [String]
+        /// Declared keys without which covered hosts that fail connect (and none that connects fails):
+        /// they break the hosts (a TLS 1.3 minimum on a TLS 1.2 server). Nil when none.
+        public var harmful: [String]?
         /// The audited hosts this entry applies to.
         public var hosts: [String]
         /// What the audit concluded, in a sentence.

@@ -242,6 +242,7 @@ struct AppAuditCommand: ParsableCommand {
         if !report.entries.isEmpty { out += "exception domains:\n" }
         for entry in report.entries {
             out += "  \(entry.domain): declares \(entry.declared.joined(separator: ", "))"
+            if let harmful = entry.harmful { out += "; HARMFUL: \(harmful.joined(separator: ", "))" }
             out += entry.unneeded.isEmpty ? "\n" : "; UNNEEDED: \(entry.unneeded.joined(separator: ", "))\n"
             out += "    \(entry.note)\n"
         }

@@ -72,7 +72,7 @@ struct AppTransportSecurityPolicyTests {
         #expect(!ats(["NSAllowsArbitraryLoads": .bool(false)]).effectivePolicy(for: "a.example.net").arbitraryLoads)
     }
 
-    @Test("iOS 10+: NSAllowsArbitraryLoadsForMedia, InWebContent or LocalNetworking present, with any value, makes NSAllowsArbitraryLoads ignored",
+    @Test("iOS 10+: NSAllowsArbitraryLoadsForMedia, InWebContent or LocalNetworking present, with any Boolean value, makes NSAllowsArbitraryLoads ignored; a value of another type is no key (Security's ATS_VALUE_FOR_KEY)",
           arguments: ["NSAllowsArbitraryLoadsForMedia", "NSAllowsArbitraryLoadsInWebContent", "NSAllowsLocalNetworking"])
     func arbitraryLoadsOverridden(key: String) {
         for value in [PlistValue.bool(true), .bool(false)] {
@@ -82,10 +82,11 @@ struct AppTransportSecurityPolicyTests {
             let policy = app.effectivePolicy(for: "api.example.com")
             #expect(policy.source == .defaultATS && !policy.arbitraryLoads)
             #expect(policy.reason.contains("NSAllowsArbitraryLoads is ignored on iOS 10 and later because \(key) is present"))
-            #expect(messages(app) == ["NSAppTransportSecurity.NSAllowsArbitraryLoads: ignored on iOS 10 and later because \(key) is present (with any value)"])
+            #expect(messages(app) == ["NSAppTransportSecurity.NSAllowsArbitraryLoads: ignored on iOS 10 and later because \(key) is present (with any Boolean value)"])
         }
-        // Present with a wrong type still counts as present.
-        #expect(!ats(["NSAllowsArbitraryLoads": .bool(true), key: .string("YES")]).arbitraryLoadsInEffect)
+        // A value that is no Boolean or number is taken as absent: NSAllowsArbitraryLoads stays in effect.
+        let wrongType = ats(["NSAllowsArbitraryLoads": .bool(true), key: .string("YES")])
+        #expect(wrongType.arbitraryLoadsInEffect && wrongType.arbitraryLoadsOverriddenBy.isEmpty)
     }
 
     @Test("The media and web-content keys are read but do not change URLSession hosts")

@@ -20,6 +20,15 @@ struct HostnameMatcherTests {
         #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [san])) == matches)
     }
 
+    @Test("as trustd reads SANs: a dNSName whose right-most label has no letter is no DNS name; one malformed iPAddress loses every IP entry", arguments: [
+        ("test.123", ["test.123"], [String](), false), ("test.a1", ["test.a1"], [], true), ("x.test._9", ["x.test._9"], [], false),
+        ("192.0.2.1", [], ["192.0.2.1"], true), ("192.0.2.1", [], ["192.0.2.1", "0102030405"], false),
+        ("192.0.2.1", ["192.0.2.1"], [], false),
+    ])
+    func trustdSANReading(host: String, dns: [String], ip: [String], matches: Bool) {
+        #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: dns, ip: ip)) == matches)
+    }
+
     @Test("a Unicode host is matched in its A-label form, as Apple's URL loading sends it", arguments: [
         ("bücher.example.com", "xn--bcher-kva.example.com", true), ("BÜCHER.example.com", "xn--bcher-kva.example.com", true),
         ("www.bücher.example.com", "*.xn--bcher-kva.example.com", true), ("bücher.example.com", "bucher.example.com", false),

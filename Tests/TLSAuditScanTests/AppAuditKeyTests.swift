@@ -98,6 +98,33 @@ struct AppAuditKeyTests {
         #expect(without.report.hosts.first?.connects == false, "\(row.key): \(without.text)")
     }
 
+    @Test("an entry key that breaks its host is HARMFUL and leaves the corrected dictionary; a host whose entry lacks the key it needs gets it there")
+    func harmfulAndMissingKeys() throws {
+        let audit = AppAuditTests()
+        let pki = TestPKI.shared
+        let leaf = try pki.intermediate.issue(.server(Self.names, key: .rsa(bits: 2048)))
+        let tls12 = try LabTLSServer(LabServerConfiguration(chain: [leaf, pki.intermediate], minVersion: .tls1_2, maxVersion: .tls1_2,
+                                                            cipherList: "ECDHE-RSA-AES128-GCM-SHA256"))
+        defer { tls12.stop() }
+        // A TLS 1.3 minimum on a forward-secret TLS 1.2 server: the key is the problem, no exception is needed.
+        let strict = try audit.audit(try audit.plist(Self.entry("shop.test", "<key>NSExceptionMinimumTLSVersion</key><string>TLSv1.3</string>")),
+                                     hosts: ["shop.test:\(tls12.port)"])
+        let host = try #require(strict.report.hosts.first)
+        #expect(!host.connects && host.exceptionNeeded.isEmpty, "\(strict.text)")
+        let entry = try #require(strict.report.entries.first)
+        #expect(entry.harmful == ["NSExceptionMinimumTLSVersion"] && entry.note.contains("makes shop.test fail"), "\(strict.text)")
+        #expect(strict.text.contains("HARMFUL: NSExceptionMinimumTLSVersion"), "\(strict.text)")
+        #expect(!strict.report.correctedDictionary.contains("TLSv1.3"), "\(strict.report.correctedDictionary)")
+        // A static-RSA server under an entry that only allows plain HTTP: the entry gets NSExceptionRequiresForwardSecrecy = NO.
+        let lacking = try audit.audit(try audit.plist(Self.entry("shop.test", "<key>NSExceptionAllowsInsecureHTTPLoads</key><true/>")),
+                                      hosts: ["shop.test:\(Servers.shared.staticRSA.port)"])
+        let needing = try #require(lacking.report.hosts.first)
+        #expect(!needing.connects && needing.exceptionNeeded == ["NSExceptionRequiresForwardSecrecy": "NO"], "\(lacking.text)")
+        let corrected = lacking.report.correctedDictionary
+        #expect(corrected.contains("<key>shop.test</key>") && corrected.contains("NSExceptionRequiresForwardSecrecy"), "\(corrected)")
+        #expect(lacking.report.entries.first?.note.contains("shop.test needs NSExceptionRequiresForwardSecrecy = NO") == true, "\(lacking.text)")
+    }
+
     @Test("NSIncludesSubdomains reaches one label down: a host two labels below fails, with the near miss said")
     func subdomainReach() throws {
         let audit = AppAuditTests()

@@ -135,6 +135,23 @@ struct AppleCertificateRulesTests {
         #expect(try verify([unknown, pki.intermediate]).1.findings.contains { $0.id == .trustUnknownCriticalExtension })
     }
 
+    @Test("SANs as trustd reads them: an iPAddress of 6 bytes beside a good one hides both; a dNSName test.123 is no DNS name")
+    func subjectAltNamesAsTrustdReadsThem() throws {
+        // 192.0.2.1 and a 6-byte iPAddress, in one subjectAltName.
+        let mixed = try pki.leaf("192.0.2.1") { request in
+            request.ipAddresses = []
+            request.dnsNames = []
+            request.extraExtensions = [.init(name: "subjectAltName", value: "DER:30:0E:87:04:C0:00:02:01:87:06:01:02:03:04:05:06")]
+        }
+        let (mixedStatus, mixedReport) = try CLI.verify([mixed, pki.intermediate], host: "192.0.2.1")
+        #expect(mixedStatus == 1 && mixedReport.findings.contains { $0.id == .trustHostnameMismatch }, "\(mixedReport.findings)")
+        let good = try pki.leaf("192.0.2.1")
+        #expect(try CLI.verify([good, pki.intermediate], host: "192.0.2.1").status == 0)
+        let numeric = try pki.leaf("test.123")
+        let (numericStatus, numericReport) = try CLI.verify([numeric, pki.intermediate], host: "test.123")
+        #expect(numericStatus == 1 && numericReport.findings.contains { $0.id == .trustHostnameMismatch }, "\(numericReport.findings)")
+    }
+
     @Test("a leaf naming its intermediate's issuer and serial in the AKI chains to that intermediate reissued with the same key (trustd reads the keyIdentifier only); a wrong keyIdentifier still fails")
     func reissuedIntermediate() throws {
         var original = LabCertificateRequest.authority("reissued intermediate")

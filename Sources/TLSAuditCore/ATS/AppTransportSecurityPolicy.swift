@@ -72,7 +72,7 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
     public var allowsArbitraryLoadsForMedia: Bool?
     public var allowsArbitraryLoadsInWebContent: Bool?
     public var allowsLocalNetworking: Bool?
-    /// The keys present (with any value) that make iOS 10 and later ignore NSAllowsArbitraryLoads.
+    /// The keys present (with a Boolean or number value) that make iOS 10 and later ignore NSAllowsArbitraryLoads.
     public var arbitraryLoadsOverriddenBy: [String]
     public var exceptionDomains: [ExceptionDomain]
     public var pinnedDomains: [PinnedDomain]
@@ -81,7 +81,7 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
     /// The top-level keys Apple documents for NSAppTransportSecurity.
     public static let globalKeys = ["NSAllowsArbitraryLoads", "NSAllowsArbitraryLoadsForMedia", "NSAllowsArbitraryLoadsInWebContent",
                                     "NSAllowsLocalNetworking", "NSExceptionDomains", "NSPinnedDomains"]
-    /// The global keys whose presence, with any value, makes iOS 10 and later ignore NSAllowsArbitraryLoads.
+    /// The global keys whose presence, with any Boolean value, makes iOS 10 and later ignore NSAllowsArbitraryLoads.
     public static let arbitraryLoadsOverrides = ["NSAllowsArbitraryLoadsForMedia", "NSAllowsArbitraryLoadsInWebContent",
                                                  "NSAllowsLocalNetworking"]
     /// NSExceptionMinimumTLSVersion's values as Apple spells them.
@@ -114,10 +114,17 @@ public struct AppTransportSecurityPolicy: Sendable, Hashable {
         allowsArbitraryLoadsForMedia = reader.bool(dictionary, "NSAllowsArbitraryLoadsForMedia")
         allowsArbitraryLoadsInWebContent = reader.bool(dictionary, "NSAllowsArbitraryLoadsInWebContent")
         allowsLocalNetworking = reader.bool(dictionary, "NSAllowsLocalNetworking")
-        arbitraryLoadsOverriddenBy = Self.arbitraryLoadsOverrides.filter { dictionary[$0] != nil }
+        // Present means a Boolean or number value: Apple's parser takes a key of another type as
+        // absent (kATSGlobalKeyNotPresent), so it does not override NSAllowsArbitraryLoads.
+        arbitraryLoadsOverriddenBy = Self.arbitraryLoadsOverrides.filter { key in
+            switch dictionary[key] {
+            case .bool?, .integer?, .real?: true
+            default: false
+            }
+        }
         if dictionary["NSAllowsArbitraryLoads"] != nil, !arbitraryLoadsOverriddenBy.isEmpty {
             reader.warn("NSAllowsArbitraryLoads", "ignored on iOS 10 and later because "
-                        + arbitraryLoadsOverriddenBy.joined(separator: " and ") + " is present (with any value)")
+                        + arbitraryLoadsOverriddenBy.joined(separator: " and ") + " is present (with any Boolean value)")
         }
         reader.unknownKeys(dictionary, known: Self.globalKeys, hint: [
             "NSRequiresCertificateTransparency": "it belongs in an NSExceptionDomains entry",

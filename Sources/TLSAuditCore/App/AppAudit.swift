@@ -168,19 +168,25 @@ public enum AppAudit {
         func unchanged(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> Bool {
             changed(under: altered, indices) == [] && indices.allSatisfy { outcomes[$0] != nil }
         }
+        /// The outcome of host `index` under `altered`, judged on the probes already taken (nil when it was not reached).
+        func outcome(under altered: AppTransportSecurityPolicy, _ index: Int) -> Outcome? {
+            guard outcomes[index] != nil else { return nil }
+            if hosts[index].plainHTTP {
+                return plainHTTPOutcome(altered.effectivePolicy(for: hosts[index].host), answer: hosts[index].plainHTTPAnswer)
+            }
+            guard let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return nil }
+            return Self.outcome(altered.effectivePolicy(for: hosts[index].host), probes: probes, diagnostics: diagnostic,
+                                host: hosts[index].host, afnetworking: afnetworking, trustEvaluation: trustEvaluation)
+        }
         /// The hosts of `indices` whose outcome `altered` changes.
-        func changed(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> [String] {
+        func changedIndices(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> [Int] {
             indices.filter { index in
-                guard let before = outcomes[index] else { return false }
-                if hosts[index].plainHTTP {
-                    let after = plainHTTPOutcome(altered.effectivePolicy(for: hosts[index].host), answer: hosts[index].plainHTTPAnswer)
-                    return after.connects != before.connects || after.reasons != before.reasons
-                }
-                guard let probes = hosts[index].probes, let diagnostic = diagnostics[index] else { return false }
-                let after = Self.outcome(altered.effectivePolicy(for: hosts[index].host), probes: probes, diagnostics: diagnostic,
-                                         host: hosts[index].host, afnetworking: afnetworking, trustEvaluation: trustEvaluation)
+                guard let before = outcomes[index], let after = outcome(under: altered, index) else { return false }
                 return after.connects != before.connects || after.reasons != before.reasons
-            }.map { hosts[$0].host }
+            }
+        }
+        func changed(under altered: AppTransportSecurityPolicy, _ indices: [Int]) -> [String] {
+            changedIndices(under: altered, indices).map { hosts[$0].host }
         }
 
         var entries: [AppAuditReport.Entry] = []
@@ -191,19 +197,38 @@ public enum AppAudit {
                     note: "no audited host uses this entry: give the hosts it covers with --host to judge its keys"))
                 continue
             }
-            var unneeded: [String] = []
+            var unneeded: [String] = [], harmful: [String] = [], fixedByRemoval: Set<String> = []
             for key in entry.declaredKeys {
                 guard var without = Self.removing(key, from: entry) else { continue }
                 without.declaredKeys.removeAll { $0 == key }
                 var altered = policy
                 altered.exceptionDomains[position] = without
-                if unchanged(under: altered, covered) { unneeded.append(key) }
+                if unchanged(under: altered, covered) {
+                    unneeded.append(key)
+                    continue
+                }
+                // Harmful: without it, hosts that fail connect, and none that connects fails.
+                let differing = changedIndices(under: altered, covered)
+                if !differing.isEmpty, differing.allSatisfy({ outcomes[$0]?.connects == false && outcome(under: altered, $0)?.connects == true }) {
+                    harmful.append(key)
+                    fixedByRemoval.formUnion(differing.map { judged[$0].host })
+                }
             }
             let names = covered.map { judged[$0].host }
             let exceptionKeys = entry.declaredKeys.filter { Self.removing($0, from: entry) != nil }
             var note: String
-            if !unneeded.isEmpty, unneeded.count == exceptionKeys.count, covered.allSatisfy({ !judged[$0].connects }) {
-                note = "none of its keys helps: the hosts fail for a reason no ATS key lifts (\(Set(covered.flatMap { judged[$0].reasons }).sorted().joined(separator: ", ")))"
+            if !harmful.isEmpty {
+                note = "\(harmful.joined(separator: ", ")) makes \(fixedByRemoval.sorted().joined(separator: ", ")) fail: without it they connect (probed without it)"
+                if !unneeded.isEmpty { note += "; removing \(unneeded.joined(separator: ", ")) changes no covered host's outcome" }
+            } else if !unneeded.isEmpty, unneeded.count == exceptionKeys.count, covered.allSatisfy({ !judged[$0].connects }) {
+                let liftable = covered.filter { !judged[$0].exceptionNeeded.isEmpty }
+                note = liftable.isEmpty
+                    ? "none of its keys helps: the hosts fail for a reason no ATS key lifts (\(Set(covered.flatMap { judged[$0].reasons }).sorted().joined(separator: ", ")))"
+                    : "none of its keys helps: " + liftable.map { index in
+                        "\(judged[index].host) needs \(judged[index].exceptionNeeded.sorted { $0.key < $1.key }.map { "\($0.key) = \($0.value)" }.joined(separator: ", "))"
+                    }.joined(separator: "; ")
+                    + (unneeded.contains(where: { $0.hasSuffix("AllowsInsecureHTTPLoads") })
+                       ? "; the app still needs NSExceptionAllowsInsecureHTTPLoads if it loads http:// URLs from these hosts" : "")
             } else if unneeded.isEmpty {
                 note = "removing any declared key changes some covered host's outcome"
             } else {
@@ -216,7 +241,9 @@ public enum AppAudit {
                 note += "; NSRequiresCertificateTransparency makes \(transparencyFailures.map { judged[$0].host }.joined(separator: ", ")) fail"
                     + " (Apple calls the key obsolete: current systems require CT for publicly trusted certificates anyway)"
             }
-            entries.append(AppAuditReport.Entry(domain: entry.domain, declared: entry.declaredKeys, unneeded: unneeded, hosts: names, note: note))
+            var judgedEntry = AppAuditReport.Entry(domain: entry.domain, declared: entry.declaredKeys, unneeded: unneeded, hosts: names, note: note)
+            judgedEntry.harmful = harmful.isEmpty ? nil : harmful
+            entries.append(judgedEntry)
         }
         /// The per-domain entries under which the hosts of `indices` that `altered` breaks connect
         /// again (nil when one of them has none): what replaces a global key needed only for them.
@@ -414,7 +441,9 @@ public enum AppAudit {
     public static func smallestException(_ effective: EffectiveHostPolicy, probes: ATSProbes, diagnostics: ATSDiagnostics, host: String,
                                          afnetworking: PinPolicy? = nil, trustEvaluation: AppTrustEvaluation = .system) -> [String: String]? {
         let evaluation: AppTrustEvaluation = afnetworking != nil ? .afnetworking : trustEvaluation
-        let candidates = ATSDiagnostics.exceptionOrder.filter { $0 != ATSConfigurationName.arbitraryLoads }
+        // Default ATS first: a host that fails only because of its entry's own keys (a TLS 1.3
+        // minimum on a TLS 1.2 server) needs no exception ([:]); its harmful key is said on the entry.
+        let candidates = [ATSConfigurationName.defaultATS] + ATSDiagnostics.exceptionOrder.filter { $0 != ATSConfigurationName.arbitraryLoads }
             + (evaluation.replacesSystemEvaluation ? ATSDiagnostics.ownTrustOrder : [])
         for name in candidates {
             guard let probe = probes.configurations.first(where: { $0.name == name }) else { continue }
@@ -478,7 +507,8 @@ public enum AppAudit {
             if let value, value != "present" { out += ATSDiagnostics.plistEntry(key, value, indent: "  ") }
         }
         var domains: [(String, [(String, String)])] = []
-        for (entry, judged) in zip(policy.exceptionDomains, entries) {
+        for (entry, var judged) in zip(policy.exceptionDomains, entries) {
+            judged.unneeded += judged.harmful ?? [] // A harmful key goes as an unneeded one does.
             var keys: [(String, String)] = []
             if entry.includesSubdomains, !judged.unneeded.contains("NSIncludesSubdomains") { keys.append(("NSIncludesSubdomains", "YES")) }
             if let value = entry.allowsInsecureHTTPLoads, !judged.unneeded.contains(where: { $0.hasSuffix("AllowsInsecureHTTPLoads") }) {
@@ -495,9 +525,15 @@ public enum AppAudit {
             }
             if !keys.isEmpty { domains.append((entry.domain, keys)) }
         }
-        for host in hosts where !host.connects && host.reachable && host.entry == nil && !host.exceptionNeeded.isEmpty {
-            guard !domains.contains(where: { $0.0 == host.host }) else { continue }
-            domains.append((host.host, host.exceptionNeeded.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+        for host in hosts where !host.connects && host.reachable && !host.exceptionNeeded.isEmpty {
+            let needed = host.exceptionNeeded.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            // A host under an entry gets the keys it lacks in that entry; one without, an entry of its own.
+            let domain = host.entry ?? host.host
+            if let index = domains.firstIndex(where: { $0.0 == domain }) {
+                domains[index].1 = domains[index].1.filter { key in !needed.contains { $0.0 == key.0 } } + needed
+            } else {
+                domains.append((domain, needed))
+            }
         }
         for key in global {
             for (domain, keys) in (key.replacement ?? [:]).sorted(by: { $0.key < $1.key }) where !domains.contains(where: { $0.0 == domain }) {

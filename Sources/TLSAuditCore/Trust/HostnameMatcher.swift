@@ -3,18 +3,30 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import TLSAuditSupport
 
 /// RFC 6125 name matching as Apple applies it: subjectAltName only (the CN is never used),
 /// case-insensitive, and a wildcard only as the whole left-most label covering exactly one label,
 /// never over a public suffix.
 public enum HostnameMatcher {
-    /// Whether `host` (a DNS name or an IP literal) is covered by the certificate's SANs.
+    /// Whether `host` (a DNS name or an IP literal) is covered by the certificate's SANs, as trustd
+    /// reads them (`SecCertificateCopyIPAddresses`, `SecFrameworkIsDNSName`): one iPAddress entry
+    /// that is not 4 or 16 bytes loses the whole IP list, and a dNSName whose right-most label has no
+    /// letter (`test.123`, an IP literal) is no DNS name.
     public static func matches(host: String, names: SubjectAlternativeNames) -> Bool {
         if let address = IPAddress.canonical(host) {
+            guard names.ip.allSatisfy({ IPAddress.canonical($0) != nil }) else { return false }
             return names.ip.contains { IPAddress.canonical($0) == address }
         }
         let hostname = normalize(DomainNameForm.host(host))
-        return names.dns.contains { isValidDNSName($0) && dnsNameMatches(pattern: $0, hostname: hostname) }
+        return names.dns.contains { isValidDNSName($0) && rightmostLabelHasLetter($0) && dnsNameMatches(pattern: $0, hostname: hostname) }
+    }
+
+    /// trustd's last test of a DNS name (`SecFrameworkIsDNSName`): its right-most label holds a
+    /// letter (or `*`); an underscore does not count.
+    static func rightmostLabelHasLetter(_ name: String) -> Bool {
+        let label = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).last ?? []
+        return label.contains { ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || $0 == UInt8(ascii: "*") }
     }
 
     /// A leaf without DNS or IP subjectAltNames whose subject CN names `host` (a DNS name): what iOS
@@ -64,8 +76,6 @@ public enum HostnameMatcher {
 
     /// Lowercase, without a trailing dot.
     static func normalize(_ name: String) -> String {
-        var lowered = name.lowercased()
-        if lowered.hasSuffix(".") { lowered.removeLast() }
-        return lowered
+        HostText.withoutTrailingDot(name.lowercased())
     }
 }

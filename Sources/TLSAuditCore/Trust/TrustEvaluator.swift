@@ -274,10 +274,17 @@ public enum TrustEvaluator {
         }
         guard !HostnameMatcher.matches(host: hostname, names: names) else { return }
         // An IP address written as a DNS name: clients compare an address with iPAddress entries only.
-        let addressAsName = IPAddress.canonical(hostname) != nil && names.dns.contains { $0.caseInsensitiveCompare(hostname) == .orderedSame }
+        let isAddress = IPAddress.canonical(hostname) != nil
+        var why = isAddress && names.dns.contains { $0.caseInsensitiveCompare(hostname) == .orderedSame }
             ? "; \(hostname) is there as a DNS name, and an address matches only an iPAddress entry (subjectAltName IP:\(hostname))" : ""
+        if isAddress, let bad = names.ip.first(where: { IPAddress.canonical($0) == nil }) {
+            why += "; the iPAddress entry \(RecordBudget.clamp(bad, to: 40)) is not 4 or 16 bytes, and trustd then reads no iPAddress entry at all"
+        }
+        if !isAddress, let numeric = names.dns.first(where: { !HostnameMatcher.rightmostLabelHasLetter($0) && HostnameMatcher.isValidDNSName($0) }) {
+            why += "; \(RecordBudget.clamp(numeric, to: 80)) is no DNS name to trustd (its last label has no letter)"
+        }
         findings.appendUnique(Finding(.trustHostnameMismatch, .error, depth: 0,
-            "\(hostname) does not match the leaf's subjectAltNames (\(RecordBudget.list(names.dns + names.ip, limit: 10)))\(addressAsName)."))
+            "\(hostname) does not match the leaf's subjectAltNames (\(RecordBudget.list(names.dns + names.ip, limit: 10)))\(why)."))
     }
 
     /// How the server presents its chain: order, extras, a root sent along.
