@@ -422,7 +422,12 @@ struct ATSConclusionTests {
         #expect(status == 1)
         #expect(diagnostics.currentClients.contains("passes Apple's documented ATS list"))
         #expect(diagnostics.serverFixes.first?.contains("no longer offer") == true, "\(diagnostics.serverFixes)")
+        #expect(diagnostics.serverFixes.first?.contains("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256") == true, "\(diagnostics.serverFixes)")
         #expect(diagnostics.exception.isEmpty)
+        // With an ECDSA leaf the example suite is one that certificate can serve.
+        let (_, ecdsa, _) = try ats(LabServerConfiguration(chain: chain(try pki.leaf(key: .ec(curve: "P-256"))), maxVersion: .tls1_2,
+                                                           cipherList: "ECDHE-ECDSA-AES128-SHA256"))
+        #expect(ecdsa.serverFixes.first?.contains("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256") == true, "\(ecdsa.serverFixes)")
     }
 
     @Test("a good server: exit 0, no exception, nothing to fix")

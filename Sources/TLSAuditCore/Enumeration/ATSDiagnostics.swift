@@ -235,7 +235,9 @@ public struct ATSDiagnostics: Hashable, Codable, Sendable {
                             privateAnchors: Bool, offerGroup: String? = nil, leafKey: PublicKeyDescription? = nil) -> [String] {
         var fixes: [String] = []
         if defaultRow.failure == .handshake || defaultRow.failure == .forwardSecrecy {
-            let suites = "ECDHE with AES-GCM or CHACHA20-POLY1305 (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256), or TLS 1.3"
+            // The example suite fits the leaf's key: an ECDSA certificate cannot serve an ECDHE_RSA suite.
+            let example = leafKey?.isEC == true ? "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" : "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+            let suites = "ECDHE with AES-GCM or CHACHA20-POLY1305 (e.g. \(example)), or TLS 1.3"
             if let offer {
                 let suite = offer.cipher.iana
                 if offer.protocolVersion < .tls1_2 {
