@@ -117,16 +117,13 @@ package final class X509Certificate: @unchecked Sendable {
     /// (`AppleExtensionParsers`; the `UnparseableExtension` check, and when critical the
     /// certificate is not even created).
     private func extensionRefusals(_ names: [String]) -> [String] {
-        var refusals: [String] = []
-        var seen = Set<String>()
-        for name in names where !seen.insert(name).inserted && !refusals.contains(where: { $0.contains(" \(name) ") }) {
-            refusals.append("it holds the \(name) extension twice (RFC 5280 4.2; trustd's DuplicateExtension check)")
-        }
+        var seen = Set<String>(), repeated: [String] = []
+        for name in names where !seen.insert(name).inserted && !repeated.contains(name) { repeated.append(name) }
+        var refusals = repeated.map { "it holds the \($0) extension twice (RFC 5280 4.2; trustd's DuplicateExtension check)" }
         for index in 0..<X509_get_ext_count(pointer) {
             guard let ext = X509_get_ext(pointer, index), let object = X509_EXTENSION_get_object(ext),
-                  let oid = OBJ_get0_data(object), let value = X509_EXTENSION_get_data(ext) else { continue }
-            let oidBytes = Array(UnsafeBufferPointer(start: oid, count: Int(OBJ_length(object))))
-            guard let problem = AppleExtensionParsers.problem(oid: oidBytes, value: ASN1Text.bytes(UnsafePointer(value))) else { continue }
+                  let oid = ObjectIdentifier.contents(object), let value = X509_EXTENSION_get_data(ext) else { continue }
+            guard let problem = AppleExtensionParsers.problem(oid: oid, value: ASN1Text.bytes(UnsafePointer(value))) else { continue }
             refusals.append("its \(ObjectIdentifier.name(object)) extension \(problem) (trustd's UnparseableExtension check)")
         }
         return refusals
@@ -388,8 +385,7 @@ package final class X509Certificate: @unchecked Sendable {
         var oids: [String] = []
         for index in 0..<X509_get_ext_count(pointer) {
             guard let ext = X509_get_ext(pointer, index), X509_EXTENSION_get_critical(ext) == 1,
-                  let object = X509_EXTENSION_get_object(ext), let data = OBJ_get0_data(object) else { continue }
-            let oid = Array(UnsafeBufferPointer(start: data, count: Int(OBJ_length(object))))
+                  let object = X509_EXTENSION_get_object(ext), let oid = ObjectIdentifier.contents(object) else { continue }
             if !AppleExtensionParsers.recognizes(oid: oid) { oids.append(ObjectIdentifier.dotted(object)) }
         }
         return oids
@@ -417,6 +413,12 @@ enum ObjectIdentifier {
         let nid = OBJ_obj2nid(object)
         if nid != NID_undef, let short = OBJ_nid2sn(nid) { return String(cString: short) }
         return dotted(object)
+    }
+
+    /// The OID's content octets (its DER without tag and length), as `AppleExtensionParsers` keys them.
+    static func contents(_ object: OpaquePointer) -> [UInt8]? {
+        guard let data = OBJ_get0_data(object) else { return nil }
+        return Array(UnsafeBufferPointer(start: data, count: Int(OBJ_length(object))))
     }
 
     static func dotted(_ object: OpaquePointer) -> String {
