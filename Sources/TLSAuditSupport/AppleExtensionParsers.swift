@@ -178,6 +178,71 @@ public enum AppleExtensionParsers {
         return nil
     }
 
+    // MARK: - Values as trustd reads them
+
+    /// The keyUsage bits in OpenSSL's layout (the first content byte, the second shifted left by 8:
+    /// `KU_DIGITAL_SIGNATURE` is 0x80); nil when trustd's parser refuses the value. No bit set is 0.
+    public static func keyUsageBits(_ value: [UInt8]) -> UInt32? {
+        guard keyUsage(value) == nil else { return nil }
+        var reader = DERReader(value[...])
+        guard let bits = reader.contents(tag: 0x03)?.dropFirst() else { return nil }
+        return bits.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
+    }
+
+    private static func keyUsage(_ value: [UInt8]) -> String? {
+        var reader = DERReader(value[...])
+        return keyUsage(&reader)
+    }
+
+    /// The basicConstraints as trustd reads them: the cA flag, and the pathLenConstraint (nil when
+    /// absent or zero-length, which trustd takes as absent); nil when its parser refuses the value.
+    public static func basicConstraints(_ value: [UInt8]) -> (isCA: Bool, pathLength: Int?)? {
+        var check = DERReader(value[...])
+        guard basicConstraints(&check) == nil else { return nil }
+        var reader = DERReader(value[...])
+        guard var fields = reader.enter(tag: 0x30) else { return nil }
+        let isCA = fields.peekTag == 0x01 ? fields.contents(tag: 0x01)?.first == 0xFF : false
+        let length = fields.peekTag == 0x02 ? fields.contents(tag: 0x02).flatMap { $0.isEmpty ? nil : unsigned32($0) } : nil
+        return (isCA, length.map(Int.init))
+    }
+
+    /// The keyIdentifier of an authorityKeyIdentifier value; nil when absent or refused.
+    public static func authorityKeyID(_ value: [UInt8]) -> [UInt8]? {
+        var check = DERReader(value[...])
+        guard authorityKeyIdentifier(&check) == nil else { return nil }
+        var reader = DERReader(value[...])
+        guard var fields = reader.enter(tag: 0x30), fields.peekTag == 0x80 else { return nil }
+        return fields.contents(tag: 0x80).map(Array.init)
+    }
+
+    /// The key identifier a subjectKeyIdentifier value holds; nil when it is no OCTET STRING.
+    public static func subjectKeyID(_ value: [UInt8]) -> [UInt8]? {
+        var reader = DERReader(value[...])
+        guard let identifier = reader.contents(tag: 0x04), reader.isAtEnd else { return nil }
+        return Array(identifier)
+    }
+
+    /// The entries of a GeneralNames value (a subjectAltName's) by their tag, as trustd's
+    /// `SecCertificateParseGeneralNames` reads them: a URI written as a constructed [6] holding an
+    /// IA5String is given as a primitive [6] (0x86) with the string; nil when trustd refuses the value.
+    public static func generalNameEntries(_ value: [UInt8]) -> [(tag: UInt8, contents: [UInt8])]? {
+        var check = DERReader(value[...])
+        guard generalNames(&check) == nil else { return nil }
+        var reader = DERReader(value[...])
+        guard var names = reader.enter(tag: 0x30) else { return nil }
+        var entries: [(tag: UInt8, contents: [UInt8])] = []
+        while let (tag, contents) = names.next() {
+            if tag == 0xA6 {
+                var inner = DERReader(contents)
+                guard let uri = inner.contents(tag: 0x16) else { return nil }
+                entries.append((0x86, Array(uri)))
+            } else {
+                entries.append((tag, Array(contents)))
+            }
+        }
+        return entries
+    }
+
     /// A SEQUENCE of one or more elements of tag `element`, each (when `first` is given) starting with an element of that tag.
     private static func nonEmptySequence(_ reader: inout DERReader, of element: UInt8, first: UInt8?) -> String? {
         guard var items = reader.enter(tag: 0x30) else { return "is not a SEQUENCE" }

@@ -152,6 +152,42 @@ struct AppleCertificateRulesTests {
         #expect(numericStatus == 1 && numericReport.findings.contains { $0.id == .trustHostnameMismatch }, "\(numericReport.findings)")
     }
 
+    @Test("extensions OpenSSL cannot decode and trustd reads: a subjectAltName with an undecodable otherName or ediPartyName still names the host (as with an x400Address or a constructed URI, which OpenSSL reads); an intermediate whose pathLenConstraint is zero-length is a CA without a limit; both link and verify")
+    func extensionsOpenSSLRefuses() throws {
+        let subjectAltNames: [(String, String)] = [
+            ("an empty otherName", "DER:30:18:A0:00:82:14:73:65:72:76:65:72:2E:74:6C:73:61:75:64:69:74:2E:74:65:73:74"),
+            ("an x400Address that is no ORAddress", "DER:30:1B:A3:03:02:01:01:82:14:73:65:72:76:65:72:2E:74:6C:73:61:75:64:69:74:2E:74:65:73:74"),
+            ("an ediPartyName without its partyName", "DER:30:18:A5:00:82:14:73:65:72:76:65:72:2E:74:6C:73:61:75:64:69:74:2E:74:65:73:74"),
+            ("a URI written as a constructed [6]", "DER:30:37:A6:1F:16:1D:68:74:74:70:73:3A:2F:2F:73:65:72:76:65:72:2E:74:6C:73:61:75:64:69:74:2E:74:65:73:74:2F:82:14:73:65:72:76:65:72:2E:74:6C:73:61:75:64:69:74:2E:74:65:73:74"),
+        ]
+        for (label, value) in subjectAltNames {
+            let leaf = try pki.leaf { request in
+                request.dnsNames = []
+                request.extraExtensions = [.init(name: "subjectAltName", value: value)]
+            }
+            let (status, report) = try verify([leaf, pki.intermediate])
+            #expect(status == 0, "\(label): \(report.findings)")
+            #expect(!report.findings.contains { $0.id == .trustHostnameMismatch || $0.id == .trustIncompleteChain }, "\(label): \(report.findings)")
+            let names = try #require(report.chain.presented.first?.subjectAlternativeNames, "\(label)")
+            #expect(names.dns == [TestPKI.hostname], "\(label)")
+            // What the leaf's other extensions say is still read: its keyUsage, its key identifiers.
+            #expect(report.chain.presented.first?.keyUsage == ["digitalSignature", "keyEncipherment"], "\(label)")
+            #expect(!report.findings.contains { $0.id.rawValue.hasPrefix("lint.aki") || $0.id == .lintLeafKeyUsageSigning }, "\(label): \(report.findings)")
+        }
+        // basicConstraints SEQUENCE { cA TRUE, pathLenConstraint INTEGER of no octets }.
+        let unlimited = try pki.root.issue(.authority("zero-length pathLen CA").with { request in
+            request.isCA = nil
+            request.extraExtensions = [.init(name: "basicConstraints", value: "critical,DER:30:05:01:01:FF:02:00")]
+        })
+        let below = try unlimited.issue(.authority("CA below it"))
+        let leaf = try below.issue(.server([TestPKI.hostname]))
+        let (status, report) = try verify([leaf, below, unlimited])
+        #expect(status == 0, "\(report.findings)")
+        #expect(report.chain.anchored, "\(report.findings)")
+        let constraints = try #require(report.chain.presented.last?.basicConstraints)
+        #expect(constraints.isCA && constraints.pathLength == nil)
+    }
+
     @Test("a leaf naming its intermediate's issuer and serial in the AKI chains to that intermediate reissued with the same key (trustd reads the keyIdentifier only); a wrong keyIdentifier still fails")
     func reissuedIntermediate() throws {
         var original = LabCertificateRequest.authority("reissued intermediate")

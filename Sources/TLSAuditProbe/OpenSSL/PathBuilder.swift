@@ -94,7 +94,7 @@ enum PathBuilder {
                 candidates.append(verify(leaf: path[0].pointer,
                                          untrusted: path.dropFirst().filter { !$0.fromStore }.map(\.pointer),
                                          anchors: path.filter(\.fromStore).map(\.pointer), partialChain: store.partialChain,
-                                         labels: labels))
+                                         labels: labels, searched: path.map(\.pointer)))
             }
             // OpenSSL refuses only the same certificate twice, so among roots that cross-sign each
             // other its path may walk a loop (A by B, B by A, A by C): the search's paths come first then.
@@ -273,18 +273,24 @@ enum PathBuilder {
     /// Verifies the path OpenSSL builds from `leaf` over exactly `untrusted` to exactly `anchors`
     /// (a candidate path found by the search).
     private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], anchors: [OpaquePointer], partialChain: Bool,
-                               labels: PathLabels) -> PathBuildingResult {
+                               labels: PathLabels, searched: [OpaquePointer]) -> PathBuildingResult {
         guard let store = X509_STORE_new() else { return PathBuildingResult(path: [], anchored: false, issues: []) }
         defer { X509_STORE_free(store) }
         linkIssuersAsTrustd(store)
         for anchor in anchors { X509_STORE_add_cert(store, anchor) }
         OpenSSLErrors.clear()
-        return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: partialChain, labels: labels)
+        return verify(leaf: leaf, untrusted: untrusted, store: store, partialChain: partialChain, labels: labels, searched: searched)
     }
 
-    /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`.
+    /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`. For a path
+    /// the search found (`searched`, each link's signature checked), a certificate whose extensions
+    /// OpenSSL refused (`extensionsRefused`) stops OpenSSL's chain building with no error reported
+    /// (X509_self_signed cannot cache its extensions: X509_V_ERR_UNSPECIFIED) where trustd reads
+    /// them: the path then stands as the search found it, and TrustEvaluator judges it by its own
+    /// rules (issuers, pathLen, keyUsage, EKU, names, name constraints, dates); OpenSSL's policy
+    /// processing is the one check it does not get.
     private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], store: OpaquePointer, partialChain: Bool,
-                               labels: PathLabels) -> PathBuildingResult {
+                               labels: PathLabels, searched: [OpaquePointer]? = nil) -> PathBuildingResult {
         guard let context = X509_STORE_CTX_new(), let stack = tlsaudit_sk_X509_new_null() else {
             return PathBuildingResult(path: [], anchored: false, issues: [])
         }
@@ -309,13 +315,19 @@ enum PathBuilder {
         }
         let collector = VerifyErrorCollector()
         let verified = collector.verify(context)
+        if !verified, collector.issues.isEmpty, X509_STORE_CTX_get_error(context) == X509_V_ERR_UNSPECIFIED,
+           let searched, searched.contains(where: extensionsRefused) {
+            return PathBuildingResult(path: searched.map(labels.element(for:)), anchored: true, issues: [])
+        }
 
         var path: [PathElement] = []
+        var refusedByOpenSSL: [Bool] = []
         if let chain = X509_STORE_CTX_get1_chain(context) {
             defer { tlsaudit_sk_X509_pop_free(chain) }
             for index in 0..<tlsaudit_sk_X509_num(chain) {
                 guard let pointer = tlsaudit_sk_X509_value(chain, index) else { continue }
                 path.append(labels.element(for: pointer))
+                refusedByOpenSSL.append(extensionsRefused(pointer))
             }
         }
         var issues: [PathBuildingIssue] = []
@@ -326,6 +338,13 @@ enum PathBuilder {
             // A v1 or v2 CA is judged by trustd's rule (`CertificateRules.actsAsCA`), not OpenSSL's.
             if issue.kind == .issuerNotCA, certificates.indices.contains(issue.depth), certificates[issue.depth].version < 3,
                CertificateRules.actsAsCA(path: certificates, depth: issue.depth) { continue }
+            // Extensions OpenSSL refused (`X509Certificate.extensionsRefusedByOpenSSL`) are judged as
+            // trustd reads them: its parsers' refusals are `trust.invalid` of their own
+            // (`appleRefusals`), and whether the certificate is a CA by the basicConstraints read.
+            if refusedByOpenSSL.indices.contains(issue.depth), refusedByOpenSSL[issue.depth] {
+                if issue.code == Int(X509_V_ERR_INVALID_EXTENSION) { continue }
+                if issue.kind == .issuerNotCA, CertificateRules.actsAsCA(path: certificates, depth: issue.depth) { continue }
+            }
             if !issues.contains(issue) { issues.append(issue) }
         }
         let anchored = verified && issues.allSatisfy { $0.kind != .untrustedRoot && $0.kind != .missingIssuer && $0.kind != .selfSignedLeaf }
@@ -339,11 +358,24 @@ enum PathBuilder {
     /// compares (`X509_check_akid`), are never read by trustd: a leaf naming the serial of an
     /// intermediate since reissued with the same key still chains to the new one. An issuer whose
     /// keyUsage lacks keyCertSign is linked (as OpenSSL's own check_issued links it) and judged
-    /// for it afterwards (`trust.key-usage`).
+    /// for it afterwards (`trust.key-usage`). When OpenSSL refused either certificate's extensions
+    /// (`EXFLAG_INVALID`, where its check answers X509_V_ERR_UNSPECIFIED and links nothing), names
+    /// and key identifiers are compared from the DER, as trustd reads them.
     static func issued(_ subject: OpaquePointer, by issuer: OpaquePointer) -> Bool {
         let result = X509_check_issued(issuer, subject)
         OpenSSLErrors.clear()
+        if result == X509_V_ERR_UNSPECIFIED, extensionsRefused(subject) || extensionsRefused(issuer) {
+            guard X509_NAME_cmp(X509_get_subject_name(issuer), X509_get_issuer_name(subject)) == 0 else { return false }
+            guard let authority = X509Certificate.keyIdentifiers(subject, refusedByOpenSSL: extensionsRefused(subject)).authority,
+                  let key = X509Certificate.keyIdentifiers(issuer, refusedByOpenSSL: extensionsRefused(issuer)).subject else { return true }
+            return authority == key
+        }
         return [X509_V_OK, X509_V_ERR_AKID_ISSUER_SERIAL_MISMATCH, X509_V_ERR_KEYUSAGE_NO_CERTSIGN].contains(result)
+    }
+
+    /// Whether OpenSSL refused to cache `x509`'s extensions (`EXFLAG_INVALID`).
+    static func extensionsRefused(_ x509: OpaquePointer) -> Bool {
+        X509_get_extension_flags(x509) & UInt32(EXFLAG_INVALID) != 0
     }
 
     /// Makes `store`'s verifications link certificates with `issued(_:by:)` (OpenSSL's check_issued).

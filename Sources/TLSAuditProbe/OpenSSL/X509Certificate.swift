@@ -140,7 +140,7 @@ package final class X509Certificate: @unchecked Sendable {
         }
         let malformed = (accessSyntaxProblem().map { [$0] } ?? [])
             + accessDescriptions().filter { $0.uri == nil }.map { "\($0.method): a location of type \($0.locationType), not a URI" }
-        let authorityKeyID = X509_get0_authority_key_id(pointer), subjectKeyID = X509_get0_subject_key_id(pointer)
+        let (authorityKeyID, subjectKeyID) = keyIdentifiers()
         var profile = CertificateProfile(
             authorityKeyIdentifier: X509_get_ext_by_NID(pointer, NID_authority_key_identifier, -1) >= 0,
             authorityKeyIdentifierHasKeyID: authorityKeyID != nil,
@@ -150,10 +150,25 @@ package final class X509Certificate: @unchecked Sendable {
         profile.authorityKeyIdentifierExtras = (X509_get0_authority_issuer(pointer) != nil ? ["authorityCertIssuer"] : [])
             + (X509_get0_authority_serial(pointer) != nil ? ["authorityCertSerialNumber"] : [])
         if let authorityKeyID, let subjectKeyID {
-            profile.authorityKeyIDMatchesSubjectKeyID = ASN1_OCTET_STRING_cmp(authorityKeyID, subjectKeyID) == 0
+            profile.authorityKeyIDMatchesSubjectKeyID = authorityKeyID == subjectKeyID
         }
         OpenSSLErrors.clear()
         return profile
+    }
+
+    /// The authorityKeyIdentifier's keyIdentifier and the subjectKeyIdentifier, when present; read
+    /// from the DER when OpenSSL refused the extensions (its getters then answer nil).
+    private func keyIdentifiers() -> (authority: [UInt8]?, subject: [UInt8]?) {
+        Self.keyIdentifiers(pointer, refusedByOpenSSL: extensionsRefusedByOpenSSL)
+    }
+
+    static func keyIdentifiers(_ x509: OpaquePointer, refusedByOpenSSL: Bool) -> (authority: [UInt8]?, subject: [UInt8]?) {
+        if refusedByOpenSSL {
+            return (extensionValue(x509, nid: NID_authority_key_identifier).flatMap(AppleExtensionParsers.authorityKeyID),
+                    extensionValue(x509, nid: NID_subject_key_identifier).flatMap(AppleExtensionParsers.subjectKeyID))
+        }
+        return (X509_get0_authority_key_id(x509).map { ASN1Text.bytes(UnsafePointer($0)) },
+                X509_get0_subject_key_id(x509).map { ASN1Text.bytes(UnsafePointer($0)) })
     }
 
     /// Why the authority information access extension is no AuthorityInfoAccessSyntax (RFC 5280
@@ -322,10 +337,28 @@ package final class X509Certificate: @unchecked Sendable {
 
     private var extensionFlags: UInt32 { X509_get_extension_flags(pointer) }
 
+    /// Whether OpenSSL refused to cache this certificate's extensions (`EXFLAG_INVALID`: one that does
+    /// not decode, a keyUsage with no bit set, a zero-length pathLenConstraint, one extension twice).
+    /// Its getters then answer as if keyUsage, pathLen and the key identifiers were absent, and it
+    /// links no issuer; what trustd reads of them is read from the DER instead
+    /// (`AppleExtensionParsers`), and trustd's own refusals are judged apart (`appleRefusals`).
+    private var extensionsRefusedByOpenSSL: Bool { extensionFlags & UInt32(EXFLAG_INVALID) != 0 }
+
+    /// The value (the extnValue's contents) of the first extension `nid` of `x509`.
+    static func extensionValue(_ x509: OpaquePointer, nid: Int32) -> [UInt8]? {
+        let index = X509_get_ext_by_NID(x509, nid, -1)
+        guard index >= 0, let ext = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(ext) else { return nil }
+        return ASN1Text.bytes(UnsafePointer(data))
+    }
+
     private func basicConstraints() -> BasicConstraints? {
-        guard extensionFlags & UInt32(EXFLAG_BCONS) != 0 else { return nil }
         let index = X509_get_ext_by_NID(pointer, NID_basic_constraints, -1)
         let critical = index >= 0 && X509_EXTENSION_get_critical(X509_get_ext(pointer, index)) == 1
+        if extensionsRefusedByOpenSSL, let value = Self.extensionValue(pointer, nid: NID_basic_constraints),
+           let read = AppleExtensionParsers.basicConstraints(value) {
+            return BasicConstraints(isCA: read.isCA, pathLength: read.isCA ? read.pathLength : nil, critical: critical)
+        }
+        guard extensionFlags & UInt32(EXFLAG_BCONS) != 0 else { return nil }
         let isCA = extensionFlags & UInt32(EXFLAG_CA) != 0
         let pathLength = X509_get_pathlen(pointer)
         return BasicConstraints(isCA: isCA, pathLength: isCA && pathLength >= 0 ? Int(pathLength) : nil, critical: critical)
@@ -340,8 +373,15 @@ package final class X509Certificate: @unchecked Sendable {
     ]
 
     private func keyUsage() -> [String]? {
-        guard extensionFlags & UInt32(EXFLAG_KUSAGE) != 0 else { return nil }
-        let bits = X509_get_key_usage(pointer)
+        let bits: UInt32
+        if extensionsRefusedByOpenSSL {
+            // A value trustd's parser refuses grants nothing (the certificate is refused for it anyway).
+            guard let value = Self.extensionValue(pointer, nid: NID_key_usage) else { return nil }
+            bits = AppleExtensionParsers.keyUsageBits(value) ?? 0
+        } else {
+            guard extensionFlags & UInt32(EXFLAG_KUSAGE) != 0 else { return nil }
+            bits = X509_get_key_usage(pointer)
+        }
         return Self.keyUsageNames.filter { bits & $0.0 != 0 }.map(\.1)
     }
 
@@ -363,7 +403,10 @@ package final class X509Certificate: @unchecked Sendable {
 
     private func subjectAlternativeNames() -> SubjectAlternativeNames {
         var names = SubjectAlternativeNames()
-        guard let raw = X509_get_ext_d2i(pointer, NID_subject_alt_name, nil, nil) else { return names }
+        guard let raw = X509_get_ext_d2i(pointer, NID_subject_alt_name, nil, nil) else {
+            OpenSSLErrors.clear()
+            return subjectAlternativeNamesByTag()
+        }
         let stack = OpaquePointer(raw)
         defer { tlsaudit_GENERAL_NAMES_free(stack) }
         for index in 0..<tlsaudit_sk_GENERAL_NAME_num(stack) {
@@ -374,6 +417,26 @@ package final class X509Certificate: @unchecked Sendable {
             case GEN_EMAIL: names.email.append(value.map(ASN1Text.latin1) ?? "")
             case GEN_URI: names.uri.append(value.map(ASN1Text.latin1) ?? "")
             case GEN_IPADD: names.ip.append(value.map(ASN1Text.ipAddress) ?? "")
+            default: names.other += 1
+            }
+        }
+        return names
+    }
+
+    /// The subjectAltName entries as trustd reads them, by tag, for a value OpenSSL cannot decode
+    /// whole (an otherName, x400Address or ediPartyName whose contents do not decode, a constructed
+    /// URI): trustd still matches the dNSName and iPAddress entries beside them. Empty when trustd
+    /// refuses the value too (the certificate is then refused for it).
+    private func subjectAlternativeNamesByTag() -> SubjectAlternativeNames {
+        var names = SubjectAlternativeNames()
+        guard let value = Self.extensionValue(pointer, nid: NID_subject_alt_name),
+              let entries = AppleExtensionParsers.generalNameEntries(value) else { return names }
+        for (tag, contents) in entries {
+            switch tag {
+            case 0x82: names.dns.append(ASN1Text.latin1(contents))
+            case 0x81: names.email.append(ASN1Text.latin1(contents))
+            case 0x86: names.uri.append(ASN1Text.latin1(contents))
+            case 0x87: names.ip.append(ASN1Text.ipAddress(contents))
             default: names.other += 1
             }
         }
@@ -448,14 +511,17 @@ enum ASN1Text {
     }
 
     /// IA5String content as is (non-ASCII bytes kept visible, never dropped).
-    static func latin1(_ string: UnsafePointer<ASN1_STRING>) -> String {
-        bytes(string).map { byte in
+    static func latin1(_ string: UnsafePointer<ASN1_STRING>) -> String { latin1(bytes(string)) }
+
+    static func latin1(_ bytes: [UInt8]) -> String {
+        bytes.map { byte in
             (0x20..<0x7f).contains(byte) ? String(UnicodeScalar(byte)) : String(format: "\\x%02x", byte)
         }.joined()
     }
 
-    static func ipAddress(_ string: UnsafePointer<ASN1_STRING>) -> String {
-        let raw = bytes(string)
+    static func ipAddress(_ string: UnsafePointer<ASN1_STRING>) -> String { ipAddress(bytes(string)) }
+
+    static func ipAddress(_ raw: [UInt8]) -> String {
         switch raw.count {
         case 4: return raw.map(String.init).joined(separator: ".")
         case 16:
