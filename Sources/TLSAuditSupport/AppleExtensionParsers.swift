@@ -181,11 +181,15 @@ public enum AppleExtensionParsers {
     // MARK: - Values as trustd reads them
 
     /// The keyUsage bits in OpenSSL's layout (the first content byte, the second shifted left by 8:
-    /// `KU_DIGITAL_SIGNATURE` is 0x80); nil when trustd's parser refuses the value. No bit set is 0.
+    /// `KU_DIGITAL_SIGNATURE` is 0x80), the unused bits of the last byte cleared as trustd's
+    /// `SecCEPKeyUsage` reads only `8 * length - unused` bits; nil when its parser refuses the value.
+    /// No bit set is 0.
     public static func keyUsageBits(_ value: [UInt8]) -> UInt32? {
         guard keyUsage(value) == nil else { return nil }
         var reader = DERReader(value[...])
-        guard let bits = reader.contents(tag: 0x03)?.dropFirst() else { return nil }
+        guard let contents = reader.contents(tag: 0x03), let unused = contents.first else { return nil }
+        var bits = Array(contents.dropFirst())
+        bits[bits.count - 1] &= UInt8(truncatingIfNeeded: 0xFF << Int(unused))
         return bits.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
     }
 
@@ -206,13 +210,15 @@ public enum AppleExtensionParsers {
         return (isCA, length.map(Int.init))
     }
 
-    /// The keyIdentifier of an authorityKeyIdentifier value; nil when absent or refused.
+    /// The keyIdentifier of an authorityKeyIdentifier value; nil when absent, empty (trustd then
+    /// links by name alone) or refused.
     public static func authorityKeyID(_ value: [UInt8]) -> [UInt8]? {
         var check = DERReader(value[...])
         guard authorityKeyIdentifier(&check) == nil else { return nil }
         var reader = DERReader(value[...])
-        guard var fields = reader.enter(tag: 0x30), fields.peekTag == 0x80 else { return nil }
-        return fields.contents(tag: 0x80).map(Array.init)
+        guard var fields = reader.enter(tag: 0x30), fields.peekTag == 0x80,
+              let identifier = fields.contents(tag: 0x80), !identifier.isEmpty else { return nil }
+        return Array(identifier)
     }
 
     /// The key identifier a subjectKeyIdentifier value holds; nil when it is no OCTET STRING.

@@ -188,6 +188,33 @@ struct AppleCertificateRulesTests {
         #expect(constraints.isCA && constraints.pathLength == nil)
     }
 
+    @Test("an intermediate OpenSSL refuses, read as trustd reads it: keyCertSign only in a keyUsage's unused bits is no usage (refused); a non-critical keyUsage with no bit is absent (accepted); a policyConstraints on it is not skipped (refused)")
+    func refusedIntermediatesAsTrustdReadsThem() throws {
+        // SEQUENCE { otherName [0] (empty), dNSName }: OpenSSL cannot decode it, trustd reads it by tag.
+        let undecodableSAN = LabCertificateRequest.ExtraExtension(
+            name: "subjectAltName", value: "DER:30:0A:A0:00:82:06:63:61:2E:74:73:74")
+        let cases: [(String, Int32, (inout LabCertificateRequest) -> Void)] = [
+            ("keyCertSign in the unused bits", 1, { request in
+                request.keyUsage = nil
+                request.extraExtensions = [.init(name: "keyUsage", value: "critical,DER:03:02:03:04")]
+            }),
+            ("a non-critical keyUsage with no bit", 0, { request in
+                request.keyUsage = nil
+                request.extraExtensions = [.init(name: "keyUsage", value: "DER:03:02:07:00")]
+            }),
+            ("requireExplicitPolicy 0 and no policy", 1, { request in
+                request.extraExtensions = [undecodableSAN, .init(name: "policyConstraints", value: "critical,requireExplicitPolicy:0")]
+            }),
+        ]
+        for (label, expected, adjust) in cases {
+            let intermediate = try pki.root.issue(.authority("refused CA: \(label)").with(adjust))
+            let leaf = try intermediate.issue(.server([TestPKI.hostname]))
+            let (status, report) = try verify([leaf, intermediate])
+            #expect(status == expected, "\(label): \(report.findings)")
+            #expect(report.chain.presented.count == 2 && !report.findings.contains { $0.id == .trustIncompleteChain }, "\(label): \(report.findings)")
+        }
+    }
+
     @Test("a leaf naming its intermediate's issuer and serial in the AKI chains to that intermediate reissued with the same key (trustd reads the keyIdentifier only); a wrong keyIdentifier still fails")
     func reissuedIntermediate() throws {
         var original = LabCertificateRequest.authority("reissued intermediate")

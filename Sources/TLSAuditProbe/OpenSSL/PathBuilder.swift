@@ -284,11 +284,12 @@ enum PathBuilder {
 
     /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`. For a path
     /// the search found (`searched`, each link's signature checked), a certificate whose extensions
-    /// OpenSSL refused (`extensionsRefused`) stops OpenSSL's chain building with no error reported
-    /// (X509_self_signed cannot cache its extensions: X509_V_ERR_UNSPECIFIED) where trustd reads
-    /// them: the path then stands as the search found it, and TrustEvaluator judges it by its own
-    /// rules (issuers, pathLen, keyUsage, EKU, names, name constraints, dates); OpenSSL's policy
-    /// processing is the one check it does not get.
+    /// OpenSSL refused (`extensionsRefused`) that an anchor issued stops OpenSSL's chain building
+    /// with no error reported (X509_self_signed cannot cache its extensions: X509_V_ERR_UNSPECIFIED)
+    /// where trustd reads them. The path then stands as the search found it, judged by
+    /// TrustEvaluator's own rules (issuers, pathLen, keyUsage, EKU, DNS and IP names and their
+    /// constraints, dates), unless a certificate on it carries what only OpenSSL's verification
+    /// judges (`judgedByOpenSSLOnly`): then it stays unverified.
     private static func verify(leaf: OpaquePointer, untrusted: [OpaquePointer], store: OpaquePointer, partialChain: Bool,
                                labels: PathLabels, searched: [OpaquePointer]? = nil) -> PathBuildingResult {
         guard let context = X509_STORE_CTX_new(), let stack = tlsaudit_sk_X509_new_null() else {
@@ -316,7 +317,7 @@ enum PathBuilder {
         let collector = VerifyErrorCollector()
         let verified = collector.verify(context)
         if !verified, collector.issues.isEmpty, X509_STORE_CTX_get_error(context) == X509_V_ERR_UNSPECIFIED,
-           let searched, searched.contains(where: extensionsRefused) {
+           let searched, stoppedAtRefusedCertificate(context), !searched.contains(where: judgedByOpenSSLOnly) {
             return PathBuildingResult(path: searched.map(labels.element(for:)), anchored: true, issues: [])
         }
 
@@ -376,6 +377,22 @@ enum PathBuilder {
     /// Whether OpenSSL refused to cache `x509`'s extensions (`EXFLAG_INVALID`).
     static func extensionsRefused(_ x509: OpaquePointer) -> Bool {
         X509_get_extension_flags(x509) & UInt32(EXFLAG_INVALID) != 0
+    }
+
+    /// Whether the chain OpenSSL built in `context` ends at a certificate whose extensions it refused.
+    private static func stoppedAtRefusedCertificate(_ context: OpaquePointer) -> Bool {
+        guard let chain = X509_STORE_CTX_get1_chain(context) else { return false }
+        defer { tlsaudit_sk_X509_pop_free(chain) }
+        let count = tlsaudit_sk_X509_num(chain)
+        return count > 0 && tlsaudit_sk_X509_value(chain, count - 1).map(extensionsRefused) == true
+    }
+
+    /// Whether `x509` holds what only OpenSSL's verification judges: name constraints (TrustEvaluator
+    /// checks DNS and IP names, not directoryName or e-mail ones) and the policy extensions
+    /// (policyConstraints, policyMappings, inhibitAnyPolicy).
+    private static func judgedByOpenSSLOnly(_ x509: OpaquePointer) -> Bool {
+        [NID_name_constraints, NID_policy_constraints, NID_policy_mappings, NID_inhibit_any_policy]
+            .contains { X509_get_ext_by_NID(x509, $0, -1) >= 0 }
     }
 
     /// Makes `store`'s verifications link certificates with `issued(_:by:)` (OpenSSL's check_issued).

@@ -375,9 +375,12 @@ package final class X509Certificate: @unchecked Sendable {
     private func keyUsage() -> [String]? {
         let bits: UInt32
         if extensionsRefusedByOpenSSL {
-            // A value trustd's parser refuses grants nothing (the certificate is refused for it anyway).
-            guard let value = Self.extensionValue(pointer, nid: NID_key_usage) else { return nil }
+            // A value trustd's parser refuses grants nothing (the certificate is refused for it
+            // anyway). No bit set: trustd keeps no usage, and checks none unless it is critical.
+            let index = X509_get_ext_by_NID(pointer, NID_key_usage, -1)
+            guard index >= 0, let value = Self.extensionValue(pointer, nid: NID_key_usage) else { return nil }
             bits = AppleExtensionParsers.keyUsageBits(value) ?? 0
+            if bits == 0, X509_EXTENSION_get_critical(X509_get_ext(pointer, index)) != 1 { return nil }
         } else {
             guard extensionFlags & UInt32(EXFLAG_KUSAGE) != 0 else { return nil }
             bits = X509_get_key_usage(pointer)
