@@ -180,12 +180,18 @@ public enum AppleExtensionParsers {
 
     // MARK: - Values as trustd reads them
 
+    /// Whether `parser` reads `value` without refusing it.
+    private static func accepts(_ value: [UInt8], _ parser: Parser) -> Bool {
+        var reader = DERReader(value[...])
+        return parser(&reader) == nil
+    }
+
     /// The keyUsage bits in OpenSSL's layout (the first content byte, the second shifted left by 8:
     /// `KU_DIGITAL_SIGNATURE` is 0x80), the unused bits of the last byte cleared as trustd's
     /// `SecCEPKeyUsage` reads only `8 * length - unused` bits; nil when its parser refuses the value.
     /// No bit set is 0.
     public static func keyUsageBits(_ value: [UInt8]) -> UInt32? {
-        guard keyUsage(value) == nil else { return nil }
+        guard accepts(value, keyUsage) else { return nil }
         var reader = DERReader(value[...])
         guard let contents = reader.contents(tag: 0x03), let unused = contents.first else { return nil }
         var bits = Array(contents.dropFirst())
@@ -193,16 +199,10 @@ public enum AppleExtensionParsers {
         return bits.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
     }
 
-    private static func keyUsage(_ value: [UInt8]) -> String? {
-        var reader = DERReader(value[...])
-        return keyUsage(&reader)
-    }
-
     /// The basicConstraints as trustd reads them: the cA flag, and the pathLenConstraint (nil when
     /// absent or zero-length, which trustd takes as absent); nil when its parser refuses the value.
     public static func basicConstraints(_ value: [UInt8]) -> (isCA: Bool, pathLength: Int?)? {
-        var check = DERReader(value[...])
-        guard basicConstraints(&check) == nil else { return nil }
+        guard accepts(value, basicConstraints) else { return nil }
         var reader = DERReader(value[...])
         guard var fields = reader.enter(tag: 0x30) else { return nil }
         let isCA = fields.peekTag == 0x01 ? fields.contents(tag: 0x01)?.first == 0xFF : false
@@ -213,8 +213,7 @@ public enum AppleExtensionParsers {
     /// The keyIdentifier of an authorityKeyIdentifier value; nil when absent, empty (trustd then
     /// links by name alone) or refused.
     public static func authorityKeyID(_ value: [UInt8]) -> [UInt8]? {
-        var check = DERReader(value[...])
-        guard authorityKeyIdentifier(&check) == nil else { return nil }
+        guard accepts(value, authorityKeyIdentifier) else { return nil }
         var reader = DERReader(value[...])
         guard var fields = reader.enter(tag: 0x30), fields.peekTag == 0x80,
               let identifier = fields.contents(tag: 0x80), !identifier.isEmpty else { return nil }
@@ -232,8 +231,7 @@ public enum AppleExtensionParsers {
     /// `SecCertificateParseGeneralNames` reads them: a URI written as a constructed [6] holding an
     /// IA5String is given as a primitive [6] (0x86) with the string; nil when trustd refuses the value.
     public static func generalNameEntries(_ value: [UInt8]) -> [(tag: UInt8, contents: [UInt8])]? {
-        var check = DERReader(value[...])
-        guard generalNames(&check) == nil else { return nil }
+        guard accepts(value, generalNames) else { return nil }
         var reader = DERReader(value[...])
         guard var names = reader.enter(tag: 0x30) else { return nil }
         var entries: [(tag: UInt8, contents: [UInt8])] = []

@@ -284,9 +284,9 @@ enum PathBuilder {
 
     /// Runs X509_verify_cert on `leaf` with `untrusted` intermediates against `store`. For a path
     /// the search found (`searched`, each link's signature checked), a certificate whose extensions
-    /// OpenSSL refused (`extensionsRefused`) that an anchor issued stops OpenSSL's chain building
-    /// with no error reported (X509_self_signed cannot cache its extensions: X509_V_ERR_UNSPECIFIED)
-    /// where trustd reads them. The path then stands as the search found it, judged by
+    /// OpenSSL refused (`X509Certificate.extensionsRefused`) that an anchor issued stops OpenSSL's
+    /// chain building with no error reported (X509_self_signed cannot cache its extensions:
+    /// X509_V_ERR_UNSPECIFIED) where trustd reads them. The path then stands as the search found it, judged by
     /// TrustEvaluator's own rules (issuers, pathLen, keyUsage, EKU, DNS and IP names and their
     /// constraints, dates), unless a certificate on it carries what only OpenSSL's verification
     /// judges (`judgedByOpenSSLOnly`): then it stays unverified.
@@ -316,10 +316,6 @@ enum PathBuilder {
         }
         let collector = VerifyErrorCollector()
         let verified = collector.verify(context)
-        if !verified, collector.issues.isEmpty, X509_STORE_CTX_get_error(context) == X509_V_ERR_UNSPECIFIED,
-           let searched, stoppedAtRefusedCertificate(context), !searched.contains(where: judgedByOpenSSLOnly) {
-            return PathBuildingResult(path: searched.map(labels.element(for:)), anchored: true, issues: [])
-        }
 
         var path: [PathElement] = []
         var refusedByOpenSSL: [Bool] = []
@@ -328,8 +324,13 @@ enum PathBuilder {
             for index in 0..<tlsaudit_sk_X509_num(chain) {
                 guard let pointer = tlsaudit_sk_X509_value(chain, index) else { continue }
                 path.append(labels.element(for: pointer))
-                refusedByOpenSSL.append(extensionsRefused(pointer))
+                refusedByOpenSSL.append(X509Certificate.extensionsRefused(pointer))
             }
+        }
+        // OpenSSL's chain stopped at a refused certificate (see above).
+        if !verified, collector.issues.isEmpty, X509_STORE_CTX_get_error(context) == X509_V_ERR_UNSPECIFIED,
+           let searched, refusedByOpenSSL.last == true, !searched.contains(where: judgedByOpenSSLOnly) {
+            return PathBuildingResult(path: searched.map(labels.element(for:)), anchored: true, issues: [])
         }
         var issues: [PathBuildingIssue] = []
         let certificates = path.map(\.certificate)
@@ -365,26 +366,13 @@ enum PathBuilder {
     static func issued(_ subject: OpaquePointer, by issuer: OpaquePointer) -> Bool {
         let result = X509_check_issued(issuer, subject)
         OpenSSLErrors.clear()
-        if result == X509_V_ERR_UNSPECIFIED, extensionsRefused(subject) || extensionsRefused(issuer) {
+        if result == X509_V_ERR_UNSPECIFIED, X509Certificate.extensionsRefused(subject) || X509Certificate.extensionsRefused(issuer) {
             guard X509_NAME_cmp(X509_get_subject_name(issuer), X509_get_issuer_name(subject)) == 0 else { return false }
-            guard let authority = X509Certificate.keyIdentifiers(subject, refusedByOpenSSL: extensionsRefused(subject)).authority,
-                  let key = X509Certificate.keyIdentifiers(issuer, refusedByOpenSSL: extensionsRefused(issuer)).subject else { return true }
+            guard let authority = X509Certificate.keyIdentifiers(subject).authority,
+                  let key = X509Certificate.keyIdentifiers(issuer).subject else { return true }
             return authority == key
         }
         return [X509_V_OK, X509_V_ERR_AKID_ISSUER_SERIAL_MISMATCH, X509_V_ERR_KEYUSAGE_NO_CERTSIGN].contains(result)
-    }
-
-    /// Whether OpenSSL refused to cache `x509`'s extensions (`EXFLAG_INVALID`).
-    static func extensionsRefused(_ x509: OpaquePointer) -> Bool {
-        X509_get_extension_flags(x509) & UInt32(EXFLAG_INVALID) != 0
-    }
-
-    /// Whether the chain OpenSSL built in `context` ends at a certificate whose extensions it refused.
-    private static func stoppedAtRefusedCertificate(_ context: OpaquePointer) -> Bool {
-        guard let chain = X509_STORE_CTX_get1_chain(context) else { return false }
-        defer { tlsaudit_sk_X509_pop_free(chain) }
-        let count = tlsaudit_sk_X509_num(chain)
-        return count > 0 && tlsaudit_sk_X509_value(chain, count - 1).map(extensionsRefused) == true
     }
 
     /// Whether `x509` holds what only OpenSSL's verification judges: name constraints (TrustEvaluator

@@ -158,12 +158,10 @@ package final class X509Certificate: @unchecked Sendable {
 
     /// The authorityKeyIdentifier's keyIdentifier and the subjectKeyIdentifier, when present; read
     /// from the DER when OpenSSL refused the extensions (its getters then answer nil).
-    private func keyIdentifiers() -> (authority: [UInt8]?, subject: [UInt8]?) {
-        Self.keyIdentifiers(pointer, refusedByOpenSSL: extensionsRefusedByOpenSSL)
-    }
+    private func keyIdentifiers() -> (authority: [UInt8]?, subject: [UInt8]?) { Self.keyIdentifiers(pointer) }
 
-    static func keyIdentifiers(_ x509: OpaquePointer, refusedByOpenSSL: Bool) -> (authority: [UInt8]?, subject: [UInt8]?) {
-        if refusedByOpenSSL {
+    static func keyIdentifiers(_ x509: OpaquePointer) -> (authority: [UInt8]?, subject: [UInt8]?) {
+        if extensionsRefused(x509) {
             return (extensionValue(x509, nid: NID_authority_key_identifier).flatMap(AppleExtensionParsers.authorityKeyID),
                     extensionValue(x509, nid: NID_subject_key_identifier).flatMap(AppleExtensionParsers.subjectKeyID))
         }
@@ -342,7 +340,12 @@ package final class X509Certificate: @unchecked Sendable {
     /// Its getters then answer as if keyUsage, pathLen and the key identifiers were absent, and it
     /// links no issuer; what trustd reads of them is read from the DER instead
     /// (`AppleExtensionParsers`), and trustd's own refusals are judged apart (`appleRefusals`).
-    private var extensionsRefusedByOpenSSL: Bool { extensionFlags & UInt32(EXFLAG_INVALID) != 0 }
+    private var extensionsRefusedByOpenSSL: Bool { Self.extensionsRefused(pointer) }
+
+    /// Whether OpenSSL refused to cache `x509`'s extensions (`EXFLAG_INVALID`).
+    static func extensionsRefused(_ x509: OpaquePointer) -> Bool {
+        X509_get_extension_flags(x509) & UInt32(EXFLAG_INVALID) != 0
+    }
 
     /// The value (the extnValue's contents) of the first extension `nid` of `x509`.
     static func extensionValue(_ x509: OpaquePointer, nid: Int32) -> [UInt8]? {
