@@ -69,10 +69,14 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
-        // The package's only C sources, what Swift cannot say about the process: `tlsaudit serve`'s
+        // C sources for what Swift cannot say about the process: `tlsaudit serve`'s
         // signal handler, installed by an ELF constructor before the Swift runtime starts (a SIGHUP
         // during start-up killed the service), and glibc's malloc_trim (after a metrics scrape).
         .target(name: "CProcess"),
+        // The OpenSSL library context the probe's handshakes run in: the default provider with only
+        // the key decoders a handshake uses (OpenSSL 3.0 builds a decoder chain per certificate,
+        // asking every decoder). C, as an OpenSSL provider is a C dispatch table.
+        .target(name: "COpenSSLProbeLibrary", dependencies: ["COpenSSL"]),
         // What any module may need and no domain knows: the JSON document encoder (Foundation's
         // bytes, faster), ISO 8601 timestamps, a lock whose waiters sleep, whole writes to a
         // descriptor, hex, a host written before :port. Pure Swift.
@@ -105,7 +109,7 @@ let package = Package(
         // building, revocation, the HTTP client.
         .target(
             name: "TLSAuditProbe",
-            dependencies: ["TLSAuditSupport", "COpenSSL", "CZlib", "TLSAuditModel"],
+            dependencies: ["TLSAuditSupport", "COpenSSL", "COpenSSLProbeLibrary", "CZlib", "TLSAuditModel"],
             swiftSettings: swiftSettings
         ),
         // The loopback lab: test PKI (certificates and CRLs made with OpenSSL), in-process TLS,

@@ -1,4 +1,5 @@
 import COpenSSL
+import COpenSSLProbeLibrary
 import Foundation
 import TLSAuditModel
 
@@ -52,7 +53,11 @@ final class ClientContext: @unchecked Sendable {
     static let appleGroups = "X25519:P-256:P-384:P-521"
 
     init(profile: ClientProfile, credentials: ClientCredentials?) throws {
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw OpenSSLFailure("cannot create a TLS client context") }
+        // The probe's library context decodes certificate keys with a fraction of OpenSSL 3.0's
+        // per-certificate cost; a client identity's private key, PEM or PKCS#12, needs the default
+        // context's other decoders, so a context that presents one is made there.
+        let library = credentials == nil ? tlsaudit_probe_library_context() : nil
+        guard let context = SSL_CTX_new_ex(library, nil, TLS_client_method()) else { throw OpenSSLFailure("cannot create a TLS client context") }
         pointer = context
         self.profile = profile
         presentsClientCertificate = credentials != nil

@@ -1,4 +1,5 @@
 import COpenSSL
+import COpenSSLProbeLibrary
 import Foundation
 import TLSAuditSupport
 
@@ -75,4 +76,8 @@ public struct OpenSSLFailure: Error, CustomStringConvertible, Sendable {
 public enum OpenSSLLibrary {
     /// Its version as OpenSSL says it, e.g. `3.0.19` (`OpenSSL_version(OPENSSL_VERSION_STRING)`).
     public static var version: String { String(cString: OpenSSL_version(OPENSSL_VERSION_STRING)) }
+
+    /// How many key decoders the probe's library context offers (`tlsaudit_probe_library_context`;
+    /// 0 when it could not be made and the probe uses the default context).
+    package static var probeContextKeyDecoders: Int { Int(tlsaudit_probe_library_decoder_count()) }
 }

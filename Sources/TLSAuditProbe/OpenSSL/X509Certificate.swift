@@ -31,6 +31,17 @@ package final class X509Certificate: @unchecked Sendable {
 
     deinit { X509_free(pointer) }
 
+    /// The name of the OpenSSL provider that decoded the public key (`tlsaudit-probe` for a
+    /// certificate a probe's handshake received, `default` for one parsed elsewhere); nil when the
+    /// key did not decode.
+    package var keyProviderName: String? {
+        guard let key = X509_get0_pubkey(pointer), let provider = EVP_PKEY_get0_provider(key) else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return OSSL_PROVIDER_get0_name(provider).map { String(cString: $0) }
+    }
+
     /// The DER encoding.
     package var der: [UInt8] {
         let length = i2d_X509(pointer, nil)
