@@ -9,10 +9,11 @@ import TLSAuditLab
 /// (`COpenSSLProbeLibrary`): OpenSSL's default provider with only the DER SubjectPublicKeyInfo key
 /// decoders, so that OpenSSL 3.0 builds a small decoder chain for each certificate a server
 /// presents. What a key reads as, and every handshake and signature over it, must not change; a
-/// client identity (a private key, PEM or PKCS#12) is still read.
+/// client identity (a private key, PEM or PKCS#12) is still read. tlsaudit's own certificate
+/// parsing (`X509Certificate(der:)`, a trust store's PEM) uses the same context.
 @Suite("the probe's OpenSSL library context")
 struct ProbeLibraryContextTests {
-    /// Every key type the lab makes, as the default context reads it (but secp256k1, for which the
+    /// Every key type the lab makes, as the default context read it before (but secp256k1, for which the
     /// permissive hello offers no group: its server answers with an anonymous suite, no certificate).
     static let keys: [(LabKeyType, PublicKeyDescription)] = [
         (.rsa(bits: 1024), PublicKeyDescription(type: "RSA", bits: 1024)),
@@ -45,7 +46,7 @@ struct ProbeLibraryContextTests {
         #expect((1...16).contains(OpenSSLLibrary.probeContextKeyDecoders), "\(OpenSSLLibrary.probeContextKeyDecoders)")
     }
 
-    @Test("every key type a server presents is decoded in the probe's context and reads as the default context reads it; the chain verifies")
+    @Test("every key type a server presents is decoded in the probe's context and reads as the default context read it; the chain verifies against anchors parsed in the same context")
     func keysReadTheSame() throws {
         let scanner = try TLSScanner(options: ScanOptions(timeout: 5, trustStore: try TrustStore(caFile: TestPKI.shared.rootFile)),
                                      judge: AddressAssessment.judge)
@@ -66,8 +67,9 @@ struct ProbeLibraryContextTests {
             let presentedLeaf = try #require(attempt.presented.first, "\(context)")
             #expect(presentedLeaf.keyProviderName == "tlsaudit-probe", "\(context)")
             #expect(presentedLeaf.summary().publicKey == expected, "\(context)")
+            // tlsaudit's own parses (a DER file, a trust store's PEM) are made in the same context.
             let reparsed = try X509Certificate(der: leaf.der)
-            #expect(reparsed.keyProviderName == "default", "\(context)")
+            #expect(reparsed.keyProviderName == "tlsaudit-probe", "\(context)")
             #expect(reparsed.summary().publicKey == expected, "\(context)")
             // The path is built and its signatures checked (the leaf's own key in the probe's
             // context, the intermediate's and root's from the trust store in the default one).
@@ -75,6 +77,18 @@ struct ProbeLibraryContextTests {
             #expect(result.chain?.anchored == true, "\(context)")
             #expect(result.chain?.presented.first?.publicKey == expected, "\(context)")
         }
+    }
+
+    @Test("a PEM certificate file: every certificate in it, past a private key's block, parsed in the probe's context; a block that does not decode ends the read without losing those before it")
+    func pemCertificatesReadInTheContext() throws {
+        let pki = TestPKI.shared
+        let key = try String(contentsOfFile: pki.clientKeyFile, encoding: .utf8)
+        let certificates = try CertificateFile.parse(Array((key + pki.intermediate.pem + pki.root.pem).utf8), name: "bundle.pem")
+        #expect(certificates.map(\.der) == [pki.intermediate.der, pki.root.der])
+        #expect(certificates.allSatisfy { $0.keyProviderName == "tlsaudit-probe" })
+        let broken = "-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n"
+        let partial = try CertificateFile.parse(Array((pki.root.pem + broken + pki.intermediate.pem).utf8), name: "broken.pem")
+        #expect(partial.map(\.der) == [pki.root.der])
     }
 
     @Test("a context that presents a client identity (a PEM key) is made in the default context, and the server accepts the identity",

@@ -338,7 +338,14 @@ public enum CertificateFile {
             guard let bio = BIO_new_mem_buf(bytes, Int32(bytes.count)) else { throw OpenSSLFailure("out of memory") }
             defer { BIO_free(bio) }
             var certificates: [X509Certificate] = []
-            while let certificate = PEM_read_bio_X509(bio, nil, nil, nil) {
+            while true {
+                var certificate = X509Certificate.newInLibraryContext()
+                guard PEM_read_bio_X509(bio, &certificate, nil, nil) != nil, let certificate else {
+                    // No further PEM block leaves the empty X509 allocated; a block that does not
+                    // decode has had it freed (and set to NULL) already.
+                    if let certificate { X509_free(certificate) }
+                    break
+                }
                 certificates.append(X509Certificate(takingOwnershipOf: certificate))
                 if certificates.count > InputLimits.certificatesPerFile {
                     OpenSSLErrors.clear()

@@ -1,4 +1,5 @@
 import COpenSSL
+import COpenSSLProbeLibrary
 import Foundation
 public import TLSAuditModel
 import TLSAuditSupport
@@ -19,14 +20,24 @@ package final class X509Certificate: @unchecked Sendable {
         self.init(takingOwnershipOf: pointer)
     }
 
-    /// Parses one DER certificate.
+    /// Parses one DER certificate (in the probe's library context, as the handshakes' are).
     package convenience init(der: [UInt8]) throws {
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
+            var certificate = Self.newInLibraryContext()
+            // d2i_X509 fills the X509 given (keeping its library context), or frees it and sets it to NULL.
+            return d2i_X509(&certificate, &cursor, buffer.count)
         }
         guard let parsed else { throw OpenSSLFailure("not a DER X.509 certificate") }
         self.init(takingOwnershipOf: parsed)
+    }
+
+    /// An empty X509 of the library context tlsaudit parses certificates in: the probe's
+    /// (`tlsaudit_probe_library_context`, where a key is decoded at a fraction of the default
+    /// context's cost), the default one when it could not be made. Passed to `d2i_X509` or
+    /// `PEM_read_bio_X509` to be filled, as libssl parses a server's certificates.
+    package static func newInLibraryContext() -> OpaquePointer? {
+        X509_new_ex(tlsaudit_probe_library_context(), nil)
     }
 
     deinit { X509_free(pointer) }
