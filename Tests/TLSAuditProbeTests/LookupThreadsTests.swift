@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TLSAuditCore
 import TLSAuditProbe
 
 /// The threads that run name lookups (`Resolver.resolve`): one that hangs holds up no other, and a
@@ -45,5 +46,25 @@ struct LookupThreadsTests {
             while threads.idleCount == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
         }
         release.signal()
+    }
+
+    @Test("a name's addresses are asked for once within the answer lifetime, each caller getting its own port; an answer is forgotten after its lifetime; a failure is not kept")
+    func recentAnswers() throws {
+        let first = try Resolver.resolve(host: "localhost", port: 1443, timeout: 5)
+        #expect(!first.isEmpty && first.allSatisfy { $0.port == 1443 })
+        let kept = try #require(Resolver.RecentAnswers.shared.addresses(of: "LOCALHOST"))
+        #expect(kept.map(\.host) == first.map(\.host))
+        let second = try Resolver.resolve(host: "localhost", port: 8443, timeout: 5)
+        #expect(second.map(\.host) == first.map(\.host) && second.allSatisfy { $0.port == 8443 })
+        #expect(second.map(\.description).allSatisfy { $0.hasSuffix(":8443") })
+
+        let answers = Resolver.RecentAnswers(lifetime: .milliseconds(50))
+        answers.keep(first, for: "example.test")
+        #expect(answers.addresses(of: "example.test") == first)
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(answers.addresses(of: "example.test") == nil)
+
+        #expect(throws: ProbeFailure.self) { try Resolver.resolve(host: "no-such-name.invalid", port: 443, timeout: 5) }
+        #expect(Resolver.RecentAnswers.shared.addresses(of: "no-such-name.invalid") == nil)
     }
 }

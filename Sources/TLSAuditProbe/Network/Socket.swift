@@ -62,6 +62,17 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         host = buffer.nulTerminatedString
     }
 
+    /// The same address with another port (sin_port and sin6_port are both at byte 2).
+    package func withPort(_ newPort: Int) -> SocketAddress {
+        guard newPort != port else { return self }
+        var bytes = storage
+        bytes[2] = UInt8(truncatingIfNeeded: newPort >> 8)
+        bytes[3] = UInt8(truncatingIfNeeded: newPort)
+        return bytes.withUnsafeBytes { raw in
+            SocketAddress(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length: socklen_t(bytes.count))!
+        }
+    }
+
     /// `127.0.0.1:443` or `[::1]:443`.
     public var description: String { family == .ipv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
@@ -76,8 +87,23 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
 
 /// Name resolution with a deadline (getaddrinfo itself has none).
 public enum Resolver {
-    /// Every distinct IPv4 and IPv6 address of `host`, in resolver order.
+    /// Every distinct IPv4 and IPv6 address of `host`, in resolver order. A name resolved in the
+    /// last `answerLifetime` is answered from memory (`RecentAnswers`): a scan of many ports of one
+    /// host, or of many targets behind one name, asks the system once, not once per target.
     public static func resolve(host: String, port: Int, timeout: Double) throws(ProbeFailure) -> [SocketAddress] {
+        if let known = RecentAnswers.shared.addresses(of: host) { return known.map { $0.withPort(port) } }
+        let addresses = try lookUp(host: host, port: port, timeout: timeout)
+        RecentAnswers.shared.keep(addresses, for: host)
+        return addresses
+    }
+
+    /// How long a name's addresses are reused: short against any DNS TTL, so that a scan sees a
+    /// changed answer as soon as the system's resolver does, give or take these seconds; failures
+    /// are never kept.
+    static let answerLifetime: Duration = .seconds(5)
+
+    /// getaddrinfo(3) on a kept thread, given up at `timeout` (getaddrinfo itself has no deadline).
+    private static func lookUp(host: String, port: Int, timeout: Double) throws(ProbeFailure) -> [SocketAddress] {
         let result = ResolutionBox()
         let done = DispatchSemaphore(value: 0)
         LookupThreads.shared.run {
@@ -126,6 +152,41 @@ public enum Resolver {
         guard getaddrinfo(literal, String(port), &hints, &list) == 0, let first = list else { return nil }
         defer { freeaddrinfo(list) }
         return first.pointee.ai_addr.flatMap { SocketAddress($0, length: first.pointee.ai_addrlen) }
+    }
+
+    /// The addresses of the names resolved in the last `answerLifetime`, at most `kept` names
+    /// (forgotten all at once when full).
+    package final class RecentAnswers: Sendable {
+        package static let shared = RecentAnswers(lifetime: Resolver.answerLifetime)
+        private struct Answer {
+            var addresses: [SocketAddress]
+            var expires: ContinuousClock.Instant
+        }
+        private let answers = SleepingLock<[String: Answer]>([:])
+        private let kept = 4_096
+        private let lifetime: Duration
+
+        package init(lifetime: Duration) { self.lifetime = lifetime }
+
+        package func addresses(of host: String) -> [SocketAddress]? {
+            let now = ContinuousClock.now
+            return answers.withLock { answers in
+                guard let answer = answers[host.lowercased()] else { return nil }
+                guard answer.expires > now else {
+                    answers[host.lowercased()] = nil
+                    return nil
+                }
+                return answer.addresses
+            }
+        }
+
+        package func keep(_ addresses: [SocketAddress], for host: String) {
+            let answer = Answer(addresses: addresses, expires: ContinuousClock.now + lifetime)
+            answers.withLock { answers in
+                if answers.count >= kept { answers.removeAll(keepingCapacity: true) }
+                answers[host.lowercased()] = answer
+            }
+        }
     }
 
     /// A lock-protected slot: the lookup thread may outlive a timed-out wait.
