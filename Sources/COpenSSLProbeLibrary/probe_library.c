@@ -2,6 +2,7 @@
 
 #include <openssl/core_dispatch.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -81,11 +82,22 @@ static int is_key_decoder(const OSSL_ALGORITHM *algorithm) {
         && strncmp(algorithm->algorithm_names, "DER", 3) != 0;
 }
 
+/* Counts the providers of the default context other than "default" (OSSL_PROVIDER_do_all). */
+static int count_other_provider(OSSL_PROVIDER *provider, void *others) {
+    if (strcmp(OSSL_PROVIDER_get0_name(provider), "default") != 0)
+        ++*(int *)others;
+    return 1;
+}
+
 static void make_probe_context(void) {
     /* Loading "default" explicitly keeps it the default context's provider (as it would be
      * implicitly) and gives the handle whose tables and context this provider lends. */
     default_provider = OSSL_PROVIDER_load(NULL, "default");
     if (default_provider == NULL)
+        return;
+    int others = 0;
+    OSSL_PROVIDER_do_all(NULL, count_other_provider, &others);
+    if (others > 0 || EVP_default_properties_is_fips_enabled(NULL))
         return;
     int no_cache = 0;
     const OSSL_ALGORITHM *decoders = OSSL_PROVIDER_query_operation(default_provider, OSSL_OP_DECODER, &no_cache);

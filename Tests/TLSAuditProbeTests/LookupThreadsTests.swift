@@ -60,6 +60,10 @@ struct LookupThreadsTests {
 
         let answers = Resolver.RecentAnswers(lifetime: .milliseconds(50))
         answers.keep(first, for: "example.test")
+        // Names fold as DNS folds them: ASCII only (U+212A KELVIN SIGN is no "k").
+        #expect(answers.addresses(of: "EXAMPLE.test") == first)
+        answers.keep(first, for: "kelvin.test")
+        #expect(answers.addresses(of: "\u{212A}elvin.test") == nil)
         #expect(answers.addresses(of: "example.test") == first)
         Thread.sleep(forTimeInterval: 0.1)
         #expect(answers.addresses(of: "example.test") == nil)

@@ -1,3 +1,4 @@
+import COpenSSL
 import Foundation
 import Testing
 import TLSAuditCore
@@ -71,11 +72,26 @@ struct ProbeLibraryContextTests {
             let reparsed = try X509Certificate(der: leaf.der)
             #expect(reparsed.keyProviderName == "tlsaudit-probe", "\(context)")
             #expect(reparsed.summary().publicKey == expected, "\(context)")
-            // The path is built and its signatures checked (the leaf's own key in the probe's
-            // context, the intermediate's and root's from the trust store in the default one).
+            // The path is built and its signatures checked, every certificate in the probe's context.
             let result = scanner.scan(Self.target(port: server.port)).addresses[0]
             #expect(result.chain?.anchored == true, "\(context)")
             #expect(result.chain?.presented.first?.publicKey == expected, "\(context)")
+        }
+    }
+
+    @Test("without a handshake: each key type's certificate, SM2's (an id-ecPublicKey key on the SM2 curve) and secp256k1's included, reads the same in the probe's context as in the default one")
+    func keysParseTheSame() throws {
+        for type in Self.keys.map(\.0) + [.ec(curve: "SM2"), .ec(curve: "secp256k1"), .ec(curve: "brainpoolP256r1")] {
+            let der = try TestPKI.shared.leaf(key: type).der
+            let inDefault: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+                return d2i_X509(nil, &cursor, buffer.count)
+            }
+            let defaultReading = X509Certificate(takingOwnershipOf: try #require(inDefault, "\(type)"))
+            let probeReading = try X509Certificate(der: der)
+            #expect(defaultReading.keyProviderName == "default" && probeReading.keyProviderName == "tlsaudit-probe", "\(type)")
+            #expect(probeReading.summary().publicKey == defaultReading.summary().publicKey, "\(type)")
+            #expect(probeReading.summary().publicKey.bits > 0, "\(type): \(probeReading.summary().publicKey)")
         }
     }
 

@@ -13,8 +13,12 @@
 /// then again about each decoder it found (`OSSL_DECODER_CTX_new_for_pkey`,
 /// `OSSL_DECODER_CTX_add_extra`): about 0.68M instructions a certificate with the default
 /// provider's 46 decoders, 28% of a verified handshake. OpenSSL 3.1 caches these chains; 3.0 does
-/// not. Private keys, PEM and PKCS#12 files are never read in this context (they need the
-/// decoders left out).
+/// not. Certificates (DER, and PEM through PEM_read_bio_X509) are read in it; private keys, PEM
+/// keys and PKCS#12 files never are (they need the decoders left out).
+///
+/// Not made (NULL) when the default context has a provider other than "default" active (the
+/// legacy provider, one a configuration file loads) or FIPS default properties: this context
+/// offers the default provider's algorithms alone, and would answer differently.
 OSSL_LIB_CTX *tlsaudit_probe_library_context(void);
 
 /// How many of the default provider's decoders the probe's context offers (0 before it is made

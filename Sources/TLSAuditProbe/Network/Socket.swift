@@ -91,9 +91,11 @@ public enum Resolver {
     /// last `answerLifetime` is answered from memory (`RecentAnswers`): a scan of many ports of one
     /// host, or of many targets behind one name, asks the system once, not once per target.
     public static func resolve(host: String, port: Int, timeout: Double) throws(ProbeFailure) -> [SocketAddress] {
-        if let known = RecentAnswers.shared.addresses(of: host) { return known.map { $0.withPort(port) } }
+        // An IPv6 literal (and its zone, an interface name compared as written) is not a name to keep.
+        let isName = !host.utf8.contains(UInt8(ascii: ":")) && !host.utf8.contains(UInt8(ascii: "%"))
+        if isName, let known = RecentAnswers.shared.addresses(of: host) { return known.map { $0.withPort(port) } }
         let addresses = try lookUp(host: host, port: port, timeout: timeout)
-        RecentAnswers.shared.keep(addresses, for: host)
+        if isName { RecentAnswers.shared.keep(addresses, for: host) }
         return addresses
     }
 
@@ -168,12 +170,17 @@ public enum Resolver {
 
         package init(lifetime: Duration) { self.lifetime = lifetime }
 
+        /// A name as DNS compares names: A-Z folded to a-z, nothing else (no Unicode case folding).
+        private static func key(_ host: String) -> String {
+            String(decoding: host.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
+
         package func addresses(of host: String) -> [SocketAddress]? {
             let now = ContinuousClock.now
             return answers.withLock { answers in
-                guard let answer = answers[host.lowercased()] else { return nil }
+                guard let answer = answers[Self.key(host)] else { return nil }
                 guard answer.expires > now else {
-                    answers[host.lowercased()] = nil
+                    answers[Self.key(host)] = nil
                     return nil
                 }
                 return answer.addresses
@@ -184,7 +191,7 @@ public enum Resolver {
             let answer = Answer(addresses: addresses, expires: ContinuousClock.now + lifetime)
             answers.withLock { answers in
                 if answers.count >= kept { answers.removeAll(keepingCapacity: true) }
-                answers[host.lowercased()] = answer
+                answers[Self.key(host)] = answer
             }
         }
     }
