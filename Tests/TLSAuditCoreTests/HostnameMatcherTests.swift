@@ -29,6 +29,18 @@ struct HostnameMatcherTests {
         #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: dns, ip: ip)) == matches)
     }
 
+    @Test("as trustd reads SANs: one dNSName that is not UTF-8 loses every DNS name; one in valid UTF-8 that is no DNS name is skipped alone", arguments: [
+        // The probe writes an IA5String's bytes outside printable ASCII as \xHH: "\xc3\xa9" is UTF-8's é.
+        (["server.example.com", #"a\xff.example.com"#], false), ([#"a\xc3.example.com"#, "server.example.com"], false),
+        (["server.example.com", #"\xc3\xa9.example.com"#], true), (["server.example.com", #"caf\xE9.example.com"#], false),
+        (["server.example.com", "caf\u{E9}.example.com"], true),
+    ])
+    func dnsNamesNotUTF8(dns: [String], matches: Bool) {
+        #expect(HostnameMatcher.matches(host: "server.example.com", names: SubjectAlternativeNames(dns: dns)) == matches)
+        // An address is matched against the iPAddress entries, which a bad dNSName does not touch.
+        #expect(HostnameMatcher.matches(host: "192.0.2.1", names: SubjectAlternativeNames(dns: dns, ip: ["192.0.2.1"])))
+    }
+
     @Test("a Unicode host is matched in its A-label form, as Apple's URL loading sends it", arguments: [
         ("bücher.example.com", "xn--bcher-kva.example.com", true), ("BÜCHER.example.com", "xn--bcher-kva.example.com", true),
         ("www.bücher.example.com", "*.xn--bcher-kva.example.com", true), ("bücher.example.com", "bucher.example.com", false),

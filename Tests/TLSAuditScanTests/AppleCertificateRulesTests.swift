@@ -188,6 +188,23 @@ struct AppleCertificateRulesTests {
         #expect(constraints.isCA && constraints.pathLength == nil)
     }
 
+    @Test("a leaf whose subjectAltName holds a dNSName that is not UTF-8 beside the host's: trustd reads no DNS name (hostname mismatch, said why); one in valid UTF-8 that is no DNS name is skipped alone (verified)")
+    func dnsNameNotUTF8() throws {
+        // SEQUENCE { dNSName "server.tlsaudit.test", dNSName 7 bytes }: "a", 0xFF, ".test" / UTF-8 "é.test".
+        let host = "82:14:73:65:72:76:65:72:2E:74:6C:73:61:75:64:69:74:2E:74:65:73:74"
+        for (label, second, verifies) in [("0xFF", "82:07:61:FF:2E:74:65:73:74", false), ("é in UTF-8", "82:07:C3:A9:2E:74:65:73:74", true)] {
+            let leaf = try pki.leaf { request in
+                request.dnsNames = []
+                request.extraExtensions = [.init(name: "subjectAltName", value: "DER:30:1F:\(host):\(second)")]
+            }
+            let (status, report) = try verify([leaf, pki.intermediate])
+            let mismatch = report.findings.first { $0.id == .trustHostnameMismatch }
+            #expect((status == 0) == verifies && (mismatch == nil) == verifies, "\(label): \(report.findings)")
+            if !verifies { #expect(mismatch?.message.contains("is not UTF-8, and trustd then reads no DNS name at all") == true, "\(label): \(String(describing: mismatch))") }
+            #expect(report.chain.presented.first?.subjectAlternativeNames.dns.first == TestPKI.hostname, "\(label)")
+        }
+    }
+
     @Test("an intermediate OpenSSL refuses, read as trustd reads it: keyCertSign only in a keyUsage's unused bits is no usage (refused); a non-critical keyUsage with no bit is absent (accepted); a policyConstraints on it is not skipped (refused)")
     func refusedIntermediatesAsTrustdReadsThem() throws {
         // SEQUENCE { otherName [0] (empty), dNSName }: OpenSSL cannot decode it, trustd reads it by tag.

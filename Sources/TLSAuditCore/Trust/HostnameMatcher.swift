@@ -11,15 +11,49 @@ import TLSAuditSupport
 public enum HostnameMatcher {
     /// Whether `host` (a DNS name or an IP literal) is covered by the certificate's SANs, as trustd
     /// reads them (`SecCertificateCopyIPAddresses`, `SecFrameworkIsDNSName`): one iPAddress entry
-    /// that is not 4 or 16 bytes loses the whole IP list, and a dNSName whose right-most label has no
-    /// letter (`test.123`, an IP literal) is no DNS name.
+    /// that is not 4 or 16 bytes loses the whole IP list, one dNSName that is not UTF-8 loses the
+    /// whole DNS list, and a dNSName whose right-most label has no letter (`test.123`, an IP literal)
+    /// is no DNS name.
     public static func matches(host: String, names: SubjectAlternativeNames) -> Bool {
         if let address = IPAddress.canonical(host) {
             guard names.ip.allSatisfy({ IPAddress.canonical($0) != nil }) else { return false }
             return names.ip.contains { IPAddress.canonical($0) == address }
         }
+        // trustd reads each dNSName as UTF-8 (CFStringCreateWithBytes): one that is not UTF-8 fails
+        // the whole list (SecCertificateCopyDNSNamesFromSAN returns none), so no DNS name matches.
+        guard names.dns.allSatisfy(isUTF8) else { return false }
         let hostname = normalize(DomainNameForm.host(host))
         return names.dns.contains { isValidDNSName($0) && rightmostLabelHasLetter($0) && dnsNameMatches(pattern: $0, hostname: hostname) }
+    }
+
+    /// Whether a dNSName's bytes are UTF-8. The probe writes an IA5String's bytes outside printable
+    /// ASCII as `\xHH` (`ASN1Text.latin1`); those are read back as bytes. Text holding other
+    /// non-ASCII characters was decoded some other way and counts as UTF-8.
+    public static func isUTF8(_ name: String) -> Bool {
+        let text = Array(name.utf8)
+        guard text.contains(UInt8(ascii: "\\")) else { return true }
+        var bytes: [UInt8] = []
+        var index = 0
+        while index < text.count {
+            if text[index] == UInt8(ascii: "\\"), index + 3 < text.count, text[index + 1] == UInt8(ascii: "x"),
+               let high = hexValue(text[index + 2]), let low = hexValue(text[index + 3]) {
+                bytes.append(high << 4 | low)
+                index += 4
+            } else {
+                bytes.append(text[index])
+                index += 1
+            }
+        }
+        return String(validating: bytes, as: UTF8.self) != nil
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// trustd's last test of a DNS name (`SecFrameworkIsDNSName`): its right-most label holds a

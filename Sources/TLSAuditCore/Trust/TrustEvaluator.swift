@@ -280,6 +280,9 @@ public enum TrustEvaluator {
         if isAddress, let bad = names.ip.first(where: { IPAddress.canonical($0) == nil }) {
             why += "; the iPAddress entry \(RecordBudget.clamp(bad, to: 40)) is not 4 or 16 bytes, and trustd then reads no iPAddress entry at all"
         }
+        if !isAddress, let notUTF8 = names.dns.first(where: { !HostnameMatcher.isUTF8($0) }) {
+            why += "; the dNSName \(RecordBudget.clamp(notUTF8, to: 80)) is not UTF-8, and trustd then reads no DNS name at all"
+        }
         if !isAddress, let numeric = names.dns.first(where: { !HostnameMatcher.rightmostLabelHasLetter($0) && HostnameMatcher.isValidDNSName($0) }) {
             why += "; \(RecordBudget.clamp(numeric, to: 80)) is no DNS name to trustd (its last label has no letter)"
         }
