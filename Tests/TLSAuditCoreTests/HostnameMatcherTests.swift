@@ -41,6 +41,24 @@ struct HostnameMatcherTests {
         #expect(HostnameMatcher.matches(host: "192.0.2.1", names: SubjectAlternativeNames(dns: dns, ip: ["192.0.2.1"])))
     }
 
+    @Test("an IP host as trustd reads one (SecFrameworkCopyIPAddressData, not inet_pton): leading zeros and empty IPv4 parts are an address; a dotted IPv4 tail or a zone in IPv6 is none", arguments: [
+        ("127.000.000.001", ["127.0.0.1"], true), ("10.1..1", ["10.1.0.1"], true), ("127.0.0.1", ["127.0.0.1"], true),
+        ("[::1]", ["::1"], true), ("0:0:0:0:0:0:0:1", ["::1"], true), ("2001:DB8::1", ["2001:db8::1"], true),
+        ("::ffff:127.0.0.1", ["::ffff:127.0.0.1"], false), ("fe80::1%eth0", ["fe80::1"], false), ("1.2.3.256", ["1.2.3.0"], false),
+    ])
+    func appleIPHosts(host: String, ip: [String], matches: Bool) {
+        #expect(HostnameMatcher.matches(host: host, names: SubjectAlternativeNames(dns: [host], ip: ip)) == matches)
+    }
+
+    @Test("trustd's IP reading, byte for byte")
+    func appleAddressBytes() {
+        #expect(HostnameMatcher.appleAddressBytes("127.000.000.001") == [127, 0, 0, 1])
+        #expect(HostnameMatcher.appleAddressBytes("1.2.3") == nil && HostnameMatcher.appleAddressBytes("1.2.3.4.5") == nil)
+        #expect(HostnameMatcher.appleAddressBytes("::") == [UInt8](repeating: 0, count: 16))
+        #expect(HostnameMatcher.appleAddressBytes("1::2") == [0, 1] + [UInt8](repeating: 0, count: 12) + [0, 2])
+        #expect(HostnameMatcher.appleAddressBytes("12345::1") == nil && HostnameMatcher.appleAddressBytes("example.com") == nil)
+    }
+
     @Test("a Unicode host is matched in its A-label form, as Apple's URL loading sends it", arguments: [
         ("bücher.example.com", "xn--bcher-kva.example.com", true), ("BÜCHER.example.com", "xn--bcher-kva.example.com", true),
         ("www.bücher.example.com", "*.xn--bcher-kva.example.com", true), ("bücher.example.com", "bucher.example.com", false),

@@ -15,15 +15,59 @@ public enum HostnameMatcher {
     /// whole DNS list, and a dNSName whose right-most label has no letter (`test.123`, an IP literal)
     /// is no DNS name.
     public static func matches(host: String, names: SubjectAlternativeNames) -> Bool {
-        if let address = IPAddress.canonical(host) {
+        if let address = appleAddressBytes(host) {
             guard names.ip.allSatisfy({ IPAddress.canonical($0) != nil }) else { return false }
-            return names.ip.contains { IPAddress.canonical($0) == address }
+            return names.ip.contains { IPAddress.bytes($0) == address }
         }
         // trustd reads each dNSName as UTF-8 (CFStringCreateWithBytes): one that is not UTF-8 fails
         // the whole list (SecCertificateCopyDNSNamesFromSAN returns none), so no DNS name matches.
         guard names.dns.allSatisfy(isUTF8) else { return false }
         let hostname = normalize(DomainNameForm.host(host))
         return names.dns.contains { isValidDNSName($0) && rightmostLabelHasLetter($0) && dnsNameMatches(pattern: $0, hostname: hostname) }
+    }
+
+    /// The bytes of `host` when trustd reads it as an IP address (`SecFrameworkCopyIPAddressData`),
+    /// which is not what inet_pton(3) reads: IPv4 is 7-15 characters of digits and dots in four
+    /// parts, each read by atoi (`127.000.000.001` and `10.1..1` are addresses, an empty part is 0);
+    /// IPv6 is 2-41 characters of hex digits and colons (brackets allowed), 3-8 fields, no dotted
+    /// IPv4 tail (`::ffff:192.0.2.1` is no address to trustd) and no zone. nil for a name.
+    public static func appleAddressBytes(_ host: String) -> [UInt8]? {
+        appleIPv4Bytes(host) ?? appleIPv6Bytes(host)
+    }
+
+    private static func appleIPv4Bytes(_ host: String) -> [UInt8]? {
+        let text = Array(host.utf8)
+        guard (7...15).contains(text.count), text.allSatisfy({ $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }) else { return nil }
+        let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var bytes: [UInt8] = []
+        for part in parts {
+            let value = part.reduce(0) { $0 * 10 + Int($1 - 0x30) } // at most 9 digits: no overflow
+            guard value <= 255 else { return nil }
+            bytes.append(UInt8(value))
+        }
+        return bytes
+    }
+
+    private static func appleIPv6Bytes(_ host: String) -> [UInt8]? {
+        var text = Array(host.utf8)
+        guard (2...41).contains(text.count) else { return nil }
+        if text.first == UInt8(ascii: "["), text.last == UInt8(ascii: "]") { text = Array(text.dropFirst().dropLast()) }
+        guard text.allSatisfy({ $0 == UInt8(ascii: ":") || hexValue($0) != nil }) else { return nil }
+        let fields = text.split(separator: UInt8(ascii: ":"), omittingEmptySubsequences: false)
+        guard (3...8).contains(fields.count) else { return nil }
+        var bytes: [UInt8] = []
+        for (index, field) in fields.enumerated() {
+            if field.isEmpty {
+                // The leading or trailing part of "::" is one zero field; one inside stands for the missing ones.
+                let zeros = index == 0 || index == fields.count - 1 ? 1 : 8 - fields.count + 1
+                bytes += [UInt8](repeating: 0, count: 2 * zeros)
+            } else if field.count <= 4 {
+                let value = field.reduce(0) { $0 << 4 | Int(hexValue($1)!) }
+                bytes += [UInt8(value >> 8), UInt8(value & 0xFF)]
+            } // A longer field adds nothing (trustd skips it), and the length below fails.
+        }
+        return bytes.count == 16 ? bytes : nil
     }
 
     /// Whether a dNSName's bytes are UTF-8. The probe writes an IA5String's bytes outside printable
@@ -67,7 +111,7 @@ public enum HostnameMatcher {
     /// 12 and earlier matched, and iOS 13 (Apple support HT210176) and current clients do not.
     public static func namedOnlyByCommonName(host: String, leaf: CertificateSummary) -> Bool {
         guard leaf.subjectAlternativeNames.dns.isEmpty, leaf.subjectAlternativeNames.ip.isEmpty,
-              let commonName = leaf.commonName, IPAddress.canonical(host) == nil else { return false }
+              let commonName = leaf.commonName, appleAddressBytes(host) == nil else { return false }
         return dnsNameMatches(pattern: commonName, hostname: normalize(DomainNameForm.host(host)))
     }
 

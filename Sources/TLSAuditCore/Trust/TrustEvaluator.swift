@@ -274,7 +274,7 @@ public enum TrustEvaluator {
         }
         guard !HostnameMatcher.matches(host: hostname, names: names) else { return }
         // An IP address written as a DNS name: clients compare an address with iPAddress entries only.
-        let isAddress = IPAddress.canonical(hostname) != nil
+        let isAddress = HostnameMatcher.appleAddressBytes(hostname) != nil
         var why = isAddress && names.dns.contains { $0.caseInsensitiveCompare(hostname) == .orderedSame }
             ? "; \(hostname) is there as a DNS name, and an address matches only an iPAddress entry (subjectAltName IP:\(hostname))" : ""
         if isAddress, let bad = names.ip.first(where: { IPAddress.canonical($0) == nil }) {
