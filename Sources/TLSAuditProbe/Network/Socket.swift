@@ -177,10 +177,11 @@ public enum Resolver {
 
         package func addresses(of host: String) -> [SocketAddress]? {
             let now = ContinuousClock.now
+            let key = Self.key(host)
             return answers.withLock { answers in
-                guard let answer = answers[Self.key(host)] else { return nil }
+                guard let answer = answers[key] else { return nil }
                 guard answer.expires > now else {
-                    answers[Self.key(host)] = nil
+                    answers[key] = nil
                     return nil
                 }
                 return answer.addresses
@@ -189,9 +190,10 @@ public enum Resolver {
 
         package func keep(_ addresses: [SocketAddress], for host: String) {
             let answer = Answer(addresses: addresses, expires: ContinuousClock.now + lifetime)
+            let key = Self.key(host)
             answers.withLock { answers in
                 if answers.count >= kept { answers.removeAll(keepingCapacity: true) }
-                answers[Self.key(host)] = answer
+                answers[key] = answer
             }
         }
     }

@@ -43,8 +43,9 @@ package final class X509Certificate: @unchecked Sendable {
     deinit { X509_free(pointer) }
 
     /// The name of the OpenSSL provider that decoded the public key (`tlsaudit-probe` for a
-    /// certificate a probe's handshake received, `default` for one parsed elsewhere); nil when the
-    /// key did not decode.
+    /// certificate parsed in the probe's library context: a handshake's, `init(der:)`'s, a PEM
+    /// file's; `default` for one made or parsed in the default context: the lab's, an OCSP
+    /// response's); nil when the key did not decode.
     package var keyProviderName: String? {
         guard let key = X509_get0_pubkey(pointer), let provider = EVP_PKEY_get0_provider(key) else {
             OpenSSLErrors.clear()
