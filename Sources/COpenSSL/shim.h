@@ -42,6 +42,7 @@ static inline int tlsaudit_SSL_CTX_set1_sigalgs_list(SSL_CTX *ctx, const char *l
 static inline int tlsaudit_SSL_CTX_set1_client_sigalgs_list(SSL_CTX *ctx, const char *list) { return (int)SSL_CTX_set1_client_sigalgs_list(ctx, list); }
 static inline long tlsaudit_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
 static inline long tlsaudit_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
+static inline void tlsaudit_SSL_CTX_set_read_ahead(SSL_CTX *ctx, int yes) { SSL_CTX_set_read_ahead(ctx, yes); }
 static inline int tlsaudit_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 static inline int tlsaudit_SSL_get_peer_tmp_key(SSL *ssl, EVP_PKEY **key) { return (int)SSL_get_peer_tmp_key(ssl, key); }
 static inline int tlsaudit_SSL_get_negotiated_group(SSL *ssl) { return (int)SSL_get_negotiated_group(ssl); }

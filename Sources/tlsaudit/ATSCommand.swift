@@ -10,7 +10,7 @@ struct ATSCommand: ParsableCommand {
         commandName: "ats",
         abstract: "One probe per ATS configuration, each offering what a current Apple client offers under it (default, minimum TLS versions, no forward secrecy, arbitrary loads, insecure HTTP loads and arbitrary loads with the app's own trust evaluation); then what to fix on the server and the smallest Info.plist exception, if any works.",
         discussion: "TARGET may be an http:// URL: it is judged as a plain HTTP load (blocked by default ATS, NSURLErrorDomain -1022). A failing server names the error an app logs (NSURLErrorDomain code and, where Apple's logs show one, the kCFStreamErrorDomainSSL code). Exit status: 0 a current Apple client with default ATS connects, 1 it does not (an exception or a server change is needed, or none helps), 2 no TLS server was reached: the name does not resolve, nothing answers, or what answers is not TLS (a plain HTTP server is named, with the http:// exception that would reach it), 64 usage error. With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 no server was reached or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md."
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Argument(help: "The server, HOST[:PORT], or http://HOST[:PORT] for a plain HTTP load.")
     var target: String
@@ -56,7 +56,7 @@ struct ATSCommand: ParsableCommand {
         let diagnostics = ATSDiagnostics.judge(probes)
         let version = TLSAuditCommand.version
         try gate.finish(GateReports.ats(diagnostics, toolVersion: version), commandExit: diagnostics.exitCode, format: format,
-                        json: { try jsonStyle.encoder.encodeLine(diagnostics) }, text: { Self.text(diagnostics) },
+                        json: { try jsonStyle.encoder.encodeLineSegments(diagnostics) }, text: { Self.text(diagnostics) },
                         fromJSON: { data in
                             try GateOptions.decode(ATSDiagnostics.self, data, schema: ATSDiagnostics.schemaVersion)
                                 .map { GateReports.ats($0, toolVersion: version) }
@@ -87,7 +87,7 @@ struct ATSCommand: ParsableCommand {
         let version = TLSAuditCommand.version
         try gate.finish(GateReports.atsPlainHTTP(target: target, status: status, error: blocked, toolVersion: version),
                         commandExit: diagnostics.exitCode, format: format,
-                        json: { try jsonStyle.encoder.encodeLine(diagnostics) },
+                        json: { try jsonStyle.encoder.encodeLineSegments(diagnostics) },
                         text: {
                             """
                             ATS diagnostics for \(target): plain HTTP (\(answer))
@@ -123,7 +123,7 @@ struct ATSCommand: ParsableCommand {
     func notReached(_ reason: String) throws -> Never {
         if format == .junit || format == .sarif || gate.writeBaseline != nil {
             try gate.finish(GateReports.atsNotReached(target: target, reason: reason, toolVersion: TLSAuditCommand.version), commandExit: 2,
-                            format: format, json: { Data() }, text: { "" }, fromJSON: { _ in nil })
+                            format: format, json: { [] }, text: { "" }, fromJSON: { _ in nil })
         }
         throw ExitCode(2)
     }

@@ -13,7 +13,7 @@ struct AlertsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alerts",
         abstract: "List the newest alerts and their delivery state per sink."
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @OptionGroup var databaseOptions: DatabaseOptions
 

@@ -55,7 +55,7 @@ struct AppAuditCommand: ParsableCommand {
             never change it. \
             With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 a host was not reached or an input could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit app")
 
     @Argument(help: "Info.plist, .app directory or .ipa.")
     var path: String
@@ -150,7 +150,7 @@ struct AppAuditCommand: ParsableCommand {
                                     privateAnchors: probed.contains { $0.probes?.privateAnchors == true })
         report.notProbed = selection.notProbed
         try gate.finish(GateReports.app(report, plist: .init(bundle)), commandExit: report.exitCode, format: format,
-                        json: { try jsonStyle.encoder.encodeLine(report) }, text: { Self.text(report) },
+                        json: { try jsonStyle.encoder.encodeLineSegments(report) }, text: { Self.text(report) },
                         fromJSON: { data in
                             try GateOptions.decode(AppAuditReport.self, data, schema: AppAuditReport.schemaVersion)
                                 .map { GateReports.app($0, plist: GateReports.PlistSource(file: $0.app)) }

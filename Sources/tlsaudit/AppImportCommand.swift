@@ -22,7 +22,7 @@ struct AppImportCommand: ParsableCommand {
             `tlsaudit status --tag app:BUNDLE_ID` then shows the app's servers.
             Exit status: 0 written, 64 usage error or unreadable app.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit app")
 
     @Argument(help: "Info.plist, .app directory or .ipa.")
     var path: String

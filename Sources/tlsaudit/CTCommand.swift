@@ -32,7 +32,7 @@ struct CTStatusCommand: ParsableCommand {
         commandName: "status",
         abstract: "Each CT log's position (head, next entry, backlog, problem) and the certificates logged for pinned or watched names: breaks, covered, unexpected issuers.",
         discussion: "Certificates are listed when valid from --days ago on (newest first), so that the list is what may be deployed soon. Exit status 0; 2 when the database cannot be read."
-    )
+    ).parsedDirectly(under: "tlsaudit ct")
 
     @OptionGroup var databaseOptions: DatabaseOptions
 
@@ -123,7 +123,7 @@ struct CTBackfillCommand: ParsableCommand {
             entries read a second per log. Exit status 0 when every log was read, 1 when one stopped (a problem or a failure), \
             64 for a bad configuration or option, 2 when the database cannot be opened.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit ct")
 
     @OptionGroup var databaseOptions: DatabaseOptions
 

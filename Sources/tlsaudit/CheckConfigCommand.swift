@@ -11,7 +11,7 @@ struct CheckConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check-config",
         abstract: "Validate a configuration file: every error with file, line and what was expected (exit 64 when invalid)."
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Argument(help: "The YAML configuration to check.")
     var file: String

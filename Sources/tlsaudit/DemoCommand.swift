@@ -20,7 +20,7 @@ struct DemoCommand: AsyncParsableCommand {
             SHA-1), a wrong-name leaf sent without its intermediate, and a port where nothing listens. \
             The service scans each every 2 seconds and stores the scans in SQLite.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Option(help: "The SQLite database (default: a fresh file in a temporary directory).")
     var database: String?

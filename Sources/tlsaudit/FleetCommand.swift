@@ -34,7 +34,7 @@ struct FleetCommand: ParsableCommand {
                 `node:` settings; everything else (targets, alerts, reports, intervals, concurrency, fleet lease and poll) \
                 comes from this file. Exit 0 applied, 64 the file is invalid (nothing stored), 2 the database cannot be reached.
                 """
-        )
+        ).parsedDirectly(under: "tlsaudit fleet")
 
         @Argument(help: "The YAML configuration to apply.")
         var file: String
@@ -74,7 +74,7 @@ struct FleetCommand: ParsableCommand {
                 scans are then taken over by the others). Exit 0 when every node is alive and runs the newest version, 1 \
                 otherwise, 2 when the database cannot be read.
                 """
-        )
+        ).parsedDirectly(under: "tlsaudit fleet")
 
         @OptionGroup var databaseOptions: DatabaseOptions
 

@@ -28,9 +28,9 @@ struct GateOptions: ParsableArguments {
     /// Prints the run in `format`, applies the baseline, writes the new baseline, and exits with
     /// the command's status (`commandExit`), or under a baseline with 0, 1 for a new finding, 2 for
     /// a host not reached.
-    /// - `json`, `text`: the command's own outputs.
+    /// - `json`, `text`: the command's own outputs (the JSON document in pieces, written one after the other).
     /// - `fromJSON`: the gate of an earlier JSON output of the same command (for `--baseline`), or nil when it is not one.
-    func finish(_ gate: GateReport, commandExit: Int32, format: GateOutputFormat, json: () throws -> Data, text: () -> String,
+    func finish(_ gate: GateReport, commandExit: Int32, format: GateOutputFormat, json: () throws -> [Data], text: () -> String,
                 fromJSON: (Data) throws -> GateReport?) throws {
         var gate = gate
         var exitCode = commandExit

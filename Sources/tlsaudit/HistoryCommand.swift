@@ -10,7 +10,7 @@ struct HistoryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",
         abstract: "Show the stored scans of a target (its name, host or host:port), newest first."
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Argument(help: "Target name, host or host:port.")
     var target: String

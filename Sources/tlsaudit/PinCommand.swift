@@ -12,7 +12,7 @@ struct PinCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin",
         abstract: "Print the SPKI pin and certificate fingerprint of each certificate of a server's chain (or of certificate files), what each pin protects against, and a config entry and an NSPinnedDomains snippet pinning the leaf key with a backup slot."
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Argument(help: "The server, HOST[:PORT] (omit with --cert).")
     var target: String?

@@ -19,7 +19,7 @@ struct PinsImportCommand: ParsableCommand {
         commandName: "import",
         abstract: "Turn an Info.plist's NSPinnedDomains (or a bare NSAppTransportSecurity dictionary) into tlsaudit groups with pins.",
         discussion: "An empty identity array is an error (exit 64); a single pin without a backup is a warning."
-    )
+    ).parsedDirectly(under: "tlsaudit pins")
 
     @Argument(help: "The property list (XML or binary).")
     var plist: String

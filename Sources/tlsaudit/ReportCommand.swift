@@ -17,7 +17,7 @@ struct ReportCommand: ParsableCommand {
             targets carry app:BUNDLE_ID tags, an Apps section shows each app's targets as its client sees them. Exit 0 when written, 2 when the database cannot be \
             read or the file cannot be written, 64 on bad options.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @OptionGroup var databaseOptions: DatabaseOptions
 

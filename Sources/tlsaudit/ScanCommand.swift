@@ -22,7 +22,7 @@ struct ScanCommand: ParsableCommand {
             every target done is stored, and the command ends by that signal (130, 143, 129); a second Ctrl-C or SIGTERM ends it at once (further SIGHUPs are ignored). \
             With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an address or name could not be scanned or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Argument(help: "Targets: HOST, HOST:PORT, [IPV6]:PORT or https://HOST[:PORT].")
     var targets: [String] = []
@@ -204,7 +204,7 @@ struct ScanCommand: ParsableCommand {
         let colour = !noColor && ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
         let printed = Result {
             try gate.finish(GateReports.scan(report, targetsFile: targetsFile, lines: targetLines), commandExit: report.exitCode, format: format,
-                            json: { try jsonStyle.encoder.encodeLine(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
+                            json: { try jsonStyle.encoder.encodeLineSegments(report) }, text: { ScanTextRenderer(colour: colour).render(report) },
                             fromJSON: { data in
                                 try GateOptions.decode(ScanReport.self, data, schema: ScanReport.schemaVersion)
                                     .map { GateReports.scan($0, targetsFile: nil, lines: [:]) }

@@ -46,7 +46,7 @@ struct ServeCommand: AsyncParsableCommand {
             one keeps running. With NOTIFY_SOCKET set (systemd Type=notify) it sends READY, \
             RELOADING, STOPPING and WATCHDOG notifications.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Option(help: "The YAML configuration.")
     var config: String = ServiceConfiguration.installedPath

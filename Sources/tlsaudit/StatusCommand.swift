@@ -16,7 +16,7 @@ struct StatusCommand: ParsableCommand {
             tag given (as of their latest scan); with --group, only that configuration group's targets (a GROUP column shows each \
             row's group when some target is in one). Exit 0 all compliant, 1 some not, 2 some unreachable (of the rows shown).
             """
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @OptionGroup var databaseOptions: DatabaseOptions
 

@@ -25,7 +25,7 @@ struct StoreCommand: ParsableCommand {
                 both sides. Exit 0 copied and counts equal, 1 counts differ, 2 a store cannot be read or written \
                 (or the destination holds other data).
                 """
-        )
+        ).parsedDirectly(under: "tlsaudit store")
 
         @Option(help: "The SQLite file to copy from.")
         var from: String

@@ -23,6 +23,7 @@ struct TLSAuditCommand: AsyncParsableCommand {
     /// straight from the subcommand the arguments name when they parse as it (`DirectRoute`), else
     /// through ArgumentParser's root parse, which answers help, versions, completions and errors.
     static func main() async {
+        OpenSSLLibrary.initializeWithoutCleanupAtExit()
         StandardStream.prepare()
         StoreBackends.registerShipped()
         if let command = await DirectRoute.parse(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
@@ -46,7 +47,10 @@ struct TLSAuditCommand: AsyncParsableCommand {
 enum DirectRoute {
     /// The leaf command parsed from `arguments`, or nil when the root parse must answer.
     static func parse(_ arguments: [String], root: any ParsableCommand.Type) async -> (any ParsableCommand)? {
-        guard let (leaf, rest) = leaf(of: root, in: arguments[...]) else { return nil }
+        // A leaf parsed on its own does not look for `--generate-completion-script`: the root does.
+        guard !arguments.contains(where: { $0.contains("generate-completion-script") }),
+              let (leaf, rest) = leaf(of: root, in: arguments[...])
+        else { return nil }
         let parsed: (any ParsableCommand)?
         if let asyncLeaf = leaf as? any AsyncParsableCommand.Type {
             parsed = try? await asyncLeaf.asyncParseAsRoot(Array(rest))
@@ -61,17 +65,35 @@ enum DirectRoute {
 
     /// The command the leading arguments name (subcommand names and aliases, down to a command
     /// without subcommands) and the arguments after them; nil when they name none.
+    /// Only a leaf marked `parsedDirectly(under:)` with the names above it is taken.
     static func leaf(of root: any ParsableCommand.Type, in arguments: ArraySlice<String>) -> (any ParsableCommand.Type, ArraySlice<String>)? {
         var command = root
+        var path = root._commandName
         var rest = arguments
         while !command.configuration.subcommands.isEmpty {
             guard let name = rest.first,
                   let next = command.configuration.subcommands.first(where: { $0._commandName == name || $0.configuration.aliases.contains(name) })
             else { return nil }
+            if next.configuration.subcommands.isEmpty, next.configuration._superCommandName != path { return nil }
+            path += " " + next._commandName
             command = next
             rest = rest.dropFirst()
         }
         return command == root ? nil : (command, rest)
+    }
+}
+
+extension CommandConfiguration {
+    /// A leaf command's configuration that names the commands above it (`"tlsaudit"`,
+    /// `"tlsaudit app"`), so that `DirectRoute` parses the leaf on its own, as ArgumentParser parses a
+    /// plugin's pseudo-command: without the two extra argument sets (Mirrors and conformance look-ups
+    /// over `GenerateCompletions` and its twin, 11.6M of a one-target scan's 73.5M instructions)
+    /// of its check for `--generate-completion-script`, which the root parse answers. Only the
+    /// usage text of a leaf parsed as the root reads the name, and `DirectRoute` never shows one.
+    func parsedDirectly(under parents: String) -> CommandConfiguration {
+        var configuration = self
+        configuration._superCommandName = parents
+        return configuration
     }
 }
 

@@ -38,10 +38,16 @@ enum StandardStream {
 
     func write(_ text: String) { write(Data(text.utf8)) }
 
-    func write(_ data: Data) {
+    func write(_ data: Data) { write([data]) }
+
+    /// Writes `pieces` one after the other (a document encoded in pieces: `encodeLineSegments`).
+    func write(_ pieces: [Data]) {
         fflush(nil)
         let descriptor = self == .output ? STDOUT_FILENO : STDERR_FILENO
-        let failure = data.withUnsafeBytes { DescriptorWrites.writeAll($0, to: descriptor) }
+        var failure: Int32?
+        for piece in pieces where failure == nil {
+            failure = piece.withUnsafeBytes { DescriptorWrites.writeAll($0, to: descriptor) }
+        }
         guard self == .output, let failure else { return }
         if failure == EPIPE {
             // Default action, unblocked in this thread (Dispatch threads block some signals).

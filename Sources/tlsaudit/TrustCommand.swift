@@ -26,7 +26,7 @@ struct TrustStatusCommand: ParsableCommand {
             shipped snapshots. An input older than its max_age is marked stale. A running service shows \
             the same at /api/v1/trust-inputs, with its refresh outcomes.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit trust")
 
     @Option(help: "The service's configuration file.")
     var config: String?
@@ -122,7 +122,7 @@ struct TrustUpdateCommand: ParsableCommand {
             the kept copy when its source cannot be had. Exit status: 0 updated, 1 refused, 2 the source \
             cannot be read, 64 usage.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit trust")
 
     @Argument(help: "The input: a file or an http(s) URL.")
     var source: String

@@ -20,7 +20,7 @@ struct VerifyCommand: ParsableCommand {
             unreadable, 64 usage error. \
             With --baseline FILE (an earlier --format sarif or json output): 0 nothing new, 1 a finding not in the baseline, 2 an input or the baseline could not be read; the known findings are listed as such. --format junit and sarif: docs/ci.md.
             """
-    )
+    ).parsedDirectly(under: "tlsaudit")
 
     @Option(name: .customLong("chain"), help: "Certificate file(s): PEM or DER; repeatable.")
     var chainFiles: [String]
@@ -86,7 +86,7 @@ struct VerifyCommand: ParsableCommand {
         }
         let colour = ProcessInfo.processInfo.environment["NO_COLOR"] == nil && Terminal.isTTY(STDOUT_FILENO)
         try gate.finish(GateReports.verify(report), commandExit: report.exitCode, format: format,
-                        json: { try jsonStyle.encoder.encodeLine(report) }, text: { VerifyTextRenderer.render(report, colour: colour) },
+                        json: { try jsonStyle.encoder.encodeLineSegments(report) }, text: { VerifyTextRenderer.render(report, colour: colour) },
                         fromJSON: { data in
                             try GateOptions.decode(VerifyReport.self, data, schema: VerifyReport.schemaVersion).map(GateReports.verify)
                         })

@@ -3,6 +3,8 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditProbe
+@testable import tlsaudit
+import ArgumentParser
 
 /// What an operator reads about the commands, through the binary: every `--help` lists every value
 /// its options accept, and `scripts/generate-docs` makes man pages `man` renders and completions
@@ -87,6 +89,38 @@ struct DocumentationTests {
         #expect(Set(checked["log-format"] ?? []) == ["serve", "demo"])
         #expect(checked["checks"] == ["scan"])
         #expect(Set(checked["starttls"] ?? []).isSuperset(of: ["scan", "ats", "pin"]))
+    }
+
+    /// Every leaf command below `command`, with the names of the commands above it.
+    static func leaves(of command: any ParsableCommand.Type, under path: String = "") -> [(command: any ParsableCommand.Type, parents: String)] {
+        let name = path.isEmpty ? command._commandName : path + " " + command._commandName
+        let subcommands = command.configuration.subcommands
+        return subcommands.isEmpty ? [(command, path)] : subcommands.flatMap { leaves(of: $0, under: name) }
+    }
+
+    @Test("every leaf command is parsed on its own; a completion request or a usage error after a leaf's name is answered as from the root")
+    func leavesParsedDirectly() throws {
+        let leaves = Self.leaves(of: TLSAuditCommand.self)
+        #expect(leaves.count >= 20)
+        for (leaf, parents) in leaves {
+            // Marked with the commands above it, so DirectRoute takes it (and skips ArgumentParser's completion check).
+            #expect(leaf.configuration._superCommandName == parents, "\(parents) \(leaf._commandName)")
+            let names = parents.split(separator: " ").dropFirst().map(String.init) + [leaf._commandName]
+            #expect(DirectRoute.leaf(of: TLSAuditCommand.self, in: (names + ["x"])[...]).map { $0.0 == leaf } == true, "\(names)")
+        }
+        // The completion scripts come from the root parse, wherever the flag is.
+        let root = try CLI.run(["--generate-completion-script", "bash"])
+        for arguments in [["scan", "--generate-completion-script", "bash"], ["app", "audit", "--generate-completion-script=bash"]] {
+            let script = try CLI.run(arguments)
+            #expect(script.status == 0 && script.stdout == root.stdout && script.stdout.contains("complete -"), "\(arguments): \(script.stderr)")
+        }
+        // A leaf's usage error names the whole command, as the root parse writes it.
+        let wrong = try CLI.run(["app", "audit", "--no-such-option"])
+        #expect(wrong.status == 64)
+        #expect(wrong.stderr.contains("Usage: tlsaudit app audit"), "\(wrong.stderr)")
+        let help = try CLI.run(["verify", "--help"])
+        #expect(help.stdout.contains("USAGE: tlsaudit verify"), "\(help.stdout.prefix(300))")
+        #expect(!help.stdout.contains("tlsaudit tlsaudit"))
     }
 
     @Test("scripts/generate-docs: man renders tlsaudit-scan with its options; the completions load")

@@ -232,6 +232,11 @@ struct JSONDocumentEncoderTests {
                 let theirs = Self.foundation(snakeCase: snakeCase, iso8601: true, pretty: pretty, escapesSlashes: false)
                 #expect(try ours.encodeString(document) == String(decoding: try theirs.encode(document), as: UTF8.self))
                 #expect(try ours.encodeString(elements) == String(decoding: try theirs.encode(elements), as: UTF8.self))
+                // In pieces, as commands print it: the chunks are not joined, the bytes are the same.
+                let pieces = try ours.encodeLineSegments(document)
+                #expect(Data(pieces.joined()) == (try theirs.encode(document)) + Data("\n".utf8))
+                #expect(try ours.encodeLine(document) == Data(pieces.joined()))
+                if count >= 32, ProcessInfo.processInfo.activeProcessorCount > 1 { #expect(pieces.count > 2) }
             }
         }
     }

@@ -80,4 +80,12 @@ public enum OpenSSLLibrary {
     /// How many key decoders the probe's library context offers (`tlsaudit_probe_library_context`;
     /// 0 when it could not be made and the probe uses the default context).
     package static var probeContextKeyDecoders: Int { Int(tlsaudit_probe_library_decoder_count()) }
+
+    /// Initializes libcrypto without registering `OPENSSL_cleanup` to run at exit: freeing every
+    /// table at exit cost each command 1.3M instructions (a one-target scan is about 70M), and it
+    /// would free them under a thread still in a handshake when a command exits. Call it before
+    /// anything else uses OpenSSL (the first initialization decides).
+    public static func initializeWithoutCleanupAtExit() {
+        _ = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
+    }
 }
