@@ -84,6 +84,14 @@ let package = Package(
             name: "TLSAuditSupport",
             swiftSettings: swiftSettings
         ),
+        // Child processes started with posix_spawn (CProcess's file actions): the service's command
+        // sinks, the lab's servers and tools, the tests' runs of the binary. Foundation's Process
+        // can crash the whole process on Linux (swift-corelibs-foundation #5472).
+        .target(
+            name: "TLSAuditProcess",
+            dependencies: ["CProcess", "TLSAuditSupport"],
+            swiftSettings: swiftSettings
+        ),
         // The facts: certificates, handshake observations, scan results, findings and verdicts as
         // values, alerts, pins, settings and their ranges, and how the domain's documents are
         // encoded (`JSONDocumentEncoder.tlsaudit`). No rule lives here. Pure Swift.
@@ -117,7 +125,7 @@ let package = Package(
         // the product's scan and serve paths never import it.
         .target(
             name: "TLSAuditLab",
-            dependencies: ["TLSAuditSupport", "COpenSSL", "CProcess", "TLSAuditModel", "TLSAuditProbe"],
+            dependencies: ["TLSAuditProcess", "TLSAuditSupport", "COpenSSL", "CProcess", "TLSAuditModel", "TLSAuditProbe"],
             swiftSettings: swiftSettings
         ),
         // Reads an iOS app's ATS inputs (Info.plist, .app, .ipa within size limits): the bundle
@@ -175,7 +183,7 @@ let package = Package(
         // The service: YAML configuration, the Dispatch scheduler, lifecycle and sd_notify.
         .target(
             name: "TLSAuditService",
-            dependencies: [
+            dependencies: ["TLSAuditProcess", 
                 "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditReport", "TLSAuditSupport", "CProcess",
                 "TLSAuditMonitoring",
                 .product(name: "Logging", package: "swift-log"),
@@ -209,7 +217,7 @@ let package = Package(
         .executableTarget(
             name: "tlsaudit-bench",
             dependencies: [
-                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditLab", "TLSAuditService", "TLSAuditSupport",
+                "TLSAuditCore", "TLSAuditProbe", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditLab", "TLSAuditService", "TLSAuditSupport", "TLSAuditProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Sources/TLSAuditBench",
@@ -218,7 +226,7 @@ let package = Package(
         // The support module's own tests (the JSON encoder against Foundation's bytes, timestamps).
         .testTarget(
             name: "TLSAuditSupportTests",
-            dependencies: ["TLSAuditSupport"],
+            dependencies: ["TLSAuditProcess", "TLSAuditSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -228,7 +236,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TLSAuditServiceTests",
-            dependencies: ["TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring", "TLSAuditSupport",
+            dependencies: ["TLSAuditProcess", "TLSAuditCore", "TLSAuditOutput", "TLSAuditProbe", "TLSAuditLab", "TLSAuditStore", "TLSAuditSQLite", "TLSAuditReport", "TLSAuditService", "TLSAuditMonitoring", "TLSAuditSupport",
                            "TLSAuditPostgres", "TLSAuditServiceLab", "tlsaudit", .product(name: "GRDB", package: "GRDB.swift")],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
@@ -237,7 +245,7 @@ let package = Package(
         // runner, shared by the test targets that run the binary. Test support: no product links it.
         .target(
             name: "TLSAuditServiceLab",
-            dependencies: ["TLSAuditLab", "TLSAuditPostgres", "TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditSupport",
+            dependencies: ["TLSAuditProcess", "TLSAuditLab", "TLSAuditPostgres", "TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditSupport",
                            .product(name: "GRDB", package: "GRDB.swift")],
             path: "Tests/TLSAuditServiceLab",
             swiftSettings: swiftSettings
@@ -260,7 +268,7 @@ let package = Package(
         // What only the SQLite backend has (schema snapshot, migrations, file growth, streaming).
         .testTarget(
             name: "TLSAuditSQLiteTests",
-            dependencies: ["TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditStoreConformance",
+            dependencies: ["TLSAuditProcess", "TLSAuditProbe", "TLSAuditSQLite", "TLSAuditStore", "TLSAuditStoreConformance",
                            .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
@@ -276,14 +284,14 @@ let package = Package(
         .testTarget(
             name: "TLSAuditProbeTests",
             // The probe checks end to end through the built binary: depends on it so that `swift test` builds it.
-            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditProbe", "TLSAuditServiceLab", "TLSAuditSupport", "tlsaudit"],
+            dependencies: ["TLSAuditProcess", "TLSAuditCore", "TLSAuditLab", "TLSAuditProbe", "TLSAuditServiceLab", "TLSAuditSupport", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
         // The monitoring module's own tests (per-address series, read in batches).
         .testTarget(
             name: "TLSAuditMonitoringTests",
             // The listener end to end through the built binary: depends on it so that `swift test` builds it.
-            dependencies: ["TLSAuditCore", "TLSAuditLab", "TLSAuditModel", "TLSAuditMonitoring", "TLSAuditStore", "TLSAuditServiceLab",
+            dependencies: ["TLSAuditProcess", "TLSAuditCore", "TLSAuditLab", "TLSAuditModel", "TLSAuditMonitoring", "TLSAuditStore", "TLSAuditServiceLab",
                            "TLSAuditSupport", "tlsaudit"],
             swiftSettings: swiftSettings
         ),
@@ -304,7 +312,7 @@ let package = Package(
         .testTarget(
             name: "TLSAuditScanTests",
             // Depends on the executable so that `swift test` builds the binary the tests run.
-            dependencies: ["TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "TLSAuditOutput", "TLSAuditSupport", "tlsaudit"],
+            dependencies: ["TLSAuditProcess", "TLSAuditCore", "TLSAuditProbe", "TLSAuditLab", "TLSAuditApp", "TLSAuditOutput", "TLSAuditSupport", "tlsaudit"],
             exclude: ["Fixtures"],
             swiftSettings: swiftSettings
         ),

@@ -3,6 +3,7 @@ import Foundation
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditProbe
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -130,7 +131,7 @@ struct CTFollowBenchCommand: ParsableCommand {
                                    "operators": [["name": "bench", "email": ["ct@bench.test"], "logs": [ctLog.listEntry(url: server.url)]]]]
         try JSONSerialization.data(withJSONObject: list).write(to: directory.appendingPathComponent("logs.json"))
         try "\(Self.lastName)\n".write(to: directory.appendingPathComponent("watchlist"), atomically: true, encoding: .utf8)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: certspotter)
         process.arguments = ["-logs", directory.appendingPathComponent("logs.json").path, "-watchlist", directory.appendingPathComponent("watchlist").path,
                              "-state_dir", directory.appendingPathComponent("state").path, "-stdout", "-no_save", "-batch_size", "\(page)"]

@@ -5,6 +5,7 @@ import TLSAuditCore
 import TLSAuditModel
 import TLSAuditProbe
 import TLSAuditSupport
+import TLSAuditProcess
 
 /// `tlsaudit-bench limbo --suite limbo.json.xz`: judges every x509-limbo testcase a TLS server
 /// verifier can be asked (validation kind SERVER, no max_chain_depth) exactly as `tlsaudit verify
@@ -93,7 +94,7 @@ enum LimboSuite {
     static func load(path: String) throws -> [Testcase] {
         let data: Data
         if path.hasSuffix(".xz") {
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["xz", "-dc", path]
             let pipe = Pipe()

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -82,7 +83,7 @@ public enum AppFixture {
     }
 
     public static func python(_ script: String, _ arguments: [String]) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["python3"], package: "python3"))
         process.arguments = ["-c", script] + arguments
         let errors = Pipe()

@@ -1,4 +1,5 @@
 public import Foundation
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,7 +35,7 @@ public enum LabCommand {
     /// outlives `limit` seconds (a child started from a test thread may inherit SIGTERM blocked).
     public static func run(_ arguments: [String], program: String = tlsaudit, limit: Double = 60, directory: String? = nil,
                            environment: [String: String] = [:]) throws -> Output {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }

@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditProcess
 
 /// A JSON document checked against a JSON schema (docs/*.schema.json, SARIF's) by Python's
 /// jsonschema, in the draft the schema names (2020-12 when it names none): an implementation
@@ -44,7 +45,7 @@ enum LabValidator {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("document-\(UUID().uuidString).\(suffix)")
         try document.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments(file.path)
         let pipe = Pipe()

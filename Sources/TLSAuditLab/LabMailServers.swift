@@ -1,5 +1,6 @@
 import Foundation
 import TLSAuditProbe
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,7 @@ import Glibc
 public final class LabDaemon: @unchecked Sendable {
     // @unchecked: `process` is set once in init and only terminated after.
     public let directory: String
-    private var process: Process?
+    private var process: ChildProcess?
     private let asNobody = geteuid() == 0
 
     init(name: String) throws {
@@ -30,7 +31,7 @@ public final class LabDaemon: @unchecked Sendable {
     /// Starts `program` with `arguments` (as nobody, owning the directory, when root), then waits
     /// until every port in `ports` accepts a connection; throws with the server's output otherwise.
     func start(_ program: String, _ arguments: [String], ports: [Int], address: String = "127.0.0.1") throws {
-        let process = Process()
+        let process = ChildProcess()
         if asNobody {
             try chownToNobody()
             process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/setpriv"], package: "util-linux"))
@@ -75,7 +76,7 @@ public final class LabDaemon: @unchecked Sendable {
     }
 
     private func chownToNobody() throws {
-        let chown = Process()
+        let chown = ChildProcess()
         chown.executableURL = URL(fileURLWithPath: "/bin/chown")
         chown.arguments = ["-R", "nobody:nogroup", directory]
         try chown.run()

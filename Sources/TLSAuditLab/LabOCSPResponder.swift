@@ -1,4 +1,5 @@
 public import Foundation
+public import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +15,7 @@ public final class LabOCSPResponder {
 
     public let directory: URL
     public let issuer: LabCertificate
-    public private(set) var responder: Process?
+    public private(set) var responder: ChildProcess?
     public private(set) var port = 0
 
     /// `signer`: who signs the answers (default the issuer; another CA makes them wrongly signed);
@@ -90,13 +91,13 @@ public final class LabOCSPResponder {
 
     /// `openssl s_server` on a free loopback port sending `leaf` (and the issuer) with `staple`
     /// stapled, for `connections` connections (nil: until killed); the caller kills it.
-    public func stapledServer(leaf: LabCertificate, staple: [UInt8], connections: Int? = nil) throws -> (server: Process, port: Int) {
+    public func stapledServer(leaf: LabCertificate, staple: [UInt8], connections: Int? = nil) throws -> (server: ChildProcess, port: Int) {
         try labOpenSSLServer(chain: [leaf, issuer], staple: staple, connections: connections, directory: directory)
     }
 
     /// Stops a process the lab started (SIGKILL: started from a test thread, s_server may have
     /// SIGTERM blocked).
-    public static func kill(_ server: Process) {
+    public static func kill(_ server: ChildProcess) {
         Glibc.kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
     }
@@ -113,7 +114,7 @@ public final class LabOCSPResponder {
 /// (`-serverinfo`, e.g. the SCT extension) and `staple` (`-status_file`) when given, for
 /// `connections` connections (nil: until killed); its files go in `directory`. The caller kills it.
 public func labOpenSSLServer(chain: [LabCertificate], serverInfo: String? = nil, staple: [UInt8]? = nil, connections: Int? = 40,
-                             directory: URL) throws -> (server: Process, port: Int) {
+                             directory: URL) throws -> (server: ChildProcess, port: Int) {
     let base = directory.appendingPathComponent("s_server-\(UUID().uuidString.prefix(8))").path
     try chain[0].pem.write(toFile: base + "-leaf.pem", atomically: true, encoding: .utf8)
     try chain[0].key.pem.write(toFile: base + "-leaf.key", atomically: true, encoding: .utf8)
@@ -136,8 +137,8 @@ public func labOpenSSLServer(chain: [LabCertificate], serverInfo: String? = nil,
 }
 
 /// `openssl ARGUMENTS`, ready to run, its output discarded (a caller that reads it sets its own).
-func labOpenSSLProcess(_ arguments: [String]) throws -> Process {
-    let process = Process()
+func labOpenSSLProcess(_ arguments: [String]) throws -> ChildProcess {
+    let process = ChildProcess()
     process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/openssl"], package: "openssl"))
     process.arguments = arguments
     process.standardOutput = FileHandle.nullDevice

@@ -1,5 +1,6 @@
 import Foundation
 import TLSAuditProbe
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,7 +26,7 @@ public enum LabPrerequisite {
 
     /// Nothing when python3 imports `module`; else `Missing` saying how to install it (`install`).
     public static func pythonModule(_ module: String, install: String) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try program(["python3"], package: "python3"))
         process.arguments = ["-c", "import \(module)"]
         process.standardOutput = FileHandle.nullDevice

@@ -1,6 +1,7 @@
 import Foundation
 import TLSAuditModel
 import TLSAuditProbe
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -332,7 +333,7 @@ public final class LabVulnerableServer: Sendable {
             defer { try? FileManager.default.removeItem(at: directory) }
             let input = directory.appendingPathComponent("in"), output = directory.appendingPathComponent("out")
             guard (try? Data(encrypted).write(to: input)) != nil else { return nil }
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
             process.arguments = ["pkeyutl", "-decrypt", "-inkey", keyFile, "-pkeyopt", "rsa_padding_mode:none",
                                  "-in", input.path, "-out", output.path]

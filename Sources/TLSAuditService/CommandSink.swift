@@ -1,4 +1,5 @@
 import Foundation
+import TLSAuditProcess
 
 /// `type: command`: runs `argv` (no shell) with the alert JSON on stdin; success is exit status 0.
 struct CommandSink: AlertSink {
@@ -24,18 +25,13 @@ struct CommandSink: AlertSink {
         guard let program = argv.first, let executable = resolve(program) else {
             return .failure(SinkDeliveryError(description: "command not found: \(argv.first ?? "(empty)")"))
         }
-        let process = Process()
-        // Through `env --default-signal`: the command starts with default signal handling and no
-        // blocked signals, whatever this process ignores (SIGPIPE, SIGHUP) or the delivering thread
-        // blocks (Dispatch threads block SIGTERM): a command that inherited those could not be
-        // stopped by SIGTERM, nor could anything it starts, and would not die of a closed pipe.
-        if let env = Self.signalResettingEnv, !executable.utf8.contains(UInt8(ascii: "=")) {
-            process.executableURL = URL(fileURLWithPath: env)
-            process.arguments = ["--default-signal", executable] + argv.dropFirst()
-        } else {
-            process.executableURL = URL(fileURLWithPath: executable)
-            process.arguments = Array(argv.dropFirst())
-        }
+        // A ChildProcess starts with default signal handling and no blocked signals, whatever this
+        // process ignores (SIGPIPE, SIGHUP) or the delivering thread blocks (Dispatch threads block
+        // SIGTERM): a command that inherited those could not be stopped by SIGTERM, nor could
+        // anything it starts, and would not die of a closed pipe.
+        let process = ChildProcess()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(argv.dropFirst())
         let stdin = Pipe()
         process.standardInput = stdin
         process.standardOutput = FileHandle.nullDevice
@@ -66,22 +62,6 @@ struct CommandSink: AlertSink {
         }
         return .success(())
     }
-
-    /// GNU env (coreutils 8.31 and later) when it is there: `--default-signal` resets every signal's
-    /// handling and unblocks them all before it runs the command. (A path with `=` would be read as
-    /// an assignment: such commands run directly.)
-    static let signalResettingEnv: String? = {
-        let env = "/usr/bin/env"
-        guard FileManager.default.isExecutableFile(atPath: env) else { return nil }
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: env)
-        probe.arguments = ["--default-signal", "/bin/true"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return nil }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0 ? env : nil
-    }()
 
     /// An absolute path, or the first match on PATH.
     static func resolve(_ program: String) -> String? {

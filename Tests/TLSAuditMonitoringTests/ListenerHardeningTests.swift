@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditLab
 import TLSAuditServiceLab
+import TLSAuditProcess
 
 /// The listener against hostile pages and clients: the `Host` rule, the per-client
 /// password budget, bcrypt's 72-byte limit, the headers on every answer, encoded names and scheme
@@ -117,9 +118,9 @@ extension MonitoringTests {
 
     /// Two curls flooding `address` with junk basic credentials (a known user's wrong password, an
     /// unknown user), 25 requests a second each, 150 each, with `options` (an interface, headers).
-    static func flood(_ address: String, _ options: [String]) throws -> [(Process, Pipe)] {
+    static func flood(_ address: String, _ options: [String]) throws -> [(ChildProcess, Pipe)] {
         try ["alice:wrong-guess", "mallory:junk"].map { credentials in
-            let process = Process()
+            let process = ChildProcess()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = ["-s", "--rate", "25/s", "-o", "/dev/null", "-w", "%{http_code}\n", "-u", credentials] + options
                 + ["http://\(address)/metrics?n=[1-150]"]
@@ -131,7 +132,7 @@ extension MonitoringTests {
     }
 
     /// The flood's status codes, once it ends: 150 per curl, each 401 or 429, and at least 100 429s each.
-    static func heldToBudget(_ floods: [(Process, Pipe)], sourceLocation: SourceLocation = #_sourceLocation) {
+    static func heldToBudget(_ floods: [(ChildProcess, Pipe)], sourceLocation: SourceLocation = #_sourceLocation) {
         for (process, output) in floods {
             process.waitUntilExit()
             let codes = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n")

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditSupport
+import TLSAuditProcess
 import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
@@ -507,7 +508,7 @@ final class MonitoringStack: @unchecked Sendable {
     let directory: URL
     let prometheusPort: Int
     let alertmanagerPort: Int
-    private var processes: [Process] = []
+    private var processes: [ChildProcess] = []
 
     /// Prometheus scraping tlsaudit's `/metrics` at `target` every second, and Alertmanager.
     convenience init(workspace: URL, scraping target: String, alertmanagerPort: Int) throws {
@@ -542,7 +543,7 @@ final class MonitoringStack: @unchecked Sendable {
     }
 
     private func start(_ program: String, _ arguments: [String], log: String) throws {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         let file = directory.appendingPathComponent(log)

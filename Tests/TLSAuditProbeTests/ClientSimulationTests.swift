@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditServiceLab
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,7 +43,7 @@ struct ClientSimulationTests {
     }
 
     static func run(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         let output = Pipe()

@@ -4,6 +4,7 @@ import TLSAuditLab
 import TLSAuditModel
 import TLSAuditProbe
 import TLSAuditSupport
+import TLSAuditProcess
 
 /// Reading static-ct-api logs (c2sp.org/static-ct-api): the lab log's checkpoint, tiles and issuers
 /// as files served by nginx (Debian's package, gzip on), read by `CTTileClient` and followed by the
@@ -28,7 +29,7 @@ struct StaticCTLogTests {
         defer { tiled.stop(); server.stop() }
         for index in 0..<300 { server.add(try pki.intermediate.issue(.server(["n\(index % 7).ct.test"])), chain: [pki.intermediate, pki.root]) }
         try tiled.publish()
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: curl)
         process.arguments = ["-s", "-o", "/dev/null", "-D", "-", "-H", "Accept-Encoding: gzip", tiled.url + "tile/data/000"]
         let pipe = Pipe()
@@ -192,7 +193,7 @@ struct StaticCTLogTests {
         try tiled.publish()
         let client = try #require(CTTileClient(url: tiled.url, key: server.log.publicKey, timeout: 5))
         let plain = try client.treeHead()
-        let gzip = Process()
+        let gzip = ChildProcess()
         gzip.executableURL = URL(fileURLWithPath: "/bin/gzip")
         gzip.arguments = ["-c", "-n"]
         let input = Pipe(), output = Pipe()

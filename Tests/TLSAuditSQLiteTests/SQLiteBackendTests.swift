@@ -5,6 +5,7 @@ import TLSAuditProbe
 import TLSAuditStore
 import TLSAuditStoreConformance
 @testable import TLSAuditSQLite
+import TLSAuditProcess
 
 /// What only the SQLite backend has: the schema snapshot new files are made from, its migration
 /// names, its file's growth, a million rows streamed, its fencing order. (Every backend's common
@@ -48,7 +49,7 @@ struct SQLiteBackendTests {
         // Opened again, nothing is made twice (a database with tables is migrated, and here is up to
         // date), and no write lock is taken: it opens while another connection holds one.
         // (Another process holds it: GRDB leaves no transaction open between accesses.)
-        let holder = Process()
+        let holder = ChildProcess()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         holder.arguments = ["python3", "-c", """
             import sqlite3, sys, time

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditLab
 import TLSAuditModel
+import TLSAuditProcess
 
 /// What the iPhone does, error code included: the app's trust evaluation as an input (the system's
 /// by default), the NSURLError each failing host logs, AFNetworking's own faults as findings, plain
@@ -84,7 +85,7 @@ extension AppAuditTests {
         let file = pki.directory.appendingPathComponent("client-\(legacy ? "legacy" : "modern")-\(UUID().uuidString.prefix(6)).p12").path
         let passwordFile = file + ".password"
         try "s3cret pass\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["pkcs12", "-export", "-in", pki.clientCertificateFile, "-inkey", pki.clientKeyFile, "-out", file,
                              "-passout", "file:" + passwordFile] + (legacy ? ["-legacy"] : [])

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditSupport
+import TLSAuditProcess
 
 extension LabOCSPResponder {
     /// A responder for `issuer` in a directory of the test PKI's.
@@ -14,7 +15,7 @@ extension LabOCSPResponder {
 
     /// `openssl s_server` sending `leaf` (and the issuer) with `staple` stapled; the caller kills
     /// it. Returns the process and the result of the first completed scan.
-    func stapledServerScan(leaf: LabCertificate, staple: [UInt8]) throws -> (server: Process, result: AddressScanResult?) {
+    func stapledServerScan(leaf: LabCertificate, staple: [UInt8]) throws -> (server: ChildProcess, result: AddressScanResult?) {
         let (server, port) = try stapledServer(leaf: leaf, staple: staple, connections: 20)
         var result: AddressScanResult?
         for _ in 0..<50 where result?.status != .completed {

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditSupport
+import TLSAuditProcess
 
 /// End-to-end: real OpenSSL servers on 127.0.0.1 port 0, scanned by the built `tlsaudit` binary.
 @Suite("tlsaudit scan against loopback servers")
@@ -670,14 +671,14 @@ struct ScanTests {
         }
         /// Starts the scan, waits until the good targets are stored, sends `signals` (0.3 s apart);
         /// its stderr, stdout, the seconds from the first signal to its end, and the process.
-        func interrupt(with signals: [Int32]) throws -> (stderr: String, stdout: String, seconds: Double, process: Process) {
+        func interrupt(with signals: [Int32]) throws -> (stderr: String, stdout: String, seconds: Double, process: ChildProcess) {
             let name = "interrupted-\(UUID().uuidString.prefix(6))"
             let database = pki.directory.appendingPathComponent("\(name).sqlite").path
             let errors = pki.directory.appendingPathComponent("\(name).err")
             let output = pki.directory.appendingPathComponent("\(name).out")
             FileManager.default.createFile(atPath: errors.path, contents: nil)
             FileManager.default.createFile(atPath: output.path, contents: nil)
-            let scan = Process()
+            let scan = ChildProcess()
             scan.executableURL = URL(fileURLWithPath: CLI.binary)
             scan.arguments = ["scan", "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1", "--targets-file", list.path,
                               "--concurrency", "2", "--timeout", "6", "--database", database]
@@ -724,7 +725,7 @@ struct ScanTests {
 
     /// Runs a bash command line, killed after two minutes; its exit status and what it printed.
     private func bash(_ command: String) throws -> (status: Int32, stdout: String, stderr: String) {
-        let shell = Process()
+        let shell = ChildProcess()
         shell.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
         shell.arguments = ["-s", "KILL", "120", "/bin/bash", "-c", command]
         let out = Pipe()

@@ -4,6 +4,7 @@ import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
 import TLSAuditSupport
+import TLSAuditProcess
 
 /// `tlsaudit verify` on generated chains, one case per rule plain OpenSSL gets wrong, through the binary.
 @Suite("tlsaudit verify")
@@ -387,7 +388,7 @@ struct PKITSTests {
     static let vectorsPackage: Result<URL, HarnessMessage> = {
         let answer = FileManager.default.temporaryDirectory.appendingPathComponent("vectors-\(getpid())-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: answer) }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", "import cryptography_vectors, os, sys; open(sys.argv[1], 'w').write(os.path.dirname(cryptography_vectors.__file__))",
                              answer.path]

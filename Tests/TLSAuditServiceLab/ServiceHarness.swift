@@ -8,6 +8,7 @@ import TLSAuditProbe
 public import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSupport
+public import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -120,7 +121,7 @@ public enum Binary {
 
 /// A `tlsaudit serve` process with its log in a file.
 public final class ServiceProcess: @unchecked Sendable {
-    public let process = Process()
+    public let process = ChildProcess()
     public let logFile: URL
 
     /// `launcher` runs the binary through another program (e.g. setpriv to drop privileges).

@@ -6,6 +6,7 @@ import TLSAuditLab
 import TLSAuditStore
 import TLSAuditSQLite
 import TLSAuditServiceLab
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ struct DurabilityTests {
     let lab = ServiceLab.shared
 
     func mount(_ arguments: [String]) throws {
-        let process = Process()
+        let process = ChildProcess()
         try LabPrerequisite.root(for: "mounts a small tmpfs to fill it")
         process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/bin/mount", "/usr/bin/mount"], package: "mount"))
         process.arguments = arguments
@@ -73,7 +74,7 @@ struct DurabilityTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try mount(["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", directory.path])
         return {
-            let umount = Process()
+            let umount = ChildProcess()
             umount.executableURL = URL(fileURLWithPath: "/bin/umount")
             umount.arguments = ["--lazy", directory.path]
             try? umount.run()

@@ -6,6 +6,7 @@ import TLSAuditLab
 import TLSAuditService
 import TLSAuditStore
 import TLSAuditServiceLab
+import TLSAuditProcess
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,7 +80,7 @@ struct InstallTests {
         let start = try Self.unitLine("ExecStart", root: root)
         let log = URL(fileURLWithPath: root).appendingPathComponent("service.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let service = Process()
+        let service = ChildProcess()
         try LabPrerequisite.root(for: "starts the service in a network namespace of its own (unshare --net)")
         service.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["/usr/bin/unshare"], package: "util-linux"))
         service.arguments = ["--net", "--", "/usr/bin/env", "STATE_DIRECTORY=\(state)"] + start

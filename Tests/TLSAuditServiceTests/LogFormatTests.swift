@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TLSAuditCore
 import TLSAuditSupport
+import TLSAuditProcess
 import TLSAuditServiceLab
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +22,7 @@ struct LogFormatTests {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         var status = stat()
         #expect(stat(log.path, &status) == 0)
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: Binary.path)
         process.arguments = ["demo", "--verbose", "--cycles", "1", "--database", workspace.appendingPathComponent("\(UUID().uuidString).sqlite").path]
             + arguments

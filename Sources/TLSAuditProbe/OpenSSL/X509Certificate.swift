@@ -611,8 +611,19 @@ public enum Digest {
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        _ = EVP_Digest(bytes, bytes.count, &out, &length, EVP_sha256(), nil)
+        _ = EVP_Digest(bytes, bytes.count, &out, &length, sha256Method.pointer, nil)
         return out
+    }
+
+    /// SHA-256 fetched once: `EVP_sha256()` is fetched again from the provider on every digest,
+    /// 30K instructions of locked look-ups around hashing a few hundred bytes (a stored scan
+    /// hashes two such texts). Never freed: it lives as long as the process.
+    private static let sha256Method = MethodPointer(EVP_MD_fetch(nil, "SHA2-256", nil) ?? EVP_sha256())
+
+    /// An `EVP_MD` shared by threads (OpenSSL's methods are immutable once fetched).
+    private struct MethodPointer: @unchecked Sendable {
+        let pointer: OpaquePointer?
+        init(_ pointer: OpaquePointer?) { self.pointer = pointer }
     }
 }
 

@@ -3,6 +3,7 @@ import Testing
 import TLSAuditCore
 import TLSAuditProbe
 import TLSAuditLab
+import TLSAuditProcess
 
 /// Runs the built `tlsaudit` binary, the way a user does.
 enum CLI {
@@ -49,7 +50,7 @@ enum CLI {
             code = os.waitstatus_to_exitcode(status)
             print(code if code >= 0 else 128 - code, usage.ru_maxrss)
             """
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = URL(fileURLWithPath: try LabPrerequisite.program(["python3"], package: "python3"))
         process.arguments = ["-c", script, outPath, errPath, String(limit), binary] + arguments
         let report = Pipe()
