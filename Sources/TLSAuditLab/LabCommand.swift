@@ -46,7 +46,7 @@ public enum LabCommand {
         process.standardError = err
         let started = ContinuousClock.now
         try process.run()
-        let killer = DispatchWorkItem { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let killer = DispatchWorkItem { process.signal(SIGKILL) }
         DispatchQueue.global().asyncAfter(deadline: .now() + limit, execute: killer)
         let group = DispatchGroup()
         nonisolated(unsafe) var stdout = Data()

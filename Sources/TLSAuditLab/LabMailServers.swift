@@ -68,7 +68,7 @@ public final class LabDaemon: @unchecked Sendable {
             process.terminate()
             let deadline = Date().addingTimeInterval(5)
             while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.signal(SIGKILL)
             process.waitUntilExit()
         }
         process = nil

@@ -98,7 +98,7 @@ public final class LabOCSPResponder {
     /// Stops a process the lab started (SIGKILL: started from a test thread, s_server may have
     /// SIGTERM blocked).
     public static func kill(_ server: ChildProcess) {
-        Glibc.kill(server.processIdentifier, SIGKILL)
+        server.signal(SIGKILL)
         server.waitUntilExit()
     }
 

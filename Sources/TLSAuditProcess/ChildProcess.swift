@@ -11,8 +11,11 @@ import Glibc
 /// then (swift-corelibs-foundation #5472; it crashed this project's test run, and `tlsaudit serve`
 /// runs command sinks). It also changes the whole parent's working directory while it starts a
 /// child that needs another. Here the child closes every descriptor above 2 itself
-/// (`closefrom`), changes its own directory, and starts with every signal at its default action
-/// and none blocked, whatever the parent ignores or the starting thread blocks.
+/// (`closefrom`), changes its own directory, starts in a process group of its own (a Ctrl-C meant
+/// for a foreground `tlsaudit serve` does not reach a command sink mid-delivery; the service stops
+/// it) and with every signal at its default action and none blocked, whatever the parent ignores or
+/// the starting thread blocks. A child still running when its `ChildProcess` goes away is reaped
+/// when it ends, by a thread of its own (no zombie), as Foundation's `Process` did.
 ///
 /// The same members as `Process` for what this project uses: set the executable, arguments,
 /// environment, directory and standard streams (a `Pipe`, a `FileHandle`, `FileHandle.nullDevice`
@@ -39,6 +42,17 @@ public final class ChildProcess: @unchecked Sendable {
 
     public init() {}
 
+    deinit {
+        let pid = processIdentifier
+        guard pid > 0, ended.withLock({ $0 }) == nil else { return }
+        var raw: Int32 = 0
+        if waitpid(pid, &raw, WNOHANG) == pid { return }
+        Thread.detachNewThread {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        }
+    }
+
     /// Starts the program; throws when it cannot be started (no such file, not executable, a
     /// directory that does not exist: the child's exec fails, and posix_spawn reports it).
     public func run() throws {
@@ -48,25 +62,30 @@ public final class ChildProcess: @unchecked Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var parentEndsToClose: [FileHandle] = []
+        func check(_ code: Int32, _ what: String) throws {
+            guard code == 0 else { throw ChildProcessError("cannot run \(executable): \(what): \(String(cString: strerror(code)))") }
+        }
         for (descriptor, stream, childReads) in [(STDIN_FILENO, standardInput, true), (STDOUT_FILENO, standardOutput, false),
                                                  (STDERR_FILENO, standardError, false)] {
             switch stream {
             case let pipe as Pipe:
                 let childEnd = childReads ? pipe.fileHandleForReading : pipe.fileHandleForWriting
-                posix_spawn_file_actions_adddup2(&actions, childEnd.fileDescriptor, descriptor)
+                try check(posix_spawn_file_actions_adddup2(&actions, childEnd.fileDescriptor, descriptor), "standard stream \(descriptor)")
                 parentEndsToClose.append(childEnd)
             case let handle as FileHandle where handle === FileHandle.nullDevice:
-                posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0)
+                try check(posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0), "/dev/null")
             case let handle as FileHandle:
-                if handle.fileDescriptor != descriptor { posix_spawn_file_actions_adddup2(&actions, handle.fileDescriptor, descriptor) }
+                if handle.fileDescriptor != descriptor {
+                    try check(posix_spawn_file_actions_adddup2(&actions, handle.fileDescriptor, descriptor), "standard stream \(descriptor)")
+                }
             case nil:
-                posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0)
+                try check(posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0), "/dev/null")
             default:
                 throw ChildProcessError("a standard stream must be a Pipe, a FileHandle or nil")
             }
         }
-        tlsaudit_spawn_close_from(&actions, 3)
-        if let directory = currentDirectoryURL?.path { tlsaudit_spawn_change_directory(&actions, directory) }
+        try check(tlsaudit_spawn_close_from(&actions, 3), "closefrom")
+        if let directory = currentDirectoryURL?.path { try check(tlsaudit_spawn_change_directory(&actions, directory), directory) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -79,7 +98,8 @@ public final class ChildProcess: @unchecked Sendable {
         sigdelset(&all, SIGSTOP)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         var argv: [UnsafeMutablePointer<CChar>?] = ([executable] + (arguments ?? [])).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

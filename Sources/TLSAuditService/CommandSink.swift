@@ -54,7 +54,10 @@ struct CommandSink: AlertSink {
             process.terminate()
             let grace = Date().addingTimeInterval(2)
             while process.isRunning && Date() < grace { Thread.sleep(forTimeInterval: 0.02) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if process.isRunning {
+                process.signal(SIGKILL)
+                process.waitUntilExit()
+            }
             return .failure(SinkDeliveryError(description: "\(program) did not finish within \(timeout) s"))
         }
         guard process.terminationStatus == 0 else {

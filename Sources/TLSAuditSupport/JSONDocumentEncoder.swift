@@ -679,9 +679,10 @@ struct JSONByteWriter {
             if let bytes = repeatedBytes[position] {
                 sink.appendCopy(of: bytes)
             } else {
-                let start = sink.count
+                let (start, buffer) = (sink.count, sink)
                 write(repeated.node, depth: depth)
-                repeatedBytes[position] = start..<sink.count
+                // Unless a concurrent array inside it moved the writing to a new buffer.
+                if sink === buffer { repeatedBytes[position] = start..<sink.count }
             }
         }
     }

@@ -691,7 +691,7 @@ struct ScanTests {
             let interrupted = ContinuousClock.now
             for (index, signal) in signals.enumerated() {
                 if index > 0 { usleep(300_000) }
-                kill(scan.processIdentifier, signal)
+                scan.signal(signal)
             }
             scan.waitUntilExit()
             let waited = ContinuousClock.now - interrupted

@@ -142,7 +142,8 @@ public final class ServiceProcess: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGKILL)
+        process.waitUntilExit()
     }
 
     public var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
@@ -165,7 +166,7 @@ public final class ServiceProcess: @unchecked Sendable {
         return false
     }
 
-    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    public func signal(_ number: Int32) { process.signal(number) }
 
     /// The process id (its /proc entry).
     public var pid: Int32 { process.processIdentifier }

@@ -87,7 +87,7 @@ struct InstallTests {
         service.standardError = try FileHandle(forWritingTo: log)
         service.standardOutput = FileHandle.nullDevice
         try service.run()
-        defer { if service.isRunning { kill(service.processIdentifier, SIGKILL) } }
+        defer { service.signal(SIGKILL); service.waitUntilExit() }
         let deadline = Date().addingTimeInterval(20)
         var text = ""
         while Date() < deadline {
@@ -97,7 +97,7 @@ struct InstallTests {
         }
         #expect(text.contains("scheduler started"), "\(text.suffix(2000))")
         Thread.sleep(forTimeInterval: 1)
-        kill(service.processIdentifier, SIGTERM)
+        service.signal(SIGTERM)
         service.waitUntilExit()
         #expect(service.terminationStatus == 0, "\(text.suffix(2000))")
         #expect(FileManager.default.fileExists(atPath: state + "/tlsaudit.sqlite"), "the database is in the state directory")

@@ -91,6 +91,30 @@ struct ChildProcessTests {
         #expect(standard(masks["SigIgn"]) == 0, "\(masks["SigIgn"] ?? "none")")
     }
 
+    @Test("a process group of its own; a child left running when its ChildProcess goes away is reaped when it ends (no zombie)")
+    func groupAndReaping() throws {
+        // /proc/self/stat of cat: "pid (comm) state ppid pgrp ...".
+        let fields = try Self.run(["/bin/cat", "/proc/self/stat"]).stdout.split(separator: ")").last?.split(separator: " ") ?? []
+        // After the command's name: state, parent, process group.
+        #expect(fields.count > 3)
+        let (parent, childGroup) = (fields.count > 2 ? Int32(fields[1]) : nil, fields.count > 2 ? Int32(fields[2]) : nil)
+        #expect(parent == getpid())
+        #expect(childGroup != nil && childGroup != getpgrp(), "the child's group \(childGroup ?? -1), ours \(getpgrp())")
+
+        var pid: Int32 = 0
+        do {
+            let dropped = ChildProcess()
+            dropped.executableURL = URL(fileURLWithPath: "/bin/sleep")
+            dropped.arguments = ["0.2"]
+            try dropped.run()
+            pid = dropped.processIdentifier
+        }
+        #expect(pid > 0)
+        let deadline = Date().addingTimeInterval(10)
+        while FileManager.default.fileExists(atPath: "/proc/\(pid)"), Date() < deadline { usleep(20_000) }
+        #expect(!FileManager.default.fileExists(atPath: "/proc/\(pid)"), "pid \(pid) was not reaped (a zombie stays in /proc)")
+    }
+
     @Test("terminate ends it by SIGTERM; one thread polls while another waits, and both see it end")
     func signalsAndWaiting() throws {
         let sleeper = ChildProcess()
