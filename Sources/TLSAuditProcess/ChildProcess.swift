@@ -67,19 +67,19 @@ public final class ChildProcess: @unchecked Sendable {
         }
         for (descriptor, stream, childReads) in [(STDIN_FILENO, standardInput, true), (STDOUT_FILENO, standardOutput, false),
                                                  (STDERR_FILENO, standardError, false)] {
+            if stream == nil || (stream as? FileHandle) === FileHandle.nullDevice {
+                try check(posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0), "/dev/null")
+                continue
+            }
             switch stream {
             case let pipe as Pipe:
                 let childEnd = childReads ? pipe.fileHandleForReading : pipe.fileHandleForWriting
                 try check(posix_spawn_file_actions_adddup2(&actions, childEnd.fileDescriptor, descriptor), "standard stream \(descriptor)")
                 parentEndsToClose.append(childEnd)
-            case let handle as FileHandle where handle === FileHandle.nullDevice:
-                try check(posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0), "/dev/null")
             case let handle as FileHandle:
                 if handle.fileDescriptor != descriptor {
                     try check(posix_spawn_file_actions_adddup2(&actions, handle.fileDescriptor, descriptor), "standard stream \(descriptor)")
                 }
-            case nil:
-                try check(posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", childReads ? O_RDONLY : O_WRONLY, 0), "/dev/null")
             default:
                 throw ChildProcessError("a standard stream must be a Pipe, a FileHandle or nil")
             }

@@ -982,7 +982,6 @@ final class ByteSink {
         storage = Self.resized(nil, to: capacity)
         return data
     }
-
 }
 
 /// Hands an array's items to the threads of a parallel phase: each thread reads only its own

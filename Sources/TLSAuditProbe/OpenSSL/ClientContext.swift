@@ -70,7 +70,7 @@ final class ClientContext: @unchecked Sendable {
         SSL_CTX_set_cert_verify_callback(context, { _, _ in 1 }, nil)
         _ = tlsaudit_SSL_CTX_set_session_cache_mode(context, Int(SSL_SESS_CACHE_OFF))
         // Each read takes what the socket holds (the server's whole first flight, most often),
-        // not a record header and then its body: 4 reads a handshake instead of 13. Every
+        // not a record header and then its body: 3 reads a handshake instead of 13. Every
         // reader goes through SSL_read or SSL_do_handshake, which empty the buffer before they
         // ask for the socket (WANT_READ), so no wait misses a buffered record.
         tlsaudit_SSL_CTX_set_read_ahead(context, 1)
