@@ -9,3 +9,7 @@ void tlsaudit_release_free_memory(void) {
 void tlsaudit_set_mmap_threshold(int bytes) {
     mallopt(M_MMAP_THRESHOLD, bytes);
 }
+
+void tlsaudit_set_top_pad(int bytes) {
+    mallopt(M_TOP_PAD, bytes);
+}

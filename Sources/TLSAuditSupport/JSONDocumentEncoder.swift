@@ -260,13 +260,26 @@ final class EncodingContext {
         guard options.keys == .snakeCase else { return name }
         // Only ASCII names are looked up and remembered: `String` equality treats é and e + U+0301
         // (or the Kelvin sign and K) alike, and the bytes written must be the name's own.
-        let ascii = name.utf8.withContiguousStorageIfAvailable { !$0.contains { $0 >= 0x80 } } ?? !name.utf8.contains { $0 >= 0x80 }
+        let (ascii, hasUppercase) = name.utf8.withContiguousStorageIfAvailable(Self.classify) ?? Self.classify(Array(name.utf8))
         guard ascii else { return SnakeCase.convert(name) }
+        // An ASCII name without A-Z is its own snake case (most property names): no look-up.
+        guard hasUppercase else { return name }
         if let converted = convertedKeys[name] { return converted }
         let converted = SnakeCase.convert(name)
         convertedKeys[name] = converted
         newKeys[name] = converted
         return converted
+    }
+
+    /// Whether a name's bytes are all ASCII, and whether some are A-Z, in one pass.
+    private static func classify(_ utf8: some Collection<UInt8>) -> (ascii: Bool, hasUppercase: Bool) {
+        var high: UInt8 = 0
+        var hasUppercase = false
+        for byte in utf8 {
+            high |= byte
+            if byte &- 0x41 < 26 { hasUppercase = true }
+        }
+        return (high < 0x80, hasUppercase)
     }
 
     /// Adds the keys this encoding converted to those later encodings start with (the service
@@ -994,7 +1007,7 @@ struct SharedItems: @unchecked Sendable {
 enum JSONConcurrency {
     /// At least 16 elements per chunk (smaller ones are not worth a thread), at most one chunk per core.
     static func chunks(of count: Int) -> [Range<Int>] {
-        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let cores = ActiveProcessors.count
         let chunkCount = max(1, min(cores, count / 16))
         return (0..<chunkCount).map { chunk in (count * chunk / chunkCount)..<(count * (chunk + 1) / chunkCount) }
     }
@@ -1043,15 +1056,21 @@ struct ListedType: Sendable {
 
 /// One encoding's nodes of one `RepeatedlyEncodable` type, by value.
 class RepeatedNodes {
-    func node(for value: Any) -> JSONNode? { nil }
-    func remember(_ node: JSONNode, for value: Any) {}
+    func node<Value>(for value: Value) -> JSONNode? { nil }
+    func remember<Value>(_ node: JSONNode, for value: Value) {}
 }
 
 final class TypedRepeatedNodes<T: Hashable>: RepeatedNodes {
     private var nodes: [T: JSONNode] = [:]
-    // `as?` to the concrete type: a type comparison, no conformance look-up.
-    override func node(for value: Any) -> JSONNode? { (value as? T).flatMap { nodes[$0] } }
-    override func remember(_ node: JSONNode, for value: Any) {
-        if let value = value as? T { nodes[value] = node }
+    // The value where it is, when it is a `T` (a type comparison, no conformance look-up): neither
+    // boxed in `Any` nor copied out of the box (a certificate summary's thirty fields, retained
+    // and released, for each certificate of each target).
+    override func node<Value>(for value: Value) -> JSONNode? {
+        guard Value.self == T.self else { return nil }
+        return withUnsafePointer(to: value) { $0.withMemoryRebound(to: T.self, capacity: 1) { nodes[$0.pointee] } }
+    }
+    override func remember<Value>(_ node: JSONNode, for value: Value) {
+        guard Value.self == T.self else { return }
+        withUnsafePointer(to: value) { $0.withMemoryRebound(to: T.self, capacity: 1) { nodes[$0.pointee] = node } }
     }
 }

@@ -10,4 +10,8 @@ void tlsaudit_release_free_memory(void);
 /// large short-lived buffers settle in the arenas).
 void tlsaudit_set_mmap_threshold(int bytes);
 
+/// Grows each malloc heap by at least `bytes` more than an allocation lacks (glibc's M_TOP_PAD;
+/// a thread's heap otherwise grows one page, and one mprotect(2), at a time).
+void tlsaudit_set_top_pad(int bytes);
+
 #endif

@@ -55,7 +55,8 @@ package enum OpenSSLErrors {
         if let name = laterAlerts[alert] { return name }
         let long = String(cString: SSL_alert_desc_string_long(alert))
         if long == "unknown" { return "unknown alert \(alert)" }
-        return long.lowercased().replacingOccurrences(of: " ", with: "_")
+        // In the standard library: Foundation's `replacingOccurrences` bridges through NSString.
+        return String(long.lowercased().map { $0 == " " ? "_" : $0 })
     }
 
     /// RFC 7507, RFC 8446 and later alerts that OpenSSL 3.0's table does not name.

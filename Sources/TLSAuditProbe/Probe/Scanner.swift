@@ -403,7 +403,7 @@ package let ignoreSIGPIPE: Void = {
 /// 4 workers instead of 64, with 0.93x the CPU and 0.98x the wall time.
 enum WorkerPool {
     /// Threads started at once: twice the cores.
-    static var initialWorkers: Int { max(2, 2 * ProcessInfo.processInfo.activeProcessorCount) }
+    static var initialWorkers: Int { max(2, 2 * ActiveProcessors.count) }
 
     static func map<Input: Sendable, Output: Sendable>(_ inputs: [Input], concurrency: Int,
                                                         _ body: @escaping @Sendable (Input) -> Output) -> [Output] {
