@@ -21,6 +21,29 @@ public struct PolicyVerdict: Hashable, Codable, Sendable {
         self.rules = rules
         self.failedRules = failedRules
     }
+
+    private enum CodingKeys: String, CodingKey { case policy, compliant, rules, failedRules }
+
+    /// The synthesized encoding, with `rules` written through a keyed container of its ids, as
+    /// `Dictionary`'s own `encode(to:)` writes it: that one first asks the runtime whether
+    /// `FindingID` is `CodingKeyRepresentable`, and each such first question walks every conformance
+    /// record of the binary (0.36 ms of a one-target scan's 19).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(policy, forKey: .policy)
+        try container.encode(compliant, forKey: .compliant)
+        var outcomes = container.nestedContainer(keyedBy: RuleKey.self, forKey: .rules)
+        for (rule, outcome) in rules { try outcomes.encode(outcome, forKey: RuleKey(stringValue: rule.rawValue)) }
+        try container.encode(failedRules, forKey: .failedRules)
+    }
+
+    /// A rule's id as a key (what `FindingID.codingKey` gives `Dictionary`).
+    private struct RuleKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { Int(stringValue) }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { stringValue = String(intValue) }
+    }
 }
 
 /// A policy an address can be judged under: a value that names its rules, as swift-certificates

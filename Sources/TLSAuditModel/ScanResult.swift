@@ -242,14 +242,24 @@ public struct ScanReport: Codable, Sendable {
         self.trustStore = trustStore
         self.timeoutSeconds = timeoutSeconds
         self.targets = targets
-        let addresses = targets.flatMap(\.addresses)
-        let failed = addresses.filter { $0.status == .failed }.count + targets.filter { $0.error != nil }.count
-        // A pin mismatch is not compliant (CountedVerdict).
-        let compliant = addresses.filter(\.countedCompliant).count
-        summary = ScanSummary(targets: targets.count, addresses: addresses.count, compliant: compliant,
-                              notCompliant: addresses.filter { $0.status == .completed && !$0.countedCompliant }.count,
-                              failed: failed)
-        summary.pinMismatches = addresses.filter { $0.pin?.state == .mismatch }.count
+        // Counted in place: collecting the addresses (and filtering them) copied every result, whole.
+        var addresses = 0, failed = 0, compliant = 0, notCompliant = 0, pinMismatches = 0
+        for target in targets {
+            if target.error != nil { failed += 1 }
+            for address in target.addresses {
+                addresses += 1
+                if address.status == .failed { failed += 1 }
+                // A pin mismatch is not compliant (CountedVerdict).
+                if address.countedCompliant {
+                    compliant += 1
+                } else if address.status == .completed {
+                    notCompliant += 1
+                }
+                if address.pin?.state == .mismatch { pinMismatches += 1 }
+            }
+        }
+        summary = ScanSummary(targets: targets.count, addresses: addresses, compliant: compliant, notCompliant: notCompliant, failed: failed)
+        summary.pinMismatches = pinMismatches
         exitCode = Self.exitCode(for: summary)
     }
 
