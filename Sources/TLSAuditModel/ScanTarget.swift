@@ -104,7 +104,7 @@ public struct ScanTarget: Hashable, Sendable {
     public static func parseNumberedList(_ text: String, defaultPort: Int = SettingBounds.port.defaultValue) throws(ParseError)
         -> [(line: Int, target: ScanTarget)] {
         var targets: [(line: Int, target: ScanTarget)] = []
-        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, rawLine) in text.fileLines().enumerated() {
             let line = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first
                 .map(String.init)?.trimmingWhitespace() ?? ""
             guard !line.isEmpty else { continue }

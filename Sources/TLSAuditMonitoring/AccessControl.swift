@@ -2,6 +2,7 @@ import Foundation
 import HummingbirdBcrypt
 import Synchronization
 import TLSAuditModel
+import TLSAuditSupport
 
 /// Who may read the listener's documents: a bearer token, users with bcrypt password hashes (an
 /// htpasswd file, as `htpasswd -B` writes it), either, or anyone when neither is configured.
@@ -22,7 +23,7 @@ public struct AccessCredentials: Sendable {
     /// SHA-1 and crypt hashes are refused: they are fast to guess).
     public static func users(htpasswd text: String, file: String) throws -> [String: String] {
         var users: [String: String] = [:]
-        for (offset, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (offset, raw) in text.fileLines().enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {

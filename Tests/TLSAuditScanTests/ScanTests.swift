@@ -498,6 +498,23 @@ struct ScanTests {
         #expect(!output.stdout.contains("key exchange ANY"))
     }
 
+    @Test("a targets file saved with Windows line ends (CR LF): every line a target, numbered as in the file")
+    func targetsFileWithWindowsLineEnds() throws {
+        let good = try LabTLSServer(LabServerConfiguration(chain: [try pki.leaf(), pki.intermediate]))
+        defer { good.stop() }
+        let file = pki.directory.appendingPathComponent("targets-crlf-\(good.port).txt")
+        try "# the fleet\r\n\(TestPKI.hostname):\(good.port)\r\n\r\nsecond.\(TestPKI.hostname):\(good.port)\r\n"
+            .write(to: file, atomically: true, encoding: .utf8)
+        let output = try CLI.run(["scan", "--targets-file", file.path, "--ca-file", pki.rootFile,
+                                  "--connect-to", "127.0.0.1", "--concurrency", "2"])
+        #expect(output.stdout.contains("2 target(s), 2 address(es)"), "\(output.stdout)\(output.stderr)")
+        // A line that does not parse is named by its number in the file.
+        try "\(TestPKI.hostname):\(good.port)\r\nnot a target:x\r\n".write(to: file, atomically: true, encoding: .utf8)
+        let broken = try CLI.run(["scan", "--targets-file", file.path, "--ca-file", pki.rootFile, "--connect-to", "127.0.0.1"])
+        #expect(broken.status == 64, "\(broken.status)")
+        #expect(broken.stderr.contains("line 2:"), "\(broken.stderr)")
+    }
+
     @Test("servers that keep every worker waiting get the concurrency asked for: silent targets, four times the threads a scan starts with, all probed together")
     func waitingWorkersGrow() throws {
         let tarpit = try LabHostileServer(.tarpit)

@@ -24,4 +24,13 @@ struct WhitespaceTests {
         }
         #expect(differing.isEmpty, "\(differing.prefix(20))")
     }
+
+    @Test("a file's lines: split at LF, a CR before it dropped, blank lines kept")
+    func fileLines() {
+        #expect("a\r\nb\r\n\r\nc".fileLines() == ["a", "b", "", "c"])
+        #expect("a\nb\n".fileLines() == ["a", "b", ""])
+        #expect("a\rb".fileLines() == ["a\rb"], "a CR alone is not a line end")
+        #expect("é\r\ne\u{0301}".fileLines() == ["é", "e\u{0301}"])
+        #expect("".fileLines() == [""])
+    }
 }
