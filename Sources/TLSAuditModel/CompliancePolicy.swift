@@ -40,9 +40,9 @@ public struct PolicyVerdict: Hashable, Codable, Sendable {
     /// A rule's id as a key (what `FindingID.codingKey` gives `Dictionary`).
     private struct RuleKey: CodingKey {
         let stringValue: String
-        var intValue: Int? { Int(stringValue) }
+        var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { stringValue = String(intValue) }
+        init?(intValue: Int) { nil }
     }
 }
 

@@ -115,6 +115,7 @@ struct ScanCommand: ParsableCommand {
     }
 
     func run() throws {
+        ProcessMemory.tuneForScan()
         let (parsedTargets, targetLines) = try loadTargets()
         let trustStore = try trust.store(caFile: caFile, policy: policy ?? .default)
         let credentials = try identity.credentials()

@@ -3,7 +3,6 @@ import Foundation
 import TLSAuditCore
 import TLSAuditPostgres
 import TLSAuditProbe
-import TLSAuditService
 import TLSAuditSQLite
 import TLSAuditStore
 
@@ -29,7 +28,6 @@ struct TLSAuditCommand: AsyncParsableCommand {
         StandardStream.prepare()
         StoreBackends.registerShipped()
         if let command = await DirectRoute.parse(Array(CommandLine.arguments.dropFirst()), root: Self.self) {
-            if !(command is ServeCommand) { ProcessMemory.tuneForOneShotCommand() }
             do {
                 try await runLeaf(command)
             } catch let code as ExitCode {
