@@ -134,13 +134,16 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// The exit status, or the number of the signal that ended it. Only once it has ended.
     public var terminationStatus: Int32 {
-        guard let status = ended.withLock({ $0 }) else { preconditionFailure("the process has not ended") }
+        let status = endedStatus
         return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
     }
 
-    public var terminationReason: TerminationReason {
+    public var terminationReason: TerminationReason { endedStatus & 0x7f == 0 ? .exit : .uncaughtSignal }
+
+    /// The wait status of a child that has ended (asking before is a programming error).
+    private var endedStatus: Int32 {
         guard let status = ended.withLock({ $0 }) else { preconditionFailure("the process has not ended") }
-        return status & 0x7f == 0 ? .exit : .uncaughtSignal
+        return status
     }
 
     /// SIGTERM.

@@ -23,3 +23,16 @@ extension Array where Element == UInt8 {
         }
     }
 }
+
+extension UnsafeBufferPointer where Element == UInt8 {
+    /// These bytes against `other` in byte order (as `LC_ALL=C sort` orders lines and `JSONEncoder`
+    /// sorts keys; a prefix first): negative when these come first, zero when equal.
+    public func byteOrder(_ other: UnsafeBufferPointer<UInt8>) -> Int {
+        let common = Swift.min(count, other.count)
+        if common > 0, let left = baseAddress, let right = other.baseAddress {
+            let order = memcmp(left, right, common)
+            if order != 0 { return Int(order) }
+        }
+        return count - other.count
+    }
+}

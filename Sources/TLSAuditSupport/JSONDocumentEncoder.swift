@@ -730,16 +730,7 @@ struct JSONByteWriter {
     /// Orders keys by their UTF-8 bytes (as `JSONEncoder` sorts them): negative, zero or positive.
     static func compare(_ left: String, _ right: String) -> Int {
         var left = left, right = right
-        return left.withUTF8 { a in
-            right.withUTF8 { b in
-                let common = min(a.count, b.count)
-                if common > 0 {
-                    let order = memcmp(a.baseAddress!, b.baseAddress!, common)
-                    if order != 0 { return Int(order) }
-                }
-                return a.count - b.count
-            }
-        }
+        return left.withUTF8 { a in right.withUTF8 { b in a.byteOrder(b) } }
     }
 
     private mutating func writeArray(_ array: JSONArrayNode, depth: Int) {

@@ -23,9 +23,9 @@ extension Substring {
 
 extension String {
     /// The lines of a text file an operator wrote: split at each line feed, with a carriage return
-    /// ending a line dropped (a file saved with Windows line ends; a lone one at the very end too). Splitting the `Character`s at "\n"
-    /// never splits CR LF, which is one grapheme: such a file was one long line. Blank lines stay, so
-    /// that line numbers in messages match the file's.
+    /// ending a line dropped (a file saved with Windows line ends; a lone one at the very end too).
+    /// Splitting the `Character`s at "\n" never splits CR LF, which is one grapheme: such a file was
+    /// one long line. Blank lines stay, so that line numbers in messages match the file's.
     public func fileLines() -> [Substring] {
         unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { scalars in
             Substring(scalars.last == "\r" ? scalars.dropLast() : scalars)

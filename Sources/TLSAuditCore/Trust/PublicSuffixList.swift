@@ -1,4 +1,4 @@
-import Glibc
+import TLSAuditSupport
 
 /// The Public Suffix List, for refusing wildcard names that would cover a whole public suffix
 /// (`*.co.uk`): the ICANN section, which clients apply when matching names, and the private section
@@ -33,23 +33,13 @@ public enum PublicSuffixList {
                 while start > low, text[start - 1] != newline { start -= 1 }
                 var end = start
                 while end < high, text[end] != newline { end += 1 }
-                switch compare(UnsafeBufferPointer(rebasing: text[start..<end]), wanted) {
+                switch UnsafeBufferPointer(rebasing: text[start..<end]).byteOrder(wanted) {
                 case 0: return true
                 case ..<0: low = end + 1
                 default: high = start
                 }
             }
             return false
-        }
-
-        /// Byte order, as `LC_ALL=C sort` orders the lines: negative when `a` comes first.
-        private static func compare(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Int {
-            let common = min(a.count, b.count)
-            if common > 0, let left = a.baseAddress, let right = b.baseAddress {
-                let order = memcmp(left, right, common)
-                if order != 0 { return Int(order) }
-            }
-            return a.count - b.count
         }
 
         /// The section's answer for a normalized name: true (a suffix), false (an exception) or nil (no rule).
