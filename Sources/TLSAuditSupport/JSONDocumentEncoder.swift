@@ -185,6 +185,10 @@ final class JSONArrayNode {
     var items: [JSONNode] = []
     /// Whether some items were `ConcurrentlyEncodable` elements (then they are written in parallel too).
     var concurrent = false
+    /// A concurrent array's items as bytes, written where they were built
+    /// (`EncodingContext.resolvePendingElements`) for the array's depth; `items` is then emptied
+    /// (`count` keeps their number).
+    var written: (depth: Int, count: Int, segments: [ByteSink])?
 }
 
 // MARK: - Encoding
@@ -201,6 +205,10 @@ final class EncodingContext {
     /// Arrays holding `.pending` elements, resolved after the tree is built. Nil in the contexts
     /// that resolve them (an element's own arrays are built in place).
     var pendingArrays: [JSONArrayNode]?
+    /// How many `RepeatedlyEncodable` values are being built around the current one: their arrays
+    /// are built in place, since a repeated node may be written at several depths and a concurrent
+    /// array's bytes are written for one (`resolvePendingElements`).
+    var repeatedNesting = 0
 
     /// The nodes of the `RepeatedlyEncodable` values met so far, one table per type: built once,
     /// written wherever an equal value appears (nodes are never changed once built).
@@ -236,22 +244,37 @@ final class EncodingContext {
         return kind
     }
 
-    /// Builds every pending element's node: on all cores, one context per chunk of an array.
+    /// Builds and writes every pending element: on all cores, one context and one writer per chunk
+    /// of an array, one element after the other, so that an element's nodes are freed (and their
+    /// memory used again) once its bytes are written; only the repeated nodes stay, shared within
+    /// the chunk. The bytes are written for the array's depth in the document (the length of its
+    /// coding path), and `JSONByteWriter.writeArray` splices them in. (Building all the nodes first
+    /// and writing them after, a 200-target scan's tree faulted in some 330 pages and grew the
+    /// heaps a page at a time.)
     func resolvePendingElements() throws {
         guard let arrays = pendingArrays, !arrays.isEmpty else { return }
         pendingArrays = nil
         let options = options
         for array in arrays {
+            let depth = array.items.lazy.compactMap { item -> Int? in
+                if case .pending(let element) = item { element.parent.codingPath.count } else { nil }
+            }.first ?? 0
             let shared = SharedItems(items: array.items)
+            array.items = []
             let chunks = try JSONConcurrency.map(JSONConcurrency.chunks(of: shared.items.count)) { range throws(any Error) in
                 let context = EncodingContext(options, defersElements: false)
                 defer { context.shareNewKeys() }
-                return try shared.items[range].map { item in
-                    guard case .pending(let element) = item else { return item }
-                    return try context.node(for: element.value, parent: element.parent, key: element.key)
+                var writer = JSONByteWriter(prettyPrinted: options.prettyPrinted, escapesSlashes: options.escapesSlashes)
+                for index in range {
+                    var item = shared.items[index]
+                    if case .pending(let element) = item {
+                        item = try context.node(for: element.value, parent: element.parent, key: element.key)
+                    }
+                    writer.writeItem(item, at: index, depth: depth)
                 }
+                return writer.segments
             }
-            array.items = Array(chunks.joined())
+            array.written = (depth, shared.items.count, Array(chunks.joined()))
         }
     }
 
@@ -314,6 +337,8 @@ final class EncodingContext {
         let kind = kind(of: T.self)
         if kind == .repeated, let nodes = repeatedNodes(of: T.self) {
             if let node = nodes.node(for: value) { return node }
+            repeatedNesting += 1
+            defer { repeatedNesting -= 1 }
             let node = JSONNode.repeated(RepeatedNode(try encodedNode(for: value, kind: kind, parent: parent, key: key, topLevel: topLevel)))
             nodes.remember(node, for: value)
             return node
@@ -527,7 +552,7 @@ struct UnkeyedNodeContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt32) throws { array.items.append(.uint(UInt64(value))) }
     mutating func encode(_ value: UInt64) throws { array.items.append(.uint(value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-        if encoder.context.pendingArrays != nil, encoder.context.kind(of: T.self) == .concurrent,
+        if encoder.context.pendingArrays != nil, encoder.context.repeatedNesting == 0, encoder.context.kind(of: T.self) == .concurrent,
            let element = EncodingContext.concurrentElement(value) {
             if !array.concurrent {
                 array.concurrent = true
@@ -735,35 +760,29 @@ struct JSONByteWriter {
 
     private mutating func writeArray(_ array: JSONArrayNode, depth: Int) {
         sink.append(UInt8(ascii: "["))
-        let chunks = array.concurrent ? JSONConcurrency.chunks(of: array.items.count) : [array.items.indices]
-        if chunks.count > 1 {
-            // Each chunk into its own buffer, on all cores; then the buffers in order.
-            let (prettyPrinted, escapesSlashes, shared) = (prettyPrinted, escapesSlashes, SharedItems(items: array.items))
-            let written = JSONConcurrency.map(chunks) { range in
-                var writer = JSONByteWriter(prettyPrinted: prettyPrinted, escapesSlashes: escapesSlashes)
-                writer.writeItems(shared.items, range, depth: depth)
-                return writer.segments
-            }
-            // The chunks follow as they are; what comes after them starts a new buffer (and copies
-            // no repeated bytes from the ones before).
+        let count: Int
+        if let written = array.written {
+            precondition(written.depth == depth, "a concurrent array's elements were written for depth \(written.depth), not \(depth)")
+            // The chunks' buffers follow as they are; what comes after them starts a new buffer
+            // (and copies no repeated bytes from the ones before).
             finished.append(sink)
-            finished += written.joined()
+            finished += written.segments
             sink = ByteSink()
             repeatedBytes.removeAll()
+            count = written.count
         } else {
-            writeItems(array.items, array.items.indices, depth: depth)
+            for (index, item) in array.items.enumerated() { writeItem(item, at: index, depth: depth) }
+            count = array.items.count
         }
-        closing(depth, empty: array.items.isEmpty)
+        closing(depth, empty: count == 0)
         sink.append(UInt8(ascii: "]"))
     }
 
-    /// Items `range` of an array written at `depth`, each after its separator.
-    private mutating func writeItems(_ items: [JSONNode], _ range: Range<Int>, depth: Int) {
-        for index in range {
-            if index > 0 { sink.append(UInt8(ascii: ",")) }
-            newline(depth + 1)
-            write(items[index], depth: depth + 1)
-        }
+    /// The element at `index` of an array written at `depth`, after its separator.
+    mutating func writeItem(_ item: JSONNode, at index: Int, depth: Int) {
+        if index > 0 { sink.append(UInt8(ascii: ",")) }
+        newline(depth + 1)
+        write(item, depth: depth + 1)
     }
 
     private mutating func newline(_ depth: Int) {

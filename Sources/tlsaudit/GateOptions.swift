@@ -28,25 +28,35 @@ struct GateOptions: ParsableArguments {
     /// Prints the run in `format`, applies the baseline, writes the new baseline, and exits with
     /// the command's status (`commandExit`), or under a baseline with 0, 1 for a new finding, 2 for
     /// a host not reached.
+    /// - `makeGate`: the run's findings as a gate report, made only when a baseline, `--write-baseline`
+    ///   or a CI format asks for it (the plain JSON or text output of a scan does not pay for it).
     /// - `json`, `text`: the command's own outputs (the JSON document in pieces, written one after the other).
     /// - `fromJSON`: the gate of an earlier JSON output of the same command (for `--baseline`), or nil when it is not one.
-    func finish(_ gate: GateReport, commandExit: Int32, format: GateOutputFormat, json: () throws -> [Data], text: () -> String,
-                fromJSON: (Data) throws -> GateReport?) throws {
-        var gate = gate
+    func finish(_ makeGate: @autoclosure () -> GateReport, commandExit: Int32, format: GateOutputFormat, json: () throws -> [Data],
+                text: () -> String, fromJSON: (Data) throws -> GateReport?) throws {
         var exitCode = commandExit
+        var gate: GateReport?
+        func madeGate() -> GateReport {
+            if let gate { return gate }
+            let made = makeGate()
+            gate = made
+            return made
+        }
         if let baseline {
-            gate.apply(try Self.read(baseline: baseline, command: gate.command, fromJSON: fromJSON))
-            exitCode = gate.exitCodeAgainstBaseline
+            var applied = madeGate()
+            applied.apply(try Self.read(baseline: baseline, command: applied.command, fromJSON: fromJSON))
+            exitCode = applied.exitCodeAgainstBaseline
+            gate = applied
         }
         switch format {
         case .json: StandardStream.output.write(try json())
-        case .text: StandardStream.output.write(text() + (baseline == nil ? "" : Self.baselineText(gate)))
-        case .junit: StandardStream.output.write(JUnitXML.document(gate))
-        case .sarif: StandardStream.output.write(try SARIFLog.document(gate, exitCode: exitCode, withBaseline: baseline != nil))
+        case .text: StandardStream.output.write(text() + (baseline == nil ? "" : Self.baselineText(madeGate())))
+        case .junit: StandardStream.output.write(JUnitXML.document(madeGate()))
+        case .sarif: StandardStream.output.write(try SARIFLog.document(madeGate(), exitCode: exitCode, withBaseline: baseline != nil))
         }
         if let writeBaseline {
             do {
-                try SARIFLog.document(gate, exitCode: exitCode, withBaseline: false).write(to: URL(fileURLWithPath: writeBaseline), options: .atomic)
+                try SARIFLog.document(madeGate(), exitCode: exitCode, withBaseline: false).write(to: URL(fileURLWithPath: writeBaseline), options: .atomic)
             } catch {
                 StandardStream.error.write("tlsaudit: cannot write the baseline \(writeBaseline): \(error.localizedDescription)\n")
                 throw ExitCode(2)

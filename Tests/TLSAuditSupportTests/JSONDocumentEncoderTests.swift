@@ -251,6 +251,46 @@ struct JSONDocumentEncoderTests {
         }
     }
 
+    /// A repeated value holding a long array of concurrent elements: written at two depths.
+    struct Batch: RepeatedlyEncodable {
+        var label: String
+        var elements: [Element]
+        static func == (left: Batch, right: Batch) -> Bool { left.label == right.label }
+        func hash(into hasher: inout Hasher) { hasher.combine(label) }
+    }
+
+    /// Concurrent elements between other items of one unkeyed container.
+    struct Mixed: Encodable {
+        var elements: [Element]
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            try container.encodeNil()
+            for element in elements { try container.encode(element) }
+            try container.encode("end")
+        }
+    }
+
+    struct Deep: Encodable {
+        var batch: Batch
+        var mixed: Mixed
+        var wrapped: [String: [Batch]]
+    }
+
+    @Test("concurrent elements at any depth, inside a repeated value written at two depths, and among other items: JSONEncoder's bytes")
+    func concurrentElementsAtDepths() throws {
+        JSONDocumentEncoder.register(concurrent: Element.self)
+        JSONDocumentEncoder.register(repeated: Batch.self)
+        let elements = (0..<40).map { Element(position: $0, sample: Self.sample, inner: [Self.sample.inner]) }
+        let batch = Batch(label: "b", elements: elements)
+        let deep = Deep(batch: batch, mixed: Mixed(elements: elements), wrapped: ["w": [batch, Batch(label: "c", elements: [])]])
+        for pretty in [false, true] {
+            let ours = JSONDocumentEncoder(keys: .snakeCase, dates: .iso8601, prettyPrinted: pretty, escapesSlashes: false)
+            let theirs = Self.foundation(snakeCase: true, iso8601: true, pretty: pretty, escapesSlashes: false)
+            #expect(try ours.encodeString(deep) == String(decoding: try theirs.encode(deep), as: UTF8.self))
+            #expect(try ours.encodeString([deep, deep]) == String(decoding: try theirs.encode([deep, deep]), as: UTF8.self))
+        }
+    }
+
     /// A value met many times in a document; counts its own encodings.
     struct Repeated: RepeatedlyEncodable {
         static let encodings = Mutex(0)
