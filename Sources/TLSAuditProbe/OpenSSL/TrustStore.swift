@@ -176,14 +176,16 @@ public enum PublicRoots {
     /// with `anchor`'s identity `key`. Answered per anchor, once (a fleet has few), without parsing
     /// the store: the directory by the anchor's subject hash (`HASH.N`, as OpenSSL looks it up),
     /// the file's certificates only where their DER holds the anchor's key.
+    /// Looked up under the lock: the workers of a scan meet the same anchor at once, and each
+    /// would otherwise read the same files again while the first one does.
     static func systemHolds(_ anchor: CertificateSummary, key: String) -> Bool {
-        if let known = systemAnswers.withLock({ $0[key] }) { return known }
-        let held = systemLookup(anchor, key: key)
         systemAnswers.withLock { answers in
+            if let known = answers[key] { return known }
+            let held = systemLookup(anchor, key: key)
             if answers.count >= 1_024 { answers.removeAll() }
             answers[key] = held
+            return held
         }
-        return held
     }
 
     private static let systemAnswers = SleepingLock<[String: Bool]>([:])
