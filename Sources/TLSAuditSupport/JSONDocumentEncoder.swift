@@ -255,10 +255,14 @@ final class EncodingContext {
         guard let arrays = pendingArrays, !arrays.isEmpty else { return }
         pendingArrays = nil
         let options = options
-        for array in arrays {
-            let depth = array.items.lazy.compactMap { item -> Int? in
+        // The deepest first: an array nested in another's (already built) items is in place when
+        // the outer one's chunks write it.
+        let byDepth = arrays.map { array in
+            (array, array.items.lazy.compactMap { item -> Int? in
                 if case .pending(let element) = item { element.parent.codingPath.count } else { nil }
-            }.first ?? 0
+            }.first ?? 0)
+        }.sorted { $0.1 > $1.1 }
+        for (array, depth) in byDepth {
             let shared = SharedItems(items: array.items)
             array.items = []
             let chunks = try JSONConcurrency.map(JSONConcurrency.chunks(of: shared.items.count)) { range throws(any Error) in

@@ -276,7 +276,21 @@ struct JSONDocumentEncoderTests {
         var wrapped: [String: [Batch]]
     }
 
-    @Test("concurrent elements at any depth, inside a repeated value written at two depths, and among other items: JSONEncoder's bytes")
+    /// Concurrent elements, then an array of them nested in the same unkeyed container, then a
+    /// plain value holding more: arrays deferred inside an array deferred before them.
+    struct Nesting: Encodable {
+        var elements: [Element]
+        struct Wrapper: Encodable { var list: [Element] }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.unkeyedContainer()
+            for element in elements { try container.encode(element) }
+            var nested = container.nestedUnkeyedContainer()
+            for element in elements { try nested.encode(element) }
+            try container.encode(Wrapper(list: elements))
+        }
+    }
+
+    @Test("concurrent elements at any depth, inside a repeated value written at two depths, among other items, and nested in one another's items: JSONEncoder's bytes")
     func concurrentElementsAtDepths() throws {
         JSONDocumentEncoder.register(concurrent: Element.self)
         JSONDocumentEncoder.register(repeated: Batch.self)
@@ -288,6 +302,10 @@ struct JSONDocumentEncoderTests {
             let theirs = Self.foundation(snakeCase: true, iso8601: true, pretty: pretty, escapesSlashes: false)
             #expect(try ours.encodeString(deep) == String(decoding: try theirs.encode(deep), as: UTF8.self))
             #expect(try ours.encodeString([deep, deep]) == String(decoding: try theirs.encode([deep, deep]), as: UTF8.self))
+            for count in [1, 40] {
+                let nesting = ["n": Nesting(elements: Array(elements.prefix(count)))]
+                #expect(try ours.encodeString(nesting) == String(decoding: try theirs.encode(nesting), as: UTF8.self))
+            }
         }
     }
 
