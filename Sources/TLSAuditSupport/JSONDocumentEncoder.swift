@@ -258,10 +258,10 @@ final class EncodingContext {
         // The deepest first: an array nested in another's (already built) items is in place when
         // the outer one's chunks write it.
         let byDepth = arrays.map { array in
-            (array, array.items.lazy.compactMap { item -> Int? in
+            (array: array, depth: array.items.lazy.compactMap { item -> Int? in
                 if case .pending(let element) = item { element.parent.codingPath.count } else { nil }
             }.first ?? 0)
-        }.sorted { $0.1 > $1.1 }
+        }.sorted { $0.depth > $1.depth }
         for (array, depth) in byDepth {
             let shared = SharedItems(items: array.items)
             array.items = []
